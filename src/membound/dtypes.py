@@ -1,0 +1,96 @@
+"""Element formats and their true storage cost, block scales included.
+
+Bits per element are what a format costs in memory, so a tensor of n elements takes
+n * bits / 8 bytes. Block formats carry their scales: llama.cpp q4_0 stores 32 4-bit
+weights plus one fp16 scale per block, (32*4 + 16) / 32 = 4.5 bits.
+
+`compute` names the tensor-core peak a format's arithmetic runs at when it is the
+*activation* dtype ("bf16", "fp8", "int8", "fp4"); block formats cannot be activation
+dtypes. Users add formats with `register_dtype`.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+
+from .errors import InvalidInputError, UnknownNameError
+
+
+@dataclass(frozen=True)
+class DType:
+    """One element format: `bits` per element in memory, including block scales."""
+
+    name: str
+    bits: float
+    compute: str | None = None   # the peak-FLOP/s key this format computes at, if any
+    description: str = ""
+
+    @property
+    def bytes(self) -> float:
+        """Bytes per element."""
+        return self.bits / 8.0
+
+
+# Sources: llama.cpp ggml-common.h block layouts (q8_0: 32 int8 + fp16 scale = 34 bytes / 32;
+# q4_0: 16 bytes + fp16 scale = 18 bytes / 32; q4_K: 144 bytes / 256 = 4.5 bpw, q6_K: 210 bytes
+# / 256 = 6.5625 bpw; q4_K_M mixes q4_K and q6_K tensors, ~4.85 bpw as llama.cpp's quantize
+# reports for 7B models); OCP MX spec v1.0 (mxfp4: 32 fp4 + one 8-bit shared scale = 4.25);
+# NVIDIA NVFP4 (16 fp4 + fp8 e4m3 scale = 4.5, plus a per-tensor fp32 scale, negligible);
+# AWQ/GPTQ int4 with group 128 and fp16 scales: 4 + 16/128 = 4.125 (zero points, when packed
+# at 4 bits, add 4/128 more; we use the scale-only figure DESIGN.md names).
+_BUILTIN = (
+    DType("fp32", 32, "fp32", "IEEE single precision"),
+    DType("tf32", 32, "tf32", "stored as fp32, computed as tf32"),
+    DType("bf16", 16, "bf16", "bfloat16"),
+    DType("fp16", 16, "fp16", "IEEE half precision"),
+    DType("fp8", 8, "fp8", "fp8 e4m3/e5m2, per-tensor scale"),
+    DType("int8", 8, "int8", "int8 with per-channel scales"),
+    DType("int4", 4 + 16 / 128, None, "int4, group 128, fp16 scales (AWQ/GPTQ style)"),
+    DType("fp4", 4, "fp4", "bare fp4 e2m1"),
+    DType("mxfp4", 4 + 8 / 32, "fp4", "OCP MX fp4: 32 elements share an 8-bit scale"),
+    DType("nvfp4", 4 + 8 / 16, "fp4", "NVIDIA fp4: 16 elements share an fp8 scale"),
+    DType("q8_0", 8 + 16 / 32, None, "llama.cpp q8_0: 32 int8 + fp16 scale"),
+    DType("q4_0", 4 + 16 / 32, None, "llama.cpp q4_0: 32 4-bit + fp16 scale"),
+    DType("q4_k_m", 4.85, None, "llama.cpp Q4_K_M mix of q4_K and q6_K tensors (~4.85 bpw)"),
+    DType("q6_k", 6.5625, None, "llama.cpp q6_K: 210 bytes per 256 weights"),
+    DType("q5_k_m", 5.69, None, "llama.cpp Q5_K_M mix (~5.69 bpw)"),
+)
+_ALIASES = {"f16": "fp16", "f32": "fp32", "float16": "fp16", "bfloat16": "bf16",
+            "float32": "fp32", "e4m3": "fp8", "fp8_e4m3": "fp8", "w4a16": "int4",
+            "q4_k": "q4_k_m", "q5_k": "q5_k_m"}
+
+_registry: dict[str, DType] = {d.name: d for d in _BUILTIN}
+_lock = threading.Lock()
+
+
+def register_dtype(name: str, bits: float, compute: str | None = None,
+                   description: str = "") -> DType:
+    """Add (or replace) a format; `bits` per element, block scales included."""
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError("name", name, "a non-empty string")
+    if not isinstance(bits, (int, float)) or not math.isfinite(bits) or not 0 < bits <= 64:
+        raise InvalidInputError("bits", bits, "a finite number of bits per element in (0, 64]")
+    d = DType(name.lower(), float(bits), compute, description)
+    with _lock:
+        _registry[d.name] = d
+    return d
+
+
+def get_dtype(name: "str | DType") -> DType:
+    """The registered format called `name` (case-insensitive; f16 = fp16)."""
+    if isinstance(name, DType):
+        return name
+    if not isinstance(name, str):
+        raise InvalidInputError("dtype", name, "a dtype name such as 'bf16' or 'q4_0'")
+    key = name.strip().lower()
+    key = _ALIASES.get(key, key)
+    try:
+        return _registry[key]
+    except KeyError:
+        raise UnknownNameError("dtype", name, _registry) from None
+
+
+def list_dtypes() -> list[str]:
+    """Names of all registered formats."""
+    return sorted(_registry)

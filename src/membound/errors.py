@@ -1,0 +1,77 @@
+"""The library's exception hierarchy: every error names the field, the value and what was expected."""
+from __future__ import annotations
+
+
+class MemboundError(Exception):
+    """Base class of every error membound raises on purpose."""
+
+
+class InvalidInputError(MemboundError, ValueError):
+    """A value given by the caller is out of range or of the wrong kind."""
+
+    def __init__(self, field: str, value, expected: str, where: str | None = None):
+        self.field, self.value, self.expected, self.where = field, value, expected, where
+        place = f"{where}: " if where else ""
+        super().__init__(f"{place}{field}={value!r} is invalid: expected {expected}")
+
+    def __reduce__(self):
+        return (type(self), (self.field, self.value, self.expected, self.where))
+
+
+class UnknownNameError(MemboundError, KeyError):
+    """A model, device, dtype or runtime name that is not registered."""
+
+    def __init__(self, kind: str, name, known):
+        self.kind, self.name, self.known = kind, name, sorted(known)
+        shown = ", ".join(self.known[:40]) + (" ..." if len(self.known) > 40 else "")
+        super().__init__(f"unknown {kind} {name!r}; known {kind}s: {shown}")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.args[0]
+
+    def __reduce__(self):
+        return (type(self), (self.kind, self.name, self.known))
+
+
+class ProfileError(MemboundError, ValueError):
+    """A data file (hardware profile, model config, runtime) is malformed."""
+
+    def __init__(self, source: str, field: str, problem: str):
+        self.source, self.field, self.problem = source, field, problem
+        super().__init__(f"{source}: field {field!r}: {problem}")
+
+    def __reduce__(self):
+        return (type(self), (self.source, self.field, self.problem))
+
+
+class DoesNotFitError(MemboundError):
+    """The model (with its KV cache) does not fit in the devices' memory."""
+
+    def __init__(self, needed_bytes: float, capacity_bytes: float, chips_needed: int | None,
+                 detail: str = ""):
+        self.needed_bytes, self.capacity_bytes = float(needed_bytes), float(capacity_bytes)
+        self.missing_bytes = self.needed_bytes - self.capacity_bytes
+        self.chips_needed, self.detail = chips_needed, detail
+        chips = f"; {chips_needed} chips would hold it" if chips_needed else ""
+        extra = f" ({detail})" if detail else ""
+        super().__init__(
+            f"does not fit: needs {self.needed_bytes / 1e9:.2f} GB but capacity is "
+            f"{self.capacity_bytes / 1e9:.2f} GB, {self.missing_bytes / 1e9:.2f} GB missing"
+            f"{chips}{extra}")
+
+    def __reduce__(self):
+        return (type(self), (self.needed_bytes, self.capacity_bytes, self.chips_needed, self.detail))
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.args == other.args
+
+    __hash__ = Exception.__hash__
+
+
+def _eq(self, other):
+    return type(self) is type(other) and self.args == other.args
+
+
+for _cls in (InvalidInputError, UnknownNameError, ProfileError):
+    _cls.__eq__ = _eq
+    _cls.__hash__ = Exception.__hash__

@@ -1,0 +1,219 @@
+"""Devices: memory tiers, peak compute per dtype, interconnect, power, price, and the
+achievable fractions and latency floor measured for them.
+
+Profiles are YAML files (schema: `hardware_profiles/README.md`), validated on load; unknown
+keys are rejected. Units are SI: bytes, bytes/s, FLOP/s, seconds, watts, USD per hour.
+Bandwidth is decimal (1 TB/s = 1e12 B/s); capacity is *usable* bytes, with its source.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ._data import read_yaml, validate
+from .errors import InvalidInputError, ProfileError, UnknownNameError
+
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+
+DeviceKind = Literal["gpu", "tpu", "apple", "cpu", "apu", "wafer", "lpu", "rdu", "npu"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MemoryTier(_Strict):
+    """One level of memory on one chip."""
+
+    name: str
+    capacity_bytes: Positive       # usable bytes per chip
+    bandwidth_bytes_s: Positive    # peak, decimal B/s, per chip
+    source: str
+
+
+class Interconnect(_Strict):
+    """The chip-to-chip link used for tensor/pipeline/expert parallelism."""
+
+    name: str
+    bandwidth_bytes_s: Positive    # per chip, one direction
+    latency_s: NonNegative         # per hop (one message, one step of a ring)
+    max_chips: Annotated[int, Field(ge=1)] = 1   # chips in one scale-up domain
+    source: str
+
+
+class Achievable(_Strict):
+    """Fractions of the peaks a well-tuned runtime reaches on this device, with evidence."""
+
+    bandwidth_fraction: Fraction = 0.8
+    compute_fraction: Fraction = 0.6
+    evidence: str = "assumed"
+
+
+class LatencyFloor(_Strict):
+    """The smallest time per layer a token can spend (launches, sync, dataflow pipeline)."""
+
+    per_layer_s: NonNegative = 0.0
+    per_step_s: NonNegative = 0.0   # fixed cost per decode step (sampling, host round trip)
+    evidence: str = "assumed"
+
+
+class Hardware(_Strict):
+    """One chip (or wafer) as membound sees it. All figures per chip."""
+
+    name: str
+    display_name: str
+    vendor: str
+    kind: DeviceKind
+    device_class: str = ""          # key for runtime tables, e.g. "nvidia-datacenter"
+    year: int | None = None
+    memory: tuple[MemoryTier, ...]  # ordered fastest first after validation
+    compute_flops: dict[str, Positive]   # dense peak FLOP/s per compute dtype (bf16, fp8, ...)
+    compute_source: str
+    interconnect: Interconnect | None = None
+    power_w: Positive | None = None
+    price_usd_per_hour: Positive | None = None
+    price_source: str | None = None
+    achievable: Achievable = Achievable()
+    latency: LatencyFloor = LatencyFloor()
+    notes: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _name_form(cls, v: str) -> str:
+        if not v or v != v.lower() or " " in v:
+            raise ValueError("expected a lower-case name with hyphens, e.g. 'h100-sxm'")
+        return v
+
+    @field_validator("memory")
+    @classmethod
+    def _fastest_first(cls, tiers):
+        if not tiers:
+            raise ValueError("expected at least one memory tier")
+        return tuple(sorted(tiers, key=lambda t: -t.bandwidth_bytes_s))
+
+    @model_validator(mode="after")
+    def _has_bf16(self):
+        if not self.compute_flops:
+            raise ValueError("compute_flops: expected at least one dtype peak")
+        return self
+
+    # ---- derived -------------------------------------------------------------------------
+    @property
+    def capacity_bytes(self) -> float:
+        """Usable bytes over all tiers of one chip."""
+        return sum(t.capacity_bytes for t in self.memory)
+
+    @property
+    def bandwidth_bytes_s(self) -> float:
+        """Peak bandwidth of the fastest tier (the one decode streams from when weights fit)."""
+        return self.memory[0].bandwidth_bytes_s
+
+    def peak_flops(self, compute_dtype: str) -> float:
+        """Dense peak FLOP/s for `compute_dtype`; fp16/bf16 stand in for each other."""
+        for key in (compute_dtype, {"fp16": "bf16", "bf16": "fp16"}.get(compute_dtype, "")):
+            if key in self.compute_flops:
+                return self.compute_flops[key]
+        raise InvalidInputError("activation_dtype", compute_dtype,
+                                f"a dtype {self.name} computes in: {sorted(self.compute_flops)}",
+                                where=self.name)
+
+    def supports(self, compute_dtype: str) -> bool:
+        try:
+            self.peak_flops(compute_dtype)
+            return True
+        except InvalidInputError:
+            return False
+
+    def with_overrides(self, **changes) -> "Hardware":
+        """A copy with fields replaced (validated again), e.g. a different price."""
+        data = self.model_dump()
+        data.update(changes)
+        return validate(Hardware, data, f"{self.name} (overridden)")
+
+
+# ---- loading -------------------------------------------------------------------------------
+def bundled_profiles_dir() -> Path:
+    """Where the bundled profiles are: package data when installed, the repo folder in a checkout."""
+    packaged = resources.files("membound") / "hardware_profiles"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "hardware_profiles"
+
+
+_lock = threading.Lock()
+_user_dirs: list[Path] = []
+
+
+def load_hardware_file(path: "str | Path") -> Hardware:
+    """Load and validate one profile file."""
+    path = Path(path)
+    return validate(Hardware, read_yaml(path), str(path))
+
+
+@functools.lru_cache(maxsize=None)
+def _catalogue(dirs: tuple[Path, ...]) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for d in dirs:
+        for f in sorted(Path(d).glob("*.yaml")):
+            found[f.stem] = f
+    return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _load_cached(path: Path, mtime: float) -> Hardware:
+    return load_hardware_file(path)
+
+
+def add_hardware_dir(folder: "str | Path") -> None:
+    """Make the profiles in `folder` loadable by name (they shadow bundled ones)."""
+    p = Path(folder)
+    if not p.is_dir():
+        raise InvalidInputError("folder", str(folder), "an existing folder of *.yaml profiles")
+    with _lock:
+        if p not in _user_dirs:
+            _user_dirs.append(p)
+
+
+def _dirs() -> tuple[Path, ...]:
+    with _lock:
+        return (bundled_profiles_dir(), *_user_dirs)
+
+
+def list_hardware() -> list[str]:
+    """Names of all loadable device profiles."""
+    return sorted(_catalogue(_dirs()))
+
+
+def load_hardware(name_or_path: "str | Path | Hardware") -> Hardware:
+    """A device by bundled/registered name, by path to a YAML file, or passed through."""
+    if isinstance(name_or_path, Hardware):
+        return name_or_path
+    if not isinstance(name_or_path, (str, Path)):
+        raise InvalidInputError("hardware", name_or_path, "a device name, a YAML path or a Hardware")
+    s = str(name_or_path)
+    p = Path(s)
+    if s.endswith((".yaml", ".yml")) or p.is_file():
+        if not p.is_file():
+            raise ProfileError(s, "<file>", "no such file")
+        return _load_cached(p.resolve(), p.stat().st_mtime)
+    cat = _catalogue(_dirs())
+    key = s.strip().lower()
+    if key not in cat:
+        raise UnknownNameError("hardware", s, cat)
+    f = cat[key]
+    return _load_cached(f, f.stat().st_mtime)
+
+
+def check_finite(field: str, value: float, where: str | None = None) -> float:
+    """Reject NaN/inf/negative scalars given by callers."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+        raise InvalidInputError(field, value, "a finite, non-negative number", where)
+    return float(value)
