@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from .errors import ProfileError
 
@@ -46,3 +46,18 @@ def validate(schema: type[BaseModel], data, source: str):
         raise ProfileError(source, field, f"value {shown}: {err['msg']}{more}") from None
     except (TypeError, ValueError, ArithmeticError) as e:  # validators that raise outside pydantic
         raise ProfileError(source, "<top>", str(e)) from None
+
+
+class HashableModel(BaseModel):
+    """A frozen pydantic model with dict fields that still hashes (by content), so it can be
+    a cache key; the hash is computed once per instance."""
+
+    _hash: int | None = PrivateAttr(default=None)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash((type(self).__name__, self.model_dump_json()))
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return type(self) is type(other) and self.model_dump() == other.model_dump()

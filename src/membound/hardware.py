@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ._data import read_yaml, validate
+from ._data import HashableModel, read_yaml, validate
 from .errors import InvalidInputError, ProfileError, UnknownNameError
 
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -65,8 +65,10 @@ class LatencyFloor(_Strict):
     evidence: str = "assumed"
 
 
-class Hardware(_Strict):
+class Hardware(HashableModel):
     """One chip (or wafer) as membound sees it. All figures per chip."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     display_name: str

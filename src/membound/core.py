@@ -1,0 +1,247 @@
+"""One evaluation of the physics for a (model, device, runtime) with numeric knobs that may be
+floats or arrays: the shared engine of `estimate()` (floats) and `sweep()` (arrays).
+
+Per chip of a layout tp x pp x ep over a batch of B sequences (m = min(B, pp) micro-batches of
+b = B/m each), a decode step is (see roofline.py for the closed-form sums):
+
+  weights streamed = (dense/tp + moe_layers * X(b*pos) * expert/(tp*ep)) * bytes/weight
+                     with X(t) = E(1-(1-k/E)^t) experts touched per MoE layer
+  KV streamed      = (b/ep) * u(L) * kv_elems * bytes/elem / kv_split  (u: layer-token pairs)
+  FLOPs            = b*pos * (2*active*(1+dequant) + attn_flops_per_pair * u(L)) / (tp*ep)
+  step             = max(memory, compute, floor) + communication + overhead
+
+pos = 1 for plain decoding, the verified positions for speculative decoding. Weights and KV
+are placed tier by tier, fastest first (or pinned), and each tier streams its share at its
+own achievable bandwidth; the times add (DESIGN.md).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from .parallel import communication_s
+from .roofline import (causal_pairs, context_pieces, effective_context, expected_experts,
+                       maximum, minimum, sum_over_context, where)
+
+ACTIVATION_TOKEN_BUDGET = 8192   # tokens in flight in one prefill chunk (vLLM's default scale)
+
+
+@dataclass(frozen=True)
+class ModelConsts:
+    """The numbers of a Model the physics needs, flattened once per model."""
+
+    name: str
+    n_layers: float
+    hidden: float
+    n_heads: float
+    n_kv_heads: float
+    ffn: float
+    total_params: float
+    active_params: float
+    dense_params: float
+    expert_params: float
+    n_moe_layers: float
+    n_experts: float
+    k: float
+    kv_elems: float            # KV elements per token per layer
+    kv_split_max: float        # the most ways KV can be split by tensor parallelism
+    attn_per_pair: float       # FLOPs per (layer, cached token) pair per new token
+    window_groups: tuple
+    pieces: tuple
+    vocab: float
+
+
+@functools.lru_cache(maxsize=512)
+def model_consts(model) -> ModelConsts:
+    groups = tuple(model.window_groups())
+    mla = getattr(model, "kv_lora_rank", 0) > 0
+    return ModelConsts(
+        name=model.name, n_layers=float(model.n_layers), hidden=float(model.hidden_size),
+        n_heads=float(model.n_heads), n_kv_heads=float(model.n_kv_heads),
+        ffn=float(max(model.ffn_size, model.expert_ffn_size * max(model.experts_per_token, 1))),
+        total_params=float(model.total_params), active_params=float(model.active_params),
+        dense_params=float(model.dense_params), expert_params=float(model.expert_params),
+        n_moe_layers=float(model.n_moe_layers), n_experts=float(model.n_experts),
+        k=float(model.experts_per_token), kv_elems=float(model.kv_elements_per_token_per_layer),
+        kv_split_max=1.0 if mla else float(model.n_kv_heads),
+        attn_per_pair=float(model.attn_flops_per_ctx_token_per_layer),
+        window_groups=groups, pieces=tuple(context_pieces(groups, model.n_layers)),
+        vocab=float(model.vocab_size))
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """Numeric inputs of one evaluation; each may be a float or an array (broadcast)."""
+
+    batch: object
+    prompt: object
+    output: object
+    w_bytes: object          # bytes per weight (block scales included)
+    kv_bytes: object         # bytes per KV element
+    act_bytes: object        # bytes per activation element (communication volume)
+    peak_flops: object       # dense peak FLOP/s of the compute dtype
+    dequant: object          # extra GEMM work for weight-only formats (fraction)
+    tp: object
+    pp: object
+    ep: object
+    n_chips: object
+    price_usd_per_hour: object   # per chip-hour (0 when unknown)
+
+
+def _placement(tiers, eff_bw, w_chip, kv_chip, pinned):
+    """Fill tiers fastest first (weights, then KV) or pin; return (weight seconds per byte-share,
+    KV seconds per byte, per-tier (weights, kv) bytes). Tier bandwidth is achievable B/s."""
+    per_tier = []
+    w_left, kv_left = w_chip, kv_chip
+    for i, t in enumerate(tiers):
+        cap = t.capacity_bytes
+        if pinned:
+            w_i = w_chip if pinned.get("weights") == t.name else 0.0
+            kv_i = kv_chip if pinned.get("kv") == t.name else 0.0
+        else:
+            last = i == len(tiers) - 1
+            w_i = w_left if last else minimum(w_left, cap)
+            kv_i = kv_left if last else minimum(kv_left, maximum(cap - w_i, 0.0))
+            w_left, kv_left = w_left - w_i, kv_left - kv_i
+        per_tier.append((w_i, kv_i))
+    w_total = maximum(w_chip, 1e-30)
+    kv_total = maximum(kv_chip, 1e-30)
+    w_inv = 0.0
+    kv_inv = 0.0
+    for (w_i, kv_i), t in zip(per_tier, tiers):
+        bw = t.bandwidth_bytes_s * eff_bw
+        w_inv = w_inv + (w_i / w_total) / bw
+        kv_inv = kv_inv + (kv_i / kv_total) / bw
+    # with no KV at all (context 0) the next token's KV lands in the fastest tier with room
+    kv_inv = where(kv_chip > 0, kv_inv, 1.0 / (tiers[0].bandwidth_bytes_s * eff_bw))
+    return w_inv, kv_inv, per_tier
+
+
+def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, draft=None,
+             pinned=None, extra_weight_bytes_chip=0.0, extra_kv_bytes_token_chip=0.0):
+    """Everything `estimate()` reports, as a dict of floats or arrays.
+
+    spec: (gamma, tokens_per_round, draft_cost) for speculative decoding, with `positions`
+    verified per round; draft: the draft's ModelConsts (None for a self-drafting head).
+    """
+    B, S, T = kn.batch, kn.prompt, kn.output
+    tp, pp, ep = kn.tp, kn.pp, kn.ep
+    m = minimum(B, pp)
+    b = B / m
+    bw = eff.bandwidth_fraction
+    C = kn.peak_flops * eff.compute_fraction
+    group = tp * ep
+    kv_split = minimum(tp, mc.kv_split_max)
+    link = hw.interconnect
+    link_bw = link.bandwidth_bytes_s if link else 1.0
+    link_lat = link.latency_s if link else 0.0
+
+    # ---- memory: what each chip holds ----------------------------------------------------
+    all_expert = mc.n_moe_layers * mc.n_experts * mc.expert_params
+    w_chip = ((mc.total_params - all_expert) / tp + all_expert / group) * kn.w_bytes / pp
+    kv_per_pair_chip = mc.kv_elems * kn.kv_bytes / kv_split          # bytes per (layer, token)
+    u_max = effective_context(mc.window_groups, S + T)
+    kv_chip = (B / ep) * u_max * kv_per_pair_chip / pp + B / ep * (S + T) * extra_kv_bytes_token_chip
+    act_tokens = minimum(B * maximum(S, 1.0), float(ACTIVATION_TOKEN_BUDGET)) + B
+    act_chip = act_tokens * (4.0 * mc.hidden + 2.0 * mc.ffn / tp) * kn.act_bytes + B * mc.vocab * 4.0 / tp
+    w_inv, kv_inv, per_tier = _placement(hw.memory, bw, w_chip + extra_weight_bytes_chip, kv_chip, pinned)
+    need_chip = w_chip + extra_weight_bytes_chip + kv_chip + act_chip
+    cap_chip = hw.capacity_bytes
+
+    # ---- one step as affine functions of u(L) -------------------------------------------
+    def step_coeffs(pos):
+        tokens = b * pos
+        touched = expected_experts(mc.n_experts, mc.k, tokens)
+        w_step = ((mc.total_params - all_expert) / tp
+                  + mc.n_moe_layers * touched * mc.expert_params / group) * kn.w_bytes
+        return (w_step * w_inv, b / ep * kv_per_pair_chip * kv_inv,
+                tokens * 2.0 * mc.active_params * (1.0 + kn.dequant) / (group * C),
+                tokens * mc.attn_per_pair / (group * C))
+
+    floor = mc.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s
+    overhead = eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s
+
+    def comm(tokens):
+        return communication_s(tp, pp, ep, tokens, mc.hidden, mc.n_layers, mc.n_moe_layers, mc.k,
+                               kn.act_bytes, link_bw, link_lat)
+
+    plain = step_coeffs(1.0)
+    plain_extra = comm(b * 1.0) + overhead
+    L0 = S
+    if spec is None:
+        coeffs, extra = plain, plain_extra
+        decode_sum = sum_over_context(mc.pieces, *coeffs, floor, L0, T) + extra * T
+        per_token_div = 1.0
+    else:
+        gamma, tpr, draft_cost = spec
+        coeffs = step_coeffs(positions)
+        extra = comm(b * positions) + overhead
+        verify_sum = sum_over_context(mc.pieces, *coeffs, floor, L0, T) + extra * T
+        if draft is None:
+            plain_sum = sum_over_context(mc.pieces, *plain, floor, L0, T) + plain_extra * T
+            draft_sum = draft_cost * plain_sum
+        else:
+            d = draft
+            d_coeffs = step_coeffs_draft(d, b, kn, C, w_inv, kv_inv)
+            d_floor = d.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s
+            d_over = eff.per_step_overhead_s + d.n_layers * eff.per_layer_overhead_s
+            draft_sum = sum_over_context(d.pieces, *d_coeffs, d_floor, L0, T) + d_over * T
+        decode_sum = (gamma * draft_sum + verify_sum) / tpr
+        per_token_div = tpr
+
+    # ---- terms at the mean context, for reporting which bound won ---------------------
+    L_mid = S + T / 2.0
+    u_mid = effective_context(mc.window_groups, L_mid)
+    memory_s = coeffs[0] + coeffs[1] * u_mid
+    compute_s = coeffs[2] + coeffs[3] * u_mid
+    comm_s = extra - overhead
+    # ---- prefill ------------------------------------------------------------------------
+    n_pre = B * S
+    touched_pre = expected_experts(mc.n_experts, mc.k, n_pre)
+    w_pre = ((mc.total_params - all_expert) / tp + mc.n_moe_layers * touched_pre * mc.expert_params / group) * kn.w_bytes
+    kv_write = B / ep * effective_context(mc.window_groups, S) * kv_per_pair_chip
+    pre_mem = w_pre * w_inv + kv_write * kv_inv
+    pre_flops = (B * (2.0 * mc.active_params * (1.0 + kn.dequant) * S
+                      + mc.attn_per_pair * causal_pairs(mc.window_groups, S))) / group
+    pre_compute = pre_flops / C
+    prefill_s = where(S > 0, maximum(maximum(pre_mem, pre_compute), floor) + comm(n_pre / m) * 1.0 + overhead, 0.0)
+    first_step = maximum(maximum(plain[0], plain[2]), floor) + plain_extra
+    ttft = where(S > 0, prefill_s, first_step)
+
+    decode_s = decode_sum
+    tpot = decode_s / maximum(T, 1.0)
+    per_user = maximum(T, 1.0) / decode_s
+    e2e = ttft + decode_s * maximum(T - 1.0, 0.0) / maximum(T, 1.0)
+    total = B * per_user
+    cost = kn.n_chips * kn.price_usd_per_hour / 3600.0 * e2e / (B * maximum(T, 1.0)) * 1e6
+    return dict(
+        decode_tok_s_per_user=per_user, decode_tok_s_total=total, ttft_s=ttft, prefill_s=prefill_s,
+        e2e_s=e2e, tpot_s=tpot, decode_s=decode_s,
+        memory_s=memory_s / per_token_div, compute_s=compute_s / per_token_div,
+        latency_s=floor / per_token_div, communication_s=comm_s / per_token_div,
+        overhead_s=overhead / per_token_div,
+        prefill_memory_s=pre_mem, prefill_compute_s=pre_compute,
+        weights_bytes_chip=w_chip, kv_bytes_chip=kv_chip, activation_bytes_chip=act_chip,
+        extra_bytes_chip=extra_weight_bytes_chip, need_bytes_chip=need_chip, capacity_bytes_chip=cap_chip,
+        fits=need_chip <= cap_chip, per_tier=per_tier, cost_per_million_tokens_usd=cost,
+        microbatches=m,
+    )
+
+
+def step_coeffs_draft(d: ModelConsts, b, kn, C, w_inv, kv_inv):
+    """A draft model's decode step on one chip of the same device, at the target's weight and
+    KV dtypes, batch b: (mem_a, mem_b, cmp_a, cmp_b) as affine functions of u(L)."""
+    touched = expected_experts(d.n_experts, d.k, b)
+    w = (d.total_params - d.n_moe_layers * (d.n_experts - touched) * d.expert_params) * kn.w_bytes
+    return (w * w_inv, b * d.kv_elems * kn.kv_bytes * kv_inv,
+            b * 2.0 * d.active_params / C, b * d.attn_per_pair / C)
+
+
+BOUNDS = ("memory", "compute", "latency", "communication", "overhead")
+
+
+def bound_name(r) -> str:
+    """Which term sets the step: the largest of the max-terms, unless an additive term
+    (communication, overhead) is larger still."""
+    vals = {k: float(r[f"{k}_s"]) for k in BOUNDS}
+    return max(vals, key=vals.get)

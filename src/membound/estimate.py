@@ -1,0 +1,144 @@
+"""`estimate()`: one prediction for one configuration, and the pure bandwidth ceiling."""
+from __future__ import annotations
+
+import math
+import numbers
+
+from .core import BOUNDS, Knobs, bound_name, evaluate, model_consts
+from .errors import DoesNotFitError, InvalidInputError
+from .hardware import Hardware, load_hardware
+from .model import Model, load_model
+from .parallel import Parallel
+from .quantization import Quantization
+from .result import Memory, Result, TierUse
+from .runtime import load_runtime
+from .speculative import SpeculativeDecoding
+
+
+def check_int(field: str, value, minimum: int) -> int:
+    """An integer >= minimum (numpy integers accepted), else InvalidInputError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise InvalidInputError(field, value, f"an integer >= {minimum}")
+    return int(value)
+
+
+def _check_price(value):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
+        raise InvalidInputError("price_usd_per_hour", value, "a finite price >= 0 per chip-hour")
+    return float(value)
+
+
+def estimate(model, hardware, *, batch: int = 1, prompt_tokens: int = 0, output_tokens: int = 128,
+             weight_dtype: str = "bf16", kv_dtype: str | None = None, activation_dtype: str | None = None,
+             n_chips: int = 1, parallel: Parallel | None = None, speculative: SpeculativeDecoding | None = None,
+             runtime=None, quantization: Quantization | None = None, placement: dict | None = None,
+             price_usd_per_hour: float | None = None, check_memory: bool = True) -> Result:
+    """Predict decode speed, TTFT, end-to-end time, memory and cost for one configuration.
+
+    model, hardware: objects or names (hardware may be a YAML path). batch: sequences decoded
+    together; prompt_tokens / output_tokens per sequence. n_chips with `parallel` (default:
+    `Parallel.default`). runtime: None (the device's measured fractions), "ideal" (pure
+    roofline) or an engine ("llama.cpp", "vllm", "tensorrt-llm", "sglang"). placement pins
+    "weights"/"kv" to tier names. check_memory=False returns a result even when the
+    configuration does not fit (memory.fits is then False).
+    Raises DoesNotFitError (with bytes missing and chips needed) when it does not fit.
+    """
+    m = load_model(model)
+    hw = load_hardware(hardware)
+    rt = load_runtime(runtime)
+    B = check_int("batch", batch, 1)
+    S = check_int("prompt_tokens", prompt_tokens, 0)
+    T = check_int("output_tokens", output_tokens, 1)
+    N = check_int("n_chips", n_chips, 1)
+    layout = (parallel or Parallel.default(m, N)).check(m, N)
+    if layout.chips > 1 and hw.interconnect is None:
+        raise InvalidInputError("n_chips", N, f"1: {hw.name} has no interconnect in its profile")
+    if hw.interconnect is not None and layout.tp * layout.ep > hw.interconnect.max_chips:
+        raise InvalidInputError("parallel", layout,
+                                f"tp*ep <= {hw.interconnect.max_chips} chips of one {hw.interconnect.name} domain")
+    q = quantization or Quantization(weight_dtype, kv_dtype, activation_dtype)
+    res = q.resolve(hw)
+    price = _check_price(price_usd_per_hour if price_usd_per_hour is not None else hw.price_usd_per_hour)
+    pinned = _check_placement(placement, hw)
+
+    spec_args, draft_mc, extra_w, extra_kv, positions = None, None, 0.0, 0.0, 1.0
+    if speculative is not None:
+        if not isinstance(speculative, SpeculativeDecoding):
+            raise InvalidInputError("speculative", speculative, "a mb.SpeculativeDecoding")
+        positions = float(speculative.positions)
+        spec_args = (float(speculative.gamma), speculative.tokens_per_round, float(speculative.draft_cost))
+        if speculative.draft is not None:
+            dm = load_model(speculative.draft)
+            draft_mc = model_consts(dm)
+            extra_w = dm.total_params * res.weights.bytes
+            extra_kv = dm.kv_bytes_per_token(res.kv.name)
+
+    kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
+               kv_bytes=res.kv.bytes, act_bytes=2.0 if res.activations.bits > 16 else res.activations.bytes,
+               peak_flops=res.peak_flops, dequant=res.dequant, tp=float(layout.tp), pp=float(layout.pp),
+               ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0)
+    eff = rt.efficiency(hw)
+    r = evaluate(model_consts(m), hw, eff, kn, positions=positions, spec=spec_args, draft=draft_mc,
+                 pinned=pinned, extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv)
+
+    memory = Memory(weights_bytes=r["weights_bytes_chip"], kv_bytes=r["kv_bytes_chip"],
+                    activation_bytes=r["activation_bytes_chip"], other_bytes=r["extra_bytes_chip"],
+                    capacity_bytes=r["capacity_bytes_chip"], fits=bool(r["fits"]),
+                    placement=tuple(TierUse(t.name, float(w), float(kv), t.capacity_bytes)
+                                    for (w, kv), t in zip(r["per_tier"], hw.memory)))
+    if check_memory:
+        _check_fit(memory, hw, pinned, m, N, layout)
+    watts = hw.power_w
+    result = Result(
+        model=m.name, hardware=hw.name, runtime=rt.name, n_chips=N,
+        parallel=f"tp={layout.tp} pp={layout.pp} ep={layout.ep}", batch=B, prompt_tokens=S,
+        output_tokens=T, weight_dtype=res.weights.name, kv_dtype=res.kv.name,
+        activation_dtype=res.activations.name,
+        decode_tok_s_per_user=r["decode_tok_s_per_user"], decode_tok_s_total=r["decode_tok_s_total"],
+        ttft_s=r["ttft_s"], prefill_s=r["prefill_s"], e2e_s=r["e2e_s"], tpot_s=r["tpot_s"],
+        bound=bound_name(r), step_terms_s={k: r[f"{k}_s"] for k in BOUNDS}, memory=memory,
+        cost_per_million_tokens_usd=r["cost_per_million_tokens_usd"] if price is not None else None,
+        joules_per_token=(watts * N * r["e2e_s"] / (B * T)) if watts else None,
+        speculative=None if speculative is None else {
+            "gamma": speculative.gamma, "tokens_per_round": spec_args[1], "verify_positions": int(positions),
+            "draft": getattr(speculative.draft, "name", speculative.draft)},
+    )
+    return result
+
+
+def _check_placement(placement, hw: Hardware):
+    if placement is None:
+        return None
+    if not isinstance(placement, dict) or not set(placement) <= {"weights", "kv"}:
+        raise InvalidInputError("placement", placement, "a dict with keys 'weights' and/or 'kv' naming tiers")
+    names = [t.name for t in hw.memory]
+    for k, v in placement.items():
+        if v not in names:
+            raise InvalidInputError(f"placement[{k!r}]", v, f"one of {hw.name}'s tiers {names}")
+    return {"weights": placement.get("weights", names[0]), "kv": placement.get("kv", names[0])}
+
+
+def _check_fit(mem: Memory, hw: Hardware, pinned, m: Model, n_chips: int, layout: Parallel):
+    if pinned:
+        for use in mem.placement:
+            if use.weights_bytes + use.kv_bytes > use.capacity_bytes:
+                raise DoesNotFitError(use.weights_bytes + use.kv_bytes, use.capacity_bytes, None,
+                                      f"tier {use.tier!r} of {hw.name} overflows with the pinned placement")
+    if not mem.fits:
+        total_need = mem.total_bytes * n_chips
+        chips = math.ceil(total_need / mem.capacity_bytes)
+        raise DoesNotFitError(mem.total_bytes, mem.capacity_bytes, chips,
+                              f"{m.name} on {n_chips} x {hw.name} ({layout}); per chip")
+
+
+def bandwidth_ceiling(model, hardware, weight_dtype: str = "bf16", n_chips: int = 1) -> float:
+    """The pure bandwidth ceiling in tok/s for one user: aggregate peak bandwidth over the
+    bytes of all active weights, ignoring memory capacity, KV, compute and every overhead.
+    (70B at 16 bits on one H100: 3.35e12 / 141e9 ≈ 24 tok/s.)"""
+    from .dtypes import get_dtype
+    m = load_model(model)
+    hw = load_hardware(hardware)
+    N = check_int("n_chips", n_chips, 1)
+    return N * hw.bandwidth_bytes_s / (m.active_params * get_dtype(weight_dtype).bytes)

@@ -1,0 +1,93 @@
+"""What `estimate()` returns: figures with units, the bound that won, the memory breakdown."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class TierUse:
+    """Bytes of weights and KV cache placed in one memory tier of one chip."""
+
+    tier: str
+    weights_bytes: float
+    kv_bytes: float
+    capacity_bytes: float
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Per-chip memory breakdown (bytes)."""
+
+    weights_bytes: float
+    kv_bytes: float
+    activation_bytes: float
+    other_bytes: float          # e.g. a draft model's weights
+    capacity_bytes: float
+    fits: bool
+    placement: tuple[TierUse, ...] = ()
+
+    @property
+    def total_bytes(self) -> float:
+        return self.weights_bytes + self.kv_bytes + self.activation_bytes + self.other_bytes
+
+    @property
+    def free_bytes(self) -> float:
+        return self.capacity_bytes - self.total_bytes
+
+
+@dataclass(frozen=True)
+class Result:
+    """One prediction. Speeds in tokens/s, times in seconds, money in USD."""
+
+    model: str
+    hardware: str
+    runtime: str
+    n_chips: int
+    parallel: str
+    batch: int
+    prompt_tokens: int
+    output_tokens: int
+    weight_dtype: str
+    kv_dtype: str
+    activation_dtype: str
+    decode_tok_s_per_user: float     # mean over the generated tokens
+    decode_tok_s_total: float        # aggregate over the batch
+    ttft_s: float
+    prefill_s: float
+    e2e_s: float
+    tpot_s: float                    # time per output token (decode)
+    bound: str                       # memory | compute | latency | communication | overhead
+    step_terms_s: dict = field(default_factory=dict)   # each term at the mean context, per token
+    memory: Memory | None = None
+    cost_per_million_tokens_usd: float | None = None
+    joules_per_token: float | None = None
+    speculative: dict | None = None  # tokens per round, gamma, ...
+
+    def to_dict(self) -> dict:
+        """A flat dict (memory and terms flattened with prefixes)."""
+        d = asdict(self)
+        mem = d.pop("memory") or {}
+        placement = mem.pop("placement", ())
+        for k, v in mem.items():
+            d[f"memory_{k}"] = v
+        d["memory_placement"] = "; ".join(
+            f"{p['tier']}: w {p['weights_bytes'] / 1e9:.3g} GB, kv {p['kv_bytes'] / 1e9:.3g} GB" for p in placement)
+        for k, v in (d.pop("step_terms_s") or {}).items():
+            d[f"{k}_s"] = v
+        spec = d.pop("speculative") or {}
+        for k, v in spec.items():
+            d[f"spec_{k}"] = v
+        return d
+
+    def to_pandas(self):
+        """A one-row pandas DataFrame (needs pandas)."""
+        import pandas as pd
+        return pd.DataFrame([self.to_dict()])
+
+    def __str__(self) -> str:
+        from .display import result_text
+        return result_text(self)
+
+    def _repr_html_(self) -> str:
+        from .display import result_html
+        return result_html(self)

@@ -1,0 +1,132 @@
+"""The roofline core: closed-form, vectorised step times.
+
+Every function here takes plain floats or numpy (or duck-typed, e.g. dask) arrays and
+broadcasts like a ufunc; floats stay floats, so one `estimate()` call pays no numpy overhead
+and a sweep pays no Python loop. Units: bytes, seconds, FLOP, FLOP/s.
+
+A decode step at context L (tokens already cached per sequence) costs
+
+    step(L) = max(memory(L), compute(L), floor) + extra
+    memory(L)  = mem_a + mem_b * u(L)      weights + KV streamed over achievable bandwidth
+    compute(L) = cmp_a + cmp_b * u(L)      FLOPs over achievable compute
+    floor      = layers x per-layer latency (the token passes through layers in order)
+    extra      = communication + engine overhead, which do not overlap the rest
+
+where u(L) = sum over layers of min(L, window) is the number of (layer, cached token) pairs a
+token attends to; for models without sliding windows u(L) = layers * L. u is piecewise linear
+in L, so the sum of step(L) over a whole generation has a closed form (`sum_steps`).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _is_scalar(*xs) -> bool:
+    return all(isinstance(x, (int, float)) for x in xs)
+
+
+def maximum(a, b):
+    return max(a, b) if _is_scalar(a, b) else np.maximum(a, b)
+
+
+def minimum(a, b):
+    return min(a, b) if _is_scalar(a, b) else np.minimum(a, b)
+
+
+def where(cond, a, b):
+    if isinstance(cond, (bool, np.bool_)) and _is_scalar(a, b):
+        return a if cond else b
+    return np.where(cond, a, b)
+
+
+def floor(x):
+    return float(math.floor(x)) if _is_scalar(x) else np.floor(x)
+
+
+def clip(x, lo, hi):
+    return minimum(maximum(x, lo), hi)
+
+
+def expected_experts(n_experts, k, tokens):
+    """Expected distinct experts one MoE layer reads when `tokens` tokens each route to `k` of
+    `n_experts` uniformly: E * (1 - (1 - k/E)^tokens). Batch 1 reads k; large batches read E."""
+    safe_e = maximum(n_experts, 1)
+    return where(n_experts > 0, safe_e * (1.0 - (1.0 - k / safe_e) ** tokens), 0.0)
+
+
+def sum_linear(a, b, lo, hi):
+    """Sum of a + b*L over integers L in [lo, hi) (0 when hi <= lo)."""
+    n = maximum(hi - lo, 0.0)
+    hi = lo + n
+    return a * n + b * (hi * (hi - 1.0) - lo * (lo - 1.0)) / 2.0
+
+
+def sum_positive_part(d0, d1, lo, hi):
+    """Sum of max(d0 + d1*L, 0) over integers L in [lo, hi)."""
+    safe = where(d1 == 0, 1.0, d1)
+    root = clip(-d0 / safe, lo - 1.0, hi + 1.0)        # where the line crosses zero
+    start = where(d1 > 0, clip(floor(root) + 1.0, lo, hi), lo)
+    stop = where(d1 < 0, clip(-floor(-root), lo, hi), hi)  # ceil(root)
+    whole = where(d1 == 0, where(d0 > 0, 1.0, 0.0), 1.0)
+    return whole * sum_linear(d0, d1, start, stop)
+
+
+def sum_max3(m_a, m_b, c_a, c_b, fl, lo, hi):
+    """Sum over integers L in [lo, hi) of max(m_a + m_b L, c_a + c_b L, fl), for slopes >= 0."""
+    def first_reach(a, b):  # first integer L >= lo where a + b L >= fl (hi if never)
+        safe = where(b > 0, b, 1.0)
+        t = clip((fl - a) / safe, lo - 1.0, hi + 1.0)
+        return where(a + b * lo >= fl, lo, where(b > 0, clip(-floor(-t), lo, hi), hi))
+    reach = minimum(first_reach(m_a, m_b), first_reach(c_a, c_b))
+    below = fl * maximum(reach - lo, 0.0)
+    above = sum_linear(c_a, c_b, reach, hi) + sum_positive_part(m_a - c_a, m_b - c_b, reach, hi)
+    return below + above
+
+
+def context_pieces(window_groups, n_layers):
+    """Split contexts into ranges where u(L) = sum_layers min(L, window) is linear:
+    returns [(lo, hi, u0, u1)] with u(L) = u0 + u1*L for lo <= L < hi."""
+    windows = sorted({w for w, _ in window_groups if w is not None})
+    edges = [0.0, *map(float, windows), math.inf]
+    pieces = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        u0 = float(sum(n * w for w, n in window_groups if w is not None and w <= lo))
+        u1 = float(sum(n for w, n in window_groups if w is None or w > lo))
+        pieces.append((lo, hi, u0, u1))
+    return pieces
+
+
+def effective_context(window_groups, context):
+    """u(L): (layer, cached token) pairs at context L, honouring sliding windows."""
+    total = 0.0
+    for w, n in window_groups:
+        total = total + n * (context if w is None else minimum(context, float(w)))
+    return total
+
+
+def sum_over_context(pieces, m_a, m_b, c_a, c_b, fl, start, count):
+    """Sum of max(memory, compute, floor) over contexts start .. start+count-1, where memory
+    and compute are affine in u(L) with slopes m_b, c_b per (layer, token) pair."""
+    total = 0.0
+    end = start + count
+    for lo, hi, u0, u1 in pieces:
+        a, b = maximum(start, lo), minimum(end, hi)
+        total = total + sum_max3(m_a + m_b * u0, m_b * u1, c_a + c_b * u0, c_b * u1, fl, a, b)
+    return total
+
+
+def causal_pairs(window_groups, prompt_tokens):
+    """(layer, key) pairs a causal prefill of S tokens attends to: sum_layers sum_{i<S} min(i, W)."""
+    s = prompt_tokens
+    total = 0.0
+    for w, n in window_groups:
+        full = s * (s - 1.0) / 2.0
+        if w is None:
+            total = total + n * full
+        else:
+            k = minimum(s, float(w))              # positions i < W attend to i tokens
+            capped = k * (k - 1.0) / 2.0 + (s - k) * w
+            total = total + n * capped
+    return total

@@ -1,0 +1,135 @@
+"""Runtimes (inference engines) as data: the fractions of peak they reach and the overhead
+they add, per device class. Files live in `membound/data/runtimes/*.yaml`.
+
+Lookup for a device: the runtime's entry for the device's `name`, else its `device_class`,
+else its `kind`, else `default`; a figure an entry leaves out comes from the device profile's
+own `achievable`/`latency` blocks. Two runtimes are built in: `ideal` (the pure roofline: peak
+bandwidth and compute, no floor, no overhead) and `device` (the profile's own measured
+fractions and latency floor, no engine overhead), which `estimate()` uses when none is named.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._data import HashableModel, read_yaml, validate
+from .errors import InvalidInputError, UnknownNameError
+from .hardware import Hardware
+
+_Frac = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+_Secs = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class RuntimeEntry(BaseModel):
+    """What one runtime achieves on one device class. Missing fractions defer to the device."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    bandwidth_fraction: _Frac | None = None
+    compute_fraction: _Frac | None = None
+    per_step_overhead_s: _Secs = 0.0     # added to every decode step (sampling, scheduling, host)
+    per_layer_overhead_s: _Secs = 0.0    # added per layer per step (kernel launches not hidden)
+    evidence: str = ""
+
+
+class Runtime(HashableModel):
+    """An inference engine: per-device-class efficiency entries, with where they came from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    description: str = ""
+    use_latency_floor: bool = True       # False only for the pure roofline
+    use_device_fractions: bool = True    # False: fractions default to 1 (the pure roofline)
+    classes: dict[str, RuntimeEntry] = {}
+    calibration: str = ""                # how and from which rows the figures were fitted
+
+    def efficiency(self, hw: Hardware) -> "Efficiency":
+        """The effective figures this runtime gets on `hw`."""
+        return _efficiency(self, hw)
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Resolved efficiency of a (runtime, device) pair."""
+
+    bandwidth_fraction: float
+    compute_fraction: float
+    per_step_overhead_s: float
+    per_layer_overhead_s: float
+    per_layer_floor_s: float      # the device's latency floor per layer (0 for the pure roofline)
+    per_step_floor_s: float
+
+
+@functools.lru_cache(maxsize=4096)
+def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
+    entry = RuntimeEntry()
+    for key in (hw.name, hw.device_class, hw.kind, "default"):
+        if key in rt.classes:
+            entry = rt.classes[key]
+            break
+    bw_default = hw.achievable.bandwidth_fraction if rt.use_device_fractions else 1.0
+    c_default = hw.achievable.compute_fraction if rt.use_device_fractions else 1.0
+    floor = rt.use_latency_floor
+    return Efficiency(
+        bandwidth_fraction=entry.bandwidth_fraction or bw_default,
+        compute_fraction=entry.compute_fraction or c_default,
+        per_step_overhead_s=entry.per_step_overhead_s,
+        per_layer_overhead_s=entry.per_layer_overhead_s,
+        per_layer_floor_s=hw.latency.per_layer_s if floor else 0.0,
+        per_step_floor_s=hw.latency.per_step_s if floor else 0.0,
+    )
+
+
+IDEAL = Runtime(name="ideal", description="pure roofline: peak bandwidth and compute, no floor, no overhead",
+                use_latency_floor=False, use_device_fractions=False)
+DEVICE = Runtime(name="device", description="the device profile's measured fractions and latency floor")
+_BUILTIN = {"ideal": IDEAL, "device": DEVICE}
+_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "trt-llm": "tensorrt-llm",
+            "trtllm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm"}
+
+
+def runtimes_dir() -> Path:
+    return Path(str(resources.files("membound") / "data" / "runtimes"))
+
+
+@functools.lru_cache(maxsize=None)
+def _files() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(runtimes_dir().glob("*.yaml"))}
+
+
+@functools.lru_cache(maxsize=64)
+def _load_file(path: Path) -> Runtime:
+    return validate(Runtime, read_yaml(path), str(path))
+
+
+def list_runtimes() -> list[str]:
+    return sorted({*_BUILTIN, *_files()})
+
+
+def load_runtime(name: "str | Runtime | None") -> Runtime:
+    """A runtime by name (`ideal`, `device`, `llama.cpp`, `vllm`, `tensorrt-llm`, ...)."""
+    if name is None:
+        return DEVICE
+    if isinstance(name, Runtime):
+        return name
+    if not isinstance(name, str):
+        raise InvalidInputError("runtime", name, "a runtime name such as 'vllm' or a Runtime")
+    key = name.strip().lower()
+    key = _ALIASES.get(key, key)
+    if key in _BUILTIN:
+        return _BUILTIN[key]
+    files = _files()
+    if key not in files:
+        raise UnknownNameError("runtime", name, list_runtimes())
+    return _load_file(files[key])
+
+
+def clear_caches() -> None:
+    """Forget parsed runtime files (after calibration rewrote them)."""
+    _files.cache_clear()
+    _load_file.cache_clear()
+    _efficiency.cache_clear()
