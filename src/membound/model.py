@@ -1,0 +1,421 @@
+"""Transformer descriptions: the shapes that decide how many bytes and FLOPs a token costs.
+
+A `Model` holds the architecture (layers, widths, GQA, MoE, MLA, sliding windows) and derives
+parameter counts, KV-cache bytes and FLOPs from it; nothing is typed in twice. Counts are
+parameters (floats, not billions); bytes are bytes; FLOPs count a multiply-add as 2.
+Presets live in `membound/data/models/*.yaml`; `Model.from_hf_config` reads a local
+Hugging Face config.json (no network, no transformers).
+"""
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from ._data import read_yaml, validate
+from .dtypes import get_dtype
+from .errors import InvalidInputError, ProfileError, UnknownNameError
+
+Pos = Annotated[int, Field(gt=0, strict=True)]
+NonNeg = Annotated[int, Field(ge=0, strict=True)]
+Flag = Annotated[bool, Field(strict=True)]
+
+
+class Model(BaseModel):
+    """One decoder-only transformer. Sizes are element counts; see DESIGN.md for the physics."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    n_layers: Pos
+    hidden_size: Pos
+    n_heads: Pos
+    n_kv_heads: Pos                 # GQA/MQA; divides n_heads
+    head_dim: Pos
+    ffn_size: NonNeg                # dense FFN intermediate size; 0 when every layer is MoE
+    gated_ffn: Flag = True          # SwiGLU/GeGLU: 3 matrices, else 2
+    vocab_size: Pos
+    tied_embeddings: Flag = False
+    qkv_bias: Flag = False
+    attn_out_bias: Flag = False     # bias on the output projection (gpt-oss)
+    mlp_bias: Flag = False          # biases on FFN/expert matrices and the router (gpt-oss)
+    qk_norm: Flag = False           # RMSNorm on q and k, head_dim weights each (Qwen3, Gemma 3)
+    attn_sinks: Flag = False        # one learned sink logit per head (gpt-oss)
+    norms_per_layer: NonNeg = 2     # hidden-sized norms per layer (Gemma 3 has 4)
+    # MoE (n_experts == 0: dense)
+    n_experts: NonNeg = 0
+    experts_per_token: NonNeg = 0
+    n_shared_experts: NonNeg = 0
+    expert_ffn_size: NonNeg = 0     # intermediate size of one routed (and shared) expert
+    first_dense_layers: NonNeg = 0  # leading layers with the dense FFN (DeepSeek-V3: 3)
+    moe_layer_interval: Pos = 1     # after the leading dense layers, every k-th layer is MoE
+    # MLA (DeepSeek): kv_lora_rank > 0 switches it on
+    q_lora_rank: NonNeg = 0
+    kv_lora_rank: NonNeg = 0
+    qk_rope_head_dim: NonNeg = 0
+    qk_nope_head_dim: NonNeg = 0
+    v_head_dim: NonNeg = 0
+    layer_windows: tuple[Annotated[int, Field(gt=0, strict=True)] | None, ...] = ()  # per layer; None = global
+    max_context: Pos | None = None  # max_position_embeddings, tokens
+    source: str = ""
+
+    _d: dict = PrivateAttr(default_factory=dict)
+
+    def __init__(self, **data: Any):
+        """Build and validate; a bad field raises InvalidInputError naming it."""
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            err = e.errors()[0]
+            orig = (err.get("ctx") or {}).get("error")
+            if isinstance(orig, InvalidInputError):
+                raise orig from None
+            field = ".".join(str(p) for p in err["loc"]) or "<model>"
+            raise InvalidInputError(field, err.get("input"), err["msg"].lower(), where=data.get("name")) from None
+
+    @field_validator("name")
+    @classmethod
+    def _name_form(cls, v: str) -> str:
+        if not v or v != v.lower() or " " in v:
+            raise ValueError("expected a lower-case name with hyphens, e.g. 'llama-3.1-8b'")
+        return v
+
+    @model_validator(mode="after")
+    def _check_and_count(self):
+        def bad(field, expected):
+            raise InvalidInputError(field, getattr(self, field), expected, where=self.name)
+        if self.n_heads % self.n_kv_heads:
+            bad("n_kv_heads", f"a divisor of n_heads={self.n_heads}")
+        if self.layer_windows and len(self.layer_windows) != self.n_layers:
+            bad("layer_windows", f"{self.n_layers} entries (one per layer) or none")
+        if self.first_dense_layers > self.n_layers:
+            bad("first_dense_layers", f"at most n_layers={self.n_layers}")
+        if self.n_experts:
+            if not 1 <= self.experts_per_token <= self.n_experts:
+                bad("experts_per_token", f"1..n_experts={self.n_experts}")
+            if self.expert_ffn_size <= 0:
+                bad("expert_ffn_size", "> 0 for an MoE model")
+        else:
+            for f in ("experts_per_token", "n_shared_experts", "expert_ffn_size"):
+                if getattr(self, f):
+                    bad(f, "0 for a dense model (n_experts=0)")
+        if self.kv_lora_rank:
+            for f in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+                if getattr(self, f) <= 0:
+                    bad(f, "> 0 when kv_lora_rank > 0 (MLA)")
+        moe = [self._is_moe(i) for i in range(self.n_layers)]
+        if not all(moe) and self.ffn_size <= 0:
+            bad("ffn_size", "> 0: some layers use the dense FFN")
+        self._d.update(self._count(sum(moe)))
+        return self
+
+    def _is_moe(self, i: int) -> bool:
+        j = i - self.first_dense_layers
+        return self.n_experts > 0 and j >= 0 and (j + 1) % self.moe_layer_interval == 0
+
+    def _ffn(self, size: int) -> int:
+        h = self.hidden_size
+        bias = ((2 if self.gated_ffn else 1) * size + h) if self.mlp_bias else 0
+        return (3 if self.gated_ffn else 2) * h * size + bias
+
+    def _count(self, n_moe: int) -> dict:
+        h, nh, kvh, hd = self.hidden_size, self.n_heads, self.n_kv_heads, self.head_dim
+        if self.kv_lora_rank:   # MLA: low-rank q and a shared compressed kv latent
+            r, nope, v = self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim
+            qk = nope + r
+            q = (h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * nh * qk
+                 if self.q_lora_rank else h * nh * qk)
+            attn = (q + h * (self.kv_lora_rank + r) + self.kv_lora_rank
+                    + self.kv_lora_rank * nh * (nope + v) + nh * v * h)
+            kv_el = self.kv_lora_rank + r
+            attn_flops = 2.0 * nh * (qk + v)
+        else:
+            attn = h * nh * hd * 2 + h * kvh * hd * 2
+            attn += (nh + 2 * kvh) * hd * self.qkv_bias + h * self.attn_out_bias
+            attn += 2 * hd * self.qk_norm
+            kv_el = 2 * kvh * hd
+            attn_flops = 4.0 * nh * hd
+        attn += nh * self.attn_sinks
+        common = attn + self.norms_per_layer * h
+        expert = self._ffn(self.expert_ffn_size) if self.n_experts else 0
+        router = (h * self.n_experts + self.n_experts * self.mlp_bias) if self.n_experts else 0
+        moe_layer = common + (self.n_experts + self.n_shared_experts) * expert + router
+        dense_layer = common + self._ffn(self.ffn_size)
+        total = (n_moe * moe_layer + (self.n_layers - n_moe) * dense_layer
+                 + self.vocab_size * h * (1 if self.tied_embeddings else 2) + h)
+        routed = n_moe * self.n_experts * expert
+        return dict(total=float(total), expert=float(expert), n_moe=n_moe,
+                    dense=float(total - routed),
+                    active=float(total - n_moe * (self.n_experts - self.experts_per_token) * expert),
+                    kv_el=kv_el, attn_flops=attn_flops)
+
+    # ---- derived (computed once at validation) -------------------------------------------------
+    total_params = property(lambda self: self._d["total"],
+                            doc="Every parameter, embeddings included (one matrix when tied).")
+    active_params = property(lambda self: self._d["active"],
+                             doc="Parameters one token uses: total minus the E - k routed experts it skips.")
+    expert_params = property(lambda self: self._d["expert"],
+                             doc="Parameters of one routed expert in one MoE layer (gated: 3*hidden*expert_ffn_size).")
+    n_moe_layers = property(lambda self: self._d["n_moe"], doc="Layers whose FFN is routed experts.")
+    dense_params = property(lambda self: self._d["dense"],
+                            doc="Parameters read whatever the routing: all but the routed experts.")
+    kv_elements_per_token_per_layer = property(
+        lambda self: self._d["kv_el"],
+        doc="Cached elements per token per layer: 2*kv_heads*head_dim; MLA kv_lora_rank + rope dim.")
+    attn_flops_per_ctx_token_per_layer = property(
+        lambda self: self._d["attn_flops"],
+        doc="FLOPs one new token spends on one cached token in one layer (QK^T and AV, 2 per MAC).")
+    is_moe = property(lambda self: self.n_experts > 0)
+    is_mla = property(lambda self: self.kv_lora_rank > 0)
+
+    def model_copy(self, *, update=None, deep=False) -> "Model":
+        """A copy; with `update`, validated and counted again."""
+        return Model(**{**self.model_dump(), **update}) if update else super().model_copy(deep=deep)
+
+    def window_groups(self) -> tuple[tuple[int | None, int], ...]:
+        """((window or None for global, number of layers), ...) in order of first appearance."""
+        groups: dict = {}
+        for w in self.layer_windows or (None,) * self.n_layers:
+            groups[w] = groups.get(w, 0) + 1
+        return tuple(groups.items())
+
+    def context_layer_tokens(self, context):
+        """Sum over layers of min(context, window): cached tokens attended, all layers (array ok)."""
+        c = _check_context(context)
+        out = sum(n * (c if w is None else np.minimum(c, w)) for w, n in self.window_groups())
+        return float(out) if np.ndim(out) == 0 else out
+
+    def weight_bytes(self, dtype="bf16") -> float:
+        """Bytes of all weights stored in `dtype` (block scales included)."""
+        return self.total_params * get_dtype(dtype).bytes
+
+    def kv_bytes_per_token(self, kv_dtype="bf16", context=None):
+        """KV bytes of one token over all layers; with `context`, of a whole sequence of that
+        many tokens, sliding-window layers holding at most their window."""
+        per = self.kv_elements_per_token_per_layer * get_dtype(kv_dtype).bytes
+        return per * (self.n_layers if context is None else self.context_layer_tokens(context))
+
+    def flops_per_token(self, context=0):
+        """FLOPs to produce one token with `context` cached tokens: 2*active + attention."""
+        return 2.0 * self.active_params + self.attn_flops_per_ctx_token_per_layer * self.context_layer_tokens(context)
+
+    def __repr__(self) -> str:
+        moe = f", {self.experts_per_token}/{self.n_experts} experts" if self.n_experts else ""
+        return (f"Model({self.name!r}, {self.total_params / 1e9:.2f}B params, "
+                f"{self.active_params / 1e9:.2f}B active{moe})")
+
+    @classmethod
+    def from_hf_config(cls, path_or_dict, name: str | None = None) -> "Model":
+        """Read a local Hugging Face config.json (a file, its folder, or the parsed dict)."""
+        cfg, src, folder = _read_config(path_or_dict)
+        return _validated(_convert(cfg, src, name or cfg.get("_name_or_path") or folder), src)
+
+
+def _validated(data: dict, src: str) -> Model:
+    """Model from a data file's fields; any problem is a ProfileError naming file and field."""
+    try:
+        return Model.model_validate(data)
+    except ValidationError as e:
+        orig = (e.errors()[0].get("ctx") or {}).get("error")
+        if isinstance(orig, InvalidInputError):
+            raise ProfileError(src, orig.field, f"value {orig.value!r}: expected {orig.expected}") from None
+    return validate(Model, data, src)
+
+
+def _check_context(context):
+    c = np.asarray(context)
+    if c.dtype.kind not in "iuf" or not np.all(np.isfinite(c)) or np.any(c < 0):
+        raise InvalidInputError("context", context, "a finite, non-negative number of tokens")
+    return c if c.ndim else c.item()
+
+
+# ---- Hugging Face configs -----------------------------------------------------------------
+_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+             "deepseek_v2", "deepseek_v3", "gemma3", "gemma3_text", "phi3", "gpt_oss")
+# transformers' Gemma3TextConfig defaults: the released config.json files omit these keys
+_GEMMA3_DEFAULTS = dict(vocab_size=262_208, num_attention_heads=8, num_key_value_heads=4,
+                        head_dim=256, sliding_window=4096, sliding_window_pattern=6,
+                        tie_word_embeddings=True)
+
+
+def _read_config(path_or_dict):
+    if isinstance(path_or_dict, dict):
+        return path_or_dict, "<config dict>", None
+    if not isinstance(path_or_dict, (str, Path)):
+        raise InvalidInputError("path_or_dict", path_or_dict, "a path to config.json or a dict")
+    p = Path(path_or_dict)
+    if p.is_dir():
+        p = p / "config.json"
+    if not p.is_file():
+        raise ProfileError(str(p), "<file>", "no such file")
+    if p.stat().st_size > 1_000_000:
+        raise ProfileError(str(p), "<file>", "is over 1 MB; expected a config.json")
+    try:
+        cfg = json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ProfileError(str(p), "<json>", f"malformed JSON: {e}") from None
+    if not isinstance(cfg, dict):
+        raise ProfileError(str(p), "<top>", "expected a JSON object")
+    return cfg, str(p), p.resolve().parent.name
+
+
+def _convert(cfg: dict, src: str, name: str | None) -> dict:
+    mt = cfg.get("model_type")
+    if isinstance(cfg.get("text_config"), dict):   # multimodal wrappers: describe the text decoder
+        cfg = {"model_type": f"{mt}_text" if mt == "gemma3" else mt, **cfg["text_config"]}
+        mt = cfg["model_type"]
+    if mt not in _FAMILIES:
+        raise ProfileError(src, "model_type", f"value {mt!r} is not supported; expected one of {list(_FAMILIES)}")
+    if mt.startswith("gemma3"):
+        mt, cfg = "gemma3_text", {**_GEMMA3_DEFAULTS, **cfg}
+    nothing = object()
+
+    def get(key, default=nothing, positive=True, kind=int):
+        v = cfg.get(key, nothing)
+        if v is nothing or (v is None and default is not nothing):
+            if default is nothing:
+                raise ProfileError(src, key, "is missing; it is required for model_type " + repr(mt))
+            return default
+        if kind is int and (isinstance(v, bool) or not isinstance(v, int) or v < (1 if positive else 0)):
+            raise ProfileError(src, key, f"value {v!r}: expected a {'positive' if positive else 'non-negative'} integer")
+        if kind is bool and not isinstance(v, bool):
+            raise ProfileError(src, key, f"value {v!r}: expected true or false")
+        return v
+
+    heads, hidden = get("num_attention_heads"), get("hidden_size")
+    n_layers = get("num_hidden_layers")
+    d: dict = dict(
+        name=str(name or mt).rstrip("/").split("/")[-1].lower().replace(" ", "-"),
+        n_layers=n_layers, hidden_size=hidden, n_heads=heads,
+        n_kv_heads=get("num_key_value_heads", heads), head_dim=get("head_dim", hidden // heads),
+        vocab_size=get("vocab_size"), tied_embeddings=get("tie_word_embeddings", mt == "gemma3_text", kind=bool),
+        max_context=get("max_position_embeddings", None), source=f"Hugging Face config {src} ({mt})")
+    bias = get("attention_bias", mt == "gpt_oss", kind=bool)
+    d.update(qkv_bias=bias or mt in ("qwen2", "qwen2_moe"), attn_out_bias=bias)
+    if mt in ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss"):
+        n_exp = get("num_local_experts" if mt in ("mixtral", "gpt_oss") else "num_experts",
+                    cfg.get("num_experts", nothing) if mt == "gpt_oss" else nothing)
+        k = get("num_experts_per_tok", cfg.get("experts_per_token", nothing) if mt == "gpt_oss" else nothing)
+        eff = get("moe_intermediate_size" if "qwen" in mt else "intermediate_size")
+        d.update(n_experts=n_exp, experts_per_token=k, expert_ffn_size=eff,
+                 moe_layer_interval=get("decoder_sparse_step", 1))
+        dense_only = cfg.get("mlp_only_layers") or []
+        if list(dense_only) != list(range(len(dense_only))):
+            raise ProfileError(src, "mlp_only_layers", f"value {dense_only!r}: only leading dense layers are supported")
+        d["first_dense_layers"] = len(dense_only)
+        if mt == "qwen2_moe":
+            shared = get("shared_expert_intermediate_size", 0, positive=False)
+            if shared % eff:
+                raise ProfileError(src, "shared_expert_intermediate_size", f"value {shared}: expected a multiple of {eff}")
+            d["n_shared_experts"] = shared // eff
+    elif mt.startswith("deepseek"):
+        nope, rope = get("qk_nope_head_dim"), get("qk_rope_head_dim")
+        d.update(n_kv_heads=heads, head_dim=nope + rope, q_lora_rank=get("q_lora_rank", 0, positive=False),
+                 kv_lora_rank=get("kv_lora_rank"), qk_nope_head_dim=nope, qk_rope_head_dim=rope,
+                 v_head_dim=get("v_head_dim"), n_experts=get("n_routed_experts", 0, positive=False),
+                 n_shared_experts=get("n_shared_experts", 0, positive=False))
+        if d["n_experts"]:
+            d.update(experts_per_token=get("num_experts_per_tok"), expert_ffn_size=get("moe_intermediate_size"),
+                     first_dense_layers=get("first_k_dense_replace", 0, positive=False),
+                     moe_layer_interval=get("moe_layer_freq", 1))
+    d["ffn_size"] = get("intermediate_size") if _has_dense(d) else 0
+    if mt in ("qwen3", "qwen3_moe", "gemma3_text"):
+        d["qk_norm"] = True
+    if mt == "gemma3_text":
+        d["norms_per_layer"] = 4
+    if mt == "gpt_oss":
+        d.update(mlp_bias=True, attn_sinks=True)
+    d["layer_windows"] = _windows(cfg, mt, n_layers, get, src)
+    return d
+
+
+def _has_dense(d: dict) -> bool:
+    if not d.get("n_experts"):
+        return True
+    first, k = d.get("first_dense_layers", 0), d.get("moe_layer_interval", 1)
+    return first > 0 or (k > 1 and d["n_layers"] > first)
+
+
+def _windows(cfg, mt, n_layers, get, src) -> tuple:
+    if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and not cfg.get("use_sliding_window", False):
+        return ()
+    w = get("sliding_window", None)
+    if w is None:
+        return ()
+    types = cfg.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != n_layers:
+            raise ProfileError(src, "layer_types", f"expected a list of {n_layers} entries")
+        names = {"sliding_attention": w, "full_attention": None}
+        for t in types:
+            if t not in names:
+                raise ProfileError(src, "layer_types", f"value {t!r}: expected one of {list(names)}")
+        out = tuple(names[t] for t in types)
+    elif mt == "gemma3_text":
+        pattern = get("sliding_window_pattern", 6)
+        out = tuple(None if (i + 1) % pattern == 0 else w for i in range(n_layers))
+    elif mt == "gpt_oss":
+        out = tuple(w if i % 2 == 0 else None for i in range(n_layers))
+    elif mt.startswith("qwen"):
+        first = get("max_window_layers", n_layers, positive=False)
+        out = tuple(w if i >= first else None for i in range(n_layers))
+    else:
+        out = (w,) * n_layers
+    return () if all(x is None for x in out) else out
+
+
+# ---- presets ----------------------------------------------------------------------------------
+def _presets_dir():
+    return resources.files("membound") / "data" / "models"
+
+
+@functools.lru_cache(maxsize=1)
+def _catalogue() -> dict[str, str]:
+    return {f.name[:-5]: f.name for f in _presets_dir().iterdir() if f.name.endswith(".yaml")}
+
+
+def list_models() -> list[str]:
+    """Names of the bundled model presets."""
+    return sorted(_catalogue())
+
+
+def load_model_file(path: "str | Path") -> Model:
+    """Load and validate one preset YAML (fields of Model)."""
+    return _validated(read_yaml(path), str(path))
+
+
+@functools.lru_cache(maxsize=256)
+def _load_cached(kind: str, key: str, mtime: float) -> Model:
+    if kind == "preset":
+        with resources.as_file(_presets_dir() / _catalogue()[key]) as p:
+            m = load_model_file(p)
+        if m.name != key:
+            raise ProfileError(str(p), "name", f"value {m.name!r}: expected {key!r} (the file name)")
+        return m
+    return load_model_file(key) if kind == "yaml" else Model.from_hf_config(key)
+
+
+def load_model(name_or_path_or_model) -> Model:
+    """A bundled preset by name, a path to a preset YAML or a config.json (or its folder),
+    or a Model passed through."""
+    if isinstance(name_or_path_or_model, Model):
+        return name_or_path_or_model
+    if not isinstance(name_or_path_or_model, (str, Path)):
+        raise InvalidInputError("model", name_or_path_or_model, "a model name, a path, or a Model")
+    s = str(name_or_path_or_model)
+    p = Path(s)
+    if s.endswith((".yaml", ".yml", ".json")) or p.is_file() or p.is_dir():
+        target = p / "config.json" if p.is_dir() else p
+        if not target.is_file():
+            raise ProfileError(str(target), "<file>", "no such file")
+        kind = "yaml" if s.endswith((".yaml", ".yml")) else "hf"
+        return _load_cached(kind, str(target.resolve()), target.stat().st_mtime)
+    key = s.strip().lower()
+    if key not in _catalogue():
+        raise UnknownNameError("model", s, _catalogue())
+    return _load_cached("preset", key, 0.0)
