@@ -1,0 +1,199 @@
+"""The bundled hardware catalogue: every profile loads, and the hand-derived facts hold.
+
+The arithmetic is written out so a reader can check each figure against
+../shared/reference/hardware_datasheets.md without running anything.
+"""
+import math
+from pathlib import Path
+
+import pytest
+
+import membound as mb
+from membound.hardware import bundled_profiles_dir, load_hardware_file
+
+MiB = 2**20
+GiB = 2**30
+
+EXPECTED = {
+    # datacenter GPUs
+    "h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "gb200", "a100-80gb", "a100-40gb",
+    "l40s", "l4", "mi300x", "mi325x", "mi355x", "gaudi-3",
+    # TPUs
+    "tpu-v5e", "tpu-v5p", "tpu-v6e",
+    # consumer / workstation
+    "rtx-3060", "rtx-3090", "rtx-4090", "rtx-5080", "rtx-5090", "rtx-a6000",
+    "rtx-pro-6000-blackwell", "rx-7900-xtx", "rx-9070-xt", "arc-a770", "arc-b580",
+    # edge / unified memory
+    "jetson-agx-orin", "dgx-spark", "ryzen-ai-max-395",
+    # Apple
+    "apple-m1", "apple-m1-pro", "apple-m1-max", "apple-m1-ultra",
+    "apple-m2", "apple-m2-pro", "apple-m2-max", "apple-m2-ultra",
+    "apple-m3", "apple-m3-pro", "apple-m3-max", "apple-m3-max-30c", "apple-m3-ultra",
+    "apple-m4", "apple-m4-pro", "apple-m4-max", "apple-m4-max-32c",
+    # specialised
+    "cerebras-wse-3", "groq-lpu", "sambanova-sn40l",
+}
+
+BUNDLED_FILES = sorted(Path(bundled_profiles_dir()).glob("*.yaml"))
+
+
+def test_catalogue_lists_every_expected_device():
+    names = set(mb.list_hardware())
+    missing = EXPECTED - names
+    assert not missing, f"bundled profiles missing: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("path", BUNDLED_FILES, ids=lambda p: p.stem)
+def test_every_bundled_profile_loads_and_is_sourced(path):
+    hw = load_hardware_file(path)
+    assert hw.name == path.stem
+    assert hw.name == hw.name.lower() and " " not in hw.name and "_" not in hw.name
+    assert mb.load_hardware(hw.name) == hw
+    for tier in hw.memory:
+        assert tier.source.strip(), f"{hw.name}: tier {tier.name} has no source"
+        assert tier.capacity_bytes > 0 and tier.bandwidth_bytes_s > 0
+    bws = [t.bandwidth_bytes_s for t in hw.memory]
+    assert bws == sorted(bws, reverse=True)            # fastest tier first
+    assert hw.compute_source.strip()
+    assert all(v > 0 for v in hw.compute_flops.values())
+    assert hw.supports("bf16")                          # directly or through fp16
+    if hw.interconnect is not None:
+        assert hw.interconnect.source.strip()
+    if hw.price_usd_per_hour is not None:
+        assert hw.price_source and hw.price_source.strip()
+    assert 0 < hw.achievable.bandwidth_fraction <= 1
+    assert hw.achievable.evidence.strip()
+    assert hw.latency.evidence.strip()
+
+
+def test_h100_exemplar_unchanged():
+    h100 = mb.load_hardware("h100-sxm")
+    assert h100.capacity_bytes == 81_559 * MiB == 85_520_809_984
+    assert h100.bandwidth_bytes_s == 3.35e12
+    # dense bf16 = 1979 sparse / 2
+    assert h100.peak_flops("bf16") == pytest.approx(1979e12 / 2, rel=1e-3)
+    # interconnect is one direction: 900 GB/s bidirectional / 2
+    assert h100.interconnect.bandwidth_bytes_s == 900e9 / 2
+
+
+def test_h200_bandwidth_and_capacity():
+    h200 = mb.load_hardware("h200")
+    assert h200.bandwidth_bytes_s == 4.8e12
+    # nvidia-smi: 143,771 MiB = 143771 * 1,048,576 bytes
+    assert h200.capacity_bytes == 143_771 * MiB == 150_754_820_096
+    # same compute as H100 SXM
+    assert h200.peak_flops("fp8") == mb.load_hardware("h100-sxm").peak_flops("fp8")
+
+
+def test_b200_capacity_and_blackwell_fp4():
+    b200 = mb.load_hardware("b200")
+    assert b200.capacity_bytes == 180e9                  # 180 GB usable (192 physical)
+    assert b200.bandwidth_bytes_s == 8e12
+    assert b200.interconnect.bandwidth_bytes_s == 1.8e12 / 2
+    for name in ("b200", "gb200", "rtx-5080", "rtx-5090", "rtx-pro-6000-blackwell", "dgx-spark"):
+        assert mb.load_hardware(name).supports("fp4"), name
+    for name in ("b200", "gb200", "rtx-pro-6000-blackwell"):
+        hw = mb.load_hardware(name)
+        # datacenter/pro Blackwell: dense fp4 = 2 x fp8 (B200: 9000 = 2 x 4500 TFLOP/s)
+        assert hw.peak_flops("fp4") == pytest.approx(2 * hw.peak_flops("fp8"), rel=0.02), name
+    assert mb.load_hardware("gb200").interconnect.max_chips == 72
+
+
+@pytest.mark.parametrize("name", ["a100-80gb", "a100-40gb", "rtx-3090", "rtx-3060", "rtx-a6000",
+                                  "rx-7900-xtx", "tpu-v5e", "tpu-v6e"])
+def test_no_fp8_where_the_hardware_has_none(name):
+    hw = mb.load_hardware(name)
+    assert "fp8" not in hw.compute_flops
+    assert not hw.supports("fp8")
+
+
+def test_no_fp4_before_blackwell():
+    for name in ("h100-sxm", "h200", "a100-80gb", "rtx-4090", "l40s"):
+        assert not mb.load_hardware(name).supports("fp4"), name
+
+
+def test_wse3_bandwidth_is_thousands_of_times_an_h100():
+    wse = mb.load_hardware("cerebras-wse-3")
+    h100 = mb.load_hardware("h100-sxm")
+    assert wse.bandwidth_bytes_s == 21e15
+    ratio = wse.bandwidth_bytes_s / h100.bandwidth_bytes_s
+    # 21e15 / 3.35e12 = 6268.66...
+    assert ratio == pytest.approx(6269, abs=1)
+    assert 1000 < ratio < 10000
+
+
+def test_wse3_sram_holds_a_20b_model_at_2_bytes_and_40b_at_int8():
+    wse = mb.load_hardware("cerebras-wse-3")
+    assert len(wse.memory) == 1 and wse.memory[0].name == "SRAM"
+    assert wse.capacity_bytes == 44e9
+    # 44e9 bytes / 2 bytes per param = 22e9 params: a ~20B model in bf16 fits, a 70B one does not
+    assert wse.capacity_bytes / 2 == 22e9
+    # 44e9 bytes / 1 byte per param = 44e9 params: a ~40B model at int8/fp8
+    assert wse.capacity_bytes / 1 == 44e9
+    assert wse.interconnect.bandwidth_bytes_s == 150e9    # 12 x 100 GbE = 1.2 Tb/s, one way
+
+
+def test_groq_llama3_70b_at_fp8_needs_300_plus_chips():
+    lpu = mb.load_hardware("groq-lpu")
+    assert lpu.capacity_bytes == 230e6
+    assert lpu.bandwidth_bytes_s == 80e12
+    assert lpu.peak_flops("fp16") == 188e12 and lpu.peak_flops("int8") == 750e12
+    weights_fp8 = 70.55e9                                # Llama-3-70B: 70.55e9 params x 1 byte
+    chips = math.ceil(weights_fp8 / lpu.capacity_bytes)  # 70.55e9 / 230e6 = 306.7 -> 307
+    assert chips == 307
+    assert chips >= 300
+    assert lpu.interconnect.max_chips >= chips
+
+
+def test_sambanova_has_three_tiers_fastest_first():
+    sn = mb.load_hardware("sambanova-sn40l")
+    assert [t.name for t in sn.memory] == ["SRAM", "HBM", "DDR"]
+    sram, hbm, ddr = sn.memory
+    assert sram.capacity_bytes == 520e6
+    assert hbm.capacity_bytes == 64e9 and hbm.bandwidth_bytes_s == 1.6e12
+    assert ddr.capacity_bytes == 1.536e12 and ddr.bandwidth_bytes_s == 0.1e12
+    # total per socket: 0.52 + 64 + 1536 GB
+    assert sn.capacity_bytes == pytest.approx(520e6 + 64e9 + 1.536e12)
+    assert sn.interconnect.max_chips == 16
+
+
+@pytest.mark.parametrize("name", ["cerebras-wse-3", "groq-lpu", "sambanova-sn40l"])
+def test_sram_machines_latency_floor_awaits_calibration(name):
+    hw = mb.load_hardware(name)
+    assert hw.latency.per_layer_s == 0.0
+    assert "calibrat" in hw.latency.evidence
+
+
+@pytest.mark.parametrize("name,gib,gbps", [
+    ("apple-m1", 16, 68.25), ("apple-m1-ultra", 128, 800), ("apple-m2-ultra", 192, 800),
+    ("apple-m3-pro", 36, 150), ("apple-m3-max-30c", 96, 300), ("apple-m3-ultra", 512, 819),
+    ("apple-m4-pro", 64, 273), ("apple-m4-max", 128, 546), ("apple-m4-max-32c", 36, 410),
+])
+def test_apple_usable_memory_is_three_quarters_of_the_largest_configuration(name, gib, gbps):
+    hw = mb.load_hardware(name)
+    assert hw.kind == "apple" and hw.device_class == "apple"
+    # e.g. M2 Ultra: 0.75 x 192 GiB = 144 GiB = 154,618,822,656 bytes
+    assert hw.capacity_bytes == pytest.approx(0.75 * gib * GiB, abs=1)
+    assert hw.bandwidth_bytes_s == pytest.approx(gbps * 1e9)
+    # Apple GPUs run fp16 at the fp32 rate
+    assert hw.peak_flops("fp16") == hw.peak_flops("fp32")
+    assert "core GPU" in hw.display_name
+
+
+def test_interconnect_bandwidth_is_one_direction():
+    # bidirectional datasheet figure / 2
+    assert mb.load_hardware("a100-80gb").interconnect.bandwidth_bytes_s == 600e9 / 2
+    assert mb.load_hardware("tpu-v5e").interconnect.bandwidth_bytes_s == 400e9 / 2
+    assert mb.load_hardware("gaudi-3").interconnect.bandwidth_bytes_s == 1200e9 / 2
+    assert mb.load_hardware("l40s").interconnect.bandwidth_bytes_s == 64e9 / 2
+
+
+def test_measured_fractions_carry_their_evidence():
+    # MAMF bf16: 1745.0 / 2250 = 0.7756 on B200; 271.2 / 312 = 0.869 on A100 SXM
+    assert mb.load_hardware("b200").achievable.compute_fraction == pytest.approx(1745.0 / 2250, abs=1e-3)
+    assert mb.load_hardware("a100-80gb").achievable.compute_fraction == pytest.approx(271.2 / 312, abs=1e-3)
+    # MI300X BabelStream-class: 81% of 5.3 TB/s
+    assert mb.load_hardware("mi300x").achievable.bandwidth_fraction == 0.81
+    for name in ("b200", "a100-80gb", "mi300x", "h200"):
+        assert "MLE-ACC" in mb.load_hardware(name).achievable.evidence or \
+               "MEAS-MI300X-PAPER" in mb.load_hardware(name).achievable.evidence
