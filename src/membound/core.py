@@ -204,7 +204,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     pre_flops = (B * (2.0 * mc.active_params * (1.0 + kn.dequant) * S
                       + mc.attn_per_pair * causal_pairs(mc.window_groups, S))) / group
     pre_compute = pre_flops / C
-    prefill_s = where(S > 0, maximum(maximum(pre_mem, pre_compute), floor) + comm(n_pre / m) * 1.0 + overhead, 0.0)
+    prefill_s = where(S > 0, maximum(maximum(pre_mem, pre_compute), floor) + comm(n_pre) + overhead, 0.0)
     first_step = maximum(maximum(plain[0], plain[2]), floor) + plain_extra
     ttft = where(S > 0, prefill_s, first_step)
 
