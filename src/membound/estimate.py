@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass, replace
 
 from .core import BOUNDS, Knobs, bound_name, evaluate, model_consts
 from .errors import DoesNotFitError, InvalidInputError
@@ -45,6 +46,72 @@ def estimate(model, hardware, *, batch: int = 1, prompt_tokens: int = 0, output_
     configuration does not fit (memory.fits is then False).
     Raises DoesNotFitError (with bytes missing and chips needed) when it does not fit.
     """
+    p = prepare(model, hardware, batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype,
+                n_chips=n_chips, parallel=parallel, speculative=speculative, runtime=runtime,
+                quantization=quantization, placement=placement, price_usd_per_hour=price_usd_per_hour)
+    m, hw, rt, layout, res, price, pinned = p.model, p.hardware, p.runtime, p.layout, p.resolved, p.price, p.pinned
+    B, S, T, N, spec_args, positions = p.batch, p.prompt, p.output, p.n_chips, p.spec_args, p.positions
+    r = p.evaluate()
+    memory = Memory(weights_bytes=r["weights_bytes_chip"], kv_bytes=r["kv_bytes_chip"],
+                    activation_bytes=r["activation_bytes_chip"], other_bytes=r["extra_bytes_chip"],
+                    capacity_bytes=r["capacity_bytes_chip"], fits=bool(r["fits"]),
+                    placement=tuple(TierUse(t.name, float(w), float(kv), t.capacity_bytes)
+                                    for (w, kv), t in zip(r["per_tier"], hw.memory)))
+    if check_memory:
+        _check_fit(memory, hw, pinned, m, N, layout)
+    watts = hw.power_w
+    result = Result(
+        model=m.name, hardware=hw.name, runtime=rt.name, n_chips=N,
+        parallel=f"tp={layout.tp} pp={layout.pp} ep={layout.ep}", batch=B, prompt_tokens=S,
+        output_tokens=T, weight_dtype=res.weights.name, kv_dtype=res.kv.name,
+        activation_dtype=res.activations.name,
+        decode_tok_s_per_user=r["decode_tok_s_per_user"], decode_tok_s_total=r["decode_tok_s_total"],
+        ttft_s=r["ttft_s"], prefill_s=r["prefill_s"], e2e_s=r["e2e_s"], tpot_s=r["tpot_s"],
+        bound=bound_name(r), step_terms_s={k: r[f"{k}_s"] for k in BOUNDS}, memory=memory,
+        cost_per_million_tokens_usd=r["cost_per_million_tokens_usd"] if price is not None else None,
+        joules_per_token=(watts * N * r["e2e_s"] / (B * T)) if watts else None,
+        speculative=None if speculative is None else {
+            "gamma": speculative.gamma, "tokens_per_round": spec_args[1], "verify_positions": int(positions),
+            "draft": getattr(speculative.draft, "name", speculative.draft)},
+    )
+    return result
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated configuration, ready for `core.evaluate`: what `estimate()` and vectorised
+    helpers (batching, sweeps) share. `evaluate(**knobs)` may replace Knobs fields with arrays."""
+
+    model: Model
+    hardware: Hardware
+    runtime: object
+    layout: Parallel
+    resolved: object
+    price: float | None
+    pinned: dict | None
+    batch: int
+    prompt: int
+    output: int
+    n_chips: int
+    spec_args: tuple | None
+    positions: float
+    eff: object
+    knobs: Knobs
+    extra: dict
+
+    def evaluate(self, **knobs) -> dict:
+        """`core.evaluate` on this configuration, with Knobs fields replaced (floats or arrays)."""
+        kn = replace(self.knobs, **knobs) if knobs else self.knobs
+        return evaluate(model_consts(self.model), self.hardware, self.eff, kn, **self.extra)
+
+
+def prepare(model, hardware, *, batch: int = 1, prompt_tokens: int = 0, output_tokens: int = 128,
+            weight_dtype: str = "bf16", kv_dtype: str | None = None, activation_dtype: str | None = None,
+            n_chips: int = 1, parallel: Parallel | None = None, speculative: SpeculativeDecoding | None = None,
+            runtime=None, quantization: Quantization | None = None, placement: dict | None = None,
+            price_usd_per_hour: float | None = None) -> Prepared:
+    """Validate `estimate()`'s arguments and resolve them into a `Prepared` configuration."""
     m = load_model(model)
     hw = load_hardware(hardware)
     rt = load_runtime(runtime)
@@ -80,32 +147,9 @@ def estimate(model, hardware, *, batch: int = 1, prompt_tokens: int = 0, output_
                peak_flops=res.peak_flops, dequant=res.dequant, tp=float(layout.tp), pp=float(layout.pp),
                ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0)
     eff = rt.efficiency(hw)
-    r = evaluate(model_consts(m), hw, eff, kn, positions=positions, spec=spec_args, draft=draft_mc,
-                 pinned=pinned, extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv)
-
-    memory = Memory(weights_bytes=r["weights_bytes_chip"], kv_bytes=r["kv_bytes_chip"],
-                    activation_bytes=r["activation_bytes_chip"], other_bytes=r["extra_bytes_chip"],
-                    capacity_bytes=r["capacity_bytes_chip"], fits=bool(r["fits"]),
-                    placement=tuple(TierUse(t.name, float(w), float(kv), t.capacity_bytes)
-                                    for (w, kv), t in zip(r["per_tier"], hw.memory)))
-    if check_memory:
-        _check_fit(memory, hw, pinned, m, N, layout)
-    watts = hw.power_w
-    result = Result(
-        model=m.name, hardware=hw.name, runtime=rt.name, n_chips=N,
-        parallel=f"tp={layout.tp} pp={layout.pp} ep={layout.ep}", batch=B, prompt_tokens=S,
-        output_tokens=T, weight_dtype=res.weights.name, kv_dtype=res.kv.name,
-        activation_dtype=res.activations.name,
-        decode_tok_s_per_user=r["decode_tok_s_per_user"], decode_tok_s_total=r["decode_tok_s_total"],
-        ttft_s=r["ttft_s"], prefill_s=r["prefill_s"], e2e_s=r["e2e_s"], tpot_s=r["tpot_s"],
-        bound=bound_name(r), step_terms_s={k: r[f"{k}_s"] for k in BOUNDS}, memory=memory,
-        cost_per_million_tokens_usd=r["cost_per_million_tokens_usd"] if price is not None else None,
-        joules_per_token=(watts * N * r["e2e_s"] / (B * T)) if watts else None,
-        speculative=None if speculative is None else {
-            "gamma": speculative.gamma, "tokens_per_round": spec_args[1], "verify_positions": int(positions),
-            "draft": getattr(speculative.draft, "name", speculative.draft)},
-    )
-    return result
+    return Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
+                    dict(positions=positions, spec=spec_args, draft=draft_mc, pinned=pinned,
+                         extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv))
 
 
 def _check_placement(placement, hw: Hardware):
