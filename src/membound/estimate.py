@@ -119,7 +119,7 @@ def prepare(model, hardware, *, batch: int = 1, prompt_tokens: int = 0, output_t
     S = check_int("prompt_tokens", prompt_tokens, 0)
     T = check_int("output_tokens", output_tokens, 1)
     N = check_int("n_chips", n_chips, 1)
-    layout = (parallel or Parallel.default(m, N)).check(m, N)
+    layout = (parallel or Parallel.default(m, N, hw.interconnect.max_chips if hw.interconnect else 1)).check(m, N)
     if layout.chips > 1 and hw.interconnect is None:
         raise InvalidInputError("n_chips", N, f"1: {hw.name} has no interconnect in its profile")
     if hw.interconnect is not None and layout.tp * layout.ep > hw.interconnect.max_chips:

@@ -50,13 +50,15 @@ class Parallel:
         return self
 
     @staticmethod
-    def default(model, n_chips: int) -> "Parallel":
-        """The layout used when none is given: all tensor parallel where the heads allow it,
-        else the largest tensor-parallel degree that divides the heads with the rest as
-        pipeline stages (wafers and LPUs: layers pipelined across chips)."""
-        if model.n_heads % n_chips == 0:
+    def default(model, n_chips: int, max_tp: int | None = None) -> "Parallel":
+        """The layout used when none is given: all tensor parallel where the heads (and the
+        scale-up domain of `max_tp` chips) allow it, else the largest tensor-parallel degree
+        that divides the heads with the rest as pipeline stages (layers pipelined across
+        nodes, wafers or LPUs)."""
+        limit = min(n_chips, model.n_heads, max_tp or n_chips)
+        if n_chips <= limit and model.n_heads % n_chips == 0:
             return Parallel(tp=n_chips)
-        for tp in range(min(n_chips, model.n_heads), 0, -1):
+        for tp in range(limit, 0, -1):
             if n_chips % tp == 0 and model.n_heads % tp == 0 and n_chips // tp <= model.n_layers:
                 return Parallel(tp=tp, pp=n_chips // tp)
         raise InvalidInputError("n_chips", n_chips,

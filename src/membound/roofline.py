@@ -23,20 +23,29 @@ import math
 import numpy as np
 
 
+_SCALAR = (int, float)
+
+
+TINY = 1e-250   # seconds per token of context: anything smaller is a flat line
+
+
 def _is_scalar(*xs) -> bool:
-    return all(isinstance(x, (int, float)) for x in xs)
+    for x in xs:
+        if not isinstance(x, _SCALAR):
+            return False
+    return True
 
 
 def maximum(a, b):
-    return max(a, b) if _is_scalar(a, b) else np.maximum(a, b)
+    return max(a, b) if isinstance(a, _SCALAR) and isinstance(b, _SCALAR) else np.maximum(a, b)
 
 
 def minimum(a, b):
-    return min(a, b) if _is_scalar(a, b) else np.minimum(a, b)
+    return min(a, b) if isinstance(a, _SCALAR) and isinstance(b, _SCALAR) else np.minimum(a, b)
 
 
 def where(cond, a, b):
-    if isinstance(cond, (bool, np.bool_)) and _is_scalar(a, b):
+    if isinstance(cond, (bool, np.bool_)) and isinstance(a, _SCALAR) and isinstance(b, _SCALAR):
         return a if cond else b
     return np.where(cond, a, b)
 
@@ -65,20 +74,22 @@ def sum_linear(a, b, lo, hi):
 
 def sum_positive_part(d0, d1, lo, hi):
     """Sum of max(d0 + d1*L, 0) over integers L in [lo, hi)."""
-    safe = where(d1 == 0, 1.0, d1)
+    flat = abs(d1) <= TINY                    # slopes below TINY count as flat (no overflow)
+    safe = where(flat, 1.0, d1)
     root = clip(-d0 / safe, lo - 1.0, hi + 1.0)        # where the line crosses zero
-    start = where(d1 > 0, clip(floor(root) + 1.0, lo, hi), lo)
-    stop = where(d1 < 0, clip(-floor(-root), lo, hi), hi)  # ceil(root)
-    whole = where(d1 == 0, where(d0 > 0, 1.0, 0.0), 1.0)
+    start = where(d1 > TINY, clip(floor(root) + 1.0, lo, hi), lo)
+    stop = where(d1 < -TINY, clip(-floor(-root), lo, hi), hi)  # ceil(root)
+    whole = where(flat, where(d0 > 0, 1.0, 0.0), 1.0)
     return whole * sum_linear(d0, d1, start, stop)
 
 
 def sum_max3(m_a, m_b, c_a, c_b, fl, lo, hi):
     """Sum over integers L in [lo, hi) of max(m_a + m_b L, c_a + c_b L, fl), for slopes >= 0."""
     def first_reach(a, b):  # first integer L >= lo where a + b L >= fl (hi if never)
-        safe = where(b > 0, b, 1.0)
+        rising = b > TINY                     # slopes below TINY count as flat (no overflow)
+        safe = where(rising, b, 1.0)
         t = clip((fl - a) / safe, lo - 1.0, hi + 1.0)
-        return where(a + b * lo >= fl, lo, where(b > 0, clip(-floor(-t), lo, hi), hi))
+        return where(a + b * lo >= fl, lo, where(rising, clip(-floor(-t), lo, hi), hi))
     reach = minimum(first_reach(m_a, m_b), first_reach(c_a, c_b))
     below = fl * maximum(reach - lo, 0.0)
     above = sum_linear(c_a, c_b, reach, hi) + sum_positive_part(m_a - c_a, m_b - c_b, reach, hi)

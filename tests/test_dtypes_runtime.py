@@ -1,0 +1,51 @@
+"""The dtype registry and runtime lookup."""
+import pytest
+
+import membound as mb
+from membound.runtime import Runtime, RuntimeEntry
+
+
+@pytest.mark.parametrize("name, bits", [
+    ("bf16", 16), ("f16", 16), ("fp8", 8), ("int8", 8),
+    ("int4", 4 + 16 / 128),      # group-128 fp16 scales: 4.125
+    ("mxfp4", 4 + 8 / 32),       # 32 fp4 + an 8-bit scale: 4.25
+    ("nvfp4", 4 + 8 / 16),       # 16 fp4 + an fp8 scale: 4.5
+    ("q8_0", (32 * 8 + 16) / 32),  # 34 bytes per 32 weights: 8.5
+    ("q4_0", (32 * 4 + 16) / 32),  # 18 bytes per 32 weights: 4.5
+    ("q6_k", 210 * 8 / 256),     # 6.5625
+])
+def test_bits_per_element(name, bits):
+    assert mb.get_dtype(name).bits == pytest.approx(bits)
+
+
+def test_register_and_errors():
+    d = mb.register_dtype("q3_test", 3.4375)
+    assert mb.get_dtype("Q3_TEST") is d
+    with pytest.raises(mb.UnknownNameError, match="unknown dtype 'int3'"):
+        mb.get_dtype("int3")
+    for bad in (0, -1, float("nan"), float("inf"), 100):
+        with pytest.raises(mb.InvalidInputError, match="bits"):
+            mb.register_dtype("bad", bad)
+
+
+def test_runtime_lookup_order_name_class_kind_default():
+    hw = mb.load_hardware("h100-sxm")
+    rt = Runtime(name="t", classes={
+        "default": RuntimeEntry(bandwidth_fraction=0.1),
+        "gpu": RuntimeEntry(bandwidth_fraction=0.2),
+        "nvidia-datacenter": RuntimeEntry(bandwidth_fraction=0.3),
+    })
+    assert rt.efficiency(hw).bandwidth_fraction == 0.3
+    rt2 = Runtime(name="t2", classes={"h100-sxm": RuntimeEntry(per_step_overhead_s=1e-4),
+                                      "gpu": RuntimeEntry(bandwidth_fraction=0.2)})
+    e = rt2.efficiency(hw)
+    # the name entry wins; its missing fractions come from the device profile
+    assert e.per_step_overhead_s == 1e-4
+    assert e.bandwidth_fraction == hw.achievable.bandwidth_fraction
+
+
+def test_ideal_runtime_is_the_pure_roofline():
+    hw = mb.load_hardware("h100-sxm")
+    e = mb.load_runtime("ideal").efficiency(hw)
+    assert (e.bandwidth_fraction, e.compute_fraction, e.per_layer_floor_s, e.per_step_overhead_s) == (1, 1, 0, 0)
+    assert set(mb.list_runtimes()) >= {"ideal", "device", "llama.cpp", "vllm", "tensorrt-llm"}

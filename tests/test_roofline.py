@@ -1,0 +1,61 @@
+"""The closed-form sums of the core against brute force, floats and arrays alike."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from membound.roofline import (causal_pairs, context_pieces, effective_context, expected_experts,
+                               sum_linear, sum_max3, sum_over_context, sum_positive_part)
+
+pos = st.floats(0, 5, allow_nan=False)
+slope = st.sampled_from([0.0, 1e-3, 0.01, 1.0])
+
+
+def test_sum_linear_by_hand():
+    # 2 + 3L for L = 4, 5, 6: 14 + 17 + 20 = 51
+    assert sum_linear(2.0, 3.0, 4.0, 7.0) == 51.0
+    assert sum_linear(2.0, 3.0, 7.0, 4.0) == 0.0
+
+
+def test_sum_positive_part_by_hand():
+    # max(L - 3, 0) for L = 0..5: 0+0+0+0+1+2 = 3 ; max(3 - L, 0): 3+2+1 = 6
+    assert sum_positive_part(-3.0, 1.0, 0.0, 6.0) == 3.0
+    assert sum_positive_part(3.0, -1.0, 0.0, 6.0) == 6.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(pos, pos, slope, pos, slope, pos, st.integers(0, 60), st.integers(0, 120))
+def test_sum_max3_matches_brute_force(ma, mb_, sm, ca, sc, fl, lo, n):
+    m_b, c_b = mb_ * sm, ca * sc
+    brute = sum(max(ma + m_b * L, ca + c_b * L, fl) for L in range(lo, lo + n))
+    got = sum_max3(ma, m_b, ca, c_b, fl, float(lo), float(lo + n))
+    assert got == pytest.approx(brute, rel=1e-9, abs=1e-9)
+    arr = sum_max3(*(np.array([x]) for x in (ma, m_b, ca, c_b, fl, float(lo), float(lo + n))))
+    assert arr[0] == pytest.approx(got, rel=1e-12, abs=1e-12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 3000), st.integers(0, 2000), pos, pos, pos)
+def test_windowed_sum_matches_brute_force(start, n, ma, ca, fl):
+    groups = ((1024, 5), (None, 1))          # Gemma-3 style: 5 local layers per global one
+    pieces = context_pieces(groups, 6)
+    m_b, c_b = 1e-3, 2e-4
+    brute = sum(max(ma + m_b * effective_context(groups, L), ca + c_b * effective_context(groups, L), fl)
+                for L in range(start, start + n))
+    got = sum_over_context(pieces, ma, m_b, ca, c_b, fl, float(start), float(n))
+    assert got == pytest.approx(brute, rel=1e-9, abs=1e-9)
+
+
+def test_effective_context_and_causal_pairs_by_hand():
+    groups = ((4, 2), (None, 1))
+    # context 10: two windowed layers see 4 each, the global one 10 -> 18
+    assert effective_context(groups, 10.0) == 18.0
+    # prefill of 6 tokens: global sum_{i<6} i = 15; windowed sum min(i,4) = 0+1+2+3+4+4 = 14 each
+    assert causal_pairs(groups, 6.0) == 15 + 2 * 14
+
+
+def test_expected_experts():
+    assert expected_experts(8.0, 2.0, 1.0) == pytest.approx(2.0)
+    assert expected_experts(8.0, 2.0, 2.0) == pytest.approx(8 * (1 - 0.75 ** 2))   # 3.5
+    assert expected_experts(0.0, 0.0, 5.0) == 0.0
+    assert expected_experts(256.0, 8.0, 1e6) == pytest.approx(256.0)
