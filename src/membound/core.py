@@ -86,6 +86,8 @@ class Knobs:
     ep: object
     n_chips: object
     price_usd_per_hour: object   # per chip-hour (0 when unknown)
+    w_bytes_dense: object = None  # bytes per weight of the non-expert tensors when they differ
+                                  # (gpt-oss GGUF: experts mxfp4, the rest q8_0); None = w_bytes
 
 
 def _placement(tiers, eff_bw, w_chip, kv_chip, pinned):
@@ -138,7 +140,8 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
 
     # ---- memory: what each chip holds ----------------------------------------------------
     all_expert = mc.n_moe_layers * mc.n_experts * mc.expert_params
-    w_chip = ((mc.total_params - all_expert) / tp + all_expert / group) * kn.w_bytes / pp
+    wd = kn.w_bytes if kn.w_bytes_dense is None else kn.w_bytes_dense
+    w_chip = ((mc.total_params - all_expert) / tp * wd + all_expert / group * kn.w_bytes) / pp
     kv_per_pair_chip = mc.kv_elems * kn.kv_bytes / kv_split          # bytes per (layer, token)
     u_max = effective_context(mc.window_groups, S + T)
     kv_chip = (B / ep) * u_max * kv_per_pair_chip / pp + B / ep * (S + T) * extra_kv_bytes_token_chip
@@ -152,8 +155,8 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     def step_coeffs(pos):
         tokens = b * pos
         touched = expected_experts(mc.n_experts, mc.k, tokens)
-        w_step = ((mc.total_params - all_expert) / tp
-                  + mc.n_moe_layers * touched * mc.expert_params / group) * kn.w_bytes
+        w_step = ((mc.total_params - all_expert) / tp * wd
+                  + mc.n_moe_layers * touched * mc.expert_params / group * kn.w_bytes)
         return (w_step * w_inv, b / ep * kv_per_pair_chip * kv_inv,
                 tokens * 2.0 * mc.active_params * (1.0 + kn.dequant) / (group * C),
                 tokens * mc.attn_per_pair / (group * C))
@@ -190,7 +193,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
         per_token_div = tpr
 
     # ---- terms at the mean context, for reporting which bound won ---------------------
-    L_mid = S + T / 2.0
+    L_mid = S + (T - 1.0) / 2.0     # the mean of the contexts S .. S+T-1 the steps see
     u_mid = effective_context(mc.window_groups, L_mid)
     memory_s = coeffs[0] + coeffs[1] * u_mid
     compute_s = coeffs[2] + coeffs[3] * u_mid
@@ -198,7 +201,8 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     # ---- prefill ------------------------------------------------------------------------
     n_pre = B * S
     touched_pre = expected_experts(mc.n_experts, mc.k, n_pre)
-    w_pre = ((mc.total_params - all_expert) / tp + mc.n_moe_layers * touched_pre * mc.expert_params / group) * kn.w_bytes
+    w_pre = ((mc.total_params - all_expert) / tp * wd
+             + mc.n_moe_layers * touched_pre * mc.expert_params / group * kn.w_bytes)
     kv_write = B / ep * effective_context(mc.window_groups, S) * kv_per_pair_chip
     pre_mem = w_pre * w_inv + kv_write * kv_inv
     pre_flops = (B * (2.0 * mc.active_params * (1.0 + kn.dequant) * S

@@ -1,0 +1,97 @@
+"""Laws of the physics as properties over random models, devices, dtypes and workloads."""
+import math
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import membound as mb
+
+MODELS = ["llama-3.2-1b", "llama-3.1-8b", "qwen3-30b-a3b", "mixtral-8x7b", "gemma-3-4b", "mistral-7b",
+          "gpt-oss-20b", "phi-4", "qwen2.5-7b"]
+DEVICES = ["h100-sxm", "h200", "b200", "a100-80gb", "mi300x", "rtx-4090", "apple-m2-ultra", "l4",
+           "cerebras-wse-3", "sambanova-sn40l"]
+RUNTIMES = [None, "ideal", "vllm", "llama.cpp", "tensorrt-llm"]
+
+configs = st.fixed_dictionaries(dict(
+    model=st.sampled_from(MODELS), hardware=st.sampled_from(DEVICES), runtime=st.sampled_from(RUNTIMES),
+    batch=st.integers(1, 256), prompt_tokens=st.integers(0, 16384), output_tokens=st.integers(1, 1024),
+    weight_dtype=st.sampled_from(["bf16", "fp8", "int8", "int4", "q4_0", "q8_0"]),
+    kv_dtype=st.sampled_from(["bf16", "fp8"])))
+
+
+def run(**kw):
+    return mb.estimate(check_memory=False, **kw)
+
+
+def scaled(hw, bw=1.0, flops=1.0):
+    hw = mb.load_hardware(hw)
+    tiers = [dict(t.model_dump(), bandwidth_bytes_s=t.bandwidth_bytes_s * bw) for t in hw.memory]
+    return hw.with_overrides(memory=tiers, compute_flops={k: v * flops for k, v in hw.compute_flops.items()})
+
+
+@settings(max_examples=60, deadline=None)
+@given(configs, st.floats(1.01, 10))
+def test_more_bandwidth_never_slows_decode(cfg, factor):
+    base = run(**cfg)
+    cfg2 = dict(cfg, hardware=scaled(cfg["hardware"], bw=factor))
+    faster = run(**cfg2)
+    assert faster.decode_tok_s_per_user >= base.decode_tok_s_per_user * (1 - 1e-12)
+    assert faster.ttft_s <= base.ttft_s * (1 + 1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(configs, st.floats(1.01, 10))
+def test_more_compute_never_slows_decode(cfg, factor):
+    base = run(**cfg)
+    faster = run(**dict(cfg, hardware=scaled(cfg["hardware"], flops=factor)))
+    assert faster.decode_tok_s_per_user >= base.decode_tok_s_per_user * (1 - 1e-12)
+    assert faster.ttft_s <= base.ttft_s * (1 + 1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(configs, st.integers(1, 100000))
+def test_longer_context_never_speeds_decode(cfg, more):
+    base = run(**cfg)
+    longer = run(**dict(cfg, prompt_tokens=cfg["prompt_tokens"] + more))
+    assert longer.decode_tok_s_per_user <= base.decode_tok_s_per_user * (1 + 1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(configs, st.integers(1, 512))
+def test_bigger_batch_never_raises_per_user_speed_nor_lowers_aggregate(cfg, more):
+    base = run(**cfg)
+    big = run(**dict(cfg, batch=cfg["batch"] + more))
+    assert big.decode_tok_s_per_user <= base.decode_tok_s_per_user * (1 + 1e-12)
+    # Aggregate rises until memory runs out — including the fast tier: on a tiered device a
+    # bigger batch can spill KV into a slower tier (SN40L DDR), and then it may fall.
+    kv_tiers = lambda r: {p.tier for p in r.memory.placement if p.kv_bytes > 0}
+    assume(big.memory.fits and kv_tiers(big) <= kv_tiers(base) | {big.memory.placement[0].tier})
+    assert big.decode_tok_s_total >= base.decode_tok_s_total * (1 - 1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(configs, st.sampled_from([("q4_0", "q8_0"), ("int4", "int8"), ("fp8", "bf16"), ("q8_0", "bf16"),
+                                 ("mxfp4", "fp8"), ("q4_k_m", "q6_k")]))
+def test_fewer_bits_never_add_bytes_or_time(cfg, pair):
+    # Same activation dtype and no dequantization cost: only the bytes differ. (With the default
+    # dequant cost, weight-only int4 can be slower than bf16 once compute-bound: that is physics.)
+    low, high = pair
+    kv = cfg["kv_dtype"]
+    q = lambda w: mb.Quantization(w, kv, "bf16", dequant_overhead=0.0)
+    cfg = {k: v for k, v in cfg.items() if k not in ("weight_dtype", "kv_dtype")}
+    a = run(quantization=q(low), **cfg)
+    b = run(quantization=q(high), **cfg)
+    assert a.memory.weights_bytes < b.memory.weights_bytes
+    assert a.decode_tok_s_per_user >= b.decode_tok_s_per_user * (1 - 1e-12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(configs)
+def test_step_is_at_least_each_bound_and_finite(cfg):
+    r = run(**dict(cfg, output_tokens=1))
+    terms = r.step_terms_s
+    assert r.tpot_s >= max(terms["memory"], terms["compute"], terms["latency"]) * (1 - 1e-12)
+    assert r.tpot_s >= terms["communication"] + terms["overhead"]
+    for k, v in r.to_dict().items():
+        if isinstance(v, float):
+            assert math.isfinite(v) and v >= 0, k
