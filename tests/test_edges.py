@@ -1,0 +1,71 @@
+"""Numerical edges: each has defined behaviour — a finite number or a clear error."""
+import math
+
+import pytest
+
+import membound as mb
+from membound.hardware import Hardware
+
+
+def finite(r):
+    return all(math.isfinite(v) for v in r.to_dict().values() if isinstance(v, float))
+
+
+def test_alpha_to_one_is_continuous():
+    # (1 - a^5)/(1 - a) -> 5 as a -> 1 (gamma = 4)
+    assert mb.expected_tokens_per_round(1.0, 4) == 5.0
+    assert mb.expected_tokens_per_round(1 - 1e-12, 4) == pytest.approx(5.0, rel=1e-9)
+    assert mb.expected_tokens_per_round(1 - 1e-6, 4) == pytest.approx(5.0, rel=1e-5)
+    assert mb.expected_tokens_per_round(0.0, 4) == 1.0
+    r = mb.estimate("llama-3.1-8b", "h100-sxm", speculative=mb.SpeculativeDecoding(
+        draft="llama-3.2-1b", gamma=4, acceptance_rate=1.0))
+    assert finite(r) and r.speculative["tokens_per_round"] == 5.0
+
+
+def test_batch_one_vs_a_million():
+    small = mb.estimate("llama-3.1-8b", "h100-sxm", batch=1, output_tokens=4)
+    huge = mb.estimate("llama-3.1-8b", "h100-sxm", batch=10**6, output_tokens=4, check_memory=False)
+    assert finite(small) and finite(huge)
+    assert huge.bound == "compute" and huge.memory.fits is False
+    with pytest.raises(mb.DoesNotFitError):
+        mb.estimate("llama-3.1-8b", "h100-sxm", batch=10**6, output_tokens=4)
+
+
+def test_context_zero_vs_a_million():
+    zero = mb.estimate("llama-3.1-8b", "h100-sxm", prompt_tokens=0, output_tokens=1)
+    assert zero.ttft_s == pytest.approx(zero.tpot_s)    # no prompt: the first token is one step
+    long = mb.estimate("llama-3.1-8b", "h100-sxm", prompt_tokens=10**6, output_tokens=16, check_memory=False)
+    assert finite(long) and long.decode_tok_s_per_user < zero.decode_tok_s_per_user
+    # 1M tokens x 131072 B = 131 GB of KV: does not fit one H100
+    with pytest.raises(mb.DoesNotFitError):
+        mb.estimate("llama-3.1-8b", "h100-sxm", prompt_tokens=10**6, output_tokens=16)
+
+
+def test_chips_one_vs_ten_thousand():
+    assert finite(mb.estimate("llama-3.1-70b", "groq-lpu", n_chips=1, weight_dtype="fp8", check_memory=False))
+    # 10,000 chips: no split of 64 heads x 80 layers uses them all -> clear error, not a number
+    with pytest.raises(mb.InvalidInputError, match="n_chips"):
+        mb.estimate("llama-3.1-70b", "groq-lpu", n_chips=10_000, weight_dtype="fp8")
+    # 5,120 = 64 tp x 80 pp does
+    r = mb.estimate("llama-3.1-70b", "groq-lpu", n_chips=5120, weight_dtype="fp8")
+    assert finite(r) and r.memory.fits
+
+
+def test_one_layer_model():
+    m = mb.Model(name="tiny", n_layers=1, hidden_size=64, n_heads=4, n_kv_heads=4, head_dim=16,
+                 ffn_size=128, vocab_size=100)
+    # 1 layer: 4*64*64 attention + 3*64*128 FFN + 2*64 norms; embeddings 2*100*64; final norm 64
+    assert m.total_params == 4 * 64 * 64 + 3 * 64 * 128 + 2 * 64 + 2 * 100 * 64 + 64
+    r = mb.estimate(m, "h100-sxm", prompt_tokens=10, output_tokens=10)
+    assert finite(r) and r.decode_tok_s_per_user > 0
+
+
+def test_device_with_one_tier_of_one_byte():
+    hw = Hardware(name="one-byte", display_name="1 B", vendor="test", kind="cpu",
+                  memory=[{"name": "RAM", "capacity_bytes": 1, "bandwidth_bytes_s": 1e9, "source": "test"}],
+                  compute_flops={"bf16": 1e12}, compute_source="test")
+    with pytest.raises(mb.DoesNotFitError) as e:
+        mb.estimate("llama-3.2-1b", hw)
+    assert e.value.chips_needed > 1e9       # billions of one-byte chips
+    r = mb.estimate("llama-3.2-1b", hw, check_memory=False)
+    assert finite(r) and r.memory.fits is False
