@@ -1,13 +1,43 @@
-"""Command line: `membound estimate MODEL HARDWARE [options]` (and `python -m membound`)."""
+"""Command line: `membound VERB ...` (and `python -m membound VERB ...`).
+
+Verbs: estimate, compare, sweep, plan, models list/show, hardware list/show, validate.
+Human tables by default, `--json` for machines. Bad input is one line on stderr and exit
+status 2 (MemboundError, bad options); a file that cannot be written is exit status 1.
+"""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from .errors import MemboundError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with errors as one line (`membound: error: ...`) and exit status 2."""
+
+    def error(self, message):
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _dump(obj) -> str:
+    return json.dumps(obj, indent=2, default=lambda v: v.item() if hasattr(v, "item") else str(v))
+
+
+def _workload(p, prompt=2048, output=256):
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--prompt", type=int, default=prompt, help="prompt tokens per sequence")
+    p.add_argument("--output", type=int, default=output, help="output tokens per sequence")
+    p.add_argument("--weights", default="bf16", help="weight dtype")
+    p.add_argument("--kv", default=None, help="KV-cache dtype")
+    p.add_argument("--activations", default=None, help="activation (compute) dtype")
+    p.add_argument("--runtime", default=None, help="ideal, device (default), llama.cpp, vllm, tensorrt-llm, sglang")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+# ---- estimate ------------------------------------------------------------------------------
 def _estimate(args) -> int:
     from .estimate import estimate
     from .parallel import Parallel
@@ -15,29 +45,243 @@ def _estimate(args) -> int:
     r = estimate(args.model, args.hardware, batch=args.batch, prompt_tokens=args.prompt,
                  output_tokens=args.output, weight_dtype=args.weights, kv_dtype=args.kv,
                  activation_dtype=args.activations, n_chips=args.chips, parallel=par, runtime=args.runtime)
-    print(json.dumps(r.to_dict(), indent=2, default=float) if args.json else r)
+    print(_dump(r.to_dict()) if args.json else r)
     return 0
 
 
+# ---- compare -------------------------------------------------------------------------------
+def _device_spec(spec: str):
+    """'h100-sxm:8' -> ('h100-sxm', 8); 'groq-lpu' -> ('groq-lpu', None)."""
+    from .errors import InvalidInputError
+    name, _, n = spec.partition(":")
+    if n and not n.isdigit():
+        raise InvalidInputError("device", spec, "NAME or NAME:CHIPS, e.g. h100-sxm:8")
+    return name, int(n) if n else None
+
+
+def _compare(args) -> int:
+    from .capacity import layout_for, min_chips
+    from .display import _num, _secs, grid
+    from .estimate import estimate
+    from .errors import InvalidInputError
+    rows, out = [], []
+    for spec in args.devices:
+        name, n = _device_spec(spec)
+        n = n or args.chips or min_chips(args.model, name, batch=args.batch, context_tokens=args.prompt + args.output,
+                                         weight_dtype=args.weights, kv_dtype=args.kv, runtime=args.runtime)
+        par = layout_for(args.model, name, n)
+        if par is None:
+            raise InvalidInputError("chips", n, f"a chip count {args.model} can be laid out over on {name}")
+        r = estimate(args.model, name, batch=args.batch, prompt_tokens=args.prompt, output_tokens=args.output,
+                     weight_dtype=args.weights, kv_dtype=args.kv, activation_dtype=args.activations,
+                     n_chips=n, parallel=par, runtime=args.runtime)
+        out.append(r.to_dict())
+        cost = r.cost_per_million_tokens_usd
+        rows.append([r.hardware, str(n), f"tp{par.tp} pp{par.pp}", f"{r.decode_tok_s_per_user:,.1f}",
+                     f"{r.decode_tok_s_total:,.1f}", _secs(r.ttft_s), r.bound,
+                     f"{_num(r.memory.total_bytes / 1e9)}/{_num(r.memory.capacity_bytes / 1e9)}",
+                     "" if cost is None else f"{cost:,.2f}"])
+    if args.json:
+        print(_dump(out))
+    else:
+        print(f"{args.model}: batch {args.batch}, prompt {args.prompt}, output {args.output}, weights {args.weights}")
+        print(grid(["device", "chips", "layout", "tok/s/user", "tok/s total", "TTFT", "bound", "GB/chip used/cap",
+                    "$/M tok"], rows))
+    return 0
+
+
+# ---- sweep ---------------------------------------------------------------------------------
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _names(text: str) -> list[str]:
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def _sweep(args) -> int:
+    import math
+    from .errors import InvalidInputError
+    from .sweep import iter_sweep
+    if not args.out.endswith((".csv", ".parquet")):
+        raise InvalidInputError("--out", args.out, "a file name ending in .csv or .parquet")
+    grid_points = math.prod(len(v) for v in (args.models, args.hardware, args.batch, args.prompt, args.output,
+                                             args.weights, args.chips or [None]))
+    show = args.progress or (grid_points >= 200_000 and not args.quiet)
+    chunks = iter_sweep(args.models, args.hardware, batch=args.batch, prompt_tokens=args.prompt,
+                        output_tokens=args.output, weight_dtype=args.weights, kv_dtype=args.kv,
+                        n_chips=args.chips, runtime=args.runtime, include_unfit=args.include_unfit,
+                        on_invalid="skip", chunk_size=args.chunk_size, as_frame=True)
+    rows, frames, done = 0, [], 0
+    for i, df in enumerate(chunks):
+        rows += len(df)
+        if args.out.endswith(".csv"):
+            df.to_csv(args.out, mode="w" if i == 0 else "a", header=i == 0, index=False)
+        else:
+            frames.append(df)
+        done = min(grid_points, done + max(len(df), args.chunk_size))
+        if show:
+            bar = "#" * int(30 * done / grid_points)
+            print(f"\rsweep [{bar:<30}] {done:,}/{grid_points:,} points", end="", file=sys.stderr, flush=True)
+    if show:
+        print(file=sys.stderr)
+    if args.out.endswith(".parquet"):
+        import pandas as pd
+        (pd.concat(frames) if frames else pd.DataFrame()).to_parquet(args.out, index=False)
+    elif rows == 0:
+        open(args.out, "w").close()
+    summary = {"grid_points": grid_points, "rows": rows, "out": args.out}
+    print(_dump(summary) if args.json else f"wrote {rows:,} rows ({grid_points:,} grid points) to {args.out}")
+    return 0
+
+
+# ---- plan, validate ------------------------------------------------------------------------
+def _plan(args) -> int:
+    try:
+        from .planner import plan
+    except ImportError:
+        print("membound: error: the capacity planner (membound.planner) is not available in this version",
+              file=sys.stderr)
+        return 1
+    kw = dict(prompt_tokens=args.prompt, output_tokens=args.output)
+    if args.users is not None:
+        kw["concurrent_users"] = args.users
+    for key, val in (("ttft_p90_s", args.ttft), ("min_tok_s_per_user", args.tok_s)):
+        if val is not None:
+            kw[key] = val
+    answer = plan(args.model, args.hardware, **kw)
+    table = getattr(answer, "table", answer)
+    if args.json:
+        print(table.head(args.top).to_json(orient="records", indent=2) if hasattr(table, "to_json") else _dump(table))
+    else:
+        print(table.head(args.top).to_string(index=False) if hasattr(table, "head") else answer)
+    return 0
+
+
+def _validate(args) -> int:
+    try:
+        from . import validate
+    except ImportError:
+        print("membound: error: the validation module (membound.validate) is not available in this version",
+              file=sys.stderr)
+        return 1
+    argv = (["--json"] if args.json else []) + (["--plot", args.plot] if args.plot else [])
+    return int(validate.main(argv) or 0)
+
+
+# ---- models, hardware ----------------------------------------------------------------------
+def _models(args) -> int:
+    from .display import grid, markdown, model_list_rows
+    from .model import list_models, load_model
+    if args.action == "show":
+        m = load_model(args.name)
+        counts = {"total_params": m.total_params, "active_params": m.active_params,
+                  "kv_bytes_per_token_bf16": m.kv_bytes_per_token("bf16")}
+        print(_dump({**m.model_dump(), **counts}) if args.json else m)
+        return 0
+    models = [load_model(n) for n in list_models()]
+    header, rows = model_list_rows(models)
+    if args.json:
+        print(_dump([dict(zip(header, r)) for r in rows]))
+    else:
+        print(markdown(header, rows) if args.markdown else grid(header, rows))
+    return 0
+
+
+def _hardware(args) -> int:
+    from .display import grid, hardware_list_rows, markdown
+    from .hardware import list_hardware, load_hardware
+    if args.action == "show":
+        h = load_hardware(args.name)
+        print(_dump(h.model_dump()) if args.json else h)
+        return 0
+    devices = [load_hardware(n) for n in list_hardware()]
+    header, rows = hardware_list_rows(devices)
+    if args.json:
+        print(_dump([h.model_dump() for h in devices]))
+    else:
+        print(markdown(header, rows) if args.markdown else grid(header, rows))
+    return 0
+
+
+def _catalogue(sub, verb: str, what: str, func):
+    p = sub.add_parser(verb, help=f"list the bundled {what}s or show one")
+    acts = p.add_subparsers(dest="action", required=True)
+    ls = acts.add_parser("list", help=f"one line per {what}")
+    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--markdown", action="store_true", help="a Markdown table (used for the README)")
+    show = acts.add_parser("show", help=f"one {what} in full")
+    show.add_argument("name")
+    show.add_argument("--json", action="store_true")
+    p.set_defaults(func=func)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="membound", description="Predict LLM inference speed on given hardware.")
+    p = _Parser(prog="membound", description="Predict LLM inference speed on given hardware.")
     sub = p.add_subparsers(dest="command", required=True)
+
     e = sub.add_parser("estimate", help="one prediction for a model on a device")
     e.add_argument("model")
     e.add_argument("hardware")
-    e.add_argument("--batch", type=int, default=1)
-    e.add_argument("--prompt", type=int, default=2048, help="prompt tokens per sequence")
-    e.add_argument("--output", type=int, default=256, help="output tokens per sequence")
-    e.add_argument("--weights", default="bf16", help="weight dtype")
-    e.add_argument("--kv", default=None, help="KV-cache dtype")
-    e.add_argument("--activations", default=None, help="activation (compute) dtype")
+    _workload(e)
     e.add_argument("--chips", type=int, default=1)
     e.add_argument("--tp", type=int, default=1)
     e.add_argument("--pp", type=int, default=1)
     e.add_argument("--ep", type=int, default=1)
-    e.add_argument("--runtime", default=None, help="ideal, device (default), llama.cpp, vllm, tensorrt-llm, sglang")
-    e.add_argument("--json", action="store_true", help="machine-readable output")
     e.set_defaults(func=_estimate)
+
+    c = sub.add_parser("compare", help="one model on several devices, side by side")
+    c.add_argument("model")
+    c.add_argument("devices", nargs="+", metavar="DEVICE[:CHIPS]",
+                   help="device names; ':N' fixes the chip count (default: the fewest chips that hold it)")
+    _workload(c)
+    c.add_argument("--chips", type=int, default=None, help="chips for every device without ':N'")
+    c.set_defaults(func=_compare)
+
+    s = sub.add_parser("sweep", help="a grid of configurations to CSV or Parquet")
+    s.add_argument("--models", type=_names, required=True, help="comma-separated model names")
+    s.add_argument("--hardware", type=_names, required=True, help="comma-separated device names")
+    s.add_argument("--batch", type=_ints, default=[1])
+    s.add_argument("--prompt", type=_ints, default=[2048])
+    s.add_argument("--output", type=_ints, default=[256])
+    s.add_argument("--weights", type=_names, default=["bf16"])
+    s.add_argument("--kv", default=None)
+    s.add_argument("--chips", type=_ints, default=None)
+    s.add_argument("--runtime", default=None)
+    s.add_argument("--include-unfit", action="store_true", help="keep points that do not fit in memory")
+    s.add_argument("--chunk-size", type=int, default=1 << 16)
+    s.add_argument("--progress", action="store_true", help="always show progress (default: grids >= 200k points)")
+    s.add_argument("--quiet", action="store_true", help="never show progress")
+    s.add_argument("-o", "--out", required=True, help="output file: .csv or .parquet (needs pyarrow)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=_sweep)
+
+    pl = sub.add_parser("plan", help="the cheapest configurations that meet latency targets")
+    pl.add_argument("model")
+    pl.add_argument("hardware", nargs="+")
+    pl.add_argument("--users", type=int, default=None, help="concurrent users")
+    pl.add_argument("--prompt", type=int, default=2048)
+    pl.add_argument("--output", type=int, default=512)
+    pl.add_argument("--ttft", type=float, default=None, help="TTFT p90 target, seconds")
+    pl.add_argument("--tok-s", type=float, default=None, help="minimum decode tok/s per user")
+    pl.add_argument("--top", type=int, default=10)
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(func=_plan)
+
+    _catalogue(sub, "models", "model", _models)
+    _catalogue(sub, "hardware", "device", _hardware)
+
+    v = sub.add_parser("validate", help="predict every reference measurement and report the error")
+    v.add_argument("--plot", default=None, help="write predicted vs measured to this PNG")
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=_validate)
+
+    add_bench = globals().get("_add_bench_parser")
+    if add_bench is not None:
+        add_bench(sub)
     return p
 
 
@@ -48,6 +292,15 @@ def main(argv=None) -> int:
     except MemboundError as err:
         print(f"membound: error: {err}", file=sys.stderr)
         return 2
+    except ImportError as err:
+        print(f"membound: error: an optional dependency is missing: {err}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:            # `membound models list | head`
+        sys.stdout = open(os.devnull, "w")
+        return 0
+    except OSError as err:
+        print(f"membound: error: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -70,3 +70,108 @@ def result_text(r) -> str:
 
 def result_html(r) -> str:
     return html_table(result_rows(r))
+
+
+# ---- models and devices ------------------------------------------------------------------
+def _num(x: float) -> str:
+    """3 significant figures, without exponents: 0.23, 85.5, 1,540, 21,000."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def model_rows(m) -> list[tuple[str, str]]:
+    """A model's shape and costs: params in billions, bytes in GB/kB (decimal)."""
+    moe = (f"{m.experts_per_token} of {m.n_experts} routed experts"
+           + (f" + {m.n_shared_experts} shared" if m.n_shared_experts else "")) if m.n_experts else "dense"
+    attn = "MLA" if m.kv_lora_rank else ("MHA" if m.n_kv_heads == m.n_heads else "GQA")
+    rows = [
+        ("model", m.name),
+        ("parameters", f"{m.total_params / 1e9:.2f} B total, {m.active_params / 1e9:.2f} B active per token"),
+        ("layers", f"{m.n_layers} ({moe})"),
+        ("attention", f"{attn}: {m.n_heads} query heads, {m.n_kv_heads} KV heads, head dim {m.head_dim}"),
+        ("hidden / vocab", f"{m.hidden_size} / {m.vocab_size}"),
+        ("weights (bf16)", _si(m.weight_bytes("bf16"), "B")),
+        ("KV cache (bf16)", f"{_si(m.kv_bytes_per_token('bf16'), 'B')} per token"),
+    ]
+    if m.layer_windows and any(w is not None for w in m.layer_windows):
+        rows.append(("sliding windows", ", ".join(f"{n} layers {'global' if w is None else f'window {w}'}"
+                                                  for w, n in m.window_groups())))
+    if m.max_context:
+        rows.append(("max context", f"{m.max_context:,} tokens"))
+    return rows
+
+
+def hardware_rows(h) -> list[tuple[str, str]]:
+    """A device per chip: memory in GB, bandwidth in TB/s, compute in TFLOP/s (decimal)."""
+    rows = [("device", f"{h.name} ({h.display_name}, {h.vendor}, {h.kind})")]
+    for t in h.memory:
+        rows.append((f"memory {t.name}", f"{_num(t.capacity_bytes / 1e9)} GB at {_num(t.bandwidth_bytes_s / 1e12)} TB/s"))
+    rows.append(("compute (dense)", ", ".join(f"{k} {_num(v / 1e12)} TFLOP/s" for k, v in h.compute_flops.items())))
+    if h.interconnect is not None:
+        i = h.interconnect
+        rows.append(("interconnect", f"{i.name}: {_num(i.bandwidth_bytes_s / 1e9)} GB/s per direction, "
+                     f"{_secs(i.latency_s)} per hop, up to {i.max_chips} chips"))
+    a = h.achievable
+    rows.append(("achievable", f"{a.bandwidth_fraction:.0%} of bandwidth, {a.compute_fraction:.0%} of compute"))
+    if h.latency.per_layer_s or h.latency.per_step_s:
+        rows.append(("latency floor", f"{_secs(h.latency.per_layer_s)} per layer, {_secs(h.latency.per_step_s)} per step"))
+    if h.power_w:
+        rows.append(("power", f"{h.power_w:,.0f} W"))
+    if h.price_usd_per_hour:
+        rows.append(("price", f"${h.price_usd_per_hour:,.2f} per chip-hour"))
+    return rows
+
+
+def model_text(m) -> str:
+    return text_table(model_rows(m))
+
+
+def model_html(m) -> str:
+    return html_table(model_rows(m))
+
+
+def hardware_text(h) -> str:
+    return text_table(hardware_rows(h))
+
+
+def hardware_html(h) -> str:
+    return html_table(hardware_rows(h))
+
+
+def hardware_repr(h) -> str:
+    """One line: Hardware('h100-sxm', 80 GB at 3.35 TB/s, 989 TFLOP/s bf16)."""
+    peak = h.compute_flops.get("bf16") or h.compute_flops.get("fp16") or max(h.compute_flops.values())
+    return (f"Hardware({h.name!r}, {_num(h.capacity_bytes / 1e9)} GB at {_num(h.bandwidth_bytes_s / 1e12)} TB/s, "
+            f"{_num(peak / 1e12)} TFLOP/s 16-bit)")
+
+
+def grid(header: list[str], rows: list[list[str]]) -> str:
+    """A plain-text table with a header row, columns left-aligned (for the CLI)."""
+    cols = list(zip(header, *rows)) if rows else [(h,) for h in header]
+    widths = [max(len(str(c)) for c in col) for col in cols]
+    line = lambda cells: "  ".join(f"{str(c):<{w}}" for c, w in zip(cells, widths)).rstrip()
+    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def markdown(header: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-flavoured Markdown table."""
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(out + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
+
+
+def model_list_rows(models) -> tuple[list[str], list[list[str]]]:
+    """One row per model for `membound models list` and the README."""
+    header = ["model", "params (B)", "active (B)", "layers", "KV per token (bf16)", "max context"]
+    rows = [[m.name, f"{m.total_params / 1e9:.2f}", f"{m.active_params / 1e9:.2f}", str(m.n_layers),
+             _si(m.kv_bytes_per_token("bf16"), "B"), f"{m.max_context:,}" if m.max_context else ""] for m in models]
+    return header, rows
+
+
+def hardware_list_rows(devices) -> tuple[list[str], list[list[str]]]:
+    """One row per device for `membound hardware list` and the README (per chip)."""
+    header = ["device", "vendor", "kind", "memory (GB)", "bandwidth (TB/s)", "16-bit (TFLOP/s)", "$/chip-hour"]
+    rows = []
+    for h in devices:
+        peak = h.compute_flops.get("bf16") or h.compute_flops.get("fp16") or max(h.compute_flops.values())
+        rows.append([h.name, h.vendor, h.kind, _num(h.capacity_bytes / 1e9), _num(h.bandwidth_bytes_s / 1e12),
+                     _num(peak / 1e12), f"{h.price_usd_per_hour:.2f}" if h.price_usd_per_hour else ""])
+    return header, rows

@@ -209,6 +209,14 @@ class Model(BaseModel):
         return (f"Model({self.name!r}, {self.total_params / 1e9:.2f}B params, "
                 f"{self.active_params / 1e9:.2f}B active{moe})")
 
+    def __str__(self) -> str:
+        from .display import model_text
+        return model_text(self)
+
+    def _repr_html_(self) -> str:
+        from .display import model_html
+        return model_html(self)
+
     @classmethod
     def from_hf_config(cls, path_or_dict, name: str | None = None) -> "Model":
         """Read a local Hugging Face config.json (a file, its folder, or the parsed dict)."""

@@ -1,0 +1,265 @@
+"""Pictures of the physics (matplotlib, an optional extra, imported when a function runs).
+
+Every function takes `ax=None` (a new figure when None) and returns the axes. Curves come
+from one vectorised `core.evaluate` per device (`estimate.prepare(...).evaluate(...)` with
+arrays), not from a loop over points. Units on the axes: tok/s, FLOP/s, FLOP/byte, GB.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .capacity import layout_for, min_chips
+from .errors import DoesNotFitError, InvalidInputError
+from .estimate import prepare
+from .hardware import load_hardware
+from .model import load_model
+
+
+def _axes(ax):
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+    return plt.subplots(figsize=(7, 4.5))[1]
+
+
+def _plain(axis, tokens=False):
+    """Tick labels as plain numbers (1, 30, 1,000) or token counts (512, 4k, 128k), not 10^x."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    def fmt(v, _):
+        if tokens and v >= 1024:
+            return f"{v / 1024:g}k"
+        return f"{v:,.0f}" if v >= 1 else f"{v:g}"
+    if not tokens:
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(fmt))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+
+
+def _label(hw, n):
+    return hw.display_name if n == 1 else f"{n} x {hw.display_name}"
+
+
+def _fewest(model, hw, batch, contexts, weight_dtype, kv_dtype, runtime):
+    """The fewest chips that hold batch x the longest context that any chip count holds."""
+    err = None
+    for c in sorted({int(c) for c in contexts}, reverse=True):
+        try:
+            return min_chips(model, hw, batch=batch, context_tokens=c, weight_dtype=weight_dtype,
+                             kv_dtype=kv_dtype, runtime=runtime)
+        except DoesNotFitError as e:
+            err = e
+    raise err
+
+
+def _prepared(model, hw, n_chips, context, batch, weight_dtype, kv_dtype, runtime):
+    """A configuration on `n_chips` (None: the fewest chips that hold batch x context)."""
+    n = n_chips if n_chips is not None else _fewest(model, hw, batch, [context], weight_dtype, kv_dtype, runtime)
+    par = layout_for(model, hw, n)
+    if par is None:
+        raise InvalidInputError("n_chips", n, f"a chip count {model.name} can be laid out over on {hw.name}")
+    return n, prepare(model, hw, batch=batch, prompt_tokens=max(context - 1, 0), output_tokens=1,
+                      weight_dtype=weight_dtype, kv_dtype=kv_dtype, n_chips=n, parallel=par, runtime=runtime)
+
+
+def _chips_for(n_chips, hw):
+    return n_chips.get(hw.name) if isinstance(n_chips, dict) else n_chips
+
+
+def roofline(hardware, model=None, batches=(1, 8, 64, 512), *, prompt_tokens: int = 2048,
+             weight_dtype: str = "bf16", kv_dtype: str | None = None, compute_dtype: str = "bf16",
+             runtime=None, ax=None):
+    """The roofline of one chip: attainable FLOP/s = min(peak, intensity x bandwidth) against
+    arithmetic intensity (FLOP per byte moved), log-log. With `model`, its decode steps (one per
+    batch size, at a context of `prompt_tokens`) and its prefill of `prompt_tokens` tokens are
+    marked at their intensity and predicted FLOP/s (below the roof by the overheads)."""
+    hw = load_hardware(hardware)
+    ax = _axes(ax)
+    peak = hw.peak_flops(compute_dtype)
+    bw = hw.bandwidth_bytes_s
+    ridge = peak / bw
+    x = np.logspace(-1, max(4.0, np.log10(ridge) + 1.5), 200)
+    ax.plot(x, np.minimum(peak, x * bw) / 1e12, color="black", lw=2,
+            label=f"peak: {bw / 1e12:.3g} TB/s, {peak / 1e12:,.0f} TFLOP/s {compute_dtype}")
+    a = hw.achievable
+    ax.plot(x, np.minimum(peak * a.compute_fraction, x * bw * a.bandwidth_fraction) / 1e12, color="gray",
+            ls="--", lw=1, label=f"achievable ({a.bandwidth_fraction:.0%} bw, {a.compute_fraction:.0%} compute)")
+    ax.axvline(ridge, color="gray", ls=":", lw=1)
+    ax.annotate(f"ridge {ridge:,.0f} FLOP/B", (ridge, peak / 1e12), textcoords="offset points", xytext=(4, -14),
+                fontsize=8, color="gray")
+    if model is not None:
+        m = load_model(model)
+        B = np.asarray(batches, dtype=float)
+        p = prepare(m, hw, batch=1, prompt_tokens=prompt_tokens, output_tokens=1, weight_dtype=weight_dtype,
+                    kv_dtype=kv_dtype, activation_dtype=compute_dtype, runtime=runtime)
+        r = p.evaluate(batch=B)
+        C = p.knobs.peak_flops * p.eff.compute_fraction
+        bw_eff = bw * p.eff.bandwidth_fraction
+        flops, moved = r["compute_s"] * C, r["memory_s"] * bw_eff     # per decode step
+        ai, done = flops / moved, flops / r["tpot_s"]
+        ax.plot(ai, done / 1e12, "o-", color="tab:blue", ms=6, label=f"{m.name} decode (context {prompt_tokens})")
+        for b, xi, yi in zip(batches, ai, done / 1e12):
+            ax.annotate(f"B={b}", (xi, yi), textcoords="offset points", xytext=(6, -10), fontsize=8, color="tab:blue")
+        pre_flops = r["prefill_compute_s"][0] * C
+        pre_ai = pre_flops / (r["prefill_memory_s"][0] * bw_eff)
+        ax.plot([pre_ai], [pre_flops / r["prefill_s"][0] / 1e12], "s", color="tab:red", ms=7,
+                label=f"{m.name} prefill of {prompt_tokens} tokens")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _plain(ax.xaxis)
+    _plain(ax.yaxis)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte of memory traffic)")
+    ax.set_ylabel("attainable TFLOP/s (one chip)")
+    ax.set_title(f"Roofline: {hw.display_name}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return ax
+
+
+def context_curve(model, hardwares, contexts=None, *, batch: int = 1, weight_dtype: str = "bf16",
+                  kv_dtype: str | None = None, n_chips=None, runtime=None, ax=None):
+    """Decode tok/s per user against context length (tokens already cached), one line per
+    device. n_chips: an int, a {device name: int} dict, or None for the fewest chips that hold
+    the model at the longest context any chip count can hold. A line stops where the model and
+    its KV cache no longer fit."""
+    m = load_model(model)
+    ax = _axes(ax)
+    L = np.asarray(contexts if contexts is not None else 2 ** np.arange(9, 18), dtype=float)
+    if L.ndim != 1 or len(L) == 0 or np.any(L < 1):
+        raise InvalidInputError("contexts", contexts, "a non-empty list of context lengths >= 1 token")
+    for h in hardwares:
+        hw = load_hardware(h)
+        n = _chips_for(n_chips, hw)
+        if n is None:
+            n = _fewest(m, hw, batch, L, weight_dtype, kv_dtype, runtime)
+        n, p = _prepared(m, hw, n, int(L.max()), batch, weight_dtype, kv_dtype, runtime)
+        r = p.evaluate(prompt=L - 1)
+        y = np.where(r["fits"], r["decode_tok_s_per_user"], np.nan)
+        ax.plot(L, y, "o-", ms=3, label=_label(hw, n))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    _plain(ax.xaxis, tokens=True)
+    _plain(ax.yaxis)
+    ax.set_xlabel("context length (tokens in the KV cache)")
+    ax.set_ylabel("decode tok/s per user")
+    ax.set_title(f"{m.name}, {weight_dtype} weights, batch {batch}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def interactivity(model, hardwares, batches=None, *, context_tokens: int = 4096, weight_dtype: str = "bf16",
+                  kv_dtype: str | None = None, n_chips=None, runtime=None, ax=None):
+    """The interactivity frontier: aggregate decode tok/s per chip against tok/s per user as the
+    batch grows, one line per device (batch sizes marked at the ends). n_chips as in
+    `context_curve` (None: the fewest chips that hold the largest batch). Points that do not
+    fit in memory are left out."""
+    m = load_model(model)
+    ax = _axes(ax)
+    B = np.asarray(batches if batches is not None else 2 ** np.arange(0, 10), dtype=float)
+    if B.ndim != 1 or len(B) == 0 or np.any(B < 1):
+        raise InvalidInputError("batches", batches, "a non-empty list of batch sizes >= 1")
+    for h in hardwares:
+        hw = load_hardware(h)
+        n = _chips_for(n_chips, hw)
+        if n is None:
+            n = _fewest(m, hw, int(B.max()), [context_tokens], weight_dtype, kv_dtype, runtime)
+        n, p = _prepared(m, hw, n, context_tokens, 1, weight_dtype, kv_dtype, runtime)
+        r = p.evaluate(batch=B)
+        ok = np.asarray(r["fits"], dtype=bool) & np.ones_like(B, dtype=bool)
+        x, y = r["decode_tok_s_per_user"][ok], r["decode_tok_s_total"][ok] / n
+        line, = ax.plot(x, y, "o-", ms=3, label=_label(hw, n))
+        for i in (0, len(x) - 1) if len(x) else ():
+            ax.annotate(f"B={B[ok][i]:.0f}", (x[i], y[i]), textcoords="offset points", xytext=(4, 4),
+                        fontsize=7, color=line.get_color())
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _plain(ax.xaxis)
+    _plain(ax.yaxis)
+    ax.margins(x=0.12, y=0.1)
+    ax.set_xlabel("decode tok/s per user (interactivity)")
+    ax.set_ylabel("decode tok/s per chip (throughput)")
+    ax.set_title(f"{m.name}, {weight_dtype}, context {context_tokens}: bigger batches, up and to the left")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def memory_breakdown(result_or_results, ax=None):
+    """Per-chip bytes of weights, KV cache, activations (and a draft model) as stacked bars, one
+    per result, with each chip's capacity marked; bars past the mark do not fit."""
+    results = result_or_results if isinstance(result_or_results, (list, tuple)) else [result_or_results]
+    if not results or any(getattr(r, "memory", None) is None for r in results):
+        raise InvalidInputError("result_or_results", result_or_results, "one or more mb.Result with a memory breakdown")
+    ax = _axes(ax)
+    y = np.arange(len(results))
+    parts = [("weights", "weights_bytes", "tab:blue"), ("KV cache", "kv_bytes", "tab:orange"),
+             ("activations", "activation_bytes", "tab:green"), ("draft / other", "other_bytes", "tab:purple")]
+    left = np.zeros(len(results))
+    for label, key, colour in parts:
+        v = np.array([getattr(r.memory, key) for r in results]) / 1e9
+        if key == "other_bytes" and not v.any():
+            continue
+        ax.barh(y, v, left=left, color=colour, label=label, height=0.6)
+        left += v
+    cap = np.array([r.memory.capacity_bytes for r in results]) / 1e9
+    ax.scatter(cap, y, marker="|", s=900, color="black", linewidths=2, label="capacity per chip", zorder=3)
+    for yi, r, tot in zip(y, results, left):
+        ax.annotate(f"{tot:,.3g} of {cap[yi]:,.3g} GB" + ("" if r.memory.fits else ": DOES NOT FIT"),
+                    (max(tot, cap[yi]), yi), textcoords="offset points", xytext=(8, -3), fontsize=8,
+                    color="black" if r.memory.fits else "tab:red")
+    ax.set_yticks(y, [f"{r.model}\n{r.n_chips} x {r.hardware}, B={r.batch}, L={r.prompt_tokens + r.output_tokens}"
+                      for r in results], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(left.max(), cap.max()) * 1.45)
+    ax.set_xlabel("GB per chip (decimal)")
+    ax.set_title("Memory per chip")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=5, frameon=False)
+    return ax
+
+
+def _column(df, name, hints):
+    if name is not None:
+        if name not in df.columns:
+            raise InvalidInputError("column", name, f"one of the table's columns {list(df.columns)}")
+        return name
+    for c in df.columns:
+        if any(h in str(c).lower() for h in hints):
+            return c
+    raise InvalidInputError("column", None, f"a column named like {hints} in {list(df.columns)}")
+
+
+def validation(df, *, predicted: str | None = None, measured: str | None = None, category: str | None = None,
+               ax=None):
+    """Predicted against measured (log-log), one colour per category, with the y = x line and
+    a ±25% band. Columns default to the first whose names contain 'pred', 'meas' and 'categ'
+    (or 'kind'/'metric')."""
+    ax = _axes(ax)
+    pc = _column(df, predicted, ("pred",))
+    mc = _column(df, measured, ("meas",))
+    try:
+        cc = _column(df, category, ("categ", "kind", "metric"))
+    except InvalidInputError:
+        cc = None
+    x, y = df[mc].to_numpy(float), df[pc].to_numpy(float)
+    groups = [(None, np.ones(len(df), bool))] if cc is None else [(c, (df[cc] == c).to_numpy())
+                                                                    for c in sorted(df[cc].unique(), key=str)]
+    for c, sel in groups:
+        ax.scatter(x[sel], y[sel], s=18, alpha=0.8, label=None if c is None else f"{c} ({sel.sum()})")
+    lo = np.nanmin(np.concatenate([x, y])) / 1.5
+    hi = np.nanmax(np.concatenate([x, y])) * 1.5
+    line = np.array([lo, hi])
+    ax.plot(line, line, color="black", lw=1, label="predicted = measured")
+    ax.fill_between(line, line / 1.25, line * 1.25, color="gray", alpha=0.15, label="±25%")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    _plain(ax.xaxis)
+    _plain(ax.yaxis)
+    ax.set_xlabel("measured" if mc == "measured" else f"measured ({mc})")
+    ax.set_ylabel("predicted" if pc == "predicted" else f"predicted ({pc})")
+    ax.set_title("membound against published measurements")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
