@@ -140,8 +140,21 @@ class Hardware(HashableModel):
         data.update(changes)
         return validate(Hardware, data, f"{self.name} (overridden)")
 
+    def __repr__(self) -> str:
+        from .display import hardware_repr
+        return hardware_repr(self)
+
+    def __str__(self) -> str:
+        from .display import hardware_text
+        return hardware_text(self)
+
+    def _repr_html_(self) -> str:
+        from .display import hardware_html
+        return hardware_html(self)
+
 
 # ---- loading -------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
 def bundled_profiles_dir() -> Path:
     """Where the bundled profiles are: package data when installed, the repo folder in a checkout."""
     packaged = resources.files("membound") / "hardware_profiles"
