@@ -46,6 +46,7 @@ class Runtime(HashableModel):
     use_device_fractions: bool = True    # False: fractions default to 1 (the pure roofline)
     classes: dict[str, RuntimeEntry] = {}
     calibration: str = ""                # how and from which rows the figures were fitted
+    max_batch: int | None = Field(None, ge=1)   # most sequences one instance schedules at once
 
     def efficiency(self, hw: Hardware) -> "Efficiency":
         """The effective figures this runtime gets on `hw`."""

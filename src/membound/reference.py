@@ -1,0 +1,439 @@
+"""The published measurements in `../shared/reference/measurements.csv`, turned into scenarios
+membound can predict, and the prediction of each.
+
+`load_reference()` maps every row's free text to names membound knows (hardware profile,
+model preset, dtype, runtime, Result field) or lists it as skipped with the reason. The folder
+is `$MEMBOUND_REFERENCE_DIR`, else `../shared/reference` beside the repository.
+
+Mapping choices (each is an assumption a reader can check):
+- Apple rows name GPU cores and GB/s: the profile of that chip with that bandwidth is used
+  (M3 Max 300 GB/s -> apple-m3-max-30c, M4 Max 410 GB/s -> apple-m4-max-32c) and its compute
+  is scaled by cores / profile cores (an M1 Max 24-core has 24/32 of the 32-core's FLOP/s;
+  bandwidth is the same within a class). "M4 Max (36GB)" is the binned 32-core part.
+- dtypes: f16 -> fp16; gpt-oss GGUF `mxfp4` files keep the non-expert tensors at q8_0 (the
+  11.27 GiB gpt-oss-20b file = 19.1e9 expert weights x 4.25 bits + 1.8e9 others x 8.5 bits);
+  TensorRT-LLM "fp8 or default" KV -> fp8 (the FP8/FP4 checkpoints it runs); "not stated"
+  16-bit -> bf16; Groq's "8-bit" -> int8.
+- metrics: decode_tok_s_per_user / decode_tok_s_total as estimate() reports them; prefill_tok_s
+  = B*S / prefill seconds (at depth d: the extra prefill time from d to d+S tokens);
+  itl_ms = 1000 / per-user tok/s; ttft_ms = prefill; throughput_tok_s_total at a fixed batch =
+  B*T / e2e; at "max" load see `max_load_throughput`.
+- Server at maximum load (trtllm-bench, MLPerf): the batch is the largest that fits memory
+  (weights + KV of S+T tokens per sequence + activations), capped by the runtime's max_batch;
+  prefill and decode share each step (in-flight batching), so the time for B requests is
+  max(all FLOPs / compute, all bytes / bandwidth) + per-step overheads.
+- Specialised chips (chip counts undisclosed): the fewest chips whose memory holds the weights
+  (and 8k tokens of KV); Cerebras pipelines layers across wafers, Groq shards across nodes of
+  8 (tensor parallel 8 inside a node, pipeline across nodes), SambaNova runs 16 sockets
+  tensor parallel.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import MemboundError
+
+# ---- where the data lives ---------------------------------------------------------------
+
+def reference_dir() -> Path:
+    """`$MEMBOUND_REFERENCE_DIR`, else `../shared/reference` relative to the repository root."""
+    env = os.environ.get("MEMBOUND_REFERENCE_DIR")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2].parent / "shared" / "reference"
+
+
+# ---- the scenario ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Scenario:
+    """One measurement as membound sees it."""
+
+    id: str
+    category: str
+    metric: str
+    measured: float
+    model: str
+    hardware: str
+    runtime: str
+    weight_dtype: str
+    kv_dtype: str = "fp16"
+    dense_dtype: str | None = None   # non-expert tensors, when stored in another format
+    activation_dtype: str | None = None   # the GEMM dtype (None: membound's default)
+    batch: int | str = 1             # "max": the largest batch that fits (server at max load)
+    prompt_tokens: int = 0
+    output_tokens: int = 128
+    depth: int = 0                   # tokens already in the KV cache (llama-bench -d)
+    n_chips: int = 1
+    parallel: tuple = (1, 1, 1)      # tp, pp, ep
+    compute_scale: float = 1.0       # binned GPU cores / profile cores
+    per_chip: bool = False           # measured value is per accelerator of a larger system
+    note: str = ""
+
+
+@dataclass
+class Reference:
+    scenarios: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)   # (id, metric, reason)
+
+
+# ---- text -> names -----------------------------------------------------------------------
+
+_MODELS = {
+    "LLaMA-2 7B": "llama-2-7b", "Llama-2-7B": "llama-2-7b", "LLaMA-2-7B": "llama-2-7b",
+    "LLaMA-2-13B": "llama-2-13b", "LLaMA2-Chat 13B": "llama-2-13b",
+    "Llama-2-70B": "llama-2-70b", "Llama-2-70B-Chat": "llama-2-70b",
+    "LLaMA-3-8B": "llama-3-8b", "Llama-3-8B-Instruct": "llama-3-8b",
+    "Llama-3.1-8B": "llama-3.1-8b", "Llama-3.1-8B-Instruct": "llama-3.1-8b", "LLaMA-Instruct-3.1-8B": "llama-3.1-8b",
+    "Llama-3.1-70B": "llama-3.1-70b", "Llama-3.1-70B-Instruct": "llama-3.1-70b",
+    "Llama-3.3-70B-Instruct": "llama-3.3-70b",
+    "Llama-3.1-405B": "llama-3.1-405b", "Llama-3.1-405B-Instruct": "llama-3.1-405b",
+    "Vicuna-7B": "vicuna-7b", "Vicuna-7B-v1.3": "vicuna-7b", "Vicuna-13B": "vicuna-13b",
+    "Qwen2.5-Coder-7B": "qwen2.5-7b",     # same architecture as Qwen2.5-7B
+    "gpt-oss-20b (MoE)": "gpt-oss-20b", "gpt-oss-120b (MoE)": "gpt-oss-120b",
+    "Mixtral-8x7B (MoE)": "mixtral-8x7b",
+    "DeepSeek-R1 (671B MoE)": "deepseek-r1",
+    "DeepSeek (R1/V3 family; exact variant not in excerpt)": "deepseek-r1",   # same architecture
+    **{f"Qwen3-{s}": f"qwen3-{s.lower()}" for s in ("1.7B", "4B", "8B", "14B", "32B")},
+    "Qwen3-30B-A3B (MoE)": "qwen3-30b-a3b",
+}
+
+_HARDWARE = {
+    "NVIDIA DGX Spark (GB10, 128 GB LPDDR5x unified)": "dgx-spark", "NVIDIA DGX Spark (GB10)": "dgx-spark",
+    "NVIDIA H100 SXM 80GB": "h100-sxm", "NVIDIA H100 80GB HBM3": "h100-sxm",
+    "NVIDIA H100": "h100-sxm",          # EAGLE-3 paper's SGLang table: form factor not stated
+    "NVIDIA H100 80GB": "h100-sxm",     # llama.cpp scoreboard: form factor not stated
+    "NVIDIA RTX 4090 24GB": "rtx-4090", "NVIDIA RTX 4090": "rtx-4090",
+    "NVIDIA RTX 5090": "rtx-5090", "NVIDIA RTX 5090 32GB": "rtx-5090",
+    "NVIDIA RTX 3090 24GB": "rtx-3090", "NVIDIA RTX 3060 12GB": "rtx-3060",
+    "NVIDIA RTX A6000 48GB": "rtx-a6000",
+    "NVIDIA A100 80GB SXM4": "a100-80gb", "NVIDIA A100 80GB": "a100-80gb",
+    "NVIDIA A100 (single GPU; README says 'single A100')": "a100-80gb",
+    "NVIDIA B200 180GB": "b200", "NVIDIA GB200 192GB (NVL72)": "gb200",
+    "NVIDIA RTX PRO 6000 Blackwell Server Edition": "rtx-pro-6000-blackwell",
+    "NVIDIA RTX PRO 6000 Blackwell": "rtx-pro-6000-blackwell",
+    "NVIDIA RTX PRO 6000 Blackwell 96GB": "rtx-pro-6000-blackwell",
+    "NVIDIA RTX PRO 6000 Blackwell Max-Q 96GB": "rtx-pro-6000-blackwell-max-q",
+    "NVIDIA RTX 5070 Ti": "rtx-5070-ti", "NVIDIA RTX 5070 Ti 16GB": "rtx-5070-ti",
+    "NVIDIA RTX 5060 Ti": "rtx-5060-ti", "NVIDIA RTX 5060 Ti 16GB": "rtx-5060-ti",
+    "NVIDIA RTX 4080 SUPER 16GB": "rtx-4080-super",
+    "NVIDIA Jetson AGX Orin 64GB": "jetson-agx-orin",
+    "AMD RX 9070 XT": "rx-9070-xt", "AMD RX 9070": "rx-9070", "AMD Radeon AI PRO R9700": "radeon-ai-pro-r9700",
+    "Intel Arc A770": "arc-a770", "AMD MI300X 192GB": "mi300x", "NVIDIA A10 (ECC disabled)": "a10",
+}
+
+_APPLE = re.compile(r"Apple (M\d)(?: (Pro|Max|Ultra))? \((?:(\d+)-core GPU)?(?:, )?(?:(\d+) GB/s)?")
+
+_RUNTIMES = [("llama.cpp", "llama.cpp"), ("TensorRT-LLM", "tensorrt-llm"), ("NeMo", "nemo"),
+             ("HuggingFace transformers", "hf-transformers"), ("TinyChat", "tinychat"),
+             ("SGLang v0.4.4 (no speculation)", "sglang"), ("gpt-fast", "device"),
+             ("Cerebras", "device"), ("Groq", "device"), ("SambaNova", "device")]
+
+SPECIALISED = ("cerebras-wse-3", "groq-lpu", "sambanova-sn40l")
+
+
+def _dtype(text: str, hw: str) -> str | None:
+    t = text.lower()
+    if t in ("f16",):
+        return "fp16"
+    if t in ("q8_0", "q4_0", "mxfp4", "nvfp4", "fp8") or t.startswith("fp8 typical"):
+        return t.split()[0]
+    if t.startswith("int4"):
+        return "int4"
+    if "8-bit" in t or (hw == "groq-lpu"):
+        return "int8"
+    if "bf16" in t or "16-bit" in t or t.startswith("not stated"):
+        return "bf16"
+    return None
+
+
+def _apple(text: str):
+    """(profile name, compute scale) for an Apple row, or None."""
+    from .hardware import load_hardware
+    m = _APPLE.match(text)
+    if not m:
+        return None
+    gen, tier, cores, gbs = m.group(1).lower(), (m.group(2) or "").lower(), m.group(3), m.group(4)
+    base = f"apple-{gen}" + (f"-{tier}" if tier else "")
+    if "(36GB)" in text:          # the 36 GB M4 Max is the binned 32-core / 410 GB/s part
+        base, cores = "apple-m4-max-32c", "32"
+    candidates = [base] + [f"{base}-{c}c" for c in (30, 32)]
+    best = None
+    for name in candidates:
+        try:
+            hw = load_hardware(name)
+        except MemboundError:
+            continue
+        if gbs is None or abs(hw.bandwidth_bytes_s / 1e9 - float(gbs)) / float(gbs) < 0.05:
+            best = hw
+            break
+    if best is None:
+        return None
+    pc = re.search(r"(\d+)-core GPU", best.display_name)
+    scale = float(cores) / float(pc.group(1)) if (cores and pc) else 1.0
+    return best.name, scale
+
+
+def _int(text: str, default=None):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return default
+
+
+def _category(rt: str, hw_kind: str, metric: str, framework: str, row_id: str, batch) -> str:
+    if hw_kind in ("wafer", "lpu", "rdu"):
+        return "specialised chips"
+    if rt == "llama.cpp":
+        where = "Apple" if hw_kind == "apple" else ("Vulkan" if "Vulkan" in framework else "CUDA")
+        if metric == "prefill_tok_s":
+            return f"llama.cpp {where} prefill"
+        if metric == "decode_tok_s_total":
+            return "llama.cpp batched decode"
+        return f"llama.cpp {where} decode"
+    if row_id.startswith("mlperf"):
+        return "MLPerf (assumed lengths)"
+    if rt == "tensorrt-llm":
+        return "TensorRT-LLM max-load throughput"
+    if rt == "nemo":
+        return "NeMo throughput (batch 1-8, TP 1-8)"
+    if rt in ("tinychat", "hf-transformers"):
+        return "quantized kernels / HF (ITL)" if metric == "itl_ms" else "quantized kernels / HF (TTFT)"
+    return "other engines, batch 1"
+
+
+def load_reference(path: "str | Path | None" = None) -> Reference:
+    """Every row of measurements.csv as a Scenario, or skipped with its reason."""
+    from .hardware import load_hardware
+    from .model import load_model
+    folder = Path(path) if path else reference_dir()
+    out = Reference()
+    with open(folder / "measurements.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        rid, metric, framework, notes = r["id"], r["metric"], r["framework"], r["notes"]
+
+        def skip(reason):
+            out.skipped.append((rid, metric, reason))
+
+        if metric in ("speedup_vs_baseline", "acceptance_length"):
+            skip("a speculative-decoding ratio (the multipliers' validation, not this report)"); continue
+        if "EAGLE" in framework or "Eagle" in framework or "Medusa" in framework:
+            skip("speculative decoding figure (multipliers' validation)"); continue
+        text = r["hardware"]
+        if text.startswith(("GPU (", "OCI ")):
+            skip(f"hardware not disclosed ({text})"); continue
+        if "mixed system" in text:
+            skip("mixed MI300X/MI325X system: not one device"); continue
+        if text.startswith("Cerebras"):
+            hw_name, scale = "cerebras-wse-3", 1.0
+        elif text.startswith("Groq"):
+            hw_name, scale = "groq-lpu", 1.0
+        elif text.startswith("SambaNova"):
+            hw_name, scale = "sambanova-sn40l", 1.0
+        elif text.startswith("Apple"):
+            a = _apple(text)
+            if a is None:
+                skip(f"no bundled profile matches {text!r}"); continue
+            hw_name, scale = a
+        elif text in _HARDWARE:
+            hw_name, scale = _HARDWARE[text], 1.0
+        else:
+            skip(f"no bundled profile for {text!r}"); continue
+        try:
+            hw = load_hardware(hw_name)
+        except MemboundError:
+            skip(f"no bundled profile {hw_name!r} for {text!r}"); continue
+        model = _MODELS.get(r["model"])
+        if model is None:
+            skip(f"no preset for model {r['model']!r}"); continue
+        load_model(model)
+        wd = _dtype(r["weight_dtype"], hw_name)
+        if wd is None:
+            skip(f"weight format {r['weight_dtype']!r} unknown"); continue
+        rt = next((v for k, v in _RUNTIMES if k in framework), None)
+        if rt is None and rid.startswith("mlperf"):
+            rt = "vllm"     # AMD's MLPerf submissions run a vLLM-based stack
+        if rt is None:
+            skip(f"runtime {framework!r} not modelled"); continue
+        kv = "fp8" if r["kv_dtype"].startswith("fp8") else ("bf16" if wd in ("bf16", "fp8", "int8", "int4") and
+                                                           not r["kv_dtype"] else "fp16")
+        dense = "q8_0" if (wd == "mxfp4" and rt == "llama.cpp") else None
+        act = None
+        if rt == "llama.cpp" and hw.kind != "apple" and wd not in ("fp16", "bf16"):
+            # llama.cpp's CUDA/Vulkan MMQ kernels multiply block-quantized weights as int8
+            act = "int8" if hw.supports("int8") else "fp8"   # same tensor rate where int8 is absent
+        B = _int(r["batch_or_concurrency"].split()[0])
+        S, T = _int(r["prompt_tokens"], 0), _int(r["output_tokens"], 0)
+        n = _int(r["n_chips"].split(".")[0], 1) if r["n_chips"] else 1
+        parallel = (n, 1, 1)
+        depth = 0
+        m_depth = re.search(r"@ d(\d+)", notes)
+        if m_depth:
+            depth = int(m_depth.group(1))
+        per_chip = False
+        note = ""
+        value = float(r["value"])
+
+        if r["batch_or_concurrency"].startswith(("max", "MLPerf")):
+            B = "max"
+        if rid.startswith("mlperf"):
+            S, T, per_chip = 512, 512, True
+            note = "ISL/OSL assumed 512/512 (dataset mean not in the reference)"
+            model_tp = 2 if (model == "llama-2-70b" and hw_name == "h100-sxm") else 1
+            n, parallel = model_tp, (model_tp, 1, 1)
+        if rt == "nemo":
+            tp = re.search(r"TP=(\d+)", notes)
+            n = int(tp.group(1)) if tp else n
+            parallel = (n, 1, 1)
+            S, T = 128, 20
+        if rid.startswith("awq"):
+            if metric == "itl_ms":
+                S, T = 0, 128
+                note = "generation-stage latency: prompt/output lengths not stated, 0/128 assumed"
+            else:
+                hist = re.search(r"with (\d+) history", notes)
+                h = int(hist.group(1)) if hist else 0
+                if rt == "tinychat":
+                    S, depth = 32, h        # reuses the history KV cache
+                else:
+                    S = 32 + h              # re-processes the history
+                T = 1
+        if rid.startswith("eaglefast") or rid == "spec-065":
+            S, T = 128, 256
+            note = "MT-bench: ~128-token prompts and 256 generated tokens assumed"
+        if hw.kind in ("wafer", "lpu", "rdu"):
+            if metric == "ttft_ms":
+                skip("prompt length not stated"); continue
+            if B != 1 and B is not None:
+                skip("aggregate at unstated batch layout"); continue
+            n, parallel = _special_layout(model, hw, wd, n if r["n_chips"] else None)
+            ctx = re.search(r"(\d+)-token context", notes)
+            S, T = (int(ctx.group(1)) // 2 if ctx else 1024), 256
+            note = f"{n} chips ({'tp=%d pp=%d' % parallel[:2]}): the fewest that hold the weights"
+        if B is None:
+            skip(f"batch {r['batch_or_concurrency']!r} not understood"); continue
+        if metric == "decode_tok_s_per_user" and T == 0:
+            T = 128
+        if metric == "decode_tok_s_total" and T == 0:
+            T = 128
+        if metric == "prefill_tok_s" and S == 0:
+            skip("prefill with no prompt"); continue
+        out.scenarios.append(Scenario(
+            id=rid, category=_category(rt, hw.kind, metric, framework, rid, B), metric=metric,
+            measured=value, model=model, hardware=hw_name, runtime=rt, weight_dtype=wd, kv_dtype=kv,
+            dense_dtype=dense, activation_dtype=act, batch=B, prompt_tokens=S, output_tokens=max(T, 1), depth=depth,
+            n_chips=n, parallel=parallel, compute_scale=scale, per_chip=per_chip, note=note))
+    return out
+
+
+def _special_layout(model_name, hw, wd, stated):
+    """Chips and (tp, pp, ep) for a specialised-chip row: the fewest chips that hold the weights
+    plus 8k tokens of KV, laid out as the vendor does (module docstring)."""
+    from .dtypes import get_dtype
+    from .model import load_model
+    m = load_model(model_name)
+    need = m.total_params * get_dtype(wd).bytes + m.kv_bytes_per_token("bf16") * 8192
+    if hw.name == "sambanova-sn40l":
+        return 16, (16, 1, 1)
+    n = stated or max(1, math.ceil(need / hw.capacity_bytes))
+    if hw.name == "groq-lpu":
+        nodes = max(1, math.ceil(n / 8))
+        nodes = min(nodes, m.n_layers)
+        return nodes * 8, (8, nodes, 1)
+    n = min(n, m.n_layers)
+    return n, (1, n, 1)
+
+
+# ---- prediction --------------------------------------------------------------------------
+
+def _hardware(sc: Scenario):
+    from .hardware import load_hardware
+    hw = load_hardware(sc.hardware)
+    if sc.compute_scale != 1.0:
+        hw = hw.with_overrides(compute_flops={k: v * sc.compute_scale for k, v in hw.compute_flops.items()})
+    return hw
+
+
+def _prepared(sc: Scenario, runtime, batch, prompt, output, hw=None):
+    from .estimate import prepare
+    from .parallel import Parallel
+    tp, pp, ep = sc.parallel
+    return prepare(sc.model, hw or _hardware(sc), batch=int(batch), prompt_tokens=int(prompt),
+                   output_tokens=int(output), weight_dtype=sc.weight_dtype, kv_dtype=sc.kv_dtype,
+                   activation_dtype=sc.activation_dtype,
+                   n_chips=sc.n_chips, parallel=Parallel(tp=tp, pp=pp, ep=ep), runtime=runtime)
+
+
+def _run(sc, runtime, batch, prompt, output, hw=None):
+    p = _prepared(sc, runtime, batch, prompt, output, hw)
+    extra = {}
+    if sc.dense_dtype:
+        from .dtypes import get_dtype
+        extra["w_bytes_dense"] = get_dtype(sc.dense_dtype).bytes
+    return p, p.evaluate(**extra)
+
+
+@functools.lru_cache(maxsize=1024)
+def largest_batch(sc: Scenario, cap: int = 4096) -> int:
+    """The largest batch whose weights, KV (prompt+output tokens each) and activations fit
+    (memory does not depend on the runtime's efficiencies, so this is cached per scenario)."""
+    runtime, hw = "ideal", None
+    lo, hi = 1, cap
+    _, r = _run(sc, runtime, 1, sc.prompt_tokens, sc.output_tokens, hw)
+    if not r["fits"]:
+        return 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        _, r = _run(sc, runtime, mid, sc.prompt_tokens, sc.output_tokens, hw)
+        lo, hi = (mid, hi) if r["fits"] else (lo, mid - 1)
+    return lo
+
+
+def max_load_throughput(sc: Scenario, runtime, hw=None) -> float:
+    """Output tok/s of a server kept full: batch = largest that fits, capped by the runtime's
+    max_batch; prefill and decode share steps, so B requests take
+    max(prefill + decode FLOP time, prefill + decode byte time) + T x (communication + overhead)."""
+    from .runtime import load_runtime
+    rt = load_runtime(runtime)
+    B = min(largest_batch(sc), rt.max_batch or 4096)
+    _, r = _run(sc, rt, B, sc.prompt_tokens, sc.output_tokens, hw)
+    T = sc.output_tokens
+    busy = max(r["prefill_compute_s"] + T * r["compute_s"], r["prefill_memory_s"] + T * r["memory_s"])
+    t = busy + T * (r["communication_s"] + r["overhead_s"])
+    total = B * T / t
+    return total / sc.n_chips if sc.per_chip else total
+
+
+def predict(sc: Scenario, runtime=None, hw=None) -> float:
+    """membound's figure for `sc`, in the unit of `sc.metric`. runtime overrides sc.runtime."""
+    rt = sc.runtime if runtime is None else runtime
+    B, S, T, d = sc.batch, sc.prompt_tokens, sc.output_tokens, sc.depth
+    if sc.metric == "throughput_tok_s_total" and B == "max":
+        return max_load_throughput(sc, rt, hw)
+    if sc.metric == "prefill_tok_s" or (sc.metric == "ttft_ms"):
+        _, r = _run(sc, rt, B, S + d, 1, hw)
+        t = r["prefill_s"]
+        if d:   # S new tokens after d cached ones: the FLOPs of d..d+S, the bytes of S tokens
+            _, r0 = _run(sc, rt, B, d, 1, hw)
+            _, rs = _run(sc, rt, B, S, 1, hw)
+            t = max(r["prefill_compute_s"] - r0["prefill_compute_s"], rs["prefill_memory_s"],
+                    r["latency_s"]) + rs["overhead_s"] + rs["communication_s"]
+        return B * S / t if sc.metric == "prefill_tok_s" else 1e3 * t
+    _, r = _run(sc, rt, B, S + d, T, hw)
+    per_user = float(r["decode_tok_s_per_user"])
+    if sc.metric == "decode_tok_s_per_user":
+        return per_user
+    if sc.metric == "itl_ms":
+        return 1e3 / per_user
+    if sc.metric == "decode_tok_s_total":
+        return per_user * B
+    if sc.metric == "throughput_tok_s_total":
+        return B * T / float(r["e2e_s"])
+    raise MemboundError(f"metric {sc.metric!r} has no prediction")
