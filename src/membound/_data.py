@@ -55,9 +55,10 @@ class HashableModel(BaseModel):
     _hash: int | None = PrivateAttr(default=None)
 
     def __hash__(self) -> int:
-        if self._hash is None:
-            self._hash = hash((type(self).__name__, self.model_dump_json()))
-        return self._hash
+        private = self.__pydantic_private__   # direct: pydantic's __getattr__ is slow on hot paths
+        if private.get("_hash") is None:
+            private["_hash"] = hash((type(self).__name__, self.model_dump_json()))
+        return private["_hash"]
 
     def __eq__(self, other) -> bool:
         return type(self) is type(other) and self.model_dump() == other.model_dump()

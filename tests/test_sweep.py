@@ -1,0 +1,166 @@
+"""mb.sweep: the grid equals estimate() point by point, stays chunked, drops what does not fit,
+and the core runs unchanged on dask arrays."""
+import math
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import membound as mb
+from membound.errors import DoesNotFitError, InvalidInputError, UnknownNameError
+from membound.sweep import iter_sweep, pareto_front, sweep
+
+SKIP = {"memory_placement"}   # per-tier text; the table carries the numbers
+
+
+def _row_dict(table, i):
+    return {k: table[k][i] for k in table}
+
+
+def _same(a, b):
+    if b is None:
+        return a is None or (isinstance(a, float) and math.isnan(a))
+    if isinstance(b, float):
+        return a == b or abs(a - b) <= 1e-12 * abs(b)
+    return a == b
+
+
+def _check_rows_equal_estimate(table, **fixed):
+    n = len(table["batch"])
+    assert n > 0
+    for i in range(n):
+        row = _row_dict(table, i)
+        r = mb.estimate(row["model"], row["hardware"], batch=int(row["batch"]),
+                        prompt_tokens=int(row["prompt_tokens"]), output_tokens=int(row["output_tokens"]),
+                        weight_dtype=row["weight_dtype"], kv_dtype=row["kv_dtype"],
+                        activation_dtype=row["activation_dtype"], n_chips=int(row["n_chips"]),
+                        runtime=row["runtime"], **fixed).to_dict()
+        for k, v in r.items():
+            if k in SKIP:
+                continue
+            assert k in row, k
+            assert _same(row[k], v), (k, row[k], v, row)
+
+
+def test_grid_equals_estimate_point_by_point():
+    # dense + sliding-window + MoE models, two devices, dtypes, chip counts and runtimes
+    t = sweep(model=["llama-3.1-8b", "gemma-3-4b", "qwen3-30b-a3b"], hardware=["h100-sxm", "a100-80gb"],
+              batch=[1, 7, 64], prompt_tokens=[0, 1000, 5000], output_tokens=[1, 300],
+              weight_dtype=["bf16", "int4"], kv_dtype=["bf16", "fp8"], n_chips=[1, 2],
+              runtime=[None, "vllm"], as_frame=False)
+    assert len(t["batch"]) == 3 * 2 * 3 * 3 * 2 * 2 * 2 * 2 * 2 - t.attrs["dropped_unfit"]
+    _check_rows_equal_estimate(t)
+
+
+def test_speculative_group_equals_estimate():
+    spec = mb.SpeculativeDecoding(draft="llama-3.2-1b", gamma=4, acceptance_rate=0.8)
+    t = sweep(model="llama-3.1-8b", hardware="h100-sxm", batch=[1, 16], prompt_tokens=[128, 4096],
+              output_tokens=[64, 512], speculative=spec, as_frame=False)
+    _check_rows_equal_estimate(t, speculative=spec)
+    assert set(t["spec_gamma"]) == {4.0}
+
+
+def test_hand_derived_bandwidth_bound_row():
+    # ideal runtime, empty context, one token: the step streams every weight once.
+    # llama-3.1-8b: 8,030,261,248 params x 2 bytes (bf16) = 16.06 GB; H100 SXM 3.35e12 B/s
+    t = sweep(model="llama-3.1-8b", hardware="h100-sxm", prompt_tokens=0, output_tokens=1, runtime="ideal")
+    weights = 8_030_261_248 * 2
+    assert t["memory_weights_bytes"][0] == weights
+    assert t["decode_tok_s_per_user"][0] == pytest.approx(3.35e12 / weights, rel=1e-12)   # ~208.6 tok/s
+    assert t["bound"][0] == "memory"
+    # cost: $2.50 per chip-hour over (1 token per 1/208.6 s): 2.5/3600 / 208.6 * 1e6 ~ $3.33 / M tokens
+    assert t["cost_per_million_tokens_usd"][0] == pytest.approx(2.5 / 3600 / (3.35e12 / weights) * 1e6, rel=1e-9)
+
+
+def test_unfit_points_dropped_and_counted():
+    # llama-3.1-70b in bf16: 70.55e9 x 2 = 141 GB of weights > one H100's 85.5 GB
+    t = sweep(model="llama-3.1-70b", hardware="h100-sxm", batch=[1, 2], prompt_tokens=[10, 20], n_chips=[1, 2])
+    assert t.attrs["dropped_unfit"] == 4          # all four 1-chip points
+    assert set(t["n_chips"]) == {2}
+    kept = sweep(model="llama-3.1-70b", hardware="h100-sxm", batch=[1, 2], prompt_tokens=[10, 20], n_chips=1,
+                 include_unfit=True)
+    assert len(kept) == 4 and not kept["memory_fits"].any() and kept.attrs["dropped_unfit"] == 0
+    with pytest.raises(DoesNotFitError):
+        mb.estimate("llama-3.1-70b", "h100-sxm", batch=1, prompt_tokens=10)
+
+
+def test_chunks_are_bounded_and_reassemble():
+    kw = dict(model="llama-3.1-8b", hardware="h100-sxm", batch=[1, 2, 3, 4, 5], prompt_tokens=[0, 64, 128],
+              output_tokens=[1, 2, 3, 4])
+    chunks = list(iter_sweep(**kw, chunk_size=7, as_frame=False))
+    assert all(len(c["batch"]) <= 7 for c in chunks)
+    assert sum(len(c["batch"]) for c in chunks) == 5 * 3 * 4
+    whole = sweep(**kw, as_frame=False)
+    small = sweep(**kw, chunk_size=7, as_frame=False)
+    order_w = np.lexsort((whole["output_tokens"], whole["prompt_tokens"], whole["batch"]))
+    order_s = np.lexsort((small["output_tokens"], small["prompt_tokens"], small["batch"]))
+    for k in whole:
+        assert np.array_equal(whole[k][order_w], small[k][order_s]), k
+    rows = sweep(**kw, chunk_size=7, reduce=lambda acc, c: (acc or 0) + len(c["batch"]))
+    assert rows == 60
+
+
+def test_bad_values_raise_membound_errors():
+    with pytest.raises(InvalidInputError) as e:
+        sweep(model="llama-3.1-8b", hardware="h100-sxm", batch=[1, 0])
+    assert e.value.field == "batch" and e.value.value == 0
+    with pytest.raises(InvalidInputError):
+        sweep(model="llama-3.1-8b", hardware="h100-sxm", prompt_tokens=[-1])
+    with pytest.raises(InvalidInputError):
+        sweep(model="llama-3.1-8b", hardware="h100-sxm", batch=[])
+    with pytest.raises(UnknownNameError):
+        sweep(model="no-such-model", hardware="h100-sxm")
+    # a100 has no fp8 tensor cores: raise like estimate(), or skip and say why
+    with pytest.raises(InvalidInputError):
+        sweep(model="llama-3.1-8b", hardware=["h100-sxm", "a100-80gb"], activation_dtype="fp8")
+    t = sweep(model="llama-3.1-8b", hardware=["h100-sxm", "a100-80gb"], activation_dtype="fp8", on_invalid="skip")
+    assert set(t["hardware"]) == {"h100-sxm"}
+    assert len(t.attrs["skipped"]) == 1 and "a100-80gb" in t.attrs["skipped"][0][0]
+
+
+def test_dict_fallback_and_price_map():
+    t = sweep(model="llama-3.1-8b", hardware=["h100-sxm", "h200"], price_usd_per_hour={"h200": 4.0},
+              as_frame=False)
+    assert isinstance(t, dict) and t.attrs["dropped_unfit"] == 0
+    i = list(t["hardware"]).index("h200")
+    r = mb.estimate("llama-3.1-8b", "h200", price_usd_per_hour=4.0)
+    assert t["cost_per_million_tokens_usd"][i] == r.cost_per_million_tokens_usd
+
+
+def test_pareto_front():
+    # (1,3) (2,2) (3,1) are on the front; (2,1) is beaten by (2,2)
+    assert list(pareto_front([1, 2, 3, 2], [3, 2, 1, 1])) == [0, 1, 2]
+
+
+def test_core_runs_unchanged_on_dask():
+    da = pytest.importorskip("dask.array")
+    import dask
+    prepare = sys.modules["membound.estimate"].prepare
+    p = prepare("mixtral-8x7b", "h100-sxm", n_chips=2, runtime="vllm")
+    B = np.array([1.0, 4.0, 16.0, 64.0])[:, None, None]
+    S = np.array([0.0, 512.0, 4096.0])[None, :, None]
+    T = np.array([1.0, 128.0, 1000.0])[None, None, :]
+    ref = p.evaluate(batch=B, prompt=S, output=T)
+    lazy = p.evaluate(batch=da.from_array(B, chunks=(2, 1, 1)), prompt=da.from_array(S), output=da.from_array(T))
+    assert isinstance(lazy["decode_tok_s_per_user"], da.Array)
+    with dask.config.set(scheduler="synchronous"):
+        for k in ("decode_tok_s_per_user", "ttft_s", "e2e_s", "kv_bytes_chip", "fits", "cost_per_million_tokens_usd"):
+            got = lazy[k].compute() if hasattr(lazy[k], "compute") else lazy[k]
+            np.testing.assert_array_equal(np.broadcast_to(got, np.shape(ref[k])), ref[k])
+
+
+@settings(max_examples=25, deadline=None)
+@given(model=st.sampled_from(["llama-3.1-8b", "gemma-3-4b", "mixtral-8x7b"]),
+       hardware=st.sampled_from(["h100-sxm", "h200", "rtx-4090"]),
+       batch=st.integers(1, 256), prompt=st.integers(0, 20000), output=st.integers(1, 4000),
+       wd=st.sampled_from(["bf16", "fp8", "int4", "q4_0"]))
+def test_property_sweep_equals_estimate(model, hardware, batch, prompt, output, wd):
+    t = sweep(model=model, hardware=hardware, batch=batch, prompt_tokens=prompt, output_tokens=output,
+              weight_dtype=wd, include_unfit=True, as_frame=False)
+    row = _row_dict(t, 0)
+    r = mb.estimate(model, hardware, batch=batch, prompt_tokens=prompt, output_tokens=output, weight_dtype=wd,
+                    check_memory=False).to_dict()
+    for k, v in r.items():
+        if k not in SKIP:
+            assert _same(row[k], v), (k, row[k], v)
