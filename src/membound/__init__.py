@@ -20,5 +20,8 @@ from .quantization import QuantSpeedup, quantization_speedup
 from .speculative import best_gamma, head_cost, predicted_speedup, speculative_speedup
 from .batching import BatchCurve, BusFare, FastMode, batch_curve, bus_fare, fast_mode, max_batch, ridge_batch
 from .levers import LeverReport, explain_levers
+from .sweep import iter_sweep, pareto_front, sweep
+from .planner import SLO, PlanResult, Workload, plan
+from .product import VoiceTurn, agent_loop_s, reasoning_time_s, thinking_tokens, voice_turn
 
 __version__ = "0.1.0"

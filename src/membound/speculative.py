@@ -78,12 +78,84 @@ class SpeculativeDecoding:
         return self.verify_tokens or self.gamma + 1
 
 
-def best_gamma(estimate_fn, gammas=range(1, 11), **kwargs):
-    """Try each gamma with `estimate_fn(gamma)` (returning a Result) and return (gamma, result)
-    with the highest per-user decode speed."""
+def predicted_speedup(alpha, gamma, cost_ratio):
+    """Leviathan et al. 2023 (arXiv:2211.17192, Theorem 3.8): expected wall-time speed-up of a
+    draft whose step costs `cost_ratio` (c) target steps, when the target's verification pass
+    costs the same as one plain step: (1 - alpha^(gamma+1)) / ((1 - alpha)(gamma c + 1)).
+    membound's `estimate()` refines this with the physics of both steps (the verify pass's
+    extra FLOPs, the draft's own bytes and latency floor)."""
+    return expected_tokens_per_round(alpha, gamma) / (gamma * cost_ratio + 1.0)
+
+
+def head_cost(model, layers: int = 1, lm_head: bool = True, vocab: int | None = None) -> float:
+    """Cost of one self-drafting step as a fraction of a plain target step, by bytes read:
+    `layers` decoder layers of the target's shape plus (optionally) one LM-head read
+    (vocab x hidden), over the target's active parameters. An EAGLE head is ~1 layer + the LM
+    head (~0.05 of a 7B target); a Medusa head is one hidden x hidden block + its own LM head
+    (use layers=0 and add hidden^2 / active yourself, or give draft_cost directly).
+    vocab: the head's own output vocabulary if smaller than the target's (EAGLE-3: 32,000)."""
+    from .model import load_model
+    m = load_model(model)
+    h, v = float(m.hidden_size), float(m.vocab_size)
+    embed = v * h * (1 if m.tied_embeddings else 2) + h
+    per_layer = (m.active_params - embed) / m.n_layers
+    head_vocab = v if vocab is None else min(float(vocab), v)
+    return (layers * per_layer + (head_vocab * h if lm_head else 0.0)) / m.active_params
+
+
+def _check_gammas(gammas):
+    import numbers
+    g = list(gammas)
+    if not g or any(isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 1 for x in g):
+        raise InvalidInputError("gammas", gammas, "a non-empty sequence of integers >= 1")
+    return [int(x) for x in g]
+
+
+def best_gamma(model, hardware, *, draft=None, acceptance_rate=None, mean_accepted_tokens=None,
+               gammas=range(1, 9), draft_cost: float = 0.1, verify_tokens=None, **estimate_kwargs):
+    """The number of drafted tokens with the highest per-user decode speed.
+
+    Returns (gamma, Result). Tries each gamma with `estimate()` (same model, hardware and
+    estimate_kwargs); with `mean_accepted_tokens` fixed, gammas below tau - 1 are skipped.
+    Example: `mb.best_gamma("llama-3.1-70b", "h100-sxm", n_chips=8, draft="llama-3.2-1b",
+    acceptance_rate=0.8, batch=1)`.
+    """
+    from .estimate import estimate
     best = None
-    for g in gammas:
-        r = estimate_fn(g, **kwargs)
+    for g in _check_gammas(gammas):
+        if mean_accepted_tokens is not None and mean_accepted_tokens > g + 1:
+            continue
+        if verify_tokens is not None and verify_tokens < g + 1:
+            continue
+        spec = SpeculativeDecoding(draft=draft, gamma=g, acceptance_rate=acceptance_rate,
+                                   mean_accepted_tokens=mean_accepted_tokens, verify_tokens=verify_tokens,
+                                   draft_cost=draft_cost)
+        r = estimate(model, hardware, speculative=spec, **estimate_kwargs)
         if best is None or r.decode_tok_s_per_user > best[1].decode_tok_s_per_user:
             best = (g, r)
+    if best is None:
+        raise InvalidInputError("gammas", list(gammas), "at least one gamma with gamma + 1 >= mean_accepted_tokens "
+                                "and <= verify_tokens")
     return best
+
+
+def speculative_speedup(model, hardware, speculative: "SpeculativeDecoding", batches=(1, 4, 16, 64, 256),
+                        **estimate_kwargs):
+    """Per-user decode speed-up of `speculative` over plain decoding at each batch (np.ndarray).
+
+    The verify pass streams the same weights as a plain step but does gamma+1 positions of
+    FLOPs, so the speed-up shrinks as the batch grows and the step turns compute-bound (and
+    falls below 1 past it). Two vectorised evaluations over all batches."""
+    import numpy as np
+
+    from .batching import _batches
+    from .estimate import prepare
+    if not isinstance(speculative, SpeculativeDecoding):
+        raise InvalidInputError("speculative", speculative, "a mb.SpeculativeDecoding")
+    if "batch" in estimate_kwargs or "speculative" in estimate_kwargs:
+        raise InvalidInputError("estimate_kwargs", sorted(estimate_kwargs), "no batch or speculative here")
+    b = _batches(batches)
+    fast = prepare(model, hardware, speculative=speculative, **estimate_kwargs).evaluate(batch=b)
+    plain = prepare(model, hardware, **estimate_kwargs).evaluate(batch=b)
+    ratio = np.asarray(fast["decode_tok_s_per_user"], float) / np.asarray(plain["decode_tok_s_per_user"], float)
+    return np.broadcast_to(ratio, b.shape).copy()

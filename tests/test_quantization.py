@@ -1,0 +1,85 @@
+"""Quantization: bytes per weight with block scales, the compute peak of the activation dtype,
+the dequantization cost of weight-only formats once compute-bound."""
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import membound as mb
+
+IDEAL = dict(runtime="ideal", prompt_tokens=0, output_tokens=1)   # context 0: weights only
+
+
+def test_int4_g128_weight_bytes_by_hand():
+    # 4 bits + one fp16 scale per 128 weights = 4.125 bits; llama-3.1-8b has ~8.030e9 parameters
+    m = mb.load_model("llama-3.1-8b")
+    r = mb.estimate(m, "h100-sxm", weight_dtype="int4")
+    assert r.memory.weights_bytes == pytest.approx(m.total_params * 4.125 / 8)
+    assert r.memory.weights_bytes == pytest.approx(8.030e9 * 4.125 / 8, rel=2e-3)
+
+
+def test_kv_fp8_halves_kv_bytes():
+    # llama-3.1-8b KV per token: 32 layers x 2 x 8 heads x 128 x bytes; 4 sequences of 1024 + 128
+    per_token_bf16 = 32 * 2 * 8 * 128 * 2
+    kw = dict(batch=4, prompt_tokens=1024, output_tokens=128)
+    bf16 = mb.estimate("llama-3.1-8b", "h100-sxm", kv_dtype="bf16", **kw).memory.kv_bytes
+    fp8 = mb.estimate("llama-3.1-8b", "h100-sxm", kv_dtype="fp8", **kw).memory.kv_bytes
+    assert bf16 == pytest.approx(4 * 1152 * per_token_bf16)
+    assert fp8 == pytest.approx(bf16 / 2)
+
+
+def test_int4_speedup_at_batch_1_is_the_byte_ratio():
+    # memory-bound: speed-up = 16 bits / 4.125 bits
+    q = mb.quantization_speedup("llama-3.1-8b", "h100-sxm", weight_dtypes=["int4"], batches=[1], **IDEAL)
+    assert q.speedup["int4"][0] == pytest.approx(16 / 4.125, rel=1e-4)
+
+
+def test_int4_stops_paying_when_compute_bound():
+    # batch 65536: both compute-bound at the bf16 peak; int4 pays 15 % more GEMM work to dequantize
+    q = mb.quantization_speedup("llama-3.1-8b", "h100-sxm", weight_dtypes=["int4"], batches=[1, 65536], **IDEAL)
+    assert q.speedup["int4"][1] == pytest.approx(1 / 1.15, rel=1e-3)
+    assert q.speedup["int4"][0] > 3.8
+    # a kernel with no dequantization cost breaks even instead
+    free = mb.Quantization("int4", dequant_overhead=0.0)
+    q = mb.quantization_speedup("llama-3.1-8b", "h100-sxm", weight_dtypes=[free], batches=[65536], **IDEAL)
+    assert list(q.speedup.values())[0][0] == pytest.approx(1.0, rel=1e-3)
+
+
+def test_fp8_w8a8_doubles_the_compute_peak_on_h100():
+    # compute-bound: speed-up = fp8 peak / bf16 peak = 1.979e15 / 9.89e14
+    q = mb.quantization_speedup("llama-3.1-8b", "h100-sxm", weight_dtypes=["fp8"], batches=[1, 65536], **IDEAL)
+    assert q.speedup["fp8"][0] == pytest.approx(2.0, rel=1e-4)          # memory-bound: 16 / 8 bits
+    assert q.speedup["fp8"][1] == pytest.approx(1.979e15 / 9.89e14, rel=1e-3)
+
+
+def test_no_fp8_on_a100():
+    with pytest.raises(mb.InvalidInputError) as e:
+        mb.estimate("llama-3.1-8b", "a100-80gb", weight_dtype="fp8", activation_dtype="fp8")
+    assert e.value.field == "activation_dtype" and e.value.value == "fp8"
+    # left to default, fp8 weights are dequantized to bf16 compute (weight-only, with its cost)
+    r = mb.estimate("llama-3.1-8b", "a100-80gb", weight_dtype="fp8")
+    assert r.activation_dtype == "bf16"
+    q = mb.quantization_speedup("llama-3.1-8b", "a100-80gb", weight_dtypes=["fp8"], batches=[65536], **IDEAL)
+    assert q.speedup["fp8"][0] == pytest.approx(1 / 1.15, rel=1e-3)
+
+
+def test_speedup_rejects_mixed_arguments():
+    with pytest.raises(mb.InvalidInputError):
+        mb.quantization_speedup("llama-3.1-8b", "h100-sxm", weight_dtype="int4")
+    with pytest.raises(mb.InvalidInputError):
+        mb.quantization_speedup("llama-3.1-8b", "h100-sxm", batches=[0])
+
+
+_FORMATS = ["fp32", "bf16", "fp8", "int8", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "mxfp4", "int4", "fp4"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(a=st.sampled_from(_FORMATS), b=st.sampled_from(_FORMATS),
+       model=st.sampled_from(["llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-4b"]))
+def test_fewer_bits_never_add_bytes(a, b, model):
+    lo, hi = sorted((a, b), key=lambda n: mb.get_dtype(n).bits)
+    kw = dict(prompt_tokens=512, output_tokens=16, check_memory=False, runtime="ideal")
+    r_lo = mb.estimate(model, "h200", weight_dtype=lo, kv_dtype=lo if lo in ("bf16", "fp8", "fp32") else "fp8", **kw)
+    r_hi = mb.estimate(model, "h200", weight_dtype=hi, kv_dtype=hi if hi in ("bf16", "fp8", "fp32") else "bf16", **kw)
+    assert r_lo.memory.weights_bytes <= r_hi.memory.weights_bytes
+    assert r_lo.memory.kv_bytes <= r_hi.memory.kv_bytes
+    # at batch 1 the step is memory-bound, so fewer bytes never slow it down
+    assert r_lo.decode_tok_s_per_user >= r_hi.decode_tok_s_per_user * (1 - 1e-9)

@@ -1,0 +1,139 @@
+"""Speculative decoding: tokens per round, round cost, best gamma, the Leviathan formula."""
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import membound as mb
+from membound.speculative import expected_tokens_per_round
+
+IDEAL = dict(runtime="ideal", prompt_tokens=0, output_tokens=1)   # context 0: no KV, pure roofline
+
+
+def test_tokens_per_round_by_hand():
+    # (1 - 0.8^5) / (1 - 0.8) = (1 - 0.32768) / 0.2
+    assert expected_tokens_per_round(0.8, 4) == pytest.approx((1 - 0.32768) / 0.2)
+    assert expected_tokens_per_round(0.8, 4) == pytest.approx(3.3616)
+    assert expected_tokens_per_round(0.0, 7) == 1.0
+    assert expected_tokens_per_round(1.0, 7) == 8.0
+
+
+def test_leviathan_formula_matches_paper_prediction():
+    # spec-001: gamma 7, alpha 0.75, c 0.02; paper predicts 3.2
+    # (1 - 0.75^8) / ((1 - 0.75)(7 * 0.02 + 1)) = (1 - 0.1001129) / (0.25 * 1.14) = 3.1575
+    assert mb.predicted_speedup(0.75, 7, 0.02) == pytest.approx((1 - 0.75 ** 8) / (0.25 * 1.14))
+    assert round(mb.predicted_speedup(0.75, 7, 0.02), 1) == 3.2
+
+
+def test_self_draft_memory_bound_speedup_by_hand():
+    # batch 1, context 0: the verify pass over 5 positions streams the same weights as a plain step
+    # (memory-bound), so a round = 4 head steps of 0.05 + 1 step: speed-up 3.3616 / 1.2
+    spec = mb.SpeculativeDecoding(gamma=4, acceptance_rate=0.8, draft_cost=0.05)
+    s = mb.speculative_speedup("llama-3.1-8b", "h100-sxm", spec, batches=[1], **IDEAL)
+    assert s[0] == pytest.approx(3.3616 / (4 * 0.05 + 1), rel=1e-6)
+
+
+def test_self_draft_compute_bound_speedup_by_hand():
+    # batch 65536: every step compute-bound; verify = 5 x the plain step's FLOPs, drafts 4 x 0.05:
+    # 3.3616 / (0.2 + 5) — speculation now loses
+    spec = mb.SpeculativeDecoding(gamma=4, acceptance_rate=0.8, draft_cost=0.05)
+    s = mb.speculative_speedup("llama-3.1-8b", "h100-sxm", spec, batches=[65536], **IDEAL)
+    assert s[0] == pytest.approx(3.3616 / 5.2, rel=1e-3)
+    assert s[0] < 1
+
+
+def test_draft_model_speed_by_hand():
+    # llama-3.1-8b target + llama-3.2-1b draft, bf16, batch 1, context 0, ideal H100 (3.35e12 B/s):
+    # a round streams the draft's weights 4 times and the target's once, and yields 3.3616 tokens
+    target, draft = mb.load_model("llama-3.1-8b"), mb.load_model("llama-3.2-1b")
+    round_s = (4 * draft.total_params * 2 + target.total_params * 2) / 3.35e12
+    spec = mb.SpeculativeDecoding(draft="llama-3.2-1b", gamma=4, acceptance_rate=0.8)
+    r = mb.estimate(target, "h100-sxm", speculative=spec, **IDEAL)
+    assert r.decode_tok_s_per_user == pytest.approx(3.3616 / round_s, rel=1e-3)
+    # the draft's weights and KV are counted in memory
+    assert r.memory.other_bytes == pytest.approx(draft.total_params * 2)
+
+
+def test_tree_drafting_by_mean_accepted_length():
+    # EAGLE-style tree: tau = 4 tokens per pass, depth 5, 60 tokens verified; memory-bound at batch 1:
+    # 4 / (1 + 5 * 0.05)
+    spec = mb.SpeculativeDecoding(gamma=5, mean_accepted_tokens=4.0, verify_tokens=60, draft_cost=0.05)
+    s = mb.speculative_speedup("llama-3.1-8b", "h100-sxm", spec, batches=[1], **IDEAL)
+    assert s[0] == pytest.approx(4 / 1.25, rel=1e-4)
+
+
+def test_gain_shrinks_with_batch():
+    spec = mb.SpeculativeDecoding(gamma=4, acceptance_rate=0.8, draft_cost=0.05)
+    s = mb.speculative_speedup("llama-3.1-8b", "h100-sxm", spec, batches=[1, 64, 256, 1024, 4096],
+                               prompt_tokens=0, output_tokens=64)
+    assert all(a >= b - 1e-12 for a, b in zip(s, s[1:]))
+    assert s[0] > 2 and s[-1] < 1
+
+
+def test_best_gamma_beats_every_other_gamma():
+    kw = dict(draft="llama-3.2-1b", acceptance_rate=0.8, prompt_tokens=512, output_tokens=64)
+    g, best = mb.best_gamma("llama-3.1-8b", "h100-sxm", gammas=range(1, 9), **kw)
+    assert 1 <= g <= 8 and best.speculative["gamma"] == g
+    for other in range(1, 9):
+        spec = mb.SpeculativeDecoding(draft="llama-3.2-1b", gamma=other, acceptance_rate=0.8)
+        r = mb.estimate("llama-3.1-8b", "h100-sxm", speculative=spec, prompt_tokens=512, output_tokens=64)
+        assert best.decode_tok_s_per_user >= r.decode_tok_s_per_user
+    # a fixed tau rules out gammas too short to reach it
+    g, _ = mb.best_gamma("llama-3.1-8b", "h100-sxm", mean_accepted_tokens=4.5, gammas=range(1, 9))
+    assert g >= 4
+
+
+def test_head_cost_by_hand():
+    # vicuna-7b: hidden 4096, vocab 32000, 32 layers, untied: one layer + one LM-head read over active
+    m = mb.load_model("vicuna-7b")
+    layer = (m.active_params - 2 * 32000 * 4096 - 4096) / 32
+    assert mb.head_cost(m) == pytest.approx((layer + 32000 * 4096) / m.active_params)
+    assert 0.04 < mb.head_cost(m) < 0.06
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(gamma=0, acceptance_rate=0.5), "gamma"),
+    (dict(gamma=4, acceptance_rate=1.5), "acceptance_rate"),
+    (dict(gamma=4), "acceptance_rate"),
+    (dict(gamma=2, mean_accepted_tokens=3.5), "mean_accepted_tokens"),
+    (dict(gamma=4, acceptance_rate=0.5, verify_tokens=3), "verify_tokens"),
+    (dict(gamma=4, acceptance_rate=0.5, draft_cost=-1.0), "draft_cost"),
+])
+def test_bad_speculative_inputs(kwargs, field):
+    with pytest.raises(mb.InvalidInputError) as e:
+        mb.SpeculativeDecoding(**kwargs)
+    assert e.value.field == field
+
+
+def test_best_gamma_bad_gammas():
+    with pytest.raises(mb.InvalidInputError):
+        mb.best_gamma("llama-3.1-8b", "h100-sxm", acceptance_rate=0.5, gammas=[])
+    with pytest.raises(mb.InvalidInputError):
+        mb.best_gamma("llama-3.1-8b", "h100-sxm", acceptance_rate=0.5, gammas=[0, 1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(alpha=st.floats(0, 1), gamma=st.integers(1, 16))
+def test_tokens_per_round_in_range(alpha, gamma):
+    t = expected_tokens_per_round(alpha, gamma)
+    assert 1.0 - 1e-12 <= t <= gamma + 1 + 1e-12
+
+
+@settings(max_examples=40, deadline=None)
+@given(gamma=st.integers(1, 16), eps=st.floats(1e-12, 1e-6))
+def test_alpha_one_limit_is_continuous(gamma, eps):
+    # near alpha = 1: (1 - a^(g+1)) / (1 - a) = g + 1 - eps g (g+1) / 2 + O(eps^2)
+    t = expected_tokens_per_round(1.0 - eps, gamma)
+    assert t == pytest.approx(gamma + 1 - eps * gamma * (gamma + 1) / 2, abs=1e-5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(gamma=st.integers(1, 8), cost=st.floats(0, 0.5), ctx=st.integers(0, 4096),
+       batch_exp=st.integers(0, 10))
+def test_alpha_zero_never_faster(gamma, cost, ctx, batch_exp):
+    # alpha = 0: one token per round, and the round costs gamma drafts plus a verify pass that is
+    # never cheaper than a plain step, so speed <= plain / (1 + gamma * cost)
+    spec = mb.SpeculativeDecoding(gamma=gamma, acceptance_rate=0.0, draft_cost=cost)
+    s = mb.speculative_speedup("llama-3.1-8b", "h100-sxm", spec, batches=[2 ** batch_exp],
+                               prompt_tokens=ctx, output_tokens=16, runtime="vllm")
+    assert s[0] <= 1.0 / (1.0 + gamma * cost) * (1 + 1e-9)
