@@ -24,4 +24,7 @@ from .sweep import iter_sweep, pareto_front, sweep
 from .planner import SLO, PlanResult, Workload, plan
 from .product import VoiceTurn, agent_loop_s, reasoning_time_s, thinking_tokens, voice_turn
 
+from .reference import load_reference, reference_dir
+from .validate import validation_report
+
 __version__ = "0.1.0"

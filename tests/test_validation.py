@@ -1,0 +1,72 @@
+"""Error against the published measurements must not regress past what calibration reached.
+
+Thresholds = held-out median |error| measured on 2026-11-30 (python -m membound.validate) plus
+a margin of a few points. They fail when physics or data files regress.
+"""
+import pytest
+
+import membound as mb
+from membound.reference import reference_dir
+
+HOLDOUT_MEDIAN_MAX = {           # measured held-out median |error| -> threshold
+    "llama.cpp Apple decode": 0.07,              # 4.5%
+    "llama.cpp Apple prefill": 0.06,             # 3.6%
+    "llama.cpp CUDA decode": 0.17,               # 13.1%
+    "llama.cpp CUDA prefill": 0.30,              # 23.4%
+    "llama.cpp batched decode": 0.20,            # 15.8%
+    "TensorRT-LLM max-load throughput": 0.20,    # 15.4%
+    "NeMo throughput (batch 1-8, TP 1-8)": 0.09,  # 6.3%
+    "quantized kernels / HF (ITL)": 0.14,        # 10.2%
+    "quantized kernels / HF (TTFT)": 0.08,       # 4.9%
+}
+
+needs_data = pytest.mark.skipif(not (reference_dir() / "measurements.csv").exists(),
+                                reason="reference measurements not found (MEMBOUND_REFERENCE_DIR)")
+
+
+@pytest.fixture(scope="module")
+def report():
+    from membound.validate import validation_report
+    return validation_report()
+
+
+@needs_data
+@pytest.mark.parametrize("category,limit", sorted(HOLDOUT_MEDIAN_MAX.items()))
+def test_holdout_error_does_not_regress(report, category, limit):
+    c = report["categories"][category]
+    assert c["holdout_rows"] >= 3
+    assert c["holdout_median"] <= limit, (category, c)
+
+
+@needs_data
+def test_every_row_is_predicted_or_skipped_with_a_reason(report):
+    import csv
+    with open(reference_dir() / "measurements.csv", newline="") as f:
+        ids = {r["id"] for r in csv.DictReader(f)}
+    seen = {r.id for r in report["rows"]} | {i for i, _, _ in report["skipped"]}
+    assert seen == ids
+    assert all(reason for _, _, reason in report["skipped"])
+    assert len(report["rows"]) > 350
+
+
+@needs_data
+def test_cerebras_holdout_launch_rows_within_five_percent(report):
+    # calibrated on hw-014/hw-015 (Cerebras blog); hw-005/hw-010 are Artificial Analysis' figures
+    rows = {r.id: r for r in report["rows"]}
+    for rid in ("hw-005", "hw-010"):
+        assert not rows[rid].calibration
+        assert abs(rows[rid].error) < 0.05
+
+
+def test_gpt_oss_gguf_dense_tensors_at_q8_0_by_hand():
+    # gpt-oss-20b, batch 1, no context, ideal roofline on an H100: a step streams the non-expert
+    # tensors at q8_0 (8.5 bits) and 4 of 32 experts per layer at mxfp4 (4.25 bits).
+    from membound.estimate import prepare
+    m = mb.load_model("gpt-oss-20b")
+    p = prepare(m, "h100-sxm", prompt_tokens=0, output_tokens=1, weight_dtype="mxfp4", runtime="ideal",
+                activation_dtype="bf16")
+    r = p.evaluate(w_bytes_dense=8.5 / 8)
+    bytes_step = m.dense_params * 8.5 / 8 + 24 * 4 * m.expert_params * 4.25 / 8
+    assert r["memory_s"] == pytest.approx(bytes_step / 3.35e12, rel=1e-9)
+    # the file: 19.1e9 expert weights at 4.25 bits + 1.8e9 others at 8.5 bits ≈ 11.2 GiB (11.27 GiB published)
+    assert r["weights_bytes_chip"] / 2**30 == pytest.approx(11.27, rel=0.01)
