@@ -1,0 +1,357 @@
+"""The capacity planner: the cheapest way to serve a workload under latency targets.
+
+`plan()` sweeps (vectorised, `sweep.sweep`) devices x chip counts x dtypes x batch sizes for one
+model, turns each configuration into a fleet of replicas that carries the traffic, checks the
+SLOs, and ranks what passes by cost per million output tokens. It also returns the
+interactivity frontier: throughput per chip against per-user speed (Pareto, per device).
+
+Serving model (continuous batching, as vLLM/TensorRT-LLM/SGLang do; all figures per replica
+of `n_chips` chips holding `batch` seats):
+
+- Decode with prefill interference. Each request's prompt is prefilled while the others decode,
+  so over a request's T output tokens the replica also prefills B prompts: the time per output
+  token a user sees is tpot(B) + prefill_s(B) / T (both from `estimate()` physics).
+- A request occupies a seat for D = prefill of its own prompt + T x that time per token.
+- TTFT = queue wait + wait for the next step boundary (a new request joins the running batch
+  at the end of the current step: q x step at quantile q) + prefill of its own prompt.
+- Queueing (the "bus"): with an arrival rate lambda the seats of all replicas form c = replicas
+  x B servers with offered load a = lambda x D (Erlangs, Little's law). Waiting follows M/M/c
+  (Erlang C: P(wait > t) = C(c, a) exp(-(c - a) t / D)) scaled by 1/2 for deterministic service
+  (the Allen-Cunneen M/D/c approximation, (c_a^2 + c_s^2)/2 with c_a^2 = 1, c_s^2 = 0). The
+  planner adds replicas (utilisation steps down from `max_utilisation`) until the TTFT targets
+  hold. With `concurrent_users` every user holds a seat (a closed loop): replicas =
+  ceil(users / B), no queue.
+- batching="static" is the plain bus: a batch of B leaves together, its TTFT is `estimate()`'s
+  batch-B prefill, and with an arrival rate a passenger also waits for the seats to fill
+  (q x (B - 1) / lambda_replica at quantile q).
+- Cost counts the empty seats: all chips' price over the tokens actually delivered.
+
+Prompt and output lengths may be a number, a list (equally likely) or {tokens: weight}: means set
+throughput and cost, the p50/p90 lengths set the latency checks, the maximum sets memory.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InvalidInputError
+from .hardware import load_hardware
+from .model import load_model
+from .sweep import pareto_front, sweep
+
+DEFAULT_HARDWARE = ("h100-sxm", "h200", "b200", "mi300x")
+DEFAULT_BATCHES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+_KEYS = ["model", "hardware", "runtime", "n_chips", "parallel", "weight_dtype", "kv_dtype", "activation_dtype"]
+_UTILISATION_STEPS = (1.0, 0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
+
+
+def _distribution(field_name: str, value, minimum: int):
+    """(values, probabilities) of a token-length distribution."""
+    if isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, (list, tuple)):
+        pairs = [(v, 1.0) for v in value]
+    else:
+        pairs = [(value, 1.0)]
+    if not pairs:
+        raise InvalidInputError(field_name, value, "a token count, a list of counts or {count: weight}")
+    for v, w in pairs:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
+            raise InvalidInputError(field_name, v, f"integer token counts >= {minimum}")
+        if isinstance(w, bool) or not isinstance(w, numbers.Real) or not math.isfinite(w) or w <= 0:
+            raise InvalidInputError(f"{field_name} weight", w, "a finite weight > 0")
+    vals = np.array([int(v) for v, _ in pairs])
+    probs = np.array([float(w) for _, w in pairs])
+    order = np.argsort(vals)
+    return vals[order], probs[order] / probs.sum()
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Traffic: either `concurrent_users` (requests in flight) or `arrival_rate_rps` (requests
+    per second, Poisson); prompt/output lengths in tokens (number, list or {tokens: weight})."""
+
+    concurrent_users: int | None = None
+    arrival_rate_rps: float | None = None
+    prompt_tokens: object = 2048
+    output_tokens: object = 512
+
+    def __post_init__(self):
+        u, lam = self.concurrent_users, self.arrival_rate_rps
+        if (u is None) == (lam is None):
+            raise InvalidInputError("concurrent_users", u, "exactly one of concurrent_users or arrival_rate_rps")
+        if u is not None and (isinstance(u, bool) or not isinstance(u, numbers.Integral) or u < 1):
+            raise InvalidInputError("concurrent_users", u, "an integer >= 1")
+        if lam is not None and (isinstance(lam, bool) or not isinstance(lam, numbers.Real)
+                                or not math.isfinite(lam) or lam <= 0):
+            raise InvalidInputError("arrival_rate_rps", lam, "a finite rate > 0 requests per second")
+        _distribution("prompt_tokens", self.prompt_tokens, 0)
+        _distribution("output_tokens", self.output_tokens, 1)
+
+    def lengths(self, which: str) -> dict:
+        """{'mean', 'p50', 'p90', 'max'} of prompt or output tokens (quantiles are lengths in the
+        distribution; the mean is rounded to whole tokens)."""
+        vals, probs = _distribution(which, getattr(self, which), 0 if which == "prompt_tokens" else 1)
+        cdf = np.cumsum(probs)
+
+        def q(p):
+            return int(vals[min(np.searchsorted(cdf, p - 1e-12), len(vals) - 1)])
+        mean = max(int(round(float(vals @ probs))), 0 if which == "prompt_tokens" else 1)
+        return {"mean": mean, "p50": q(0.5), "p90": q(0.9), "max": int(vals[-1])}
+
+
+@dataclass(frozen=True)
+class SLO:
+    """Latency targets (None: no target). Seconds and tokens per second per user."""
+
+    ttft_p50_s: float | None = None
+    ttft_p90_s: float | None = None
+    min_tok_s_per_user: float | None = None
+    e2e_p90_s: float | None = None
+
+    def __post_init__(self):
+        for name in ("ttft_p50_s", "ttft_p90_s", "min_tok_s_per_user", "e2e_p90_s"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)
+                                  or not math.isfinite(v) or v <= 0):
+                raise InvalidInputError(name, v, "None or a finite number > 0")
+
+
+@dataclass
+class PlanResult:
+    """Configurations meeting the SLOs (`ranked`, cheapest first), the interactivity frontier, and
+    an `explanation` that says which target failed and the best value reached when none passes."""
+
+    ranked: object                    # pandas DataFrame
+    frontier: object                  # pandas DataFrame
+    explanation: str
+    candidates: int                   # configurations evaluated that fit in memory
+    notes: list = field(default_factory=list)
+
+    @property
+    def feasible(self) -> bool:
+        return len(self.ranked) > 0
+
+    @property
+    def best(self):
+        """The cheapest configuration (a pandas Series), or None."""
+        return self.ranked.iloc[0] if self.feasible else None
+
+    def __str__(self) -> str:
+        cols = ["hardware", "n_chips", "parallel", "batch", "weight_dtype", "kv_dtype", "replicas", "total_chips",
+                "utilisation", "ttft_p90_s", "tok_s_per_user", "cost_per_million_tokens_usd", "power_kw"]
+        head = self.explanation
+        if not self.feasible:
+            return head
+        return head + "\n" + self.ranked[cols].head(10).to_string(index=False, float_format=lambda x: f"{x:.3g}")
+
+
+def _erlang_c(c: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Probability an arrival waits in M/M/c with c servers and a Erlangs (a < c), vectorised:
+    the Erlang B recursion B_k = a B_{k-1} / (k + a B_{k-1}), then C = c B / (c - a (1 - B)).
+    Rows far below saturation (c - a > 12 sqrt(a) + 12) wait with probability ~0."""
+    c = np.asarray(c, dtype=float)
+    a = np.asarray(a, dtype=float)
+    out = np.zeros_like(a)
+    busy = c - a <= 12.0 * np.sqrt(a) + 12.0
+    if busy.any():
+        cb, ab = c[busy], a[busy]
+        b = np.ones_like(ab)
+        at_c = np.ones_like(ab)
+        for k in range(1, int(cb.max()) + 1):
+            b = ab * b / (k + ab * b)
+            at_c = np.where(cb == k, b, at_c)
+        out[busy] = cb * at_c / (cb - ab * (1.0 - at_c))
+    return np.clip(out, 0.0, 1.0)
+
+
+def _wait_quantile(q: float, c, a, D):
+    """q-quantile of the M/D/c queue wait (seconds), as half the M/M/c one (Allen-Cunneen)."""
+    C = _erlang_c(c, a)
+    with np.errstate(divide="ignore"):
+        t = D / (c - a) * np.log(np.maximum(C, 1e-300) / (1.0 - q))
+    return 0.5 * np.where(C > 1.0 - q, t, 0.0)
+
+
+def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, prices: dict | None = None,
+         weight_dtypes=("bf16", "fp8"), kv_dtypes=("bf16",), n_chips=(1, 2, 4, 8), batches=DEFAULT_BATCHES,
+         runtime=None, speculative=None, batching: str = "continuous", max_utilisation: float = 0.9,
+         chunk_size: int | None = None) -> PlanResult:
+    """Rank the configurations that carry `workload` within `slo` by cost per million output tokens.
+
+    hardware: candidate device names (prices from their profiles; `prices` {name: USD per
+    chip-hour} overrides). Devices without a price are left out, with a note. Returns a
+    PlanResult; bad input raises InvalidInputError.
+    """
+    import pandas as pd
+
+    if not isinstance(workload, Workload):
+        raise InvalidInputError("workload", workload, "a mb.Workload")
+    if not isinstance(slo, SLO):
+        raise InvalidInputError("slo", slo, "a mb.SLO")
+    if batching not in ("continuous", "static"):
+        raise InvalidInputError("batching", batching, "'continuous' or 'static'")
+    if not (isinstance(max_utilisation, (int, float)) and 0 < max_utilisation <= 1):
+        raise InvalidInputError("max_utilisation", max_utilisation, "a fraction in (0, 1]")
+    devices = [hardware] if isinstance(hardware, str) else list(hardware)
+    if not devices:
+        raise InvalidInputError("hardware", hardware, "at least one candidate device")
+    batches = sorted({int(b) for b in ([batches] if isinstance(batches, numbers.Integral) else batches)})
+    if not batches or batches[0] < 1:
+        raise InvalidInputError("batches", batches, "a non-empty list of batch sizes >= 1")
+    m = load_model(model)
+    price_map, notes = {}, []
+    for name in devices:
+        hw = load_hardware(name)
+        p = (prices or {}).get(name, (prices or {}).get(hw.name, hw.price_usd_per_hour))
+        if p is None:
+            notes.append(f"{hw.name} left out: no price in its profile and none given in prices")
+            continue
+        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not math.isfinite(p) or p <= 0:
+            raise InvalidInputError(f"prices[{hw.name!r}]", p, "a finite price > 0 per chip-hour")
+        price_map[hw.name] = float(p)
+    if not price_map:
+        raise InvalidInputError("prices", prices, f"a price per chip-hour for at least one of {devices}")
+
+    S, T = workload.lengths("prompt_tokens"), workload.lengths("output_tokens")
+    kw = dict(chunk_size=chunk_size) if chunk_size else {}
+    table = sweep(model=m, hardware=list(price_map), batch=sorted({1, *batches}),
+                  prompt_tokens=sorted(set(S.values())), output_tokens=sorted(set(T.values())),
+                  weight_dtype=list(weight_dtypes), kv_dtype=list(kv_dtypes), n_chips=list(n_chips),
+                  runtime=runtime, speculative=speculative, price_usd_per_hour=price_map,
+                  include_unfit=True, on_invalid="skip", **kw)
+    for cfg, why in table.attrs["skipped"]:
+        notes.append(f"skipped {cfg}: {why}")
+    if len(table) == 0:
+        return PlanResult(table, table, "no configuration could run: " + "; ".join(notes), 0, notes)
+    for k in _KEYS:
+        if k != "n_chips":
+            table[k] = table[k].astype(str)
+
+    def at(s, t, cols, batch_one=False):
+        sel = table[(table.prompt_tokens == s) & (table.output_tokens == t)]
+        sel = sel[sel.batch == 1] if batch_one else sel
+        keys = _KEYS if batch_one else _KEYS + ["batch"]
+        return sel.set_index(keys)[cols]
+
+    figs = ["tpot_s", "prefill_s", "ttft_s", "decode_s_", "e2e_s"]
+    table["decode_s_"] = table.tpot_s * table.output_tokens
+    mean = at(S["mean"], T["mean"], figs + ["memory_fits"]).add_suffix("_mean")
+    tail = at(S["p90"], T["p90"], figs).add_suffix("_p90")
+    med = at(S["p50"], T["p90"], ["ttft_s"]).add_suffix("_p50")
+    fit = at(S["max"], T["max"], ["memory_fits"]).add_suffix("_max")
+    one = pd.concat([at(S[q], T["p90"], ["prefill_s"], batch_one=True).add_suffix(f"_one_{q}")
+                     for q in ("mean", "p50", "p90")], axis=1)
+    df = mean.join([tail, med, fit]).reset_index()
+    df = df.merge(one.reset_index(), on=_KEYS, how="left")
+    df = df[df.batch.isin(batches) & df.memory_fits_max & df.memory_fits_mean].reset_index(drop=True)
+    if len(df) == 0:
+        return PlanResult(df, df, f"nothing fits in memory: {m.name} with a batch's KV cache at "
+                          f"{S['max'] + T['max']} tokens of context needs more chips than {list(n_chips)} "
+                          f"of {list(price_map)} hold at batch {batches[0]}", 0, notes)
+
+    B = df.batch.to_numpy(float)
+    nchips = df.n_chips.to_numpy(float)
+    price = df.hardware.map(price_map).to_numpy(float)
+    watts = df.hardware.map({h: load_hardware(h).power_w or 0.0 for h in price_map}).to_numpy(float)
+    if batching == "continuous":
+        tok_time = df.tpot_s_mean.to_numpy() + df.prefill_s_mean.to_numpy() / T["mean"]
+        tok_time_tail = df.tpot_s_p90.to_numpy() + df.prefill_s_p90.to_numpy() / T["p90"]
+        D = df.prefill_s_one_mean.to_numpy() + T["mean"] * tok_time
+        base50 = 0.5 * tok_time + df.prefill_s_one_p50.to_numpy()
+        base90 = 0.9 * tok_time + df.prefill_s_one_p90.to_numpy()
+    else:
+        tok_time = df.tpot_s_mean.to_numpy()
+        tok_time_tail = df.tpot_s_p90.to_numpy()
+        D = df.e2e_s_mean.to_numpy()
+        base50, base90 = df.ttft_s_p50.to_numpy(), df.ttft_s_p90.to_numpy()
+    per_user = 1.0 / tok_time_tail
+
+    if workload.concurrent_users is not None:
+        users = float(workload.concurrent_users)
+        replicas = np.ceil(users / B)
+        load = np.full_like(B, users)
+        w50 = w90 = np.zeros_like(B)      # every user holds a seat: no queue
+    else:
+        lam = float(workload.arrival_rate_rps)
+        load = lam * D
+        replicas = w50 = w90 = done = None
+        for u in (s for s in _UTILISATION_STEPS if s <= max_utilisation):
+            r_try = np.maximum(np.ceil(load / (B * u)), 1.0)
+            r_try = np.where(r_try * B <= load, r_try + 1.0, r_try)      # stability: c > a
+            c = r_try * B
+            q50, q90 = _wait_quantile(0.5, c, load, D), _wait_quantile(0.9, c, load, D)
+            if batching == "static":
+                lam_r = lam / r_try
+                q50, q90 = q50 + 0.5 * (B - 1) / lam_r, q90 + 0.9 * (B - 1) / lam_r
+            ok = _meets(slo, base50 + q50, base90 + q90, per_user, base90 + q90 + T["p90"] * tok_time_tail)
+            if replicas is None:
+                replicas, w50, w90 = r_try, q50, q90
+            else:
+                take = ~done & ok
+                replicas, w50, w90 = (np.where(take, r_try, replicas), np.where(take, q50, w50),
+                                      np.where(take, q90, w90))
+            done = ok if done is None else done | ok
+    ttft50, ttft90 = base50 + w50, base90 + w90
+    e2e90 = ttft90 + T["p90"] * tok_time_tail
+    tok_s = load / D * T["mean"]                                   # output tokens per second delivered
+    chips_total = replicas * nchips
+    df = df[_KEYS + ["batch"]].assign(
+        replicas=replicas.astype(int), total_chips=chips_total.astype(int),
+        utilisation=load / (replicas * B), ttft_p50_s=ttft50, ttft_p90_s=ttft90, tok_s_per_user=per_user,
+        e2e_p90_s=e2e90, throughput_tok_s=tok_s, tok_s_per_chip=tok_s / chips_total,
+        seat_tok_s_per_chip=B / (tok_time * nchips),
+        cost_per_million_tokens_usd=chips_total * price / 3600.0 / tok_s * 1e6,
+        power_kw=chips_total * watts / 1e3, price_usd_per_chip_hour=price)
+    ok = _meets(slo, ttft50, ttft90, per_user, e2e90)
+    ranked = df[ok].sort_values(["cost_per_million_tokens_usd", "total_chips", "ttft_p90_s"]).reset_index(drop=True)
+    frontier = _frontier(df)
+    if len(ranked):
+        b = ranked.iloc[0]
+        text = (f"{len(ranked)} of {len(df)} configurations meet the SLOs; cheapest: {b.replicas} x "
+                f"{b.n_chips} {b.hardware} ({b.parallel}, batch {b.batch}, {b.weight_dtype} weights, "
+                f"{b.kv_dtype} KV) at ${b.cost_per_million_tokens_usd:.3g} per million output tokens, "
+                f"{b.total_chips} chips, utilisation {b.utilisation:.0%}")
+    else:
+        text = _explain_failure(slo, df, ttft50, ttft90, per_user, e2e90)
+    return PlanResult(ranked, frontier, text, len(df), notes)
+
+
+def _meets(slo: SLO, t50, t90, per_user, e2e):
+    ok = np.ones_like(np.asarray(per_user, dtype=float), dtype=bool)
+    for target, got, upper in ((slo.ttft_p50_s, t50, True), (slo.ttft_p90_s, t90, True),
+                               (slo.min_tok_s_per_user, per_user, False), (slo.e2e_p90_s, e2e, True)):
+        if target is not None:
+            ok &= (got <= target) if upper else (got >= target)
+    return ok
+
+
+def _explain_failure(slo: SLO, df, t50, t90, per_user, e2e) -> str:
+    lines = [f"no configuration of the {len(df)} that fit meets all SLOs:"]
+    checks = (("TTFT p50", slo.ttft_p50_s, t50, True, "s"), ("TTFT p90", slo.ttft_p90_s, t90, True, "s"),
+              ("per-user decode speed", slo.min_tok_s_per_user, per_user, False, "tok/s"),
+              ("end-to-end p90", slo.e2e_p90_s, e2e, True, "s"))
+    for name, target, got, upper, unit in checks:
+        if target is None:
+            continue
+        i = int(np.argmin(got) if upper else np.argmax(got))
+        met = int(np.sum(got <= target if upper else got >= target))
+        r = df.iloc[i]
+        lines.append(f"- {name} {'<=' if upper else '>='} {target:g} {unit}: met by {met}; best achieved "
+                     f"{got[i]:.3g} {unit} ({r.n_chips} x {r.hardware}, batch {r.batch}, {r.weight_dtype})")
+    return "\n".join(lines)
+
+
+def _frontier(df):
+    """Per device, the configurations not beaten on both per-user speed and tokens/s per chip
+    (with every seat full): the interactivity curve."""
+    parts = []
+    for _, g in df.groupby("hardware", sort=True, observed=True):
+        idx = pareto_front(g.tok_s_per_user.to_numpy(), g.seat_tok_s_per_chip.to_numpy())
+        parts.append(g.iloc[idx])
+    cols = ["hardware", "n_chips", "parallel", "batch", "weight_dtype", "tok_s_per_user", "seat_tok_s_per_chip"]
+    import pandas as pd
+    return pd.concat(parts)[cols].reset_index(drop=True) if parts else df[cols]
