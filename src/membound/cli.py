@@ -140,36 +140,28 @@ def _sweep(args) -> int:
 
 # ---- plan, validate ------------------------------------------------------------------------
 def _plan(args) -> int:
-    try:
-        from .planner import plan
-    except ImportError:
-        print("membound: error: the capacity planner (membound.planner) is not available in this version",
-              file=sys.stderr)
-        return 1
-    kw = dict(prompt_tokens=args.prompt, output_tokens=args.output)
-    if args.users is not None:
-        kw["concurrent_users"] = args.users
-    for key, val in (("ttft_p90_s", args.ttft), ("min_tok_s_per_user", args.tok_s)):
-        if val is not None:
-            kw[key] = val
-    answer = plan(args.model, args.hardware, **kw)
-    table = getattr(answer, "table", answer)
+    from .planner import SLO, Workload, plan
+    wl = Workload(concurrent_users=args.users, arrival_rate_rps=args.rate, prompt_tokens=args.prompt,
+                  output_tokens=args.output)
+    slo = SLO(ttft_p90_s=args.ttft, min_tok_s_per_user=args.tok_s, e2e_p90_s=args.e2e)
+    res = plan(args.model, wl, slo, hardware=args.hardware, weight_dtypes=tuple(args.weights))
     if args.json:
-        print(table.head(args.top).to_json(orient="records", indent=2) if hasattr(table, "to_json") else _dump(table))
+        print(_dump({"explanation": res.explanation, "candidates": res.candidates, "notes": res.notes,
+                     "ranked": json.loads(res.ranked.head(args.top).to_json(orient="records")),
+                     "frontier": json.loads(res.frontier.to_json(orient="records"))}))
     else:
-        print(table.head(args.top).to_string(index=False) if hasattr(table, "head") else answer)
+        print(res)
     return 0
 
 
 def _validate(args) -> int:
-    try:
-        from . import validate
-    except ImportError:
-        print("membound: error: the validation module (membound.validate) is not available in this version",
-              file=sys.stderr)
-        return 1
-    argv = (["--json"] if args.json else []) + (["--plot", args.plot] if args.plot else [])
-    return int(validate.main(argv) or 0)
+    from . import validate
+    if not args.json:
+        argv = [a for flag, v in (("--csv", args.csv), ("--plot", args.plot)) if v for a in (flag, v)]
+        return int(validate.main(argv) or 0)
+    rep = validate.validation_report()
+    print(_dump({"categories": rep["categories"], "skipped": rep["skipped"]}))
+    return 0
 
 
 # ---- models, hardware ----------------------------------------------------------------------
@@ -262,11 +254,14 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plan", help="the cheapest configurations that meet latency targets")
     pl.add_argument("model")
     pl.add_argument("hardware", nargs="+")
-    pl.add_argument("--users", type=int, default=None, help="concurrent users")
-    pl.add_argument("--prompt", type=int, default=2048)
-    pl.add_argument("--output", type=int, default=512)
+    pl.add_argument("--users", type=int, default=None, help="concurrent users (or --rate)")
+    pl.add_argument("--rate", type=float, default=None, help="arrival rate, requests per second")
+    pl.add_argument("--prompt", type=int, default=2048, help="prompt tokens per request (mean)")
+    pl.add_argument("--output", type=int, default=512, help="output tokens per request (mean)")
     pl.add_argument("--ttft", type=float, default=None, help="TTFT p90 target, seconds")
     pl.add_argument("--tok-s", type=float, default=None, help="minimum decode tok/s per user")
+    pl.add_argument("--e2e", type=float, default=None, help="end-to-end p90 target, seconds")
+    pl.add_argument("--weights", type=_names, default=["bf16", "fp8"], help="comma-separated weight dtypes")
     pl.add_argument("--top", type=int, default=10)
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(func=_plan)
@@ -276,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="predict every reference measurement and report the error")
     v.add_argument("--plot", default=None, help="write predicted vs measured to this PNG")
+    v.add_argument("--csv", default=None, help="write every row's prediction and error to this CSV")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_validate)
 
@@ -283,6 +279,12 @@ def build_parser() -> argparse.ArgumentParser:
     if add_bench is not None:
         add_bench(sub)
     return p
+
+
+def _add_bench_parser(sub) -> None:
+    """`membound bench URL ...` (membound.bench): measure an OpenAI-compatible endpoint."""
+    from .bench.cli import add_parser
+    add_parser(sub)
 
 
 def main(argv=None) -> int:
