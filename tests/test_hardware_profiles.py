@@ -160,7 +160,7 @@ def test_sambanova_has_three_tiers_fastest_first():
 @pytest.mark.parametrize("name", ["cerebras-wse-3", "groq-lpu", "sambanova-sn40l"])
 def test_sram_machines_latency_floor_awaits_calibration(name):
     hw = mb.load_hardware(name)
-    assert hw.latency.per_layer_s == 0.0
+    assert 0.0 <= hw.latency.per_layer_s < 1e-3   # fitted by membound.calibrate (tens of microseconds)
     assert "calibrat" in hw.latency.evidence
 
 
