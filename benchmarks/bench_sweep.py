@@ -1,0 +1,72 @@
+"""Speed of membound: one estimate() call, the vectorised core, and sweep() end to end.
+
+Run: python benchmarks/bench_sweep.py [--quick]
+Targets (issue 6): >= 5 million configuration-evaluations per second in a sweep on a 2-core
+machine; one estimate() call < 50 microseconds median (profiles and models parsed once, cached).
+"""
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import membound as mb
+from membound.core import evaluate, model_consts
+
+QUICK = "--quick" in sys.argv
+
+
+def per_call_us(fn, calls):
+    fn()
+    samples = []
+    for _ in range(calls):
+        t = time.perf_counter_ns()
+        fn()
+        samples.append(time.perf_counter_ns() - t)
+    return statistics.median(samples) / 1e3
+
+
+def rate(fn, points, repeats):
+    fn()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return points / statistics.median(times)
+
+
+def main():
+    print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} CPUs, Python {platform.python_version()}, numpy {np.__version__}, "
+          f"load average {os.getloadavg()[0]:.1f} (other work on the machine slows every figure)")
+    calls = 2000 if QUICK else 20000
+    m, hw = mb.load_model("llama-3.1-8b"), mb.load_hardware("h100-sxm")
+    kw = dict(batch=1, prompt_tokens=2048, output_tokens=256)
+    print(f"estimate(), names   : {per_call_us(lambda: mb.estimate('llama-3.1-8b', 'h100-sxm', **kw), calls):7.1f} us median ({calls} calls)")
+    print(f"estimate(), objects : {per_call_us(lambda: mb.estimate(m, hw, **kw), calls):7.1f} us median")
+    spec = mb.SpeculativeDecoding(draft="llama-3.2-1b", gamma=4, acceptance_rate=0.8)
+    print(f"estimate(), 70B tp=8 int4/fp8 + draft: {per_call_us(lambda: mb.estimate('llama-3.1-70b', 'h100-sxm', n_chips=8, batch=16, prompt_tokens=2048, output_tokens=512, weight_dtype='int4', kv_dtype='fp8', speculative=spec, runtime='vllm'), calls):7.1f} us median")
+
+    # the core on one block of the grid: batch x prompt x output broadcast, every figure computed
+    prepare = sys.modules["membound.estimate"].prepare
+    p = prepare(m, hw)
+    B = np.arange(1, 65, dtype=float)[:, None, None]
+    S = np.linspace(0, 8192, 64).round()[None, :, None]
+    T = np.linspace(1, 2048, 64).round()[None, None, :]
+    n = B.size * S.size * T.size
+    print(f"core.evaluate, {n:,}-point block : {rate(lambda: p.evaluate(batch=B, prompt=S, output=T), n, 5 if QUICK else 20) / 1e6:6.2f} M evaluations/s (median)")
+
+    grid = dict(model="llama-3.1-8b", hardware=["h100-sxm", "h200"], batch=list(range(1, 129)),
+                prompt_tokens=list(range(0, 8192, 128)), output_tokens=list(range(16, 2064, 32)))
+    npts = 2 * 128 * 64 * 64
+    reps = 1 if QUICK else 5
+    print(f"sweep() -> DataFrame, {npts:,} points: {rate(lambda: mb.sweep(**grid, include_unfit=True), npts, reps) / 1e6:6.2f} M points/s (median)")
+    print(f"iter_sweep() streamed reduce     : "
+          f"{rate(lambda: mb.sweep(**grid, include_unfit=True, reduce=lambda a, c: max(a or 0, c['decode_tok_s_total'].max())), npts, reps) / 1e6:6.2f} M points/s (median)")
+
+
+if __name__ == "__main__":
+    main()
