@@ -53,6 +53,10 @@ def estimate(model, hardware, *, batch: int = 1, prompt_tokens: int = 0, output_
     m, hw, rt, layout, res, price, pinned = p.model, p.hardware, p.runtime, p.layout, p.resolved, p.price, p.pinned
     B, S, T, N, spec_args, positions = p.batch, p.prompt, p.output, p.n_chips, p.spec_args, p.positions
     r = p.evaluate()
+    for key in ("decode_tok_s_per_user", "ttft_s", "e2e_s"):   # a last guard: never NaN/inf/0
+        if not (math.isfinite(r[key]) and r[key] > 0):
+            raise InvalidInputError(key, r[key], f"a finite positive figure; the inputs ({p.model.name} on "
+                                    f"{p.hardware.name}) are outside the physical range")
     memory = Memory(weights_bytes=r["weights_bytes_chip"], kv_bytes=r["kv_bytes_chip"],
                     activation_bytes=r["activation_bytes_chip"], other_bytes=r["extra_bytes_chip"],
                     capacity_bytes=r["capacity_bytes_chip"], fits=bool(r["fits"]),

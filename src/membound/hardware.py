@@ -19,9 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ._data import HashableModel, read_yaml, validate
 from .errors import InvalidInputError, ProfileError, UnknownNameError
 
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+# Physical ranges: wide enough for any real chip, narrow enough that no product of them
+# overflows a float (a 1e-300 B/s "bandwidth" is a typo, not a device).
+Bytes = Annotated[float, Field(ge=1, le=1e16, allow_inf_nan=False)]            # 1 B .. 10 PB
+BytesPerS = Annotated[float, Field(ge=1, le=1e18, allow_inf_nan=False)]        # 1 B/s .. 1 EB/s
+FlopsPerS = Annotated[float, Field(ge=1, le=1e21, allow_inf_nan=False)]        # .. 1 ZFLOP/s
+Seconds = Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)]
 
 DeviceKind = Literal["gpu", "tpu", "apple", "cpu", "apu", "wafer", "lpu", "rdu", "npu"]
 
@@ -34,8 +39,8 @@ class MemoryTier(_Strict):
     """One level of memory on one chip."""
 
     name: str
-    capacity_bytes: Positive       # usable bytes per chip
-    bandwidth_bytes_s: Positive    # peak, decimal B/s, per chip
+    capacity_bytes: Bytes          # usable bytes per chip
+    bandwidth_bytes_s: BytesPerS   # peak, decimal B/s, per chip
     source: str
 
 
@@ -43,8 +48,8 @@ class Interconnect(_Strict):
     """The chip-to-chip link used for tensor/pipeline/expert parallelism."""
 
     name: str
-    bandwidth_bytes_s: Positive    # per chip, one direction
-    latency_s: NonNegative         # per hop (one message, one step of a ring)
+    bandwidth_bytes_s: BytesPerS   # per chip, one direction
+    latency_s: Seconds             # per hop (one message, one step of a ring)
     max_chips: Annotated[int, Field(ge=1)] = 1   # chips in one scale-up domain
     source: str
 
@@ -60,8 +65,8 @@ class Achievable(_Strict):
 class LatencyFloor(_Strict):
     """The smallest time per layer a token can spend (launches, sync, dataflow pipeline)."""
 
-    per_layer_s: NonNegative = 0.0
-    per_step_s: NonNegative = 0.0   # fixed cost per decode step (sampling, host round trip)
+    per_layer_s: Seconds = 0.0
+    per_step_s: Seconds = 0.0       # fixed cost per decode step (sampling, host round trip)
     evidence: str = "assumed"
 
 
@@ -77,11 +82,11 @@ class Hardware(HashableModel):
     device_class: str = ""          # key for runtime tables, e.g. "nvidia-datacenter"
     year: int | None = None
     memory: tuple[MemoryTier, ...]  # ordered fastest first after validation
-    compute_flops: dict[str, Positive]   # dense peak FLOP/s per compute dtype (bf16, fp8, ...)
+    compute_flops: dict[str, FlopsPerS]  # dense peak FLOP/s per compute dtype (bf16, fp8, ...)
     compute_source: str
     interconnect: Interconnect | None = None
-    power_w: Positive | None = None
-    price_usd_per_hour: Positive | None = None
+    power_w: Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
+    price_usd_per_hour: Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
     price_source: str | None = None
     achievable: Achievable = Achievable()
     latency: LatencyFloor = LatencyFloor()
