@@ -16,14 +16,23 @@ from .parallel import Parallel
 
 
 def layout_for(model, hardware, n_chips: int) -> Parallel | None:
-    """The layout `estimate()` uses for `n_chips` (`Parallel.default` within the device's
-    scale-up domain), or None when the model cannot be laid out over that many chips."""
+    """The layout for `n_chips`, or None when the model cannot be laid out over that many.
+
+    As the vendors deploy (the convention of reference.py's specialised-chip rows): wafers
+    pipeline layers across wafers (tp=1, pp=n); Groq LPUs use tensor parallelism inside an
+    8-chip node and pipeline across nodes (tp=8, pp=n/8); other devices `Parallel.default`
+    within the interconnect's scale-up domain (tensor parallel first, then pipeline stages).
+    """
     m, hw = load_model(model), load_hardware(hardware)
     n = check_int("n_chips", n_chips, 1)
     if n == 1:
         return Parallel()
     if hw.interconnect is None:
         return None
+    if hw.kind == "wafer":
+        return Parallel(pp=n) if n <= m.n_layers else None
+    if hw.kind == "lpu" and n % 8 == 0 and m.n_heads % 8 == 0 and n // 8 <= m.n_layers:
+        return Parallel(tp=8, pp=n // 8)
     try:
         return Parallel.default(m, n, max_tp=hw.interconnect.max_chips)
     except InvalidInputError:
