@@ -10,6 +10,11 @@ H100_BW = 3.35e12          # B/s, NVIDIA datasheet
 H100_BF16 = 989e12         # dense FLOP/s
 L8B = 8_030_261_248        # Llama-3.1-8B parameters (published 8.03B)
 L70B_PARAMS = 70.55e9
+# Decode streams every weight but the untied input-embedding table, of which it reads only the
+# rows of the tokens in the pass (a lookup, no FLOPs): 128,256 x 4,096 = 525M parameters.
+LOOKUP_8B = 128256 * 4096
+W8B = 2 * (L8B - LOOKUP_8B + 4096)     # bf16 bytes streamed per step at batch 1
+MM8B = L8B - LOOKUP_8B                 # parameters in matrix multiplies (2 FLOPs each per token)
 KV_8B = 2 * 32 * 8 * 128 * 2   # bytes per token: K and V, 32 layers, 8 KV heads, head_dim 128, bf16
 
 
@@ -18,15 +23,18 @@ def test_seed_arithmetic_70b_fp16_on_h100():
     bytes_per_token = L70B_PARAMS * 2
     assert bytes_per_token == pytest.approx(141.1e9, rel=1e-3)
     ceiling = mb.bandwidth_ceiling("llama-3.1-70b", "h100-sxm", "bf16")
-    assert ceiling == pytest.approx(3.35e12 / 141.1e9, rel=2e-3)
+    # membound streams the 128,256 x 8,192 input embedding as a lookup: 139.0 GB -> 24.1 tok/s
+    streamed = 2 * (70_553_706_496 - 128256 * 8192 + 8192)
+    assert ceiling == pytest.approx(3.35e12 / streamed, rel=1e-9)
     assert 23 < ceiling < 25
 
 
 def test_ideal_decode_one_token_is_the_bandwidth_ceiling():
-    # Context 0, one step: only the weights stream. 2 bytes x 8.03e9 / 3.35e12 = 4.794 ms.
+    # Context 0, one step: only the weights stream. 2 bytes x 7.51e9 / 3.35e12 = 4.48 ms.
     r = mb.estimate("llama-3.1-8b", "h100-sxm", prompt_tokens=0, output_tokens=1, runtime="ideal")
-    assert r.tpot_s == pytest.approx(2 * L8B / H100_BW, rel=1e-9)
-    assert r.decode_tok_s_per_user == pytest.approx(H100_BW / (2 * L8B), rel=1e-9)
+    assert r.tpot_s == pytest.approx(W8B / H100_BW, rel=1e-9)
+    assert r.decode_tok_s_per_user == pytest.approx(H100_BW / W8B, rel=1e-9)
+    assert r.decode_tok_s_per_user == pytest.approx(mb.bandwidth_ceiling("llama-3.1-8b", "h100-sxm"), rel=1e-9)
     assert r.bound == "memory"
 
 
@@ -34,13 +42,13 @@ def test_kv_cache_streams_with_context():
     # At 8192 cached tokens one step also reads 8192 x 131072 B = 1.074 GB of KV.
     assert KV_8B == 131072
     r = mb.estimate("llama-3.1-8b", "h100-sxm", prompt_tokens=8192, output_tokens=1, runtime="ideal")
-    assert r.tpot_s == pytest.approx((2 * L8B + 8192 * KV_8B) / H100_BW, rel=1e-9)
+    assert r.tpot_s == pytest.approx((W8B + 8192 * KV_8B) / H100_BW, rel=1e-9)
 
 
 def test_generation_integrates_kv_growth_token_by_token():
     # N steps at contexts 0..N-1: sum (W + t*kv)/bw = (N*W + kv*N(N-1)/2)/bw.
     n = 1000
-    w = 2 * L8B
+    w = W8B
     total = (n * w + KV_8B * n * (n - 1) / 2) / H100_BW
     r = mb.estimate("llama-3.1-8b", "h100-sxm", prompt_tokens=0, output_tokens=n, runtime="ideal")
     assert r.decode_tok_s_per_user == pytest.approx(n / total, rel=1e-9)
@@ -49,34 +57,36 @@ def test_generation_integrates_kv_growth_token_by_token():
 
 
 def test_large_batch_turns_compute_bound():
-    # batch 1024 at context 0: 1024 x 2 x 8.03e9 FLOP / 989e12 = 16.6 ms > 4.79 ms of weights.
+    # batch 1024 at context 0: 1024 x 2 x 7.51e9 FLOP / 989e12 = 15.5 ms > 4.5 ms of weights.
     b = 1024
     r = mb.estimate("llama-3.1-8b", "h100-sxm", batch=b, prompt_tokens=0, output_tokens=1, runtime="ideal")
     assert r.bound == "compute"
-    assert r.tpot_s == pytest.approx(b * 2 * L8B / H100_BF16, rel=1e-9)
-    assert r.decode_tok_s_total == pytest.approx(b * H100_BF16 / (b * 2 * L8B), rel=1e-9)
+    assert r.tpot_s == pytest.approx(b * 2 * MM8B / H100_BF16, rel=1e-9)
+    assert r.decode_tok_s_total == pytest.approx(b * H100_BF16 / (b * 2 * MM8B), rel=1e-9)
 
 
 def test_batching_keeps_per_user_speed_until_the_ridge():
     one = mb.estimate("llama-3.1-8b", "h100-sxm", batch=1, output_tokens=1, runtime="ideal")
     eight = mb.estimate("llama-3.1-8b", "h100-sxm", batch=8, output_tokens=1, runtime="ideal")
-    # memory-bound: same weights, same step time, 8x the aggregate
-    assert eight.tpot_s == pytest.approx(one.tpot_s, rel=1e-9)
-    assert eight.decode_tok_s_total == pytest.approx(8 * one.decode_tok_s_total, rel=1e-9)
+    # memory-bound: same weights (plus 7 more embedding rows of 8 KB), 8x the aggregate
+    assert eight.tpot_s == pytest.approx(one.tpot_s + 7 * 4096 * 2 / H100_BW, rel=1e-9)
+    assert eight.decode_tok_s_total == pytest.approx(8 / eight.tpot_s, rel=1e-9)
+    assert eight.decode_tok_s_total > 7.99 * one.decode_tok_s_total
 
 
 def test_moe_batch_one_reads_only_the_routed_experts():
     m = mb.load_model("mixtral-8x7b")
     r1 = mb.estimate(m, "h200", prompt_tokens=0, output_tokens=1, runtime="ideal")
     hw = mb.load_hardware("h200")
+    lookup = 32000 * 4096              # untied input embedding: one row read per token
     # batch 1: k=2 of 8 experts -> the active parameters (12.9B) at 2 bytes
-    assert r1.tpot_s == pytest.approx(2 * m.active_params / hw.bandwidth_bytes_s, rel=1e-9)
+    assert r1.tpot_s == pytest.approx(2 * (m.active_params - lookup + 4096) / hw.bandwidth_bytes_s, rel=1e-9)
     # batch 64: expected experts touched 8(1-(6/8)^64) ≈ 8 -> nearly all 46.7B
     r64 = mb.estimate(m, "h200", batch=64, prompt_tokens=0, output_tokens=1, runtime="ideal")
     touched = 8 * (1 - (6 / 8) ** 64)
-    weights = m.dense_params + m.n_moe_layers * touched * m.expert_params
+    weights = m.dense_params - lookup + 64 * 4096 + m.n_moe_layers * touched * m.expert_params
     assert r64.tpot_s == pytest.approx(max(2 * weights / hw.bandwidth_bytes_s,
-                                           64 * 2 * m.active_params / hw.compute_flops["bf16"]), rel=1e-9)
+                                           64 * 2 * (m.active_params - lookup) / hw.compute_flops["bf16"]), rel=1e-9)
 
 
 def test_sliding_window_caps_kv():
@@ -88,9 +98,9 @@ def test_sliding_window_caps_kv():
 
 
 def test_prefill_is_compute_bound_and_is_ttft():
-    # 2048 tokens: 2 x 8.03e9 x 2048 FLOP + causal attention 4 x 32 heads x 128 x 32 layers x 2048*2047/2
+    # 2048 tokens: 2 x 7.51e9 x 2048 FLOP + causal attention 4 x 32 heads x 128 x 32 layers x 2048*2047/2
     s = 2048
-    flops = 2 * L8B * s + 4 * 32 * 128 * 32 * s * (s - 1) / 2
+    flops = 2 * MM8B * s + 4 * 32 * 128 * 32 * s * (s - 1) / 2
     r = mb.estimate("llama-3.1-8b", "h100-sxm", prompt_tokens=s, output_tokens=1, runtime="ideal")
     assert r.prefill_s == pytest.approx(flops / H100_BF16, rel=1e-9)
     assert r.ttft_s == r.prefill_s
@@ -110,10 +120,11 @@ def test_tensor_parallel_divides_bytes_and_adds_all_reduces():
     m = mb.load_model("llama-3.1-70b")
     r = mb.estimate(m, hw, n_chips=8, parallel=mb.Parallel(tp=8), prompt_tokens=0, output_tokens=1,
                     runtime="ideal")
-    mem = 2 * m.total_params / 8 / H100_BW
+    mem = 2 * (m.total_params - 128256 * 8192 + 8192) / 8 / H100_BW
     link = hw.interconnect
+    assert link.topology == "switch"      # NVSwitch: reduce-scatter + all-gather, 2 hops for any tp
     act = 1 * 8192 * 2   # one token's hidden state in bf16
-    ring = 2 * 7 / 8 * act / link.bandwidth_bytes_s + 2 * 7 * link.latency_s
+    ring = 2 * 7 / 8 * act / link.bandwidth_bytes_s + 2 * link.latency_s
     comm = 80 * 2 * ring
     assert r.tpot_s == pytest.approx(mem + comm, rel=1e-9)
     assert r.step_terms_s["communication"] == pytest.approx(comm, rel=1e-9)
@@ -135,7 +146,7 @@ def test_cost_per_million_tokens():
     hw = mb.load_hardware("h100-sxm").with_overrides(price_usd_per_hour=3.6)
     r = mb.estimate("llama-3.1-8b", hw, batch=4, prompt_tokens=0, output_tokens=1, runtime="ideal")
     # $3.6/h = $0.001/s; 4 tokens per step of 2*8.03e9/3.35e12 s
-    step = 2 * L8B / H100_BW
+    step = (W8B + 3 * 2 * 4096) / H100_BW        # four tokens look up four embedding rows
     assert r.cost_per_million_tokens_usd == pytest.approx(0.001 * step / 4 * 1e6, rel=1e-9)
 
 

@@ -27,10 +27,11 @@ def test_leviathan_formula_matches_paper_prediction():
 
 def test_self_draft_memory_bound_speedup_by_hand():
     # batch 1, context 0: the verify pass over 5 positions streams the same weights as a plain step
-    # (memory-bound), so a round = 4 head steps of 0.05 + 1 step: speed-up 3.3616 / 1.2
+    # (memory-bound; 4 more embedding rows of 8 KB, 2e-6 of it), so a round = 4 head steps of
+    # 0.05 + 1 step: speed-up 3.3616 / 1.2
     spec = mb.SpeculativeDecoding(gamma=4, acceptance_rate=0.8, draft_cost=0.05)
     s = mb.speculative_speedup("llama-3.1-8b", "h100-sxm", spec, batches=[1], **IDEAL)
-    assert s[0] == pytest.approx(3.3616 / (4 * 0.05 + 1), rel=1e-6)
+    assert s[0] == pytest.approx(3.3616 / (4 * 0.05 + 1), rel=1e-5)
 
 
 def test_self_draft_compute_bound_speedup_by_hand():
@@ -44,9 +45,12 @@ def test_self_draft_compute_bound_speedup_by_hand():
 
 def test_draft_model_speed_by_hand():
     # llama-3.1-8b target + llama-3.2-1b draft, bf16, batch 1, context 0, ideal H100 (3.35e12 B/s):
-    # a round streams the draft's weights 4 times and the target's once, and yields 3.3616 tokens
+    # a round streams the draft's weights 4 times (tied embeddings: all of them) and the target's
+    # once (less its untied input embedding, of which the 5 verified positions read 5 rows),
+    # and yields 3.3616 tokens
     target, draft = mb.load_model("llama-3.1-8b"), mb.load_model("llama-3.2-1b")
-    round_s = (4 * draft.total_params * 2 + target.total_params * 2) / 3.35e12
+    target_streamed = target.total_params - 128256 * 4096 + 5 * 4096
+    round_s = (4 * draft.total_params * 2 + target_streamed * 2) / 3.35e12
     spec = mb.SpeculativeDecoding(draft="llama-3.2-1b", gamma=4, acceptance_rate=0.8)
     r = mb.estimate(target, "h100-sxm", speculative=spec, **IDEAL)
     assert r.decode_tok_s_per_user == pytest.approx(3.3616 / round_s, rel=1e-3)

@@ -23,8 +23,6 @@ from .parallel import communication_s
 from .roofline import (causal_pairs, context_pieces, effective_context, expected_experts,
                        maximum, minimum, sum_over_context, where)
 
-ACTIVATION_TOKEN_BUDGET = 8192   # tokens in flight in one prefill chunk (vLLM's default scale)
-
 
 @dataclass(frozen=True)
 class ModelConsts:
@@ -49,6 +47,8 @@ class ModelConsts:
     window_groups: tuple
     pieces: tuple
     vocab: float
+    lookup_params: float       # the untied input-embedding table: held in memory, but decode
+                               # reads only the rows of its tokens, and it does no FLOPs
 
 
 @functools.lru_cache(maxsize=512)
@@ -66,7 +66,8 @@ def model_consts(model) -> ModelConsts:
         kv_split_max=1.0 if mla else float(model.n_kv_heads),
         attn_per_pair=float(model.attn_flops_per_ctx_token_per_layer),
         window_groups=groups, pieces=tuple(context_pieces(groups, model.n_layers)),
-        vocab=float(model.vocab_size))
+        vocab=float(model.vocab_size),
+        lookup_params=0.0 if model.tied_embeddings else float(model.vocab_size * model.hidden_size))
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     link = hw.interconnect
     link_bw = link.bandwidth_bytes_s if link else 1.0
     link_lat = link.latency_s if link else 0.0
+    ring = link is None or link.topology == "ring"
 
     # ---- memory: what each chip holds ----------------------------------------------------
     all_expert = mc.n_moe_layers * mc.n_experts * mc.expert_params
@@ -145,20 +147,28 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     kv_per_pair_chip = mc.kv_elems * kn.kv_bytes / kv_split          # bytes per (layer, token)
     u_max = effective_context(mc.window_groups, S + T)
     kv_chip = (B / ep) * u_max * kv_per_pair_chip / pp + B / ep * (S + T) * extra_kv_bytes_token_chip
-    act_tokens = minimum(B * maximum(S, 1.0), float(ACTIVATION_TOKEN_BUDGET)) + B
+    act_tokens = minimum(B * maximum(S, 1.0), float(hw.activation_chunk_tokens)) + B
     act_chip = act_tokens * (4.0 * mc.hidden + 2.0 * mc.ffn / tp) * kn.act_bytes + B * mc.vocab * 4.0 / tp
     w_inv, kv_inv, per_tier = _placement(hw.memory, bw, w_chip + extra_weight_bytes_chip, kv_chip, pinned)
     need_chip = w_chip + extra_weight_bytes_chip + kv_chip + act_chip
     cap_chip = hw.capacity_bytes
 
     # ---- one step as affine functions of u(L) -------------------------------------------
+    matmul_params = mc.active_params - mc.lookup_params      # 2 FLOPs each per token
+
+    def streamed_weights(tokens, touched):
+        """Bytes of weights one chip reads for a pass of `tokens` tokens: the dense part (the
+        embedding table only for the rows looked up), and the experts touched."""
+        rows = minimum(tokens, mc.vocab) * mc.hidden if mc.lookup_params else 0.0
+        dense = (mc.total_params - all_expert - mc.lookup_params + rows) / tp
+        return dense * wd + mc.n_moe_layers * touched * mc.expert_params / group * kn.w_bytes
+
     def step_coeffs(pos):
         tokens = b * pos
         touched = expected_experts(mc.n_experts, mc.k, tokens)
-        w_step = ((mc.total_params - all_expert) / tp * wd
-                  + mc.n_moe_layers * touched * mc.expert_params / group * kn.w_bytes)
+        w_step = streamed_weights(tokens, touched)
         return (w_step * w_inv, b / ep * kv_per_pair_chip * kv_inv,
-                tokens * 2.0 * mc.active_params * (1.0 + kn.dequant) / (group * C),
+                tokens * 2.0 * matmul_params * (1.0 + kn.dequant) / (group * C),
                 tokens * mc.attn_per_pair / (group * C))
 
     floor = mc.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s
@@ -166,7 +176,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
 
     def comm(tokens):
         return communication_s(tp, pp, ep, tokens, mc.hidden, mc.n_layers, mc.n_moe_layers, mc.k,
-                               kn.act_bytes, link_bw, link_lat)
+                               kn.act_bytes, link_bw, link_lat, ring)
 
     plain = step_coeffs(1.0)
     plain_extra = comm(b * 1.0) + overhead
@@ -201,11 +211,10 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     # ---- prefill ------------------------------------------------------------------------
     n_pre = B * S
     touched_pre = expected_experts(mc.n_experts, mc.k, n_pre)
-    w_pre = ((mc.total_params - all_expert) / tp * wd
-             + mc.n_moe_layers * touched_pre * mc.expert_params / group * kn.w_bytes)
+    w_pre = streamed_weights(n_pre, touched_pre)
     kv_write = B / ep * effective_context(mc.window_groups, S) * kv_per_pair_chip
     pre_mem = w_pre * w_inv + kv_write * kv_inv
-    pre_flops = (B * (2.0 * mc.active_params * (1.0 + kn.dequant) * S
+    pre_flops = (B * (2.0 * matmul_params * (1.0 + kn.dequant) * S
                       + mc.attn_per_pair * causal_pairs(mc.window_groups, S))) / group
     pre_compute = pre_flops / C
     prefill_s = where(S > 0, maximum(maximum(pre_mem, pre_compute), floor) + comm(n_pre) + overhead, 0.0)
@@ -236,9 +245,9 @@ def step_coeffs_draft(d: ModelConsts, b, kn, C, w_inv, kv_inv):
     """A draft model's decode step on one chip of the same device, at the target's weight and
     KV dtypes, batch b: (mem_a, mem_b, cmp_a, cmp_b) as affine functions of u(L)."""
     touched = expected_experts(d.n_experts, d.k, b)
-    w = (d.total_params - d.n_moe_layers * (d.n_experts - touched) * d.expert_params) * kn.w_bytes
+    w = (d.total_params - d.lookup_params - d.n_moe_layers * (d.n_experts - touched) * d.expert_params) * kn.w_bytes
     return (w * w_inv, b * d.kv_elems * kn.kv_bytes * kv_inv,
-            b * 2.0 * d.active_params / C, b * d.attn_per_pair / C)
+            b * 2.0 * (d.active_params - d.lookup_params) / C, b * d.attn_per_pair / C)
 
 
 BOUNDS = ("memory", "compute", "latency", "communication", "overhead")

@@ -183,10 +183,13 @@ def _check_fit(mem: Memory, hw: Hardware, pinned, m: Model, n_chips: int, layout
 
 def bandwidth_ceiling(model, hardware, weight_dtype: str = "bf16", n_chips: int = 1) -> float:
     """The pure bandwidth ceiling in tok/s for one user: aggregate peak bandwidth over the
-    bytes of all active weights, ignoring memory capacity, KV, compute and every overhead.
-    (70B at 16 bits on one H100: 3.35e12 / 141e9 ≈ 24 tok/s.)"""
+    bytes one token streams (every active weight; of an untied input embedding only the one
+    row looked up), ignoring capacity, KV, compute and every overhead.
+    70B at 16 bits on one H100: 3.35e12 / 139 GB ≈ 24 tok/s (the seed's 141 GB counts the
+    input embedding table too)."""
     from .dtypes import get_dtype
     m = load_model(model)
     hw = load_hardware(hardware)
     N = check_int("n_chips", n_chips, 1)
-    return N * hw.bandwidth_bytes_s / (m.active_params * get_dtype(weight_dtype).bytes)
+    lookup = 0 if m.tied_embeddings else m.vocab_size * m.hidden_size - m.hidden_size
+    return N * hw.bandwidth_bytes_s / ((m.active_params - lookup) * get_dtype(weight_dtype).bytes)

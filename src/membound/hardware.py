@@ -51,6 +51,7 @@ class Interconnect(_Strict):
     bandwidth_bytes_s: BytesPerS   # per chip, one direction
     latency_s: Seconds             # per hop (one message, one step of a ring)
     max_chips: Annotated[int, Field(ge=1)] = 1   # chips in one scale-up domain
+    topology: Literal["ring", "switch"] = "ring"  # all-reduce latency: 2(N-1) hops, or 2 via a switch
     source: str
 
 
@@ -88,6 +89,8 @@ class Hardware(HashableModel):
     power_w: Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
     price_usd_per_hour: Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
     price_source: str | None = None
+    activation_chunk_tokens: Annotated[int, Field(ge=1, le=10**7)] = 8192  # tokens whose activations
+    # a prefill chunk holds at once (GPU engines: ~8k); dataflow chips stream and hold few
     achievable: Achievable = Achievable()
     latency: LatencyFloor = LatencyFloor()
     notes: str = ""

@@ -2,9 +2,9 @@
 communication each adds to a step.
 
 - Tensor parallel (tp): every layer's weights, KV heads and FLOPs split over tp chips; two
-  all-reduces per layer (after attention, after the MLP). Ring all-reduce of V bytes:
-  2(tp-1)/tp * V over the link bandwidth, plus 2(tp-1) hops of link latency — the latency is
-  what dominates at batch 1.
+  all-reduces per layer (after attention, after the MLP). All-reduce of V bytes: 2(tp-1)/tp * V
+  over the link bandwidth, plus link latency per hop — what dominates at batch 1: 2(tp-1) hops
+  on a ring, 2 on a switched fabric (the interconnect's `topology`).
 - Pipeline parallel (pp): layers split into pp stages; a token still passes every stage in
   order, so per-user speed does not rise, but pp micro-batches are in flight at once: a batch
   of B runs as m = min(B, pp) micro-batches of B/m. Each stage boundary costs one hop.
@@ -66,15 +66,18 @@ class Parallel:
 
 
 def communication_s(tp, pp, ep, tokens, hidden, n_layers, n_moe_layers, experts_per_token,
-                    act_bytes, link_bw, link_latency):
+                    act_bytes, link_bw, link_latency, ring=True):
     """Seconds one step spends communicating, for `tokens` tokens per pass (floats or arrays).
 
-    tp: n_layers * 2 ring all-reduces of tokens*hidden*act_bytes;
+    tp: n_layers * 2 all-reduces of tokens*hidden*act_bytes: every chip moves 2(tp-1)/tp of
+        the volume; a ring pays 2(tp-1) hops of latency, a switched fabric (NVSwitch, xGMI
+        all-to-all links) 2 hops whatever tp (reduce-scatter and all-gather through the switch);
     pp: (pp-1) boundary hops of the same activation;
     ep: n_moe_layers * 2 all-to-alls of each chip's tokens*k*hidden*act_bytes.
     """
     act = tokens * hidden * act_bytes
-    ring = 2.0 * (tp - 1.0) / tp * act / link_bw + 2.0 * (tp - 1.0) * link_latency
+    hops = 2.0 * (tp - 1.0) if ring else 2.0 * minimum(tp - 1.0, 1.0)
+    ring = 2.0 * (tp - 1.0) / tp * act / link_bw + hops * link_latency
     t_tp = n_layers * 2.0 * ring
     t_pp = (pp - 1.0) * (link_latency + act / link_bw)
     a2a = (ep - 1.0) / ep * (act / ep) * experts_per_token / link_bw + minimum(ep - 1.0, 1.0) * link_latency
