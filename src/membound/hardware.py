@@ -173,6 +173,7 @@ def bundled_profiles_dir() -> Path:
 
 _lock = threading.Lock()
 _user_dirs: list[Path] = []
+_by_name: dict[str, Hardware] = {}    # name -> bundled profile, the fast path of load_hardware
 
 
 def load_hardware_file(path: "str | Path") -> Hardware:
@@ -203,6 +204,7 @@ def add_hardware_dir(folder: "str | Path") -> None:
     with _lock:
         if p not in _user_dirs:
             _user_dirs.append(p)
+            _by_name.clear()
 
 
 def _dirs() -> tuple[Path, ...]:
@@ -219,6 +221,9 @@ def load_hardware(name_or_path: "str | Path | Hardware") -> Hardware:
     """A device by bundled/registered name, by path to a YAML file, or passed through."""
     if isinstance(name_or_path, Hardware):
         return name_or_path
+    hit = _by_name.get(name_or_path) if isinstance(name_or_path, str) else None
+    if hit is not None:             # a bundled profile already loaded: no file-system work
+        return hit
     if not isinstance(name_or_path, (str, Path)):
         raise InvalidInputError("hardware", name_or_path, "a device name, a YAML path or a Hardware")
     s = str(name_or_path)
@@ -232,7 +237,10 @@ def load_hardware(name_or_path: "str | Path | Hardware") -> Hardware:
     if key not in cat:
         raise UnknownNameError("hardware", s, cat)
     f = cat[key]
-    return _load_cached(f, f.stat().st_mtime)
+    hw = _load_cached(f, f.stat().st_mtime)
+    if f.parent == bundled_profiles_dir():    # bundled files do not change while we run
+        _by_name[s] = hw
+    return hw
 
 
 def check_finite(field: str, value: float, where: str | None = None) -> float:

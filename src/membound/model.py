@@ -413,6 +413,9 @@ def load_model(name_or_path_or_model) -> Model:
     or a Model passed through."""
     if isinstance(name_or_path_or_model, Model):
         return name_or_path_or_model
+    hit = _presets_by_name.get(name_or_path_or_model) if isinstance(name_or_path_or_model, str) else None
+    if hit is not None:             # a preset already loaded: no file-system work
+        return hit
     if not isinstance(name_or_path_or_model, (str, Path)):
         raise InvalidInputError("model", name_or_path_or_model, "a model name, a path, or a Model")
     s = str(name_or_path_or_model)
@@ -426,4 +429,8 @@ def load_model(name_or_path_or_model) -> Model:
     key = s.strip().lower()
     if key not in _catalogue():
         raise UnknownNameError("model", s, _catalogue())
-    return _load_cached("preset", key, 0.0)
+    m = _presets_by_name[s] = _load_cached("preset", key, 0.0)
+    return m
+
+
+_presets_by_name: dict[str, Model] = {}   # name -> preset, the fast path of load_model
