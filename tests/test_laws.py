@@ -95,3 +95,27 @@ def test_step_is_at_least_each_bound_and_finite(cfg):
     for k, v in r.to_dict().items():
         if isinstance(v, float):
             assert math.isfinite(v) and v >= 0, k
+
+
+def _llama_like(layers, width):
+    """A Llama-shaped dense model: `width` x 1024 hidden, 8 KV heads of 128, FFN 3.5x."""
+    hidden = 1024 * width
+    return mb.Model(name=f"law-{layers}x{width}", n_layers=layers, hidden_size=hidden, n_heads=hidden // 128,
+                    n_kv_heads=8, head_dim=128, ffn_size=int(3.5 * hidden), vocab_size=128256)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(8, 120), st.integers(2, 16), st.integers(1, 40), st.integers(0, 8),
+       st.sampled_from(["h100-sxm", "rtx-4090", "tpu-v5e", "cerebras-wse-3"]), st.sampled_from(["bf16", "fp8"]))
+def test_chips_needed_never_fall_when_the_model_grows(layers, width, more_layers, more_width, hw, dtype):
+    small = _llama_like(layers, width)
+    big = _llama_like(min(layers + more_layers, 128), width + more_width)
+    try:
+        n_small = mb.min_chips(small, hw, weight_dtype=dtype, max_chips=4096)
+    except mb.DoesNotFitError:
+        return
+    try:
+        n_big = mb.min_chips(big, hw, weight_dtype=dtype, max_chips=4096)
+    except mb.DoesNotFitError:
+        return                                   # needing more than the cap is "more"
+    assert n_big >= n_small
