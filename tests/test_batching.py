@@ -14,13 +14,13 @@ IDEAL = dict(runtime="ideal", prompt_tokens=0, output_tokens=1)   # context 0: w
 def test_memory_bound_batch_by_hand():
     # llama-3.1-8b bf16 on an ideal H100: step = 2 bytes x streamed params / 3.35e12 B/s (all
     # but the 128256 x 4096 input embedding, a lookup of one 8 KB row per token), the same for
-    # 1 and 8 sequences to 1e-5; aggregate = 8 / step; price per token falls 8x ($2.50 per chip-hour)
+    # 1 and 8 sequences to 1e-5; aggregate = 8 / step; price per token falls 8x ($3.00 per chip-hour, the profile's price)
     m = mb.load_model("llama-3.1-8b")
     step = 2 * (m.total_params - 128256 * 4096 + 4096) / 3.35e12
     c = mb.batch_curve(m, "h100-sxm", batches=[1, 8], **IDEAL)
     assert c.per_user_tok_s == pytest.approx([1 / step, 1 / step], rel=1e-3)
     assert c.total_tok_s == pytest.approx([1 / step, 8 / step], rel=1e-3)
-    assert c.cost_per_million_usd[0] == pytest.approx(2.5 / 3600 * step * 1e6, rel=1e-3)
+    assert c.cost_per_million_usd[0] == pytest.approx(3.0 / 3600 * step * 1e6, rel=1e-3)
     assert c.cost_per_million_usd[0] / c.cost_per_million_usd[1] == pytest.approx(8, rel=1e-3)
     assert c.bound == ("memory", "memory")
 

@@ -71,8 +71,8 @@ def test_hand_derived_bandwidth_bound_row():
     assert t["memory_weights_bytes"][0] == weights
     assert t["decode_tok_s_per_user"][0] == pytest.approx(3.35e12 / weights, rel=1e-12)
     assert t["bound"][0] == "memory"
-    # cost: $2.50 per chip-hour over 1355.4 tokens/s: 2.5 / 3600 / 1355.4 * 1e6 = $0.51 per M tokens
-    assert t["cost_per_million_tokens_usd"][0] == pytest.approx(2.5 / 3600 / (3.35e12 / weights) * 1e6, rel=1e-9)
+    # cost: $3.00 per chip-hour (the profile's price) over 1355.4 tokens/s: 3 / 3600 / 1355.4 * 1e6 = $0.61 per M tokens
+    assert t["cost_per_million_tokens_usd"][0] == pytest.approx(3.0 / 3600 / (3.35e12 / weights) * 1e6, rel=1e-9)
 
 
 def test_unfit_points_dropped_and_counted():
