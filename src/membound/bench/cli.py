@@ -1,0 +1,101 @@
+"""`membound bench URL ...`: benchmark an endpoint, compare with the prediction, calibrate."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict
+
+
+def _levels(text: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def add_parser(sub) -> None:
+    """Add the `bench` subcommand to an argparse subparsers object."""
+    b = sub.add_parser("bench", help="measure an OpenAI-compatible endpoint: TTFT, decode tok/s, prefill cost",
+                       description="Stream the rate-limiter prompt (and its ~30K-token long-context variant, "
+                                   "or your prompts) to URL, repeatedly at each concurrency; report medians "
+                                   "and p90; with --model and --hardware compare with membound's prediction.")
+    b.add_argument("url", help="server base URL, e.g. http://127.0.0.1:8000 (or .../v1)")
+    b.add_argument("--served-model", default=None, help="model name sent in requests (default: first of /v1/models)")
+    b.add_argument("--prompts", action="append", default=None, metavar="FILE",
+                   help="your prompts: .json/.jsonl list, or a text file = one prompt (repeatable)")
+    b.add_argument("--concurrency", type=_levels, default=[1], help="comma-separated levels, e.g. 1,4,16")
+    b.add_argument("--repeats", type=int, default=3, help="rounds per prompt and level")
+    b.add_argument("--max-tokens", type=int, default=2048, help="max output tokens per request")
+    b.add_argument("--no-long-context", action="store_true", help="skip the long-context variant")
+    b.add_argument("--context-tokens", type=int, default=30_000, help="approximate tokens of pasted context")
+    b.add_argument("--temperature", type=float, default=0.0)
+    b.add_argument("--timeout", type=float, default=300.0, help="seconds per request")
+    b.add_argument("--warmup", type=int, default=1, help="unmeasured requests first")
+    b.add_argument("--api-key", default=None, help="bearer token (default: $OPENAI_API_KEY)")
+    b.add_argument("--no-model-check", action="store_true",
+                   help="send requests even when /v1/models does not list --served-model")
+    b.add_argument("--allow-prefix-cache", action="store_true",
+                   help="send repeated prompts unchanged (default: a unique tag first defeats prefix caches)")
+    b.add_argument("--save", default=None, metavar="FILE", help="raw samples to .csv or .json (kept up to date)")
+    b.add_argument("--model", default=None, help="membound model (name or YAML/config.json) for the comparison")
+    b.add_argument("--hardware", default=None, help="membound device, or 'local-cpu' to profile this machine")
+    b.add_argument("--bandwidth", type=float, default=None, help="local-cpu bandwidth in B/s (default: measured)")
+    b.add_argument("--weights", default="bf16", help="weight dtype the server runs")
+    b.add_argument("--kv", default=None, help="KV-cache dtype")
+    b.add_argument("--runtime", default=None, help="runtime for the prediction (default: device)")
+    b.add_argument("--calibrate", default=None, metavar="OUT.yaml", help="fit and write a Runtime YAML")
+    b.add_argument("--quiet", action="store_true", help="no per-request progress on stderr")
+    b.add_argument("--json", action="store_true", help="machine-readable output")
+    b.set_defaults(func=main)
+
+
+def _progress(s) -> None:
+    what = "ok" if s.ok else f"{s.error_kind}: {s.error}"
+    ttft = "-" if s.ttft_s is None else f"{s.ttft_s * 1e3:.0f} ms"
+    print(f"  {s.prompt} conc {s.concurrency} round {s.round}: TTFT {ttft}, {s.output_tokens} tokens, {what}",
+          file=sys.stderr, flush=True)
+
+
+def main(args) -> int:
+    from ..errors import InvalidInputError
+    from . import compare, fit_runtime, load_prompts, run
+    from .localcpu import local_cpu_hardware
+    from .report import calibration_text, comparison_text
+    if (args.model is None) != (args.hardware is None):
+        raise InvalidInputError("--model/--hardware", args.model or args.hardware, "both, or neither")
+    if args.calibrate and args.model is None:
+        raise InvalidInputError("--calibrate", args.calibrate, "--model and --hardware as well")
+    prompts = [p for f in args.prompts for p in load_prompts(f)] if args.prompts else None
+    hw = None
+    if args.hardware is not None:
+        hw = local_cpu_hardware(args.bandwidth) if args.hardware == "local-cpu" else args.hardware
+    res = run(args.url, args.served_model, prompts, concurrency=args.concurrency, repeats=args.repeats,
+              max_tokens=args.max_tokens, long_context=not args.no_long_context,
+              context_tokens=args.context_tokens, temperature=args.temperature, timeout_s=args.timeout,
+              warmup=args.warmup, api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
+              check_model=not args.no_model_check, unique=not args.allow_prefix_cache, save=args.save, progress=None if args.quiet else _progress)
+    out = {"stats": [asdict(s) for s in res.stats()], "prefill": res.prefill_costs(),
+           "failures": [asdict(s) for s in res.failures()], "notes": res.notes}
+    text = [str(res)]
+    if hw is not None and any(s.ok for s in res.samples):
+        rows = compare(res, args.model, hw, weight_dtype=args.weights, kv_dtype=args.kv, runtime=args.runtime)
+        out["comparison"] = [asdict(r) for r in rows]
+        hw_name = getattr(hw, "name", hw)
+        if not isinstance(hw, str):
+            text.append(f"hardware: {hw.display_name}: {hw.bandwidth_bytes_s / 1e9:.3g} GB/s "
+                        f"({hw.memory[0].source}); {hw.compute_source}")
+        from ..model import load_model
+        text.append(comparison_text(rows, load_model(args.model).name, hw_name, args.runtime))
+        if args.calibrate:
+            cal = fit_runtime(res, args.model, hw, weight_dtype=args.weights, kv_dtype=args.kv,
+                              source=args.url)
+            cal.save(args.calibrate)
+            out["calibration"] = cal.runtime.model_dump(mode="json")
+            text += [calibration_text(cal), f"wrote {args.calibrate} (use: bench.load_runtime_file(path) "
+                                            "-> estimate(..., runtime=...))"]
+    if args.save:
+        text.append(f"raw samples in {args.save}")
+    print(json.dumps(out, indent=2, default=str) if args.json else "\n\n".join(text))
+    return 0 if any(s.ok for s in res.samples) else 1
