@@ -37,10 +37,13 @@ def _synthetic_rows(truth: Runtime):
 
 
 def test_fit_recovers_known_parameters():
-    params = dict(bandwidth_fraction=0.7, compute_fraction=0.4, per_layer_overhead_s=3e-5)
-    truth = Runtime(name="llama.cpp", classes={"nvidia-consumer": RuntimeEntry(**params)})
+    from membound.runtime import load_runtime
+    params = dict(bandwidth_fraction=0.7, compute_fraction=0.4, per_layer_overhead_s=3e-5, overlap=0.6)
+    truth = Runtime(name="llama.cpp", quantized_gemm=load_runtime("llama.cpp").quantized_gemm,
+                    classes={"nvidia-consumer": RuntimeEntry(**params)})
     fit = fit_group("llama.cpp", "nvidia-consumer", _synthetic_rows(truth),
                     start=dict(bandwidth_fraction=0.9, compute_fraction=0.9, per_layer_overhead_s=1e-5))
+    assert fit.params["overlap"] == pytest.approx(0.6, rel=1e-2)
     assert fit.params["bandwidth_fraction"] == pytest.approx(0.7, rel=1e-3)
     assert fit.params["compute_fraction"] == pytest.approx(0.4, rel=1e-3)
     assert fit.params["per_layer_overhead_s"] == pytest.approx(3e-5, rel=1e-2)

@@ -32,12 +32,15 @@ import numpy as np
 
 from .reference import SPECIALISED, Scenario, load_reference, predict
 
-PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_s")
-BOUNDS = {"bandwidth_fraction": (0.05, 1.0), "compute_fraction": (0.01, 1.0),
+PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_s", "overlap",
+          "moe_gemm_efficiency")
+BOUNDS = {"bandwidth_fraction": (0.05, 1.0), "compute_fraction": (0.01, 1.0), "overlap": (0.0, 1.0),
+          "moe_gemm_efficiency": (0.05, 1.0),
           "per_step_overhead_s": (0.0, 0.05), "per_layer_overhead_s": (0.0, 1e-3),
           "per_layer_s": (0.0, 1e-3), "hop_latency_s": (0.0, 1e-2)}
 FIT = {
-    "llama.cpp": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s"),
+    "llama.cpp": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s", "overlap",
+                  "moe_gemm_efficiency"),
     "tensorrt-llm": ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s"),
     "nemo": ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_s"),
     "hf-transformers": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s"),
@@ -113,26 +116,34 @@ class GroupFit:
     median_error: float      # on those rows, |pred/meas - 1|
 
 
+def _is_moe(model: str) -> bool:
+    from .model import load_model
+    return load_model(model).n_experts > 0
+
+
 def _params_for(rt: str, rows) -> tuple:
     wanted = FIT.get(rt, ())
     has_compute = any(s.metric in COMPUTE_METRICS for s in rows)
     has_decode = any(s.metric not in ("prefill_tok_s", "ttft_ms") for s in rows)
+    has_moe_compute = any(s.metric in COMPUTE_METRICS and _is_moe(s.model) for s in rows)
     keep = []
     for p in wanted:
         if p == "compute_fraction" and not has_compute:
             continue
-        if p != "compute_fraction" and not has_decode:
+        if p == "moe_gemm_efficiency":
+            if not has_moe_compute:
+                continue
+        elif p != "compute_fraction" and not has_decode:
             continue
         keep.append(p)
     return tuple(keep)
 
 
 def _runtime_with(base, key: str, params: dict, others: dict):
-    from .runtime import Runtime, RuntimeEntry
+    from .runtime import RuntimeEntry
     classes = {k: v for k, v in others.items()}
     classes[key] = RuntimeEntry(**params)
-    return Runtime(name=base.name, description=base.description, classes=classes,
-                   calibration=base.calibration, max_batch=base.max_batch)
+    return type(base)(**{**base.model_dump(), "classes": classes})   # a fresh instance: its own hash
 
 
 def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: dict | None = None) -> GroupFit:
@@ -150,6 +161,8 @@ def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: d
             x0.append(hw0.achievable.bandwidth_fraction)
         elif p == "compute_fraction":
             x0.append(hw0.achievable.compute_fraction)
+        elif p in ("overlap", "moe_gemm_efficiency"):
+            x0.append(0.5)
         else:
             x0.append(1e-5 if "layer" in p else 1e-4)
     lo = [BOUNDS[p][0] for p in names]

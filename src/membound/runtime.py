@@ -23,6 +23,7 @@ from .hardware import Hardware
 
 _Frac = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 _Secs = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+_Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 
 
 class RuntimeEntry(BaseModel):
@@ -33,6 +34,23 @@ class RuntimeEntry(BaseModel):
     compute_fraction: _Frac | None = None
     per_step_overhead_s: _Secs = 0.0     # added to every decode step (sampling, scheduling, host)
     per_layer_overhead_s: _Secs = 0.0    # added per layer per step (kernel launches not hidden)
+    overlap: _Unit | None = None         # how far memory and compute overlap within a step:
+                                         # 1 (default) = roofline max(memory, compute); 0 = they
+                                         # add up (kernels near the ridge, serialised phases)
+    moe_gemm_efficiency: _Frac | None = None   # expert GEMMs' rate / dense GEMMs' rate (1 default):
+                                         # per-expert GEMMs over gathered token rows
+    evidence: str = ""
+
+
+class QuantizedGemm(BaseModel):
+    """Where a runtime multiplies block-quantized weights on the SMs' integer/fp32 pipes rather
+    than at the tensor-core peak (llama.cpp's MMQ kernels: tile loads and dequantisation bind,
+    so throughput scales with SMs x clock, as the fp32 rate does). The compute peak for such
+    weights becomes `fp32_multiple` x the device's fp32 FLOP/s; compute_fraction applies to it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    fp32_multiple: Annotated[float, Field(gt=0, le=64, allow_inf_nan=False)]
+    device_kinds: tuple[str, ...] = ("gpu", "apu")
     evidence: str = ""
 
 
@@ -47,6 +65,7 @@ class Runtime(HashableModel):
     classes: dict[str, RuntimeEntry] = {}
     calibration: str = ""                # how and from which rows the figures were fitted
     max_batch: int | None = Field(None, ge=1)   # most sequences one instance schedules at once
+    quantized_gemm: QuantizedGemm | None = None  # block-quantized GEMMs off the tensor cores
 
     def efficiency(self, hw: Hardware) -> "Efficiency":
         """The effective figures this runtime gets on `hw`."""
@@ -63,6 +82,9 @@ class Efficiency:
     per_layer_overhead_s: float
     per_layer_floor_s: float      # the device's latency floor per layer (0 for the pure roofline)
     per_step_floor_s: float
+    overlap: float = 1.0          # memory/compute overlap in a step (1 = roofline max)
+    quantized_peak_flops: float = 0.0   # FLOP/s for block-quantized weights (0: the tensor peak)
+    moe_gemm_efficiency: float = 1.0    # expert GEMMs' rate relative to dense GEMMs
 
 
 @functools.lru_cache(maxsize=4096)
@@ -82,7 +104,16 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         per_layer_overhead_s=entry.per_layer_overhead_s,
         per_layer_floor_s=hw.latency.per_layer_s if floor else 0.0,
         per_step_floor_s=hw.latency.per_step_s if floor else 0.0,
+        overlap=1.0 if entry.overlap is None else entry.overlap,
+        quantized_peak_flops=_quantized_peak(rt.quantized_gemm, hw),
+        moe_gemm_efficiency=entry.moe_gemm_efficiency or 1.0,
     )
+
+
+def _quantized_peak(q: "QuantizedGemm | None", hw: Hardware) -> float:
+    if q is None or hw.kind not in q.device_kinds or "fp32" not in hw.compute_flops:
+        return 0.0
+    return q.fp32_multiple * hw.compute_flops["fp32"]
 
 
 IDEAL = Runtime(name="ideal", description="pure roofline: peak bandwidth and compute, no floor, no overhead",

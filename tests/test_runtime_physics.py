@@ -1,0 +1,67 @@
+"""Runtime physics beyond fractions: memory/compute overlap, quantized GEMMs off the tensor
+cores (llama.cpp MMQ), and the MoE expert-GEMM efficiency. Numbers derived by hand."""
+import pytest
+
+import membound as mb
+from membound.estimate import prepare
+from membound.runtime import QuantizedGemm, Runtime, RuntimeEntry
+
+
+def _pre(*args, **kw) -> float:
+    """Prefill compute seconds (FLOPs / achievable FLOP/s) of one configuration."""
+    return prepare(*args, **kw).evaluate()["prefill_compute_s"]
+
+
+def _rt(**entry):
+    qg = entry.pop("quantized_gemm", None)
+    return Runtime(name="t", use_latency_floor=False, use_device_fractions=False, quantized_gemm=qg,
+                   classes={"default": RuntimeEntry(bandwidth_fraction=1.0, compute_fraction=1.0, **entry)})
+
+
+@pytest.mark.parametrize("overlap", [1.0, 0.5, 0.0])
+def test_overlap_adds_the_hidden_share_of_the_smaller_term(overlap):
+    m = mb.load_model("llama-3.1-8b")            # untied embedding: a lookup, no FLOPs
+    lookup = 128256 * 4096
+    B = 256
+    # one step at context 0 (no KV): bf16 weights, the embedding rows of 256 tokens only
+    mem = (m.total_params - lookup + B * 4096) * 2 / 3.35e12          # H100: 3.35 TB/s
+    cmp = B * 2 * (m.active_params - lookup) / 989e12                   # bf16 dense 989 TFLOP/s
+    step = max(mem, cmp) + (1 - overlap) * min(mem, cmp)
+    r = mb.estimate(m, "h100-sxm", batch=B, prompt_tokens=0, output_tokens=1, weight_dtype="bf16",
+                    runtime=_rt(overlap=overlap))
+    assert r.decode_tok_s_per_user == pytest.approx(1 / step, rel=1e-9)
+
+
+def test_quantized_gemm_peak_is_a_multiple_of_fp32_on_gpus_only():
+    qg = QuantizedGemm(fp32_multiple=4.0)
+    kw = dict(batch=1, prompt_tokens=512, output_tokens=1, weight_dtype="q4_0", activation_dtype="int8")
+    on = _pre("llama-2-7b", "h100-sxm", runtime=_rt(quantized_gemm=qg), **kw)
+    off = _pre("llama-2-7b", "h100-sxm", runtime=_rt(), **kw)
+    # same FLOPs; peak 1979e12 (int8 tensor) -> 4 x 67e12 (fp32) = 268e12 FLOP/s
+    assert on / off == pytest.approx(1979e12 / 268e12, rel=1e-9)
+    # bf16 weights keep the tensor peak
+    b_on = _pre("llama-2-7b", "h100-sxm", runtime=_rt(quantized_gemm=qg), batch=1, prompt_tokens=512,
+                       output_tokens=1, weight_dtype="bf16")
+    b_off = _pre("llama-2-7b", "h100-sxm", runtime=_rt(), batch=1, prompt_tokens=512,
+                        output_tokens=1, weight_dtype="bf16")
+    assert b_on == b_off
+    # Apple silicon (kind "apple") is not a listed device kind: unchanged
+    a = [_pre("llama-2-7b", "apple-m2-ultra", runtime=_rt(quantized_gemm=g), batch=1, prompt_tokens=512,
+              output_tokens=1, weight_dtype="q4_0") for g in (qg, None)]
+    assert a[0] == a[1]
+
+
+def test_moe_gemm_efficiency_slows_only_the_expert_flops_of_prefill():
+    m = mb.load_model("gpt-oss-20b")
+    S = 2048
+    kw = dict(batch=1, prompt_tokens=S, output_tokens=1, weight_dtype="bf16")
+    slow = _pre(m, "h100-sxm", runtime=_rt(moe_gemm_efficiency=0.25), **kw)
+    fast = _pre(m, "h100-sxm", runtime=_rt(), **kw)
+    # expert params one token multiplies: moe layers x k x params per expert; at 1/4 the rate
+    # each costs 4x, i.e. 3 extra times 2 FLOPs per token over 989e12 bf16 FLOP/s
+    expert = m.n_moe_layers * m.experts_per_token * m.expert_params
+    assert slow - fast == pytest.approx(S * 2 * expert * 3 / 989e12, rel=1e-9)
+    # decode steps (mat-vec per expert, memory-bound) are unchanged
+    d = [mb.estimate(m, "h100-sxm", runtime=_rt(moe_gemm_efficiency=e), **kw).decode_tok_s_per_user
+         for e in (0.25, None)]
+    assert d[0] == d[1]
