@@ -141,3 +141,136 @@ def test_alpha_zero_never_faster(gamma, cost, ctx, batch_exp):
     s = mb.speculative_speedup("llama-3.1-8b", "h100-sxm", spec, batches=[2 ** batch_exp],
                                prompt_tokens=ctx, output_tokens=16, runtime="vllm")
     assert s[0] <= 1.0 / (1.0 + gamma * cost) * (1 + 1e-9)
+
+
+# ---- a drafter costed by its own physics --------------------------------------------------------
+L8_VOCAB, L8_H = 128256, 4096
+
+
+def _l8_layer():
+    # one llama-3.1-8b decoder layer: (active - input embedding - LM head - final norm) / 32
+    m = mb.load_model("llama-3.1-8b")
+    return (m.active_params - 2 * L8_VOCAB * L8_H - L8_H) / 32
+
+
+def test_default_head_is_one_layer_plus_target_lm_head_by_hand():
+    # draft=None and no draft_cost: an EAGLE head = one bf16 decoder layer + a re-read of the target's
+    # LM head. Batch 1, context 0, ideal H100 (3.35e12 B/s), everything memory-bound:
+    # round = 4 head steps + one verify of 5 positions (target less its input table, + 5 rows)
+    m = mb.load_model("llama-3.1-8b")
+    head_bytes = (_l8_layer() + L8_VOCAB * L8_H) * 2
+    verify_bytes = (m.total_params - L8_VOCAB * L8_H + 5 * L8_H) * 2
+    round_s = (4 * head_bytes + verify_bytes) / 3.35e12
+    spec = mb.SpeculativeDecoding(gamma=4, acceptance_rate=0.8)
+    r = mb.estimate(m, "h100-sxm", speculative=spec, **IDEAL)
+    assert r.decode_tok_s_per_user == pytest.approx(3.3616 / round_s, rel=1e-6)
+    # the draft's share is its own step term: 4 head steps per 3.3616 tokens
+    assert r.step_terms_s["draft"] == pytest.approx(4 * head_bytes / 3.35e12 / 3.3616, rel=1e-6)
+    assert r.step_terms_s["memory"] == pytest.approx(verify_bytes / 3.35e12 / 3.3616, rel=1e-6)
+    # the head's own layer (not the shared LM head) is held in memory
+    assert r.memory.other_bytes == pytest.approx(_l8_layer() * 2)
+
+
+def test_head_stays_bf16_when_the_target_is_int4_by_hand():
+    # int4 target (0.515625 bytes/weight with its scales): the head's layer stays bf16 (2 bytes),
+    # the target's LM head it re-reads is int4. A fraction of the target's step would shrink both.
+    m = mb.load_model("llama-3.1-8b")
+    q = 0.515625
+    head_bytes = _l8_layer() * 2 + L8_VOCAB * L8_H * q
+    verify_bytes = (m.total_params - L8_VOCAB * L8_H + 5 * L8_H) * q
+    round_s = (4 * head_bytes + verify_bytes) / 3.35e12
+    spec = mb.SpeculativeDecoding(gamma=4, acceptance_rate=0.8)
+    r = mb.estimate(m, "h100-sxm", speculative=spec, weight_dtype="int4", **IDEAL)
+    assert r.decode_tok_s_per_user == pytest.approx(3.3616 / round_s, rel=1e-6)
+
+
+def test_head_with_own_vocab_and_params_by_hand():
+    # EAGLE-3-like: 300M own parameters + its own 32,000-token LM head, all bf16; no target LM-head read
+    m = mb.load_model("llama-3.1-8b")
+    head_bytes = (300e6 + 32000 * L8_H) * 2
+    verify_bytes = (m.total_params - L8_VOCAB * L8_H + 5 * L8_H) * 2
+    spec = mb.SpeculativeDecoding(gamma=4, acceptance_rate=0.8, head_params=300e6, head_vocab=32000)
+    r = mb.estimate(m, "h100-sxm", speculative=spec, **IDEAL)
+    assert r.decode_tok_s_per_user == pytest.approx(3.3616 / ((4 * head_bytes + verify_bytes) / 3.35e12), rel=1e-6)
+    assert r.memory.other_bytes == pytest.approx(head_bytes)
+
+
+def test_legacy_draft_cost_reports_its_draft_term():
+    # draft_cost 0.05 of a plain step (batch 1, context 0, ideal): draft term = 4 * 0.05 * plain / 3.3616
+    m = mb.load_model("llama-3.1-8b")
+    plain_s = (m.total_params - L8_VOCAB * L8_H + L8_H) * 2 / 3.35e12
+    spec = mb.SpeculativeDecoding(gamma=4, acceptance_rate=0.8, draft_cost=0.05)
+    r = mb.estimate(m, "h100-sxm", speculative=spec, **IDEAL)
+    assert r.step_terms_s["draft"] == pytest.approx(4 * 0.05 * plain_s / 3.3616, rel=1e-6)
+    plain = mb.estimate(m, "h100-sxm", **IDEAL)
+    assert plain.step_terms_s["draft"] == 0.0
+
+
+def test_moe_tree_tokens_route_together_by_hand():
+    # qwen3-30b-a3b (48 MoE layers, 128 experts, 8 per token, 4,718,592 params each), batch 1,
+    # 60 verified positions, rho = 0.5: they route like 1 + 59 * 0.5 = 30.5 independent tokens,
+    # 128 * (1 - (1 - 8/128)^30.5) experts per layer; the dense part is read once (input table:
+    # only its 60 rows)
+    m = mb.load_model("qwen3-30b-a3b")
+    experts = m.n_moe_layers * 128 * 4718592
+    dense = m.total_params - experts - 151936 * 2048 + 60 * 2048
+    for rho in (0.5, 0.0, 1.0):
+        touched = 128 * (1 - (1 - 8 / 128) ** (1 + 59 * (1 - rho)))
+        verify_bytes = (dense + 48 * touched * 4718592) * 2
+        spec = mb.SpeculativeDecoding(gamma=5, mean_accepted_tokens=3.0, verify_tokens=60, draft_cost=0.0,
+                                      route_correlation=rho)
+        r = mb.estimate(m, "h100-sxm", speculative=spec, **IDEAL)
+        assert r.step_terms_s["memory"] == pytest.approx(verify_bytes / 3.35e12 / 3.0, rel=1e-9)
+    # rho = 1: the 60 positions read exactly the 8 experts of one token
+    assert 128 * (1 - (1 - 8 / 128) ** 1) == 8
+
+
+def test_draft_model_prefill_counts_in_ttft_by_hand():
+    # llama-3.2-1b draft (tied embeddings, 16 layers, 4*32*64 = 8192 attention FLOPs per cached
+    # token per layer) prefills the same 4096-token prompt; compute-bound on an ideal H100 (989 TFLOP/s):
+    # 2 * 1,235,814,400 * 4096 + 8192 * 16 * 4096 * 4095 / 2 FLOPs, added to the target's prefill
+    S = 4096
+    draft_flops = 2 * 1235814400 * S + 8192 * 16 * S * (S - 1) / 2
+    kw = dict(runtime="ideal", prompt_tokens=S, output_tokens=8)
+    plain = mb.estimate("llama-3.1-8b", "h100-sxm", **kw)
+    spec = mb.SpeculativeDecoding(draft="llama-3.2-1b", gamma=4, acceptance_rate=0.8)
+    r = mb.estimate("llama-3.1-8b", "h100-sxm", speculative=spec, **kw)
+    assert r.prefill_s == pytest.approx(plain.prefill_s, rel=1e-12)
+    assert r.ttft_s - plain.ttft_s == pytest.approx(draft_flops / 9.89e14, rel=1e-9)
+
+
+def test_draft_model_is_split_over_tensor_parallel_chips():
+    # tp=2: each chip holds half the draft's bf16 weights, as it holds half the target's
+    draft = mb.load_model("llama-3.2-1b")
+    spec = mb.SpeculativeDecoding(draft=draft, gamma=4, acceptance_rate=0.8)
+    r = mb.estimate("llama-3.1-8b", "h100-sxm", n_chips=2, parallel=mb.Parallel(tp=2), speculative=spec, **IDEAL)
+    assert r.memory.other_bytes == pytest.approx(draft.total_params * 2 / 2)
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(gamma=4, acceptance_rate=0.5, head_params=-1.0), "head_params"),
+    (dict(gamma=4, acceptance_rate=0.5, head_vocab=-5), "head_vocab"),
+    (dict(gamma=4, acceptance_rate=0.5, route_correlation=1.5), "route_correlation"),
+    (dict(gamma=4, acceptance_rate=0.5, draft="llama-3.2-1b", head_params=1e8), "draft"),
+    (dict(gamma=4, acceptance_rate=0.5, draft="llama-3.2-1b", draft_cost=0.1), "draft"),
+    (dict(gamma=4, acceptance_rate=0.5, draft_cost=0.1, head_params=1e8), "draft_cost"),
+])
+def test_bad_head_inputs(kwargs, field):
+    with pytest.raises(mb.InvalidInputError) as e:
+        mb.SpeculativeDecoding(**kwargs)
+    assert e.value.field == field
+
+
+def test_unknown_head_dtype():
+    with pytest.raises(mb.MemboundError):
+        mb.SpeculativeDecoding(gamma=4, acceptance_rate=0.5, head_dtype="fp7")
+
+
+@settings(max_examples=20, deadline=None)
+@given(gamma=st.integers(1, 8), ctx=st.integers(0, 4096), batch_exp=st.integers(0, 10))
+def test_alpha_zero_default_head_never_faster(gamma, ctx, batch_exp):
+    # one token per round, and a round is a verify pass (never cheaper than a plain step) plus drafts
+    spec = mb.SpeculativeDecoding(gamma=gamma, acceptance_rate=0.0)
+    s = mb.speculative_speedup("llama-3.1-8b", "h100-sxm", spec, batches=[2 ** batch_exp],
+                               prompt_tokens=ctx, output_tokens=16, runtime="vllm")
+    assert s[0] < 1.0

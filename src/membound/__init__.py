@@ -17,7 +17,7 @@ from .estimate import bandwidth_ceiling, estimate
 from .capacity import layout_for, min_chips
 from . import plots   # matplotlib is imported only when a plot is drawn
 from .quantization import QuantSpeedup, quantization_speedup
-from .speculative import best_gamma, head_cost, predicted_speedup, speculative_speedup
+from .speculative import best_gamma, head_cost, head_param_count, predicted_speedup, speculative_speedup
 from .batching import BatchCurve, BusFare, FastMode, batch_curve, bus_fare, fast_mode, max_batch, ridge_batch
 from .levers import LeverReport, explain_levers
 from .sweep import iter_sweep, pareto_front, sweep

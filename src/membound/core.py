@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .parallel import communication_s
 from .roofline import (causal_pairs, context_pieces, effective_context, expected_experts,
@@ -68,6 +69,18 @@ def model_consts(model) -> ModelConsts:
         window_groups=groups, pieces=tuple(context_pieces(groups, model.n_layers)),
         vocab=float(model.vocab_size),
         lookup_params=0.0 if model.tied_embeddings else float(model.vocab_size * model.hidden_size))
+
+
+class SpecArgs(NamedTuple):
+    """Speculative decoding as `evaluate` needs it (built by `estimate.prepare`)."""
+
+    gamma: float
+    tokens_per_round: float
+    draft_cost: float | None        # a draft step as a fraction of a plain step (legacy), or None
+    head_bytes: float = 0.0         # a self-drafting head's own weights, bytes read per draft step
+    head_params: float = 0.0        # its own parameters (2 FLOPs each per token)
+    head_lm_params: float = 0.0     # target LM-head parameters it re-reads (target's format)
+    route_correlation: float = 0.0  # rho: verified positions of a sequence route like 1+(v-1)(1-rho) tokens
 
 
 @dataclass(frozen=True)
@@ -124,8 +137,10 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
              pinned=None, extra_weight_bytes_chip=0.0, extra_kv_bytes_token_chip=0.0):
     """Everything `estimate()` reports, as a dict of floats or arrays.
 
-    spec: (gamma, tokens_per_round, draft_cost) for speculative decoding, with `positions`
-    verified per round; draft: the draft's ModelConsts (None for a self-drafting head).
+    spec: a SpecArgs for speculative decoding, with `positions` verified per round; draft: the
+    draft model's ModelConsts (None for a self-drafting head or a draft_cost fraction).
+    A round = gamma draft steps + one verify pass; the draft's share is reported as `draft_s`
+    and the drafter's prefill of the prompt is added to TTFT.
     """
     B, S, T = kn.batch, kn.prompt, kn.output
     tp, pp, ep = kn.tp, kn.pp, kn.ep
@@ -155,8 +170,6 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
 
     # ---- one step as affine functions of u(L) -------------------------------------------
     matmul_params = mc.active_params - mc.lookup_params      # 2 FLOPs each per token
-    # expert GEMMs run at moe_gemm_efficiency of the dense rate: count their params 1/eff times
-    gemm_params = matmul_params + mc.n_moe_layers * mc.k * mc.expert_params * (1.0 / eff.moe_gemm_efficiency - 1.0)
 
     def streamed_weights(tokens, touched):
         """Bytes of weights one chip reads for a pass of `tokens` tokens: the dense part (the
@@ -165,9 +178,10 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
         dense = (mc.total_params - all_expert - mc.lookup_params + rows) / tp
         return dense * wd + mc.n_moe_layers * touched * mc.expert_params / group * kn.w_bytes
 
-    def step_coeffs(pos):
+    def step_coeffs(pos, routed=None):
+        """routed: tokens per sequence that route independently (default pos)."""
         tokens = b * pos
-        touched = expected_experts(mc.n_experts, mc.k, tokens)
+        touched = expected_experts(mc.n_experts, mc.k, b * (pos if routed is None else routed))
         w_step = streamed_weights(tokens, touched)
         return (w_step * w_inv, b / ep * kv_per_pair_chip * kv_inv,
                 tokens * 2.0 * matmul_params * (1.0 + kn.dequant) / (group * C),
@@ -175,46 +189,71 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
 
     floor = mc.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s
     overhead = eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s
-    serial = 1.0 - eff.overlap      # 0: step = max(memory, compute); 1: memory + compute
-
-    def timed(c):
-        """(memory, compute) coefficients with the non-overlapped share of the other added:
-        w*max(m, c) + (1-w)*(m + c) = max(m + (1-w)c, c + (1-w)m), both affine in u(L)."""
-        if serial == 0.0:
-            return c
-        return (c[0] + serial * c[2], c[1] + serial * c[3], c[2] + serial * c[0], c[3] + serial * c[1])
 
     def comm(tokens):
         return communication_s(tp, pp, ep, tokens, mc.hidden, mc.n_layers, mc.n_moe_layers, mc.k,
                                kn.act_bytes, link_bw, link_lat, ring)
 
+    def draft_comm(tokens, hidden, layers):
+        """A drafter's all-reduces: tensor-parallel over the target's tp, no pp or ep."""
+        return communication_s(tp, 1.0, 1.0, tokens, hidden, layers, 0.0, 0.0, kn.act_bytes, link_bw,
+                               link_lat, ring)
+
     plain = step_coeffs(1.0)
     plain_extra = comm(b * 1.0) + overhead
     L0 = S
+    L_mid = S + (T - 1.0) / 2.0     # the mean of the contexts S .. S+T-1 the steps see
+    u_mid = effective_context(mc.window_groups, L_mid)
+    draft_mid, draft_pre = 0.0, 0.0
     if spec is None:
         coeffs, extra = plain, plain_extra
-        decode_sum = sum_over_context(mc.pieces, *timed(coeffs), floor, L0, T) + extra * T
+        decode_sum = sum_over_context(mc.pieces, *coeffs, floor, L0, T) + extra * T
         per_token_div = 1.0
     else:
-        gamma, tpr, draft_cost = spec
-        coeffs = step_coeffs(positions)
+        gamma, tpr = spec.gamma, spec.tokens_per_round
+        coeffs = step_coeffs(positions, 1.0 + (positions - 1.0) * (1.0 - spec.route_correlation))
         extra = comm(b * positions) + overhead
-        verify_sum = sum_over_context(mc.pieces, *timed(coeffs), floor, L0, T) + extra * T
-        if draft is None:
-            plain_sum = sum_over_context(mc.pieces, *timed(plain), floor, L0, T) + plain_extra * T
-            draft_sum = draft_cost * plain_sum
-        else:
+        verify_sum = sum_over_context(mc.pieces, *coeffs, floor, L0, T) + extra * T
+        if draft is not None:            # a draft model, tensor-parallel like the target
             d = draft
-            d_coeffs = step_coeffs_draft(d, b, kn, C, w_inv, kv_inv)
+            d_coeffs = step_coeffs_draft(d, b, kn, C, w_inv, kv_inv, tp)
             d_floor = d.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s
             d_over = eff.per_step_overhead_s + d.n_layers * eff.per_layer_overhead_s
-            draft_sum = sum_over_context(d.pieces, *d_coeffs, d_floor, L0, T) + d_over * T
+            d_extra = d_over + draft_comm(b, d.hidden, d.n_layers)
+            d_pieces, u_d = d.pieces, effective_context(d.window_groups, L_mid)
+            d_pre = maximum(_draft_prefill(d, B, S, kn, C, w_inv, kv_inv, tp), d_floor)
+            d_pre_extra = d_over + draft_comm(B * S, d.hidden, d.n_layers)
+        elif spec.draft_cost is None:    # a self-drafting head: its own bytes and FLOPs, one layer
+            h_bytes = (spec.head_bytes + spec.head_lm_params * wd) / tp
+            h_flops = 2.0 * (spec.head_params + spec.head_lm_params)
+            d_coeffs = (h_bytes * w_inv, plain[1] / mc.n_layers, b * h_flops / (tp * C), plain[3] / mc.n_layers)
+            # one layer's kernels (floor) and launches; the host's per-step work is the round's,
+            # paid once by the verify pass (engines run the draft loop in one CUDA graph)
+            d_floor = eff.per_layer_floor_s + eff.per_step_floor_s
+            d_extra = eff.per_layer_overhead_s + draft_comm(b, mc.hidden, 1.0)
+            d_pieces, u_d = mc.pieces, u_mid
+            # prefill: the head's layer over every prompt token, its LM head for the last one
+            pre_fl = B * (2.0 * spec.head_params * S + 2.0 * spec.head_lm_params
+                          + mc.attn_per_pair * causal_pairs(mc.window_groups, S) / mc.n_layers) / (tp * C)
+            pre_mem = h_bytes * w_inv + B / ep * effective_context(mc.window_groups, S) / mc.n_layers \
+                * kv_per_pair_chip * kv_inv
+            d_pre = maximum(maximum(pre_mem, pre_fl), d_floor)
+            d_pre_extra = eff.per_layer_overhead_s + draft_comm(B * S, mc.hidden, 1.0)
+        if draft is not None or spec.draft_cost is None:
+            draft_sum = sum_over_context(d_pieces, *d_coeffs, d_floor, L0, T) + d_extra * T
+            draft_mid = maximum(maximum(d_coeffs[0] + d_coeffs[1] * u_d, d_coeffs[2] + d_coeffs[3] * u_d),
+                                d_floor) + d_extra
+            draft_pre = where(S > 0, d_pre + d_pre_extra, 0.0)
+        else:                            # legacy: a fixed fraction of a plain step
+            plain_sum = sum_over_context(mc.pieces, *plain, floor, L0, T) + plain_extra * T
+            draft_sum = spec.draft_cost * plain_sum
+            draft_mid = spec.draft_cost * (maximum(maximum(plain[0] + plain[1] * u_mid, plain[2] + plain[3] * u_mid),
+                                                   floor) + plain_extra)
         decode_sum = (gamma * draft_sum + verify_sum) / tpr
+        draft_mid = gamma * draft_mid / tpr
         per_token_div = tpr
 
     # ---- terms at the mean context, for reporting which bound won ---------------------
-    L_mid = S + (T - 1.0) / 2.0     # the mean of the contexts S .. S+T-1 the steps see
-    u_mid = effective_context(mc.window_groups, L_mid)
     memory_s = coeffs[0] + coeffs[1] * u_mid
     compute_s = coeffs[2] + coeffs[3] * u_mid
     comm_s = extra - overhead
@@ -224,14 +263,12 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     w_pre = streamed_weights(n_pre, touched_pre)
     kv_write = B / ep * effective_context(mc.window_groups, S) * kv_per_pair_chip
     pre_mem = w_pre * w_inv + kv_write * kv_inv
-    pre_flops = (B * (2.0 * gemm_params * (1.0 + kn.dequant) * S
+    pre_flops = (B * (2.0 * matmul_params * (1.0 + kn.dequant) * S
                       + mc.attn_per_pair * causal_pairs(mc.window_groups, S))) / group
     pre_compute = pre_flops / C
-    pre_m, _, pre_c, _ = timed((pre_mem, 0.0, pre_compute, 0.0))
-    prefill_s = where(S > 0, maximum(maximum(pre_m, pre_c), floor) + comm(n_pre) + overhead, 0.0)
-    first = timed(plain)
-    first_step = maximum(maximum(first[0], first[2]), floor) + plain_extra
-    ttft = where(S > 0, prefill_s, first_step)
+    prefill_s = where(S > 0, maximum(maximum(pre_mem, pre_compute), floor) + comm(n_pre) + overhead, 0.0)
+    first_step = maximum(maximum(plain[0], plain[2]), floor) + plain_extra
+    ttft = where(S > 0, prefill_s + draft_pre, first_step)
 
     decode_s = decode_sum
     tpot = decode_s / maximum(T, 1.0)
@@ -244,7 +281,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
         e2e_s=e2e, tpot_s=tpot, decode_s=decode_s,
         memory_s=memory_s / per_token_div, compute_s=compute_s / per_token_div,
         latency_s=floor / per_token_div, communication_s=comm_s / per_token_div,
-        overhead_s=overhead / per_token_div,
+        overhead_s=overhead / per_token_div, draft_s=draft_mid,
         prefill_memory_s=pre_mem, prefill_compute_s=pre_compute,
         weights_bytes_chip=w_chip, kv_bytes_chip=kv_chip, activation_bytes_chip=act_chip,
         extra_bytes_chip=extra_weight_bytes_chip, need_bytes_chip=need_chip, capacity_bytes_chip=cap_chip,
@@ -253,16 +290,30 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     )
 
 
-def step_coeffs_draft(d: ModelConsts, b, kn, C, w_inv, kv_inv):
+def step_coeffs_draft(d: ModelConsts, b, kn, C, w_inv, kv_inv, tp=1.0):
     """A draft model's decode step on one chip of the same device, at the target's weight and
-    KV dtypes, batch b: (mem_a, mem_b, cmp_a, cmp_b) as affine functions of u(L)."""
+    KV dtypes, batch b, split over tp chips like the target: (mem_a, mem_b, cmp_a, cmp_b) as
+    affine functions of u(L)."""
     touched = expected_experts(d.n_experts, d.k, b)
     w = (d.total_params - d.lookup_params - d.n_moe_layers * (d.n_experts - touched) * d.expert_params) * kn.w_bytes
-    return (w * w_inv, b * d.kv_elems * kn.kv_bytes * kv_inv,
-            b * 2.0 * (d.active_params - d.lookup_params) / C, b * d.attn_per_pair / C)
+    kv_split = minimum(tp, d.kv_split_max)
+    return (w / tp * w_inv, b * d.kv_elems * kn.kv_bytes / kv_split * kv_inv,
+            b * 2.0 * (d.active_params - d.lookup_params) * (1.0 + kn.dequant) / (tp * C), b * d.attn_per_pair / (tp * C))
 
 
-BOUNDS = ("memory", "compute", "latency", "communication", "overhead")
+def _draft_prefill(d: ModelConsts, B, S, kn, C, w_inv, kv_inv, tp):
+    """A draft model's prefill of B prompts of S tokens on one chip (before communication and
+    overhead): max(weights + KV written, FLOPs, floor is added by the caller)."""
+    n = B * S
+    touched = expected_experts(d.n_experts, d.k, n)
+    w = (d.total_params - d.lookup_params - d.n_moe_layers * (d.n_experts - touched) * d.expert_params) * kn.w_bytes
+    kv = B * effective_context(d.window_groups, S) * d.kv_elems * kn.kv_bytes / minimum(tp, d.kv_split_max)
+    flops = B * (2.0 * (d.active_params - d.lookup_params) * (1.0 + kn.dequant) * S
+                 + d.attn_per_pair * causal_pairs(d.window_groups, S))
+    return maximum(w / tp * w_inv + kv * kv_inv, flops / (tp * C))
+
+
+BOUNDS = ("memory", "compute", "latency", "communication", "overhead", "draft")
 
 
 def bound_name(r) -> str:

@@ -5,7 +5,8 @@ import math
 import numbers
 from dataclasses import dataclass, replace
 
-from .core import BOUNDS, Knobs, bound_name, evaluate, model_consts
+from .core import BOUNDS, Knobs, SpecArgs, bound_name, evaluate, model_consts
+from .dtypes import get_dtype
 from .errors import DoesNotFitError, InvalidInputError
 from .hardware import Hardware, load_hardware
 from .model import Model, load_model
@@ -139,22 +140,26 @@ def prepare(model, hardware, *, batch: int = 1, prompt_tokens: int = 0, output_t
         if not isinstance(speculative, SpeculativeDecoding):
             raise InvalidInputError("speculative", speculative, "a mb.SpeculativeDecoding")
         positions = float(speculative.positions)
-        spec_args = (float(speculative.gamma), speculative.tokens_per_round, float(speculative.draft_cost))
-        if speculative.draft is not None:
+        own, lm = speculative.head(m)                  # a self-drafting head's parameters
+        head_bytes = own * get_dtype(speculative.head_dtype).bytes
+        cost = speculative.draft_cost
+        spec_args = SpecArgs(float(speculative.gamma), speculative.tokens_per_round,
+                             None if cost is None else float(cost), head_bytes, own, lm,
+                             float(speculative.route_correlation))
+        if own or lm:                                   # the head, split like the target, and
+            extra_w = head_bytes / layout.tp            # the KV cache of its one layer
+            extra_kv = m.kv_bytes_per_token(res.kv.name) / m.n_layers / min(layout.tp, model_consts(m).kv_split_max)
+        if speculative.draft is not None:               # a draft model, split over tp too
             dm = load_model(speculative.draft)
             draft_mc = model_consts(dm)
-            extra_w = dm.total_params * res.weights.bytes
-            extra_kv = dm.kv_bytes_per_token(res.kv.name)
+            extra_w = dm.total_params * res.weights.bytes / layout.tp
+            extra_kv = dm.kv_bytes_per_token(res.kv.name) / min(layout.tp, draft_mc.kv_split_max)
 
-    eff = rt.efficiency(hw)
-    peak = res.peak_flops
-    w, a = res.weights, res.activations
-    if eff.quantized_peak_flops and w.bits < 16 and w.compute != a.compute:   # e.g. llama.cpp MMQ
-        peak = eff.quantized_peak_flops
     kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
                kv_bytes=res.kv.bytes, act_bytes=2.0 if res.activations.bits > 16 else res.activations.bytes,
-               peak_flops=peak, dequant=res.dequant, tp=float(layout.tp), pp=float(layout.pp),
+               peak_flops=res.peak_flops, dequant=res.dequant, tp=float(layout.tp), pp=float(layout.pp),
                ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0)
+    eff = rt.efficiency(hw)
     return Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
                     dict(positions=positions, spec=spec_args, draft=draft_mc, pinned=pinned,
                          extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv))

@@ -24,7 +24,7 @@ from pathlib import Path
 from .errors import InvalidInputError
 from .estimate import estimate
 from .model import Model
-from .speculative import SpeculativeDecoding, head_cost, predicted_speedup, speculative_speedup
+from .speculative import SpeculativeDecoding, head_param_count, predicted_speedup, speculative_speedup
 
 
 @dataclass(frozen=True)
@@ -88,20 +88,33 @@ def leviathan(rows) -> list:
 
 # ---- speculative decoding from mean accepted length (tau), batch 1 ---------------------------
 # Method settings (assumed, one per family): gamma = draft depth / heads, verify = tree tokens,
-# cost = one drafting step's cost relative to a plain target step.
-def _medusa_cost(model):   # a Medusa/Hydra head: hidden x hidden block + its own LM head
+# head = what one drafting step reads, costed by core.evaluate in its own bytes (bf16) and FLOPs.
+def _load(model):
     from .model import load_model
-    m = load_model(model)
-    return (m.hidden_size ** 2 + m.vocab_size * m.hidden_size) / m.active_params
+    return load_model(model)
 
 
-METHODS = {   # name -> (gamma, verify tokens, cost function or constant)
-    "EAGLE": (5, 26, head_cost),          # EAGLE-1 tree: depth 5, 26 nodes (assumed)
-    "EAGLE-2": (6, 60, head_cost),        # dynamic tree: depth 6, 60 tokens verified (assumed)
-    "EAGLE-3": (8, 60, lambda m: head_cost(m, vocab=32000)),   # depth 8 (tau reaches 7.5), 60 tokens;
-    #                                       its head predicts over a 32,000-token draft vocabulary (assumed)
-    "Medusa": (5, 64, _medusa_cost),      # 5 heads, 64-token tree (assumed)
-    "Hydra": (5, 64, _medusa_cost),       # Medusa-like sequential heads (assumed)
+def _eagle_head(model):      # EAGLE-1/2: one decoder layer (+ a 2h -> h fusion), the target's LM head
+    h = _load(model).hidden_size
+    return dict(head_params=head_param_count(model, lm_head=False) + 2 * h * h)
+
+
+def _eagle3_head(model):     # EAGLE-3: one layer, a 3h -> h fusion of three feature levels, and its
+    h = _load(model).hidden_size   # own LM head over a 32,000-token draft vocabulary (arXiv 2503.01840)
+    return dict(head_params=head_param_count(model, lm_head=False) + 3 * h * h, head_vocab=32000)
+
+
+def _medusa_head(model):     # a Medusa/Hydra head: a hidden x hidden block and its own full LM head
+    m = _load(model)
+    return dict(head_params=m.hidden_size ** 2, head_vocab=m.vocab_size)
+
+
+METHODS = {   # name -> (gamma, verify tokens, head function | draft-cost constant | draft model)
+    "EAGLE": (5, 26, _eagle_head),        # EAGLE-1 tree: depth 5, 26 nodes (assumed)
+    "EAGLE-2": (6, 60, _eagle_head),      # dynamic tree: depth 6, 60 tokens verified (assumed)
+    "EAGLE-3": (8, 60, _eagle3_head),     # depth 8 (tau reaches 7.5), 60 tokens (assumed)
+    "Medusa": (5, 64, _medusa_head),      # 5 heads, 64-token tree (assumed)
+    "Hydra": (5, 64, _medusa_head),       # Medusa-like sequential heads (assumed)
     "SpS": (4, None, "vicuna-68m"),       # a 68M draft model, gamma 4 (assumed)
     "PLD": (10, None, 0.0),               # prompt lookup: n-gram copy, no model cost
     "REST": (5, 64, 0.0),                 # retrieval: datastore lookup, tree verify
@@ -143,8 +156,8 @@ def _spec(method: str, model: str, tau: float, gamma: int | None = None, verify:
     v = None if v is None else max(v, g + 1)
     if cost == "vicuna-68m":
         return SpeculativeDecoding(draft=VICUNA_68M, gamma=g, mean_accepted_tokens=min(tau, g + 1), verify_tokens=v)
-    c = cost(model) if callable(cost) else cost
-    return SpeculativeDecoding(gamma=g, mean_accepted_tokens=min(tau, g + 1), verify_tokens=v, draft_cost=c)
+    kw = cost(model) if callable(cost) else dict(draft_cost=cost)
+    return SpeculativeDecoding(gamma=g, mean_accepted_tokens=min(tau, g + 1), verify_tokens=v, **kw)
 
 
 def _ratio(model, hw, spec, batch=1, **kw) -> float:
@@ -182,8 +195,22 @@ def tau_rows(rows) -> list:
         source = ("Spec-Bench" if "Spec-Bench" in r["source_title"] else
                   "AngelSlim" if "AngelSlim" in r["source_title"] else "EAGLE-3 paper")
         out.append(Row(f"spec: tau -> speed-up, batch 1 ({source})", ids, label, measured,
-                       _ratio(model, hw, spec), f"gamma={spec.gamma} verify={spec.positions} cost={spec.draft_cost:.3f}"))
+                       _ratio(model, hw, spec), f"gamma={spec.gamma} verify={spec.positions} {_cost_note(spec)}",
+                       anchor=ids == MOE_ANCHOR))
     return sorted(out, key=lambda x: (x.section, x.ids))
+
+
+# The MoE row that sets speculative.ROUTE_CORRELATION (the only MoE speculative row): an anchor.
+MOE_ANCHOR = "spec-141/spec-140"
+
+
+def _cost_note(spec) -> str:
+    if spec.draft is not None:
+        return f"draft={getattr(spec.draft, 'name', spec.draft)}"
+    if spec.draft_cost is not None:
+        return f"cost={spec.draft_cost:.3f}"
+    vocab = "target LM head" if spec.head_vocab is None else f"vocab {spec.head_vocab}"
+    return f"head {spec.head_params / 1e6:.0f}M + {vocab}"
 
 
 def _solve_tau(f, target, lo=1.0, hi=None):
@@ -207,7 +234,7 @@ def batch_rows(rows) -> list:
         rt = "sglang" if "SGLang" in name else "vllm"
 
         def at(tau, b, g=gamma):
-            spec = SpeculativeDecoding(gamma=g, mean_accepted_tokens=tau, draft_cost=head_cost(model))
+            spec = SpeculativeDecoding(gamma=g, mean_accepted_tokens=tau, **_eagle3_head(model))
             return speculative_speedup(model, hw, spec, batches=b, runtime=rt, **_WORKLOAD)
 
         if anchor_ids:
@@ -230,22 +257,18 @@ def batch_rows(rows) -> list:
 
 
 def eagle_int4_rows(rows) -> list:
-    """EAGLE + gpt-fast on an A100, LLaMA2-13B: speed-up at fp16 (anchor for tau) and at int4."""
+    """EAGLE + gpt-fast on an A100, LLaMA2-13B: speed-up at fp16 (anchor for tau) and at int4.
+    The head stays bf16 (its own bytes) while the target and its LM head turn int4."""
     model, hw = "llama-2-13b", "a100-80gb"
     spec = lambda t: SpeculativeDecoding(gamma=5, mean_accepted_tokens=t, verify_tokens=26,  # noqa: E731
-                                         draft_cost=head_cost(model))
+                                         **_eagle_head(model))
     fp16 = float(rows["eaglefast-003"]["value"])
     tau = _solve_tau(lambda t: _ratio(model, hw, spec(t), weight_dtype="fp16"), fp16, 1.0, 6.0)
     sec = "spec x int4: EAGLE + gpt-fast, A100"
-    # the head stays in fp16 while the target shrinks to int4: its cost relative to a (faster)
-    # int4 target step grows by the int4/fp16 speed ratio
-    grow = _speed(model, hw, "int4") / _speed(model, hw, "fp16")
-    spec4 = SpeculativeDecoding(gamma=5, mean_accepted_tokens=tau, verify_tokens=26,
-                                draft_cost=head_cost(model) * grow)
     return [Row(sec, "eaglefast-003", f"fp16 (anchor: tau={tau:.2f})", fp16,
                 _ratio(model, hw, spec(tau), weight_dtype="fp16"), anchor=True),
-            Row(sec, "eaglefast-006", "int4 target, fp16 head, same tau", float(rows["eaglefast-006"]["value"]),
-                _ratio(model, hw, spec4, weight_dtype="int4"), f"head cost {head_cost(model):.3f} x {grow:.2f}")]
+            Row(sec, "eaglefast-006", "int4 target, bf16 head, same tau", float(rows["eaglefast-006"]["value"]),
+                _ratio(model, hw, spec(tau), weight_dtype="int4"), _cost_note(spec(tau)))]
 
 
 # ---- quantization ----------------------------------------------------------------------------

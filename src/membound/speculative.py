@@ -4,8 +4,16 @@ acceptance rule preserves its distribution); only speed changes.
 
 With per-token acceptance rate alpha, a round yields (1 - alpha^(gamma+1)) / (1 - alpha)
 tokens on average (gamma + 1 when alpha = 1). A round costs gamma draft steps plus one target
-step over gamma+1 positions: the same weight bytes as a plain step but gamma+1 times the
-FLOPs, so the gain shrinks as the batch grows and the step turns compute-bound.
+step over gamma+1 positions (more for a tree): the same weight bytes as a plain step but
+gamma+1 times the FLOPs, so the gain shrinks as the batch grows and the step turns
+compute-bound.
+
+A drafter is costed by its own physics (`core.evaluate`): a draft model by its weights, KV
+and FLOPs (sharded over the target's tensor-parallel group, as vLLM and SGLang run it); a
+self-drafting head (EAGLE/Medusa) by its own parameters in its own dtype (bf16 by default,
+whatever the target's format) plus, for EAGLE-1/2, a re-read of the target's LM head each draft
+step. Both also prefill the prompt (TTFT). `draft_cost` (a fixed fraction of a plain target
+step) is kept for formula-level use such as Leviathan et al.'s c.
 """
 from __future__ import annotations
 
@@ -15,6 +23,16 @@ from dataclasses import dataclass
 from .errors import InvalidInputError
 
 ALPHA_ONE = 1e-9   # |1 - alpha| below this is treated as alpha = 1 (the limit gamma + 1)
+
+# How strongly the verified positions of one sequence route to the same MoE experts: a pass of
+# v positions over B sequences reads E(1 - (1 - k/E)^(B * v_eff)) experts per layer with
+# v_eff = 1 + (v - 1)(1 - rho) (rho = 0: independent tokens; rho = 1: one token per sequence).
+# Tree tokens share their whole context and differ by a few tokens, so they route together.
+# 0.996 is set once from the only MoE speculative row (AngelSlim EAGLE-3 on Qwen3-30B-A3B,
+# spec-141/spec-140, tau 2.04, assuming a 60-token tree; multiplier_check marks it as the
+# anchor): 60 tree tokens then read like ~1.24 independent tokens (independent routing, rho = 0,
+# would read ~125 of 128 experts and predict a 0.2x slow-down against the measured 1.37x).
+ROUTE_CORRELATION = 0.996
 
 
 def expected_tokens_per_round(alpha, gamma):
@@ -34,15 +52,26 @@ def expected_tokens_per_round(alpha, gamma):
 class SpeculativeDecoding:
     """A drafting scheme.
 
-    draft: a `Model` (or preset name) run on the same device, one chip, batch as the target;
-           or None for a self-drafting head (Medusa/EAGLE) whose cost is `draft_cost`.
-    gamma: tokens drafted per round.
+    draft: a `Model` (or preset name) run on the same devices (tensor-parallel like the target),
+           batch as the target; or None for a self-drafting head (EAGLE/Medusa), costed by:
+    head_params: parameters of the head's own layers, read (bytes) and multiplied (FLOPs) every
+           draft step and held in memory; None = one decoder layer of the target
+           (`head_param_count(model, lm_head=False)`), an EAGLE head.
+    head_dtype: the head's weight format ("bf16": heads are trained and shipped unquantized,
+           and stay so when the target is quantized).
+    head_vocab: None = the head re-reads the target's LM head (vocab x hidden, in the target's
+           weight format) every draft step (EAGLE-1/2); an int = it has its own LM head of that
+           vocabulary, counted with its own parameters (EAGLE-3: 32,000); 0 = no LM head.
+    draft_cost: instead of a head, one drafting step as a fixed fraction of a plain target step
+           (Leviathan et al.'s c). It scales with the target's step, so it is wrong once the
+           target is quantized and the head is not; prefer the head's parameters.
+    gamma: tokens drafted per round (draft steps; a tree's depth).
     acceptance_rate: per-token probability alpha that a drafted token is accepted; or
     mean_accepted_tokens: tau, tokens produced per target pass (bonus token included), as
            tree/multi-head methods report it. Give exactly one of the two.
     verify_tokens: positions the target checks per round (gamma + 1 by default; a tree checks more).
-    draft_cost: for draft=None, one drafting step's cost as a fraction of a plain target step
-           (an EAGLE head is about one decoder layer plus the LM head: ~0.05-0.1 on 8B models).
+    route_correlation: rho in [0, 1], how far the verified positions of one sequence route to
+           the same MoE experts (0: independently; see ROUTE_CORRELATION); no effect on dense models.
     """
 
     draft: object = None
@@ -50,7 +79,11 @@ class SpeculativeDecoding:
     acceptance_rate: float | None = None
     mean_accepted_tokens: float | None = None
     verify_tokens: int | None = None
-    draft_cost: float = 0.1
+    draft_cost: float | None = None
+    head_params: float | None = None
+    head_dtype: str = "bf16"
+    head_vocab: int | None = None
+    route_correlation: float = ROUTE_CORRELATION
 
     def __post_init__(self):
         if not isinstance(self.gamma, int) or isinstance(self.gamma, bool) or self.gamma < 1:
@@ -64,8 +97,24 @@ class SpeculativeDecoding:
             raise InvalidInputError("mean_accepted_tokens", t, f"a number in [1, gamma+1 = {self.gamma + 1}]")
         if self.verify_tokens is not None and (not isinstance(self.verify_tokens, int) or self.verify_tokens < self.gamma + 1):
             raise InvalidInputError("verify_tokens", self.verify_tokens, f"an integer >= gamma+1 = {self.gamma + 1}")
-        if not (isinstance(self.draft_cost, (int, float)) and math.isfinite(self.draft_cost) and self.draft_cost >= 0):
-            raise InvalidInputError("draft_cost", self.draft_cost, "a finite fraction >= 0")
+        if self.draft_cost is not None and not (_real(self.draft_cost) and self.draft_cost >= 0):
+            raise InvalidInputError("draft_cost", self.draft_cost, "a finite fraction >= 0, or None")
+        if self.head_params is not None and not (_real(self.head_params) and self.head_params >= 0):
+            raise InvalidInputError("head_params", self.head_params, "a finite parameter count >= 0, or None")
+        if self.head_vocab is not None and (isinstance(self.head_vocab, bool) or not isinstance(self.head_vocab, int)
+                                            or self.head_vocab < 0):
+            raise InvalidInputError("head_vocab", self.head_vocab, "an integer >= 0, or None (the target's LM head)")
+        if not (_real(self.route_correlation) and 0 <= self.route_correlation <= 1):
+            raise InvalidInputError("route_correlation", self.route_correlation, "a number in [0, 1]")
+        from .dtypes import get_dtype
+        get_dtype(self.head_dtype)          # an unknown name raises UnknownNameError
+        head_given = self.head_params is not None or self.head_vocab is not None
+        if self.draft is not None and (self.draft_cost is not None or head_given):
+            raise InvalidInputError("draft", self.draft, "None when draft_cost or a head is given (a draft model is "
+                                    "costed by its own weights)")
+        if self.draft_cost is not None and head_given:
+            raise InvalidInputError("draft_cost", self.draft_cost, "None when head_params/head_vocab are given "
+                                    "(a fraction or a head, not both)")
 
     @property
     def tokens_per_round(self) -> float:
@@ -77,6 +126,21 @@ class SpeculativeDecoding:
     def positions(self) -> int:
         return self.verify_tokens or self.gamma + 1
 
+    def head(self, model) -> tuple[float, float]:
+        """(own parameters, target LM-head parameters re-read) of one draft step of the head on
+        `model` (a Model); (0, 0) for a draft model or a `draft_cost` fraction."""
+        if self.draft is not None or self.draft_cost is not None:
+            return 0.0, 0.0
+        own = float(self.head_params) if self.head_params is not None else head_param_count(model, lm_head=False)
+        h = float(model.hidden_size)
+        if self.head_vocab is None:
+            return own, float(model.vocab_size) * h
+        return own + min(float(self.head_vocab), float(model.vocab_size)) * h, 0.0
+
+
+def _real(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
 
 def predicted_speedup(alpha, gamma, cost_ratio):
     """Leviathan et al. 2023 (arXiv:2211.17192, Theorem 3.8): expected wall-time speed-up of a
@@ -87,20 +151,26 @@ def predicted_speedup(alpha, gamma, cost_ratio):
     return expected_tokens_per_round(alpha, gamma) / (gamma * cost_ratio + 1.0)
 
 
-def head_cost(model, layers: int = 1, lm_head: bool = True, vocab: int | None = None) -> float:
-    """Cost of one self-drafting step as a fraction of a plain target step, by bytes read:
-    `layers` decoder layers of the target's shape plus (optionally) one LM-head read
-    (vocab x hidden), over the target's active parameters. An EAGLE head is ~1 layer + the LM
-    head (~0.05 of a 7B target); a Medusa head is one hidden x hidden block + its own LM head
-    (use layers=0 and add hidden^2 / active yourself, or give draft_cost directly).
-    vocab: the head's own output vocabulary if smaller than the target's (EAGLE-3: 32,000)."""
+def head_param_count(model, layers: int = 1, lm_head: bool = True, vocab: int | None = None) -> float:
+    """Parameters one self-drafting step reads: `layers` decoder layers of the target's shape
+    ((active - embeddings) / n_layers each) plus, with lm_head, one LM head (vocab x hidden).
+    An EAGLE head is ~1 layer + the LM head; a Medusa head is one hidden x hidden block + its
+    own LM head (layers=0, add hidden^2 yourself). vocab: the head's own output vocabulary if
+    smaller than the target's (EAGLE-3: 32,000)."""
     from .model import load_model
     m = load_model(model)
     h, v = float(m.hidden_size), float(m.vocab_size)
     embed = v * h * (1 if m.tied_embeddings else 2) + h
     per_layer = (m.active_params - embed) / m.n_layers
     head_vocab = v if vocab is None else min(float(vocab), v)
-    return (layers * per_layer + (head_vocab * h if lm_head else 0.0)) / m.active_params
+    return layers * per_layer + (head_vocab * h if lm_head else 0.0)
+
+
+def head_cost(model, layers: int = 1, lm_head: bool = True, vocab: int | None = None) -> float:
+    """`head_param_count` over the target's active parameters: a head step's cost as a fraction
+    of a plain target step, by bytes read at the same format (for `draft_cost`; ~0.05 of a 7B)."""
+    from .model import load_model
+    return head_param_count(model, layers, lm_head, vocab) / load_model(model).active_params
 
 
 def _check_gammas(gammas):
@@ -112,7 +182,8 @@ def _check_gammas(gammas):
 
 
 def best_gamma(model, hardware, *, draft=None, acceptance_rate=None, mean_accepted_tokens=None,
-               gammas=range(1, 9), draft_cost: float = 0.1, verify_tokens=None, **estimate_kwargs):
+               gammas=range(1, 9), draft_cost: float | None = None, verify_tokens=None, head_params=None,
+               head_dtype: str = "bf16", head_vocab: int | None = None, **estimate_kwargs):
     """The number of drafted tokens with the highest per-user decode speed.
 
     Returns (gamma, Result). Tries each gamma with `estimate()` (same model, hardware and
@@ -129,7 +200,8 @@ def best_gamma(model, hardware, *, draft=None, acceptance_rate=None, mean_accept
             continue
         spec = SpeculativeDecoding(draft=draft, gamma=g, acceptance_rate=acceptance_rate,
                                    mean_accepted_tokens=mean_accepted_tokens, verify_tokens=verify_tokens,
-                                   draft_cost=draft_cost)
+                                   draft_cost=draft_cost, head_params=head_params, head_dtype=head_dtype,
+                                   head_vocab=head_vocab)
         r = estimate(model, hardware, speculative=spec, **estimate_kwargs)
         if best is None or r.decode_tok_s_per_user > best[1].decode_tok_s_per_user:
             best = (g, r)
