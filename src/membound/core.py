@@ -170,6 +170,8 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
 
     # ---- one step as affine functions of u(L) -------------------------------------------
     matmul_params = mc.active_params - mc.lookup_params      # 2 FLOPs each per token
+    # expert GEMMs run at moe_gemm_efficiency of the dense rate: count their params 1/eff times
+    gemm_params = matmul_params + mc.n_moe_layers * mc.k * mc.expert_params * (1.0 / eff.moe_gemm_efficiency - 1.0)
 
     def streamed_weights(tokens, touched):
         """Bytes of weights one chip reads for a pass of `tokens` tokens: the dense part (the
@@ -189,6 +191,14 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
 
     floor = mc.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s
     overhead = eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s
+    serial = 1.0 - eff.overlap      # 0: step = max(memory, compute); 1: memory + compute
+
+    def timed(c):
+        """(memory, compute) coefficients with the non-overlapped share of the other added:
+        w*max(m, c) + (1-w)*(m + c) = max(m + (1-w)c, c + (1-w)m), both affine in u(L)."""
+        if serial == 0.0:
+            return c
+        return (c[0] + serial * c[2], c[1] + serial * c[3], c[2] + serial * c[0], c[3] + serial * c[1])
 
     def comm(tokens):
         return communication_s(tp, pp, ep, tokens, mc.hidden, mc.n_layers, mc.n_moe_layers, mc.k,
@@ -207,13 +217,13 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     draft_mid, draft_pre = 0.0, 0.0
     if spec is None:
         coeffs, extra = plain, plain_extra
-        decode_sum = sum_over_context(mc.pieces, *coeffs, floor, L0, T) + extra * T
+        decode_sum = sum_over_context(mc.pieces, *timed(coeffs), floor, L0, T) + extra * T
         per_token_div = 1.0
     else:
         gamma, tpr = spec.gamma, spec.tokens_per_round
         coeffs = step_coeffs(positions, 1.0 + (positions - 1.0) * (1.0 - spec.route_correlation))
         extra = comm(b * positions) + overhead
-        verify_sum = sum_over_context(mc.pieces, *coeffs, floor, L0, T) + extra * T
+        verify_sum = sum_over_context(mc.pieces, *timed(coeffs), floor, L0, T) + extra * T
         if draft is not None:            # a draft model, tensor-parallel like the target
             d = draft
             d_coeffs = step_coeffs_draft(d, b, kn, C, w_inv, kv_inv, tp)
@@ -245,7 +255,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
                                 d_floor) + d_extra
             draft_pre = where(S > 0, d_pre + d_pre_extra, 0.0)
         else:                            # legacy: a fixed fraction of a plain step
-            plain_sum = sum_over_context(mc.pieces, *plain, floor, L0, T) + plain_extra * T
+            plain_sum = sum_over_context(mc.pieces, *timed(plain), floor, L0, T) + plain_extra * T
             draft_sum = spec.draft_cost * plain_sum
             draft_mid = spec.draft_cost * (maximum(maximum(plain[0] + plain[1] * u_mid, plain[2] + plain[3] * u_mid),
                                                    floor) + plain_extra)
@@ -263,11 +273,13 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     w_pre = streamed_weights(n_pre, touched_pre)
     kv_write = B / ep * effective_context(mc.window_groups, S) * kv_per_pair_chip
     pre_mem = w_pre * w_inv + kv_write * kv_inv
-    pre_flops = (B * (2.0 * matmul_params * (1.0 + kn.dequant) * S
+    pre_flops = (B * (2.0 * gemm_params * (1.0 + kn.dequant) * S
                       + mc.attn_per_pair * causal_pairs(mc.window_groups, S))) / group
     pre_compute = pre_flops / C
-    prefill_s = where(S > 0, maximum(maximum(pre_mem, pre_compute), floor) + comm(n_pre) + overhead, 0.0)
-    first_step = maximum(maximum(plain[0], plain[2]), floor) + plain_extra
+    pre_m, _, pre_c, _ = timed((pre_mem, 0.0, pre_compute, 0.0))
+    prefill_s = where(S > 0, maximum(maximum(pre_m, pre_c), floor) + comm(n_pre) + overhead, 0.0)
+    first = timed(plain)
+    first_step = maximum(maximum(first[0], first[2]), floor) + plain_extra
     ttft = where(S > 0, prefill_s + draft_pre, first_step)
 
     decode_s = decode_sum

@@ -43,7 +43,8 @@ class RuntimeEntry(BaseModel):
 
 
 class QuantizedGemm(BaseModel):
-    """Where a runtime multiplies block-quantized weights on the SMs' integer/fp32 pipes rather
+    """Where a runtime multiplies block-quantized weights (an 8-bit GEMM format, int8 or fp8 standing
+    in, on weights of another format) on the SMs' integer/fp32 pipes rather
     than at the tensor-core peak (llama.cpp's MMQ kernels: tile loads and dequantisation bind,
     so throughput scales with SMs x clock, as the fp32 rate does). The compute peak for such
     weights becomes `fp32_multiple` x the device's fp32 FLOP/s; compute_fraction applies to it."""
