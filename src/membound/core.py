@@ -250,6 +250,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
             d_pre = maximum(maximum(pre_mem, pre_fl), d_floor)
             d_pre_extra = eff.per_layer_overhead_s + draft_comm(B * S, mc.hidden, 1.0)
         if draft is not None or spec.draft_cost is None:
+            d_coeffs = timed(d_coeffs)
             draft_sum = sum_over_context(d_pieces, *d_coeffs, d_floor, L0, T) + d_extra * T
             draft_mid = maximum(maximum(d_coeffs[0] + d_coeffs[1] * u_d, d_coeffs[2] + d_coeffs[3] * u_d),
                                 d_floor) + d_extra
