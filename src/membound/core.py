@@ -102,6 +102,8 @@ class Knobs:
     price_usd_per_hour: object   # per chip-hour (0 when unknown)
     w_bytes_dense: object = None  # bytes per weight of the non-expert tensors when they differ
                                   # (gpt-oss GGUF: experts mxfp4, the rest q8_0); None = w_bytes
+    attn_peak_flops: object = None  # dense peak FLOP/s attention runs at (QK^T, AV in the KV's
+                                    # 16- or 8-bit format, never fp4); None = peak_flops
 
 
 def _placement(tiers, eff_bw, w_chip, kv_chip, pinned):
@@ -148,6 +150,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     b = B / m
     bw = eff.bandwidth_fraction
     C = kn.peak_flops * eff.compute_fraction
+    Ca = (kn.peak_flops if kn.attn_peak_flops is None else kn.attn_peak_flops) * eff.compute_fraction
     group = tp * ep
     kv_split = minimum(tp, mc.kv_split_max)
     link = hw.interconnect
@@ -187,7 +190,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
         w_step = streamed_weights(tokens, touched)
         return (w_step * w_inv, b / ep * kv_per_pair_chip * kv_inv,
                 tokens * 2.0 * matmul_params * (1.0 + kn.dequant) / (group * C),
-                tokens * mc.attn_per_pair / (group * C))
+                tokens * mc.attn_per_pair / (group * Ca))
 
     floor = mc.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s
     overhead = eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s
@@ -226,12 +229,12 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
         verify_sum = sum_over_context(mc.pieces, *timed(coeffs), floor, L0, T) + extra * T
         if draft is not None:            # a draft model, tensor-parallel like the target
             d = draft
-            d_coeffs = step_coeffs_draft(d, b, kn, C, w_inv, kv_inv, tp)
+            d_coeffs = step_coeffs_draft(d, b, kn, C, w_inv, kv_inv, tp, Ca)
             d_floor = d.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s
             d_over = eff.per_step_overhead_s + d.n_layers * eff.per_layer_overhead_s
             d_extra = d_over + draft_comm(b, d.hidden, d.n_layers)
             d_pieces, u_d = d.pieces, effective_context(d.window_groups, L_mid)
-            d_pre = maximum(_draft_prefill(d, B, S, kn, C, w_inv, kv_inv, tp), d_floor)
+            d_pre = maximum(_draft_prefill(d, B, S, kn, C, w_inv, kv_inv, tp, Ca), d_floor)
             d_pre_extra = d_over + draft_comm(B * S, d.hidden, d.n_layers)
         elif spec.draft_cost is None:    # a self-drafting head: its own bytes and FLOPs, one layer
             h_bytes = (spec.head_bytes + spec.head_lm_params * wd) / tp
@@ -274,9 +277,9 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     w_pre = streamed_weights(n_pre, touched_pre)
     kv_write = B / ep * effective_context(mc.window_groups, S) * kv_per_pair_chip
     pre_mem = w_pre * w_inv + kv_write * kv_inv
-    pre_flops = (B * (2.0 * gemm_params * (1.0 + kn.dequant) * S
-                      + mc.attn_per_pair * causal_pairs(mc.window_groups, S))) / group
-    pre_compute = pre_flops / C
+    pre_gemm = B * 2.0 * gemm_params * (1.0 + kn.dequant) * S / group
+    pre_attn = B * mc.attn_per_pair * causal_pairs(mc.window_groups, S) / group
+    pre_compute = pre_gemm / C + pre_attn / Ca
     pre_m, _, pre_c, _ = timed((pre_mem, 0.0, pre_compute, 0.0))
     prefill_s = where(S > 0, maximum(maximum(pre_m, pre_c), floor) + comm(n_pre) + overhead, 0.0)
     first = timed(plain)
@@ -303,7 +306,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     )
 
 
-def step_coeffs_draft(d: ModelConsts, b, kn, C, w_inv, kv_inv, tp=1.0):
+def step_coeffs_draft(d: ModelConsts, b, kn, C, w_inv, kv_inv, tp=1.0, Ca=None):
     """A draft model's decode step on one chip of the same device, at the target's weight and
     KV dtypes, batch b, split over tp chips like the target: (mem_a, mem_b, cmp_a, cmp_b) as
     affine functions of u(L)."""
@@ -311,19 +314,20 @@ def step_coeffs_draft(d: ModelConsts, b, kn, C, w_inv, kv_inv, tp=1.0):
     w = (d.total_params - d.lookup_params - d.n_moe_layers * (d.n_experts - touched) * d.expert_params) * kn.w_bytes
     kv_split = minimum(tp, d.kv_split_max)
     return (w / tp * w_inv, b * d.kv_elems * kn.kv_bytes / kv_split * kv_inv,
-            b * 2.0 * (d.active_params - d.lookup_params) * (1.0 + kn.dequant) / (tp * C), b * d.attn_per_pair / (tp * C))
+            b * 2.0 * (d.active_params - d.lookup_params) * (1.0 + kn.dequant) / (tp * C),
+            b * d.attn_per_pair / (tp * (Ca or C)))
 
 
-def _draft_prefill(d: ModelConsts, B, S, kn, C, w_inv, kv_inv, tp):
+def _draft_prefill(d: ModelConsts, B, S, kn, C, w_inv, kv_inv, tp, Ca):
     """A draft model's prefill of B prompts of S tokens on one chip (before communication and
     overhead): max(weights + KV written, FLOPs, floor is added by the caller)."""
     n = B * S
     touched = expected_experts(d.n_experts, d.k, n)
     w = (d.total_params - d.lookup_params - d.n_moe_layers * (d.n_experts - touched) * d.expert_params) * kn.w_bytes
     kv = B * effective_context(d.window_groups, S) * d.kv_elems * kn.kv_bytes / minimum(tp, d.kv_split_max)
-    flops = B * (2.0 * (d.active_params - d.lookup_params) * (1.0 + kn.dequant) * S
-                 + d.attn_per_pair * causal_pairs(d.window_groups, S))
-    return maximum(w / tp * w_inv + kv * kv_inv, flops / (tp * C))
+    gemm = B * 2.0 * (d.active_params - d.lookup_params) * (1.0 + kn.dequant) * S
+    attn = B * d.attn_per_pair * causal_pairs(d.window_groups, S)
+    return maximum(w / tp * w_inv + kv * kv_inv, gemm / (tp * C) + attn / (tp * Ca))
 
 
 BOUNDS = ("memory", "compute", "latency", "communication", "overhead", "draft")
