@@ -31,7 +31,8 @@ def result_rows(r) -> list[tuple[str, str]]:
         ("TTFT", _secs(r.ttft_s)),
         ("end to end", _secs(r.e2e_s)),
         ("bound", r.bound),
-        ("step terms", ", ".join(f"{k} {_secs(v)}" for k, v in r.step_terms_s.items())),
+        ("step terms", ", ".join(f"{k} {_secs(v)}" for k, v in r.step_terms_s.items()
+                                 if v or k not in ("draft", "communication", "overhead"))),
     ]
     if r.memory is not None:
         m = r.memory
