@@ -13,7 +13,6 @@ import time
 import numpy as np
 
 import membound as mb
-from membound.core import evaluate, model_consts
 
 QUICK = "--quick" in sys.argv
 

@@ -1,5 +1,4 @@
 """Calibration: the fit recovers parameters membound itself used to make synthetic data."""
-import math
 
 import numpy as np
 import pytest

@@ -1,5 +1,4 @@
 """Speculative decoding: tokens per round, round cost, best gamma, the Leviathan formula."""
-import math
 
 import pytest
 from hypothesis import given, settings, strategies as st

@@ -16,10 +16,9 @@ from .result import Memory, Result
 from .estimate import bandwidth_ceiling, estimate
 from .capacity import layout_for, min_chips
 from . import plots   # matplotlib is imported only when a plot is drawn
-from .quantization import QuantSpeedup, quantization_speedup
-from .speculative import best_gamma, head_cost, head_param_count, predicted_speedup, speculative_speedup
+from .speculative import head_cost, head_param_count, predicted_speedup
 from .batching import BatchCurve, BusFare, FastMode, batch_curve, bus_fare, fast_mode, max_batch, ridge_batch
-from .levers import LeverReport, explain_levers
+from .levers import LeverReport, QuantSpeedup, best_gamma, explain_levers, quantization_speedup, speculative_speedup
 from .sweep import iter_sweep, pareto_front, sweep
 from .planner import SLO, PlanResult, Workload, plan
 from .product import VoiceTurn, agent_loop_s, reasoning_time_s, thinking_tokens, voice_turn

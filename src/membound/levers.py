@@ -1,5 +1,10 @@
-"""How the software multipliers compose: one configuration's speed-up over plain decoding
-(batch 1, bf16 weights and KV, no speculation), split into each lever's share.
+"""What the software multipliers buy: each lever's speed-up on its own (quantization formats
+by batch, speculative decoding by batch, the best number of drafted tokens) and how they compose
+(`explain_levers`: one configuration's speed-up over plain decoding — batch 1, bf16 weights
+and KV, no speculation — split into each lever's share).
+
+The levers themselves are plain objects lower down (`Quantization`, `SpeculativeDecoding`,
+`batch=`); this module only evaluates them, vectorised over batches where it can.
 
 Levers are added in sequence (batch, weight format, KV format, speculative decoding), each
 factor measured against the configuration before it, so the factors multiply to the total;
@@ -10,10 +15,16 @@ lever's factor when removed from the full configuration is reported too.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
+import numpy as np
+
+from .batching import _batches
 from .errors import InvalidInputError
-from .estimate import estimate
+from .estimate import estimate, prepare
+from .quantization import Quantization
+from .speculative import SpeculativeDecoding
 
 LEVERS = ("batch", "weights", "kv", "speculative")
 
@@ -103,3 +114,109 @@ def explain_levers(model, hardware, *, batch: int = 16, weight_dtype: str = "int
                                    full_r.decode_tok_s_total / without.decode_tok_s_total, r.memory.fits))
         prev = r
     return LeverReport(tuple(steps), full_r)
+
+
+@dataclass(frozen=True)
+class QuantSpeedup:
+    """Per-user decode speed-up of each format over a baseline, at each batch (arrays)."""
+
+    batch: "object"              # np.ndarray of batch sizes
+    baseline: str
+    speedup: dict                # format name -> np.ndarray, speed / baseline speed
+    fits: dict                   # format name (baseline included) -> np.ndarray of bool
+
+    def __str__(self) -> str:
+        names = list(self.speedup)
+        lines = [f"{'batch':>6} " + " ".join(f"{n:>10}" for n in names) + f"   (x over {self.baseline})"]
+        for i, b in enumerate(self.batch):
+            lines.append(f"{int(b):>6} " + " ".join(f"{self.speedup[n][i]:>10.2f}" for n in names))
+        return "\n".join(lines)
+
+
+def quantization_speedup(model, hardware, weight_dtypes=("int4", "fp8"), batches=(1, 4, 16, 64, 256),
+                         baseline="bf16", **estimate_kwargs) -> QuantSpeedup:
+    """Speed-up over `baseline` of each weight format at each batch, all else equal.
+
+    weight_dtypes / baseline: dtype names (weights only; kv_dtype from estimate_kwargs applies to
+    all) or `Quantization` objects (weights, KV, activations and dequant_overhead together).
+    Weight-only int4 pays off while the step is memory-bound (~16/4.125 = 3.9x fewer weight
+    bytes) and stops paying once it is compute-bound (dequant_overhead makes it slower than
+    bf16 there); fp8 weights with fp8 activations halve the bytes and double the compute peak
+    where the device has FP8 (not on an A100: there fp8 weights fall back to bf16 compute).
+    One vectorised evaluation per format over all batches. Memory fit is reported, not enforced.
+    """
+    for k in ("weight_dtype", "activation_dtype", "quantization", "batch"):
+        if k in estimate_kwargs:
+            raise InvalidInputError(k, estimate_kwargs[k], "not here: give formats in weight_dtypes/baseline")
+    b = _batches(batches)
+    kv = estimate_kwargs.pop("kv_dtype", None)
+
+    def run(q):
+        q = q if isinstance(q, Quantization) else Quantization(q, kv)
+        r = prepare(model, hardware, quantization=q, **estimate_kwargs).evaluate(batch=b)
+        return (np.broadcast_to(np.asarray(r["decode_tok_s_per_user"], float), b.shape),
+                np.broadcast_to(np.asarray(r["fits"]), b.shape).copy())
+
+    def label(q):
+        return q if isinstance(q, str) else f"{q.weights}/{q.kv or 'bf16'}/{q.activations or 'auto'}"
+
+    base_speed, base_fits = run(baseline)
+    speedup, fits = {}, {label(baseline): base_fits}
+    for q in weight_dtypes:
+        s, f = run(q)
+        speedup[label(q)], fits[label(q)] = s / base_speed, f
+    return QuantSpeedup(b, label(baseline), speedup, fits)
+
+
+def _check_gammas(gammas):
+    g = list(gammas)
+    if not g or any(isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 1 for x in g):
+        raise InvalidInputError("gammas", gammas, "a non-empty sequence of integers >= 1")
+    return [int(x) for x in g]
+
+
+def best_gamma(model, hardware, *, draft=None, acceptance_rate=None, mean_accepted_tokens=None,
+               gammas=range(1, 9), draft_cost: float | None = None, verify_tokens=None, head_params=None,
+               head_dtype: str = "bf16", head_vocab: int | None = None, **estimate_kwargs):
+    """The number of drafted tokens with the highest per-user decode speed.
+
+    Returns (gamma, Result). Tries each gamma with `estimate()` (same model, hardware and
+    estimate_kwargs); with `mean_accepted_tokens` fixed, gammas below tau - 1 are skipped.
+    Example: `mb.best_gamma("llama-3.1-70b", "h100-sxm", n_chips=8, draft="llama-3.2-1b",
+    acceptance_rate=0.8, batch=1)`.
+    """
+    best = None
+    for g in _check_gammas(gammas):
+        if mean_accepted_tokens is not None and mean_accepted_tokens > g + 1:
+            continue
+        if verify_tokens is not None and verify_tokens < g + 1:
+            continue
+        spec = SpeculativeDecoding(draft=draft, gamma=g, acceptance_rate=acceptance_rate,
+                                   mean_accepted_tokens=mean_accepted_tokens, verify_tokens=verify_tokens,
+                                   draft_cost=draft_cost, head_params=head_params, head_dtype=head_dtype,
+                                   head_vocab=head_vocab)
+        r = estimate(model, hardware, speculative=spec, **estimate_kwargs)
+        if best is None or r.decode_tok_s_per_user > best[1].decode_tok_s_per_user:
+            best = (g, r)
+    if best is None:
+        raise InvalidInputError("gammas", list(gammas), "at least one gamma with gamma + 1 >= mean_accepted_tokens "
+                                "and <= verify_tokens")
+    return best
+
+
+def speculative_speedup(model, hardware, speculative: "SpeculativeDecoding", batches=(1, 4, 16, 64, 256),
+                        **estimate_kwargs):
+    """Per-user decode speed-up of `speculative` over plain decoding at each batch (np.ndarray).
+
+    The verify pass streams the same weights as a plain step but does gamma+1 positions of
+    FLOPs, so the speed-up shrinks as the batch grows and the step turns compute-bound (and
+    falls below 1 past it). Two vectorised evaluations over all batches."""
+    if not isinstance(speculative, SpeculativeDecoding):
+        raise InvalidInputError("speculative", speculative, "a mb.SpeculativeDecoding")
+    if "batch" in estimate_kwargs or "speculative" in estimate_kwargs:
+        raise InvalidInputError("estimate_kwargs", sorted(estimate_kwargs), "no batch or speculative here")
+    b = _batches(batches)
+    fast = prepare(model, hardware, speculative=speculative, **estimate_kwargs).evaluate(batch=b)
+    plain = prepare(model, hardware, **estimate_kwargs).evaluate(batch=b)
+    ratio = np.asarray(fast["decode_tok_s_per_user"], float) / np.asarray(plain["decode_tok_s_per_user"], float)
+    return np.broadcast_to(ratio, b.shape).copy()

@@ -24,7 +24,8 @@ from pathlib import Path
 from .errors import InvalidInputError
 from .estimate import estimate
 from .model import Model
-from .speculative import SpeculativeDecoding, head_param_count, predicted_speedup, speculative_speedup
+from .levers import speculative_speedup
+from .speculative import SpeculativeDecoding, head_param_count, predicted_speedup
 
 
 @dataclass(frozen=True)
