@@ -22,8 +22,9 @@ def _axes(ax):
     return plt.subplots(figsize=(7, 4.5))[1]
 
 
-def _plain(axis, tokens=False):
-    """Tick labels as plain numbers (1, 30, 1,000) or token counts (512, 4k, 128k), not 10^x."""
+def _plain(axis, tokens=False, decades_only=False):
+    """Tick labels as plain numbers (1, 30, 1,000) or token counts (512, 4k, 128k), not 10^x;
+    decades_only for axes that span many decades (1, 2, 5 labels would collide)."""
     from matplotlib.ticker import FuncFormatter, LogLocator
 
     def fmt(v, _):
@@ -31,7 +32,7 @@ def _plain(axis, tokens=False):
             return f"{v / 1024:g}k"
         return f"{v:,.0f}" if v >= 1 else f"{v:g}"
     if not tokens:
-        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0,) if decades_only else (1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(fmt))
     axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
@@ -106,7 +107,7 @@ def roofline(hardware, model=None, batches=(1, 8, 64, 512), *, prompt_tokens: in
                 label=f"{m.name} prefill of {prompt_tokens} tokens")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    _plain(ax.xaxis)
+    _plain(ax.xaxis, decades_only=True)
     _plain(ax.yaxis)
     ax.set_xlabel("arithmetic intensity (FLOP per byte of memory traffic)")
     ax.set_ylabel("attainable TFLOP/s (one chip)")
