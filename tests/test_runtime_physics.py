@@ -69,3 +69,11 @@ def test_moe_gemm_efficiency_slows_only_the_expert_flops_of_prefill():
     d = [mb.estimate(m, "h100-sxm", runtime=_rt(moe_gemm_efficiency=e), **kw).decode_tok_s_per_user
          for e in (0.25, None)]
     assert d[0] == d[1]
+
+
+def test_per_sequence_overhead_grows_with_the_batch():
+    # overhead per step = per-step + layers x per-layer + sequences x per-sequence:
+    # 1e-4 + 32 x 1e-6 + 16 x 2e-5 = 4.52e-4 s for llama-3.1-8b at batch 16
+    rt = _rt(per_step_overhead_s=1e-4, per_layer_overhead_s=1e-6, per_sequence_overhead_s=2e-5)
+    r = mb.estimate("llama-3.1-8b", "h100-sxm", batch=16, output_tokens=1, runtime=rt)
+    assert r.step_terms_s["overhead"] == pytest.approx(1e-4 + 32 * 1e-6 + 16 * 2e-5, rel=1e-12)

@@ -14,7 +14,9 @@ HOLDOUT_MEDIAN_MAX = {           # measured held-out median |error| -> threshold
     "llama.cpp CUDA decode": 0.10,               # 6.8%
     "llama.cpp CUDA prefill": 0.16,              # 12.3%
     "llama.cpp batched decode": 0.20,            # 16.2%
-    "TensorRT-LLM max-load throughput": 0.18,    # 14.4%
+    "TensorRT-LLM max-load throughput": 0.24,    # 21.5% (per-sequence host overhead; a fixed
+                                                 # per-step overhead fits these rows better, 13.8%,
+                                                 # but makes batch 1 four times too slow)
     "NeMo throughput (batch 1-8, TP 1-8)": 0.09,  # 7.2%
     "quantized kernels / HF (ITL)": 0.14,        # 10.2%
     "quantized kernels / HF (TTFT)": 0.08,       # 5.9%
@@ -71,3 +73,12 @@ def test_gpt_oss_gguf_dense_tensors_at_q8_0_by_hand():
     assert r["memory_s"] == pytest.approx(bytes_step / 3.35e12, rel=1e-9)
     # the file: 19.1e9 expert weights at 4.25 bits + 1.8e9 others at 8.5 bits ≈ 11.2 GiB (11.27 GiB published)
     assert r["weights_bytes_chip"] / 2**30 == pytest.approx(11.27, rel=0.01)
+
+
+def test_max_load_calibration_keeps_batch_one_physical():
+    # TensorRT-LLM is calibrated on maximum-load rows only; its overhead must not wreck the
+    # interactive case: llama-3.1-8b bf16 at batch 1 on an H100 sits between 60% of the
+    # bandwidth ceiling and the ceiling (3.35e12 / 15.0e9 B streamed = 223 tok/s)
+    r = mb.estimate("llama-3.1-8b", "h100-sxm", prompt_tokens=128, output_tokens=128, runtime="tensorrt-llm")
+    ceiling = 3.35e12 / (2 * (8_030_261_248 - 128256 * 4096 + 4096))
+    assert 0.6 * ceiling < r.decode_tok_s_per_user < ceiling

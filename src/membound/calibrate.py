@@ -33,15 +33,18 @@ import numpy as np
 from .reference import SPECIALISED, Scenario, load_reference, predict
 
 PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_s", "overlap",
-          "moe_gemm_efficiency")
+          "moe_gemm_efficiency", "per_sequence_overhead_s")
 BOUNDS = {"bandwidth_fraction": (0.05, 1.0), "compute_fraction": (0.01, 1.0), "overlap": (0.0, 1.0),
           "moe_gemm_efficiency": (0.05, 1.0),
           "per_step_overhead_s": (0.0, 0.05), "per_layer_overhead_s": (0.0, 1e-3),
+          "per_sequence_overhead_s": (0.0, 1e-3),
           "per_layer_s": (0.0, 1e-3), "hop_latency_s": (0.0, 1e-2)}
 FIT = {
     "llama.cpp": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s", "overlap",
                   "moe_gemm_efficiency"),
-    "tensorrt-llm": ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s"),
+    # at maximum load thousands of sequences share a step: the host's work grows with them
+    # (the PyTorch backend schedules and samples each request), so the overhead is per sequence
+    "tensorrt-llm": ("compute_fraction", "per_sequence_overhead_s"),
     "nemo": ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_s"),
     "hf-transformers": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s"),
     "tinychat": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s"),

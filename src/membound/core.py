@@ -193,7 +193,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
                 tokens * mc.attn_per_pair / (group * Ca))
 
     floor = mc.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s
-    overhead = eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s
+    overhead = eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s + b * eff.per_sequence_overhead_s
     serial = 1.0 - eff.overlap      # 0: step = max(memory, compute); 1: memory + compute
 
     def timed(c):

@@ -34,6 +34,8 @@ class RuntimeEntry(BaseModel):
     compute_fraction: _Frac | None = None
     per_step_overhead_s: _Secs = 0.0     # added to every decode step (sampling, scheduling, host)
     per_layer_overhead_s: _Secs = 0.0    # added per layer per step (kernel launches not hidden)
+    per_sequence_overhead_s: _Secs = 0.0  # added per sequence in the pass per step (host-side
+                                          # scheduling, sampling, detokenisation of each request)
     overlap: _Unit | None = None         # how far memory and compute overlap within a step:
                                          # 1 (default) = roofline max(memory, compute); 0 = they
                                          # add up (kernels near the ridge, serialised phases)
@@ -86,6 +88,7 @@ class Efficiency:
     overlap: float = 1.0          # memory/compute overlap in a step (1 = roofline max)
     quantized_peak_flops: float = 0.0   # FLOP/s for block-quantized weights (0: the tensor peak)
     moe_gemm_efficiency: float = 1.0    # expert GEMMs' rate relative to dense GEMMs
+    per_sequence_overhead_s: float = 0.0   # per sequence in a pass, per step
 
 
 @functools.lru_cache(maxsize=4096)
@@ -108,6 +111,7 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         overlap=1.0 if entry.overlap is None else entry.overlap,
         quantized_peak_flops=_quantized_peak(rt.quantized_gemm, hw),
         moe_gemm_efficiency=entry.moe_gemm_efficiency or 1.0,
+        per_sequence_overhead_s=entry.per_sequence_overhead_s,
     )
 
 
