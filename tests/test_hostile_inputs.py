@@ -150,3 +150,13 @@ def test_zz_report_case_counts(capsys):
     with capsys.disabled():
         print(f"\nfuzz cases tried: {CASES}")
     assert CASES["profile"] > 0 and CASES["config"] > 0
+
+
+@pytest.mark.parametrize("key, value", [("num_hidden_layers", 10**9), ("hidden_size", 10**12),
+                                        ("vocab_size", 10**30)])
+def test_absurd_sizes_are_refused_at_once(tmp_path, key, value):
+    # found by the fuzz test in a fresh venv: 10**9 layers made the per-layer count loop run for minutes
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(dict(BASE_CONFIG, **{key: value})))
+    with pytest.raises(mb.ProfileError, match="less than or equal"):
+        mb.Model.from_hf_config(f)

@@ -21,8 +21,11 @@ from ._data import read_yaml, validate
 from .dtypes import get_dtype
 from .errors import InvalidInputError, ProfileError, UnknownNameError
 
-Pos = Annotated[int, Field(gt=0, strict=True)]
-NonNeg = Annotated[int, Field(ge=0, strict=True)]
+# Upper bounds keep a hostile config from becoming a billion-iteration loop (the fuzz test found
+# num_hidden_layers=10**9): far beyond any real model, well inside float arithmetic.
+Pos = Annotated[int, Field(gt=0, le=10**9, strict=True)]
+NonNeg = Annotated[int, Field(ge=0, le=10**9, strict=True)]
+Layers = Annotated[int, Field(gt=0, le=100_000, strict=True)]
 Flag = Annotated[bool, Field(strict=True)]
 
 
@@ -32,7 +35,7 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
-    n_layers: Pos
+    n_layers: Layers
     hidden_size: Pos
     n_heads: Pos
     n_kv_heads: Pos                 # GQA/MQA; divides n_heads
