@@ -7,8 +7,12 @@ b = B/m each), a decode step is (see roofline.py for the closed-form sums):
   weights streamed = (dense/tp + moe_layers * X(b*pos) * expert/(tp*ep)) * bytes/weight
                      with X(t) = E(1-(1-k/E)^t) experts touched per MoE layer
   KV streamed      = (b/ep) * u(L) * kv_elems * bytes/elem / kv_split  (u: layer-token pairs)
-  FLOPs            = b*pos * (2*active*(1+dequant) + attn_flops_per_pair * u(L)) / (tp*ep)
+  FLOPs            = b*pos * (2*matmul params*(1+dequant) + attn_flops_per_pair * u(L)) / (tp*ep)
+                     (matmul params: active less an untied input embedding, a row lookup;
+                     attention computes at the KV format's peak, the GEMMs at the activations')
   step             = max(memory, compute, floor) + communication + overhead
+                     (a runtime with overlap < 1 adds that share of the smaller of memory and
+                     compute: its kernels do not hide one behind the other)
 
 pos = 1 for plain decoding, the verified positions for speculative decoding. Weights and KV
 are placed tier by tier, fastest first (or pinned), and each tier streams its share at its
