@@ -53,18 +53,29 @@ def _fewest(model, hw, batch, contexts, weight_dtype, kv_dtype, runtime):
     raise err
 
 
-def _prepared(model, hw, n_chips, context, batch, weight_dtype, kv_dtype, runtime):
-    """A configuration on `n_chips` (None: the fewest chips that hold batch x context)."""
-    n = n_chips if n_chips is not None else _fewest(model, hw, batch, [context], weight_dtype, kv_dtype, runtime)
-    par = layout_for(model, hw, n)
-    if par is None:
-        raise InvalidInputError("n_chips", n, f"a chip count {model.name} can be laid out over on {hw.name}")
-    return n, prepare(model, hw, batch=batch, prompt_tokens=max(context - 1, 0), output_tokens=1,
-                      weight_dtype=weight_dtype, kv_dtype=kv_dtype, n_chips=n, parallel=par, runtime=runtime)
+def _per_device(model, hardwares, n_chips, *, fewest_batch, fewest_contexts, batch, context,
+                weight_dtype, kv_dtype, runtime):
+    """(hw, chips, Prepared) per device: chips from `n_chips` (an int or a {name: int} dict), else
+    the fewest that hold fewest_batch x the longest of fewest_contexts; prepared at batch x context."""
+    for h in hardwares:
+        hw = load_hardware(h)
+        n = n_chips.get(hw.name) if isinstance(n_chips, dict) else n_chips
+        if n is None:
+            n = _fewest(model, hw, fewest_batch, fewest_contexts, weight_dtype, kv_dtype, runtime)
+        par = layout_for(model, hw, n)
+        if par is None:
+            raise InvalidInputError("n_chips", n, f"a chip count {model.name} can be laid out over on {hw.name}")
+        yield hw, n, prepare(model, hw, batch=batch, prompt_tokens=max(context - 1, 0), output_tokens=1,
+                             weight_dtype=weight_dtype, kv_dtype=kv_dtype, n_chips=n, parallel=par,
+                             runtime=runtime)
 
 
-def _chips_for(n_chips, hw):
-    return n_chips.get(hw.name) if isinstance(n_chips, dict) else n_chips
+def _axis_values(values, default, field, expected):
+    """A non-empty 1-D float array of values >= 1 (the default when None), else an error."""
+    a = np.asarray(values if values is not None else default, dtype=float)
+    if a.ndim != 1 or len(a) == 0 or np.any(a < 1):
+        raise InvalidInputError(field, values, expected)
+    return a
 
 
 def roofline(hardware, model=None, batches=(1, 8, 64, 512), *, prompt_tokens: int = 2048,
@@ -125,15 +136,11 @@ def context_curve(model, hardwares, contexts=None, *, batch: int = 1, weight_dty
     its KV cache no longer fit."""
     m = load_model(model)
     ax = _axes(ax)
-    L = np.asarray(contexts if contexts is not None else 2 ** np.arange(9, 18), dtype=float)
-    if L.ndim != 1 or len(L) == 0 or np.any(L < 1):
-        raise InvalidInputError("contexts", contexts, "a non-empty list of context lengths >= 1 token")
-    for h in hardwares:
-        hw = load_hardware(h)
-        n = _chips_for(n_chips, hw)
-        if n is None:
-            n = _fewest(m, hw, batch, L, weight_dtype, kv_dtype, runtime)
-        n, p = _prepared(m, hw, n, int(L.max()), batch, weight_dtype, kv_dtype, runtime)
+    L = _axis_values(contexts, 2 ** np.arange(9, 18), "contexts",
+                     "a non-empty list of context lengths >= 1 token")
+    for hw, n, p in _per_device(m, hardwares, n_chips, fewest_batch=batch, fewest_contexts=L, batch=batch,
+                                context=int(L.max()), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                                runtime=runtime):
         r = p.evaluate(prompt=L - 1)
         y = np.where(r["fits"], r["decode_tok_s_per_user"], np.nan)
         ax.plot(L, y, "o-", ms=3, label=_label(hw, n))
@@ -157,15 +164,10 @@ def interactivity(model, hardwares, batches=None, *, context_tokens: int = 4096,
     fit in memory are left out."""
     m = load_model(model)
     ax = _axes(ax)
-    B = np.asarray(batches if batches is not None else 2 ** np.arange(0, 10), dtype=float)
-    if B.ndim != 1 or len(B) == 0 or np.any(B < 1):
-        raise InvalidInputError("batches", batches, "a non-empty list of batch sizes >= 1")
-    for h in hardwares:
-        hw = load_hardware(h)
-        n = _chips_for(n_chips, hw)
-        if n is None:
-            n = _fewest(m, hw, int(B.max()), [context_tokens], weight_dtype, kv_dtype, runtime)
-        n, p = _prepared(m, hw, n, context_tokens, 1, weight_dtype, kv_dtype, runtime)
+    B = _axis_values(batches, 2 ** np.arange(0, 10), "batches", "a non-empty list of batch sizes >= 1")
+    for hw, n, p in _per_device(m, hardwares, n_chips, fewest_batch=int(B.max()), fewest_contexts=[context_tokens],
+                                batch=1, context=context_tokens, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                                runtime=runtime):
         r = p.evaluate(batch=B)
         ok = np.asarray(r["fits"], dtype=bool) & np.ones_like(B, dtype=bool)
         x, y = r["decode_tok_s_per_user"][ok], r["decode_tok_s_total"][ok] / n
