@@ -310,12 +310,18 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     )
 
 
+def _draft_weight_bytes(d: ModelConsts, tokens, kn):
+    """Bytes of a draft model's weights one pass of `tokens` tokens reads (experts touched only;
+    the input embedding, a lookup, left out)."""
+    touched = expected_experts(d.n_experts, d.k, tokens)
+    return (d.total_params - d.lookup_params - d.n_moe_layers * (d.n_experts - touched) * d.expert_params) * kn.w_bytes
+
+
 def step_coeffs_draft(d: ModelConsts, b, kn, C, w_inv, kv_inv, tp=1.0, Ca=None):
     """A draft model's decode step on one chip of the same device, at the target's weight and
     KV dtypes, batch b, split over tp chips like the target: (mem_a, mem_b, cmp_a, cmp_b) as
     affine functions of u(L)."""
-    touched = expected_experts(d.n_experts, d.k, b)
-    w = (d.total_params - d.lookup_params - d.n_moe_layers * (d.n_experts - touched) * d.expert_params) * kn.w_bytes
+    w = _draft_weight_bytes(d, b, kn)
     kv_split = minimum(tp, d.kv_split_max)
     return (w / tp * w_inv, b * d.kv_elems * kn.kv_bytes / kv_split * kv_inv,
             b * 2.0 * (d.active_params - d.lookup_params) * (1.0 + kn.dequant) / (tp * C),
@@ -325,9 +331,7 @@ def step_coeffs_draft(d: ModelConsts, b, kn, C, w_inv, kv_inv, tp=1.0, Ca=None):
 def _draft_prefill(d: ModelConsts, B, S, kn, C, w_inv, kv_inv, tp, Ca):
     """A draft model's prefill of B prompts of S tokens on one chip (before communication and
     overhead): max(weights + KV written, FLOPs, floor is added by the caller)."""
-    n = B * S
-    touched = expected_experts(d.n_experts, d.k, n)
-    w = (d.total_params - d.lookup_params - d.n_moe_layers * (d.n_experts - touched) * d.expert_params) * kn.w_bytes
+    w = _draft_weight_bytes(d, B * S, kn)
     kv = B * effective_context(d.window_groups, S) * d.kv_elems * kn.kv_bytes / minimum(tp, d.kv_split_max)
     gemm = B * 2.0 * (d.active_params - d.lookup_params) * (1.0 + kn.dequant) * S
     attn = B * d.attn_per_pair * causal_pairs(d.window_groups, S)

@@ -8,7 +8,6 @@ Bandwidth is decimal (1 TB/s = 1e12 B/s); capacity is *usable* bytes, with its s
 from __future__ import annotations
 
 import functools
-import math
 import threading
 from importlib import resources
 from pathlib import Path
@@ -241,10 +240,3 @@ def load_hardware(name_or_path: "str | Path | Hardware") -> Hardware:
     if f.parent == bundled_profiles_dir():    # bundled files do not change while we run
         _by_name[s] = hw
     return hw
-
-
-def check_finite(field: str, value: float, where: str | None = None) -> float:
-    """Reject NaN/inf/negative scalars given by callers."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
-        raise InvalidInputError(field, value, "a finite, non-negative number", where)
-    return float(value)
