@@ -160,15 +160,11 @@ def prepare(model, hardware, *, batch: int = 1, prompt_tokens: int = 0, output_t
     w, a = res.weights, res.activations
     if eff.quantized_peak_flops and a.bits <= 8 and w.compute != a.compute:   # 8-bit GEMM on other weights: MMQ
         peak = eff.quantized_peak_flops
-    # attention (QK^T, AV) computes in the KV format: fp8 where the KV is fp8, the activations
-    # are 8-bit or less and the chip has fp8; else 16-bit (never fp4, whatever the weights)
-    attn = "fp8" if res.kv.compute == "fp8" and a.bits <= 8 and hw.supports("fp8") else "bf16"
-    attn_peak = hw.peak_flops(attn) if hw.supports(attn) else res.peak_flops
     kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
                kv_bytes=res.kv.bytes, act_bytes=2.0 if res.activations.bits > 16 else res.activations.bytes,
                peak_flops=peak, dequant=res.dequant, tp=float(layout.tp), pp=float(layout.pp),
                ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0,
-               attn_peak_flops=attn_peak)
+               attn_peak_flops=res.attn_peak_flops)
     return Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
                     dict(positions=positions, spec=spec_args, draft=draft_mc, pinned=pinned,
                          extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv))
