@@ -22,8 +22,6 @@ HOLDOUT_MEDIAN_MAX = {           # measured held-out median |error| -> threshold
     "quantized kernels / HF (TTFT)": 0.08,       # 5.9%
 }
 
-needs_data = pytest.mark.skipif(not (reference_dir() / "measurements.csv").exists(),
-                                reason="reference measurements not found (MEMBOUND_REFERENCE_DIR)")
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +30,6 @@ def report():
     return validation_report()
 
 
-@needs_data
 @pytest.mark.parametrize("category,limit", sorted(HOLDOUT_MEDIAN_MAX.items()))
 def test_holdout_error_does_not_regress(report, category, limit):
     c = report["categories"][category]
@@ -40,7 +37,6 @@ def test_holdout_error_does_not_regress(report, category, limit):
     assert c["holdout_median"] <= limit, (category, c)
 
 
-@needs_data
 def test_every_row_is_predicted_or_skipped_with_a_reason(report):
     import csv
     with open(reference_dir() / "measurements.csv", newline="") as f:
@@ -51,7 +47,6 @@ def test_every_row_is_predicted_or_skipped_with_a_reason(report):
     assert len(report["rows"]) > 350
 
 
-@needs_data
 def test_cerebras_holdout_launch_rows_within_five_percent(report):
     # calibrated on hw-014/hw-015 (Cerebras blog); hw-005/hw-010 are Artificial Analysis' figures
     rows = {r.id: r for r in report["rows"]}

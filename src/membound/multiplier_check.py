@@ -1,4 +1,4 @@
-"""The software multipliers against published measurements (../shared/reference/measurements.csv,
+"""The software multipliers against published measurements (measurements.csv, shipped in the package,
 sources in sources.md): speculative-decoding speed-ups given acceptance rates or mean accepted
 lengths, quantized-kernel speed-ups, llama.cpp quantized-vs-f16 speed ratios.
 
@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
-from .errors import InvalidInputError
+from .reference import reference_dir
 from .estimate import estimate
 from .model import Model
 from .levers import speculative_speedup
@@ -42,15 +40,6 @@ class Row:
     def error(self) -> float:
         """Signed relative error of the prediction, (predicted - measured) / measured."""
         return self.predicted / self.measured - 1.0
-
-
-def reference_dir(path=None) -> Path:
-    """The reference folder: `path`, $MEMBOUND_REFERENCE_DIR, or ../shared/reference next to the repo."""
-    for cand in (path, os.environ.get("MEMBOUND_REFERENCE_DIR"),
-                 Path(__file__).resolve().parents[3] / "shared" / "reference"):
-        if cand is not None and (Path(cand) / "measurements.csv").is_file():
-            return Path(cand)
-    raise InvalidInputError("path", path, "a folder holding measurements.csv (or set MEMBOUND_REFERENCE_DIR)")
 
 
 def load_rows(path=None) -> dict:

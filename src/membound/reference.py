@@ -1,9 +1,10 @@
-"""The published measurements in `../shared/reference/measurements.csv`, turned into scenarios
+"""The published measurements in `measurements.csv`, turned into scenarios
 membound can predict, and the prediction of each.
 
 `load_reference()` maps every row's free text to names membound knows (hardware profile,
 model preset, dtype, runtime, Result field) or lists it as skipped with the reason. The folder
-is `$MEMBOUND_REFERENCE_DIR`, else `../shared/reference` beside the repository.
+is the one `reference_dir()` names: an explicit path, `$MEMBOUND_REFERENCE_DIR`, or the copy shipped
+in the package.
 
 Mapping choices (each is an assumption a reader can check):
 - Apple rows name GPU cores and GB/s: the profile of that chip with that bandwidth is used
@@ -35,18 +36,22 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
-from .errors import MemboundError
+from .errors import InvalidInputError, MemboundError
 
 # ---- where the data lives ---------------------------------------------------------------
 
-def reference_dir() -> Path:
-    """`$MEMBOUND_REFERENCE_DIR`, else `../shared/reference` relative to the repository root."""
-    env = os.environ.get("MEMBOUND_REFERENCE_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "reference"
+def reference_dir(path: "str | Path | None" = None) -> Path:
+    """The folder of reference measurements: `path`, else `$MEMBOUND_REFERENCE_DIR`, else the
+    copy shipped inside the package (`membound/data/reference`, a versioned snapshot of the
+    project's shared reference folder; see its VERSION file)."""
+    chosen = path or os.environ.get("MEMBOUND_REFERENCE_DIR")
+    folder = Path(chosen) if chosen else Path(str(resources.files("membound") / "data" / "reference"))
+    if not (folder / "measurements.csv").is_file():
+        raise InvalidInputError("reference", str(folder), "a folder holding measurements.csv")
+    return folder
 
 
 # ---- the scenario ------------------------------------------------------------------------
@@ -220,7 +225,7 @@ def load_reference(path: "str | Path | None" = None) -> Reference:
     """Every row of measurements.csv as a Scenario, or skipped with its reason."""
     from .hardware import load_hardware
     from .model import load_model
-    folder = Path(path) if path else reference_dir()
+    folder = reference_dir(path)
     out = Reference()
     with open(folder / "measurements.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .calibrate import is_calibration
-from .reference import SPECIALISED, load_reference, predict
+from .reference import SPECIALISED, load_reference, predict, reference_dir
 
 
 @dataclass(frozen=True)
@@ -65,11 +65,12 @@ def validation_report(path=None) -> dict:
         cats[name] = dict(rows=n, median=med, p90=p90, calibration_rows=nc, calibration_median=medc,
                           holdout_rows=nh, holdout_median=medh, holdout_p90=p90h,
                           worst=[(r.id, r.error) for r in worst])
-    return dict(rows=rows, categories=cats, skipped=ref.skipped)
+    return dict(rows=rows, categories=cats, skipped=ref.skipped,
+                source=str(reference_dir(path) / "measurements.csv"))
 
 
 def format_report(rep: dict) -> str:
-    out = ["membound validation against ../shared/reference/measurements.csv",
+    out = [f"membound validation against {rep['source']}",
            "error = predicted/measured - 1; |error| medians and 90th percentiles in %", "",
            f"{'category':40s} {'rows':>4s} {'med':>6s} {'p90':>6s} | {'cal':>3s} {'med':>6s} | "
            f"{'hold':>4s} {'med':>6s} {'p90':>6s} | worst"]
