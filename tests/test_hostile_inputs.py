@@ -11,7 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import membound as mb
+from membound import bench
 from membound.hardware import load_hardware_file
+from membound.model import load_model_file
 
 CASES = {"profile": 0, "profile_ok": 0, "config": 0, "config_ok": 0, "yaml_text": 0}
 BASE_PROFILE = yaml.safe_load(Path(mb.hardware.bundled_profiles_dir() / "h100-sxm.yaml").read_text())
@@ -160,3 +162,152 @@ def test_absurd_sizes_are_refused_at_once(tmp_path, key, value):
     f.write_text(json.dumps(dict(BASE_CONFIG, **{key: value})))
     with pytest.raises(mb.ProfileError, match="less than or equal"):
         mb.Model.from_hf_config(f)
+
+
+# ---- issue 16: loaders that cannot be made to hang, and unit slips with hints ---------------
+def _alias_bomb(levels: int = 9, width: int = 9) -> str:
+    """The billion-laughs pattern: each level lists the previous one `width` times, so the last
+    expands to width**levels scalars (9**9 = 387,420,489) from a few hundred bytes."""
+    lines = ["l0: &l0 [" + ",".join("lol" for _ in range(width)) + "]"]
+    for i in range(1, levels + 1):
+        lines.append(f"l{i}: &l{i} [" + ",".join(f"*l{i - 1}" for _ in range(width)) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def _bounded(fn):
+    """Run fn(); return (seconds, peak bytes allocated by Python meanwhile)."""
+    import time
+    import tracemalloc
+    tracemalloc.start()
+    t = time.perf_counter()
+    try:
+        fn()
+    finally:
+        seconds = time.perf_counter() - t
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return seconds, peak
+
+
+@pytest.mark.parametrize("loader", ["hardware", "model", "runtime"])
+def test_a_1kb_yaml_alias_bomb_fails_fast_and_small(tmp_path, loader):
+    # 9 levels of 9 aliases: 9**9 = 3.9e8 scalars once expanded (the 333-byte one took 33 s and
+    # 3.1 GB, in the repr of the expanded value); padded with a comment to about 1 kB
+    text = _alias_bomb()
+    text += "# " + "x" * (1000 - len(text)) + "\n"
+    assert 950 < len(text) < 1100
+    f = tmp_path / "bomb.yaml"
+    f.write_text(text)
+    load = {"hardware": load_hardware_file, "model": load_model_file,
+            "runtime": bench.load_runtime_file}[loader]
+
+    def attempt():
+        with pytest.raises(mb.ProfileError, match="aliases") as e:
+            load(f)
+        assert len(str(e.value)) < 400 and "\n" not in str(e.value)
+    seconds, peak = _bounded(attempt)
+    # bounds: 1 s and 100 MB; the loader stops at the first anchor, so both are tiny in practice
+    assert seconds < 1.0 and peak < 100e6, (seconds, peak)
+
+
+def test_deep_yaml_and_json_are_one_line_errors(tmp_path):
+    deep_yaml = tmp_path / "deep.yaml"
+    deep_yaml.write_text("memory: " + "[" * 50_000 + "]" * 50_000 + "\n")     # 100 kB, 50,000 deep
+    with pytest.raises(mb.ProfileError, match="deeper than 32") as e:
+        load_hardware_file(deep_yaml)
+    assert "\n" not in str(e.value)
+    deep_json = tmp_path / "config.json"
+    deep_json.write_text("[" * 100_000 + "]" * 100_000)                          # 200 kB, 100,000 deep
+    with pytest.raises(mb.ProfileError, match="deeper than 32"):
+        mb.Model.from_hf_config(deep_json)
+    nested = tmp_path / "nested" / "config.json"    # deep but short enough to parse: walked after
+    nested.parent.mkdir()
+    nested.write_text(json.dumps(dict(BASE_CONFIG, rope_scaling=json.loads("[" * 40 + "]" * 40))))
+    with pytest.raises(mb.ProfileError, match="deeper than 32"):
+        mb.Model.from_hf_config(nested)
+    prompts = tmp_path / "p.json"
+    prompts.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(mb.ProfileError, match="deeper than 32"):
+        bench.load_prompts(prompts)
+
+
+def _profile_with(tmp_path, old: str, new: str) -> Path:
+    text = (mb.hardware.bundled_profiles_dir() / "h100-sxm.yaml").read_text()
+    assert old in text
+    f = tmp_path / "slip.yaml"
+    f.write_text(text.replace(old, new, 1))
+    return f
+
+
+@pytest.mark.parametrize("old, new, message", [
+    # YAML 1.1 read 1:30:00 as 1*3600 + 30*60 = 5400 B/s; as YAML 1.2 it is text, not a number
+    ("3.35e+12", "1:30:00", "valid number"),
+    ("3.35e+12", "true", "true/false is not a number"),           # was 1 B/s
+    ("3.35e+12", "yes", "valid number"),                          # YAML 1.1 boolean, now text
+    ("3.35e+12", "3.35", r"bandwidth_bytes_s=3.35 is below 1e9 B/s: give bytes per second \(3.35 TB/s = 3.35e12"),
+    ("4.5e+11", "450", r"bandwidth_bytes_s=450 is below 1e8 B/s: give bytes per second \(450 TB/s = 4.5e14; 450 GB/s = 4.5e11\)"),
+    ("85520809984", "80", r"capacity_bytes=80 is below 1e6 bytes: give bytes \(80 GB = 8e10"),
+    ("bf16: 9.89e+14", "bf16: 989", r"compute_flops=989 is below 1e9 FLOP/s: give FLOP/s \(989 TFLOP/s = 9.89e14\)"),
+    ("bf16: 9.89e+14", "bf16: false", "true/false is not a number"),
+    ("latency_s: 3.0e-06", "latency_s: 3", r"latency_s=3 is above 0.01 s: give seconds per hop \(3 us = 3e-6"),
+    ("per_layer_s: 5.0e-06", "per_layer_s: 5", r"per_layer_s=5 is above 0.01 s"),
+    # a 1e-300 fraction made a TTFT of 7e296 s; 0.01 is the floor, and a percentage gets a hint
+    ("bandwidth_fraction: 0.9", "bandwidth_fraction: 1e-300", r"bandwidth_fraction=1e-300 is below 0.01"),
+    ("bandwidth_fraction: 0.9", "bandwidth_fraction: 90", r"give a fraction of peak \(90% = 0.9\)"),
+    ("max_chips: 8", "max_chips: true", "true/false is not a number"),
+])
+def test_unit_slips_and_yaml_1_1_numbers_are_refused_with_a_hint(tmp_path, old, new, message):
+    with pytest.raises(mb.ProfileError, match=message) as e:
+        load_hardware_file(_profile_with(tmp_path, old, new))
+    assert "\n" not in str(e.value)
+
+
+def test_yaml_1_2_exponents_load_as_numbers(tmp_path):
+    hw = load_hardware_file(_profile_with(tmp_path, "3.35e+12", "3.35e12"))   # YAML 1.1: a string
+    assert hw.bandwidth_bytes_s == 3.35e12
+    # the limits themselves are accepted: 1e9 B/s memory, 1 MB, a fraction of exactly 0.01
+    hw = load_hardware_file(_profile_with(tmp_path, "bandwidth_fraction: 0.9", "bandwidth_fraction: 0.01"))
+    assert hw.achievable.bandwidth_fraction == 0.01
+
+
+def test_runtime_fractions_and_overheads_have_ranges(tmp_path):
+    f = tmp_path / "rt.yaml"
+    f.write_text("name: rt\nclasses:\n  default:\n    bandwidth_fraction: 1.0e-300\n")
+    with pytest.raises(mb.ProfileError, match="below 0.01"):
+        bench.load_runtime_file(f)
+    f.write_text("name: rt\nclasses:\n  default:\n    per_step_overhead_s: 200\n")   # 200 us meant
+    with pytest.raises(mb.ProfileError, match=r"per_step_overhead_s=200 is above 1 s"):
+        bench.load_runtime_file(f)
+
+
+def test_errors_show_values_cut_short():
+    from membound.errors import short_repr
+    assert short_repr(list(range(10**6))) == "[0, 1, 2, 3, ...]"
+    assert len(short_repr("x" * 10**6)) <= 80
+    assert len(short_repr(10**400)) <= 80
+    e = mb.InvalidInputError("batch", [[1] * 10**5] * 10**3, "an integer")
+    assert len(str(e)) < 200
+
+
+def test_register_dtype_refuses_to_replace_a_builtin_silently():
+    from membound.dtypes import get_dtype
+    before = mb.estimate("llama-3.2-1b", "h100-sxm").decode_tok_s_per_user
+    bf16 = get_dtype("bf16")
+    for name in ("BF16", "bf16", " Q4_0 "):
+        with pytest.raises(mb.InvalidInputError, match="replace=True"):
+            mb.register_dtype(name, 3)
+    with pytest.raises(mb.InvalidInputError, match="alias of 'fp16'"):
+        mb.register_dtype("F16", 3)
+    with pytest.raises(mb.InvalidInputError, match="bits"):
+        mb.register_dtype("my_fmt", True)
+    assert get_dtype("bf16") is bf16
+    assert mb.estimate("llama-3.2-1b", "h100-sxm").decode_tok_s_per_user == before
+    try:
+        # replace=True does it: 8 bits per weight instead of 16 halves the weight bytes streamed,
+        # so decode at batch 1 gets faster (not exactly 2x: the KV cache and floor stay)
+        mb.register_dtype("BF16", 8, "bf16", replace=True)
+        assert get_dtype("bf16").bits == 8
+        assert mb.estimate("llama-3.2-1b", "h100-sxm").decode_tok_s_per_user > 1.5 * before
+    finally:
+        mb.dtypes._registry["bf16"] = bf16
+    assert mb.estimate("llama-3.2-1b", "h100-sxm").decode_tok_s_per_user == before

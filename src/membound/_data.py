@@ -1,34 +1,141 @@
-"""Reading YAML data files safely: every problem becomes a ProfileError naming file and field."""
+"""Reading YAML and JSON data files safely: every problem becomes a ProfileError naming file and
+field, and no file can make the loader hang or eat memory.
+
+Limits are checked while parsing, before any validation: the file's size (1 MB), its nesting
+depth (32) and its node count; YAML anchors and aliases are refused (a 333-byte alias "bomb"
+expands to gigabytes). Numbers follow YAML 1.2: `1e12` is a float, `1:30:00` is text (YAML 1.1
+read it as the sexagesimal 5400), and only `true`/`false` are booleans. Error messages show a
+value cut short, never its full repr.
+"""
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, PrivateAttr, ValidationError
+from pydantic import BaseModel, BeforeValidator, PrivateAttr, ValidationError
 
-from .errors import ProfileError
+from .errors import ProfileError, short_repr
 
 MAX_FILE_BYTES = 1_000_000  # a profile is a few kB; refuse anything absurd before parsing
+MAX_DEPTH = 32              # the deepest bundled file nests 4 levels; HF configs about 4
+MAX_NODES = 200_000         # scalars + collections in one file
+
+
+class _Loader(yaml.SafeLoader):
+    """The safe loader with YAML 1.2 scalars, no anchors or aliases, and bounded nesting."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._depth = 0
+        self._nodes = 0
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise yaml.composer.ComposerError(
+                None, None, "anchors (&name) and aliases (*name) are not allowed in data files; "
+                "write each value out", event.start_mark)
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            raise yaml.composer.ComposerError(None, None, f"more than {MAX_NODES} values", event.start_mark)
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels",
+                                              event.start_mark)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool")
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _NUMBER_TAGS]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))
+_Loader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?(?:0|[1-9][0-9_]*)$"),
+                              list("-+0123456789"))
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
+               r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+    list("-+.0123456789"))
+
+
+def _sized_text(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ProfileError(str(path), "<file>", f"is {size} bytes; expected at most {MAX_FILE_BYTES}")
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)   # the file may have grown since stat()
+    except OSError as e:
+        raise ProfileError(str(path), "<file>", f"cannot be read: {e.strerror or e}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ProfileError(str(path), "<file>", f"is over {MAX_FILE_BYTES} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProfileError(str(path), "<file>", "is not UTF-8 text") from None
 
 
 def read_yaml(path: "str | Path") -> dict:
-    """Parse one YAML mapping with the safe loader (no Python object tags)."""
+    """Parse one YAML mapping with the bounded safe loader (no Python object tags, no aliases)."""
     path = Path(path)
+    text = _sized_text(path)
     try:
-        size = path.stat().st_size
-    except OSError as e:
-        raise ProfileError(str(path), "<file>", f"cannot be read: {e.strerror}") from None
-    if size > MAX_FILE_BYTES:
-        raise ProfileError(str(path), "<file>", f"is {size} bytes; expected at most {MAX_FILE_BYTES}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise ProfileError(str(path), "<file>", "is not UTF-8 text") from None
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
     except yaml.YAMLError as e:
-        raise ProfileError(str(path), "<yaml>", f"malformed YAML: {e}".replace("\n", " ")) from None
+        raise ProfileError(str(path), "<yaml>", f"malformed YAML: {e}".replace("\n", " ")[:300]) from None
     if not isinstance(data, dict):
         raise ProfileError(str(path), "<top>", f"expected a mapping of fields, got {type(data).__name__}")
     return data
+
+
+def _depth_ok(data, limit: int) -> bool:
+    """Whether `data` (parsed JSON) nests at most `limit` levels; iterative, so any depth is safe."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > limit:
+                return False
+            stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
+    return True
+
+
+def parse_json(text: str, source: str, field: str = "<json>"):
+    """Parse JSON text with the same limits as the files: bounded depth, no NaN/Infinity."""
+    def no_constant(name):
+        raise ValueError(f"{name} is not a JSON number")
+    try:
+        data = json.loads(text, parse_constant=no_constant)
+    except RecursionError:
+        raise ProfileError(source, field, f"nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as e:
+        raise ProfileError(source, field, f"malformed JSON: {str(e)[:200]}") from None
+    if not _depth_ok(data, MAX_DEPTH):
+        raise ProfileError(source, field, f"nested deeper than {MAX_DEPTH} levels")
+    return data
+
+
+def read_json(path: "str | Path"):
+    """Parse one JSON file (size, depth and UTF-8 checked first)."""
+    path = Path(path)
+    return parse_json(_sized_text(path), str(path))
+
+
+def _no_bool(v):
+    if isinstance(v, bool):
+        raise ValueError(f"expected a number, got {v!r} (true/false is not a number)")
+    return v
+
+
+Number = BeforeValidator(_no_bool)
+"""Annotate a float/int field with it so `true` is refused instead of read as 1."""
 
 
 def validate(schema: type[BaseModel], data, source: str):
@@ -36,16 +143,16 @@ def validate(schema: type[BaseModel], data, source: str):
     try:
         return schema.model_validate(data)
     except ValidationError as e:
-        err = e.errors()[0]
+        errors = e.errors(include_url=False)
+        err = errors[0]
         field = ".".join(str(p) for p in err["loc"]) or "<top>"
         value = err.get("input")
-        shown = repr(value) if not isinstance(value, dict) else "{...}"
-        if len(shown) > 80:
-            shown = shown[:77] + "..."
-        more = f" (and {len(e.errors()) - 1} more problems)" if len(e.errors()) > 1 else ""
-        raise ProfileError(source, field, f"value {shown}: {err['msg']}{more}") from None
+        shown = "{...}" if isinstance(value, dict) else short_repr(value)
+        msg = err["msg"].removeprefix("Value error, ")
+        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+        raise ProfileError(source, field, f"value {shown}: {msg}{more}") from None
     except (TypeError, ValueError, ArithmeticError) as e:  # validators that raise outside pydantic
-        raise ProfileError(source, "<top>", str(e)) from None
+        raise ProfileError(source, "<top>", str(e)[:300]) from None
 
 
 class HashableModel(BaseModel):

@@ -61,17 +61,29 @@ _ALIASES = {"f16": "fp16", "f32": "fp32", "float16": "fp16", "bfloat16": "bf16",
             "q4_k": "q4_k_m", "q5_k": "q5_k_m"}
 
 _registry: dict[str, DType] = {d.name: d for d in _BUILTIN}
+_BUILTIN_NAMES = frozenset(_registry)
 _lock = threading.Lock()
 
 
 def register_dtype(name: str, bits: float, compute: str | None = None,
-                   description: str = "") -> DType:
-    """Add (or replace) a format; `bits` per element, block scales included."""
-    if not isinstance(name, str) or not name:
+                   description: str = "", *, replace: bool = False) -> DType:
+    """Add a format; `bits` per element, block scales included. Replacing a built-in format
+    (bf16, q4_0, ...; names are case-insensitive) changes every estimate in the process, so it
+    needs `replace=True`; an alias (f16, bfloat16, ...) cannot be registered at all."""
+    if not isinstance(name, str) or not name.strip():
         raise InvalidInputError("name", name, "a non-empty string")
-    if not isinstance(bits, (int, float)) or not math.isfinite(bits) or not 0 < bits <= 64:
+    if isinstance(bits, bool) or not isinstance(bits, (int, float)) or not math.isfinite(bits) \
+            or not 0 < bits <= 64:
         raise InvalidInputError("bits", bits, "a finite number of bits per element in (0, 64]")
-    d = DType(name.lower(), float(bits), compute, description)
+    if compute is not None and not isinstance(compute, str):
+        raise InvalidInputError("compute", compute, "None or a peak-FLOP/s key such as 'bf16' or 'fp8'")
+    key = name.strip().lower()
+    if key in _ALIASES:
+        raise InvalidInputError("name", name, f"a new name: {key!r} is an alias of {_ALIASES[key]!r}")
+    if key in _BUILTIN_NAMES and not replace:
+        raise InvalidInputError("name", name, f"a name that is not built in ({key!r} is; pass replace=True "
+                                              "to change it for the whole process)")
+    d = DType(key, float(bits), compute, description)
     with _lock:
         _registry[d.name] = d
     return d

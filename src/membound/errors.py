@@ -1,6 +1,23 @@
 """The library's exception hierarchy: every error names the field, the value and what was expected."""
 from __future__ import annotations
 
+import reprlib
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother = 2, 60, 40, 60
+_SHORT.maxtuple = _SHORT.maxlist = _SHORT.maxarray = _SHORT.maxdict = _SHORT.maxset = 4
+_SHORT.maxfrozenset = _SHORT.maxdeque = 4
+
+
+def short_repr(value, limit: int = 80) -> str:
+    """repr() of `value` cut short (containers to a few items, long text and integers
+    elided), so an error message never carries, or spends time building, a huge value."""
+    try:
+        shown = _SHORT.repr(value)
+    except Exception:  # a hostile __repr__: say what it is instead
+        shown = f"<{type(value).__name__}>"
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
 
 class MemboundError(Exception):
     """Base class of every error membound raises on purpose."""
@@ -12,7 +29,7 @@ class InvalidInputError(MemboundError, ValueError):
     def __init__(self, field: str, value, expected: str, where: str | None = None):
         self.field, self.value, self.expected, self.where = field, value, expected, where
         place = f"{where}: " if where else ""
-        super().__init__(f"{place}{field}={value!r} is invalid: expected {expected}")
+        super().__init__(f"{place}{field}={short_repr(value)} is invalid: expected {expected}")
 
     def __reduce__(self):
         return (type(self), (self.field, self.value, self.expected, self.where))
@@ -24,7 +41,7 @@ class UnknownNameError(MemboundError, KeyError):
     def __init__(self, kind: str, name, known):
         self.kind, self.name, self.known = kind, name, sorted(known)
         shown = ", ".join(self.known[:40]) + (" ..." if len(self.known) > 40 else "")
-        super().__init__(f"unknown {kind} {name!r}; known {kind}s: {shown}")
+        super().__init__(f"unknown {kind} {short_repr(name)}; known {kind}s: {shown}")
 
     def __str__(self) -> str:  # KeyError would quote the message
         return self.args[0]

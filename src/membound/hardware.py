@@ -8,24 +8,66 @@ Bandwidth is decimal (1 TB/s = 1e12 B/s); capacity is *usable* bytes, with its s
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator,
+                      model_validator)
 
-from ._data import HashableModel, read_yaml, validate
+from ._data import HashableModel, Number, read_yaml, validate
 from .errors import InvalidInputError, ProfileError, UnknownNameError
 
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-# Physical ranges: wide enough for any real chip, narrow enough that no product of them
-# overflows a float (a 1e-300 B/s "bandwidth" is a typo, not a device).
-Bytes = Annotated[float, Field(ge=1, le=1e16, allow_inf_nan=False)]            # 1 B .. 10 PB
-BytesPerS = Annotated[float, Field(ge=1, le=1e18, allow_inf_nan=False)]        # 1 B/s .. 1 EB/s
-FlopsPerS = Annotated[float, Field(ge=1, le=1e21, allow_inf_nan=False)]        # .. 1 ZFLOP/s
-Seconds = Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)]
+
+def _g(x: float) -> str:
+    """A number as people write it in a profile: 3.35e12, 1e9, 0.003."""
+    return re.sub(r"e([+-])0*(\d)", lambda m: "e" + ("-" if m[1] == "-" else "") + m[2], f"{x:.4g}")
+
+
+def _ranged(lo: float, hi: float, unit: str, low_hint, high_hint) -> object:
+    """A finite float in [lo, hi]; outside, an error saying which unit was probably meant."""
+    unit = f" {unit}" if unit else ""
+
+    def check(v: float, info: ValidationInfo) -> float:
+        name = info.field_name
+        if v < lo:
+            raise ValueError(f"{name}={_g(v)} is below {_g(lo)}{unit}: {low_hint(v)}")
+        if v > hi:
+            raise ValueError(f"{name}={_g(v)} is above {_g(hi)}{unit}: {high_hint(v)}")
+        return v
+    return Annotated[float, Number, Field(allow_inf_nan=False), AfterValidator(check)]
+
+
+# Physical ranges: wide enough for any real chip (a Groq LPU's 230 MB of SRAM, a wafer's
+# 21 PB/s), narrow enough that a unit slip is caught (3.35 meant as TB/s, 80 as GB, 90 as %)
+# and no product of them overflows a float (a 1e-300 fraction made a TTFT of 7e296 s).
+def _per_second(v: float) -> str:
+    return f"give bytes per second ({_g(v)} TB/s = {_g(v * 1e12)}; {_g(v)} GB/s = {_g(v * 1e9)})"
+
+
+MemoryBandwidth = _ranged(1e9, 1e18, "B/s", _per_second,
+                          lambda v: "give bytes per second of one chip (1 EB/s is far beyond any memory)")
+LinkBandwidth = _ranged(1e8, 1e18, "B/s", _per_second,
+                        lambda v: "give bytes per second of one chip, one direction")
+Bytes = _ranged(1e6, 1e16, "bytes", lambda v: f"give bytes ({_g(v)} GB = {_g(v * 1e9)}; {_g(v)} GiB = {_g(v * 2**30)})",
+                lambda v: "give the usable bytes of one chip (10 PB is far beyond any)")
+FlopsPerS = _ranged(1e9, 1e21, "FLOP/s", lambda v: f"give FLOP/s ({_g(v)} TFLOP/s = {_g(v * 1e12)})",
+                    lambda v: "give dense FLOP/s of one chip (1 ZFLOP/s is far beyond any)")
+
+
+def _seconds(hi: float, what: str):
+    return _ranged(0.0, hi, "s", lambda v: "expected a time >= 0",
+                   lambda v: f"give seconds {what} ({_g(v)} us = {_g(v * 1e-6)}; {_g(v)} ms = {_g(v * 1e-3)})")
+
+
+HopSeconds = _seconds(1e-2, "per hop")
+LayerSeconds = _seconds(1e-2, "per layer")
+StepSeconds = _seconds(1.0, "per step")
+Fraction = _ranged(0.01, 1.0, "", lambda v: "expected a fraction of peak between 0.01 and 1 (90% = 0.9)",
+                   lambda v: f"give a fraction of peak ({_g(v)}% = {_g(v / 100)})" if v <= 100
+                   else "expected a fraction of peak between 0.01 and 1")
 
 DeviceKind = Literal["gpu", "tpu", "apple", "cpu", "apu", "wafer", "lpu", "rdu", "npu"]
 
@@ -38,8 +80,8 @@ class MemoryTier(_Strict):
     """One level of memory on one chip."""
 
     name: str
-    capacity_bytes: Bytes          # usable bytes per chip
-    bandwidth_bytes_s: BytesPerS   # peak, decimal B/s, per chip
+    capacity_bytes: Bytes               # usable bytes per chip
+    bandwidth_bytes_s: MemoryBandwidth  # peak, decimal B/s, per chip
     source: str
 
 
@@ -47,9 +89,9 @@ class Interconnect(_Strict):
     """The chip-to-chip link used for tensor/pipeline/expert parallelism."""
 
     name: str
-    bandwidth_bytes_s: BytesPerS   # per chip, one direction
-    latency_s: Seconds             # per hop (one message, one step of a ring)
-    max_chips: Annotated[int, Field(ge=1)] = 1   # chips in one scale-up domain
+    bandwidth_bytes_s: LinkBandwidth   # per chip, one direction
+    latency_s: HopSeconds              # per hop (one message, one step of a ring)
+    max_chips: Annotated[int, Number, Field(ge=1, le=1_000_000)] = 1   # chips in one scale-up domain
     topology: Literal["ring", "switch"] = "ring"  # all-reduce latency: 2(N-1) hops, or 2 via a switch
     source: str
 
@@ -65,8 +107,8 @@ class Achievable(_Strict):
 class LatencyFloor(_Strict):
     """The smallest time per layer a token can spend (launches, sync, dataflow pipeline)."""
 
-    per_layer_s: Seconds = 0.0
-    per_step_s: Seconds = 0.0       # fixed cost per decode step (sampling, host round trip)
+    per_layer_s: LayerSeconds = 0.0
+    per_step_s: StepSeconds = 0.0      # fixed cost per decode step (sampling, host round trip)
     evidence: str = "assumed"
 
 
@@ -80,15 +122,15 @@ class Hardware(HashableModel):
     vendor: str
     kind: DeviceKind
     device_class: str = ""          # key for runtime tables, e.g. "nvidia-datacenter"
-    year: int | None = None
+    year: Annotated[int, Number, Field(ge=1940, le=2100)] | None = None
     memory: tuple[MemoryTier, ...]  # ordered fastest first after validation
     compute_flops: dict[str, FlopsPerS]  # dense peak FLOP/s per compute dtype (bf16, fp8, ...)
     compute_source: str
     interconnect: Interconnect | None = None
-    power_w: Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
-    price_usd_per_hour: Annotated[float, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
+    power_w: Annotated[float, Number, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
+    price_usd_per_hour: Annotated[float, Number, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
     price_source: str | None = None
-    activation_chunk_tokens: Annotated[int, Field(ge=1, le=10**7)] = 8192  # tokens whose activations
+    activation_chunk_tokens: Annotated[int, Number, Field(ge=1, le=10**7)] = 8192  # tokens whose activations
     # a prefill chunk holds at once (GPU engines: ~8k); dataflow chips stream and hold few
     achievable: Achievable = Achievable()
     latency: LatencyFloor = LatencyFloor()

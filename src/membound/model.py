@@ -9,7 +9,6 @@ Hugging Face config.json (no network, no transformers).
 from __future__ import annotations
 
 import functools
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,7 +16,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from ._data import read_yaml, validate
+from ._data import read_json, read_yaml, validate
 from .dtypes import get_dtype
 from .errors import InvalidInputError, ProfileError, UnknownNameError
 
@@ -264,12 +263,7 @@ def _read_config(path_or_dict):
         p = p / "config.json"
     if not p.is_file():
         raise ProfileError(str(p), "<file>", "no such file")
-    if p.stat().st_size > 1_000_000:
-        raise ProfileError(str(p), "<file>", "is over 1 MB; expected a config.json")
-    try:
-        cfg = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ProfileError(str(p), "<json>", f"malformed JSON: {e}") from None
+    cfg = read_json(p)
     if not isinstance(cfg, dict):
         raise ProfileError(str(p), "<top>", "expected a JSON object")
     return cfg, str(p), p.resolve().parent.name

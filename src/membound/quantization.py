@@ -48,24 +48,25 @@ class Quantization:
         w = get_dtype(self.weights)
         kv = get_dtype(self.kv or "bf16")
         act_asked = get_dtype(self.activations) if self.activations is not None else None
-        act, peak, attn_peak = _compute_dtypes(w, kv, act_asked, hw)
+        act, peak, attn_peak = _compute_dtypes(w, kv, act_asked, hw, get_dtype("bf16"), get_dtype("fp32"))
         weight_only = w.compute is None or w.compute != act.compute and w.bits < act.bits
         dq = self.dequant_overhead if self.dequant_overhead is not None else DEFAULT_DEQUANT_OVERHEAD
         return Resolved(w, kv, act, peak, dq if weight_only else 0.0, attn_peak)
 
 
 @functools.lru_cache(maxsize=4096)
-def _compute_dtypes(w: DType, kv: DType, act_asked: DType | None, hw) -> tuple:
+def _compute_dtypes(w: DType, kv: DType, act_asked: DType | None, hw, bf16: DType, fp32: DType) -> tuple:
     """(activation dtype, its peak FLOP/s, attention's peak FLOP/s) for these formats on `hw`.
     Attention (QK^T, AV) computes in the KV's format: fp8 where the KV is fp8, the activations
-    are 8-bit or less and the chip has fp8; else 16-bit (never fp4, whatever the weights)."""
+    are 8-bit or less and the chip has fp8; else 16-bit (never fp4, whatever the weights).
+    bf16 and fp32 are passed in (not looked up here) so a replaced format is never served stale."""
     if act_asked is not None:
         act = act_asked
         peak = hw.peak_flops(act.compute)           # raises if the device lacks it
     else:
-        act = w if (w.compute in ("fp8", "fp4", "int8") and hw.supports(w.compute)) else get_dtype("bf16")
+        act = w if (w.compute in ("fp8", "fp4", "int8") and hw.supports(w.compute)) else bf16
         if not hw.supports(act.compute):
-            act = get_dtype("fp32") if hw.supports("fp32") else act
+            act = fp32 if hw.supports("fp32") else act
         peak = hw.peak_flops(act.compute)
     attn = "fp8" if kv.compute == "fp8" and act.bits <= 8 and hw.supports("fp8") else "bf16"
     return act, peak, hw.peak_flops(attn) if hw.supports(attn) else peak

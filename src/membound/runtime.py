@@ -17,13 +17,13 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._data import HashableModel, read_yaml, validate
+from ._data import HashableModel, Number, read_yaml, validate
 from .errors import InvalidInputError, UnknownNameError
-from .hardware import Hardware
+from .hardware import Fraction, Hardware, StepSeconds
 
-_Frac = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-_Secs = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-_Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+_Frac = Fraction                     # 0.01 .. 1, with a hint for percentages
+_Secs = StepSeconds                  # 0 .. 1 s, with a hint for microseconds/milliseconds
+_Unit = Annotated[float, Number, Field(ge=0, le=1, allow_inf_nan=False)]
 
 
 class RuntimeEntry(BaseModel):
@@ -52,7 +52,7 @@ class QuantizedGemm(BaseModel):
     weights becomes `fp32_multiple` x the device's fp32 FLOP/s; compute_fraction applies to it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    fp32_multiple: Annotated[float, Field(gt=0, le=64, allow_inf_nan=False)]
+    fp32_multiple: Annotated[float, Number, Field(gt=0, le=64, allow_inf_nan=False)]
     device_kinds: tuple[str, ...] = ("gpu", "apu")
     evidence: str = ""
 
@@ -67,7 +67,7 @@ class Runtime(HashableModel):
     use_device_fractions: bool = True    # False: fractions default to 1 (the pure roofline)
     classes: dict[str, RuntimeEntry] = {}
     calibration: str = ""                # how and from which rows the figures were fitted
-    max_batch: int | None = Field(None, ge=1)   # most sequences one instance schedules at once
+    max_batch: Annotated[int, Number, Field(ge=1)] | None = None   # most sequences one instance schedules at once
     quantized_gemm: QuantizedGemm | None = None  # block-quantized GEMMs off the tensor cores
 
     def efficiency(self, hw: Hardware) -> "Efficiency":

@@ -3,10 +3,10 @@ long-context variant (the same request after ~30K tokens of pasted documentation
 user's own prompts from files."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._data import parse_json
 from ..errors import InvalidInputError, ProfileError
 
 CHARS_PER_TOKEN = 4.0   # English prose with a BPE/SPM tokenizer: ~4 characters per token (rule of thumb)
@@ -94,22 +94,39 @@ def _short(n: int) -> str:
     return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n)
 
 
+MAX_PROMPT_FILE_BYTES = 64_000_000   # ~16M tokens: more than any context window
+
+
+def _prompt_text(p: Path) -> str:
+    """The file as UTF-8 text; a binary, unreadable or absurdly large file is a ProfileError."""
+    try:
+        size = p.stat().st_size
+        if size > MAX_PROMPT_FILE_BYTES:
+            raise ProfileError(str(p), "<file>", f"is {size} bytes; expected at most {MAX_PROMPT_FILE_BYTES}")
+        raw = p.read_bytes()
+    except OSError as e:
+        raise ProfileError(str(p), "<file>", f"cannot be read: {e.strerror or e}") from None
+    if b"\x00" in raw:
+        raise ProfileError(str(p), "<file>", "is binary (it contains NUL bytes); expected UTF-8 text")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ProfileError(str(p), "<file>", f"is not UTF-8 text (byte {e.start}); expected a text file") from None
+
+
 def load_prompts(path: "str | Path") -> list[Prompt]:
     """Prompts from a file: `.json` (a list of strings or of {"name", "prompt"} objects),
     `.jsonl` (one such item per line), anything else: the whole file is one prompt."""
     p = Path(path)
     if not p.is_file():
         raise ProfileError(str(p), "<file>", "no such prompt file")
-    text = p.read_text(encoding="utf-8")
+    text = _prompt_text(p)
     if p.suffix.lower() not in (".json", ".jsonl"):
         if not text.strip():
             raise ProfileError(str(p), "<prompt>", "the file is empty")
         return [Prompt(p.stem, text)]
-    try:
-        items = json.loads(text) if p.suffix.lower() == ".json" else [
-            json.loads(line) for line in text.splitlines() if line.strip()]
-    except json.JSONDecodeError as e:
-        raise ProfileError(str(p), "<json>", f"not valid JSON: {e}") from None
+    items = parse_json(text, str(p)) if p.suffix.lower() == ".json" else [
+        parse_json(line, str(p), f"line {n}") for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not isinstance(items, list) or not items:
         raise ProfileError(str(p), "<prompts>", "expected a non-empty list of prompts")
     out = []
