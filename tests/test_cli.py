@@ -34,7 +34,7 @@ def test_compare_side_by_side():
     # 70.55 GB of fp8 weights fit in one H200 (151 GB usable): the fewest chips is 1
     assert lines[4].split()[:2] == ["h200", "1"]
     j = json.loads(run("compare", "llama-3.1-8b", "h100-sxm", "h200", "--json").stdout)
-    assert [r["hardware"] for r in j] == ["h100-sxm", "h200"]
+    assert [r["hardware"] for r in j["results"]] == ["h100-sxm", "h200"]
 
 
 def test_sweep_writes_csv(tmp_path):

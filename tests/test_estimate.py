@@ -66,8 +66,8 @@ def test_large_batch_turns_compute_bound():
 
 
 def test_batching_keeps_per_user_speed_until_the_ridge():
-    one = mb.estimate("llama-3.1-8b", "h100-sxm", batch=1, output_tokens=1, runtime="ideal")
-    eight = mb.estimate("llama-3.1-8b", "h100-sxm", batch=8, output_tokens=1, runtime="ideal")
+    one = mb.estimate("llama-3.1-8b", "h100-sxm", batch=1, prompt_tokens=0, output_tokens=1, runtime="ideal")
+    eight = mb.estimate("llama-3.1-8b", "h100-sxm", batch=8, prompt_tokens=0, output_tokens=1, runtime="ideal")
     # memory-bound: same weights (plus 7 more embedding rows of 8 KB), 8x the aggregate
     assert eight.tpot_s == pytest.approx(one.tpot_s + 7 * 4096 * 2 / H100_BW, rel=1e-9)
     assert eight.decode_tok_s_total == pytest.approx(8 / eight.tpot_s, rel=1e-9)

@@ -8,15 +8,15 @@ def test_pipeline_adds_capacity_not_per_user_speed():
     hw = mb.load_hardware("h100-sxm")
     m = mb.load_model("llama-3.1-8b")
     bw, link = hw.bandwidth_bytes_s, hw.interconnect
-    one = mb.estimate(m, hw, output_tokens=1, runtime="ideal")
-    r = mb.estimate(m, hw, n_chips=2, parallel=mb.Parallel(pp=2), output_tokens=1, runtime="ideal")
+    one = mb.estimate(m, hw, prompt_tokens=0, output_tokens=1, runtime="ideal")
+    r = mb.estimate(m, hw, n_chips=2, parallel=mb.Parallel(pp=2), prompt_tokens=0, output_tokens=1, runtime="ideal")
     hop = link.latency_s + 4096 * 2 / link.bandwidth_bytes_s      # one boundary: a bf16 hidden state
     streamed = 2 * (m.total_params - 128256 * 4096 + 4096)     # the input embedding is a lookup
     assert r.tpot_s == pytest.approx(streamed / bw + hop, rel=1e-9)
     assert r.tpot_s > one.tpot_s
     assert r.memory.weights_bytes == pytest.approx(one.memory.weights_bytes / 2)
     # batch 2 over 2 stages runs as 2 micro-batches of 1: same step, twice the aggregate
-    r2 = mb.estimate(m, hw, n_chips=2, parallel=mb.Parallel(pp=2), batch=2, output_tokens=1, runtime="ideal")
+    r2 = mb.estimate(m, hw, n_chips=2, parallel=mb.Parallel(pp=2), batch=2, prompt_tokens=0, output_tokens=1, runtime="ideal")
     assert r2.tpot_s == pytest.approx(r.tpot_s, rel=1e-9)
     assert r2.decode_tok_s_total == pytest.approx(2 / r.tpot_s, rel=1e-9)
 
@@ -25,7 +25,7 @@ def test_expert_parallel_splits_experts_and_adds_all_to_all():
     hw = mb.load_hardware("h100-sxm")
     m = mb.load_model("mixtral-8x7b")
     link = hw.interconnect
-    r = mb.estimate(m, hw, n_chips=2, parallel=mb.Parallel(ep=2), output_tokens=1, runtime="ideal")
+    r = mb.estimate(m, hw, n_chips=2, parallel=mb.Parallel(ep=2), prompt_tokens=0, output_tokens=1, runtime="ideal")
     # batch 1 touches k=2 experts per layer, spread over 2 chips: 1 expert's bytes per chip per layer
     w_chip = (m.dense_params - 32000 * 4096 + 4096 + m.n_moe_layers * 2 * m.expert_params / 2) * 2
     # 2 all-to-alls per MoE layer: (ep-1)/ep x (tokens/ep) x k x hidden x 2 bytes, plus one hop

@@ -15,6 +15,7 @@ from .speculative import SpeculativeDecoding, expected_tokens_per_round
 from .result import Memory, Result
 from .estimate import bandwidth_ceiling, estimate
 from .capacity import layout_for, min_chips
+from .compare import CompareResult, compare
 from . import plots   # matplotlib is imported only when a plot is drawn
 from .speculative import head_cost, head_param_count, predicted_speedup
 from .batching import BatchCurve, BusFare, FastMode, batch_curve, bus_fare, fast_mode, max_batch, ridge_batch

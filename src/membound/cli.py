@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
+from . import defaults
 from .errors import MemboundError
 
 
@@ -26,14 +28,16 @@ def _dump(obj) -> str:
     return json.dumps(obj, indent=2, default=lambda v: v.item() if hasattr(v, "item") else str(v))
 
 
-def _workload(p, prompt=2048, output=256):
-    p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--prompt", type=int, default=prompt, help="prompt tokens per sequence")
-    p.add_argument("--output", type=int, default=output, help="output tokens per sequence")
-    p.add_argument("--weights", default="bf16", help="weight dtype")
+def _workload(p):
+    p.add_argument("--batch", type=int, default=defaults.BATCH, help="sequences decoded together")
+    p.add_argument("--prompt", type=int, default=defaults.PROMPT_TOKENS, help="prompt tokens per sequence")
+    p.add_argument("--output", type=int, default=defaults.OUTPUT_TOKENS, help="output tokens per sequence")
+    p.add_argument("--weights", default=defaults.WEIGHT_DTYPE, help="weight dtype")
     p.add_argument("--kv", default=None, help="KV-cache dtype")
     p.add_argument("--activations", default=None, help="activation (compute) dtype")
     p.add_argument("--runtime", default=None, help="ideal, device (default), llama.cpp, vllm, tensorrt-llm, sglang")
+    p.add_argument("--allow-beyond-context", action="store_true",
+                   help="estimate even when prompt + output exceed the model's context window")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -44,49 +48,19 @@ def _estimate(args) -> int:
     par = Parallel(tp=args.tp, pp=args.pp, ep=args.ep) if (args.tp or 1) * (args.pp or 1) * (args.ep or 1) > 1 else None
     r = estimate(args.model, args.hardware, batch=args.batch, prompt_tokens=args.prompt,
                  output_tokens=args.output, weight_dtype=args.weights, kv_dtype=args.kv,
-                 activation_dtype=args.activations, n_chips=args.chips, parallel=par, runtime=args.runtime)
+                 activation_dtype=args.activations, n_chips=args.chips, parallel=par, runtime=args.runtime,
+                 allow_beyond_context=args.allow_beyond_context)
     print(_dump(r.to_dict()) if args.json else r)
     return 0
 
 
 # ---- compare -------------------------------------------------------------------------------
-def _device_spec(spec: str):
-    """'h100-sxm:8' -> ('h100-sxm', 8); 'groq-lpu' -> ('groq-lpu', None)."""
-    from .errors import InvalidInputError
-    name, _, n = spec.partition(":")
-    if n and not n.isdigit():
-        raise InvalidInputError("device", spec, "NAME or NAME:CHIPS, e.g. h100-sxm:8")
-    return name, int(n) if n else None
-
-
 def _compare(args) -> int:
-    from .capacity import layout_for, min_chips
-    from .display import _num, _secs, grid
-    from .estimate import estimate
-    from .errors import InvalidInputError
-    rows, out = [], []
-    for spec in args.devices:
-        name, n = _device_spec(spec)
-        n = n or args.chips or min_chips(args.model, name, batch=args.batch, context_tokens=args.prompt + args.output,
-                                         weight_dtype=args.weights, kv_dtype=args.kv, runtime=args.runtime)
-        par = layout_for(args.model, name, n)
-        if par is None:
-            raise InvalidInputError("chips", n, f"a chip count {args.model} can be laid out over on {name}")
-        r = estimate(args.model, name, batch=args.batch, prompt_tokens=args.prompt, output_tokens=args.output,
-                     weight_dtype=args.weights, kv_dtype=args.kv, activation_dtype=args.activations,
-                     n_chips=n, parallel=par, runtime=args.runtime)
-        out.append(r.to_dict())
-        cost = r.cost_per_million_tokens_usd
-        rows.append([r.hardware, str(n), f"tp{par.tp} pp{par.pp}", f"{r.decode_tok_s_per_user:,.1f}",
-                     f"{r.decode_tok_s_total:,.1f}", _secs(r.ttft_s), r.bound,
-                     f"{_num(r.memory.total_bytes / 1e9)}/{_num(r.memory.capacity_bytes / 1e9)}",
-                     "" if cost is None else f"{cost:,.2f}"])
-    if args.json:
-        print(_dump(out))
-    else:
-        print(f"{args.model}: batch {args.batch}, prompt {args.prompt}, output {args.output}, weights {args.weights}")
-        print(grid(["device", "chips", "layout", "tok/s/user", "tok/s total", "TTFT", "bound", "GB/chip used/cap",
-                    "$/M tok"], rows))
+    from .compare import compare
+    res = compare(args.model, args.devices, batch=args.batch, prompt_tokens=args.prompt, output_tokens=args.output,
+                  weight_dtype=args.weights, kv_dtype=args.kv, activation_dtype=args.activations,
+                  runtime=args.runtime, n_chips=args.chips, allow_beyond_context=args.allow_beyond_context)
+    print(_dump(res.to_dict()) if args.json else res)
     return 0
 
 
@@ -287,12 +261,27 @@ def _add_bench_parser(sub) -> None:
     add_parser(sub)
 
 
+# Python parameter names as the CLI spells them, for error messages raised by the library
+_FLAGS = {"allow_beyond_context=True": "--allow-beyond-context", "prompt_tokens": "--prompt",
+          "output_tokens": "--output", "weight_dtypes": "--weights", "weight_dtype": "--weights",
+          "kv_dtypes": "--kv", "kv_dtype": "--kv", "activation_dtype": "--activations", "n_chips": "--chips",
+          "concurrent_users": "--users", "arrival_rate_rps": "--rate", "ttft_p90_s": "--ttft",
+          "min_tok_s_per_user": "--tok-s", "e2e_p90_s": "--e2e", "prices": "--price",
+          "price_usd_per_hour": "--price", "chunk_size": "--chunk-size", "include_unfit": "--include-unfit"}
+_FLAG_RE = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(_FLAGS, key=len, reverse=True)) + r")(?!\w)")
+
+
+def in_flags(message: str) -> str:
+    """A library message worded in CLI flags: 'concurrent_users=None' -> '--users=None'."""
+    return _FLAG_RE.sub(lambda m: _FLAGS[m.group(0)], message)
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except MemboundError as err:
-        print(f"membound: error: {err}", file=sys.stderr)
+        print(f"membound: error: {in_flags(str(err))}", file=sys.stderr)
         return 2
     except ImportError as err:
         print(f"membound: error: an optional dependency is missing: {err}", file=sys.stderr)

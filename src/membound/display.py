@@ -153,6 +153,13 @@ def grid(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
+def html_grid(header: list[str], rows: list[list[str]]) -> str:
+    """The same table as `grid`, as HTML (for Jupyter)."""
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def markdown(header: list[str], rows: list[list[str]]) -> str:
     """A GitHub-flavoured Markdown table."""
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

@@ -5,6 +5,7 @@ import math
 import numbers
 from dataclasses import dataclass, replace
 
+from . import defaults
 from .core import BOUNDS, Knobs, SpecArgs, bound_name, evaluate, model_consts
 from .dtypes import get_dtype
 from .errors import DoesNotFitError, InvalidInputError
@@ -24,6 +25,17 @@ def check_int(field: str, value, minimum: int) -> int:
     return int(value)
 
 
+def check_context(m: Model, prompt_tokens, output_tokens) -> None:
+    """prompt + output tokens (numbers or arrays: the largest counts) within the model's context
+    window, else InvalidInputError; a model without a known window is not checked."""
+    import numpy as np
+    total = int(np.max(prompt_tokens)) + int(np.max(output_tokens))
+    if m.max_context is not None and total > m.max_context:
+        raise InvalidInputError("prompt_tokens + output_tokens", total,
+                                f"at most {m.name}'s context window of {m.max_context:,} tokens "
+                                f"(allow_beyond_context=True estimates past it)")
+
+
 def _check_price(value):
     if value is None:
         return None
@@ -32,11 +44,12 @@ def _check_price(value):
     return float(value)
 
 
-def estimate(model, hardware, *, batch: int = 1, prompt_tokens: int = 0, output_tokens: int = 128,
-             weight_dtype: str = "bf16", kv_dtype: str | None = None, activation_dtype: str | None = None,
+def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int = defaults.PROMPT_TOKENS,
+             output_tokens: int = defaults.OUTPUT_TOKENS, weight_dtype: str = defaults.WEIGHT_DTYPE, kv_dtype: str | None = None, activation_dtype: str | None = None,
              n_chips: int = 1, parallel: Parallel | None = None, speculative: SpeculativeDecoding | None = None,
              runtime=None, quantization: Quantization | None = None, placement: dict | None = None,
-             price_usd_per_hour: float | None = None, check_memory: bool = True) -> Result:
+             price_usd_per_hour: float | None = None, check_memory: bool = True,
+             allow_beyond_context: bool = False) -> Result:
     """Predict decode speed, TTFT, end-to-end time, memory and cost for one configuration.
 
     model, hardware: objects or names (hardware may be a YAML path). batch: sequences decoded
@@ -44,13 +57,17 @@ def estimate(model, hardware, *, batch: int = 1, prompt_tokens: int = 0, output_
     `Parallel.default`). runtime: None (the device's measured fractions), "ideal" (pure
     roofline) or an engine ("llama.cpp", "vllm", "tensorrt-llm", "sglang"). placement pins
     "weights"/"kv" to tier names. check_memory=False returns a result even when the
-    configuration does not fit (memory.fits is then False).
+    configuration does not fit (memory.fits is then False). The workload defaults are
+    `membound.defaults` (batch 1, 2,048 prompt and 256 output tokens, bf16), as the CLI's.
+    prompt_tokens + output_tokens beyond the model's context window (`Model.max_context`) is an
+    InvalidInputError unless allow_beyond_context=True.
     Raises DoesNotFitError (with bytes missing and chips needed) when it does not fit.
     """
     p = prepare(model, hardware, batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
                 weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype,
                 n_chips=n_chips, parallel=parallel, speculative=speculative, runtime=runtime,
-                quantization=quantization, placement=placement, price_usd_per_hour=price_usd_per_hour)
+                quantization=quantization, placement=placement, price_usd_per_hour=price_usd_per_hour,
+                allow_beyond_context=allow_beyond_context)
     m, hw, rt, layout, res, price, pinned = p.model, p.hardware, p.runtime, p.layout, p.resolved, p.price, p.pinned
     B, S, T, N, spec_args, positions = p.batch, p.prompt, p.output, p.n_chips, p.spec_args, p.positions
     r = p.evaluate()
@@ -111,11 +128,11 @@ class Prepared:
         return evaluate(model_consts(self.model), self.hardware, self.eff, kn, **self.extra)
 
 
-def prepare(model, hardware, *, batch: int = 1, prompt_tokens: int = 0, output_tokens: int = 128,
-            weight_dtype: str = "bf16", kv_dtype: str | None = None, activation_dtype: str | None = None,
+def prepare(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int = defaults.PROMPT_TOKENS,
+            output_tokens: int = defaults.OUTPUT_TOKENS, weight_dtype: str = defaults.WEIGHT_DTYPE, kv_dtype: str | None = None, activation_dtype: str | None = None,
             n_chips: int = 1, parallel: Parallel | None = None, speculative: SpeculativeDecoding | None = None,
             runtime=None, quantization: Quantization | None = None, placement: dict | None = None,
-            price_usd_per_hour: float | None = None) -> Prepared:
+            price_usd_per_hour: float | None = None, allow_beyond_context: bool = False) -> Prepared:
     """Validate `estimate()`'s arguments and resolve them into a `Prepared` configuration."""
     m = load_model(model)
     hw = load_hardware(hardware)
@@ -124,6 +141,8 @@ def prepare(model, hardware, *, batch: int = 1, prompt_tokens: int = 0, output_t
     S = check_int("prompt_tokens", prompt_tokens, 0)
     T = check_int("output_tokens", output_tokens, 1)
     N = check_int("n_chips", n_chips, 1)
+    if not allow_beyond_context:
+        check_context(m, S, T)
     layout = (parallel or Parallel.default(m, N, hw.interconnect.max_chips if hw.interconnect else 1)).check(m, N)
     if layout.chips > 1 and hw.interconnect is None:
         raise InvalidInputError("n_chips", N, f"1: {hw.name} has no interconnect in its profile")

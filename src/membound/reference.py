@@ -380,7 +380,7 @@ def _prepared(sc: Scenario, runtime, batch, prompt, output, hw=None):
     from .estimate import prepare
     from .parallel import Parallel
     tp, pp, ep = sc.parallel
-    return prepare(sc.model, hw or _hardware(sc), batch=int(batch), prompt_tokens=int(prompt),
+    return prepare(sc.model, hw or _hardware(sc), allow_beyond_context=True, batch=int(batch), prompt_tokens=int(prompt),
                    output_tokens=int(output), weight_dtype=sc.weight_dtype, kv_dtype=sc.kv_dtype,
                    activation_dtype=sc.activation_dtype,
                    n_chips=sc.n_chips, parallel=Parallel(tp=tp, pp=pp, ep=ep), runtime=runtime)

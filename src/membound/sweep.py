@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel
 
+from . import defaults
 from .core import BOUNDS
 from .errors import InvalidInputError, MemboundError
 from .estimate import check_int, prepare
@@ -219,7 +220,8 @@ def _to_table(cols: dict, as_frame):
     return out
 
 
-def iter_sweep(model, hardware, *, batch=1, prompt_tokens=0, output_tokens=128, weight_dtype="bf16",
+def iter_sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMPT_TOKENS,
+               output_tokens=defaults.OUTPUT_TOKENS, weight_dtype=defaults.WEIGHT_DTYPE,
                kv_dtype=None, activation_dtype=None, n_chips=None, parallel=None, runtime=None,
                speculative=None, price_usd_per_hour=None, chunk_size: int = DEFAULT_CHUNK,
                include_unfit: bool = False, on_invalid: str = "raise", as_frame=None, _stats=None):
@@ -258,7 +260,8 @@ def iter_sweep(model, hardware, *, batch=1, prompt_tokens=0, output_tokens=128, 
                 yield cols if as_frame == "raw" else _to_table(cols, as_frame)
 
 
-def sweep(model, hardware, *, batch=1, prompt_tokens=0, output_tokens=128, weight_dtype="bf16",
+def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMPT_TOKENS,
+          output_tokens=defaults.OUTPUT_TOKENS, weight_dtype=defaults.WEIGHT_DTYPE,
           kv_dtype=None, activation_dtype=None, n_chips=None, parallel=None, runtime=None,
           speculative=None, price_usd_per_hour=None, chunk_size: int = DEFAULT_CHUNK,
           include_unfit: bool = False, on_invalid: str = "raise", reduce=None, as_frame=None):
