@@ -138,6 +138,18 @@ def _validate(args) -> int:
     return 0
 
 
+# ---- app -------------------------------------------------------------------------------------
+def _app(args) -> int:
+    try:
+        from .app.server import run
+    except ImportError as err:
+        print(f'membound: error: the web app needs the app extra: pip install "membound[app]" ({err})',
+              file=sys.stderr)
+        return 1
+    run(host=args.host, port=args.port)
+    return 0
+
+
 # ---- models, hardware ----------------------------------------------------------------------
 def _models(args) -> int:
     from .display import grid, markdown, model_list_rows
@@ -248,6 +260,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--csv", default=None, help="write every row's prediction and error to this CSV")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_validate)
+
+    a = sub.add_parser("app", help="a local web page: compare, serve, plan, explain (needs membound[app])")
+    a.add_argument("--port", type=int, default=8000)
+    a.add_argument("--host", default="127.0.0.1", help="127.0.0.1 (default) serves this machine only")
+    a.set_defaults(func=_app)
 
     add_bench = globals().get("_add_bench_parser")
     if add_bench is not None:

@@ -1,0 +1,209 @@
+"""The web app's JSON API through Starlette's TestClient (no browser): each answer equals the
+library's own figures, bad input is a 400 naming the field, limits hold."""
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+import warnings  # noqa: E402
+
+import anyio  # noqa: E402
+
+with warnings.catch_warnings():       # starlette 1.x: "install httpx2" (httpx works)
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient  # noqa: E402
+
+import membound as mb  # noqa: E402
+from membound.app import api, server  # noqa: E402
+
+STATIC = Path(server.__file__).resolve().parent / "static"
+SMALL_LLAMA = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 8,
+               "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 32000,
+               "max_position_embeddings": 8192, "tie_word_embeddings": False}
+
+
+@pytest.fixture(scope="module")
+def client():
+    with TestClient(server.create_app()) as c:
+        yield c
+
+
+def test_page_and_assets_are_served_and_load_nothing_from_the_internet(client):
+    page = client.get("/")
+    assert page.status_code == 200 and "<title>membound" in page.text
+    for asset in ("/static/app.js", "/static/app.css"):
+        assert client.get(asset).status_code == 200
+    # every src/href of the page is local; the only absolute URL in the script is the SVG namespace
+    assert all(not ref.startswith(("http:", "https:", "//"))
+               for ref in re.findall(r'(?:src|href)="([^"]*)"', page.text))
+    for name in ("app.js", "app.css"):
+        urls = set(re.findall(r"https?://[^\s\"'`)]+", (STATIC / name).read_text()))
+        assert urls <= {"http://www.w3.org/2000/svg"}, urls
+
+
+def test_compare_default_is_the_seed_comparison_and_equals_estimate(client):
+    r = client.post("/api/compare", json={"model": "llama-3.1-70b"})
+    assert r.status_code == 200
+    rows = {row["hardware"]: row for row in r.json()["rows"]}
+    assert list(rows) == ["h100-sxm", "cerebras-wse-3"]
+    # 70.55e9 parameters x 2 bytes = 141 GB of bf16 weights; one wafer holds 44 GB: 141 / 44 = 3.2,
+    # so the fewest wafers is 4, pipelined (one stage of 20 layers per wafer)
+    wafer = rows["cerebras-wse-3"]
+    assert wafer["n_chips"] == 4 and wafer["parallel"] == "tp=1 pp=4 ep=1"
+    kw = dict(prompt_tokens=2048, output_tokens=256, weight_dtype="bf16")
+    want = mb.estimate("llama-3.1-70b", "cerebras-wse-3", n_chips=4, parallel=mb.Parallel(pp=4), **kw)
+    assert wafer["decode_tok_s_per_user"] == want.decode_tok_s_per_user
+    assert wafer["ttft_s"] == want.ttft_s and wafer["bound"] == want.bound
+    gpu = mb.estimate("llama-3.1-70b", "h100-sxm", n_chips=8, parallel=mb.Parallel(tp=8), **kw)
+    assert rows["h100-sxm"]["decode_tok_s_per_user"] == gpu.decode_tok_s_per_user
+    assert rows["h100-sxm"]["cost_per_million_tokens_usd"] == gpu.cost_per_million_tokens_usd
+    # 8 GPUs split 141 GB of weights: 17.6 GB each, about one fifth of an 85.5 GB H100
+    assert rows["h100-sxm"]["memory_used_bytes"] == pytest.approx(141.1e9 / 8, rel=0.03)
+
+
+def test_unknown_model_is_a_400_naming_the_field(client):
+    r = client.post("/api/compare", json={"model": "llama-9"})
+    assert r.status_code == 400
+    body = r.json()
+    assert body["field"] == "model" and body["error"].startswith("unknown model 'llama-9'")
+    assert "\n" not in body["error"] and "Traceback" not in body["error"]
+
+
+def test_a_device_that_cannot_hold_the_model_points_at_its_entry(client):
+    # 141 GB of bf16 weights on one 85.5 GB H100: does not fit; the error belongs to entry 1
+    r = client.post("/api/compare", json={"model": "llama-3.1-70b", "devices": ["h200:8", "h100-sxm:1"]})
+    assert r.status_code == 400
+    body = r.json()
+    assert (body["field"], body["index"]) == ("devices", 1) and "does not fit" in body["error"]
+    r = client.post("/api/compare", json={"model": "llama-3.1-70b", "devices": ["h100-sxm:x"]})
+    assert r.status_code == 400 and r.json()["field"] == "devices"
+
+
+@pytest.mark.parametrize("field, value", [("prompt_tokens", -1), ("output_tokens", 0), ("batch", "many"),
+                                          ("weight_dtype", "fp7"), ("runtime", "warp-drive")])
+def test_bad_values_name_their_field(client, field, value):
+    r = client.post("/api/compare", json={"model": "llama-3.1-8b", field: value})
+    assert r.status_code == 400 and r.json()["field"] == field, r.json()
+
+
+def test_pasted_config_json(client):
+    r = client.post("/api/compare", json={"config": json.dumps(SMALL_LLAMA), "devices": ["h100-sxm:1"]})
+    assert r.status_code == 200, r.json()
+    want = mb.estimate(mb.Model.from_hf_config(SMALL_LLAMA), "h100-sxm", prompt_tokens=2048, output_tokens=256)
+    assert r.json()["rows"][0]["decode_tok_s_per_user"] == want.decode_tok_s_per_user
+    bad = client.post("/api/compare", json={"config": '{"model_type": "llama",'})
+    assert bad.status_code == 400 and bad.json()["field"] == "config" and "malformed JSON" in bad.json()["error"]
+    missing = client.post("/api/compare", json={"config": '{"model_type": "llama"}'})
+    assert missing.status_code == 400 and missing.json()["field"] == "config"
+
+
+def test_explain_returns_the_step_terms_and_memory_of_estimate(client):
+    r = client.post("/api/explain", json={"model": "llama-3.1-70b", "device": "h100-sxm:8", "batch": 4})
+    assert r.status_code == 200
+    d = r.json()
+    want = mb.estimate("llama-3.1-70b", "h100-sxm", n_chips=8, parallel=mb.Parallel(tp=8), batch=4,
+                       prompt_tokens=2048, output_tokens=256)
+    assert d["step_terms_s"] == want.step_terms_s and d["tpot_s"] == want.tpot_s
+    assert d["memory"]["weights_bytes"] == want.memory.weights_bytes
+    assert d["memory"]["kv_bytes"] == want.memory.kv_bytes
+    # KV per chip: 4 sequences x 2304 tokens x 327,680 B/token (80 layers x 8 KV heads x 128 x 2 x 2 B)
+    # over 8 chips = 377.5 MB
+    assert d["memory"]["kv_bytes"] == pytest.approx(4 * 2304 * 327_680 / 8, rel=1e-9)
+
+
+def test_plan_returns_the_planners_cheapest_fleet(client):
+    body = {"model": "llama-3.1-8b", "hardware": ["h100-sxm", "h200"], "concurrent_users": 100,
+            "ttft_p90_s": 1, "min_tok_s_per_user": 30, "prompt_tokens": 1024, "output_tokens": 256,
+            "prices": "h100-sxm=2.0"}
+    r = client.post("/api/plan", json=body)
+    assert r.status_code == 200, r.json()
+    best = r.json()["ranked"][0]
+    want = mb.plan("llama-3.1-8b", mb.Workload(concurrent_users=100, prompt_tokens=1024, output_tokens=256),
+                   mb.SLO(ttft_p90_s=1, min_tok_s_per_user=30), hardware=["h100-sxm", "h200"],
+                   prices={"h100-sxm": 2.0}).best
+    for key in ("hardware", "n_chips", "batch", "replicas", "cost_per_million_tokens_usd"):
+        assert best[key] == want[key]
+    r = client.post("/api/plan", json={**body, "concurrent_users": 0})
+    assert r.status_code == 400 and r.json()["field"] == "concurrent_users"
+    r = client.post("/api/plan", json={**body, "prices": "h100-sxm=cheap"})
+    assert r.status_code == 400 and r.json()["field"] == "prices"
+
+
+def test_request_limits(client):
+    assert client.post("/api/compare", content=b"x" * 300_000).status_code == 413
+    r = client.post("/api/compare", content=b"not json")
+    assert r.status_code == 400 and "not JSON" in r.json()["error"]
+    assert client.post("/api/compare", json={"model": "llama-3.1-8b", "devices": ["h100-sxm"] * 9}).status_code == 400
+
+
+def test_busy_server_answers_503_instead_of_queueing():
+    gate = server._Gate(workers=1, pending=1)
+    first_running = anyio.Event()
+    release = anyio.Event()
+
+    async def scenario():
+        def slow(_body):
+            anyio.from_thread.run_sync(first_running.set)
+            anyio.from_thread.run(release.wait)
+            return {"ok": True}
+        results = []
+
+        async def first():
+            results.append(await gate.run(slow, {}))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first)
+            await first_running.wait()
+            with pytest.raises(server._Busy):            # one request in flight fills a gate of 1
+                await gate.run(lambda b: b, {})
+            release.set()
+        assert results == [{"ok": True}] and gate.inflight == 0
+    anyio.run(scenario)
+
+
+def test_an_internal_error_is_one_line_without_a_traceback(monkeypatch):
+    def broken(_body):
+        raise RuntimeError("boom")
+    monkeypatch.setattr(api, "compare", broken)
+    with TestClient(server.create_app(), raise_server_exceptions=False) as c:
+        r = c.post("/api/compare", json={})
+    assert r.status_code == 500
+    assert r.json()["error"] == "internal error (RuntimeError); see the server log"
+
+
+def test_cli_without_the_app_extra_names_the_install_command(monkeypatch, capsys):
+    from membound import cli
+    monkeypatch.setitem(sys.modules, "starlette", None)          # as if starlette were not installed
+    for mod in [m for m in sys.modules if m.startswith("starlette.") or m == "membound.app.server"]:
+        monkeypatch.delitem(sys.modules, mod)
+    assert cli.main(["app"]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and 'pip install "membound[app]"' in err
+
+
+def test_membound_app_serves_the_page():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "membound", "app", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as resp:
+                    assert resp.status == 200 and b"<title>membound" in resp.read()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+                time.sleep(0.1)
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -1,0 +1,166 @@
+"""The web app in a real browser: headless Chromium from the OS packages (apt: chromium,
+chromium-driver), driven by Selenium through /usr/bin/chromedriver. Numbers are read back from
+the page and compared with the library's. Screenshots are kept in tests/artifacts/ (ignored by
+git). Without Chromium these tests skip, saying so."""
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+pytest.importorskip("selenium")
+from _browser import ARTIFACTS, AppServer, chrome, chromium_paths  # noqa: E402
+
+import membound as mb  # noqa: E402
+
+BROWSER, DRIVER = chromium_paths()
+pytestmark = pytest.mark.skipif(BROWSER is None or DRIVER is None,
+                                reason="browser tests need Chromium and chromedriver from the OS packages "
+                                       "(apt-get install chromium chromium-driver)")
+
+
+@pytest.fixture(scope="module")
+def app():
+    with AppServer() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    downloads = tmp_path_factory.mktemp("downloads")
+    drv = chrome(BROWSER, DRIVER, download_dir=downloads)
+    drv.downloads = downloads
+    yield drv
+    drv.quit()
+
+
+def wait(drv, cond, timeout=15):
+    from selenium.webdriver.support.ui import WebDriverWait
+    return WebDriverWait(drv, timeout).until(cond)
+
+
+def css(drv, sel):
+    from selenium.webdriver.common.by import By
+    return drv.find_elements(By.CSS_SELECTOR, sel)
+
+
+def load(drv, url):
+    """Open `url` and wait until the page has asked the server and drawn the answer (or the error)."""
+    drv.get(url)
+    wait(drv, lambda d: d.execute_script("return document.body.dataset.state") == "ready")
+
+
+def table(drv, table_id):
+    """{device: {column key: (data-value or None, text)}} of a rendered table."""
+    rows = {}
+    for tr in css(drv, f"#{table_id} tbody tr"):
+        cells = {td.get_attribute("data-key"): (td.get_attribute("data-value"), td.text) for td in css(tr, "td")}
+        rows[cells["hardware"][1]] = cells
+    return rows
+
+
+def set_value(drv, el, value):
+    el.clear()
+    if value:
+        el.send_keys(value)
+
+
+def test_default_page_is_the_cerebras_vs_h100_comparison(app, browser):
+    load(browser, app.url + "/")
+    rows = table(browser, "compare-table")
+    assert list(rows) == ["h100-sxm", "cerebras-wse-3"]
+    kw = dict(prompt_tokens=2048, output_tokens=256, weight_dtype="bf16")
+    # 141 GB of bf16 weights over 44 GB wafers: 4 wafers (3 hold only 132 GB), one pipeline stage each
+    ref = [mb.estimate("llama-3.1-70b", "h100-sxm", n_chips=8, parallel=mb.Parallel(tp=8), **kw),
+           mb.estimate("llama-3.1-70b", "cerebras-wse-3", n_chips=4, parallel=mb.Parallel(pp=4), **kw)]
+    for r in ref:
+        cells = rows[r.hardware]
+        assert float(cells["decode_tok_s_per_user"][0]) == r.decode_tok_s_per_user
+        assert float(cells["ttft_s"][0]) == r.ttft_s
+        assert int(cells["n_chips"][0]) == r.n_chips and cells["bound"][1] == r.bound
+        # shown with one decimal at >= 100 tok/s (e.g. "450.0")
+        assert cells["decode_tok_s_per_user"][1] == f"{r.decode_tok_s_per_user:.1f}"
+    assert rows["cerebras-wse-3"]["n_chips"][1] == "4"
+    assert "2,100" in css(browser, "#claim")[0].text
+    assert len(css(browser, "#compare-chart svg rect")) >= 3       # background + one bar per device
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "app-compare-default.png"))
+
+
+def test_fill_in_a_comparison_and_its_permalink(app, browser):
+    load(browser, app.url + "/")
+    model = css(browser, '#common input[name="model"]')[0]
+    set_value(browser, model, "llama-3.1-8b")
+    set_value(browser, css(browser, '#common input[name="weight_dtype"]')[0], "fp8")
+    set_value(browser, css(browser, '#common input[name="prompt_tokens"]')[0], "1000")
+    names, chips = css(browser, ".device-row .dev-name"), css(browser, ".device-row .dev-chips")
+    set_value(browser, names[0], "h200")
+    set_value(browser, chips[0], "1")
+    set_value(browser, names[1], "mi300x")
+    set_value(browser, chips[1], "2")
+    set_value(browser, css(browser, '#panel-compare input[name="batch"]')[0], "8")
+    css(browser, "#panel-compare button.run")[0].click()
+    wait(browser, lambda d: "h200" in table(d, "compare-table"))
+    rows = table(browser, "compare-table")
+    kw = dict(batch=8, prompt_tokens=1000, output_tokens=256, weight_dtype="fp8")
+    h200 = mb.estimate("llama-3.1-8b", "h200", **kw)
+    mi300x = mb.estimate("llama-3.1-8b", "mi300x", n_chips=2, parallel=mb.Parallel(tp=2), **kw)
+    assert float(rows["h200"]["decode_tok_s_per_user"][0]) == h200.decode_tok_s_per_user
+    assert float(rows["h200"]["decode_tok_s_total"][0]) == h200.decode_tok_s_total
+    assert float(rows["mi300x"]["decode_tok_s_per_user"][0]) == mi300x.decode_tok_s_per_user
+    assert float(rows["mi300x"]["cost_per_million_tokens_usd"][0]) == mi300x.cost_per_million_tokens_usd
+
+    link = css(browser, "#permalink")[0].get_attribute("href")
+    q = parse_qs(urlparse(link).query)
+    assert q["model"] == ["llama-3.1-8b"] and q["devices"] == ["h200:1,mi300x:2"] and q["batch"] == ["8"]
+    load(browser, app.url + "/")                        # back to the default state first
+    assert "h200" not in table(browser, "compare-table")
+    load(browser, link)
+    assert css(browser, '#common input[name="model"]')[0].get_attribute("value") == "llama-3.1-8b"
+    assert css(browser, '#panel-compare input[name="batch"]')[0].get_attribute("value") == "8"
+    assert table(browser, "compare-table") == rows
+
+
+def test_bad_model_name_shows_the_error_next_to_the_field(app, browser):
+    load(browser, app.url + "/?tab=compare&model=llama-9&devices=h100-sxm:8")
+    err = css(browser, '#common .err[data-for="model"]')[0]
+    assert err.text.startswith("unknown model 'llama-9'")
+    assert css(browser, '#common input[name="model"]')[0].get_attribute("aria-invalid") == "true"
+    assert css(browser, "#compare-table") == []           # no stale numbers
+    assert "Traceback" not in browser.page_source
+    browser.save_screenshot(str(ARTIFACTS / "app-bad-model.png"))
+
+
+def test_config_that_does_not_fit_marks_the_device(app, browser):
+    load(browser, app.url + "/?tab=compare&model=llama-3.1-70b&devices=h200:8,h100-sxm:1")
+    errs = css(browser, ".device-row .err")
+    assert errs[0].text == "" and errs[1].text.startswith("does not fit")
+
+
+def test_explain_panel_draws_the_library_terms(app, browser):
+    load(browser, app.url + "/?tab=explain&model=llama-3.1-70b&device=h100-sxm:8&batch=1")
+    want = mb.estimate("llama-3.1-70b", "h100-sxm", n_chips=8, parallel=mb.Parallel(tp=8),
+                       prompt_tokens=2048, output_tokens=256)
+    shown = {tr.find_element("css selector", "td").text: float(tr.find_elements("css selector", "td")[1]
+                                                              .get_attribute("data-value"))
+             for tr in css(browser, "#explain-table tbody tr")}
+    assert shown == want.step_terms_s
+    assert css(browser, "#explain-terms svg") and css(browser, "#explain-memory svg")
+
+
+def test_downloads_csv_and_svg(app, browser):
+    load(browser, app.url + "/")
+    for f in browser.downloads.glob("*"):
+        f.unlink()
+    css(browser, '.table-box button[data-dl="csv"]')[0].click()
+    css(browser, '#compare-chart button[data-dl="svg"]')[0].click()
+    css(browser, '#compare-chart button[data-dl="png"]')[0].click()
+    want = {"membound-compare.csv", "membound-compare.svg", "membound-compare.png"}
+    wait(browser, lambda d: {f.name for f in browser.downloads.glob("*")} >= want)
+    lines = (browser.downloads / "membound-compare.csv").read_text().splitlines()
+    assert lines[0].split(",")[:2] == ["hardware", "n_chips"] and len(lines) == 3
+    r = mb.estimate("llama-3.1-70b", "cerebras-wse-3", n_chips=4, parallel=mb.Parallel(pp=4), prompt_tokens=2048,
+                    output_tokens=256)
+    assert float(lines[2].split(",")[3]) == r.decode_tok_s_per_user
+    assert (browser.downloads / "membound-compare.svg").read_text().startswith("<svg")
+    assert (browser.downloads / "membound-compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
