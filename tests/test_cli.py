@@ -82,7 +82,7 @@ def test_validate_prints_the_report(tmp_path):
     (["hardware", "show", "no-such-chip"], "unknown hardware"),
     (["sweep", "--models", "llama-3.1-8b", "--hardware", "h100-sxm", "-o", "out.txt"], ".csv or .parquet"),
     (["frobnicate"], "invalid choice"),
-    (["plan", "llama-3.1-8b", "h100-sxm"], "concurrent_users"),
+    (["plan", "llama-3.1-8b", "h100-sxm"], "exactly one of --users or --rate"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, needle, tmp_path):
     p = run(*args, cwd=tmp_path)

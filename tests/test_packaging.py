@@ -22,4 +22,5 @@ def test_wheel_contains_data(tmp_path):
     assert profiles == bundled and "h100-sxm" in profiles
     assert any(n.startswith("membound/data/models/") and n.endswith("llama-3.1-8b.yaml") for n in names)
     assert any(n.startswith("membound/data/runtimes/") for n in names)
+    assert "membound/py.typed" in names
     assert {"membound/app/static/index.html", "membound/app/static/app.js", "membound/app/static/app.css"} <= set(names)

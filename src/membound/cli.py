@@ -17,7 +17,12 @@ from .errors import MemboundError
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with errors as one line (`membound: error: ...`) and exit status 2."""
+    """argparse, with errors as one line (`membound: error: ...`) and exit status 2, and every
+    option's default in `--help`."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         print(f"{self.prog}: error: {message}", file=sys.stderr)
@@ -39,6 +44,13 @@ def _workload(p):
     p.add_argument("--allow-beyond-context", action="store_true",
                    help="estimate even when prompt + output exceed the model's context window")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _need(module: str, extra: str, what: str) -> None:
+    """ImportError in one line naming the extra to install, before any work is done."""
+    import importlib.util
+    if importlib.util.find_spec(module) is None:
+        raise ImportError(f"{what} needs {module}: pip install 'membound[{extra}]'")
 
 
 # ---- estimate ------------------------------------------------------------------------------
@@ -72,6 +84,18 @@ def _ints(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
+def _price(text: str) -> tuple[str, float]:
+    """'h100-sxm=2.5' -> ('h100-sxm', 2.5)."""
+    name, eq, usd = text.partition("=")
+    try:
+        value = float(usd)
+    except ValueError:
+        value = None
+    if not eq or not name or value is None:
+        raise argparse.ArgumentTypeError(f"expected DEVICE=USD per chip-hour, e.g. h100-sxm=2.5, got {text!r}")
+    return name, value
+
+
 def _names(text: str) -> list[str]:
     return [v.strip() for v in text.split(",") if v.strip()]
 
@@ -82,6 +106,8 @@ def _sweep(args) -> int:
     from .sweep import iter_sweep
     if not args.out.endswith((".csv", ".parquet")):
         raise InvalidInputError("--out", args.out, "a file name ending in .csv or .parquet")
+    if args.out.endswith(".parquet"):
+        _need("pyarrow", "parquet", "writing .parquet")
     grid_points = math.prod(len(v) for v in (args.models, args.hardware, args.batch, args.prompt, args.output,
                                              args.weights, args.chips or [None]))
     show = args.progress or (grid_points >= 200_000 and not args.quiet)
@@ -118,7 +144,8 @@ def _plan(args) -> int:
     wl = Workload(concurrent_users=args.users, arrival_rate_rps=args.rate, prompt_tokens=args.prompt,
                   output_tokens=args.output)
     slo = SLO(ttft_p90_s=args.ttft, min_tok_s_per_user=args.tok_s, e2e_p90_s=args.e2e)
-    res = plan(args.model, wl, slo, hardware=args.hardware, weight_dtypes=tuple(args.weights))
+    res = plan(args.model, wl, slo, hardware=args.hardware, weight_dtypes=tuple(args.weights),
+               prices=dict(args.price) if args.price else None)
     if args.json:
         print(_dump({"explanation": res.explanation, "candidates": res.candidates, "notes": res.notes,
                      "ranked": json.loads(res.ranked.head(args.top).to_json(orient="records")),
@@ -198,17 +225,19 @@ def _catalogue(sub, verb: str, what: str, func):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
     p = _Parser(prog="membound", description="Predict LLM inference speed on given hardware.")
+    p.add_argument("--version", action="version", version=f"membound {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     e = sub.add_parser("estimate", help="one prediction for a model on a device")
     e.add_argument("model")
     e.add_argument("hardware")
     _workload(e)
-    e.add_argument("--chips", type=int, default=1)
-    e.add_argument("--tp", type=int, default=1)
-    e.add_argument("--pp", type=int, default=1)
-    e.add_argument("--ep", type=int, default=1)
+    e.add_argument("--chips", type=int, default=1, help="number of chips")
+    e.add_argument("--tp", type=int, default=1, help="tensor-parallel ways")
+    e.add_argument("--pp", type=int, default=1, help="pipeline stages")
+    e.add_argument("--ep", type=int, default=1, help="expert-parallel ways")
     e.set_defaults(func=_estimate)
 
     c = sub.add_parser("compare", help="one model on several devices, side by side")
@@ -222,15 +251,15 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sweep", help="a grid of configurations to CSV or Parquet")
     s.add_argument("--models", type=_names, required=True, help="comma-separated model names")
     s.add_argument("--hardware", type=_names, required=True, help="comma-separated device names")
-    s.add_argument("--batch", type=_ints, default=[1])
-    s.add_argument("--prompt", type=_ints, default=[2048])
-    s.add_argument("--output", type=_ints, default=[256])
-    s.add_argument("--weights", type=_names, default=["bf16"])
-    s.add_argument("--kv", default=None)
-    s.add_argument("--chips", type=_ints, default=None)
-    s.add_argument("--runtime", default=None)
+    s.add_argument("--batch", type=_ints, default=[defaults.BATCH], help="comma-separated batch sizes")
+    s.add_argument("--prompt", type=_ints, default=[defaults.PROMPT_TOKENS], help="comma-separated prompt lengths")
+    s.add_argument("--output", type=_ints, default=[defaults.OUTPUT_TOKENS], help="comma-separated output lengths")
+    s.add_argument("--weights", type=_names, default=[defaults.WEIGHT_DTYPE], help="comma-separated weight dtypes")
+    s.add_argument("--kv", default=None, help="KV-cache dtype (default: the weights' or bf16)")
+    s.add_argument("--chips", type=_ints, default=None, help="comma-separated chip counts")
+    s.add_argument("--runtime", default=None, help="ideal, device (default), llama.cpp, vllm, tensorrt-llm, sglang")
     s.add_argument("--include-unfit", action="store_true", help="keep points that do not fit in memory")
-    s.add_argument("--chunk-size", type=int, default=1 << 16)
+    s.add_argument("--chunk-size", type=int, default=1 << 16, help="rows evaluated and written at a time")
     s.add_argument("--progress", action="store_true", help="always show progress (default: grids >= 200k points)")
     s.add_argument("--quiet", action="store_true", help="never show progress")
     s.add_argument("-o", "--out", required=True, help="output file: .csv or .parquet (needs pyarrow)")
@@ -239,16 +268,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("plan", help="the cheapest configurations that meet latency targets")
     pl.add_argument("model")
-    pl.add_argument("hardware", nargs="+")
+    pl.add_argument("hardware", nargs="+", help="candidate devices")
     pl.add_argument("--users", type=int, default=None, help="concurrent users (or --rate)")
     pl.add_argument("--rate", type=float, default=None, help="arrival rate, requests per second")
-    pl.add_argument("--prompt", type=int, default=2048, help="prompt tokens per request (mean)")
-    pl.add_argument("--output", type=int, default=512, help="output tokens per request (mean)")
+    pl.add_argument("--prompt", type=int, default=defaults.PROMPT_TOKENS, help="prompt tokens per request (mean)")
+    pl.add_argument("--output", type=int, default=defaults.OUTPUT_TOKENS, help="output tokens per request (mean)")
     pl.add_argument("--ttft", type=float, default=None, help="TTFT p90 target, seconds")
     pl.add_argument("--tok-s", type=float, default=None, help="minimum decode tok/s per user")
     pl.add_argument("--e2e", type=float, default=None, help="end-to-end p90 target, seconds")
     pl.add_argument("--weights", type=_names, default=["bf16", "fp8"], help="comma-separated weight dtypes")
-    pl.add_argument("--top", type=int, default=10)
+    pl.add_argument("--price", type=_price, action="append", metavar="DEVICE=USD",
+                    help="price per chip-hour, repeatable (devices without one in their profile need it)")
+    pl.add_argument("--top", type=int, default=10, help="rows of the ranking in --json")
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(func=_plan)
 
@@ -301,7 +332,7 @@ def main(argv=None) -> int:
         print(f"membound: error: {in_flags(str(err))}", file=sys.stderr)
         return 2
     except ImportError as err:
-        print(f"membound: error: an optional dependency is missing: {err}", file=sys.stderr)
+        print(f"membound: error: {err}", file=sys.stderr)
         return 1
     except BrokenPipeError:            # `membound models list | head`
         sys.stdout = open(os.devnull, "w")

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import defaults
 from .errors import InvalidInputError
 from .hardware import load_hardware
 from .model import load_model
@@ -76,8 +77,8 @@ class Workload:
 
     concurrent_users: int | None = None
     arrival_rate_rps: float | None = None
-    prompt_tokens: object = 2048
-    output_tokens: object = 512
+    prompt_tokens: object = defaults.PROMPT_TOKENS
+    output_tokens: object = defaults.OUTPUT_TOKENS
 
     def __post_init__(self):
         u, lam = self.concurrent_users, self.arrival_rate_rps
@@ -214,7 +215,8 @@ def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, pric
             raise InvalidInputError(f"prices[{hw.name!r}]", p, "a finite price > 0 per chip-hour")
         price_map[hw.name] = float(p)
     if not price_map:
-        raise InvalidInputError("prices", prices, f"a price per chip-hour for at least one of {devices}")
+        raise InvalidInputError("prices", prices, f"a price per chip-hour for at least one of {devices} "
+                                "(none has one in its profile: give prices)")
 
     S, T = workload.lengths("prompt_tokens"), workload.lengths("output_tokens")
     kw = dict(chunk_size=chunk_size) if chunk_size else {}
