@@ -5,6 +5,7 @@
     print(r)
 """
 from .errors import DoesNotFitError, InvalidInputError, MemboundError, ProfileError, UnknownNameError
+from .names import resolve_name, suggest_names
 from .dtypes import DType, get_dtype, list_dtypes, register_dtype
 from .hardware import Hardware, add_hardware_dir, list_hardware, load_hardware
 from .model import Model, list_models, load_model

@@ -10,11 +10,13 @@ dtypes. Users add formats with `register_dtype`.
 """
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from dataclasses import dataclass
 
-from .errors import InvalidInputError, UnknownNameError
+from . import names
+from .errors import InvalidInputError
 
 
 @dataclass(frozen=True)
@@ -97,10 +99,26 @@ def get_dtype(name: "str | DType") -> DType:
         raise InvalidInputError("dtype", name, "a dtype name such as 'bf16' or 'q4_0'")
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
-    try:
-        return _registry[key]
-    except KeyError:
-        raise UnknownNameError("dtype", name, _registry) from None
+    hit = _registry.get(key)
+    return hit if hit is not None else _registry[_index().resolve(name)]
+
+
+def _index() -> names.NameIndex:
+    """Names and aliases of the formats registered now (case, '-', '_', '.' aside: Q4_K_M, fp-8)."""
+    with _lock:
+        current = tuple(_registry)
+    return _index_of(current)
+
+
+@functools.lru_cache(maxsize=8)
+def _index_of(current: tuple[str, ...]) -> names.NameIndex:
+    aliases: dict[str, list[str]] = {}
+    for a, target in _ALIASES.items():
+        aliases.setdefault(target, []).append(a)
+    return names.NameIndex.build("dtype", (names.Entry(n, tuple(aliases.get(n, ()))) for n in current))
+
+
+names.register_kind("dtype", _index)
 
 
 def list_dtypes() -> list[str]:

@@ -36,18 +36,29 @@ class InvalidInputError(MemboundError, ValueError):
 
 
 class UnknownNameError(MemboundError, KeyError):
-    """A model, device, dtype or runtime name that is not registered."""
+    """A model, device, dtype or runtime name that is not registered. The message is one line:
+    the nearest known names (`suggestions`, from membound.names), never the whole catalogue."""
 
-    def __init__(self, kind: str, name, known):
+    def __init__(self, kind: str, name, known, suggestions=None):
         self.kind, self.name, self.known = kind, name, sorted(known)
-        shown = ", ".join(self.known[:40]) + (" ..." if len(self.known) > 40 else "")
-        super().__init__(f"unknown {kind} {short_repr(name)}; known {kind}s: {shown}")
+        if suggestions is None:
+            from .names import NameIndex, Entry
+            suggestions = NameIndex.build(kind, [Entry(k) for k in self.known]).suggest(name if isinstance(name, str) else "")
+        self.suggestions = list(suggestions)
+        quoted = [repr(s) for s in self.suggestions]
+        hint = ""
+        if quoted:
+            hint = ": did you mean " + (", ".join(quoted[:-1]) + " or " + quoted[-1] if len(quoted) > 1
+                                        else quoted[0]) + "?"
+        lister = {"hardware": "list_hardware()", "model": "list_models()", "runtime": "list_runtimes()",
+                  "dtype": "list_dtypes()"}.get(kind, "the catalogue")
+        super().__init__(f"unknown {kind} {short_repr(name)}{hint} ({len(self.known)} known; {lister} lists them)")
 
     def __str__(self) -> str:  # KeyError would quote the message
         return self.args[0]
 
     def __reduce__(self):
-        return (type(self), (self.kind, self.name, self.known))
+        return (type(self), (self.kind, self.name, self.known, self.suggestions))
 
 
 class ProfileError(MemboundError, ValueError):

@@ -18,7 +18,8 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationIn
                       model_validator)
 
 from ._data import HashableModel, Number, read_yaml, validate
-from .errors import InvalidInputError, ProfileError, UnknownNameError
+from . import names
+from .errors import InvalidInputError, ProfileError
 
 
 def _g(x: float) -> str:
@@ -119,6 +120,7 @@ class Hardware(HashableModel):
 
     name: str
     display_name: str
+    aliases: tuple[str, ...] = ()   # vendor spellings and marketing names (membound.names)
     vendor: str
     kind: DeviceKind
     device_class: str = ""          # key for runtime tables, e.g. "nvidia-datacenter"
@@ -213,7 +215,7 @@ def bundled_profiles_dir() -> Path:
 
 
 _lock = threading.Lock()
-_user_dirs: list[Path] = []
+_user_dirs: dict[Path, bool] = {}    # registered folder -> may it shadow bundled names (override)
 _by_name: dict[str, Hardware] = {}    # name -> bundled profile, the fast path of load_hardware
 
 
@@ -223,13 +225,21 @@ def load_hardware_file(path: "str | Path") -> Hardware:
     return validate(Hardware, read_yaml(path), str(path))
 
 
-@functools.lru_cache(maxsize=None)
-def _catalogue(dirs: tuple[Path, ...]) -> dict[str, Path]:
-    found: dict[str, Path] = {}
-    for d in dirs:
-        for f in sorted(Path(d).glob("*.yaml")):
-            found[f.stem] = f
-    return found
+@functools.lru_cache(maxsize=64)
+def _catalogue(bundled: Path, users: tuple[tuple[Path, bool], ...], stamps: tuple[float, ...]) -> dict[str, Path]:
+    """name -> file. `stamps` (the folders' mtimes) make a file added later visible."""
+    found = {f.stem: f for f in sorted(bundled.glob("*.yaml"))}
+    mine: dict[str, Path] = {}
+    for d, override in users:
+        for f in sorted(d.glob("*.yaml")):
+            if f.stem in mine and mine[f.stem] != f:
+                raise ProfileError(str(f), "name", f"value {f.stem!r} is also defined by {mine[f.stem]}; "
+                                   "two registered folders may not define the same device")
+            if f.stem in found and not override:
+                raise ProfileError(str(f), "name", f"value {f.stem!r} is a bundled device; rename the file, "
+                                   f"or register its folder with add_hardware_dir({str(d)!r}, override=True)")
+            mine[f.stem] = f
+    return {**found, **mine}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -237,29 +247,73 @@ def _load_cached(path: Path, mtime: float) -> Hardware:
     return load_hardware_file(path)
 
 
-def add_hardware_dir(folder: "str | Path") -> None:
-    """Make the profiles in `folder` loadable by name (they shadow bundled ones)."""
+def add_hardware_dir(folder: "str | Path", *, override: bool = False) -> None:
+    """Make the profiles in `folder` loadable by name, files added later included.
+
+    Precedence, whatever the order of calls: a registered profile named like a bundled one
+    (by file name) is refused unless its folder was registered with `override=True`, and then
+    it replaces the bundled one (its aliases too). Two registered folders may never define the
+    same name, and an alias may never repeat another profile's name or alias (ProfileError).
+    """
     p = Path(folder)
     if not p.is_dir():
         raise InvalidInputError("folder", str(folder), "an existing folder of *.yaml profiles")
     with _lock:
-        if p not in _user_dirs:
-            _user_dirs.append(p)
-            _by_name.clear()
+        before = dict(_user_dirs)
+        _user_dirs[p] = bool(override)
+        _by_name.clear()
+    try:
+        _hardware_index()            # refuse a shadowing or clashing folder now, not at first use
+    except ProfileError:
+        with _lock:
+            _user_dirs.clear()
+            _user_dirs.update(before)
+        raise
 
 
-def _dirs() -> tuple[Path, ...]:
+def _state() -> tuple[Path, tuple[tuple[Path, bool], ...], tuple[float, ...]]:
     with _lock:
-        return (bundled_profiles_dir(), *_user_dirs)
+        users = tuple(_user_dirs.items())
+    bundled = bundled_profiles_dir()
+    stamps = tuple(_mtime(d) for d in (bundled, *(d for d, _ in users)))
+    return bundled, users, stamps
+
+
+def _mtime(d: Path) -> float:
+    try:
+        return d.stat().st_mtime
+    except OSError:                  # a registered folder deleted since: it simply holds nothing
+        return -1.0
 
 
 def list_hardware() -> list[str]:
     """Names of all loadable device profiles."""
-    return sorted(_catalogue(_dirs()))
+    return sorted(_catalogue(*_state()))
+
+
+def _hardware_index() -> names.NameIndex:
+    return _index(*_state())
+
+
+@functools.lru_cache(maxsize=16)
+def _index(bundled: Path, users: tuple, stamps: tuple) -> names.NameIndex:
+    entries = []
+    for name, f in _catalogue(bundled, users, stamps).items():
+        try:
+            aliases = _load_cached(f, f.stat().st_mtime).aliases
+        except (ProfileError, OSError):
+            aliases = ()             # a broken file keeps its name; loading it says what is wrong
+        entries.append(names.Entry(name, aliases, str(f)))
+    return names.NameIndex.build("hardware", entries)
+
+
+names.register_kind("hardware", _hardware_index)
 
 
 def load_hardware(name_or_path: "str | Path | Hardware") -> Hardware:
-    """A device by bundled/registered name, by path to a YAML file, or passed through."""
+    """A device by name (bundled or registered; any spelling `membound.names` resolves: case,
+    spacing and punctuation aside, or an alias such as "NVIDIA H100 80GB HBM3"), by path to a
+    YAML file, or passed through. A miss suggests the nearest names."""
     if isinstance(name_or_path, Hardware):
         return name_or_path
     hit = _by_name.get(name_or_path) if isinstance(name_or_path, str) else None
@@ -273,12 +327,14 @@ def load_hardware(name_or_path: "str | Path | Hardware") -> Hardware:
         if not p.is_file():
             raise ProfileError(s, "<file>", "no such file")
         return _load_cached(p.resolve(), p.stat().st_mtime)
-    cat = _catalogue(_dirs())
-    key = s.strip().lower()
-    if key not in cat:
-        raise UnknownNameError("hardware", s, cat)
+    state = _state()
+    cat = _catalogue(*state)
+    key = s if s in cat else _index(*state).resolve(s)
     f = cat[key]
-    hw = _load_cached(f, f.stat().st_mtime)
-    if f.parent == bundled_profiles_dir():    # bundled files do not change while we run
-        _by_name[s] = hw
+    try:
+        hw = _load_cached(f, f.stat().st_mtime)
+    except FileNotFoundError:
+        raise ProfileError(str(f), "<file>", "no such file (deleted since its folder was registered)") from None
+    if f.parent == state[0] and not any(o for _, o in state[1]):   # bundled files do not change
+        _by_name[s] = hw                                             # and nothing may shadow them
     return hw

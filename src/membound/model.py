@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from ._data import read_json, read_yaml, validate
 from .dtypes import get_dtype
-from .errors import InvalidInputError, ProfileError, UnknownNameError
+from . import names
+from .errors import InvalidInputError, ProfileError
 
 # Upper bounds keep a hostile config from becoming a billion-iteration loop (the fuzz test found
 # num_hidden_layers=10**9): far beyond any real model, well inside float arithmetic.
@@ -65,6 +66,7 @@ class Model(BaseModel):
     layer_windows: tuple[Annotated[int, Field(gt=0, strict=True)] | None, ...] = ()  # per layer; None = global
     max_context: Pos | None = None  # max_position_embeddings, tokens
     source: str = ""
+    aliases: tuple[str, ...] = ()   # Hugging Face ids and other spellings (membound.names)
 
     _d: dict = PrivateAttr(default_factory=dict)
 
@@ -405,9 +407,21 @@ def _load_cached(kind: str, key: str, mtime: float) -> Model:
     return load_model_file(key) if kind == "yaml" else Model.from_hf_config(key)
 
 
+@functools.lru_cache(maxsize=1)
+def _index() -> names.NameIndex:
+    return names.NameIndex.build("model", (
+        names.Entry(key, _load_cached("preset", key, 0.0).aliases, f"membound/data/models/{f}")
+        for key, f in _catalogue().items()))
+
+
+names.register_kind("model", _index)
+
+
 def load_model(name_or_path_or_model) -> Model:
-    """A bundled preset by name, a path to a preset YAML or a config.json (or its folder),
-    or a Model passed through."""
+    """A bundled preset by name (any spelling `membound.names` resolves: case, spacing and
+    punctuation aside, or an alias such as "meta-llama/Llama-3.3-70B-Instruct"), a path to a
+    preset YAML or a config.json (or its folder), or a Model passed through. A miss suggests
+    the nearest names."""
     if isinstance(name_or_path_or_model, Model):
         return name_or_path_or_model
     hit = _presets_by_name.get(name_or_path_or_model) if isinstance(name_or_path_or_model, str) else None
@@ -423,9 +437,7 @@ def load_model(name_or_path_or_model) -> Model:
             raise ProfileError(str(target), "<file>", "no such file")
         kind = "yaml" if s.endswith((".yaml", ".yml")) else "hf"
         return _load_cached(kind, str(target.resolve()), target.stat().st_mtime)
-    key = s.strip().lower()
-    if key not in _catalogue():
-        raise UnknownNameError("model", s, _catalogue())
+    key = s if s in _catalogue() else _index().resolve(s)
     m = _presets_by_name[s] = _load_cached("preset", key, 0.0)
     return m
 

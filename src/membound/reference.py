@@ -40,6 +40,7 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import InvalidInputError, MemboundError
+from .names import index
 
 # ---- where the data lives ---------------------------------------------------------------
 
@@ -257,13 +258,15 @@ def load_reference(path: "str | Path | None" = None) -> Reference:
             hw_name, scale = a
         elif text in _HARDWARE:
             hw_name, scale = _HARDWARE[text], 1.0
+        elif (hit := index("hardware").lookup(text)) is not None:   # names and profile aliases
+            hw_name, scale = hit, 1.0
         else:
             skip(f"no bundled profile for {text!r}"); continue
         try:
             hw = load_hardware(hw_name)
         except MemboundError:
             skip(f"no bundled profile {hw_name!r} for {text!r}"); continue
-        model = _MODELS.get(r["model"])
+        model = _MODELS.get(r["model"]) or index("model").lookup(r["model"])
         if model is None:
             skip(f"no preset for model {r['model']!r}"); continue
         load_model(model)

@@ -18,7 +18,8 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._data import HashableModel, Number, read_yaml, validate
-from .errors import InvalidInputError, UnknownNameError
+from . import names
+from .errors import InvalidInputError
 from .hardware import Fraction, Hardware, StepSeconds
 
 _Frac = Fraction                     # 0.01 .. 1, with a hint for percentages
@@ -161,12 +162,27 @@ def load_runtime(name: "str | Runtime | None") -> Runtime:
         return _BUILTIN[key]
     files = _files()
     if key not in files:
-        raise UnknownNameError("runtime", name, list_runtimes())
+        key = _index().resolve(name)
+        if key in _BUILTIN:
+            return _BUILTIN[key]
     return _load_file(files[key])
+
+
+@functools.lru_cache(maxsize=1)
+def _index() -> names.NameIndex:
+    aliases: dict[str, list[str]] = {}
+    for a, target in _ALIASES.items():
+        aliases.setdefault(target, []).append(a)
+    return names.NameIndex.build("runtime", (names.Entry(n, tuple(aliases.get(n, ())))
+                                             for n in list_runtimes()))
+
+
+names.register_kind("runtime", _index)
 
 
 def clear_caches() -> None:
     """Forget parsed runtime files (after calibration rewrote them)."""
     _files.cache_clear()
+    _index.cache_clear()
     _load_file.cache_clear()
     _efficiency.cache_clear()

@@ -1,0 +1,157 @@
+"""Names from the outside world: one resolver for models, devices, runtimes and dtypes.
+
+A name resolves, in this order:
+1. exactly, as the bundled or registered name (`h100-sxm`, `llama-3.1-8b`);
+2. after normalisation: case, spaces, hyphens, underscores and dots do not matter
+   (`H100 SXM`, `llama3.1-8b`, `Q4_K_M`), nor does a trailing org of a Hugging Face id
+   when the part after the last `/` is itself a known name (`meta-llama/Llama-3.1-8B`);
+3. through the `aliases:` a profile or preset carries (vendor spellings such as
+   "NVIDIA H200 SXM 141GB", marketing names, Hugging Face ids such as
+   "meta-llama/Llama-3.3-70B-Instruct"), also compared after normalisation.
+
+Normalisation is only used where it is safe: when two different names (or aliases) of one kind
+normalise to the same key, that key resolves to neither (the exact names still do), and an
+alias that collides with another entry's name or alias is a ProfileError naming both files.
+
+A miss raises UnknownNameError with the nearest names (difflib), on one line:
+    unknown hardware 'h100': did you mean 'h100-sxm', 'h100-nvl' or 'h100-pcie'? (...)
+
+    import membound as mb
+    mb.resolve_name("hardware", "NVIDIA H100 80GB HBM3")   # -> 'h100-sxm'
+    mb.suggest_names("model", "lama-3-8")                  # -> ['llama-3-8b', ...]
+"""
+from __future__ import annotations
+
+import difflib
+import re
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from .errors import InvalidInputError, ProfileError, UnknownNameError
+
+_DROP = re.compile(r"[\s\-_.]+")
+KINDS = ("model", "hardware", "runtime", "dtype")
+
+
+def normalise(text: str) -> str:
+    """The comparison key of a name: lower case, without spaces, '-', '_' or '.'."""
+    return _DROP.sub("", text.strip().lower())
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One resolvable thing: its canonical name, its aliases, and the file it came from."""
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class NameIndex:
+    """The names of one kind, ready to resolve and to suggest from."""
+
+    kind: str
+    names: frozenset[str]
+    keys: dict[str, str] = field(default_factory=dict)           # normalised key -> canonical name
+    ambiguous: dict[str, tuple[str, ...]] = field(default_factory=dict)   # key -> clashing names
+
+    @classmethod
+    def build(cls, kind: str, entries: Iterable[Entry]) -> "NameIndex":
+        """Index `entries`; an alias shared by two entries is a ProfileError."""
+        entries = list(entries)
+        owner: dict[str, Entry] = {}              # key -> entry, for the collision message
+        keys: dict[str, str] = {}
+        ambiguous: dict[str, set[str]] = {}
+        names = frozenset(e.name for e in entries)
+        for e in entries:                          # names first: they win over aliases
+            k = normalise(e.name)
+            if k in keys and keys[k] != e.name:
+                ambiguous.setdefault(k, {keys[k]}).add(e.name)
+            keys.setdefault(k, e.name)
+            owner.setdefault(k, e)
+        for e in entries:
+            for alias in e.aliases:
+                k = normalise(alias)
+                if not k:
+                    raise ProfileError(e.source or e.name, "aliases", f"value {alias!r}: expected a non-empty name")
+                other = keys.get(k)
+                if other is not None and other != e.name:
+                    where = owner[k].source or owner[k].name
+                    raise ProfileError(e.source or e.name, "aliases",
+                                       f"value {alias!r} is also a name or alias of {other!r} ({where})")
+                keys[k] = e.name
+                owner.setdefault(k, e)
+        for k in ambiguous:
+            keys.pop(k, None)
+        return cls(kind, names, keys, {k: tuple(sorted(v)) for k, v in ambiguous.items()})
+
+    def lookup(self, text: str) -> str | None:
+        """The canonical name `text` stands for, or None."""
+        if text in self.names:
+            return text
+        hit = self.keys.get(normalise(text))
+        if hit is None and "/" in text:           # an HF id whose last part is a known name
+            hit = self.keys.get(normalise(text.rsplit("/", 1)[1]))
+        return hit
+
+    def suggest(self, text: str, n: int = 3) -> list[str]:
+        """Up to `n` canonical names nearest to `text`: names the query starts or is contained
+        in first, then difflib's closest, each canonical name once."""
+        q = normalise(text)
+        if not q or len(q) > 200:                  # no name is that long; difflib is quadratic
+            return []
+        scored = []
+        for k, name in [*self.keys.items(), *((k, v) for k, vs in self.ambiguous.items() for v in vs)]:
+            ratio = difflib.SequenceMatcher(None, q, k).ratio()
+            contains = q in k or (len(k) >= 3 and k in q)
+            if contains or ratio >= 0.6:
+                scored.append((not contains, -ratio, len(name), name))
+        out: list[str] = []
+        for *_, name in sorted(scored):
+            if name not in out:
+                out.append(name)
+        return out[:n]
+
+    def resolve(self, text: str) -> str:
+        """The canonical name, or UnknownNameError with the nearest names."""
+        hit = self.lookup(text)
+        if hit is not None:
+            return hit
+        k = normalise(text)
+        if k in self.ambiguous:
+            raise UnknownNameError(self.kind, text, self.names, list(self.ambiguous[k]))
+        raise UnknownNameError(self.kind, text, self.names, self.suggest(text))
+
+
+# ---- one registry of indexes, filled by the loaders (arrows point from loaders to here) ----
+_providers: dict[str, Callable[[], NameIndex]] = {}
+_lock = threading.Lock()
+
+
+def register_kind(kind: str, provider: Callable[[], NameIndex]) -> None:
+    """Called by a loader module: `provider()` returns the current index of its names."""
+    with _lock:
+        _providers[kind] = provider
+
+
+def index(kind: str) -> NameIndex:
+    """The current index of one kind ("model", "hardware", "runtime" or "dtype")."""
+    if kind not in KINDS:
+        raise InvalidInputError("kind", kind, f"one of {list(KINDS)}")
+    if kind not in _providers:                    # the loader registers itself on import
+        from . import dtypes, hardware, model, runtime  # noqa: F401
+    return _providers[kind]()
+
+
+def resolve_name(kind: str, text: str) -> str:
+    """The bundled/registered name `text` stands for; UnknownNameError with a did-you-mean."""
+    if not isinstance(text, str):
+        raise InvalidInputError(kind, text, f"a {kind} name")
+    return index(kind).resolve(text)
+
+
+def suggest_names(kind: str, text: str, n: int = 3) -> list[str]:
+    """Up to `n` known names of `kind` nearest to `text` (for a did-you-mean)."""
+    return index(kind).suggest(str(text), n)
