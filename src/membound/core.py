@@ -113,6 +113,9 @@ class Knobs:
 def _placement(tiers, eff_bw, w_chip, kv_chip, pinned):
     """Fill tiers fastest first (weights, then KV) or pin; return (weight seconds per byte-share,
     KV seconds per byte, per-tier (weights, kv) bytes). Tier bandwidth is achievable B/s."""
+    if len(tiers) == 1:     # one tier holds everything: the general sums below reduce to 1/bandwidth
+        inv = 1.0 / (tiers[0].bandwidth_bytes_s * eff_bw)
+        return inv, inv, [(w_chip, kv_chip)]
     per_tier = []
     w_left, kv_left = w_chip, kv_chip
     for i, t in enumerate(tiers):

@@ -2,21 +2,29 @@
 
 The grid is the cartesian product of the arguments (each a scalar or a list). Python loops
 only over the categorical groups (model, device, runtime, speculative setting, chip count and
-layout, dtype triple); inside a group the numeric axes batch x prompt x output go to
-`core.evaluate` as broadcast numpy arrays, in blocks of at most `chunk_size` points, so memory
-stays bounded. The numbers are `estimate()`'s: the same engine on the same inputs.
+layout, dtype triple), each prepared once; inside a group the numeric axes batch x prompt x
+output go to `core.evaluate` as broadcast numpy arrays in blocks of at most `BLOCK` points
+(arrays small enough to stay in cache and in the allocator's heap), and each block is written
+straight into preallocated output columns: no concatenation, no per-row Python. The numbers
+are `estimate()`'s: the same engine on the same inputs.
 
     table = mb.sweep(model=["llama-3.1-8b", "llama-3.1-70b"], hardware=["h100-sxm", "h200"],
                      batch=[1, 8, 64], prompt_tokens=[512, 8192], output_tokens=256,
                      weight_dtype=["bf16", "fp8"])
 
-Columns carry `Result.to_dict()`'s names (the per-tier placement text is left out). Missing
-figures (cost or energy where the device has no price or power) are NaN in the table where
-`estimate()` gives None.
+Columns carry `Result.to_dict()`'s names (the per-tier placement text is left out); labels are
+categorical with the same categories in every chunk. Missing figures (cost or energy where the
+device has no price or power) are NaN in the table where `estimate()` gives None. Rows come
+group by group, and within a group block by block (batch-major inside a block).
+`engine="dask"` returns the same table as a lazy dask DataFrame (see `sweep`).
 """
 from __future__ import annotations
 
+import functools
 import itertools
+import math
+import sys
+import uuid
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,36 +33,80 @@ from pydantic import BaseModel
 from . import defaults
 from .core import BOUNDS
 from .errors import InvalidInputError, MemboundError
-from .estimate import check_int, prepare
+from .estimate import Prepared, check_int, prepare
 from .hardware import load_hardware
 from .model import load_model
 from .parallel import Parallel
 
-DEFAULT_CHUNK = 1 << 18   # points per block: 2 MB per array, a few hundred MB at most in flight
+DEFAULT_CHUNK = 1 << 18      # rows per streamed chunk (iter_sweep, reduce) and per dask partition
+BLOCK = 1 << 15              # points per core evaluation: its temporaries (256 KB each) stay in the
+                             # caches and in the allocator's heap (see _settle_allocator)
 
-_LABELS = ("model", "hardware", "runtime", "n_chips", "parallel", "batch", "prompt_tokens",
-           "output_tokens", "weight_dtype", "kv_dtype", "activation_dtype")
+_AXES = ("batch", "prompt_tokens", "output_tokens")
 _FIGURES = ("decode_tok_s_per_user", "decode_tok_s_total", "ttft_s", "prefill_s", "e2e_s", "tpot_s")
 _MEMORY = (("memory_weights_bytes", "weights_bytes_chip"), ("memory_kv_bytes", "kv_bytes_chip"),
            ("memory_activation_bytes", "activation_bytes_chip"), ("memory_other_bytes", "extra_bytes_chip"),
            ("memory_capacity_bytes", "capacity_bytes_chip"))
 _SPEC_NUMBERS = ("spec_gamma", "spec_tokens_per_round", "spec_verify_positions")
+_KINDS = {"int": np.int64, "float": np.float64, "bool": np.bool_}
+
+
+def _columns(spec: bool) -> tuple[tuple[str, str], ...]:
+    """(name, kind) of every column, in table order; kind: cat (labels), int, float or bool."""
+    cols = [("model", "cat"), ("hardware", "cat"), ("runtime", "cat"), ("n_chips", "int"), ("parallel", "cat"),
+            *((k, "int") for k in _AXES), ("weight_dtype", "cat"), ("kv_dtype", "cat"), ("activation_dtype", "cat"),
+            *((k, "float") for k in _FIGURES), ("bound", "cat"), ("cost_per_million_tokens_usd", "float"),
+            ("joules_per_token", "float"), *((k, "float") for k, _ in _MEMORY), ("memory_fits", "bool"),
+            *((f"{k}_s", "float") for k in BOUNDS)]
+    if spec:
+        cols += [*((k, "float") for k in _SPEC_NUMBERS), ("spec_draft", "cat")]
+    return tuple(cols)
+
+
+def _code_dtype(n_categories: int):
+    """The integer type pandas keeps categorical codes in (so handing it codes copies nothing)."""
+    return np.int8 if n_categories < 127 else np.int16 if n_categories < 32767 else np.int32
 
 
 @dataclass(frozen=True)
-class _Cat:
-    """A label column as integer codes into `categories` (-1: missing); strings are not
-    copied per row, so a million rows of labels cost a few megabytes."""
+class _Schema:
+    """The table's columns, with the categories of its label columns (the same in every chunk and
+    partition, so chunks stack and dask knows them up front)."""
 
-    codes: np.ndarray
-    categories: tuple
+    columns: tuple[tuple[str, str], ...]
+    categories: dict[str, tuple[str, ...]]
+    include_unfit: bool
 
-    @staticmethod
-    def const(value, n: int) -> "_Cat":
-        return _Cat(np.full(n, -1 if value is None else 0, dtype=np.int32), () if value is None else (value,))
+    def dtype(self, name: str, kind: str):
+        return _code_dtype(len(self.categories[name])) if kind == "cat" else _KINDS[kind]
 
-    def __len__(self) -> int:
-        return len(self.codes)
+
+@dataclass(frozen=True)
+class _Group:
+    """One categorical combination, prepared once (`estimate.prepare`), with the values its rows
+    share: label codes, chip count, speculative numbers."""
+
+    prepared: Prepared
+    consts: dict[str, float]
+    joules: float | None      # watts * chips, or None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A validated sweep: the schema, the groups and the numeric axes (float arrays)."""
+
+    schema: _Schema
+    groups: tuple[_Group, ...]
+    axes: tuple[np.ndarray, np.ndarray, np.ndarray]
+    skipped: tuple[tuple[str, str], ...]
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return tuple(a.size for a in self.axes)
+
+    @property
+    def points(self) -> int:
+        return len(self.groups) * math.prod(self.shape)
 
 
 class Table(dict):
@@ -89,18 +141,9 @@ def _int_axis(field: str, value, minimum: int) -> np.ndarray:
     return np.asarray(arr, dtype=float)
 
 
-@dataclass(frozen=True)
-class _Group:
-    """One categorical combination, prepared once (`estimate.prepare`)."""
-
-    prepared: object
-    labels: dict
-    spec: dict
-    joules: object        # watts * chips, or None
-
-
-def _groups(models, hardware, runtimes, speculative, chips, parallels, dtypes, price, first, on_invalid,
-            skipped):
+def _prepared(models, hardware, runtimes, speculative, chips, parallels, dtypes, price, first, on_invalid,
+              skipped):
+    """(Prepared, labels, speculative) for every categorical combination that can run."""
     for m, hw, rt, sp, n, par, (wd, kd, ad) in itertools.product(
             models, hardware, runtimes, speculative, chips, parallels, dtypes):
         n_chips = par.chips if (n is None and par is not None) else (1 if n is None else n)
@@ -115,119 +158,16 @@ def _groups(models, hardware, runtimes, speculative, chips, parallels, dtypes, p
             skipped.append((f"{m.name} on {n_chips} x {hw.name}, {wd}/{kd}/{ad}, runtime={rt}", str(e)))
             continue
         lay, res = p.layout, p.resolved
-        labels = dict(model=m.name, hardware=hw.name, runtime=p.runtime.name, n_chips=p.n_chips,
-                      parallel=f"tp={lay.tp} pp={lay.pp} ep={lay.ep}", weight_dtype=res.weights.name,
-                      kv_dtype=res.kv.name, activation_dtype=res.activations.name)
-        spec = {} if sp is None else {
-            "spec_gamma": sp.gamma, "spec_tokens_per_round": p.spec_args[1],
-            "spec_verify_positions": int(p.positions), "spec_draft": getattr(sp.draft, "name", sp.draft)}
-        watts = hw.power_w
-        yield _Group(p, labels, spec, watts * p.n_chips if watts else None)
+        labels = dict(model=m.name, hardware=hw.name, runtime=p.runtime.name, parallel=f"tp={lay.tp} pp={lay.pp} ep={lay.ep}",
+                      weight_dtype=res.weights.name, kv_dtype=res.kv.name, activation_dtype=res.activations.name)
+        if sp is not None:
+            labels["spec_draft"] = getattr(sp.draft, "name", sp.draft)
+        yield p, labels, sp
 
 
-def _blocks(shape, chunk_size):
-    """Slices of a 3-d grid into blocks of at most chunk_size points (innermost axis first)."""
-    nb, ns, nt = shape
-    bt = min(nt, chunk_size)
-    bs = min(ns, max(1, chunk_size // bt))
-    bb = min(nb, max(1, chunk_size // (bt * bs)))
-    for i in range(0, nb, bb):
-        for j in range(0, ns, bs):
-            for k in range(0, nt, bt):
-                yield slice(i, i + bb), slice(j, j + bs), slice(k, k + bt)
-
-
-def _evaluate_block(g: _Group, B, S, T, include_unfit):
-    """Rows of one block: (columns, dropped count)."""
-    r = g.prepared.evaluate(batch=B, prompt=S, output=T)
-    shape = np.broadcast_shapes(B.shape, S.shape, T.shape)
-
-    def full(x):
-        return np.broadcast_to(np.asarray(x, dtype=float), shape).ravel()
-
-    fits = np.broadcast_to(np.asarray(r["fits"], dtype=bool), shape).ravel()
-    keep = None if include_unfit else np.flatnonzero(fits)
-    dropped = 0 if keep is None else fits.size - keep.size
-
-    def col(x):
-        v = full(x)
-        return v if keep is None else v[keep]
-
-    n = fits.size if keep is None else keep.size
-    cols = {}
-    for k in _LABELS:
-        if k in ("batch", "prompt_tokens", "output_tokens"):
-            cols[k] = col({"batch": B, "prompt_tokens": S, "output_tokens": T}[k]).astype(np.int64)
-        elif k == "n_chips":
-            cols[k] = np.full(n, g.labels[k], dtype=np.int64)
-        else:
-            cols[k] = _Cat.const(g.labels[k], n)
-    for k in _FIGURES:
-        cols[k] = col(r[k])
-    terms = np.stack([full(r[f"{k}_s"]) for k in BOUNDS])
-    if keep is not None:
-        terms = terms[:, keep]
-    cols["bound"] = _Cat(np.argmax(terms, axis=0).astype(np.int32), BOUNDS)
-    p = g.prepared
-    cols["cost_per_million_tokens_usd"] = col(r["cost_per_million_tokens_usd"]) if p.price is not None \
-        else np.full(n, np.nan)
-    cols["joules_per_token"] = col(g.joules * r["e2e_s"] / (B * T)) if g.joules else np.full(n, np.nan)
-    for out, key in _MEMORY:
-        cols[out] = col(r[key])
-    cols["memory_fits"] = fits if keep is None else fits[keep]
-    for i, k in enumerate(BOUNDS):
-        cols[f"{k}_s"] = terms[i]
-    if g.spec:
-        for k in _SPEC_NUMBERS:
-            cols[k] = np.full(n, float(g.spec[k]))
-        cols["spec_draft"] = _Cat.const(g.spec["spec_draft"], n)
-    return cols, dropped
-
-
-def _missing(key: str, n: int):
-    return _Cat.const(None, n) if key == "spec_draft" else np.full(n, np.nan)
-
-
-def _concat(parts: list, key: str):
-    """One column over all chunks (a chunk without it, e.g. no speculative decoding, gets NaN)."""
-    cols = [p[key] if key in p else _missing(key, len(p["batch"])) for p in parts]
-    if not isinstance(cols[0], _Cat):
-        return np.concatenate(cols)
-    cats: dict = {}
-    codes = []
-    for c in cols:
-        remap = np.array([cats.setdefault(v, len(cats)) for v in c.categories] + [-1], dtype=np.int32)
-        codes.append(remap[c.codes])      # code -1 picks the trailing -1
-    return _Cat(np.concatenate(codes), tuple(cats))
-
-
-def _to_table(cols: dict, as_frame):
-    if as_frame is not False:
-        try:
-            import pandas as pd
-        except ImportError:
-            if as_frame:
-                raise
-        else:
-            return pd.DataFrame({k: pd.Categorical.from_codes(v.codes, v.categories) if isinstance(v, _Cat) else v
-                                 for k, v in cols.items()}, copy=False)
-    out = Table()
-    for k, v in cols.items():
-        if isinstance(v, _Cat):
-            names = np.array([*v.categories, None], dtype=object)
-            v = names[v.codes]
-        out[k] = v
-    return out
-
-
-def iter_sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMPT_TOKENS,
-               output_tokens=defaults.OUTPUT_TOKENS, weight_dtype=defaults.WEIGHT_DTYPE,
-               kv_dtype=None, activation_dtype=None, n_chips=None, parallel=None, runtime=None,
-               speculative=None, price_usd_per_hour=None, chunk_size: int = DEFAULT_CHUNK,
-               include_unfit: bool = False, on_invalid: str = "raise", as_frame=None, _stats=None):
-    """Yield the sweep's table in chunks of at most `chunk_size` rows (see `sweep`); stream them to
-    disk or reduce them as they come. `_stats` (a dict) receives dropped/skipped counts."""
-    chunk_size = check_int("chunk_size", chunk_size, 1)
+def _plan(model, hardware, *, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype, activation_dtype,
+          n_chips, parallel, runtime, speculative, price_usd_per_hour, include_unfit, on_invalid) -> _Plan:
+    """Check every argument and prepare every group (errors surface here, before any evaluation)."""
     if on_invalid not in ("raise", "skip"):
         raise InvalidInputError("on_invalid", on_invalid, "'raise' or 'skip'")
     B = _int_axis("batch", batch, 1)
@@ -246,25 +186,243 @@ def iter_sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.
         price = {load_hardware(k).name: v for k, v in price_usd_per_hour.items()}
     else:
         price = price_usd_per_hour
-    stats = _stats if _stats is not None else {}
-    stats.setdefault("dropped_unfit", 0)
-    skipped = stats.setdefault("skipped", [])
+    skipped: list = []
     first = (int(B[0]), int(S[0]), int(T[0]))
-    Bg, Sg, Tg = B[:, None, None], S[None, :, None], T[None, None, :]
-    for g in _groups(models, devices, _as_list("runtime", runtime), _as_list("speculative", speculative),
-                     chips, parallels, dtypes, price, first, on_invalid, skipped):
-        for bi, si, ti in _blocks((B.size, S.size, T.size), chunk_size):
-            cols, dropped = _evaluate_block(g, Bg[bi], Sg[:, si], Tg[:, :, ti], include_unfit)
-            stats["dropped_unfit"] += dropped
-            if len(cols["batch"]):
-                yield cols if as_frame == "raw" else _to_table(cols, as_frame)
+    found = list(_prepared(models, devices, _as_list("runtime", runtime), _as_list("speculative", speculative),
+                           chips, parallels, dtypes, price, first, on_invalid, skipped))
+    columns = _columns(any(sp is not None for _, _, sp in found))
+    categories = {name: tuple(dict.fromkeys(labels[name] for _, labels, _ in found if name in labels))
+                  for name, kind in columns if kind == "cat"}
+    categories["bound"] = BOUNDS
+    groups = []
+    for p, labels, sp in found:
+        consts = {name: categories[name].index(labels[name]) if name in labels else -1
+                  for name, kind in columns if kind == "cat" and name != "bound"}
+        consts["n_chips"] = p.n_chips
+        if "spec_draft" in categories:
+            spec = (sp.gamma, p.spec_args[1], int(p.positions)) if sp is not None else (math.nan,) * 3
+            consts.update(zip(_SPEC_NUMBERS, map(float, spec)))
+        watts = p.hardware.power_w
+        groups.append(_Group(p, consts, watts * p.n_chips if watts else None))
+    return _Plan(_Schema(columns, categories, include_unfit), tuple(groups), (B, S, T), tuple(skipped))
+
+
+@functools.cache
+def _settle_allocator() -> None:
+    """Let the allocator keep the core's temporaries between blocks. glibc gives freed heap memory
+    above its trim threshold (128 KiB at start) straight back to the OS, so each of the ~100
+    temporaries `core.evaluate` makes per block page-faults afresh: 70% of a sweep's time went
+    to page faults. glibc's documented adaptive rule (mallopt(3), M_MMAP_THRESHOLD) raises the
+    mmap threshold to the size of a freed mmapped block (up to 32 MiB) and the trim threshold to
+    twice that: freeing one 16 MiB array, once per process, does it. Elsewhere it is a no-op."""
+    np.empty(1 << 21)
+
+
+def _blocks(shape, size):
+    """Slices of a 3-d grid into blocks of at most `size` points, as near cubes as the axes allow:
+    terms of the physics that depend on two axes (most of them) then cost a fraction of the block."""
+    dims = list(shape)
+    while math.prod(dims) > size:
+        i = dims.index(max(dims))
+        dims[i] = (dims[i] + 1) // 2
+    bb, bs, bt = dims
+    nb, ns, nt = shape
+    for i in range(0, nb, bb):
+        for j in range(0, ns, bs):
+            for k in range(0, nt, bt):
+                yield slice(i, i + bb), slice(j, j + bs), slice(k, k + bt)
+
+
+class _Columns:
+    """Preallocated output columns of `capacity` rows, filled from the front one block at a time.
+    Pages never written cost no memory, so a capacity above the rows kept is free."""
+
+    def __init__(self, schema: _Schema, capacity: int):
+        self.schema = schema
+        self.data = {name: np.empty(capacity, schema.dtype(name, kind)) for name, kind in schema.columns}
+        self.rows = 0
+        self.dropped = 0
+        block = min(capacity, BLOCK)
+        self._best = np.empty(block)                 # scratch of the bound selection, reused
+        self._code = np.empty(block, self.data["bound"].dtype)
+        self._above = np.empty(block, bool)
+        self._free = self._references() if hasattr(sys, "getrefcount") else None
+
+    def _references(self) -> tuple[int, ...]:
+        return tuple(sys.getrefcount(a) for a in self.data.values())
+
+    def released(self) -> bool:
+        """True when nothing outside holds a view of these columns (so they may be rewritten)."""
+        return self._free is not None and self._references() == self._free
+
+    def add(self, g: _Group, B: np.ndarray, S: np.ndarray, T: np.ndarray) -> None:
+        """Evaluate group g on the block batch B x prompt S x output T (1-d float arrays) and append
+        its rows (those that fit, unless the schema keeps every row)."""
+        shape = (B.size, S.size, T.size)
+        size = B.size * S.size * T.size
+        B, S, T = B[:, None, None], S[None, :, None], T[None, None, :]
+        r = g.prepared.evaluate(batch=B, prompt=S, output=T)
+        fits = np.broadcast_to(r["fits"], shape)
+        keep = None
+        if not self.schema.include_unfit:
+            n = int(np.count_nonzero(fits))
+            keep = fits if n < size else None
+            self.dropped += size - n
+            if n == 0:
+                return
+        else:
+            n = size
+        rows = slice(self.rows, self.rows + n)
+        self.rows += n
+
+        def put(name, value):
+            dst = self.data[name][rows]
+            if np.ndim(value) == 0:
+                dst.fill(value)
+            elif keep is None:
+                np.copyto(dst.reshape(shape), value, casting="unsafe")
+            else:
+                dst[...] = np.broadcast_to(value, shape)[keep]
+
+        for name, value in g.consts.items():
+            self.data[name][rows] = value
+        for name, value in zip(_AXES, (B, S, T)):
+            put(name, value)
+        for name in _FIGURES:
+            put(name, r[name])
+        put("bound", self._bound(r, shape, size))
+        p = g.prepared
+        put("cost_per_million_tokens_usd", r["cost_per_million_tokens_usd"] if p.price is not None else math.nan)
+        put("joules_per_token", g.joules * r["e2e_s"] / (B * T) if g.joules else math.nan)
+        for name, key in _MEMORY:
+            put(name, r[key])
+        put("memory_fits", fits)
+        for k in BOUNDS:
+            put(f"{k}_s", r[f"{k}_s"])
+
+    def _bound(self, r: dict, shape, size) -> np.ndarray:
+        """The code of the largest step term (the first on ties, like `core.bound_name`), by running
+        comparisons in reused scratch arrays rather than an argmax over stacked terms."""
+        best = self._best[:size].reshape(shape)
+        code = self._code[:size].reshape(shape)
+        above = self._above[:size].reshape(shape)
+        np.copyto(best, r[f"{BOUNDS[0]}_s"])
+        code.fill(0)
+        for i, k in enumerate(BOUNDS[1:], 1):
+            term = r[f"{k}_s"]
+            np.greater(term, best, out=above)
+            np.putmask(code, above, i)
+            np.maximum(best, term, out=best)
+        return code
+
+    def table(self, as_frame):
+        """The rows so far as a pandas DataFrame (as_frame None or True; no copy) or a Table."""
+        n = self.rows
+        cats = self.schema.categories
+        if as_frame is not False:
+            try:
+                import pandas as pd
+            except ImportError:
+                if as_frame:
+                    raise
+            else:
+                return pd.DataFrame({name: pd.Categorical.from_codes(self.data[name][:n], cats[name], validate=False)
+                                     if kind == "cat" else self.data[name][:n]
+                                     for name, kind in self.schema.columns}, copy=False)
+        out = Table()
+        for name, kind in self.schema.columns:
+            v = self.data[name][:n]
+            out[name] = np.array([*cats[name], None], dtype=object)[v] if kind == "cat" else v
+        return out
+
+
+def _fill(cols: _Columns, g: _Group, B, S, T) -> None:
+    """Every point of group g over the axes B x S x T, block by block."""
+    for bi, si, ti in _blocks((B.size, S.size, T.size), min(BLOCK, len(cols.data["batch"]))):
+        cols.add(g, B[bi], S[si], T[ti])
+
+
+def _chunks(plan: _Plan, chunk_size: int):
+    """The plan's rows in `_Columns` of at most chunk_size rows each. Buffers come from a small
+    pool: one whose rows the consumer has let go of (no reference left to its arrays) is written
+    again, so a stream touches the same memory chunk after chunk instead of page-faulting fresh
+    memory each time; a chunk still referenced is never overwritten."""
+    B, S, T = plan.axes
+    pool: list[_Columns] = []
+
+    def empty() -> _Columns:
+        for c in pool:
+            if c.released():
+                c.rows = c.dropped = 0
+                return c
+        c = _Columns(plan.schema, chunk_size)
+        if len(pool) < 3:
+            pool.append(c)
+        return c
+
+    cols = empty()
+    for g in plan.groups:
+        for bi, si, ti in _blocks(plan.shape, min(BLOCK, chunk_size)):
+            size = (bi.stop - bi.start) * (si.stop - si.start) * (ti.stop - ti.start)
+            if cols.rows + size > chunk_size:
+                if cols.rows:
+                    yield cols
+                cols = empty()
+            cols.add(g, B[bi], S[si], T[ti])
+    yield cols
+
+
+def _partition(part: tuple, schema: _Schema):
+    """One dask partition: a group over a slice of the axes, as a pandas DataFrame."""
+    g, B, S, T = part
+    _settle_allocator()
+    cols = _Columns(schema, B.size * S.size * T.size)
+    _fill(cols, g, B, S, T)
+    return cols.table(True)
+
+
+def _dask_frame(plan: _Plan, partition_size: int):
+    """The plan as a lazy dask DataFrame: one partition per (group, block of partition_size
+    points); nothing is evaluated until it is computed, on whatever scheduler is active."""
+    import dask.dataframe as dd
+    B, S, T = plan.axes
+    parts = [(g, B[bi], S[si], T[ti]) for g in plan.groups for bi, si, ti in _blocks(plan.shape, partition_size)]
+    meta = _Columns(plan.schema, 0).table(True)
+    if not parts:
+        return dd.from_pandas(meta, npartitions=1)
+    return dd.from_map(_partition, parts, schema=plan.schema, meta=meta, label="membound-sweep",
+                       token=uuid.uuid4().hex, enforce_metadata=False)
+
+
+def iter_sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMPT_TOKENS,
+               output_tokens=defaults.OUTPUT_TOKENS, weight_dtype=defaults.WEIGHT_DTYPE,
+               kv_dtype=None, activation_dtype=None, n_chips=None, parallel=None, runtime=None,
+               speculative=None, price_usd_per_hour=None, chunk_size: int = DEFAULT_CHUNK,
+               include_unfit: bool = False, on_invalid: str = "raise", as_frame=None, _stats=None):
+    """Yield the sweep's table in chunks of at most `chunk_size` rows (see `sweep`); stream them to
+    disk or reduce them as they come: memory stays at one chunk. Each chunk is freshly allocated
+    (safe to keep). `_stats` (a dict) receives dropped/skipped counts."""
+    chunk_size = check_int("chunk_size", chunk_size, 1)
+    _settle_allocator()
+    plan = _plan(model, hardware, batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                 weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype,
+                 n_chips=n_chips, parallel=parallel, runtime=runtime, speculative=speculative,
+                 price_usd_per_hour=price_usd_per_hour, include_unfit=include_unfit, on_invalid=on_invalid)
+    stats = _stats if _stats is not None else {}
+    stats["dropped_unfit"] = 0
+    stats["skipped"] = list(plan.skipped)
+    for cols in _chunks(plan, chunk_size):
+        stats["dropped_unfit"] += cols.dropped
+        if cols.rows:
+            yield cols.table(as_frame)
 
 
 def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMPT_TOKENS,
           output_tokens=defaults.OUTPUT_TOKENS, weight_dtype=defaults.WEIGHT_DTYPE,
           kv_dtype=None, activation_dtype=None, n_chips=None, parallel=None, runtime=None,
           speculative=None, price_usd_per_hour=None, chunk_size: int = DEFAULT_CHUNK,
-          include_unfit: bool = False, on_invalid: str = "raise", reduce=None, as_frame=None):
+          include_unfit: bool = False, on_invalid: str = "raise", reduce=None, as_frame=None,
+          engine: str = "numpy"):
     """Evaluate every point of a grid; one row per point with `estimate()`'s figures.
 
     Each argument takes a scalar or a list; the grid is their cartesian product. n_chips=None
@@ -276,32 +434,36 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
     run (an activation dtype it lacks, a chip count the heads do not split over); skipped
     groups and their reasons are in `table.attrs["skipped"]`.
     reduce: None to return the table, or a function (accumulator, chunk) -> accumulator folded
-    over the chunks (the accumulator starts as None); its final value is returned.
+    over chunks of at most chunk_size rows (the accumulator starts as None); its final value is
+    returned, and memory stays at one chunk.
+    engine: "numpy" (here, now) or "dask": a lazy dask DataFrame of partitions of at most
+    chunk_size rows, evaluated where it is computed (threads, processes, or a distributed
+    cluster: `distributed.Client("tcp://scheduler:8786")` then `.compute()`); invalid inputs
+    still raise here. Needs the `dask` extra.
     Returns a pandas DataFrame where pandas is installed (as_frame=False: a dict of arrays).
     """
-    stats: dict = {}
-    chunks = iter_sweep(model, hardware, batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
-                        weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype,
-                        n_chips=n_chips, parallel=parallel, runtime=runtime, speculative=speculative,
-                        price_usd_per_hour=price_usd_per_hour, chunk_size=chunk_size,
-                        include_unfit=include_unfit, on_invalid=on_invalid,
-                        as_frame=as_frame if reduce is not None else "raw", _stats=stats)
+    kw = dict(batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens, weight_dtype=weight_dtype,
+              kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips, parallel=parallel,
+              runtime=runtime, speculative=speculative, price_usd_per_hour=price_usd_per_hour,
+              include_unfit=include_unfit, on_invalid=on_invalid)
+    if engine not in ("numpy", "dask"):
+        raise InvalidInputError("engine", engine, "'numpy' or 'dask'")
+    chunk_size = check_int("chunk_size", chunk_size, 1)
+    if engine == "dask":
+        return _dask_frame(_plan(model, hardware, **kw), chunk_size)
     if reduce is not None:
         acc = None
-        for chunk in chunks:
+        for chunk in iter_sweep(model, hardware, **kw, chunk_size=chunk_size, as_frame=as_frame):
             acc = reduce(acc, chunk)
         return acc
-    parts = list(chunks)
-    if parts:
-        names = list(parts[0])
-        for p in parts[1:]:
-            names += [k for k in p if k not in names]
-        cols = {k: _concat(parts, k) for k in names}
-    else:
-        cols = {k: np.empty(0) for k in (*_LABELS, *_FIGURES, "bound", "memory_fits")}
-    table = _to_table(cols, as_frame)
-    table.attrs["dropped_unfit"] = stats["dropped_unfit"]
-    table.attrs["skipped"] = stats["skipped"]
+    _settle_allocator()
+    plan = _plan(model, hardware, **kw)
+    cols = _Columns(plan.schema, plan.points)
+    for g in plan.groups:
+        _fill(cols, g, *plan.axes)
+    table = cols.table(as_frame)
+    table.attrs["dropped_unfit"] = cols.dropped
+    table.attrs["skipped"] = list(plan.skipped)
     return table
 
 
