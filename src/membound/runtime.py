@@ -13,7 +13,7 @@ import functools
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -58,6 +58,28 @@ class QuantizedGemm(BaseModel):
     evidence: str = ""
 
 
+class Served(BaseModel):
+    """How the engine serves under load (continuous batching): its usual launch flags and the
+    costs a served step pays beyond the core's roofline. Each block names the software
+    generation (versions, dates) it describes; see membound.serve and membound.serve_calibrate."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    generation: str = ""                 # versions and date range the figures describe
+    max_running: int = Field(256, ge=1)  # most sequences in the running batch (max_num_seqs)
+    token_budget: int = Field(8192, ge=1)   # tokens per step (max_num_batched_tokens / chunk size)
+    chunked_prefill: bool = True
+    mixed_steps: bool = True             # decode and prefill share a step (False: SGLang default)
+    kv_block_tokens: int = Field(16, ge=1)
+    memory_fraction: _Frac = 0.9         # of device memory the engine takes (weights, KV, activations)
+    preemption: Literal["recompute", "swap", "none"] = "recompute"   # none: reserve the full length
+    bandwidth_fraction: _Frac | None = None   # served kernels' share of peak (None: the runtime's)
+    compute_fraction: _Frac | None = None
+    per_step_s: _Secs = 0.0              # host work per step (scheduling, sampling, launches)
+    per_allreduce_s: _Secs = 0.0         # engine all-reduce kernel latency, 2 per layer when tp > 1
+    per_sequence_s: _Secs = 0.0          # per running sequence per step
+    calibration: str = ""                # rows fitted on; the rest are held out
+
+
 class Runtime(HashableModel):
     """An inference engine: per-device-class efficiency entries, with where they came from."""
 
@@ -70,6 +92,7 @@ class Runtime(HashableModel):
     calibration: str = ""                # how and from which rows the figures were fitted
     max_batch: Annotated[int, Number, Field(ge=1)] | None = None   # most sequences one instance schedules at once
     quantized_gemm: QuantizedGemm | None = None  # block-quantized GEMMs off the tensor cores
+    served: Served | None = None         # continuous-batching defaults and costs (membound.serve)
 
     def efficiency(self, hw: Hardware) -> "Efficiency":
         """The effective figures this runtime gets on `hw`."""

@@ -1,0 +1,824 @@
+"""Served workloads: an engine with continuous batching under load (DESIGN.md "Served workloads").
+
+`serve()` answers what N clients in a closed loop (or Poisson arrivals at a rate) get from one
+engine instance: TTFT with queueing, time per output token, throughput per chip.
+
+Scheduling is iteration-level. Every step runs one decode token for each running sequence plus
+prefill chunks of waiting prompts, up to the scheduler's token budget (vLLM, TensorRT-LLM). With
+`mixed_steps=False` (SGLang's default) a step is either a prefill batch or a decode batch. The KV
+cache caps the running sequences; beyond it requests wait (or, in the simulator, are preempted).
+
+A step's time comes from the same core as `estimate()` (`core.evaluate`, through `StepModel`):
+weights streamed once per step for all the tokens in it (experts touched by all of them), each
+sequence's KV at its own context, FLOPs of the decode and prefill tokens, communication for all
+of them, and the engine's overheads per step and per sequence (the runtime's `served` block).
+
+Two engines behind one API:
+- `engine="solver"`: the steady state. Let b be the mean number of decoding sequences, S and T
+  the mean prompt and output lengths, D = T - 1 decode steps per request. Each decode step also
+  carries b S / D prefill tokens on average (Little's law over the prefill work), as chunks of
+  c = max(min(S, budget - b), b S / D) tokens in a fraction f = (b S / D) / c of the steps, so
+  the mean step is tau = (1 - f) step(b, 0) + f step(b, c). Requests complete at X = b / (D tau)
+  per second. TTFT = half a step + the prompt's own chunks + an M/D/1 wait for the prefill
+  capacity. A closed loop of N clients holds N = b + X TTFT (Little); a bisection on b solves
+  it (vectorised over concurrency). Where b reaches the KV or max_running cap, the rest of the
+  clients queue: TTFT = (N - b) / X.
+- `engine="simulate"`: a seeded iteration-level simulation of the same engine over
+  `n_requests` requests with sampled lengths, giving percentiles (runs of pure decode steps
+  are advanced in one vectorised call between events).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections import deque
+from dataclasses import asdict, dataclass, field, fields, replace
+
+import numpy as np
+
+from .core import model_consts
+from .errors import InvalidInputError
+from .estimate import Prepared, prepare
+from .roofline import causal_pairs, effective_context
+from .runtime import Served, load_runtime
+
+# ---- lengths ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """Every request has `n` tokens."""
+
+    n: int
+
+    def __post_init__(self):
+        _check_count("n", self.n)
+
+    @property
+    def mean(self) -> float:
+        return float(self.n)
+
+    @property
+    def high(self) -> int:
+        return self.n
+
+    def sample(self, rng: np.random.Generator, k: int) -> np.ndarray:
+        return np.full(k, self.n, dtype=np.int64)
+
+    def quantile(self, q: float) -> float:
+        return float(self.n)
+
+
+@dataclass(frozen=True)
+class Uniform:
+    """Integers uniform in [lo, hi], both included (InferenceMAX: [0.8 L, L])."""
+
+    lo: int
+    hi: int
+
+    def __post_init__(self):
+        _check_count("lo", self.lo)
+        _check_count("hi", self.hi)
+        if self.lo > self.hi:
+            raise InvalidInputError("Uniform.lo", self.lo, f"at most hi ({self.hi})")
+
+    @property
+    def mean(self) -> float:
+        return (self.lo + self.hi) / 2.0
+
+    @property
+    def high(self) -> int:
+        return self.hi
+
+    def sample(self, rng: np.random.Generator, k: int) -> np.ndarray:
+        return rng.integers(self.lo, self.hi + 1, size=k)
+
+    def quantile(self, q: float) -> float:
+        return self.lo + q * (self.hi - self.lo)
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Lengths drawn (with replacement) from observed values."""
+
+    values: tuple
+
+    def __post_init__(self):
+        vals = tuple(self.values) if not isinstance(self.values, (str, bytes)) else ()
+        if not vals:
+            raise InvalidInputError("Samples.values", self.values, "a non-empty sequence of token counts")
+        for v in vals:
+            _check_count("Samples.values", v)
+        object.__setattr__(self, "values", tuple(int(v) for v in vals))
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.values))
+
+    @property
+    def high(self) -> int:
+        return max(self.values)
+
+    def sample(self, rng: np.random.Generator, k: int) -> np.ndarray:
+        return rng.choice(np.asarray(self.values, dtype=np.int64), size=k)
+
+    def quantile(self, q: float) -> float:
+        return float(np.quantile(self.values, q))
+
+
+Length = Fixed | Uniform | Samples
+
+
+def _check_count(name: str, v) -> None:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+        raise InvalidInputError(name, v, "an integer token count >= 0")
+
+
+def _length(name: str, value, minimum: int) -> Length:
+    """A number or a Fixed/Uniform/Samples, with every length >= minimum."""
+    if isinstance(value, (Fixed, Uniform, Samples)):
+        dist = value
+    elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        _check_count(name, value)
+        dist = Fixed(int(value))
+    else:
+        raise InvalidInputError(name, value, "a token count or mb.Fixed / mb.Uniform / mb.Samples")
+    low = {Fixed: lambda d: d.n, Uniform: lambda d: d.lo, Samples: lambda d: min(d.values)}[type(dist)](dist)
+    if low < minimum:
+        raise InvalidInputError(name, value, f"lengths >= {minimum}")
+    return dist
+
+
+# ---- the scheduler ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """The engine's batching knobs; None takes the runtime's default (its usual launch flags).
+
+    max_running: most sequences in the running batch (vLLM max_num_seqs); token_budget: tokens
+    per step (max_num_batched_tokens, SGLang's chunked_prefill_size); chunked_prefill: split long
+    prompts over steps; mixed_steps: decode and prefill share a step; kv_block_tokens: the KV
+    page; memory_fraction: of device memory the engine takes; preemption: what happens when the
+    KV cache runs out ("recompute", "swap", or "none": reserve every request's full length).
+    """
+
+    max_running: int | None = None
+    token_budget: int | None = None
+    chunked_prefill: bool | None = None
+    mixed_steps: bool | None = None
+    kv_block_tokens: int | None = None
+    memory_fraction: float | None = None
+    preemption: str | None = None
+
+    def __post_init__(self):
+        for name in ("max_running", "token_budget", "kv_block_tokens"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1):
+                raise InvalidInputError(f"scheduler.{name}", v, "None or an integer >= 1")
+        for name in ("chunked_prefill", "mixed_steps"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, bool):
+                raise InvalidInputError(f"scheduler.{name}", v, "None, True or False")
+        f = self.memory_fraction
+        if f is not None and (isinstance(f, bool) or not isinstance(f, numbers.Real) or not 0 < f <= 1):
+            raise InvalidInputError("scheduler.memory_fraction", f, "None or a fraction in (0, 1]")
+        if self.preemption not in (None, "recompute", "swap", "none"):
+            raise InvalidInputError("scheduler.preemption", self.preemption, "'recompute', 'swap' or 'none'")
+        if self.max_running is not None and self.token_budget is not None and self.token_budget < self.max_running:
+            raise InvalidInputError("scheduler.token_budget", self.token_budget,
+                                    f"at least max_running ({self.max_running}): one decode token per running sequence")
+
+    def resolved(self, served: Served) -> "Scheduler":
+        """Every knob set: the given ones, else the engine's defaults."""
+        vals = {f.name: getattr(self, f.name) for f in fields(self)}
+        for k, v in vals.items():
+            if v is None:
+                vals[k] = getattr(served, k)
+        return Scheduler(**vals)
+
+
+DEFAULT_SERVED = Served(generation="generic continuous batching (no engine costs fitted)")
+
+# ---- one step, from the core --------------------------------------------------------------
+
+
+class StepModel:
+    """Seconds of one engine step as a function of the running decodes and the prefill chunk,
+    from `core.evaluate` on the configuration (weights touched by the tokens of the step, KV at
+    each context, FLOPs, communication, overheads), with the served engine's fractions and costs.
+
+    step(b, u, c, cu, cp): b decoding sequences whose contexts give u (layer, token) pairs on
+    average; c prefill tokens in the step, whose prompts hold cu pairs of KV (read and written)
+    and cp causal attention pairs. Floats or numpy arrays (broadcast).
+    """
+
+    def __init__(self, p: Prepared, served: Served | None, max_tokens: int):
+        mc = model_consts(p.model)
+        if served is not None:      # the served block's fractions and costs replace the runtime's
+            eff = p.eff
+            allreduce = 2.0 * p.model.n_layers * served.per_allreduce_s if p.layout.tp > 1 else 0.0
+            eff = replace(eff, bandwidth_fraction=served.bandwidth_fraction or eff.bandwidth_fraction,
+                          compute_fraction=served.compute_fraction or eff.compute_fraction,
+                          per_step_overhead_s=served.per_step_s + allreduce,
+                          per_sequence_overhead_s=served.per_sequence_s)
+            p = replace(p, eff=eff)
+        self.prepared = p
+        eff = p.eff
+        self.groups = mc.window_groups
+        self.overlap = eff.overlap
+        grid = np.unique(np.round(np.geomspace(1.0, max(float(max_tokens), 2.0), 40)))
+        r0 = p.evaluate(batch=grid, prompt=0.0, output=1.0)         # weights, per-token FLOPs
+        self._grid = grid
+        self._w = np.asarray(r0["memory_s"], float)
+        self._comm = np.broadcast_to(np.asarray(r0["communication_s"], float), grid.shape).copy()
+        over = np.broadcast_to(np.asarray(r0["overhead_s"], float), grid.shape)
+        self.per_seq = float((over[-1] - over[0]) / (grid[-1] - grid[0])) if grid.size > 1 else 0.0
+        self.per_step = float(over[0] - self.per_seq)
+        self.floor = float(r0["latency_s"])
+        self.phi = float(np.asarray(r0["compute_s"], float)[0])      # decode GEMMs, s per token
+        ref = 4096.0
+        r1 = p.evaluate(batch=1.0, prompt=ref, output=1.0)
+        u_ref = effective_context(self.groups, ref)
+        self.kappa = (float(r1["memory_s"]) - self._w[0]) / u_ref      # s per KV pair read
+        self.alpha = (float(r1["compute_s"]) - self.phi) / u_ref       # s per attention pair
+        self.gamma = (float(r1["prefill_compute_s"]) - self.alpha * causal_pairs(self.groups, ref)) / ref
+        self.kv_pair_bytes = float(r1["kv_bytes_chip"]) / effective_context(self.groups, ref + 1.0)
+        self.weights_bytes = float(r1["weights_bytes_chip"]) + float(r1["extra_bytes_chip"])
+        self.capacity_bytes = float(r1["capacity_bytes_chip"])
+        self.price = p.price
+        self.n_chips = p.n_chips
+
+    def kv_pairs_capacity(self, sched: Scheduler) -> float:
+        """(layer, token) KV pairs one chip's share of the cache holds, after weights and the
+        activations of a full token budget."""
+        act = float(self.prepared.evaluate(batch=1.0, prompt=float(sched.token_budget), output=1.0)
+                    ["activation_bytes_chip"])
+        free = sched.memory_fraction * self.capacity_bytes - self.weights_bytes - act
+        return max(free, 0.0) / self.kv_pair_bytes
+
+    def terms(self, b, u, c=0.0, cu=0.0, cp=0.0):
+        """(memory, compute) seconds of a step, before floor, communication and overheads."""
+        tokens = np.maximum(b + c, 1.0)
+        w = np.interp(tokens, self._grid, self._w)
+        mem = w + self.kappa * (b * u + cu)
+        comp = self.phi * b + self.gamma * c + self.alpha * (b * u + cp)
+        return mem, comp
+
+    def step(self, b, u, c=0.0, cu=0.0, cp=0.0, seqs=None):
+        mem, comp = self.terms(b, u, c, cu, cp)
+        core = np.maximum(np.maximum(mem, comp) + (1.0 - self.overlap) * np.minimum(mem, comp), self.floor)
+        tokens = np.maximum(b + c, 1.0)
+        comm = np.interp(tokens, self._grid, self._comm)
+        n = b + (c > 0) if seqs is None else seqs
+        return core + comm + self.per_step + self.per_seq * n
+
+    def bound(self, b, u, c=0.0, cu=0.0, cp=0.0) -> str:
+        mem, comp = (float(np.asarray(x).mean()) for x in self.terms(b, u, c, cu, cp))
+        tokens = max(float(b + c), 1.0)
+        other = {"communication": float(np.interp(tokens, self._grid, self._comm)),
+                 "overhead": self.per_step + self.per_seq * float(b), "latency": self.floor}
+        vals = {"memory": mem, "compute": comp, **other}
+        return max(vals, key=vals.get)
+
+
+# ---- the result ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Quantiles:
+    """Seconds: median, 90th and 99th percentile, and the mean."""
+
+    median: float
+    p90: float
+    p99: float
+    mean: float
+
+
+@dataclass(frozen=True, slots=True)
+class ServeResult:
+    """A served workload's steady state. Times in seconds, speeds in tokens/s, money in USD."""
+
+    model: str
+    hardware: str
+    runtime: str
+    engine: str                    # solver | simulate
+    n_chips: int
+    parallel: str
+    concurrency: float | None      # closed-loop clients
+    arrival_rate: float | None     # requests per second (open loop)
+    prompt_tokens: float           # means
+    output_tokens: float
+    weight_dtype: str
+    kv_dtype: str
+    activation_dtype: str
+    ttft: Quantiles                # time to first token, queueing included
+    tpot: Quantiles                # per request (e2e - ttft) / (output - 1)
+    itl: Quantiles                 # gaps between a request's tokens
+    e2e: Quantiles
+    output_tok_s: float            # output tokens per second, all users
+    output_tok_s_per_chip: float
+    tok_s_per_user: float          # 1 / median TPOT (InferenceMAX's interactivity)
+    requests_per_s: float
+    mean_running: float            # decoding sequences per step, on average
+    kv_occupancy: float            # share of the KV cache in use, on average
+    queueing_s: float              # mean wait before a request's first prefill chunk
+    preemptions: int
+    bound: str                     # what sets the mean step: memory | compute | ...
+    cost_per_million_output_tokens_usd: float | None
+    max_running: int               # the cap on running sequences (scheduler or KV cache)
+    scheduler: Scheduler = field(default_factory=Scheduler)
+
+    def to_dict(self) -> dict:
+        d = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, Quantiles):
+                for k, x in asdict(v).items():
+                    d[f"{f.name}_{k}_s"] = x
+            elif isinstance(v, Scheduler):
+                for k, x in asdict(v).items():
+                    d[f"scheduler_{k}"] = x
+            else:
+                d[f.name] = v
+        return d
+
+    def to_pandas(self):
+        """A one-row pandas DataFrame (needs pandas)."""
+        import pandas as pd
+        return pd.DataFrame([self.to_dict()])
+
+    def rows(self) -> list[tuple[str, str]]:
+        load = f"{self.concurrency:g} clients (closed loop)" if self.concurrency is not None \
+            else f"{self.arrival_rate:g} requests/s (Poisson)"
+
+        def q(x: Quantiles) -> str:
+            return f"median {_secs(x.median)}, p90 {_secs(x.p90)}, p99 {_secs(x.p99)}"
+        cost = self.cost_per_million_output_tokens_usd
+        return [
+            ("model", self.model), ("hardware", f"{self.n_chips} x {self.hardware} ({self.parallel})"),
+            ("runtime", f"{self.runtime} ({self.engine})"),
+            ("workload", f"{load}, prompt {self.prompt_tokens:g}, output {self.output_tokens:g} tokens (means)"),
+            ("dtypes", f"weights {self.weight_dtype}, KV {self.kv_dtype}, activations {self.activation_dtype}"),
+            ("TTFT", q(self.ttft)), ("TPOT", q(self.tpot)), ("ITL", q(self.itl)), ("end to end", q(self.e2e)),
+            ("per user", f"{self.tok_s_per_user:,.1f} tok/s"),
+            ("output", f"{self.output_tok_s:,.0f} tok/s, {self.output_tok_s_per_chip:,.0f} tok/s per chip"),
+            ("running batch", f"{self.mean_running:.1f} (cap {self.max_running}), KV {100 * self.kv_occupancy:.0f}% full"),
+            ("queueing", f"{_secs(self.queueing_s)}, {self.preemptions} preemptions"),
+            ("bound", self.bound),
+            ("cost", f"${cost:.3g} per million output tokens" if cost is not None else "no price known"),
+        ]
+
+    def __str__(self) -> str:
+        from .display import text_table
+        return text_table(self.rows())
+
+    def _repr_html_(self) -> str:
+        from .display import html_table
+        return html_table(self.rows())
+
+
+def _secs(x: float) -> str:
+    return f"{x:.3g} s" if x >= 1 else f"{x * 1e3:.3g} ms"
+
+
+# ---- the steady-state solver --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Steady:
+    """Solver output, arrays over the concurrency (or rate) values."""
+
+    b: np.ndarray            # decoding sequences
+    tau: np.ndarray          # mean time per decode token (TPOT)
+    tau_d: np.ndarray        # a decode-only step
+    tau_m: np.ndarray        # a step carrying a prefill chunk (prefill step alone when not mixed)
+    f: np.ndarray            # share of decode steps with a prefill chunk
+    x: np.ndarray            # requests per second
+    ttft: np.ndarray
+    prefill: np.ndarray      # the prompt's own chunks, no waiting
+    cap: float               # running-sequence cap (scheduler, KV cache)
+    kv_cap_pairs: float
+    u_mean: float
+
+
+def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, concurrency=None,
+          arrival_rate=None) -> Steady:
+    """The steady state for mean lengths `prompt`, `output` (see the module docstring).
+    concurrency or arrival_rate may be numpy arrays (vectorised)."""
+    S, T = float(prompt), float(output)
+    D = max(T - 1.0, 1e-9)
+    u_mean = effective_context(sm.groups, S + D / 2.0)
+    u_S = effective_context(sm.groups, S)
+    pairs_S = causal_pairs(sm.groups, S)
+    P = float(sched.token_budget)
+    kv_pairs = sm.kv_pairs_capacity(sched)
+    hold = effective_context(sm.groups, S + T) if sched.preemption == "none" else u_mean + sched.kv_block_tokens / 2.0 * (u_mean / max(S + D / 2.0, 1.0))
+    cap = min(float(sched.max_running), kv_pairs / max(hold, 1e-30), P - 1.0)
+    if cap < 1.0:
+        raise InvalidInputError("prompt_tokens", prompt, f"a workload whose KV cache for one request fits: "
+                                f"{kv_pairs:.3g} KV pairs free per chip, one request needs {hold:.3g}")
+    one_chunk = S if not sched.chunked_prefill else None
+
+    closed = concurrency is not None
+
+    def state(b, N=1.0):
+        """Figures at a mean of b decoding sequences. An arriving prompt and a decoding sequence
+        see the others: b (N - 1) / N of them in a closed loop of N clients, b in an open one."""
+        others = b * (N - 1.0) / N if closed else b
+        avail = P - (others if sched.mixed_steps else 0.0)
+        c0 = np.minimum(S, avail) if one_chunk is None else S + 0.0 * b
+        pbar = others * S / D
+        c = np.minimum(np.maximum(c0, pbar), avail)
+        f = np.minimum(pbar / np.maximum(c, 1e-30), 1.0)
+        share = c / max(S, 1.0)
+        own = c0 / max(S, 1.0)
+        tau_d = sm.step(1.0 + others, u_mean)
+        if sched.mixed_steps:
+            tau_m = sm.step(1.0 + others, u_mean, c, share * u_S, share * pairs_S)
+            tau = (1.0 - f) * tau_d + f * tau_m
+            tau_own = sm.step(others, u_mean, c0, own * u_S, own * pairs_S)
+        else:
+            tau_m = sm.step(0.0 * b, u_mean, c, share * u_S, share * pairs_S, seqs=share)
+            tau = tau_d + f * tau_m
+            tau_own = sm.step(0.0 * b, u_mean, c0, own * u_S, own * pairs_S, seqs=1.0)
+        x = b / (D * tau)
+        n_chunks = np.ceil(S / np.maximum(c0, 1.0)) if S > 0 else 1.0
+        pre = n_chunks * tau_own
+        rho = np.minimum(pbar / np.maximum(avail, 1e-30), 0.999)
+        # open loop: an arrival waits for the running step to end (half a step on average); in
+        # a closed loop requests arrive as others complete, at a step boundary
+        ttft = (0.0 if closed else 0.5 * tau) + pre + rho / (2.0 * (1.0 - rho)) * pre
+        feasible = pbar <= avail
+        return tau, tau_d, tau_m, f, x, ttft, pre, feasible
+
+    if closed:
+        N = np.asarray(concurrency, float)
+        hi = np.minimum(N, cap)
+        tau, _, _, _, x, ttft, _, ok = state(hi, N)
+        capped = ok & (hi + x * ttft <= N)
+
+        def below(b, n):
+            tau, _, _, _, x, ttft, _, ok = state(b, n)
+            return ok & (b + x * ttft < n)
+        b = np.where(capped, hi, _root(below, N * 1e-9, hi, N))
+        tau, tau_d, tau_m, f, x, ttft, pre, _ = state(b, N)
+        ttft = np.where(capped, np.maximum((N - b) / x, ttft), ttft)
+        x = np.where(capped, x, N / (ttft + D * tau))      # Little's law, exact at the root
+    else:
+        lam = np.asarray(arrival_rate, float)
+        grid = cap * np.geomspace(1e-6, 1.0, 200)
+        _, _, _, _, x, _, _, ok = state(grid)
+        capacity = float(np.max(np.where(ok, x, 0.0)))
+        if not np.all(lam < capacity):
+            raise InvalidInputError("arrival_rate", float(np.max(lam)), f"below the engine's capacity, "
+                                    f"{capacity:.4g} requests/s here (the queue would grow without end)")
+
+        def below(b, rate):
+            tau, _, _, _, x, ttft, _, ok = state(b)
+            return ok & (x < rate)
+        b = _root(below, np.full(lam.shape, 1e-9), np.full(lam.shape, cap), lam)
+        tau, tau_d, tau_m, f, x, ttft, pre, _ = state(b)
+        x = lam + 0.0 * b
+    return Steady(b, tau, tau_d, tau_m, f, x, ttft, pre, cap, kv_pairs, u_mean)
+
+
+def _root(below, lo, hi, arg, points: int = 24, rounds: int = 5):
+    """The b in [lo, hi] where `below(b, arg)` turns False (monotone), by refining a geometric
+    grid of `points` values per round, all elements at once (lo, hi, arg: arrays of one shape)."""
+    shape = np.shape(arg)
+    lo, hi, arg = (np.atleast_1d(np.asarray(v, float)) for v in (lo, hi, arg))
+    lo, hi = np.broadcast_to(lo, arg.shape), np.broadcast_to(hi, arg.shape)
+    j = np.linspace(0.0, 1.0, points)
+    for _ in range(rounds):
+        grid = lo[:, None] * (hi / lo)[:, None] ** j
+        n_below = np.sum(below(grid, arg[:, None]), axis=1)
+        k = np.clip(n_below, 1, points - 1)
+        lo, hi = np.take_along_axis(grid, (k - 1)[:, None], 1)[:, 0], np.take_along_axis(grid, k[:, None], 1)[:, 0]
+    b = np.sqrt(lo * hi)
+    return b.reshape(shape) if shape else float(b[0])
+
+
+# ---- the simulator ------------------------------------------------------------------------
+
+
+@dataclass
+class _Trace:
+    arrive: np.ndarray
+    admit: np.ndarray
+    first: np.ndarray
+    done: np.ndarray
+    itl: list          # (durations, weights) arrays
+    busy: float = 0.0  # integral of running batch over time
+    kv: float = 0.0    # integral of KV occupancy over time
+    preemptions: int = 0
+
+
+def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.ndarray, *,
+             concurrency: int | None = None, arrivals: np.ndarray | None = None) -> _Trace:
+    """Iteration-level simulation. Closed loop (`concurrency` clients, each sends its next request
+    when the last completes) or given arrival times. Lengths per request are given."""
+    n = len(prompts)
+    S = prompts.astype(np.int64)
+    T = outputs.astype(np.int64)
+    groups = sm.groups
+    P, M, blk = sched.token_budget, sched.max_running, sched.kv_block_tokens
+    cap = sm.kv_pairs_capacity(sched)
+    arrive = np.full(n, np.inf)
+    admit = np.full(n, np.nan)
+    first = np.full(n, np.nan)
+    done = np.full(n, np.nan)
+    if arrivals is not None:
+        arrive[:] = arrivals
+    else:
+        arrive[:min(concurrency, n)] = 0.0
+    issued = min(concurrency, n) if arrivals is None else n
+    tr = _Trace(arrive, admit, first, done, [])
+
+    def kv_of(ctx):          # pairs a sequence of ctx tokens holds, block-rounded
+        return effective_context(groups, np.ceil(np.asarray(ctx, float) / blk) * blk)
+
+    def reserve(i):          # pairs held at admission under preemption="none"
+        return float(effective_context(groups, float(S[i] + T[i])))
+
+    waiting: deque = deque(range(issued) if arrivals is None else ())
+    pre_done = np.zeros(n, np.int64)          # prompt tokens prefilled
+    need = S.copy()                           # tokens to prefill (a preempted request's context)
+    saved_left = T - 1                        # tokens still to decode after the prefill
+    run_id = np.zeros(0, np.int64)            # decoding sequences
+    run_ctx = np.zeros(0, np.int64)
+    run_left = np.zeros(0, np.int64)
+    prefilling: list = []                     # admitted, prefill not finished (ids)
+    next_arrival = 0                          # index into sorted arrivals (open loop)
+    order = np.argsort(arrive) if arrivals is not None else None
+    t = 0.0
+    completed = 0
+    reserved = 0.0
+
+    def held():
+        r = float(np.sum(kv_of(run_ctx))) if run_ctx.size else 0.0
+        return r + float(sum(kv_of(pre_done[i]) for i in prefilling)) if sched.preemption != "none" else reserved
+
+    while completed < n:
+        if arrivals is not None:
+            while next_arrival < n and arrive[order[next_arrival]] <= t:
+                waiting.append(int(order[next_arrival]))
+                next_arrival += 1
+        if not waiting and not prefilling and run_id.size == 0:
+            if arrivals is not None and next_arrival < n:
+                t = float(arrive[order[next_arrival]])
+                continue
+            break
+        # -- admit prompts into this step ---------------------------------------------------
+        b = int(run_id.size)
+        budget = P - b if sched.mixed_steps else P
+        used = held()
+        while waiting and len(prefilling) + b < M:
+            i = waiting[0]
+            if sched.preemption == "none":
+                if used + reserve(i) > cap:
+                    break
+                used += reserve(i)
+                reserved += reserve(i)
+            elif used + float(kv_of(need[i])) > cap and (b or prefilling):
+                break
+            waiting.popleft()
+            prefilling.append(i)
+            admit[i] = t if np.isnan(admit[i]) else admit[i]
+        chunks = []
+        left = budget
+        if sched.mixed_steps or not run_id.size or prefilling:
+            for i in prefilling:
+                if left <= 0:
+                    break
+                rest = int(need[i] - pre_done[i])
+                take = rest if not sched.chunked_prefill else min(rest, left)
+                if take > left and chunks:
+                    break
+                chunks.append((i, take))
+                left -= take
+        decode = sched.mixed_steps or not chunks
+        bd = b if decode else 0
+        u_run = float(np.mean(effective_context(groups, run_ctx.astype(float)))) if bd else 0.0
+        if not chunks and bd:
+            # -- a run of pure decode steps until the next event ------------------------------
+            k = int(run_left.min())
+            if sched.preemption != "none":
+                room = cap - used
+                k = max(1, min(k, int(room // max(b * float(effective_context(groups, 1.0)), 1e-30)) + 1))
+            if waiting and len(prefilling) + b < M:
+                k = 1
+            js = np.arange(k, dtype=float)
+            u_j = np.mean(effective_context(groups, run_ctx[None, :].astype(float) + js[:, None]), axis=1) \
+                if k > 1 else np.array([u_run])
+            dur = np.asarray(sm.step(float(b), u_j), float)
+            if arrivals is not None and next_arrival < n:
+                cum = np.cumsum(dur)
+                k2 = int(np.searchsorted(cum, arrive[order[next_arrival]] - t)) + 1
+                if k2 < k:
+                    k, dur = k2, dur[:k2]
+            tr.itl.append((dur, np.full(k, float(b))))
+            span = float(dur.sum())
+            tr.busy += b * span
+            tr.kv += min(used / cap, 1.0) * span if cap > 0 else 0.0
+            t += span
+            run_ctx = run_ctx + k
+            run_left = run_left - k
+        else:
+            cu = sum(float(effective_context(groups, float(pre_done[i] + c))) for i, c in chunks)
+            cp = sum(float(causal_pairs(groups, float(pre_done[i] + c)) - causal_pairs(groups, float(pre_done[i])))
+                     for i, c in chunks)
+            c_tok = float(sum(c for _, c in chunks))
+            dur = float(sm.step(float(bd), u_run, c_tok, cu, cp, seqs=bd + len(chunks)))
+            if bd:
+                tr.itl.append((np.array([dur]), np.array([float(bd)])))
+                run_ctx = run_ctx + 1
+                run_left = run_left - 1
+            tr.busy += b * dur
+            tr.kv += min(used / cap, 1.0) * dur if cap > 0 else 0.0
+            t += dur
+            for i, c in chunks:
+                pre_done[i] += c
+                if pre_done[i] >= need[i]:
+                    prefilling.remove(i)
+                    if np.isnan(first[i]):
+                        first[i] = t
+                    run_id = np.append(run_id, i)
+                    run_ctx = np.append(run_ctx, need[i])
+                    run_left = np.append(run_left, saved_left[i])
+        # -- KV overflow: preempt the newest sequences ----------------------------------------
+        if sched.preemption != "none" and run_ctx.size:
+            while run_ctx.size > 1 and held() > cap:
+                i = int(run_id[-1])
+                tr.preemptions += 1
+                need[i], saved_left[i] = run_ctx[-1], run_left[-1]
+                pre_done[i] = 0 if sched.preemption == "recompute" else need[i]
+                run_id, run_ctx, run_left = run_id[:-1], run_ctx[:-1], run_left[:-1]
+                waiting.appendleft(i)      # the tokens already streamed stay streamed
+        # -- completions --------------------------------------------------------------------
+        fin = run_left <= 0
+        if fin.any():
+            for i in run_id[fin]:
+                done[i] = t
+                completed += 1
+                if sched.preemption == "none":
+                    reserved -= reserve(int(i))
+                if arrivals is None and issued < n:
+                    arrive[issued] = t
+                    waiting.append(issued)
+                    issued += 1
+            run_id, run_ctx, run_left = run_id[~fin], run_ctx[~fin], run_left[~fin]
+    return tr
+
+
+# ---- the public entry point ---------------------------------------------------------------
+
+
+def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: float | None = None,
+          prompt_tokens=1024, output_tokens=1024, weight_dtype: str = "bf16", kv_dtype: str | None = None,
+          activation_dtype: str | None = None, n_chips: int = 1, parallel=None, runtime="vllm",
+          scheduler: Scheduler | None = None, speculative=None, engine: str = "solver", seed: int = 0,
+          n_requests: int | None = None, price_usd_per_hour: float | None = None) -> ServeResult:
+    """A served workload: `concurrency` clients in a closed loop, or Poisson arrivals at
+    `arrival_rate` requests/s, against one engine instance of `n_chips` chips.
+
+    prompt_tokens / output_tokens: a count or a distribution (mb.Fixed, mb.Uniform, mb.Samples).
+    runtime: an engine with a `served` block (vllm, sglang, tensorrt-llm) gives the scheduler
+    defaults and the engine costs; scheduler overrides knobs. engine: "solver" (steady state,
+    percentiles from the length distributions) or "simulate" (seeded, n_requests requests;
+    default 10 per client as InferenceMAX runs, at least 200).
+    """
+    if (concurrency is None) == (arrival_rate is None):
+        raise InvalidInputError("concurrency", concurrency, "exactly one of concurrency or arrival_rate")
+    if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, numbers.Integral)
+                                    or concurrency < 1):
+        raise InvalidInputError("concurrency", concurrency, "an integer >= 1 (clients in a closed loop)")
+    if arrival_rate is not None and (isinstance(arrival_rate, bool) or not isinstance(arrival_rate, numbers.Real)
+                                     or not math.isfinite(arrival_rate) or arrival_rate <= 0):
+        raise InvalidInputError("arrival_rate", arrival_rate, "a finite rate > 0 requests per second")
+    if engine not in ("solver", "simulate"):
+        raise InvalidInputError("engine", engine, "'solver' or 'simulate'")
+    if speculative is not None:
+        raise InvalidInputError("speculative", speculative, "None: served speculative decoding is not modelled yet")
+    if scheduler is not None and not isinstance(scheduler, Scheduler):
+        raise InvalidInputError("scheduler", scheduler, "a mb.Scheduler")
+    if n_requests is not None and (isinstance(n_requests, bool) or not isinstance(n_requests, numbers.Integral)
+                                   or n_requests < 1):
+        raise InvalidInputError("n_requests", n_requests, "an integer >= 1")
+    prompt = _length("prompt_tokens", prompt_tokens, 0)
+    output = _length("output_tokens", output_tokens, 2)
+    sm, sched, p = build(model, hardware, prompt=prompt, output=output, weight_dtype=weight_dtype,
+                         kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips,
+                         parallel=parallel, runtime=runtime, scheduler=scheduler,
+                         price_usd_per_hour=price_usd_per_hour)
+    if engine == "solver":
+        st = solve(sm, sched, prompt.mean, output.mean, concurrency=concurrency, arrival_rate=arrival_rate)
+        return _from_solver(sm, sched, p, st, prompt, output, concurrency, arrival_rate)
+    n = n_requests if n_requests is not None else max(200, 10 * (concurrency or 20))
+    rng = np.random.default_rng(seed)
+    S, T = prompt.sample(rng, n), output.sample(rng, n)
+    arrivals = None if arrival_rate is None else np.cumsum(rng.exponential(1.0 / arrival_rate, n))
+    tr = simulate(sm, sched, S, T, concurrency=concurrency, arrivals=arrivals)
+    return _from_trace(sm, sched, p, tr, S, T, prompt, output, concurrency, arrival_rate)
+
+
+def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16", kv_dtype=None,
+          activation_dtype=None, n_chips=1, parallel=None, runtime="vllm", scheduler=None,
+          price_usd_per_hour=None):
+    """(StepModel, resolved Scheduler, Prepared) for a served configuration."""
+    rt = load_runtime(runtime)
+    sched = (scheduler or Scheduler()).resolved(rt.served or DEFAULT_SERVED)
+    if sched.token_budget < sched.max_running:
+        raise InvalidInputError("scheduler.token_budget", sched.token_budget,
+                                f"at least max_running ({sched.max_running}): one decode token per running sequence")
+    if not sched.chunked_prefill and prompt.high > sched.token_budget:
+        raise InvalidInputError("scheduler.token_budget", sched.token_budget,
+                                f"at least the longest prompt ({prompt.high}) without chunked prefill")
+    p = prepare(model, hardware, batch=1, prompt_tokens=int(prompt.high), output_tokens=int(output.high),
+                weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips,
+                parallel=parallel, runtime=rt, price_usd_per_hour=price_usd_per_hour)
+    if p.layout.pp > 1:
+        raise InvalidInputError("parallel.pp", p.layout.pp, "1 for served workloads (pipeline stages are not modelled in serve)")
+    sm = StepModel(p, rt.served, sched.token_budget + sched.max_running)
+    return sm, sched, p
+
+
+def _common(sm: StepModel, p: Prepared, prompt: Length, output: Length, concurrency, arrival_rate, engine: str):
+    res = p.resolved
+    return dict(model=p.model.name, hardware=p.hardware.name, runtime=p.runtime.name, engine=engine,
+                n_chips=p.n_chips, parallel=f"tp={p.layout.tp} pp={p.layout.pp} ep={p.layout.ep}",
+                concurrency=None if concurrency is None else float(concurrency),
+                arrival_rate=None if arrival_rate is None else float(arrival_rate),
+                prompt_tokens=prompt.mean, output_tokens=output.mean, weight_dtype=res.weights.name,
+                kv_dtype=res.kv.name, activation_dtype=res.activations.name)
+
+
+def _cost(sm: StepModel, tok_s: float) -> float | None:
+    if sm.price is None or tok_s <= 0:
+        return None
+    return sm.n_chips * sm.price / 3600.0 / tok_s * 1e6
+
+
+def _from_solver(sm, sched, p, st: Steady, prompt, output, concurrency, arrival_rate) -> ServeResult:
+    b, tau, x, ttft = (float(np.asarray(v)) for v in (st.b, st.tau, st.x, st.ttft))
+    tau_d, tau_m, f, pre = (float(np.asarray(v)) for v in (st.tau_d, st.tau_m, st.f, st.prefill))
+    D = output.mean - 1.0
+    wait = max(ttft - pre, 0.0)
+
+    def ttft_q(q):       # the prompt's own chunks scale with its length; the wait is shared
+        return wait + pre * (prompt.quantile(q) / prompt.mean if prompt.mean else 0.0)
+    ttft_qs = Quantiles(ttft_q(0.5), ttft_q(0.9), ttft_q(0.99), ttft)
+    tpot = Quantiles(tau, tau, tau, tau)
+    gap = tau_m if sched.mixed_steps else tau_d + tau_m
+
+    def itl_q(q):        # a share f of the gaps carries a prefill chunk
+        return gap if f > 1.0 - q else tau_d
+    itl = Quantiles(itl_q(0.5), itl_q(0.9), itl_q(0.99), tau)
+    e2e = Quantiles(*(ttft_q(q) + (output.quantile(q) - 1.0) * tau for q in (0.5, 0.9, 0.99)), ttft + D * tau)
+    tok_s = x * output.mean
+    kv_occ = b * st.u_mean / st.kv_cap_pairs if st.kv_cap_pairs > 0 else 0.0
+    return ServeResult(
+        **_common(sm, p, prompt, output, concurrency, arrival_rate, "solver"),
+        ttft=ttft_qs, tpot=tpot, itl=itl, e2e=e2e, output_tok_s=tok_s, output_tok_s_per_chip=tok_s / sm.n_chips,
+        tok_s_per_user=1.0 / tau, requests_per_s=x, mean_running=b, kv_occupancy=min(kv_occ, 1.0),
+        queueing_s=wait, preemptions=0, bound=sm.bound(b, st.u_mean), cost_per_million_output_tokens_usd=_cost(sm, tok_s),
+        max_running=int(st.cap), scheduler=sched)
+
+
+def _quantiles(v: np.ndarray, w: np.ndarray | None = None) -> Quantiles:
+    v = np.asarray(v, float)
+    if w is None:
+        return Quantiles(*(float(np.quantile(v, q)) for q in (0.5, 0.9, 0.99)), float(v.mean()))
+    order = np.argsort(v)
+    v, w = v[order], np.asarray(w, float)[order]
+    cdf = np.cumsum(w) / w.sum()
+    pick = [float(v[min(np.searchsorted(cdf, q), len(v) - 1)]) for q in (0.5, 0.9, 0.99)]
+    return Quantiles(*pick, float(np.sum(v * w) / w.sum()))
+
+
+def _from_trace(sm, sched, p, tr: _Trace, S, T, prompt, output, concurrency, arrival_rate) -> ServeResult:
+    ttft = tr.first - tr.arrive
+    tpot = (tr.done - tr.first) / np.maximum(T - 1, 1)
+    e2e = tr.done - tr.arrive
+    n = len(S)
+    # throughput over the steady window: after the ramp-up and before the drain
+    k = min(int(concurrency), n // 4) if concurrency is not None else n // 10
+    ends = np.sort(tr.done)
+    lo, hi = (ends[k], ends[n - 1 - k]) if n - 1 - k > k else (0.0, ends[-1])
+    inside = (tr.done > lo) & (tr.done <= hi)
+    span = hi - lo
+    tok_s = float(T[inside].sum() / span) if span > 0 and inside.any() else float(T.sum() / ends[-1])
+    x = float(inside.sum() / span) if span > 0 and inside.any() else n / float(ends[-1])
+    durs = np.concatenate([d for d, _ in tr.itl]) if tr.itl else np.zeros(1)
+    wts = np.concatenate([w for _, w in tr.itl]) if tr.itl else np.ones(1)
+    total_t = float(ends[-1])
+    tp = _quantiles(tpot)
+    b_mean = tr.busy / total_t
+    return ServeResult(
+        **_common(sm, p, prompt, output, concurrency, arrival_rate, "simulate"),
+        ttft=_quantiles(ttft), tpot=tp, itl=_quantiles(durs, wts), e2e=_quantiles(e2e),
+        output_tok_s=tok_s, output_tok_s_per_chip=tok_s / sm.n_chips, tok_s_per_user=1.0 / tp.median,
+        requests_per_s=x, mean_running=b_mean, kv_occupancy=tr.kv / total_t,
+        queueing_s=float(np.nanmean(tr.admit - tr.arrive)), preemptions=tr.preemptions,
+        bound=sm.bound(b_mean, effective_context(sm.groups, prompt.mean + output.mean / 2.0)),
+        cost_per_million_output_tokens_usd=_cost(sm, tok_s), max_running=int(sched.max_running), scheduler=sched)

@@ -1,0 +1,177 @@
+"""serve(): continuous batching under load. Hand-derived cases, laws, bad input."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import membound as mb
+from membound.serve import build, simulate
+
+H100_BW = 3.35e12                 # B/s
+L8B = 8_030_261_248               # Llama-3.1-8B parameters
+LOOKUP_8B = 128256 * 4096         # untied input embedding: decode reads only the looked-up rows
+KV_8B = 2 * 32 * 8 * 128 * 2      # bytes per cached token: K and V, 32 layers, 8 heads x 128, bf16
+
+
+def w8b(tokens):
+    """bf16 weight bytes one step of `tokens` tokens streams (embedding rows looked up)."""
+    return 2 * (L8B - LOOKUP_8B + tokens * 4096)
+
+
+@pytest.mark.parametrize("engine", ["solver", "simulate"])
+def test_one_client_is_estimate_at_batch_one(engine):
+    # One client in a closed loop: its prompt is prefilled alone (nothing else runs), then it
+    # decodes alone, so TTFT is estimate()'s prefill at batch 1 and each decode step is
+    # estimate()'s step at batch 1. The solver uses the mean context S + (T-1)/2, exactly the
+    # mean of estimate()'s T steps (memory-bound, affine in context); the simulator runs the
+    # T-1 steps after the first token, at contexts S .. S+T-2 = estimate(output_tokens=T-1).
+    kw = dict(prompt_tokens=1000, weight_dtype="fp8", kv_dtype="fp8", runtime="device")
+    r = mb.serve("llama-3.3-70b", "h200", concurrency=1, output_tokens=200, engine=engine, **kw)
+    e = mb.estimate("llama-3.3-70b", "h200", batch=1, output_tokens=200 if engine == "solver" else 199, **kw)
+    assert r.ttft.median == pytest.approx(e.ttft_s, rel=1e-9)
+    assert r.tpot.mean == pytest.approx(e.tpot_s, rel=1e-9)
+    assert r.mean_running <= 1.0
+    if engine == "solver":
+        # Little's law with one client: one request per end-to-end time
+        assert r.e2e.mean == pytest.approx(e.e2e_s, rel=1e-9)
+        assert r.requests_per_s == pytest.approx(1.0 / e.e2e_s, rel=1e-9)
+        assert r.output_tok_s == pytest.approx(200 / e.e2e_s, rel=1e-9)
+
+
+def test_two_staggered_sequences_by_hand():
+    # Llama-3.1-8B bf16 on one H100, pure roofline ("ideal": peak bandwidth, no floor or
+    # overhead); prompts of 1 token, 3 output tokens; A arrives at 0, B at 1 ms (mid-step).
+    # Every step is memory-bound (16 GFLOP per token vs 15 GB per step), so a step takes
+    # (weights for its tokens + KV it reads or writes) / 3.35e12 s.
+    sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Fixed(1), output=mb.Fixed(3), runtime="ideal")
+    tr = simulate(sm, sched, np.array([1, 1]), np.array([3, 3]), arrivals=np.array([0.0, 1e-3]))
+    t1 = (w8b(1) + 1 * KV_8B) / H100_BW            # prefill A (writes 1 token of KV)
+    t2 = t1 + (w8b(2) + 2 * KV_8B) / H100_BW       # A decodes at context 1, B prefills 1 token
+    t3 = t2 + (w8b(2) + 3 * KV_8B) / H100_BW       # A at context 2, B at context 1: A's 3rd token
+    t4 = t3 + (w8b(1) + 2 * KV_8B) / H100_BW       # B alone at context 2: B's 3rd token
+    assert t1 > 1e-3                               # B arrived during A's prefill step
+    assert tr.first == pytest.approx([t1, t2], rel=1e-9)
+    assert tr.done == pytest.approx([t3, t4], rel=1e-9)
+    ttft = tr.first - tr.arrive
+    assert ttft == pytest.approx([t1, t2 - 1e-3], rel=1e-9)
+    # running batch integral = 1 sequence over [t1, t2], 2 over [t2, t3], 1 over [t3, t4]
+    assert tr.busy == pytest.approx((t2 - t1) + 2 * (t3 - t2) + (t4 - t3), rel=1e-9)
+
+
+def test_littles_law_in_the_simulator():
+    # The integral of the running batch over time equals the sum of the requests' decode
+    # residences (L x time = sum of W), with Poisson arrivals and uniform lengths.
+    sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Uniform(200, 600), output=mb.Uniform(50, 150),
+                         runtime="vllm")
+    rng = np.random.default_rng(3)
+    n = 300
+    S, T = rng.integers(200, 601, n), rng.integers(50, 151, n)
+    tr = simulate(sm, sched, S, T, arrivals=np.cumsum(rng.exponential(1 / 20.0, n)))
+    assert np.all(tr.done > tr.first) and np.all(tr.first > tr.arrive)
+    assert tr.busy == pytest.approx(float(np.sum(tr.done - tr.first)), rel=1e-9)
+    assert tr.preemptions == 0
+
+
+REFERENCE = [   # InferenceMAX-like workloads: lengths uniform in [0.8 L, L]
+    dict(model="llama-3.3-70b", hardware="h200", n_chips=1, weight_dtype="fp8", concurrency=16, L=(1024, 1024)),
+    dict(model="llama-3.3-70b", hardware="h200", n_chips=4, weight_dtype="fp8", concurrency=64, L=(8192, 1024)),
+    dict(model="gpt-oss-120b", hardware="b200", n_chips=2, weight_dtype="mxfp4", concurrency=32, L=(1024, 8192)),
+]
+
+
+@pytest.mark.parametrize("runtime", ["vllm", "sglang", "tensorrt-llm"])
+@pytest.mark.parametrize("case", REFERENCE, ids=lambda c: f"{c['model']}-{c['hardware']}x{c['n_chips']}-c{c['concurrency']}")
+def test_solver_agrees_with_simulator_on_means(case, runtime):
+    c = dict(case)
+    s_len, o_len = c.pop("L")
+    kw = dict(c, kv_dtype="fp8", runtime=runtime, prompt_tokens=mb.Uniform(int(0.8 * s_len), s_len),
+              output_tokens=mb.Uniform(int(0.8 * o_len), o_len))
+    a = mb.serve(engine="solver", **kw)
+    b = mb.serve(engine="simulate", seed=1, **kw)
+    assert a.tpot.mean == pytest.approx(b.tpot.mean, rel=0.05)
+    assert a.output_tok_s == pytest.approx(b.output_tok_s, rel=0.05)
+    assert a.mean_running == pytest.approx(b.mean_running, rel=0.05)
+
+
+def test_kv_cache_caps_running_sequences_instead_of_refusing():
+    # 70B fp8 on one H200 at 1k/8k and 32 clients: 32 x 9k tokens x 160 kB (fp8 KV, 80 layers x
+    # 8 heads x 128 x 2) = 47 GB would not fit beside 70 GB of weights at full length, but the
+    # server ran it: the running batch is capped by the cache, the rest wait.
+    r = mb.serve("llama-3.3-70b", "h200", concurrency=32, prompt_tokens=mb.Uniform(819, 1024),
+                 output_tokens=mb.Uniform(6553, 8192), weight_dtype="fp8", kv_dtype="fp8", runtime="vllm")
+    assert r.output_tok_s > 0 and r.mean_running <= 32
+    assert 0 < r.kv_occupancy <= 1.0
+
+
+def _scaled(hw, bw):
+    hw = mb.load_hardware(hw)
+    return hw.with_overrides(memory=[dict(t.model_dump(), bandwidth_bytes_s=t.bandwidth_bytes_s * bw) for t in hw.memory])
+
+
+served_cfg = st.fixed_dictionaries(dict(
+    model=st.sampled_from(["llama-3.1-8b", "qwen3-30b-a3b", "gpt-oss-20b"]),
+    hardware=st.sampled_from(["h100-sxm", "h200", "mi300x"]),
+    runtime=st.sampled_from(["vllm", "sglang", "tensorrt-llm"]),
+    prompt_tokens=st.integers(1, 8192), output_tokens=st.integers(2, 2048),
+    weight_dtype=st.sampled_from(["bf16", "fp8"])))
+
+
+@settings(max_examples=15, deadline=None)
+@given(served_cfg, st.integers(1, 256), st.integers(1, 256))
+def test_more_concurrency_never_raises_speed_per_user(cfg, n, more):
+    lo = mb.serve(concurrency=n, **cfg)
+    hi = mb.serve(concurrency=n + more, **cfg)
+    assert hi.tok_s_per_user <= lo.tok_s_per_user * (1 + 1e-9)
+
+
+@settings(max_examples=15, deadline=None)
+@given(served_cfg, st.integers(1, 256), st.floats(1.01, 10))
+def test_more_bandwidth_never_slows_anything(cfg, n, factor):
+    # Closed loop: a client's whole request (e2e) and the throughput never get worse. (TPOT
+    # alone may rise a little: with shorter prefills more of the clients decode at once.)
+    base = mb.serve(concurrency=n, **cfg)
+    fast = mb.serve(concurrency=n, **{**cfg, "hardware": _scaled(cfg["hardware"], factor)})
+    assert fast.e2e.mean <= base.e2e.mean * (1 + 1e-9)
+    assert fast.output_tok_s >= base.output_tok_s * (1 - 1e-9)
+    # Open loop at the same rate: every latency falls or stays.
+    rate = 0.5 * base.requests_per_s
+    base = mb.serve(arrival_rate=rate, **cfg)
+    fast = mb.serve(arrival_rate=rate, **{**cfg, "hardware": _scaled(cfg["hardware"], factor)})
+    for q in ("tpot", "ttft", "e2e"):
+        assert getattr(fast, q).mean <= getattr(base, q).mean * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(concurrency=0), "concurrency"),
+    (dict(arrival_rate=-1.0), "arrival_rate"),
+    (dict(concurrency=4, prompt_tokens=5, output_tokens=1), "output_tokens"),
+    (dict(concurrency=4, engine="exact"), "engine"),
+    (dict(concurrency=4, arrival_rate=1.0), "concurrency"),
+])
+def test_bad_input_names_the_field(kwargs, field):
+    with pytest.raises(mb.MemboundError, match=field):
+        mb.serve("llama-3.1-8b", "h100-sxm", **kwargs)
+
+
+def test_bad_lengths_and_scheduler_name_the_field():
+    with pytest.raises(mb.MemboundError, match="Uniform.lo"):
+        mb.Uniform(300, 200)
+    with pytest.raises(mb.MemboundError, match="scheduler.token_budget"):
+        mb.Scheduler(max_running=64, token_budget=32)
+    with pytest.raises(mb.MemboundError, match="scheduler.token_budget"):   # against the engine default
+        mb.serve("llama-3.1-8b", "h100-sxm", concurrency=4, scheduler=mb.Scheduler(token_budget=100))
+    with pytest.raises(mb.MemboundError, match="scheduler.preemption"):
+        mb.Scheduler(preemption="drop")
+
+
+def test_arrival_rate_beyond_capacity_is_an_error_not_an_infinity():
+    with pytest.raises(mb.MemboundError, match="arrival_rate"):
+        mb.serve("llama-3.1-8b", "h100-sxm", arrival_rate=1e6, prompt_tokens=512, output_tokens=128)
+
+
+def test_result_renders_and_flattens():
+    r = mb.serve("llama-3.1-8b", "h100-sxm", concurrency=8, prompt_tokens=512, output_tokens=128)
+    d = r.to_dict()
+    assert d["ttft_median_s"] == r.ttft.median and d["scheduler_token_budget"] == 8192
+    assert "TTFT" in str(r) and "<table" in r._repr_html_()
+    assert len(r.to_pandas()) == 1
