@@ -32,7 +32,8 @@ def test_one_chip_when_it_fits_and_more_for_longer_context():
 def test_layout_respects_scale_up_domain_and_devices_without_links():
     assert layout_for("llama-3.1-70b", "h100-sxm", 16) == mb.Parallel(tp=8, pp=2)   # NVLink domain: 8
     assert mb.load_hardware("apple-m1-max").interconnect is None
-    assert layout_for("llama-3.1-8b", "apple-m1-max", 2) is None
+    with pytest.raises(mb.InvalidInputError, match="interconnect"):
+        layout_for("llama-3.1-8b", "apple-m1-max", 2)
     assert layout_for("llama-3.1-8b", "apple-m1-max", 1) == mb.Parallel()
 
 

@@ -34,14 +34,42 @@ def test_expert_parallel_splits_experts_and_adds_all_to_all():
     assert r.tpot_s == pytest.approx(w_chip / hw.bandwidth_bytes_s + comm, rel=1e-9)
 
 
-def test_default_layout():
+def test_the_layout_rule_by_hand():
     m = mb.load_model("llama-3.1-70b")          # 64 heads, 80 layers
-    assert mb.Parallel.default(m, 8) == mb.Parallel(tp=8)
-    assert mb.Parallel.default(m, 3) == mb.Parallel(tp=1, pp=3)
-    assert mb.Parallel.default(m, 576) == mb.Parallel(tp=64, pp=9)
-    assert mb.Parallel.default(m, 16, max_tp=8) == mb.Parallel(tp=8, pp=2)   # one NVLink domain of 8
-    with pytest.raises(mb.InvalidInputError, match="n_chips"):
-        mb.Parallel.default(m, 83 * 7)            # no divisor of 64 heads leaves <= 80 stages
+    rule = mb.layout_for
+    # GPUs: tensor parallel inside the NVLink domain of 8, then pipeline stages
+    assert rule(m, "h100-sxm", 8) == mb.Parallel(tp=8)
+    assert rule(m, "h100-sxm", 16) == mb.Parallel(tp=8, pp=2)
+    # 3 GPUs: the largest divisor of 64 heads <= 3 is 2; 3 // 2 = 1 stage; one chip idles
+    assert rule(m, "h100-sxm", 3) == mb.Parallel(tp=2)
+    # 17 GPUs: tp 8, 17 // 8 = 2 stages of 40 layers, one chip idle
+    assert rule(m, "h100-sxm", 17) == mb.Parallel(tp=8, pp=2)
+    # wafers never split a layer over the wafer I/O: 4 wafers = 4 stages of 20 layers
+    assert rule(m, "cerebras-wse-3", 4) == mb.Parallel(pp=4)
+    # 81 wafers: at most one stage per layer, one wafer idle
+    assert rule(m, "cerebras-wse-3", 81) == mb.Parallel(pp=80)
+    # Groq: tp inside a GroqNode of 8, then stages: 330 // 8 = 41 stages (the largest of
+    # ceil(80/41) = 2 layers), 2 chips idle
+    assert rule(m, "groq-lpu", 330) == mb.Parallel(tp=8, pp=41)
+    # more chips than 8 x 80 layers: tp widens across nodes: 1,000 // 80 = 12 -> divisor of 64: 8;
+    # 2,000 // 80 = 25 -> 16
+    assert rule(m, "groq-lpu", 1000) == mb.Parallel(tp=8, pp=80)
+    assert rule(m, "groq-lpu", 2000) == mb.Parallel(tp=16, pp=80)
+    assert mb.Parallel(tp=8, pp=41).stage_layers(80) == 2     # 41 stages: 39 of 2 layers, 2 of 1
+
+
+def test_uneven_stages_by_hand():
+    """3 stages over 80 layers: the largest holds ceil(80/3) = 27 layers, so each chip holds
+    27/80 of the weights; at batch 3 the three micro-batches beat at that stage: a step is
+    max(1, 3 x 27/80) = 1.0125 passes."""
+    hw = mb.load_hardware("cerebras-wse-3")
+    m = mb.load_model("llama-3.1-70b")
+    r = mb.estimate(m, hw, n_chips=3, output_tokens=1, runtime="ideal", check_memory=False)
+    assert r.parallel == "tp=1 pp=3 ep=1"
+    assert r.memory.weights_bytes == pytest.approx(m.total_params * 2 * 27 / 80, rel=1e-12)
+    r3 = mb.estimate(m, hw, n_chips=3, batch=3, output_tokens=1, runtime="ideal", check_memory=False)
+    one = mb.estimate(m, hw, n_chips=3, batch=1, output_tokens=1, runtime="ideal", check_memory=False)
+    assert r3.step_terms_s["memory"] == pytest.approx(one.step_terms_s["memory"] * 3 * 27 / 80, rel=1e-9)
 
 
 def test_bad_layouts():

@@ -102,6 +102,7 @@ def _names(text: str) -> list[str]:
 
 def _sweep(args) -> int:
     import math
+
     from .errors import InvalidInputError
     from .sweep import iter_sweep
     if not args.out.endswith((".csv", ".parquet")):

@@ -107,9 +107,10 @@ def compare(model: str | Model, devices, *, batch: int = defaults.BATCH,
         try:
             n = n or default_n or min_chips(m, hw, batch=batch, context_tokens=prompt_tokens + output_tokens,
                                             weight_dtype=weight_dtype, kv_dtype=kv_dtype, runtime=runtime)
-            par = layout_for(m, hw, n)
-            if par is None:
-                dropped.append((f"{hw.name}:{n}", f"{m.name} cannot be laid out over {n} chips of {hw.name}"))
+            try:
+                par = layout_for(m, hw, n)
+            except InvalidInputError as err:     # a device without links, asked for several chips
+                dropped.append((f"{hw.name}:{n}", str(err)))
                 continue
             results.append(estimate(m, hw, batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
                                     weight_dtype=weight_dtype, kv_dtype=kv_dtype,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .parallel import communication_s
-from .roofline import (causal_pairs, context_pieces, effective_context, expected_experts,
+from .roofline import (causal_pairs, ceiling, context_pieces, effective_context, expected_experts,
                        maximum, minimum, sum_over_context, where)
 
 
@@ -168,10 +168,15 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     # ---- memory: what each chip holds ----------------------------------------------------
     all_expert = mc.n_moe_layers * mc.n_experts * mc.expert_params
     wd = kn.w_bytes if kn.w_bytes_dense is None else kn.w_bytes_dense
-    w_chip = ((mc.total_params - all_expert) / tp * wd + all_expert / group * kn.w_bytes) / pp
+    # the largest pipeline stage holds ceil(layers / pp) of the layers (stages may be uneven)
+    share = ceiling(mc.n_layers / pp) / mc.n_layers
+    # m micro-batches in flight: a full pipeline beats at the largest stage, so a sequence's step
+    # is max(one pass through all stages, m x the largest stage's share of it)
+    beat = maximum(1.0, m * share)
+    w_chip = ((mc.total_params - all_expert) / tp * wd + all_expert / group * kn.w_bytes) * share
     kv_per_pair_chip = mc.kv_elems * kn.kv_bytes / kv_split          # bytes per (layer, token)
     u_max = effective_context(mc.window_groups, S + T)
-    kv_chip = (B / ep) * u_max * kv_per_pair_chip / pp + B / ep * (S + T) * extra_kv_bytes_token_chip
+    kv_chip = (B / ep) * u_max * kv_per_pair_chip * share + B / ep * (S + T) * extra_kv_bytes_token_chip
     act_tokens = minimum(B * maximum(S, 1.0), float(hw.activation_chunk_tokens)) + B
     act_chip = act_tokens * (4.0 * mc.hidden + 2.0 * mc.ffn / tp) * kn.act_bytes + B * mc.vocab * 4.0 / tp
     w_inv, kv_inv, per_tier = _placement(hw.memory, bw, w_chip + extra_weight_bytes_chip, kv_chip, pinned)
@@ -195,11 +200,12 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
         tokens = b * pos
         touched = expected_experts(mc.n_experts, mc.k, b * (pos if routed is None else routed))
         w_step = streamed_weights(tokens, touched)
-        return (w_step * w_inv, b / ep * kv_per_pair_chip * kv_inv,
-                tokens * 2.0 * matmul_params * (1.0 + kn.dequant) / (group * C),
-                tokens * mc.attn_per_pair / (group * Ca))
+        return (beat * w_step * w_inv, beat * b / ep * kv_per_pair_chip * kv_inv,
+                beat * tokens * 2.0 * matmul_params * (1.0 + kn.dequant) / (group * C),
+                beat * tokens * mc.attn_per_pair / (group * Ca))
 
     floor = mc.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s
+    step_floor = floor * beat
     overhead = eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s + b * eff.per_sequence_overhead_s
     serial = 1.0 - eff.overlap      # 0: step = max(memory, compute); 1: memory + compute
 
@@ -227,13 +233,13 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     draft_mid, draft_pre = 0.0, 0.0
     if spec is None:
         coeffs, extra = plain, plain_extra
-        decode_sum = sum_over_context(mc.pieces, *timed(coeffs), floor, L0, T) + extra * T
+        decode_sum = sum_over_context(mc.pieces, *timed(coeffs), step_floor, L0, T) + extra * T
         per_token_div = 1.0
     else:
         gamma, tpr = spec.gamma, spec.tokens_per_round
         coeffs = step_coeffs(positions, 1.0 + (positions - 1.0) * (1.0 - spec.route_correlation))
         extra = comm(b * positions) + overhead
-        verify_sum = sum_over_context(mc.pieces, *timed(coeffs), floor, L0, T) + extra * T
+        verify_sum = sum_over_context(mc.pieces, *timed(coeffs), step_floor, L0, T) + extra * T
         if draft is not None:            # a draft model, tensor-parallel like the target
             d = draft
             d_coeffs = step_coeffs_draft(d, b, kn, C, w_inv, kv_inv, tp, Ca)
@@ -266,10 +272,10 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
                                 d_floor) + d_extra
             draft_pre = where(S > 0, d_pre + d_pre_extra, 0.0)
         else:                            # legacy: a fixed fraction of a plain step
-            plain_sum = sum_over_context(mc.pieces, *timed(plain), floor, L0, T) + plain_extra * T
+            plain_sum = sum_over_context(mc.pieces, *timed(plain), step_floor, L0, T) + plain_extra * T
             draft_sum = spec.draft_cost * plain_sum
             draft_mid = spec.draft_cost * (maximum(maximum(plain[0] + plain[1] * u_mid, plain[2] + plain[3] * u_mid),
-                                                   floor) + plain_extra)
+                                                   step_floor) + plain_extra)
         decode_sum = (gamma * draft_sum + verify_sum) / tpr
         draft_mid = gamma * draft_mid / tpr
         per_token_div = tpr
@@ -303,7 +309,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
         decode_tok_s_per_user=per_user, decode_tok_s_total=total, ttft_s=ttft, prefill_s=prefill_s,
         e2e_s=e2e, tpot_s=tpot, decode_s=decode_s,
         memory_s=memory_s / per_token_div, compute_s=compute_s / per_token_div,
-        latency_s=floor / per_token_div, communication_s=comm_s / per_token_div,
+        latency_s=step_floor / per_token_div, communication_s=comm_s / per_token_div,
         overhead_s=overhead / per_token_div, draft_s=draft_mid,
         prefill_memory_s=pre_mem, prefill_compute_s=pre_compute,
         weights_bytes_chip=w_chip, kv_bytes_chip=kv_chip, activation_bytes_chip=act_chip,

@@ -11,7 +11,7 @@ from .dtypes import get_dtype
 from .errors import DoesNotFitError, InvalidInputError
 from .hardware import Hardware, load_hardware
 from .model import Model, load_model
-from .parallel import Parallel
+from .parallel import Parallel, layout_for
 from .quantization import Quantization
 from .result import Memory, Result, TierUse
 from .runtime import load_runtime
@@ -54,7 +54,7 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
 
     model, hardware: objects or names (hardware may be a YAML path). batch: sequences decoded
     together; prompt_tokens / output_tokens per sequence. n_chips with `parallel` (default:
-    `Parallel.default`). runtime: None (the device's measured fractions), "ideal" (pure
+    `parallel.layout_for`, the one layout rule; chips it cannot use whole stay idle). runtime: None (the device's measured fractions), "ideal" (pure
     roofline) or an engine ("llama.cpp", "vllm", "tensorrt-llm", "sglang"). placement pins
     "weights"/"kv" to tier names. check_memory=False returns a result even when the
     configuration does not fit (memory.fits is then False). The workload defaults are
@@ -143,7 +143,11 @@ def prepare(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int 
     N = check_int("n_chips", n_chips, 1)
     if not allow_beyond_context:
         check_context(m, S, T)
-    layout = (parallel or Parallel.default(m, N, hw.interconnect.max_chips if hw.interconnect else 1)).check(m, N)
+    if parallel is not None and parallel.chips == N:
+        layout = parallel.check(m, N)
+    else:   # the one layout rule (its own layout may leave chips idle)
+        rule = layout_for(m, hw, N)
+        layout = (parallel or rule).check(m, N, exact=parallel is not None and parallel != rule)
     if layout.chips > 1 and hw.interconnect is None:
         raise InvalidInputError("n_chips", N, f"1: {hw.name} has no interconnect in its profile")
     if hw.interconnect is not None and layout.tp * layout.ep > hw.interconnect.max_chips:

@@ -94,6 +94,8 @@ class Interconnect(_Strict):
     latency_s: HopSeconds              # per hop (one message, one step of a ring)
     max_chips: Annotated[int, Number, Field(ge=1, le=1_000_000)] = 1   # chips in one scale-up domain
     topology: Literal["ring", "switch"] = "ring"  # all-reduce latency: 2(N-1) hops, or 2 via a switch
+    node_chips: Annotated[int, Field(ge=1)] | None = None   # chips in one node where tensor
+    # parallelism stays (a GroqNode of 8 LPUs) when `max_chips` is the whole system; None = max_chips
     source: str
 
 

@@ -13,9 +13,13 @@ communication each adds to a step.
 """
 from __future__ import annotations
 
+import functools
+import numbers
 from dataclasses import dataclass
 
 from .errors import InvalidInputError
+from .hardware import load_hardware
+from .model import load_model
 from .roofline import maximum, minimum
 
 
@@ -37,9 +41,10 @@ class Parallel:
     def chips(self) -> int:
         return self.tp * self.pp * self.ep
 
-    def check(self, model, n_chips: int) -> "Parallel":
-        """Raise unless this layout fits `model` and uses exactly `n_chips` chips."""
-        if self.chips != n_chips:
+    def check(self, model, n_chips: int, exact: bool = True) -> Parallel:
+        """Raise unless this layout fits `model` and uses `n_chips` chips (exact) or at most
+        `n_chips` (the layout rule leaves the chips that cannot form a whole stage idle)."""
+        if self.chips > n_chips or (exact and self.chips != n_chips):
             raise InvalidInputError("parallel", self, f"tp*pp*ep == n_chips ({n_chips}); got {self.chips}")
         if model.n_heads % self.tp:
             raise InvalidInputError("parallel.tp", self.tp, f"a divisor of the {model.n_heads} attention heads of {model.name}")
@@ -49,20 +54,52 @@ class Parallel:
             raise InvalidInputError("parallel.ep", self.ep, f"a divisor of the {model.n_experts} experts of {model.name}")
         return self
 
-    @staticmethod
-    def default(model, n_chips: int, max_tp: int | None = None) -> "Parallel":
-        """The layout used when none is given: all tensor parallel where the heads (and the
-        scale-up domain of `max_tp` chips) allow it, else the largest tensor-parallel degree
-        that divides the heads with the rest as pipeline stages (layers pipelined across
-        nodes, wafers or LPUs)."""
-        limit = min(n_chips, model.n_heads, max_tp or n_chips)
-        if n_chips <= limit and model.n_heads % n_chips == 0:
-            return Parallel(tp=n_chips)
-        for tp in range(limit, 0, -1):
-            if n_chips % tp == 0 and model.n_heads % tp == 0 and n_chips // tp <= model.n_layers:
-                return Parallel(tp=tp, pp=n_chips // tp)
-        raise InvalidInputError("n_chips", n_chips,
-                                f"a chip count {model.name} can be split over (give parallel=mb.Parallel(...))")
+    def stage_layers(self, n_layers: int) -> int:
+        """Layers of the largest pipeline stage: ceil(n_layers / pp) (stages may be uneven; the
+        largest decides memory per chip and the pipeline's beat)."""
+        return -(-n_layers // self.pp)
+
+
+def layout_for(model, hardware, n_chips: int) -> Parallel:
+    """THE layout rule (DESIGN.md, "Layouts over many chips"): the layout `n_chips` chips get when
+    the user names only a count. estimate, compare, min_chips, sweep, the planner and validation
+    all use it.
+
+    - tensor parallelism first, within the scale-up domain: the largest divisor of the attention
+      heads <= min(n_chips, domain). The domain is the interconnect's `node_chips` where set (a
+      GroqNode of 8 LPUs), else its `max_chips` (an NVLink/xGMI domain); a wafer's is 1 (wafers
+      pipeline: tensor parallelism over the wafer I/O would be communication-bound);
+    - then pipeline stages: pp = min(layers, n_chips // tp); layers split as evenly as they go
+      (the largest stage holds ceil(layers / pp));
+    - when the chips outnumber domain x layers, tensor parallelism widens across domains (up to
+      the interconnect's `max_chips`; never on wafers); chips that cannot form a whole stage idle.
+
+    Any chip count gets a layout, and memory per chip never rises with one more chip: for a
+    fixed tp, pp never falls; tp only steps up to t' at n = t' chips, whose share 1/t' is below
+    the ceil(L/pp)/(L*t) of the layout before it (tested as a law)."""
+    m, hw = load_model(model), load_hardware(hardware)
+    if isinstance(n_chips, bool) or not isinstance(n_chips, numbers.Integral) or n_chips < 1:
+        raise InvalidInputError("n_chips", n_chips, "an integer >= 1")
+    n = int(n_chips)
+    if n == 1:
+        return Parallel()
+    link = hw.interconnect
+    if link is None:
+        raise InvalidInputError("n_chips", n, f"1: {hw.name} has no interconnect in its profile")
+    if hw.kind == "wafer":
+        cap = domain = 1
+    else:
+        cap = link.max_chips
+        domain = min(link.node_chips or cap, cap)
+    tp, pp = _rule(m.n_heads, m.n_layers, domain, cap, n)
+    return Parallel(tp=tp, pp=pp)
+
+
+@functools.lru_cache(maxsize=65536)
+def _rule(heads: int, layers: int, domain: int, cap: int, n: int) -> tuple[int, int]:
+    want = min(n, cap, max(domain, n // layers))
+    tp = max(t for t in range(1, min(want, heads) + 1) if heads % t == 0)
+    return tp, min(layers, n // tp)
 
 
 def communication_s(tp, pp, ep, tokens, hidden, n_layers, n_moe_layers, experts_per_token,

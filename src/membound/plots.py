@@ -63,8 +63,6 @@ def _per_device(model, hardwares, n_chips, *, fewest_batch, fewest_contexts, bat
         if n is None:
             n = _fewest(model, hw, fewest_batch, fewest_contexts, weight_dtype, kv_dtype, runtime)
         par = layout_for(model, hw, n)
-        if par is None:
-            raise InvalidInputError("n_chips", n, f"a chip count {model.name} can be laid out over on {hw.name}")
         yield hw, n, prepare(model, hw, batch=batch, prompt_tokens=max(context - 1, 0), output_tokens=1,
                              weight_dtype=weight_dtype, kv_dtype=kv_dtype, n_chips=n, parallel=par,
                              runtime=runtime)

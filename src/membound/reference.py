@@ -24,9 +24,9 @@ Mapping choices (each is an assumption a reader can check):
   prefill and decode share each step (in-flight batching), so the time for B requests is
   max(all FLOPs / compute, all bytes / bandwidth) + per-step overheads.
 - Specialised chips (chip counts undisclosed): the fewest chips whose memory holds the weights
-  (and 8k tokens of KV); Cerebras pipelines layers across wafers, Groq shards across nodes of
-  8 (tensor parallel 8 inside a node, pipeline across nodes), SambaNova runs 16 sockets
-  tensor parallel.
+  (and 8k tokens of KV; SambaNova: one 16-socket rack), laid out by the one layout rule
+  (`parallel.layout_for`: wafers pipeline, LPUs tensor-parallel inside a node of 8 then
+  pipeline, SambaNova tensor parallel over the rack).
 """
 from __future__ import annotations
 
@@ -352,21 +352,15 @@ def load_reference(path: "str | Path | None" = None) -> Reference:
 
 
 def _special_layout(model_name, hw, wd, stated):
-    """Chips and (tp, pp, ep) for a specialised-chip row: the fewest chips that hold the weights
-    plus 8k tokens of KV, laid out as the vendor does (module docstring)."""
-    from .dtypes import get_dtype
-    from .model import load_model
-    m = load_model(model_name)
-    need = m.total_params * get_dtype(wd).bytes + m.kv_bytes_per_token("bf16") * 8192
-    if hw.name == "sambanova-sn40l":
-        return 16, (16, 1, 1)
-    n = stated or max(1, math.ceil(need / hw.capacity_bytes))
-    if hw.name == "groq-lpu":
-        nodes = max(1, math.ceil(n / 8))
-        nodes = min(nodes, m.n_layers)
-        return nodes * 8, (8, nodes, 1)
-    n = min(n, m.n_layers)
-    return n, (1, n, 1)
+    """Chips and (tp, pp, ep) for a specialised-chip row: the stated count, else a SambaRack of
+    16 sockets for SambaNova (the unit it serves from: hw-022), else the fewest chips that hold
+    the weights plus 8k tokens of KV; laid out by the one layout rule (parallel.layout_for)."""
+    from .capacity import min_chips
+    from .parallel import layout_for
+    n = stated or (16 if hw.name == "sambanova-sn40l" else
+                   min_chips(model_name, hw, context_tokens=8192, weight_dtype=wd))
+    lay = layout_for(model_name, hw, n)
+    return lay.chips, (lay.tp, lay.pp, lay.ep)
 
 
 # ---- prediction --------------------------------------------------------------------------

@@ -36,6 +36,10 @@ def _is_scalar(*xs) -> bool:
     return True
 
 
+def ceiling(a):
+    return float(math.ceil(a)) if isinstance(a, _SCALAR) else np.ceil(a)
+
+
 def maximum(a, b):
     return max(a, b) if isinstance(a, _SCALAR) and isinstance(b, _SCALAR) else np.maximum(a, b)
 
