@@ -356,9 +356,11 @@ def _special_layout(model_name, hw, wd, stated):
     16 sockets for SambaNova (the unit it serves from: hw-022), else the fewest chips that hold
     the weights plus 8k tokens of KV; laid out by the one layout rule (parallel.layout_for)."""
     from .capacity import min_chips
+    from .model import load_model
     from .parallel import layout_for
+    ctx = min(8192, load_model(model_name).max_context or 8192)
     n = stated or (16 if hw.name == "sambanova-sn40l" else
-                   min_chips(model_name, hw, context_tokens=8192, weight_dtype=wd))
+                   min_chips(model_name, hw, context_tokens=ctx, weight_dtype=wd))
     lay = layout_for(model_name, hw, n)
     return lay.chips, (lay.tp, lay.pp, lay.ep)
 
