@@ -78,13 +78,27 @@ def test_unknown_model_is_a_400_naming_the_field(client):
 
 
 def test_a_device_that_cannot_hold_the_model_points_at_its_entry(client):
-    # 141 GB of bf16 weights on one 85.5 GB H100: does not fit; the error belongs to entry 1
+    # 141 GB of bf16 weights on one 85.5 GB H100 does not fit: entry 1 is left out with the reason
     r = client.post("/api/compare", json={"model": "llama-3.1-70b", "devices": ["h200:8", "h100-sxm:1"]})
-    assert r.status_code == 400
-    body = r.json()
-    assert (body["field"], body["index"]) == ("devices", 1) and "does not fit" in body["error"]
-    r = client.post("/api/compare", json={"model": "llama-3.1-70b", "devices": ["h100-sxm:x"]})
-    assert r.status_code == 400 and r.json()["field"] == "devices"
+    assert r.status_code == 200
+    d = r.json()
+    assert [row["hardware"] for row in d["rows"]] == ["h200"]
+    assert d["dropped"][0]["index"] == 1 and d["dropped"][0]["error"].startswith("does not fit")
+    # when no device holds it, the request is bad, pointing at the first entry
+    r = client.post("/api/compare", json={"model": "llama-3.1-70b", "devices": ["h100-sxm:1"]})
+    assert r.status_code == 400 and (r.json()["field"], r.json()["index"]) == ("devices", 0)
+    r = client.post("/api/compare", json={"model": "llama-3.1-70b", "devices": ["h100-sxm:8", "h100-sxm:x"]})
+    assert r.status_code == 400 and (r.json()["field"], r.json()["index"]) == ("devices", 1)
+    r = client.post("/api/compare", json={"model": "llama-3.1-70b", "devices": ["h100-sxm:8", "no-chip"]})
+    assert r.status_code == 400 and (r.json()["field"], r.json()["index"]) == ("devices", 1)
+    r = client.post("/api/explain", json={"model": "llama-3.1-70b", "device": "h100-sxm:1"})
+    assert r.status_code == 400 and r.json()["field"] == "device" and "does not fit" in r.json()["error"]
+
+
+def test_past_the_context_window_names_the_prompt(client):
+    # llama-2-7b reads 4,096 tokens: 4,000 + 256 is past it
+    r = client.post("/api/compare", json={"model": "llama-2-7b", "prompt_tokens": 4000, "output_tokens": 256})
+    assert r.status_code == 400 and r.json()["field"] == "prompt_tokens" and "4,096" in r.json()["error"]
 
 
 @pytest.mark.parametrize("field, value", [("prompt_tokens", -1), ("output_tokens", 0), ("batch", "many"),

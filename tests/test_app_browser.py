@@ -99,8 +99,8 @@ def test_fill_in_a_comparison_and_its_permalink(app, browser):
     set_value(browser, names[1], "mi300x")
     set_value(browser, chips[1], "2")
     set_value(browser, css(browser, '#panel-compare input[name="batch"]')[0], "8")
-    css(browser, "#panel-compare button.run")[0].click()
-    wait(browser, lambda d: "h200" in table(d, "compare-table"))
+    css(browser, "#panel-compare button.run")[0].click()       # sets the page busy until drawn
+    wait(browser, lambda d: d.execute_script("return document.body.dataset.state") == "ready")
     rows = table(browser, "compare-table")
     kw = dict(batch=8, prompt_tokens=1000, output_tokens=256, weight_dtype="fp8")
     h200 = mb.estimate("llama-3.1-8b", "h200", **kw)

@@ -1,6 +1,6 @@
 """The web app's JSON API as plain functions: a request's JSON body in, a JSON-ready dict out.
 
-Every figure comes from the library (`estimate`, `min_chips`, `plan`, ...): this module reads and
+Every figure comes from the library (`compare`, `plan`, ...): this module reads and
 checks the request's fields, calls the library and picks what the page shows. It has no physics
 of its own. Field names are the library's keyword names (`model`, `weight_dtype`,
 `prompt_tokens`, ...) so that an error the library raises names the field the page must mark.
@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ..capacity import layout_for, min_chips
+from ..compare import compare as run_compare
 from ..dtypes import get_dtype, list_dtypes
 from ..errors import DoesNotFitError, InvalidInputError, MemboundError, ProfileError, UnknownNameError
 from ..estimate import estimate
@@ -32,13 +32,15 @@ MAX_CONFIG_CHARS = 100_000      # a pasted config.json (real ones are 1-5 kB)
 MAX_TOKENS = 10_000_000         # prompt / output tokens (the model's context window is checked too)
 MAX_BATCH = 100_000
 MAX_USERS = 10_000_000
+DEFAULT_DEVICES = ("h100-sxm:8", "cerebras-wse-3")   # the seed articles' comparison
 
 # Where an error the library raises belongs on the page: unknown names by kind, invalid values
 # by the keyword they name (when the page has an input of that name).
 _FIELD_OF_KIND = {"model": "model", "runtime": "runtime"}
 _FIELDS = {"prompt_tokens", "output_tokens", "batch", "weight_dtype", "kv_dtype", "runtime", "concurrent_users",
            "arrival_rate_rps", "ttft_p90_s", "min_tok_s_per_user", "e2e_p90_s"}
-_FIELD_ALIASES = {"context": "prompt_tokens", "context_tokens": "prompt_tokens"}
+_FIELD_ALIASES = {"context": "prompt_tokens", "context_tokens": "prompt_tokens",
+                  "prompt_tokens + output_tokens": "prompt_tokens"}
 
 
 @dataclass
@@ -199,18 +201,6 @@ class Workload:
                 "weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype, "runtime": self.runtime}
 
 
-def _result(model: Model, name: str, chips: int | None, w: Workload) -> Result:
-    """estimate() on `chips` chips (None: the fewest that hold the model), laid out by the
-    library's one layout rule."""
-    if chips is None:
-        chips = min_chips(model, name, batch=w.batch, context_tokens=w.prompt_tokens + w.output_tokens,
-                          weight_dtype=w.weight_dtype, kv_dtype=w.kv_dtype, runtime=w.runtime)
-    layout = layout_for(model, name, chips)
-    if layout is None:
-        raise InvalidInputError("chips", chips, f"a chip count {model.name} can be laid out over on {name}")
-    return estimate(model, name, n_chips=chips, parallel=layout, **w.kwargs())
-
-
 def _row(r: Result) -> dict[str, Any]:
     mem = r.memory
     assert mem is not None
@@ -232,25 +222,34 @@ def options() -> dict[str, Any]:
 
 
 def compare(body: dict) -> dict[str, Any]:
-    """One model on several devices (`devices`: ["h100-sxm:8", "cerebras-wse-3"], no chip
-    count = the fewest chips that hold it): one row per device."""
+    """`mb.compare` of one model on several devices (`devices`: ["h100-sxm:8", "cerebras-wse-3"];
+    no chip count = the fewest chips that hold it): one row per device that holds the model, and
+    for each one that does not, the library's reason with the entry's index (`dropped`). When no
+    device holds it, that is a bad request pointing at the first entry."""
     model = model_of(body)
     w = Workload.of(body)
-    rows = []
-    for i, spec in enumerate(names(body, "devices", ["h100-sxm:8", "cerebras-wse-3"])):
+    rows, dropped = [], []
+    for i, spec in enumerate(names(body, "devices", list(DEFAULT_DEVICES))):
         name, chips = device_spec(spec, i)
         with at("devices", i):
-            rows.append(_row(_result(model, name, chips, w)))
-    return {"model": model.name, "workload": w.kwargs(), "rows": rows}
+            res = run_compare(model, [f"{name}:{chips}" if chips else name], **w.kwargs())
+        rows += [_row(r) for r in res.results]
+        dropped += [{"index": i, "device": d, "error": " ".join(why.split())} for d, why in res.dropped]
+    if not rows:
+        raise BadRequest(dropped[0]["error"], "devices", dropped[0]["index"])
+    return {"model": model.name, "workload": w.kwargs(), "rows": rows, "dropped": dropped}
 
 
 def explain(body: dict) -> dict[str, Any]:
     """One configuration's step terms (seconds per token at the mean context) and memory per chip."""
     model = model_of(body)
     w = Workload.of(body)
-    name, chips = device_spec(text(body, "device", "h100-sxm:8") or "", 0)
+    name, chips = device_spec(text(body, "device", DEFAULT_DEVICES[0]) or "", 0)
     with at("device"):
-        r = _result(model, name, chips, w)
+        res = run_compare(model, [f"{name}:{chips}" if chips else name], **w.kwargs())
+    if not res.results:
+        raise BadRequest(" ".join(res.dropped[0][1].split()), "device")
+    r = res.results[0]
     mem = r.memory
     assert mem is not None
     terms = {k: v for k, v in r.step_terms_s.items()}
@@ -284,6 +283,87 @@ def prices_of(body: dict, devices: list[str]) -> dict[str, float]:
         except BadRequest as err:
             raise BadRequest(f"prices: {err}", "prices") from None
     return out
+
+
+MAX_POINTS = 24      # points on one served curve
+_SERVE_COLUMNS = [("concurrency", "clients", False), ("arrival_rate", "requests/s", False),
+                  ("tok_s_per_user", "tok/s per user", False), ("output_tok_s_per_chip", "output tok/s per chip", False),
+                  ("output_tok_s", "output tok/s", False), ("ttft_median_s", "TTFT median", True),
+                  ("ttft_p90_s", "TTFT p90", True), ("tpot_median_s", "TPOT median", True),
+                  ("e2e_median_s", "e2e median", True), ("mean_running", "running batch", False),
+                  ("kv_occupancy", "KV in use", False), ("bound", "bound", False),
+                  ("cost_per_million_output_tokens_usd", "$ per M output tokens", False)]
+
+
+def loads(body: dict) -> tuple[str, list]:
+    """The curve's load points: `arrival_rate_rps` (requests/s) if given, else `concurrency`."""
+    key = "arrival_rate_rps" if _get(body, "arrival_rate_rps") is not None else "concurrency"
+    raw = _get(body, key, [1, 2, 4, 8, 16, 32, 64, 128, 256])
+    items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else [raw]
+    if not 1 <= len(items) <= MAX_POINTS:
+        raise BadRequest(f"{key}: {len(items)} points; expected 1 to {MAX_POINTS}", key)
+    if key == "concurrency":
+        values = [integer({key: v}, key, None, 1, MAX_USERS) for v in items]
+    else:
+        values = [number({key: v}, key, None) for v in items]
+    return key, sorted({v for v in values if v is not None})
+
+
+def serve(body: dict) -> dict[str, Any]:
+    """The served curve of one deployment (`device`: "h100-sxm:8"): `mb.serve` at each load point
+    (clients in a closed loop, or Poisson arrivals), and the fast-mode reading between the lightest
+    and the heaviest load: x the per-user speed for x the price per token."""
+    from ..capacity import layout_for, min_chips
+    try:
+        from ..serve import serve as run_serve
+    except ImportError:
+        raise BadRequest("the Serve panel needs membound.serve, which this version of membound lacks") from None
+    model = model_of(body)
+    w = Workload.of(body)
+    key, points = loads(body)
+    name, chips = device_spec(text(body, "device", DEFAULT_DEVICES[0]) or "", 0)
+    with at("device"):
+        chips = chips or min_chips(model, name, context_tokens=w.prompt_tokens + w.output_tokens,
+                                   weight_dtype=w.weight_dtype, kv_dtype=w.kv_dtype)
+        layout = layout_for(model, name, chips)
+        if layout is None:
+            raise InvalidInputError("chips", chips, f"a chip count {model.name} can be laid out over on {name}")
+    kw: dict[str, Any] = dict(prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens,
+                              weight_dtype=w.weight_dtype, kv_dtype=w.kv_dtype, n_chips=chips, parallel=layout)
+    if w.runtime is not None:
+        kw["runtime"] = w.runtime
+    results = []
+    for v in points:
+        load = {"concurrency": v} if key == "concurrency" else {"arrival_rate": v}
+        with at(key):
+            results.append(run_serve(model, name, **load, **kw))
+    cols = [c for c in _SERVE_COLUMNS if c[0] != ("arrival_rate" if key == "concurrency" else "concurrency")]
+    rows = [{k: r.to_dict()[k] for k, _, _ in cols} for r in results]
+    first = results[0]
+    return {"model": model.name, "hardware": first.hardware, "n_chips": first.n_chips, "parallel": first.parallel,
+            "runtime": first.runtime, "load": key, "points": rows,
+            "columns": [{"key": k, "label": label, "seconds": secs} for k, label, secs in cols],
+            "fast_mode": fast_mode_reading(results, key)}
+
+
+def fast_mode_reading(results: list, key: str) -> dict[str, Any] | None:
+    """The lightest load (the fast lane) against the heaviest (the full bus): how many times the
+    per-user speed, for how many times the price per output token."""
+    if len(results) < 2:
+        return None
+    fast, slow = results[0], results[-1]
+    def load(r) -> str:
+        if key == "concurrency":
+            return f"{r.concurrency:g} client{'s' if r.concurrency != 1 else ''}"
+        return f"{r.arrival_rate:g} req/s"
+    speedup = fast.tok_s_per_user / slow.tok_s_per_user
+    cf, cs = fast.cost_per_million_output_tokens_usd, slow.cost_per_million_output_tokens_usd
+    price = cf / cs if cf is not None and cs else None
+    reading = (f"fast lane ({load(fast)}) vs full bus ({load(slow)}): {speedup:.2f}x the speed"
+               + (f" for {price:.2f}x the price per token" if price is not None else " (no price known)"))
+    return {"fast": {"tok_s_per_user": fast.tok_s_per_user, "output_tok_s_per_chip": fast.output_tok_s_per_chip},
+            "slow": {"tok_s_per_user": slow.tok_s_per_user, "output_tok_s_per_chip": slow.output_tok_s_per_chip},
+            "speedup": speedup, "price_ratio": price, "reading": reading}
 
 
 _PLAN_COLUMNS = ["hardware", "n_chips", "parallel", "batch", "weight_dtype", "kv_dtype", "replicas", "total_chips",

@@ -332,7 +332,11 @@ const RENDER = {
     out.append(h("p", { class: "summary", text: `${d.model}: batch ${w.batch}, prompt ${w.prompt_tokens}, output ` +
       `${w.output_tokens} tokens, weights ${w.weight_dtype}, runtime ${w.runtime || "device"}` }));
     out.append(table("compare-table", cols, d.rows, "membound-compare.csv"));
-    for (const [dev, why] of d.dropped || []) out.append(h("p", { class: "note", text: `left out ${dev}: ${why}` }));
+    for (const dr of d.dropped) {
+      const row = $$(".device-row")[dr.index];
+      if (row) { $(".err", row).textContent = dr.error; $(".dev-name", row).setAttribute("aria-invalid", "true"); }
+      out.append(h("p", { class: "note", text: `left out ${dr.device}: ${dr.error}` }));
+    }
     if (d.rows.length) {
       out.append(chartBox("compare-chart", hbars(`${d.model}: decode tok/s per user`,
         d.rows.map((r) => ({ label: `${r.n_chips} × ${r.hardware}`, value: r.decode_tok_s_per_user, note: `(${r.bound})` })),
@@ -383,15 +387,18 @@ const RENDER = {
   },
 
   serve(d, out) {
-    out.append(h("p", { class: "summary", text: d.summary || "" }));
-    const series = [{ name: `${d.n_chips} × ${d.hardware}`, pts: d.points.map((p) => ({ x: p.tok_s_per_user, y: p.tok_s_per_chip,
-      label: `concurrency ${p.concurrency}` })) }];
-    const notes = d.fast_mode ? [{ x1: d.fast_mode.slow.tok_s_per_user, y1: d.fast_mode.slow.tok_s_per_chip,
-      x2: d.fast_mode.fast.tok_s_per_user, y2: d.fast_mode.fast.tok_s_per_chip, label: d.fast_mode.reading }] : [];
-    out.append(chartBox("serve-chart", lines("Served: throughput per chip vs tok/s per user", series, "tok/s per user",
+    const load = d.load === "concurrency" ? (p) => `${p.concurrency} clients` : (p) => `${p.arrival_rate} req/s`;
+    out.append(h("p", { class: "summary", text: `${d.model} on ${d.n_chips} × ${d.hardware} (${d.parallel}), runtime ${d.runtime}` }));
+    const series = [{ name: `${d.n_chips} × ${d.hardware}`, pts: d.points.map((p) => ({ x: p.tok_s_per_user,
+      y: p.output_tok_s_per_chip, label: load(p) })) }];
+    const fm = d.fast_mode;
+    const notes = fm ? [{ x1: fm.slow.tok_s_per_user, y1: fm.slow.output_tok_s_per_chip, x2: fm.fast.tok_s_per_user,
+      y2: fm.fast.output_tok_s_per_chip, label: fm.price_ratio === null ? `${fm.speedup.toFixed(2)}× speed`
+        : `${fm.speedup.toFixed(2)}× speed for ${fm.price_ratio.toFixed(2)}× price` }] : [];
+    out.append(chartBox("serve-chart", lines("Served: output tok/s per chip vs tok/s per user", series, "tok/s per user",
       "output tok/s per chip", notes), "membound-serve"));
-    if (d.fast_mode) out.append(h("p", { class: "reading", id: "fast-mode", text: d.fast_mode.reading }));
-    out.append(table("serve-table", d.columns.map((c) => ({ key: c.key, label: c.label, fmt: c.seconds ? secs : fmt })),
+    if (fm) out.append(h("p", { class: "reading", id: "fast-mode", text: fm.reading }));
+    out.append(table("serve-table", d.columns.map((c) => ({ key: c.key, label: c.label, fmt: c.seconds ? secs : undefined })),
       d.points, "membound-serve.csv"));
   },
 };
