@@ -31,7 +31,10 @@ def add_parser(sub) -> None:
     b.add_argument("--no-long-context", action="store_true", help="skip the long-context variant")
     b.add_argument("--context-tokens", type=int, default=30_000, help="approximate tokens of pasted context")
     b.add_argument("--temperature", type=float, default=0.0)
-    b.add_argument("--timeout", type=float, default=300.0, help="seconds per request")
+    b.add_argument("--timeout", type=float, default=300.0,
+                   help="wall-clock deadline of each request, seconds")
+    b.add_argument("--idle-timeout", type=float, default=None,
+                   help="longest wait for the next bytes of a reply, seconds (default: --timeout)")
     b.add_argument("--warmup", type=int, default=1, help="unmeasured requests first")
     b.add_argument("--api-key", default=None, help="bearer token (default: $OPENAI_API_KEY)")
     b.add_argument("--no-model-check", action="store_true",
@@ -58,44 +61,57 @@ def _progress(s) -> None:
           file=sys.stderr, flush=True)
 
 
-def main(args) -> int:
-    from ..errors import InvalidInputError
-    from . import compare, fit_runtime, load_prompts, run
-    from .localcpu import local_cpu_hardware
+def _compare(args, res, hw, out: dict, text: list) -> None:
+    """The measured-vs-predicted table (and the calibration when asked) added to out/text."""
+    from . import compare, fit_runtime
     from .report import calibration_text, comparison_text
+    rows = compare(res, args.model, hw, weight_dtype=args.weights, kv_dtype=args.kv, runtime=args.runtime)
+    out["comparison"] = [asdict(r) for r in rows]
+    hw_name = getattr(hw, "name", hw)
+    if not isinstance(hw, str):
+        text.append(f"hardware: {hw.display_name}: {hw.bandwidth_bytes_s / 1e9:.3g} GB/s "
+                    f"({hw.memory[0].source}); {hw.compute_source}")
+    from ..model import load_model
+    text.append(comparison_text(rows, load_model(args.model).name, hw_name, args.runtime))
+    if args.calibrate:
+        cal = fit_runtime(res, args.model, hw, weight_dtype=args.weights, kv_dtype=args.kv, source=args.url)
+        cal.save(args.calibrate)
+        out["calibration"] = cal.runtime.model_dump(mode="json")
+        text += [calibration_text(cal), f"wrote {args.calibrate} (use: bench.load_runtime_file(path) "
+                                        "-> estimate(..., runtime=...))"]
+
+
+def main(args) -> int:
+    from ..errors import InvalidInputError, MemboundError
+    from . import load_prompts, run
+    from .localcpu import local_cpu_hardware
     if (args.model is None) != (args.hardware is None):
         raise InvalidInputError("--model/--hardware", args.model or args.hardware, "both, or neither")
     if args.calibrate and args.model is None:
         raise InvalidInputError("--calibrate", args.calibrate, "--model and --hardware as well")
     prompts = [p for f in args.prompts for p in load_prompts(f)] if args.prompts else None
     hw = None
-    if args.hardware is not None:
-        hw = local_cpu_hardware(args.bandwidth) if args.hardware == "local-cpu" else args.hardware
+    if args.hardware is not None:   # checked before the run, not after it
+        from ..hardware import load_hardware
+        from ..model import load_model
+        load_model(args.model)
+        hw = local_cpu_hardware(args.bandwidth) if args.hardware == "local-cpu" else load_hardware(args.hardware).name
     res = run(args.url, args.served_model, prompts, concurrency=args.concurrency, repeats=args.repeats,
               max_tokens=args.max_tokens, long_context=not args.no_long_context,
               context_tokens=args.context_tokens, temperature=args.temperature, timeout_s=args.timeout,
+              idle_timeout_s=args.idle_timeout,
               warmup=args.warmup, api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
               check_model=not args.no_model_check, unique=not args.allow_prefix_cache, save=args.save, progress=None if args.quiet else _progress)
     out = {"stats": [asdict(s) for s in res.stats()], "prefill": res.prefill_costs(),
            "failures": [asdict(s) for s in res.failures()], "notes": res.notes}
     text = [str(res)]
     if hw is not None and any(s.ok for s in res.samples):
-        rows = compare(res, args.model, hw, weight_dtype=args.weights, kv_dtype=args.kv, runtime=args.runtime)
-        out["comparison"] = [asdict(r) for r in rows]
-        hw_name = getattr(hw, "name", hw)
-        if not isinstance(hw, str):
-            text.append(f"hardware: {hw.display_name}: {hw.bandwidth_bytes_s / 1e9:.3g} GB/s "
-                        f"({hw.memory[0].source}); {hw.compute_source}")
-        from ..model import load_model
-        text.append(comparison_text(rows, load_model(args.model).name, hw_name, args.runtime))
-        if args.calibrate:
-            cal = fit_runtime(res, args.model, hw, weight_dtype=args.weights, kv_dtype=args.kv,
-                              source=args.url)
-            cal.save(args.calibrate)
-            out["calibration"] = cal.runtime.model_dump(mode="json")
-            text += [calibration_text(cal), f"wrote {args.calibrate} (use: bench.load_runtime_file(path) "
-                                            "-> estimate(..., runtime=...))"]
-    if args.save:
-        text.append(f"raw samples in {args.save}")
+        try:
+            _compare(args, res, hw, out, text)
+        except MemboundError as e:   # the measurements above are still printed
+            text.append(f"comparison with the prediction failed: {e}")
+            out["comparison_error"] = str(e)
+    if res.saved_to is not None:
+        text.append(f"raw samples in {res.saved_to}")
     print(json.dumps(out, indent=2, default=str) if args.json else "\n\n".join(text))
     return 0 if any(s.ok for s in res.samples) else 1

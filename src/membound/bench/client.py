@@ -2,8 +2,9 @@
 
 POST {base}/v1/chat/completions with `stream: true`; the reply is server-sent events
 (`data: {json}` lines, a blank line between events, `data: [DONE]` at the end). Standard
-library only (http.client). Every failure (refused connection, timeout, HTTP error, a
-stream that stops before its end) is recorded in the Sample, never raised; what was
+library only (http.client). Every failure (refused connection, deadline or idle timeout, HTTP
+error, a stream that stops before its end, a chunk of the wrong shape, an impossible usage
+report, any exception) is recorded in the Sample with its kind, never raised; what was
 measured before the failure stays in it.
 """
 from __future__ import annotations
@@ -11,14 +12,16 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 from urllib.parse import urlsplit
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, short_repr
 
-ERROR_KINDS = ("connection", "timeout", "http", "dropped", "truncated", "server", "protocol", "model")
+ERROR_KINDS = ("connection", "timeout", "http", "dropped", "truncated", "server", "protocol", "model",
+               "client", "interrupted")
 
 
 @dataclass
@@ -107,12 +110,62 @@ def _connection(scheme: str, host: str, port: int, timeout_s: float):
     return cls(host, port, timeout=timeout_s)
 
 
-def _text_of(chunk: dict) -> str:
+class _Malformed(ValueError):
+    """A stream chunk that is JSON but not the shape of a chat-completion chunk."""
+
+
+def _text_of(chunk) -> str:
+    """The generated text in one chunk; _Malformed when the chunk is not shaped like one."""
+    if not isinstance(chunk, dict):
+        raise _Malformed(f"a chunk is {type(chunk).__name__}, expected an object")
+    choices = chunk.get("choices")
+    if choices is None:
+        return ""
+    if not isinstance(choices, list):
+        raise _Malformed(f"'choices' is {type(choices).__name__}, expected a list")
     text = ""
-    for choice in chunk.get("choices") or ():
+    for choice in choices:
+        if not isinstance(choice, dict):
+            raise _Malformed(f"a choice is {type(choice).__name__}, expected an object")
         delta = choice.get("delta") or {}
-        text += (delta.get("content") or "") + (delta.get("reasoning_content") or "") + (choice.get("text") or "")
+        if not isinstance(delta, dict):
+            raise _Malformed(f"'delta' is {type(delta).__name__}, expected an object")
+        for part in (delta.get("content"), delta.get("reasoning_content"), choice.get("text")):
+            if part is not None and not isinstance(part, str):
+                raise _Malformed(f"text content is {type(part).__name__}, expected a string")
+            text += part or ""
+        reason = choice.get("finish_reason")
+        if reason is not None and not isinstance(reason, str):
+            raise _Malformed(f"'finish_reason' is {type(reason).__name__}, expected a string")
     return text
+
+
+MAX_TOKENS_REPORTED = 10**9   # a usage count beyond this is not a real request
+
+
+def _usage(usage, chunks: int) -> tuple[int | None, int | None]:
+    """(completion tokens, prompt tokens) of a usage report, checked; _Malformed when negative,
+    not integers, fewer completion tokens than text chunks received, or a total that disagrees."""
+    if usage is None:
+        return None, None
+    if not isinstance(usage, dict):
+        raise _Malformed(f"'usage' is {type(usage).__name__}, expected an object")
+    got = {}
+    for key in ("completion_tokens", "prompt_tokens", "total_tokens"):
+        v = usage.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_TOKENS_REPORTED:
+            raise _Malformed(f"usage {key}={short_repr(v)}: expected an integer 0..{MAX_TOKENS_REPORTED}")
+        got[key] = v
+    out, prompt = got.get("completion_tokens"), got.get("prompt_tokens")
+    if out is not None and out < chunks:
+        raise _Malformed(f"usage completion_tokens={out} but {chunks} chunks of text arrived "
+                         "(each carries at least one token)")
+    total = got.get("total_tokens")
+    if total is not None and out is not None and prompt is not None and total != out + prompt:
+        raise _Malformed(f"usage total_tokens={total} is not prompt_tokens + completion_tokens = {prompt + out}")
+    return out, prompt
 
 
 def _error_message(body: bytes) -> str:
@@ -121,18 +174,52 @@ def _error_message(body: bytes) -> str:
         err = err.get("error", err) if isinstance(err, dict) else err
         msg = err.get("message", err) if isinstance(err, dict) else err
         return str(msg)[:300]
-    except ValueError:
+    except (ValueError, RecursionError):
         return body.decode("utf-8", "replace").strip()[:300]
 
 
+class _Deadline:
+    """The request's wall-clock deadline: at `timeout_s` after the start it shuts the socket
+    down, so a read blocked anywhere (headers, a line that never ends) returns at once."""
+
+    def __init__(self, timeout_s: float):
+        self.timeout_s, self.start = timeout_s, time.monotonic()
+        self.expired = threading.Event()
+        self._timer: threading.Timer | None = None
+
+    def arm(self, sock) -> None:
+        """Start counting down what is left of timeout_s (connecting took some of it)."""
+        def fire():
+            self.expired.set()
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        left = max(0.0, self.timeout_s - (time.monotonic() - self.start))
+        self._timer = threading.Timer(left, fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
 def stream_chat(url: str, model: str, prompt: str, *, max_tokens: int = 2048, temperature: float = 0.0,
-                timeout_s: float = 300.0, api_key: str | None = None, include_usage: bool = True,
-                extra_body: dict | None = None, sample: Sample | None = None,
-                clock=time.perf_counter) -> Sample:
-    """Send one streamed chat completion and time it; returns the filled `sample`.
-    timeout_s bounds each wait for data and the whole request."""
+                timeout_s: float = 300.0, idle_timeout_s: float | None = None, api_key: str | None = None,
+                include_usage: bool = True, extra_body: dict | None = None, sample: Sample | None = None,
+                clock=time.perf_counter, cancel: threading.Event | None = None) -> Sample:
+    """Send one streamed chat completion and time it; returns the filled `sample`, never raises.
+
+    timeout_s: wall-clock deadline of the whole request. idle_timeout_s: the longest wait for
+    the next bytes (default: timeout_s). A line longer than MAX_LINE_BYTES, a chunk of the wrong
+    shape or an impossible usage report fails the request ("protocol"); it is ok only when the
+    stream completed: a finish_reason and then [DONE]. `cancel` set: the request stops
+    ("interrupted"). Until it completes the sample reads "interrupted" (in flight)."""
     s = sample if sample is not None else Sample()
+    s.error_kind, s.error = "interrupted", "in flight: the request had not finished"
     scheme, host, port, path = chat_url(url)
+    idle = timeout_s if idle_timeout_s is None else min(idle_timeout_s, timeout_s)
     body = {"model": model, "messages": [{"role": "user", "content": prompt}], "stream": True,
             "max_tokens": max_tokens, "temperature": temperature}
     if include_usage:
@@ -141,30 +228,37 @@ def stream_chat(url: str, model: str, prompt: str, *, max_tokens: int = 2048, te
     headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    conn = _connection(scheme, host, port, timeout_s)
+    conn = _connection(scheme, host, port, idle)
+    deadline = _Deadline(timeout_s)
     t0 = clock()
     last = None
     done = False
 
     def fail(kind: str, message: str) -> Sample:
+        if deadline.expired.is_set():
+            kind, message = "timeout", f"the request passed its {timeout_s:g} s deadline (after {s.chunks} chunks)"
+        elif cancel is not None and cancel.is_set():
+            kind, message = "interrupted", f"the run was interrupted (after {s.chunks} chunks)"
         s.error_kind, s.error = kind, message
         s.total_s = clock() - t0
         return s
 
     try:
+        conn.connect()
+        deadline.arm(conn.sock)
         conn.request("POST", path, body=json.dumps(body).encode(), headers=headers)
         resp = conn.getresponse()
         s.status = resp.status
         if resp.status >= 400:
-            return fail("http", f"HTTP {resp.status} {resp.reason}: {_error_message(resp.read())}")
-        for payload in iter_sse(_lines(resp, t0, timeout_s, clock)):
+            return fail("http", f"HTTP {resp.status} {resp.reason}: {_error_message(resp.read(65536))}")
+        for payload in iter_sse(_lines(resp, deadline, cancel)):
             if payload.strip() == "[DONE]":
                 done = True
                 break
             try:
                 chunk = json.loads(payload)
-            except ValueError:
-                return fail("protocol", f"not JSON in the stream: {payload[:120]!r}")
+            except (ValueError, RecursionError):
+                return fail("protocol", f"not JSON in the stream: {short_repr(payload)}")
             if isinstance(chunk, dict) and chunk.get("error"):
                 return fail("server", f"error event: {_error_message(payload.encode())}")
             now = clock()
@@ -179,41 +273,74 @@ def stream_chat(url: str, model: str, prompt: str, *, max_tokens: int = 2048, te
                     s.output_tokens = s.chunks
             for choice in chunk.get("choices") or ():
                 s.finish_reason = choice.get("finish_reason") or s.finish_reason
-            usage = chunk.get("usage")
-            if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-                s.output_tokens, s.tokens_source = usage["completion_tokens"], "usage"
-                if isinstance(usage.get("prompt_tokens"), int):
-                    s.prompt_tokens = usage["prompt_tokens"]
-        s.total_s = clock() - t0
+            out, prompt_tokens = _usage(chunk.get("usage"), s.chunks)
+            if out is not None:
+                s.output_tokens, s.tokens_source = out, "usage"
+            if prompt_tokens is not None:
+                s.prompt_tokens = prompt_tokens
+        if deadline.expired.is_set() or (cancel is not None and cancel.is_set()):
+            return fail("timeout", "")        # fail() names which of the two
         if s.finish_reason is None:
             if done:   # e.g. llama-cpp-python's server cuts a stream short when another request arrives
                 return fail("truncated", f"[DONE] without a finish_reason after {s.chunks} chunks: "
                                          "the server cut the stream short")
             return fail("dropped", f"the stream ended without [DONE] after {s.chunks} chunks")
+        if not done:
+            return fail("dropped", f"the stream ended after its finish_reason but without [DONE] "
+                                   f"({s.chunks} chunks)")
+        s.total_s = clock() - t0
+        s.error_kind, s.error = "", ""
         return s
+    except _Malformed as e:
+        return fail("protocol", f"{e} (after {s.chunks} chunks)")
+    except _LineTooLong:
+        return fail("protocol", f"a line longer than {MAX_LINE_BYTES} bytes without a newline "
+                                f"(after {s.chunks} chunks)")
     except (socket.timeout, TimeoutError):
-        return fail("timeout", f"no data for {timeout_s:g} s (after {s.chunks} chunks)")
+        return fail("timeout", f"no data for {idle:g} s (after {s.chunks} chunks)")
     except ConnectionRefusedError as e:
         return fail("connection", f"cannot connect to {host}:{port}: {e.strerror or e}")
     except (http.client.IncompleteRead, http.client.RemoteDisconnected, ConnectionError) as e:
         kind = "dropped" if s.status is not None else "connection"
-        return fail(kind, f"connection lost after {s.chunks} chunks: {type(e).__name__}: {e}")
+        return fail(kind, f"connection lost after {s.chunks} chunks: {type(e).__name__}: {short_repr(str(e))}")
     except (OSError, http.client.HTTPException) as e:
         kind = "dropped" if s.status is not None else "connection"
-        return fail(kind, f"{type(e).__name__}: {e} (after {s.chunks} chunks)")
+        return fail(kind, f"{type(e).__name__}: {short_repr(str(e))} (after {s.chunks} chunks)")
+    except Exception as e:  # noqa: BLE001 - any other failure is this request's, never the run's
+        return fail("client", f"{type(e).__name__}: {short_repr(str(e))} (after {s.chunks} chunks)")
     finally:
+        deadline.cancel()
         conn.close()
 
 
-def _lines(resp, t0: float, timeout_s: float, clock) -> Iterator[bytes]:
-    """The response's lines until EOF; a TimeoutError once the whole request exceeds timeout_s."""
-    while True:
-        line = resp.readline()
-        if not line:
-            return
-        if clock() - t0 > timeout_s:
-            raise TimeoutError
-        yield line
+MAX_LINE_BYTES = 4_000_000   # an SSE line is a chunk of a few hundred bytes; a few MB is no stream
+
+
+class _LineTooLong(ValueError):
+    pass
+
+
+def _lines(resp, deadline: _Deadline, cancel: threading.Event | None) -> Iterator[bytes]:
+    """The response's lines until EOF, read in pieces (never a whole unbounded line): stops
+    when the deadline passes or `cancel` is set; _LineTooLong past MAX_LINE_BYTES."""
+    buf = bytearray()
+    while not deadline.expired.is_set() and not (cancel is not None and cancel.is_set()):
+        data = resp.read1(65536)
+        if not data:
+            break
+        start = len(buf)
+        buf += data
+        cut = 0
+        nl = buf.find(b"\n", start)
+        while nl >= 0:
+            yield bytes(buf[cut:nl + 1])
+            cut = nl + 1
+            nl = buf.find(b"\n", cut)
+        del buf[:cut]
+        if len(buf) > MAX_LINE_BYTES:
+            raise _LineTooLong
+    if buf and not deadline.expired.is_set():
+        yield bytes(buf)
 
 
 def count_prompt_tokens(url: str, model: str, prompt: str, *, timeout_s: float = 300.0,

@@ -12,15 +12,16 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import secrets
 import threading
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, short_repr
 from .client import Sample, count_prompt_tokens, list_models, stream_chat
 from .prompts import RATE_LIMITER, Prompt, long_context as make_long_context
 
@@ -118,6 +119,7 @@ class BenchResult:
     prompt_tokens: dict = field(default_factory=dict)  # prompt name -> tokens, where the stream gave no usage
     notes: list = field(default_factory=list)
     interrupted: bool = False
+    saved_to: Path | None = None    # where run(save=...) wrote the samples, None if it could not
 
     def stats(self) -> list[LevelStats]:
         """One LevelStats per (prompt, concurrency), in the order they were run."""
@@ -146,25 +148,25 @@ class BenchResult:
 
     def save(self, path: "str | Path") -> Path:
         """Raw samples: `.json` (samples, rounds, notes) or `.csv` (one row per request,
-        gaps as a ';'-separated list). Returns the path."""
-        p = Path(path)
-        if p.suffix.lower() == ".json":
-            data = dict(url=self.url, model=self.model, interrupted=self.interrupted, notes=self.notes,
-                        pairs=self.pairs, prompt_chars=self.prompt_chars, prompt_tokens=self.prompt_tokens,
-                        samples=[_sample_dict(s) for s in self.samples],
-                        rounds=[asdict(r) for r in self.rounds])
-            p.write_text(json.dumps(data, indent=1))
-        elif p.suffix.lower() == ".csv":
-            names = [f.name for f in fields(Sample)] + ["ok", "decode_tok_s"]
-            with p.open("w", newline="") as fh:
-                w = csv.DictWriter(fh, fieldnames=names)
-                w.writeheader()
-                for s in self.samples:
-                    row = _sample_dict(s)
-                    row["gaps_s"] = ";".join(f"{g:.6f}" for g in s.gaps_s)
-                    w.writerow(row)
-        else:
-            raise InvalidInputError("save", str(path), "a path ending in .csv or .json")
+        gaps as a ';'-separated list), written to a temporary file and renamed into place, so
+        the file is either the old one or complete. Returns the path."""
+        p = check_save_path(path)
+        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+        try:
+            with tmp.open("w", newline="", encoding="utf-8") as fh:
+                if p.suffix.lower() == ".json":
+                    data = dict(url=self.url, model=self.model, interrupted=self.interrupted, notes=self.notes,
+                                pairs=self.pairs, prompt_chars=self.prompt_chars, prompt_tokens=self.prompt_tokens,
+                                samples=[_sample_dict(s) for s in self.samples],
+                                rounds=[asdict(r) for r in self.rounds])
+                    fh.write(json.dumps(data, indent=1))
+                else:
+                    w = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
+                    w.writeheader()
+                    w.writerows(_csv_row(s) for s in self.samples)
+            os.replace(tmp, p)
+        finally:
+            tmp.unlink(missing_ok=True)
         return p
 
     def __str__(self) -> str:
@@ -178,6 +180,70 @@ def _sample_dict(s: Sample) -> dict:
     return d
 
 
+CSV_FIELDS = [f.name for f in fields(Sample)] + ["ok", "decode_tok_s"]
+
+
+def _csv_row(s: Sample) -> dict:
+    row = _sample_dict(s)
+    row["gaps_s"] = ";".join(f"{g:.6f}" for g in s.gaps_s)
+    return row
+
+
+def check_save_path(path) -> Path:
+    """`path` as a Path when samples can be saved there: a .csv or .json name in an existing,
+    writable folder, not a folder itself; else InvalidInputError (before any request is sent)."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise InvalidInputError("save", path, "a path ending in .csv or .json")
+    p = Path(path)
+    if p.suffix.lower() not in (".csv", ".json"):
+        raise InvalidInputError("save", str(path), "a path ending in .csv or .json")
+    if p.is_dir():
+        raise InvalidInputError("save", str(path), "a file name, not a folder")
+    if not p.parent.is_dir():
+        raise InvalidInputError("save", str(path), f"a file in an existing folder ({p.parent} does not exist)")
+    if not os.access(p.parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise InvalidInputError("save", str(path), "a file this process may write")
+    return p
+
+
+class _Journal:
+    """Samples appended as they finish (JSON Lines, one per request) to `<save>.partial`, so a
+    run that dies keeps what it measured; removed once the final file is written. A write
+    that fails is noted once and the run goes on."""
+
+    def __init__(self, target: Path, notes: list):
+        self.path = target.with_name(target.name + ".partial")
+        self.notes, self.failed = notes, False
+        self._lock = threading.Lock()
+        try:
+            self.path.write_text("", encoding="utf-8")
+        except OSError as e:
+            raise InvalidInputError("save", str(target), f"a file this process may write ({e.strerror or e})") from None
+
+    def append(self, s: Sample) -> None:
+        line = json.dumps(_sample_dict(s)) + "\n"
+        with self._lock:
+            try:
+                with self.path.open("a", encoding="utf-8") as fh:
+                    fh.write(line)
+            except OSError as e:
+                if not self.failed:
+                    self.failed = True
+                    self.notes.append(f"could not append to {self.path}: {e.strerror or e}")
+
+    def finish(self, result: "BenchResult", target: Path) -> Path | None:
+        """Write the final file (atomically); the journal goes once that worked."""
+        try:
+            result.save(target)
+        except (OSError, InvalidInputError) as e:
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            kept = "" if self.failed else f"; the samples are in {self.path}"
+            result.notes.append(f"could not save {target}: {why}{kept}")
+            return None
+        self.path.unlink(missing_ok=True)
+        return target
+
+
 def _check_levels(concurrency) -> list[int]:
     levels = [concurrency] if isinstance(concurrency, int) else list(concurrency)
     if not levels or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in levels):
@@ -187,7 +253,8 @@ def _check_levels(concurrency) -> list[int]:
 
 def run(url: str, model: str | None = None, prompts=None, *, concurrency=(1,), repeats: int = 3,
         max_tokens: int = 2048, long_context: bool = True, context_tokens: int = 30_000,
-        temperature: float = 0.0, timeout_s: float = 300.0, warmup: int = 1, api_key: str | None = None,
+        temperature: float = 0.0, timeout_s: float = 300.0, idle_timeout_s: float | None = None,
+        warmup: int = 1, api_key: str | None = None,
         extra_body: dict | None = None, include_usage: bool = True, check_model: bool = True,
         unique: bool = True, save=None, progress=None) -> BenchResult:
     """Benchmark an OpenAI-compatible endpoint; never raises for what the server does.
@@ -201,19 +268,28 @@ def run(url: str, model: str | None = None, prompts=None, *, concurrency=(1,), r
     `repeats` rounds of that many simultaneous requests. warmup: unmeasured requests first.
     unique: start every request with its own tag ("[request 1a2b3c-7]") so a server's prefix
     cache cannot serve a repeated prompt's prefill from memory (TTFT would then be too low).
-    save: a .csv/.json path rewritten after every round, so an interrupted run keeps its
-    samples. progress: called with each finished Sample. Ctrl-C stops the run and returns
-    what was measured (interrupted=True).
+    timeout_s: each request's wall-clock deadline; idle_timeout_s: the longest wait for the
+    next bytes (default timeout_s). save: a .csv/.json path, checked before the first request;
+    each finished request is appended to `<save>.partial` and the file is written (atomically)
+    at the end, so a run that fails keeps what it measured. progress: called with each finished
+    Sample. Ctrl-C stops the run and returns what was measured (interrupted=True); requests in
+    flight are marked "interrupted" and stay out of the statistics.
     """
     levels = _check_levels(concurrency)
     for name, v, lo in (("repeats", repeats, 1), ("max_tokens", max_tokens, 1), ("warmup", warmup, 0)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise InvalidInputError(name, v, f"an integer >= {lo}")
-    if not (isinstance(timeout_s, (int, float)) and math.isfinite(timeout_s) and timeout_s > 0):
+    for name, v in (("timeout_s", timeout_s), ("idle_timeout_s", idle_timeout_s)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                              or v <= 0):
+            raise InvalidInputError(name, v, "a positive number of seconds")
+    if timeout_s is None:
         raise InvalidInputError("timeout_s", timeout_s, "a positive number of seconds")
+    target = check_save_path(save) if save is not None else None
     plain = [p if isinstance(p, Prompt) else Prompt(f"prompt-{i + 1}", str(p))
              for i, p in enumerate(prompts or [RATE_LIMITER])]
     result = BenchResult(url=url, model=model or "")
+    journal = _Journal(target, result.notes) if target is not None else None
     served = list_models(url, api_key=api_key)
     if model is None:
         result.model = served[0] if served else "default"
@@ -231,8 +307,9 @@ def run(url: str, model: str | None = None, prompts=None, *, concurrency=(1,), r
             todo.append(lp)
     result.prompt_chars = {p.name: len(p.text) for p in todo}
     tag = secrets.token_hex(3) if unique else ""
-    send = dict(max_tokens=max_tokens, temperature=temperature, timeout_s=timeout_s, api_key=api_key,
-                include_usage=include_usage, extra_body=extra_body)
+    send = dict(max_tokens=max_tokens, temperature=temperature, timeout_s=timeout_s,
+                idle_timeout_s=idle_timeout_s, api_key=api_key, include_usage=include_usage,
+                extra_body=extra_body)
     try:
         for i in range(0 if refuse else warmup):
             w = stream_chat(url, result.model, plain[0].text, **send)
@@ -241,15 +318,14 @@ def run(url: str, model: str | None = None, prompts=None, *, concurrency=(1,), r
         for c in levels:
             for p in todo:
                 for r in range(repeats):
-                    _round(result, p, c, r, send, progress, refuse, tag)
-                    if save:
-                        result.save(save)
+                    _round(result, p, c, r, send, progress, refuse, tag, journal)
         _probe_prompt_tokens(result, todo, tag, api_key, timeout_s)
     except KeyboardInterrupt:
         result.interrupted = True
-        result.notes.append("interrupted: the samples measured so far are kept")
-    if save:
-        result.save(save)
+        result.notes.append("interrupted: the samples measured so far are kept; requests in flight "
+                            "are marked 'interrupted' and left out of the statistics")
+    if journal is not None:
+        result.saved_to = journal.finish(result, target)
     return result
 
 
@@ -266,27 +342,52 @@ def _probe_prompt_tokens(result: BenchResult, todo: list[Prompt], tag: str, api_
 
 
 def _round(result: BenchResult, p: Prompt, c: int, r: int, send: dict, progress, refuse: str = "",
-           tag: str = "") -> None:
+           tag: str = "", journal: "_Journal | None" = None) -> None:
+    """One round of `c` simultaneous requests. On Ctrl-C the requests still in flight are
+    frozen as "interrupted" (copies: their threads may still write to the originals), told
+    to stop, and the interrupt goes on to the caller; the round is not counted."""
     first = len(result.samples)
     samples = [Sample(prompt=p.name, concurrency=c, round=r) for _ in range(c)]
+    finished = [threading.Event() for _ in samples]
+    cancel = threading.Event()
     result.samples.extend(samples)
 
     def one(i: int, s: Sample):
         text = f"[request {tag}-{first + i}]\n{p.text}" if tag else p.text
         s.start_s = time.perf_counter() - t0
-        if refuse:
-            s.error_kind, s.error = "model", refuse
-        else:
-            stream_chat(result.url, result.model, text, sample=s, **send)
+        try:
+            if refuse:
+                s.error_kind, s.error = "model", refuse
+            else:
+                stream_chat(result.url, result.model, text, sample=s, cancel=cancel, **send)
+        except Exception as e:  # noqa: BLE001 - a failure is this request's, never the run's
+            s.error_kind, s.error = "client", f"{type(e).__name__}: {short_repr(str(e))}"
+        if cancel.is_set():
+            return
+        finished[i].set()
+        if journal is not None:
+            journal.append(s)
         if progress:
-            progress(s)
+            try:
+                progress(s)
+            except Exception as e:  # noqa: BLE001
+                result.notes.append(f"the progress callback failed: {type(e).__name__}: {short_repr(str(e))}")
 
     threads = [threading.Thread(target=one, args=(i, s), daemon=True) for i, s in enumerate(samples)]
     t0 = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        while t.is_alive():
-            t.join(0.1)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                t.join(0.1)
+    except KeyboardInterrupt:
+        cancel.set()
+        for i, s in enumerate(samples):
+            if not finished[i].is_set():
+                result.samples[first + i] = replace(
+                    s, gaps_s=list(s.gaps_s), error_kind="interrupted",
+                    error=f"the run was interrupted while this request was in flight (after {s.chunks} chunks)")
+        raise
     wall = time.perf_counter() - t0
     result.rounds.append(Round(p.name, c, r, wall, sum(s.output_tokens for s in samples)))
