@@ -29,6 +29,7 @@ Two engines behind one API:
 """
 from __future__ import annotations
 
+import heapq
 import math
 import numbers
 from collections import deque
@@ -248,13 +249,14 @@ class StepModel:
         self.capacity_bytes = float(r1["capacity_bytes_chip"])
         self.price = p.price
         self.n_chips = p.n_chips
+        self.host_s = served.per_request_s if served is not None else 0.0
 
     def kv_pairs_capacity(self, sched: Scheduler) -> float:
-        """(layer, token) KV pairs one chip's share of the cache holds, after weights and the
-        activations of a full token budget."""
+        """(layer, token) KV pairs one chip's share of the cache holds: memory_fraction of what
+        the weights and the activations of a full token budget leave."""
         act = float(self.prepared.evaluate(batch=1.0, prompt=float(sched.token_budget), output=1.0)
                     ["activation_bytes_chip"])
-        free = sched.memory_fraction * self.capacity_bytes - self.weights_bytes - act
+        free = sched.memory_fraction * (self.capacity_bytes - self.weights_bytes - act)
         return max(free, 0.0) / self.kv_pair_bytes
 
     def terms(self, b, u, c=0.0, cu=0.0, cp=0.0):
@@ -448,7 +450,7 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
         rho = np.minimum(pbar / np.maximum(avail, 1e-30), 0.999)
         # open loop: an arrival waits for the running step to end (half a step on average); in
         # a closed loop requests arrive as others complete, at a step boundary
-        ttft = (0.0 if closed else 0.5 * tau) + pre + rho / (2.0 * (1.0 - rho)) * pre
+        ttft = sm.host_s + (0.0 if closed else 0.5 * tau) + pre + rho / (2.0 * (1.0 - rho)) * pre
         feasible = pbar <= avail
         return tau, tau_d, tau_m, f, x, ttft, pre, feasible
 
@@ -528,11 +530,14 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
     admit = np.full(n, np.nan)
     first = np.full(n, np.nan)
     done = np.full(n, np.nan)
+    h = sm.host_s            # a request reaches the engine h after it is sent
     if arrivals is not None:
-        arrive[:] = arrivals
+        arrive[:] = np.asarray(arrivals, float)
     else:
         arrive[:min(concurrency, n)] = 0.0
     issued = min(concurrency, n) if arrivals is None else n
+    pending = [(arrive[i] + h, i) for i in range(issued)]      # (time at the engine, id)
+    heapq.heapify(pending)
     tr = _Trace(arrive, admit, first, done, [])
 
     def kv_of(ctx):          # pairs a sequence of ctx tokens holds, block-rounded
@@ -541,7 +546,7 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
     def reserve(i):          # pairs held at admission under preemption="none"
         return float(effective_context(groups, float(S[i] + T[i])))
 
-    waiting: deque = deque(range(issued) if arrivals is None else ())
+    waiting: deque = deque()
     pre_done = np.zeros(n, np.int64)          # prompt tokens prefilled
     need = S.copy()                           # tokens to prefill (a preempted request's context)
     saved_left = T - 1                        # tokens still to decode after the prefill
@@ -549,8 +554,6 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
     run_ctx = np.zeros(0, np.int64)
     run_left = np.zeros(0, np.int64)
     prefilling: list = []                     # admitted, prefill not finished (ids)
-    next_arrival = 0                          # index into sorted arrivals (open loop)
-    order = np.argsort(arrive) if arrivals is not None else None
     t = 0.0
     completed = 0
     reserved = 0.0
@@ -560,13 +563,11 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
         return r + float(sum(kv_of(pre_done[i]) for i in prefilling)) if sched.preemption != "none" else reserved
 
     while completed < n:
-        if arrivals is not None:
-            while next_arrival < n and arrive[order[next_arrival]] <= t:
-                waiting.append(int(order[next_arrival]))
-                next_arrival += 1
+        while pending and pending[0][0] <= t:
+            waiting.append(heapq.heappop(pending)[1])
         if not waiting and not prefilling and run_id.size == 0:
-            if arrivals is not None and next_arrival < n:
-                t = float(arrive[order[next_arrival]])
+            if pending:
+                t = float(pending[0][0])
                 continue
             break
         # -- admit prompts into this step ---------------------------------------------------
@@ -612,9 +613,9 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
             u_j = np.mean(effective_context(groups, run_ctx[None, :].astype(float) + js[:, None]), axis=1) \
                 if k > 1 else np.array([u_run])
             dur = np.asarray(sm.step(float(b), u_j), float)
-            if arrivals is not None and next_arrival < n:
+            if pending:
                 cum = np.cumsum(dur)
-                k2 = int(np.searchsorted(cum, arrive[order[next_arrival]] - t)) + 1
+                k2 = int(np.searchsorted(cum, pending[0][0] - t)) + 1
                 if k2 < k:
                     k, dur = k2, dur[:k2]
             tr.itl.append((dur, np.full(k, float(b))))
@@ -665,7 +666,7 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
                     reserved -= reserve(int(i))
                 if arrivals is None and issued < n:
                     arrive[issued] = t
-                    waiting.append(issued)
+                    heapq.heappush(pending, (t + h, issued))
                     issued += 1
             run_id, run_ctx, run_left = run_id[~fin], run_ctx[~fin], run_left[~fin]
     return tr
@@ -819,6 +820,6 @@ def _from_trace(sm, sched, p, tr: _Trace, S, T, prompt, output, concurrency, arr
         ttft=_quantiles(ttft), tpot=tp, itl=_quantiles(durs, wts), e2e=_quantiles(e2e),
         output_tok_s=tok_s, output_tok_s_per_chip=tok_s / sm.n_chips, tok_s_per_user=1.0 / tp.median,
         requests_per_s=x, mean_running=b_mean, kv_occupancy=tr.kv / total_t,
-        queueing_s=float(np.nanmean(tr.admit - tr.arrive)), preemptions=tr.preemptions,
+        queueing_s=float(np.nanmean(tr.admit - tr.arrive)) - sm.host_s, preemptions=tr.preemptions,
         bound=sm.bound(b_mean, effective_context(sm.groups, prompt.mean + output.mean / 2.0)),
         cost_per_million_output_tokens_usd=_cost(sm, tok_s), max_running=int(sched.max_running), scheduler=sched)

@@ -1,0 +1,107 @@
+"""Fit the served costs of each engine (the `served` block of vllm, sglang, tensorrt-llm) on the
+InferenceMAX rows of the fitting chip (serve_validate.FIT_HARDWARE, H200), and write only those
+keys. Every other chip is held out whole (serve_validate reports both).
+
+Parameters (physical, one set per engine and software generation):
+  bandwidth_fraction  share of peak HBM bandwidth the engine's decode kernels reach
+  compute_fraction    share of the dense peak its GEMMs reach (prefill, large batches)
+  per_step_s          host and launch time per step (scheduler, sampling, graph replay)
+  per_allreduce_s     an all-reduce kernel's latency beyond the link's, 2 per layer when tp > 1
+  per_sequence_s      per running sequence per step (block tables, sampling, detokenisation)
+  per_request_s       host time of a request before its first token (HTTP, tokenisation)
+Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
+figures), Levenberg-Marquardt within bounds (calibrate.fit_bounded).
+
+    python -m membound.serve_calibrate [--dry-run]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+
+import numpy as np
+
+from .calibrate import fit_bounded
+from .runtime import clear_caches, load_runtime, runtimes_dir
+from .serve_validate import FIT_HARDWARE, load_rows, predict
+
+PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_s", "per_allreduce_s", "per_sequence_s",
+          "per_request_s")
+LOW = (0.3, 0.15, 0.0, 0.0, 0.0, 0.0)
+HIGH = (1.0, 1.0, 0.02, 2e-4, 5e-4, 0.3)
+START = (0.8, 0.6, 2e-3, 1e-5, 2e-5, 0.03)
+ENGINES = ("vllm", "sglang", "tensorrt-llm")
+
+
+def with_params(name: str, x) -> object:
+    base = load_runtime(name)
+    served = base.served.model_copy(update={k: float(v) for k, v in zip(PARAMS, x)})
+    return base.model_copy(update={"served": served})
+
+
+def residuals(name: str, rows, x) -> np.ndarray:
+    rt = with_params(name, x)
+    predict(rows, {name: rt})
+    out = []
+    for r in rows:
+        if "error" in r.pred:
+            out += [3.0, 3.0, 3.0]
+            continue
+        out += [np.log(r.pred[k] / getattr(r, k)) for k in ("tpot_s", "ttft_s", "tput_per_gpu")]
+    return np.asarray(out)
+
+
+def fit_engine(name: str, rows) -> dict:
+    fit_rows = [r for r in rows if r.runtime == name and r.fitted]
+    if not fit_rows:
+        return {}
+    x = fit_bounded(lambda v: residuals(name, fit_rows, v), START, LOW, HIGH, iters=30)
+    res = residuals(name, fit_rows, x).reshape(-1, 3)
+    med = np.median(np.abs(np.expm1(res)), axis=0)
+    hws = sorted({r.hw for r in fit_rows})
+    dates = sorted(r.date.lstrip("~<=") for r in fit_rows)
+    return {"params": dict(zip(PARAMS, (float(f"{v:.4g}") for v in x))), "n": len(fit_rows),
+            "note": (f"fitted by membound.serve_calibrate on {datetime.date.today()} from {len(fit_rows)} canonical good "
+                     f"InferenceMAX rows on {', '.join(hws)} (dates {dates[0]} .. {dates[-1]}); median |error| on them: "
+                     f"TPOT {100 * med[0]:.1f}%, TTFT {100 * med[1]:.1f}%, throughput/GPU {100 * med[2]:.1f}%; "
+                     f"every other chip held out (python -m membound.serve_validate)")}
+
+
+def write(name: str, fit: dict) -> None:
+    """Update only the fitted keys of the runtime file's `served` block (the file's last block;
+    the text above it is left byte for byte)."""
+    import yaml
+    path = runtimes_dir() / f"{name}.yaml"
+    text = path.read_text()
+    head, sep, _ = text.partition("\nserved:\n")
+    if not sep:
+        raise SystemExit(f"{path}: no 'served:' block at the end to update")
+    served = yaml.safe_load(text)["served"]
+    served.update(fit["params"])
+    served["calibration"] = fit["note"]
+    block = yaml.safe_dump({"served": served}, sort_keys=False, width=110)
+    path.write_text(head + "\n" + block)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m membound.serve_calibrate", description=__doc__.splitlines()[0])
+    ap.add_argument("--dry-run", action="store_true", help="print the fits, write nothing")
+    ap.add_argument("--engine", action="append", choices=ENGINES)
+    a = ap.parse_args(argv)
+    rows, _ = load_rows()
+    print(f"fitting on {', '.join(FIT_HARDWARE)} rows")
+    for name in a.engine or ENGINES:
+        fit = fit_engine(name, rows)
+        if not fit:
+            print(f"{name}: no rows to fit")
+            continue
+        print(f"{name}: {fit['params']}\n  {fit['note']}")
+        if not a.dry_run:
+            write(name, fit)
+    clear_caches()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

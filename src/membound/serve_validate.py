@@ -1,0 +1,214 @@
+"""Served workloads against the InferenceMAX measurements (reference/serving/inferencemax.csv).
+
+Each row is a closed loop of `conc` clients against one engine instance (see the README beside
+the file): lengths uniform in [0.8 L, L] (isl/osl are their means), TTFT includes queueing, TPOT
+is per request (e2e - ttft)/(osl - 1), throughput per GPU divides by n_gpus.
+
+Rows used: canonical == 1 and quality == "good". Aggregated serving without speculation is the
+headline; MTP and disaggregated rows are their own categories (not predicted: reported as
+skipped with the reason). A row counts as covered when its device has a profile and its model
+a preset; a covered row that serve() refuses is a failure, reported.
+
+Split: the served constants of each engine are fitted on its H200 rows only (`FIT_HARDWARE`);
+every other chip (H100, B200, GB200, MI300X and any chip added later) is held out whole.
+
+    python -m membound.serve_validate [--csv rows.csv] [--all]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import MemboundError
+from .parallel import Parallel
+from .serve import Fixed, Uniform, build, solve
+
+FIT_HARDWARE = ("h200",)
+MODELS = {"meta-llama/Llama-3.3-70B-Instruct": "llama-3.3-70b", "deepseek-ai/DeepSeek-R1-0528": "deepseek-r1",
+          "deepseek-ai/DeepSeek-R1": "deepseek-r1", "openai/gpt-oss-120b": "gpt-oss-120b"}
+HARDWARE = {"h100": "h100-sxm"}
+RUNTIMES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm",
+            "atom": "vllm"}   # AMD's ATOM has no runtime of its own yet: vLLM's served costs stand in
+AMD = ("mi300x", "mi325x", "mi355x")
+
+
+@dataclass
+class ServedRow:
+    """One measurement and what serve() needs to predict it."""
+
+    id: str
+    framework: str
+    runtime: str
+    model: str
+    hw: str               # the CSV's label
+    device: str           # membound profile name
+    weight_dtype: str
+    parallel: Parallel
+    n_gpus: int
+    conc: int
+    prompt: object        # Fixed or Uniform
+    output: object
+    tpot_s: float
+    ttft_s: float
+    tput_per_gpu: float
+    date: str
+    kind: str             # "aggregated" | "mtp" | "disaggregated"
+    fitted: bool = False
+    pred: dict = field(default_factory=dict)
+
+    @property
+    def category(self) -> str:
+        return f"{self.framework} {self.model} {self.hw}"
+
+
+def _weight_dtype(precision: str, model: str, hw: str) -> str:
+    if precision == "fp4":
+        return "mxfp4" if model == "gpt-oss-120b" or hw in AMD else "nvfp4"
+    return precision
+
+
+def _length(mean: float, nominal: float):
+    """The CI sampler: uniform integers in [int(0.8 L), L] (mean ~0.9 L); else the mean, fixed."""
+    if nominal > 0 and abs(mean - (int(0.8 * nominal) + nominal) / 2.0) <= 0.02 * nominal:
+        return Uniform(int(0.8 * nominal), int(nominal))
+    return Fixed(max(int(round(mean)), 2))
+
+
+def load_rows(path=None, all_rows: bool = False) -> tuple[list[ServedRow], list[tuple[str, str]]]:
+    """(rows to predict, [(id, why skipped)]) from the canonical, good served rows."""
+    import pandas as pd
+
+    from .hardware import list_hardware
+    from .reference import reference_dir
+    csv = path or (reference_dir() / "serving" / "inferencemax.csv")
+    d = pd.read_csv(csv)
+    if not all_rows:
+        d = d[(d.canonical == 1) & (d.quality == "good")]
+    devices = set(list_hardware())
+    rows, skipped = [], []
+    for r in d.itertuples(index=False):
+        kind = "disaggregated" if bool(r.disagg) else ("mtp" if r.spec_decoding != "none" else "aggregated")
+        model = MODELS.get(r.model)
+        device = HARDWARE.get(r.hw, r.hw)
+        if model is None:
+            skipped.append((r.id, f"no preset for {r.model}"))
+            continue
+        if device not in devices:
+            skipped.append((r.id, f"no profile for {r.hw}"))
+            continue
+        if kind != "aggregated":
+            skipped.append((r.id, f"{kind} serving is not modelled"))
+            continue
+        tp, n = int(r.tp), int(r.n_gpus)
+        dp = str(r.dp_attention).lower() == "true"
+        layout = Parallel(ep=n) if dp and tp == n and n > 1 else Parallel(tp=tp)
+        if layout.chips != n:
+            skipped.append((r.id, f"layout tp={tp} on {n} GPUs"))
+            continue
+        rows.append(ServedRow(
+            id=r.id, framework=r.framework, runtime=RUNTIMES.get(r.framework, r.framework), model=model,
+            hw=r.hw, device=device, weight_dtype=_weight_dtype(r.precision, model, r.hw), parallel=layout,
+            n_gpus=n, conc=int(r.conc), prompt=_length(float(r.isl), float(r.isl_nominal)),
+            output=_length(float(r.osl), float(r.osl_nominal)), tpot_s=float(r.tpot_median_ms) / 1e3,
+            ttft_s=float(r.ttft_median_ms) / 1e3, tput_per_gpu=float(r.output_tput_per_gpu),
+            date=str(r.date_est), kind=kind, fitted=r.hw in FIT_HARDWARE))
+    return rows, skipped
+
+
+def predict(rows: list[ServedRow], runtimes: dict | None = None) -> list[ServedRow]:
+    """Fill row.pred (tpot_s, ttft_s, tput_per_gpu) with the steady-state solver, one vectorised
+    solve per configuration. runtimes: {name: Runtime} to use instead of the bundled ones (fits)."""
+    groups: dict = {}
+    for r in rows:
+        key = (r.runtime, r.model, r.device, r.weight_dtype, r.parallel, r.n_gpus, r.prompt, r.output)
+        groups.setdefault(key, []).append(r)
+    for (rt, model, device, wd, layout, n, prompt, output), members in groups.items():
+        runtime = (runtimes or {}).get(rt, rt)
+        try:
+            sm, sched, _ = build(model, device, prompt=prompt, output=output, weight_dtype=wd, kv_dtype="fp8",
+                                 n_chips=n, parallel=layout, runtime=runtime)
+            conc = np.array([m.conc for m in members], float)
+            st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
+        except MemboundError as e:
+            for m in members:
+                m.pred = {"error": str(e)}
+            continue
+        for i, m in enumerate(members):
+            m.pred = {"tpot_s": float(st.tau[i]), "ttft_s": float(st.ttft[i]),
+                      "tput_per_gpu": float(st.x[i]) * output.mean / n}
+    return rows
+
+
+METRICS = (("tpot_s", "TPOT"), ("ttft_s", "TTFT"), ("tput_per_gpu", "tput/GPU"))
+
+
+def errors(rows: list[ServedRow], metric: str) -> np.ndarray:
+    """Relative errors pred/meas - 1 of the predicted rows."""
+    return np.array([r.pred[metric] / getattr(r, metric) - 1.0 for r in rows if "error" not in r.pred])
+
+
+def summary(rows: list[ServedRow]) -> dict:
+    """Median |error| per metric, the row count and the refusals."""
+    ok = [r for r in rows if "error" not in r.pred]
+    out = {"rows": len(rows), "predicted": len(ok)}
+    for key, _ in METRICS:
+        e = np.abs(errors(ok, key))
+        out[key] = float(np.median(e)) if e.size else math.nan
+    return out
+
+
+def report(rows: list[ServedRow], skipped: list) -> str:
+    lines = ["Served workloads (InferenceMAX, canonical & good): median |error| of the steady-state solver",
+             f"fitted on {', '.join(FIT_HARDWARE)} rows; every other chip held out whole", ""]
+
+    def line(name, rs):
+        s = summary(rs)
+        return (f"  {name:<46} {s['predicted']:>4}/{s['rows']:<4} " +
+                "  ".join(f"{label} {100 * s[key]:5.1f}%" for key, label in METRICS))
+    held = [r for r in rows if not r.fitted]
+    lines.append(line("HELD OUT, all", held))
+    lines.append(line("HELD OUT, NVIDIA", [r for r in held if r.hw not in AMD]))
+    lines.append(line("HELD OUT, AMD", [r for r in held if r.hw in AMD]))
+    lines.append(line("fitted rows (not a measure of accuracy)", [r for r in rows if r.fitted]))
+    lines.append("")
+    lines.append("by engine x model x chip (* = fitted rows):")
+    cats = sorted({r.category for r in rows})
+    for c in cats:
+        rs = [r for r in rows if r.category == c]
+        lines.append(line(("* " if rs[0].fitted else "  ") + c, rs))
+    refused = [r for r in rows if "error" in r.pred]
+    covered = len(rows) - len(refused)
+    lines.append("")
+    lines.append(f"coverage: {covered}/{len(rows)} aggregated rows with a profile and preset predicted "
+                 f"({100 * covered / max(len(rows), 1):.1f}%)")
+    for r in refused[:5]:
+        lines.append(f"  refused {r.id} {r.category} conc {r.conc}: {r.pred['error'][:160]}")
+    reasons: dict = {}
+    for _, why in skipped:
+        reasons[why] = reasons.get(why, 0) + 1
+    lines.append("skipped: " + "; ".join(f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda t: -t[1])))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m membound.serve_validate", description=__doc__.splitlines()[0])
+    ap.add_argument("--csv", help="write one line per row with predictions")
+    ap.add_argument("--all", action="store_true", help="every row, not only canonical & good")
+    a = ap.parse_args(argv)
+    rows, skipped = load_rows(all_rows=a.all)
+    predict(rows)
+    print(report(rows, skipped))
+    if a.csv:
+        import pandas as pd
+        pd.DataFrame([{"id": r.id, "category": r.category, "conc": r.conc, "fitted": r.fitted, "date": r.date,
+                       "tpot_s": r.tpot_s, "ttft_s": r.ttft_s, "tput_per_gpu": r.tput_per_gpu,
+                       **{f"pred_{k}": v for k, v in r.pred.items()}} for r in rows]).to_csv(a.csv, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
