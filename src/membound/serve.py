@@ -222,6 +222,7 @@ class StepModel:
             eff = replace(eff, bandwidth_fraction=served.bandwidth_fraction or eff.bandwidth_fraction,
                           compute_fraction=served.compute_fraction or eff.compute_fraction,
                           per_step_overhead_s=served.per_step_s + allreduce,
+                          per_layer_overhead_s=served.per_layer_s,
                           per_sequence_overhead_s=served.per_sequence_s)
             p = replace(p, eff=eff)
         self.prepared = p
@@ -814,7 +815,10 @@ def _from_trace(sm, sched, p, tr: _Trace, S, T, prompt, output, concurrency, arr
     wts = np.concatenate([w for _, w in tr.itl]) if tr.itl else np.ones(1)
     total_t = float(ends[-1])
     tp = _quantiles(tpot)
-    b_mean = tr.busy / total_t
+    # running batch over the same window (Little: the integral of the batch is the sum of the
+    # requests' decode residences, here clipped to the window)
+    inside_s = np.clip(np.minimum(tr.done, hi) - np.maximum(tr.first, lo), 0.0, None).sum()
+    b_mean = float(inside_s / span) if span > 0 else tr.busy / total_t
     return ServeResult(
         **_common(sm, p, prompt, output, concurrency, arrival_rate, "simulate"),
         ttft=_quantiles(ttft), tpot=tp, itl=_quantiles(durs, wts), e2e=_quantiles(e2e),

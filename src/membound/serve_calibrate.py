@@ -6,6 +6,7 @@ Parameters (physical, one set per engine and software generation):
   bandwidth_fraction  share of peak HBM bandwidth the engine's decode kernels reach
   compute_fraction    share of the dense peak its GEMMs reach (prefill, large batches)
   per_step_s          host and launch time per step (scheduler, sampling, graph replay)
+  per_layer_s         per layer per step (small kernels and launches the graph does not hide)
   per_allreduce_s     an all-reduce kernel's latency beyond the link's, 2 per layer when tp > 1
   per_sequence_s      per running sequence per step (block tables, sampling, detokenisation)
   per_request_s       host time of a request before its first token (HTTP, tokenisation)
@@ -26,11 +27,11 @@ from .calibrate import fit_bounded
 from .runtime import clear_caches, load_runtime, runtimes_dir
 from .serve_validate import FIT_HARDWARE, load_rows, predict
 
-PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_s", "per_allreduce_s", "per_sequence_s",
-          "per_request_s")
-LOW = (0.3, 0.15, 0.0, 0.0, 0.0, 0.0)
-HIGH = (1.0, 1.0, 0.02, 2e-4, 5e-4, 0.3)
-START = (0.8, 0.6, 2e-3, 1e-5, 2e-5, 0.03)
+PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_s", "per_layer_s", "per_allreduce_s",
+          "per_sequence_s", "per_request_s")
+LOW = (0.3, 0.15, 0.0, 0.0, 0.0, 0.0, 0.0)
+HIGH = (1.0, 1.0, 0.02, 2e-4, 2e-4, 5e-4, 0.3)
+START = (0.8, 0.6, 2e-3, 1e-5, 1e-5, 2e-5, 0.03)
 ENGINES = ("vllm", "sglang", "tensorrt-llm")
 
 
