@@ -44,7 +44,7 @@ def test_sweep_writes_csv(tmp_path):
     assert p.returncode == 0, p.stderr
     df = pd.read_csv(out)
     assert len(df) == 1 * 2 * 2 * 2 and set(df.hardware) == {"h100-sxm", "h200"}
-    assert "8/8 points" in p.stderr and "wrote 8 rows" in p.stdout
+    assert "8/8 [" in p.stderr and "wrote 8 rows" in p.stdout
 
 
 def test_models_and_hardware_list_and_show():

@@ -100,42 +100,76 @@ def _names(text: str) -> list[str]:
     return [v.strip() for v in text.split(",") if v.strip()]
 
 
+def _chips_arg(text: str):
+    return "auto" if text == "auto" else _ints(text)
+
+
+_BLANKED = ("decode_tok_s_per_user", "decode_tok_s_total", "ttft_s", "prefill_s", "e2e_s", "tpot_s",
+            "cost_per_million_tokens_usd", "joules_per_token")
+
+
+def progress(total: int, what: str, force: bool = False, quiet: bool = False):
+    """A tqdm bar on stderr: shown on a terminal (or with force), never with quiet."""
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc=what, unit=" points" if what == "sweep" else "", file=sys.stderr,
+                disable=True if quiet else (False if force else None), dynamic_ncols=True)
+
+
+def _sweep_tables(args):
+    """The sweep's tables in order: every grid point with a `reason` ('' where it fits)."""
+    from .sweep import drop_reasons, iter_sweep, sweep
+    kw = dict(batch=args.batch, prompt_tokens=args.prompt, output_tokens=args.output, weight_dtype=args.weights,
+              kv_dtype=args.kv, runtime=args.runtime, include_unfit=True, on_invalid="skip",
+              chunk_size=args.chunk_size, allow_beyond_context=args.allow_beyond_context)
+    if args.chips == "auto":
+        for m in args.models:
+            for hw in args.hardware:
+                yield sweep(m, hw, n_chips="auto", **kw)
+        return
+    stats: dict = {}
+    for df in iter_sweep(args.models, args.hardware, n_chips=args.chips, as_frame=True, _stats=stats, **kw):
+        df["reason"] = drop_reasons(df)
+        df.attrs["skipped"] = stats.get("skipped", [])
+        yield df
+
+
 def _sweep(args) -> int:
     import math
 
     from .errors import InvalidInputError
-    from .sweep import iter_sweep
     if not args.out.endswith((".csv", ".parquet")):
         raise InvalidInputError("--out", args.out, "a file name ending in .csv or .parquet")
     if args.out.endswith(".parquet"):
         _need("pyarrow", "parquet", "writing .parquet")
     grid_points = math.prod(len(v) for v in (args.models, args.hardware, args.batch, args.prompt, args.output,
-                                             args.weights, args.chips or [None]))
-    show = args.progress or (grid_points >= 200_000 and not args.quiet)
-    chunks = iter_sweep(args.models, args.hardware, batch=args.batch, prompt_tokens=args.prompt,
-                        output_tokens=args.output, weight_dtype=args.weights, kv_dtype=args.kv,
-                        n_chips=args.chips, runtime=args.runtime, include_unfit=args.include_unfit,
-                        on_invalid="skip", chunk_size=args.chunk_size, as_frame=True)
-    rows, frames, done = 0, [], 0
-    for i, df in enumerate(chunks):
-        rows += len(df)
-        if args.out.endswith(".csv"):
-            df.to_csv(args.out, mode="w" if i == 0 else "a", header=i == 0, index=False)
-        else:
-            frames.append(df)
-        done = min(grid_points, done + max(len(df), args.chunk_size))
-        if show:
-            bar = "#" * int(30 * done / grid_points)
-            print(f"\rsweep [{bar:<30}] {done:,}/{grid_points:,} points", end="", file=sys.stderr, flush=True)
-    if show:
-        print(file=sys.stderr)
+                                             args.weights, [None] if args.chips == "auto" else args.chips))
+    rows, dropped, frames, skipped = 0, 0, [], {}
+    with progress(grid_points, "sweep", force=args.progress, quiet=args.quiet) as bar:
+        for i, df in enumerate(_sweep_tables(args)):
+            unfit = df["reason"] != ""
+            if not args.include_unfit:
+                df.loc[unfit, [c for c in _BLANKED if c in df]] = math.nan
+            rows, dropped = rows + len(df), dropped + int(unfit.sum())
+            skipped.update(dict(df.attrs.get("skipped", [])))
+            if args.out.endswith(".csv"):
+                df.to_csv(args.out, mode="w" if i == 0 else "a", header=i == 0, index=False)
+            else:
+                frames.append(df)
+            bar.update(len(df))
     if args.out.endswith(".parquet"):
         import pandas as pd
         (pd.concat(frames) if frames else pd.DataFrame()).to_parquet(args.out, index=False)
     elif rows == 0:
         open(args.out, "w").close()
-    summary = {"grid_points": grid_points, "rows": rows, "out": args.out}
-    print(_dump(summary) if args.json else f"wrote {rows:,} rows ({grid_points:,} grid points) to {args.out}")
+    summary = {"grid_points": grid_points, "rows": rows, "dropped": dropped, "out": args.out,
+               "skipped": [{"what": k, "reason": v} for k, v in skipped.items()]}
+    if args.json:
+        print(_dump(summary))
+    else:
+        print(f"wrote {rows:,} rows ({grid_points:,} grid points) to {args.out}"
+              + (f"; {dropped:,} do not fit (their figures are blank, see the reason column)" if dropped else ""))
+        for what, why in skipped.items():
+            print(f"skipped {what}: {why}")
     return 0
 
 
@@ -257,11 +291,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--output", type=_ints, default=[defaults.OUTPUT_TOKENS], help="comma-separated output lengths")
     s.add_argument("--weights", type=_names, default=[defaults.WEIGHT_DTYPE], help="comma-separated weight dtypes")
     s.add_argument("--kv", default=None, help="KV-cache dtype (default: the weights' or bf16)")
-    s.add_argument("--chips", type=_ints, default=None, help="comma-separated chip counts")
+    s.add_argument("--chips", type=_chips_arg, default="auto",
+                   help="comma-separated chip counts, or auto: the fewest chips that hold each point")
     s.add_argument("--runtime", default=None, help="ideal, device (default), llama.cpp, vllm, tensorrt-llm, sglang")
-    s.add_argument("--include-unfit", action="store_true", help="keep points that do not fit in memory")
+    s.add_argument("--include-unfit", action="store_true",
+                   help="keep the figures of points that do not fit in memory (their reason says so)")
+    s.add_argument("--allow-beyond-context", action="store_true",
+                   help="sweep prompt + output past a model's context window")
     s.add_argument("--chunk-size", type=int, default=1 << 16, help="rows evaluated and written at a time")
-    s.add_argument("--progress", action="store_true", help="always show progress (default: grids >= 200k points)")
+    s.add_argument("--progress", action="store_true", help="show progress even when stderr is not a terminal")
     s.add_argument("--quiet", action="store_true", help="never show progress")
     s.add_argument("-o", "--out", required=True, help="output file: .csv or .parquet (needs pyarrow)")
     s.add_argument("--json", action="store_true")

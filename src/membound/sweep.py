@@ -33,7 +33,7 @@ from pydantic import BaseModel
 from . import defaults
 from .core import BOUNDS
 from .errors import InvalidInputError, MemboundError
-from .estimate import Prepared, check_int, prepare
+from .estimate import Prepared, check_context, check_int, prepare
 from .hardware import load_hardware
 from .model import load_model
 from .parallel import Parallel
@@ -151,7 +151,8 @@ def _prepared(models, hardware, runtimes, speculative, chips, parallels, dtypes,
         try:
             p = prepare(m, hw, batch=first[0], prompt_tokens=first[1], output_tokens=first[2],
                         weight_dtype=wd, kv_dtype=kd, activation_dtype=ad, n_chips=n_chips,
-                        parallel=par, speculative=sp, runtime=rt, price_usd_per_hour=p_hw)
+                        parallel=par, speculative=sp, runtime=rt, price_usd_per_hour=p_hw,
+                        allow_beyond_context=True)     # _plan checked the grid's longest context
         except MemboundError as e:
             if on_invalid == "raise" or not isinstance(e, InvalidInputError):
                 raise
@@ -165,8 +166,21 @@ def _prepared(models, hardware, runtimes, speculative, chips, parallels, dtypes,
         yield p, labels, sp
 
 
+def _within_context(m, S, T, on_invalid: str, skipped: list) -> bool:
+    """The grid's longest prompt + output within the model's window (else raise, or skip it)."""
+    try:
+        check_context(m, S.max(), T.max())
+    except InvalidInputError as e:
+        if on_invalid == "raise":
+            raise
+        skipped.append((m.name, str(e)))
+        return False
+    return True
+
+
 def _plan(model, hardware, *, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype, activation_dtype,
-          n_chips, parallel, runtime, speculative, price_usd_per_hour, include_unfit, on_invalid) -> _Plan:
+          n_chips, parallel, runtime, speculative, price_usd_per_hour, include_unfit, on_invalid,
+          allow_beyond_context=False) -> _Plan:
     """Check every argument and prepare every group (errors surface here, before any evaluation)."""
     if on_invalid not in ("raise", "skip"):
         raise InvalidInputError("on_invalid", on_invalid, "'raise' or 'skip'")
@@ -174,6 +188,9 @@ def _plan(model, hardware, *, batch, prompt_tokens, output_tokens, weight_dtype,
     S = _int_axis("prompt_tokens", prompt_tokens, 0)
     T = _int_axis("output_tokens", output_tokens, 1)
     models = [load_model(m) for m in _as_list("model", model)]
+    skipped: list = []
+    if not allow_beyond_context:
+        models = [m for m in models if _within_context(m, S, T, on_invalid, skipped)]
     devices = [load_hardware(h) for h in _as_list("hardware", hardware)]
     chips = [None if n is None else check_int("n_chips", n, 1) for n in _as_list("n_chips", n_chips)]
     parallels = _as_list("parallel", parallel)
@@ -186,7 +203,6 @@ def _plan(model, hardware, *, batch, prompt_tokens, output_tokens, weight_dtype,
         price = {load_hardware(k).name: v for k, v in price_usd_per_hour.items()}
     else:
         price = price_usd_per_hour
-    skipped: list = []
     first = (int(B[0]), int(S[0]), int(T[0]))
     found = list(_prepared(models, devices, _as_list("runtime", runtime), _as_list("speculative", speculative),
                            chips, parallels, dtypes, price, first, on_invalid, skipped))
@@ -398,7 +414,8 @@ def iter_sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.
                output_tokens=defaults.OUTPUT_TOKENS, weight_dtype=defaults.WEIGHT_DTYPE,
                kv_dtype=None, activation_dtype=None, n_chips=None, parallel=None, runtime=None,
                speculative=None, price_usd_per_hour=None, chunk_size: int = DEFAULT_CHUNK,
-               include_unfit: bool = False, on_invalid: str = "raise", as_frame=None, _stats=None):
+               include_unfit: bool = False, on_invalid: str = "raise", as_frame=None,
+               allow_beyond_context: bool = False, _stats=None):
     """Yield the sweep's table in chunks of at most `chunk_size` rows (see `sweep`); stream them to
     disk or reduce them as they come: memory stays at one chunk. Each chunk is freshly allocated
     (safe to keep). `_stats` (a dict) receives dropped/skipped counts."""
@@ -407,7 +424,8 @@ def iter_sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.
     plan = _plan(model, hardware, batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
                  weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype,
                  n_chips=n_chips, parallel=parallel, runtime=runtime, speculative=speculative,
-                 price_usd_per_hour=price_usd_per_hour, include_unfit=include_unfit, on_invalid=on_invalid)
+                 price_usd_per_hour=price_usd_per_hour, include_unfit=include_unfit, on_invalid=on_invalid,
+                 allow_beyond_context=allow_beyond_context)
     stats = _stats if _stats is not None else {}
     stats["dropped_unfit"] = 0
     stats["skipped"] = list(plan.skipped)
@@ -422,11 +440,15 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
           kv_dtype=None, activation_dtype=None, n_chips=None, parallel=None, runtime=None,
           speculative=None, price_usd_per_hour=None, chunk_size: int = DEFAULT_CHUNK,
           include_unfit: bool = False, on_invalid: str = "raise", reduce=None, as_frame=None,
-          engine: str = "numpy"):
+          engine: str = "numpy", allow_beyond_context: bool = False):
     """Evaluate every point of a grid; one row per point with `estimate()`'s figures.
 
     Each argument takes a scalar or a list; the grid is their cartesian product. n_chips=None
-    means each `parallel` layout's chip count (1 chip when parallel is None too).
+    means each `parallel` layout's chip count (1 chip when parallel is None too); n_chips="auto"
+    puts each point on the fewest chips that hold it (as `compare` does: `min_chips`,
+    `layout_for`), with a `reason` column for points no count holds.
+    A model whose window (`max_context`) is shorter than the grid's longest prompt + output
+    raises (on_invalid="skip": is skipped) unless allow_beyond_context=True.
     price_usd_per_hour: None (the profiles' prices), a number, or {device name: price}.
     include_unfit: keep points whose memory does not fit (memory_fits False) instead of dropping
     them; the number dropped is in `table.attrs["dropped_unfit"]`.
@@ -445,7 +467,9 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
     kw = dict(batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens, weight_dtype=weight_dtype,
               kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips, parallel=parallel,
               runtime=runtime, speculative=speculative, price_usd_per_hour=price_usd_per_hour,
-              include_unfit=include_unfit, on_invalid=on_invalid)
+              include_unfit=include_unfit, on_invalid=on_invalid, allow_beyond_context=allow_beyond_context)
+    if isinstance(n_chips, str) and n_chips == "auto":
+        return _fewest_chips(model, hardware, kw, check_int("chunk_size", chunk_size, 1))
     if engine not in ("numpy", "dask"):
         raise InvalidInputError("engine", engine, "'numpy' or 'dask'")
     chunk_size = check_int("chunk_size", chunk_size, 1)
@@ -474,3 +498,70 @@ def pareto_front(x, y) -> np.ndarray:
     ys = y[order]
     before = np.concatenate(([-np.inf], np.maximum.accumulate(ys)[:-1]))
     return order[ys > before][::-1]
+
+
+# ---- the fewest chips per point, and why a point was dropped ------------------------------------
+def drop_reasons(table) -> np.ndarray:
+    """Per row: "" where the point fits in memory, else why not (GB per chip needed and held)."""
+    need = sum(np.asarray(table[c], dtype=float) for c, _ in _MEMORY if c != "memory_capacity_bytes")
+    cap = np.asarray(table["memory_capacity_bytes"], dtype=float)
+    fits = np.asarray(table["memory_fits"], dtype=bool)
+    chips = np.asarray(table["n_chips"])
+    return np.array(["" if ok else f"does not fit: {n / 1e9:.3g} GB per chip > {c / 1e9:.3g} GB on {k} chips"
+                     for ok, n, c, k in zip(fits, need, cap, chips)], dtype=object)
+
+
+def chip_counts(m, hw, B, S, T, weight_dtype, kv_dtype, runtime) -> list[int]:
+    """Every chip count `layout_for` accepts from the fewest that hold the grid's smallest point
+    to the fewest that hold its largest (one count, 1, when even the smallest never fits)."""
+    from .capacity import layout_for, min_chips
+    from .errors import DoesNotFitError
+    kw = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype, runtime=runtime)
+    try:
+        lo = min_chips(m, hw, batch=int(B.min()), context_tokens=max(1, int(S.min() + T.min())), **kw)
+    except DoesNotFitError:
+        return [1]
+    try:
+        hi = min_chips(m, hw, batch=int(B.max()), context_tokens=int(S.max() + T.max()), **kw)
+    except DoesNotFitError:
+        hi = min(100_000, max(lo, 64 * lo))
+    return [n for n in range(lo, hi + 1) if layout_for(m, hw, n) is not None]
+
+
+def _fewest_chips(model, hardware, kw: dict, chunk_size: int):
+    """sweep(n_chips="auto"): for each (model, device, weight dtype) the grid on every candidate chip
+    count, then per point the fewest that fits (else the largest tried), with `reason`."""
+    import pandas as pd
+    from .capacity import layout_for
+    B = _int_axis("batch", kw["batch"], 1)
+    S = _int_axis("prompt_tokens", kw["prompt_tokens"], 0)
+    T = _int_axis("output_tokens", kw["output_tokens"], 1)
+    if kw["parallel"] is not None:
+        raise InvalidInputError("parallel", kw["parallel"], "None with n_chips='auto' (layouts are chosen per count)")
+    frames, skipped = [], []
+    kv0 = _as_list("kv_dtype", kw["kv_dtype"])[0]
+    runtime0 = _as_list("runtime", kw["runtime"])[0]
+    for m, hw, wd in itertools.product([load_model(x) for x in _as_list("model", model)],
+                                       [load_hardware(x) for x in _as_list("hardware", hardware)],
+                                       _as_list("weight_dtype", kw["weight_dtype"])):
+        parts = []
+        for n in chip_counts(m, hw, B, S, T, wd, kv0, runtime0):
+            part = sweep(m, hw, **{**kw, "weight_dtype": wd, "n_chips": n, "parallel": layout_for(m, hw, n),
+                                   "include_unfit": True}, chunk_size=chunk_size)
+            skipped += part.attrs["skipped"]
+            if len(part):
+                parts.append(part.reset_index(drop=True))
+        if not parts or any(len(p) != len(parts[0]) for p in parts):
+            continue
+        fits = np.stack([p["memory_fits"].to_numpy(bool) for p in parts])
+        pick = np.where(fits.any(axis=0), fits.argmax(axis=0), len(parts) - 1)
+        stacked = pd.concat(parts, ignore_index=True)
+        frames.append(stacked.iloc[pick * len(parts[0]) + np.arange(len(parts[0]))])
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if len(table):
+        table["reason"] = drop_reasons(table)
+        if not kw["include_unfit"]:
+            table = table[table["memory_fits"]].reset_index(drop=True)
+    table.attrs["skipped"] = skipped
+    table.attrs["dropped_unfit"] = 0 if kw["include_unfit"] else int(sum(len(f) for f in frames) - len(table))
+    return table
