@@ -237,7 +237,7 @@ class StepModel:
         over = np.broadcast_to(np.asarray(r0["overhead_s"], float), grid.shape)
         self.per_seq = float((over[-1] - over[0]) / (grid[-1] - grid[0])) if grid.size > 1 else 0.0
         self.per_step = float(over[0] - self.per_seq)
-        self.floor = float(r0["latency_s"])
+        self.floor = float(np.asarray(r0["latency_s"], float).ravel()[0])
         self.phi = float(np.asarray(r0["compute_s"], float)[0])      # decode GEMMs, s per token
         ref = 4096.0
         r1 = p.evaluate(batch=1.0, prompt=ref, output=1.0)
