@@ -65,6 +65,7 @@ def test_compare_default_is_the_seed_comparison_and_equals_estimate(client):
     gpu = mb.estimate("llama-3.1-70b", "h100-sxm", n_chips=8, parallel=mb.Parallel(tp=8), **kw)
     assert rows["h100-sxm"]["decode_tok_s_per_user"] == gpu.decode_tok_s_per_user
     assert rows["h100-sxm"]["cost_per_million_tokens_usd"] == gpu.cost_per_million_tokens_usd
+    assert wafer["speedup_vs_first"] == want.decode_tok_s_per_user / gpu.decode_tok_s_per_user
     # 8 GPUs split 141 GB of weights: 17.6 GB each, about one fifth of an 85.5 GB H100
     assert rows["h100-sxm"]["memory_used_bytes"] == pytest.approx(141.1e9 / 8, rel=0.03)
 

@@ -237,6 +237,8 @@ def compare(body: dict) -> dict[str, Any]:
         dropped += [{"index": i, "device": d, "error": " ".join(why.split())} for d, why in res.dropped]
     if not rows:
         raise BadRequest(dropped[0]["error"], "devices", dropped[0]["index"])
+    for row in rows:    # per-user speed against the first device's (the page's "x first" column)
+        row["speedup_vs_first"] = row["decode_tok_s_per_user"] / rows[0]["decode_tok_s_per_user"]
     return {"model": model.name, "workload": w.kwargs(), "rows": rows, "dropped": dropped}
 
 
