@@ -28,5 +28,36 @@ from .product import VoiceTurn, agent_loop_s, reasoning_time_s, thinking_tokens,
 
 from .reference import load_reference, reference_dir
 from .validate import validation_report
+from .explore import explore   # ipywidgets is imported only when the explorer is built
+from . import defaults
 
 __version__ = "0.1.0"
+
+__all__ = [
+    # predict
+    "estimate", "compare", "bandwidth_ceiling", "sweep", "iter_sweep", "pareto_front", "plan", "serve", "explore",
+    # results
+    "Result", "Memory", "CompareResult", "PlanResult", "ServeResult", "BatchCurve", "BusFare", "FastMode",
+    "LeverReport", "QuantSpeedup", "VoiceTurn",
+    # inputs
+    "Model", "Hardware", "Runtime", "DType", "Parallel", "Quantization", "SpeculativeDecoding", "Workload", "SLO",
+    "Scheduler", "Fixed", "Uniform", "Samples",
+    # catalogues and names
+    "load_model", "list_models", "load_hardware", "list_hardware", "add_hardware_dir", "load_runtime",
+    "list_runtimes", "get_dtype", "list_dtypes", "register_dtype", "resolve_name", "suggest_names",
+    # chips and layouts
+    "min_chips", "layout_for",
+    # levers and batching
+    "batch_curve", "bus_fare", "fast_mode", "max_batch", "ridge_batch", "explain_levers", "quantization_speedup",
+    "speculative_speedup", "best_gamma", "expected_tokens_per_round", "head_cost", "head_param_count",
+    "predicted_speedup",
+    # products
+    "agent_loop_s", "reasoning_time_s", "thinking_tokens", "voice_turn",
+    # reference data
+    "load_reference", "reference_dir", "validation_report",
+    # errors
+    "MemboundError", "InvalidInputError", "UnknownNameError", "ProfileError", "DoesNotFitError",
+    # modules
+    "plots", "defaults",
+    "__version__",
+]

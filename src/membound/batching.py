@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .result import equal_values
 from .core import BOUNDS
 from .errors import DoesNotFitError, InvalidInputError
 from .estimate import prepare
@@ -75,6 +76,16 @@ class BatchCurve:
                          f"{cost:>9}  {self.bound[i]}{fit}")
         lines.append(f"ridge batch (compute-bound from): {self.ridge_batch}; largest batch that fits: {self.max_batch}")
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        import html
+        return (self.to_pandas().to_html(index=False, float_format=lambda x: f"{x:,.4g}")
+                + f"<p>{html.escape(self.__str__().splitlines()[-1])}</p>")
+
+    def __eq__(self, other) -> bool:
+        return equal_values(self, other)
+
+    __hash__ = None
 
 
 def batch_curve(model, hardware, batches=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), **estimate_kwargs) -> BatchCurve:
@@ -183,6 +194,16 @@ class BusFare:
         """How many times faster one user's stream is at `batch` than on the full bus."""
         return self.per_user_tok_s / self.full_per_user_tok_s
 
+    def __str__(self) -> str:
+        return (f"batch {self.batch}: ${self.cost_per_million_usd:,.3g} per million tokens at "
+                f"{self.per_user_tok_s:,.1f} tok/s per user; a full bus of {self.full_batch}: "
+                f"${self.full_cost_per_million_usd:,.3g} at {self.full_per_user_tok_s:,.1f} tok/s "
+                f"({self.price_ratio:.3g}x the price, {self.speedup:.3g}x the speed)")
+
+    def _repr_html_(self) -> str:
+        from .display import pre_html
+        return pre_html(str(self))
+
 
 def bus_fare(model, hardware, batch: int = 1, full_batch: int | None = None, **estimate_kwargs) -> BusFare:
     """Price per token (and per-user speed) at `batch` against a full bus (default: the largest
@@ -221,6 +242,10 @@ class FastMode:
         return (f"fast lane batch {self.fast_batch} vs standard batch {self.slow_batch}: "
                 f"{self.speedup:.2f}x the per-user speed for {self.price_ratio:.2f}x the price per token "
                 f"(target {self.target_speedup:g}x for {self.target_price_ratio:g}x; miss {self.error:.1%})")
+
+    def _repr_html_(self) -> str:
+        from .display import pre_html
+        return pre_html(str(self))
 
 
 def fast_mode(model, hardware, speedup: float = 2.5, price_ratio: float = 6.0, batches=None,

@@ -54,6 +54,11 @@ def result_rows(r) -> list[tuple[str, str]]:
     return rows
 
 
+def pre_html(text: str) -> str:
+    """A monospaced text table for Jupyter (the same text `str()` gives)."""
+    return f"<pre>{html.escape(text)}</pre>"
+
+
 def text_table(rows) -> str:
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

@@ -23,6 +23,7 @@ import numpy as np
 from .batching import _batches
 from .errors import InvalidInputError
 from .estimate import estimate, prepare
+from .result import equal_values
 from .quantization import Quantization
 from .speculative import SpeculativeDecoding
 
@@ -68,6 +69,10 @@ class LeverReport:
             lines.append(f"{s.setting[:30]:<31}{s.per_user_tok_s:>11.1f}{s.total_tok_s:>13.0f}{tail}{fit}")
         lines.append(f"all levers: {self.speedup_total:.2f}x aggregate, {self.speedup_per_user:.2f}x per user")
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        from .display import pre_html
+        return pre_html(str(self))
 
 
 def explain_levers(model, hardware, *, batch: int = 16, weight_dtype: str = "int4", kv_dtype: str = "fp8",
@@ -131,6 +136,15 @@ class QuantSpeedup:
         for i, b in enumerate(self.batch):
             lines.append(f"{int(b):>6} " + " ".join(f"{self.speedup[n][i]:>10.2f}" for n in names))
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        from .display import pre_html
+        return pre_html(str(self))
+
+    def __eq__(self, other) -> bool:
+        return equal_values(self, other)
+
+    __hash__ = None
 
 
 def quantization_speedup(model, hardware, weight_dtypes=("int4", "fp8"), batches=(1, 4, 16, 64, 256),

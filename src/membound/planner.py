@@ -39,6 +39,7 @@ import numpy as np
 
 from . import defaults
 from .errors import InvalidInputError
+from .result import equal_values
 from .hardware import load_hardware
 from .model import load_model
 from .sweep import pareto_front, sweep
@@ -142,12 +143,26 @@ class PlanResult:
         return self.ranked.iloc[0] if self.feasible else None
 
     def __str__(self) -> str:
-        cols = ["hardware", "n_chips", "parallel", "batch", "weight_dtype", "kv_dtype", "replicas", "total_chips",
-                "utilisation", "ttft_p90_s", "tok_s_per_user", "cost_per_million_tokens_usd", "power_kw"]
+        cols = list(self._COLUMNS)
         head = self.explanation
         if not self.feasible:
             return head
         return head + "\n" + self.ranked[cols].head(10).to_string(index=False, float_format=lambda x: f"{x:.3g}")
+
+    _COLUMNS = ("hardware", "n_chips", "parallel", "batch", "weight_dtype", "kv_dtype", "replicas", "total_chips",
+                "utilisation", "ttft_p90_s", "tok_s_per_user", "cost_per_million_tokens_usd", "power_kw")
+
+    def _repr_html_(self) -> str:
+        import html
+        head = f"<p>{html.escape(self.explanation)}</p>"
+        if not self.feasible:
+            return head
+        return head + self.ranked[list(self._COLUMNS)].head(10).to_html(index=False, float_format=lambda x: f"{x:.3g}")
+
+    def __eq__(self, other) -> bool:
+        return equal_values(self, other)
+
+    __hash__ = None
 
 
 def _erlang_c(c: np.ndarray, a: np.ndarray) -> np.ndarray:

@@ -85,6 +85,15 @@ class VoiceTurn:
     def ok(self) -> bool:
         return self.margin_s >= 0
 
+    def __str__(self) -> str:
+        return (f"voice turn: TTFT {self.ttft_s * 1e3:,.0f} ms + other {self.other_s * 1e3:,.0f} ms = "
+                f"{self.latency_s * 1e3:,.0f} ms against a {self.gap_s * 1e3:,.0f} ms gap: "
+                + (f"{self.margin_s * 1e3:,.0f} ms to spare" if self.ok else f"{-self.margin_s * 1e3:,.0f} ms too slow"))
+
+    def _repr_html_(self) -> str:
+        from .display import pre_html
+        return pre_html(str(self))
+
 
 def voice_turn(ttft_s, *, other_s: float = 0.0, gap_s: float = VOICE_GAP_S) -> VoiceTurn:
     """Check a voice turn: ttft (seconds, or a Result) plus the rest of the pipeline against the gap."""

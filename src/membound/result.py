@@ -4,6 +4,25 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 
+def equal_values(a, b) -> bool:
+    """Equality that never raises: numpy arrays and pandas tables compare whole (shape, values,
+    NaN equal to NaN), dicts and tuples element by element, dataclasses field by field."""
+    import numpy as np
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if hasattr(a, "equals") and hasattr(a, "to_numpy"):                  # pandas DataFrame / Series
+        return bool(a.equals(b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(equal_values(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(equal_values(x, y) for x, y in zip(a, b))
+    if hasattr(a, "__dataclass_fields__"):
+        return all(equal_values(getattr(a, f), getattr(b, f)) for f in a.__dataclass_fields__)
+    return bool(a == b)
+
+
 @dataclass(frozen=True)
 class TierUse:
     """Bytes of weights and KV cache placed in one memory tier of one chip."""

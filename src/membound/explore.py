@@ -1,0 +1,112 @@
+"""`explore()`: an interactive explorer for notebooks (ipywidgets and matplotlib: the `notebook`
+extra, imported when the explorer is built).
+
+    import membound as mb
+    mb.explore("llama-3.1-70b", "h100-sxm")      # in Jupyter: controls, a live table and a plot
+
+Controls: model, device, chips (0 = the fewest that hold it, as `compare` does), weight and
+KV dtypes, batch, prompt and output tokens. Every change re-runs `compare()` for the one device
+(the table is its `Result`) and redraws the interactivity curve (`plots.interactivity`) with the
+current batch marked. A bad combination shows the library's one-line error in place of the table.
+"""
+from __future__ import annotations
+
+import html
+import io
+
+from . import defaults
+from .compare import compare
+from .errors import MemboundError
+from .hardware import list_hardware
+from .model import list_models
+from .result import Result
+
+WEIGHT_DTYPES = ("bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4", "q8_0", "q4_k_m")
+KV_DTYPES = ("bf16", "fp8")
+BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+class Explorer:
+    """The widgets of `explore()`. Controls: `model`, `hardware`, `chips`, `weights`, `kv`, `batch`,
+    `prompt`, `output`; outputs: `table` (HTML), `plot` (a PNG image), `error` (HTML, empty when
+    the configuration runs) and `result` (the current `Result`, None on an error). `widget` is the
+    whole box; an Explorer displays as it."""
+
+    def __init__(self, model: str, hardware: str, *, n_chips: int = 0, weight_dtype: str = defaults.WEIGHT_DTYPE,
+                 kv_dtype: str = "bf16", batch: int = defaults.BATCH, prompt_tokens: int = defaults.PROMPT_TOKENS,
+                 output_tokens: int = defaults.OUTPUT_TOKENS):
+        import ipywidgets as w
+        from .hardware import load_hardware
+        from .model import load_model
+        model, hardware = load_model(model).name, load_hardware(hardware).name   # names checked up front
+        self.model = w.Dropdown(options=list_models(), value=model, description="model")
+        self.hardware = w.Dropdown(options=list_hardware(), value=hardware, description="device")
+        self.chips = w.BoundedIntText(value=n_chips, min=0, max=100_000, description="chips (0=auto)")
+        self.weights = w.Dropdown(options=_with(WEIGHT_DTYPES, weight_dtype), value=weight_dtype, description="weights")
+        self.kv = w.Dropdown(options=_with(KV_DTYPES, kv_dtype), value=kv_dtype, description="KV cache")
+        self.batch = w.SelectionSlider(options=_with(BATCHES, batch, sort=True), value=batch, description="batch")
+        self.prompt = w.BoundedIntText(value=prompt_tokens, min=0, max=10_000_000, description="prompt")
+        self.output = w.BoundedIntText(value=output_tokens, min=1, max=10_000_000, description="output")
+        self.table = w.HTML()
+        self.error = w.HTML()
+        self.plot = w.Image(format="png")
+        self.result: Result | None = None
+        controls = [self.model, self.hardware, self.chips, self.weights, self.kv, self.batch, self.prompt, self.output]
+        for c in controls:
+            c.observe(lambda _change: self.update(), names="value")
+        self.widget = w.VBox([w.HBox([w.VBox(controls), w.VBox([self.error, self.table])]), self.plot])
+        self.update()
+
+    def update(self) -> None:
+        """Recompute the table and the plot from the controls (called on every change)."""
+        try:
+            res = compare(self.model.value, [f"{self.hardware.value}:{self.chips.value}" if self.chips.value
+                                             else self.hardware.value],
+                          batch=self.batch.value, prompt_tokens=self.prompt.value, output_tokens=self.output.value,
+                          weight_dtype=self.weights.value, kv_dtype=self.kv.value)
+            if not res.results:
+                raise MemboundError(res.dropped[0][1])
+        except MemboundError as err:
+            self.result = None
+            self.error.value = f"<p style='color:#b00'>{html.escape(str(err))}</p>"
+            self.table.value = ""
+            return
+        self.result = res.results[0]
+        self.error.value = ""
+        self.table.value = self.result._repr_html_()
+        self.plot.value = self._png()
+
+    def _png(self) -> bytes:
+        from matplotlib.figure import Figure
+        from . import plots
+        r = self.result
+        fig = Figure(figsize=(7, 4))
+        ax = fig.add_subplot()
+        plots.interactivity(r.model, [r.hardware], BATCHES, context_tokens=r.prompt_tokens + r.output_tokens,
+                            weight_dtype=r.weight_dtype, kv_dtype=r.kv_dtype, n_chips=r.n_chips, ax=ax)
+        ax.plot([r.decode_tok_s_per_user], [r.decode_tok_s_total / r.n_chips], "*", ms=14, color="k",
+                label=f"batch {r.batch} (here)")
+        ax.legend(fontsize=8)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+        return buf.getvalue()
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+def _with(options, value, sort=False):
+    out = list(options) if value in options else [*options, value]
+    return sorted(out) if sort else out
+
+
+def explore(model: str = "llama-3.1-8b", hardware: str = "h100-sxm", **settings) -> Explorer:
+    """An interactive explorer (see the module): `settings` are Explorer's starting values
+    (n_chips, weight_dtype, kv_dtype, batch, prompt_tokens, output_tokens)."""
+    try:
+        import ipywidgets  # noqa: F401
+        import matplotlib  # noqa: F401
+    except ImportError as err:
+        raise ImportError(f"explore() needs ipywidgets and matplotlib: pip install 'membound[notebook]' ({err})") \
+            from None
+    return Explorer(model, hardware, **settings)

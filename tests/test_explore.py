@@ -1,0 +1,42 @@
+"""mb.explore(), headless: drive the widgets' values and check the table, the plot and the errors."""
+import pytest
+
+import membound as mb
+
+pytest.importorskip("ipywidgets")
+pytest.importorskip("matplotlib")
+
+
+def test_explorer_follows_its_controls():
+    e = mb.explore("llama-3.1-70b", "h100-sxm", prompt_tokens=2048, output_tokens=256)
+    # 141.1 GB of bf16 weights: 2 H100s (85.5 GB each) at batch 1
+    assert e.result.n_chips == 2 and e.error.value == ""
+    assert "decode per user" in e.table.value and e.plot.value[:4] == b"\x89PNG"
+    e.weights.value = "fp8"            # 70.55 GB of fp8 weights fit one H100
+    assert e.result.weight_dtype == "fp8" and e.result.n_chips == 1
+    before = e.result.decode_tok_s_total
+    e.batch.value = 8
+    assert e.result.batch == 8 and e.result.decode_tok_s_total > before
+    e.hardware.value = "h200"
+    assert e.result.hardware == "h200" and "h200" in e.table.value
+    e.chips.value = 2
+    assert e.result.n_chips == 2
+    e.output.value = 100
+    assert e.result.output_tokens == 100
+
+
+def test_explorer_shows_errors_in_place_of_the_table():
+    e = mb.explore("llama-2-7b", "h100-sxm", prompt_tokens=1024)
+    e.prompt.value = 8000              # llama-2-7b's window is 4,096 tokens
+    assert e.result is None and e.table.value == ""
+    assert "context window of 4,096 tokens" in e.error.value
+    e.prompt.value = 1024
+    assert e.error.value == "" and e.result.prompt_tokens == 1024
+    e.model.value = "llama-3.1-405b"   # 810 GB of bf16 weights on the chip count asked
+    e.chips.value = 1
+    assert e.result is None and "does not fit" in e.error.value
+
+
+def test_explorer_refuses_unknown_names_up_front():
+    with pytest.raises(mb.UnknownNameError):
+        mb.explore("no-such-model", "h100-sxm")

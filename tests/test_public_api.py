@@ -1,0 +1,87 @@
+"""The public surface (__all__, pinned), Jupyter reprs of every result type, equality that never raises."""
+import types
+
+import numpy as np
+import pytest
+
+import membound as mb
+
+PUBLIC = {
+    "estimate", "compare", "bandwidth_ceiling", "sweep", "iter_sweep", "pareto_front", "plan", "serve", "explore",
+    "Result", "Memory", "CompareResult", "PlanResult", "ServeResult", "BatchCurve", "BusFare", "FastMode",
+    "LeverReport", "QuantSpeedup", "VoiceTurn",
+    "Model", "Hardware", "Runtime", "DType", "Parallel", "Quantization", "SpeculativeDecoding", "Workload", "SLO",
+    "Scheduler", "Fixed", "Uniform", "Samples",
+    "load_model", "list_models", "load_hardware", "list_hardware", "add_hardware_dir", "load_runtime",
+    "list_runtimes", "get_dtype", "list_dtypes", "register_dtype", "resolve_name", "suggest_names",
+    "min_chips", "layout_for",
+    "batch_curve", "bus_fare", "fast_mode", "max_batch", "ridge_batch", "explain_levers", "quantization_speedup",
+    "speculative_speedup", "best_gamma", "expected_tokens_per_round", "head_cost", "head_param_count",
+    "predicted_speedup",
+    "agent_loop_s", "reasoning_time_s", "thinking_tokens", "voice_turn",
+    "load_reference", "reference_dir", "validation_report",
+    "MemboundError", "InvalidInputError", "UnknownNameError", "ProfileError", "DoesNotFitError",
+    "plots", "defaults", "__version__",
+}
+
+
+def test_all_is_the_pinned_public_surface():
+    assert set(mb.__all__) == PUBLIC and len(mb.__all__) == len(PUBLIC)
+    for name in mb.__all__:
+        assert hasattr(mb, name), name
+    # nothing public outside __all__ but submodules
+    extra = {k for k, v in vars(mb).items() if not k.startswith("_") and not isinstance(v, types.ModuleType)}
+    assert extra <= PUBLIC, extra - PUBLIC
+
+
+def _results():
+    kw = dict(prompt_tokens=512, output_tokens=64)
+    return {
+        "Result": mb.estimate("llama-3.1-8b", "h100-sxm", **kw),
+        "CompareResult": mb.compare("llama-3.1-8b", ["h100-sxm", "h200"], **kw),
+        "BatchCurve": mb.batch_curve("llama-3.1-8b", "h100-sxm", batches=(1, 8, 64), **kw),
+        "BusFare": mb.bus_fare("llama-3.1-8b", "h100-sxm", batch=1, full_batch=64, **kw),
+        "FastMode": mb.fast_mode("llama-3.1-8b", "h100-sxm", batches=range(1, 65), **kw),
+        "LeverReport": mb.explain_levers("llama-3.1-8b", "h100-sxm", batch=16, weight_dtype="int4", **kw),
+        "QuantSpeedup": mb.quantization_speedup("llama-3.1-8b", "h100-sxm", batches=(1, 16)),
+        "VoiceTurn": mb.voice_turn(0.3, other_s=0.2),
+        "PlanResult": mb.plan("llama-3.1-8b", mb.Workload(concurrent_users=50, prompt_tokens=512, output_tokens=64),
+                              mb.SLO(ttft_p90_s=2.0), hardware=["h100-sxm"], batches=(1, 8, 64)),
+    }
+
+
+@pytest.fixture(scope="module")
+def results():
+    return _results()
+
+
+@pytest.mark.parametrize("name", ["Result", "CompareResult", "BatchCurve", "BusFare", "FastMode", "LeverReport",
+                                  "QuantSpeedup", "VoiceTurn", "PlanResult"])
+def test_every_result_renders_as_text_and_html(results, name):
+    r = results[name]
+    assert type(r).__name__ == name
+    text, page = str(r), r._repr_html_()
+    assert text and not text.startswith("<") and not text.startswith(name + "(")
+    assert page.startswith("<") and "</" in page
+
+
+@pytest.mark.parametrize("name", ["Result", "CompareResult", "BatchCurve", "BusFare", "FastMode", "LeverReport",
+                                  "QuantSpeedup", "VoiceTurn", "PlanResult"])
+def test_equality_never_raises(results, name):
+    r = results[name]
+    again = _results()[name] if name in ("BatchCurve", "PlanResult", "QuantSpeedup") else r
+    assert r == again and not (r != again)
+    assert (r == 42) is False
+
+
+def test_batch_curve_equality_sees_a_changed_array(results):
+    from dataclasses import replace
+    c = results["BatchCurve"]
+    other = replace(c, total_tok_s=c.total_tok_s * np.array([1.0, 1.0, 1.001]))
+    assert c != other
+
+
+def test_voice_turn_text_by_hand():
+    # 300 ms + 200 ms = 500 ms against the 250 ms gap given: 250 ms too slow
+    assert str(mb.voice_turn(0.3, other_s=0.2, gap_s=0.25)) == \
+        "voice turn: TTFT 300 ms + other 200 ms = 500 ms against a 250 ms gap: 250 ms too slow"
