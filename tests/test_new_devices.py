@@ -1,0 +1,59 @@
+"""Devices users deploy now (issue 14 part 7): the figures a profile derives, recomputed by hand from the
+datasheet numbers its source names, and the vendor spellings that reach each profile."""
+import pytest
+
+import membound as mb
+
+
+@pytest.mark.parametrize("name, gbps, bus_bits", [
+    ("rtx-4080", 22.4, 256), ("rtx-4070", 21.0, 192), ("rtx-5070-ti", 28.0, 256),
+    ("rx-7900-xt", 20.0, 320), ("rx-7900-gre", 18.0, 256), ("jetson-orin-nx", 6.4, 128),
+])
+def test_gddr_and_lpddr_bandwidth_is_pin_rate_times_bus(name, gbps, bus_bits):
+    # bytes/s = Gbit/s per pin x pins / 8
+    assert mb.load_hardware(name).bandwidth_bytes_s == pytest.approx(gbps * 1e9 * bus_bits / 8)
+
+
+def test_derived_compute_peaks_by_hand():
+    gre = mb.load_hardware("rx-7900-gre")
+    assert gre.compute_flops["fp32"] == pytest.approx(80 * 64 * 2 * 2 * 2.245e9, rel=1e-3)   # CUs x lanes x dual x FMA
+    assert gre.compute_flops["fp16"] == pytest.approx(2 * gre.compute_flops["fp32"], rel=1e-3)
+    ti = mb.load_hardware("rtx-5070-ti")
+    assert ti.compute_flops["fp4"] == pytest.approx(1406e12 / 2, rel=1e-3)       # sparse AI TOPS halved
+    assert ti.compute_flops["bf16"] == pytest.approx(1406e12 / 2 / 4 / 2, rel=1e-3)  # fp4->fp8->fp16, FP32 acc
+    assert ti.compute_flops["fp32"] == pytest.approx(8960 * 2 * 2.452e9, rel=1e-3)
+    thor = mb.load_hardware("jetson-thor")
+    assert thor.compute_flops["fp4"] == pytest.approx(2070e12 / 2, rel=1e-3)
+    assert thor.peak_flops("bf16") == pytest.approx(2070e12 / 8, rel=1e-3)
+    nano = mb.load_hardware("jetson-orin-nano")
+    assert nano.compute_flops["int8"] == pytest.approx(67e12 / 2, rel=1e-3)
+    assert nano.compute_flops["fp32"] == pytest.approx(1024 * 2 * 1.02e9, rel=1e-3)
+    m5max = mb.load_hardware("apple-m5-max")
+    assert m5max.compute_flops["fp16"] == pytest.approx(4 * 40 * 128 * 2 * 1.678e9, rel=1e-3)
+    assert m5max.capacity_bytes == 0.75 * 128 * 2**30
+
+
+def test_b300_and_gb300_share_the_gpu_but_not_the_domain():
+    b, gb = mb.load_hardware("b300"), mb.load_hardware("gb300")
+    assert b.compute_flops == gb.compute_flops and b.bandwidth_bytes_s == gb.bandwidth_bytes_s == 8e12
+    assert b.interconnect.max_chips == 8 and gb.interconnect.max_chips == 72
+    assert "int8" not in b.compute_flops          # Blackwell Ultra's int8 rate: sources conflict
+
+
+def test_decode_on_a_new_device_is_bytes_over_bandwidth():
+    # llama-3.1-8b bf16 on the RTX 5070 Ti, pure roofline: every weight byte once per token, except the input
+    # embedding table (a token reads one row of it)
+    m, hw = mb.load_model("llama-3.1-8b"), mb.load_hardware("rtx-5070-ti")
+    r = mb.estimate(m, hw, runtime="ideal", prompt_tokens=0, output_tokens=1)
+    weights = (8_030_261_248 - 128256 * 4096) * 2
+    assert r.tpot_s == pytest.approx(weights / 896e9, rel=0.01)
+
+
+@pytest.mark.parametrize("spelling, name", [
+    ("NVIDIA GeForce RTX 5070 Ti", "rtx-5070-ti"), ("AMD Radeon RX 7900 GRE", "rx-7900-gre"),
+    ("NVIDIA B300", "b300"), ("GB300 NVL72", "gb300"), ("Apple M5 Max", "apple-m5-max"), ("M5 Pro", "apple-m5-pro"),
+    ("NVIDIA Jetson AGX Thor", "jetson-thor"), ("Jetson Orin Nano Super", "jetson-orin-nano"),
+    ("NVIDIA GeForce RTX 4070", "rtx-4070"), ("AMD Radeon RX 7900 XT", "rx-7900-xt"),
+])
+def test_vendor_spellings_reach_the_new_profiles(spelling, name):
+    assert mb.load_hardware(spelling).name == name
