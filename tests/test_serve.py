@@ -178,3 +178,51 @@ def test_result_renders_and_flattens():
     assert d["ttft_median_s"] == r.ttft.median and d["scheduler_token_budget"] == 8192
     assert "TTFT" in str(r) and "<table" in r._repr_html_()
     assert len(r.to_pandas()) == 1
+
+
+def test_cli_serve_table_json_and_bad_input(capsys):
+    import json
+
+    from membound.cli import main
+    assert main(["serve", "llama-3.1-8b", "h100-sxm", "--concurrency", "1,8", "--prompt", "512", "--output", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "tok/s/user" in out and out.count("\n") == 5          # title, header, rule, 2 rows
+    assert main(["serve", "llama-3.1-8b", "h100-sxm", "--concurrency", "2", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["concurrency"] == 2 and rows[0]["runtime"] == "vllm"
+    assert main(["serve", "llama-3.1-8b", "h100-sxm", "--concurrency", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "concurrency" in err
+
+
+def test_served_planner_rows_are_serve_results_under_the_slo():
+    from membound.planner import plan_served
+    slo = mb.SLO(ttft_p90_s=1.0, min_tok_s_per_user=30)
+    plan = plan_served("llama-3.1-8b", slo, users=500, prompt_tokens=1024, output_tokens=256,
+                       hardware=["h100-sxm", "h200"], weight_dtypes=["fp8"], chips=(1, 2))
+    assert plan.feasible
+    best = plan.ranked.iloc[0]
+    r = mb.serve("llama-3.1-8b", best["hardware"], concurrency=int(best["clients_per_replica"]),
+                 prompt_tokens=1024, output_tokens=256, weight_dtype="fp8", kv_dtype="fp8",
+                 n_chips=int(best["n_chips"]), runtime="vllm")
+    assert best["tpot_s"] == pytest.approx(r.tpot.mean, rel=1e-6)
+    assert r.ttft.mean <= 1.0 and r.tok_s_per_user >= 30
+    # 500 users at c clients per replica: ceil(500 / c) replicas; the fleet's price over its tokens
+    assert best["replicas"] == -(-500 // int(best["clients_per_replica"]))
+    tok_s = 500 / best["e2e_s"] * 256
+    assert best["cost_per_million_output_tokens_usd"] == pytest.approx(best["usd_per_hour"] / 3600 / tok_s * 1e6)
+
+
+def test_serve_curve_is_serve_at_each_concurrency():
+    from membound.serve import serve_curve
+    c = serve_curve("llama-3.1-8b", "h100-sxm", concurrency=[1, 8, 64], prompt_tokens=512, output_tokens=128)
+    for i, n in enumerate([1, 8, 64]):
+        r = mb.serve("llama-3.1-8b", "h100-sxm", concurrency=n, prompt_tokens=512, output_tokens=128)
+        assert c.tok_s_per_user[i] == pytest.approx(r.tok_s_per_user, rel=1e-6)
+        assert c.output_tok_s_per_chip[i] == pytest.approx(r.output_tok_s_per_chip, rel=1e-6)
+    assert np.all(np.diff(c.tok_s_per_user) <= 0) and np.all(np.diff(c.output_tok_s_per_chip) >= 0)
+
+
+def test_weights_that_leave_no_room_are_does_not_fit():
+    with pytest.raises(mb.DoesNotFitError):
+        mb.serve("llama-3.3-70b", "h100-sxm", concurrency=1, weight_dtype="bf16")

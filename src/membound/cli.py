@@ -1,6 +1,6 @@
 """Command line: `membound VERB ...` (and `python -m membound VERB ...`).
 
-Verbs: estimate, compare, sweep, plan, models list/show, hardware list/show, validate.
+Verbs: estimate, compare, serve, sweep, plan, models list/show, hardware list/show, validate.
 Human tables by default, `--json` for machines. Bad input is one line on stderr and exit
 status 2 (MemboundError, bad options); a file that cannot be written is exit status 1.
 """
@@ -73,6 +73,28 @@ def _compare(args) -> int:
                   weight_dtype=args.weights, kv_dtype=args.kv, activation_dtype=args.activations,
                   runtime=args.runtime, n_chips=args.chips, allow_beyond_context=args.allow_beyond_context)
     print(_dump(res.to_dict()) if args.json else res)
+    return 0
+
+
+# ---- serve ---------------------------------------------------------------------------------
+def _serve(args) -> int:
+    from .display import grid
+    from .parallel import Parallel
+    from .serve import serve
+    par = Parallel(tp=args.tp, ep=args.ep) if args.tp or args.ep else None
+    rows = [serve(args.model, args.hardware, concurrency=c, prompt_tokens=args.prompt, output_tokens=args.output,
+                  weight_dtype=args.weights, kv_dtype=args.kv, activation_dtype=args.activations, n_chips=args.chips,
+                  parallel=par, runtime=args.runtime, engine=args.engine, seed=args.seed) for c in args.concurrency]
+    if args.json:
+        print(_dump([r.to_dict() for r in rows]))
+        return 0
+    r0 = rows[0]
+    print(f"{r0.model} on {r0.n_chips} x {r0.hardware} ({r0.parallel}), {r0.runtime} ({r0.engine}); "
+          f"prompt {r0.prompt_tokens:g}, output {r0.output_tokens:g} tokens; weights {r0.weight_dtype}, KV {r0.kv_dtype}")
+    print(grid(["clients", "TTFT p50", "TPOT p50", "tok/s/user", "out tok/s/chip", "running", "KV", "bound"],
+               [[str(c), f"{r.ttft.median * 1e3:,.0f} ms", f"{r.tpot.median * 1e3:.1f} ms", f"{r.tok_s_per_user:,.1f}",
+                 f"{r.output_tok_s_per_chip:,.0f}", f"{r.mean_running:.1f}", f"{100 * r.kv_occupancy:.0f}%", r.bound]
+                for c, r in zip(args.concurrency, rows)]))
     return 0
 
 
@@ -321,6 +343,24 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--top", type=int, default=10, help="rows of the ranking in --json")
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(func=_plan)
+
+    sv = sub.add_parser("serve", help="a served workload: clients in a closed loop against one engine")
+    sv.add_argument("model")
+    sv.add_argument("hardware")
+    sv.add_argument("--concurrency", type=_ints, default=[1, 4, 16, 64], help="comma-separated client counts")
+    sv.add_argument("--prompt", type=int, default=1024, help="prompt tokens per request")
+    sv.add_argument("--output", type=int, default=1024, help="output tokens per request")
+    sv.add_argument("--weights", default=defaults.WEIGHT_DTYPE, help="weight dtype")
+    sv.add_argument("--kv", default=None, help="KV-cache dtype")
+    sv.add_argument("--activations", default=None, help="activation (compute) dtype")
+    sv.add_argument("--runtime", default="vllm", help="vllm, sglang, tensorrt-llm (their served defaults)")
+    sv.add_argument("--chips", type=int, default=1, help="number of chips in the engine instance")
+    sv.add_argument("--tp", type=int, default=None, help="tensor-parallel ways")
+    sv.add_argument("--ep", type=int, default=None, help="expert-parallel ways (attention data-parallel)")
+    sv.add_argument("--engine", choices=["solver", "simulate"], default="solver")
+    sv.add_argument("--seed", type=int, default=0, help="simulator seed")
+    sv.add_argument("--json", action="store_true")
+    sv.set_defaults(func=_serve)
 
     _catalogue(sub, "models", "model", _models)
     _catalogue(sub, "hardware", "device", _hardware)

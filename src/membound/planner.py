@@ -372,3 +372,83 @@ def _frontier(df):
     cols = ["hardware", "n_chips", "parallel", "batch", "weight_dtype", "tok_s_per_user", "seat_tok_s_per_chip"]
     import pandas as pd
     return pd.concat(parts)[cols].reset_index(drop=True) if parts else df[cols]
+
+
+# ---- served physics (membound.serve) ------------------------------------------------------
+
+SERVED_CHIPS = (1, 2, 4, 8)
+SERVED_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+def plan_served(model, slo: SLO, *, users: int | None = None, rate: float | None = None,
+                prompt_tokens=2048, output_tokens=256, hardware=DEFAULT_HARDWARE, weight_dtypes=("bf16", "fp8"),
+                kv_dtype: str | None = "fp8", chips=SERVED_CHIPS, concurrency=SERVED_CONCURRENCY,
+                runtime="vllm", prices: dict | None = None, max_utilisation: float = 0.9):
+    """Fleets sized with served physics (continuous batching: `serve.solve`, one vectorised solve
+    per device x dtype x chip count over the clients per replica). For each configuration the
+    most clients per replica that still meets the SLO sets the replica's load; `users` clients
+    need ceil(users / clients) replicas, `rate` requests/s need ceil(rate / (max_utilisation x
+    replica throughput)). Ranked by cost per million output tokens (all chips' price over the
+    tokens delivered). The TTFT targets are checked on the solver's steady TTFT (queueing
+    included). Returns a PlanResult (ranked, frontier: tok/s per chip vs tok/s per user)."""
+    import pandas as pd
+
+    from .errors import MemboundError
+    from .serve import as_length, build, solve
+    if (users is None) == (rate is None):
+        raise InvalidInputError("users", users, "exactly one of users or rate")
+    if users is not None and (isinstance(users, bool) or not isinstance(users, numbers.Integral) or users < 1):
+        raise InvalidInputError("users", users, "an integer >= 1")
+    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, numbers.Real)
+                             or not math.isfinite(rate) or rate <= 0):
+        raise InvalidInputError("rate", rate, "a finite rate > 0 requests per second")
+    prompt = as_length("prompt_tokens", prompt_tokens, 0)
+    output = as_length("output_tokens", output_tokens, 2)
+    conc = np.asarray(list(concurrency), float)
+    rows, notes, frontier = [], [], []
+    for hw_name in ([hardware] if isinstance(hardware, str) else list(hardware)):
+        hw = load_hardware(hw_name)
+        price = (prices or {}).get(hw.name, hw.price_usd_per_hour)
+        if price is None:
+            notes.append(f"{hw.name}: no price (give prices={{'{hw.name}': usd_per_chip_hour}})")
+            continue
+        for wd in weight_dtypes:
+            for n in chips:
+                try:
+                    sm, sched, p = build(model, hw, prompt=prompt, output=output, weight_dtype=wd, kv_dtype=kv_dtype,
+                                         n_chips=n, runtime=runtime, price_usd_per_hour=price)
+                    st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
+                except MemboundError as e:
+                    notes.append(f"{hw.name} x{n} {wd}: {str(e)[:120]}")
+                    continue
+                tok_user = 1.0 / st.tau
+                e2e = st.ttft + (output.mean - 1.0) * st.tau
+                per_chip = st.x * output.mean / n
+                frontier += [dict(hardware=hw.name, n_chips=n, weight_dtype=wd, concurrency=int(c),
+                                  tok_s_per_user=float(u), output_tok_s_per_chip=float(t))
+                             for c, u, t in zip(conc, tok_user, per_chip)]
+                ok = _meets(slo, st.ttft, st.ttft, tok_user, e2e)
+                if not np.any(ok):
+                    continue
+                i = int(np.flatnonzero(ok)[-1])          # the most clients per replica that pass
+                if users is not None:
+                    replicas = math.ceil(users / conc[i])
+                    tok_s = users / e2e[i] * output.mean
+                else:
+                    replicas = math.ceil(rate / (max_utilisation * st.x[i]))
+                    tok_s = rate * output.mean
+                usd_h = replicas * n * price
+                rows.append(dict(model=p.model.name, hardware=hw.name, runtime=p.runtime.name, n_chips=n,
+                                 parallel=f"tp={p.layout.tp} pp={p.layout.pp} ep={p.layout.ep}", weight_dtype=wd,
+                                 clients_per_replica=int(conc[i]), replicas=replicas, chips_total=replicas * n,
+                                 ttft_s=float(st.ttft[i]), tpot_s=float(st.tau[i]), tok_s_per_user=float(tok_user[i]),
+                                 e2e_s=float(e2e[i]), output_tok_s_per_chip=float(per_chip[i]),
+                                 usd_per_hour=usd_h, cost_per_million_output_tokens_usd=usd_h / 3600.0 / tok_s * 1e6))
+    ranked = pd.DataFrame(rows)
+    if len(ranked):
+        ranked = ranked.sort_values("cost_per_million_output_tokens_usd", ignore_index=True)
+    explanation = (f"{len(ranked)} configurations meet the SLO; cheapest: {ranked.iloc[0]['hardware']} x"
+                   f"{ranked.iloc[0]['n_chips']} {ranked.iloc[0]['weight_dtype']}" if len(ranked)
+                   else "no configuration meets the SLO at any client count")
+    return PlanResult(ranked=ranked, frontier=pd.DataFrame(frontier), explanation=explanation,
+                      candidates=len(frontier), notes=notes)

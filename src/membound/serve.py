@@ -29,6 +29,7 @@ Two engines behind one API:
 """
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import numbers
@@ -38,7 +39,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 import numpy as np
 
 from .core import model_consts
-from .errors import InvalidInputError
+from .errors import DoesNotFitError, InvalidInputError
 from .estimate import Prepared, prepare
 from .roofline import causal_pairs, effective_context
 from .runtime import Served, load_runtime
@@ -135,7 +136,7 @@ def _check_count(name: str, v) -> None:
         raise InvalidInputError(name, v, "an integer token count >= 0")
 
 
-def _length(name: str, value, minimum: int) -> Length:
+def as_length(name: str, value, minimum: int) -> Length:
     """A number or a Fixed/Uniform/Samples, with every length >= minimum."""
     if isinstance(value, (Fixed, Uniform, Samples)):
         dist = value
@@ -238,6 +239,10 @@ class StepModel:
         self.per_seq = float((over[-1] - over[0]) / (grid[-1] - grid[0])) if grid.size > 1 else 0.0
         self.per_step = float(over[0] - self.per_seq)
         self.floor = float(np.asarray(r0["latency_s"], float).ravel()[0])
+        if grid.size < 2:
+            grid, self._w, self._comm = np.array([1.0, 2.0]), np.repeat(self._w, 2), np.repeat(self._comm, 2)
+            self._grid = grid
+        self._grid_list, self._w_list, self._comm_list = grid.tolist(), self._w.tolist(), self._comm.tolist()
         self.phi = float(np.asarray(r0["compute_s"], float)[0])      # decode GEMMs, s per token
         ref = 4096.0
         r1 = p.evaluate(batch=1.0, prompt=ref, output=1.0)
@@ -273,6 +278,20 @@ class StepModel:
         core = np.maximum(np.maximum(mem, comp) + (1.0 - self.overlap) * np.minimum(mem, comp), self.floor)
         tokens = np.maximum(b + c, 1.0)
         comm = np.interp(tokens, self._grid, self._comm)
+        n = b + (c > 0) if seqs is None else seqs
+        return core + comm + self.per_step + self.per_seq * n
+
+    def step1(self, b: float, u: float, c: float = 0.0, cu: float = 0.0, cp: float = 0.0, seqs: float | None = None) -> float:
+        """`step` for plain floats, without numpy's per-call cost (the simulator's inner loop)."""
+        tokens = max(b + c, 1.0)
+        g = self._grid_list
+        j = min(max(bisect.bisect_right(g, tokens) - 1, 0), len(g) - 2)
+        frac = (tokens - g[j]) / (g[j + 1] - g[j])
+        w = self._w_list[j] + frac * (self._w_list[j + 1] - self._w_list[j])
+        comm = self._comm_list[j] + frac * (self._comm_list[j + 1] - self._comm_list[j])
+        mem = w + self.kappa * (b * u + cu)
+        comp = self.phi * b + self.gamma * c + self.alpha * (b * u + cp)
+        core = max(max(mem, comp) + (1.0 - self.overlap) * min(mem, comp), self.floor)
         n = b + (c > 0) if seqs is None else seqs
         return core + comm + self.per_step + self.per_seq * n
 
@@ -418,6 +437,11 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
     kv_pairs = sm.kv_pairs_capacity(sched)
     hold = effective_context(sm.groups, S + T) if sched.preemption == "none" else u_mean + sched.kv_block_tokens / 2.0 * (u_mean / max(S + D / 2.0, 1.0))
     cap = min(float(sched.max_running), kv_pairs / max(hold, 1e-30), P - 1.0)
+    if kv_pairs <= 0.0:
+        need = sm.weights_bytes
+        raise DoesNotFitError(need, sm.capacity_bytes, math.ceil(need * sm.n_chips / sm.capacity_bytes) + 1,
+                              f"{sm.prepared.model.name} weights on {sm.n_chips} x {sm.prepared.hardware.name}, "
+                              f"per chip, leave no room for a KV cache")
     if cap < 1.0:
         raise InvalidInputError("prompt_tokens", prompt, f"a workload whose KV cache for one request fits: "
                                 f"{kv_pairs:.3g} KV pairs free per chip, one request needs {hold:.3g}")
@@ -559,6 +583,8 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
     completed = 0
     reserved = 0.0
 
+    per_token = float(effective_context(groups, 1.0))     # most pairs one more token adds
+
     def held():
         r = float(np.sum(kv_of(run_ctx))) if run_ctx.size else 0.0
         return r + float(sum(kv_of(pre_done[i]) for i in prefilling)) if sched.preemption != "none" else reserved
@@ -601,7 +627,7 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
                 left -= take
         decode = sched.mixed_steps or not chunks
         bd = b if decode else 0
-        u_run = float(np.mean(effective_context(groups, run_ctx.astype(float)))) if bd else 0.0
+        u_run = float(effective_context(groups, run_ctx.astype(float)).mean()) if bd else 0.0
         if not chunks and bd:
             # -- a run of pure decode steps until the next event ------------------------------
             k = int(run_left.min())
@@ -613,7 +639,7 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
             js = np.arange(k, dtype=float)
             u_j = np.mean(effective_context(groups, run_ctx[None, :].astype(float) + js[:, None]), axis=1) \
                 if k > 1 else np.array([u_run])
-            dur = np.asarray(sm.step(float(b), u_j), float)
+            dur = np.asarray(sm.step(float(b), u_j), float) if k > 1 else np.array([sm.step1(float(b), u_run)])
             if pending:
                 cum = np.cumsum(dur)
                 k2 = int(np.searchsorted(cum, pending[0][0] - t)) + 1
@@ -626,12 +652,14 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
             t += span
             run_ctx = run_ctx + k
             run_left = run_left - k
+            k_done, c_done = float(k), 0.0
         else:
             cu = sum(float(effective_context(groups, float(pre_done[i] + c))) for i, c in chunks)
             cp = sum(float(causal_pairs(groups, float(pre_done[i] + c)) - causal_pairs(groups, float(pre_done[i])))
                      for i, c in chunks)
             c_tok = float(sum(c for _, c in chunks))
-            dur = float(sm.step(float(bd), u_run, c_tok, cu, cp, seqs=bd + len(chunks)))
+            k_done, c_done = 1.0, c_tok
+            dur = sm.step1(float(bd), u_run, c_tok, cu, cp, seqs=float(bd + len(chunks)))
             if bd:
                 tr.itl.append((np.array([dur]), np.array([float(bd)])))
                 run_ctx = run_ctx + 1
@@ -649,7 +677,8 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
                     run_ctx = np.append(run_ctx, need[i])
                     run_left = np.append(run_left, saved_left[i])
         # -- KV overflow: preempt the newest sequences ----------------------------------------
-        if sched.preemption != "none" and run_ctx.size:
+        grown = used + per_token * (float(run_ctx.size) * k_done + c_done + blk * (run_ctx.size + 1))
+        if sched.preemption != "none" and run_ctx.size and grown > cap:
             while run_ctx.size > 1 and held() > cap:
                 i = int(run_id[-1])
                 tr.preemptions += 1
@@ -707,8 +736,8 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
     if n_requests is not None and (isinstance(n_requests, bool) or not isinstance(n_requests, numbers.Integral)
                                    or n_requests < 1):
         raise InvalidInputError("n_requests", n_requests, "an integer >= 1")
-    prompt = _length("prompt_tokens", prompt_tokens, 0)
-    output = _length("output_tokens", output_tokens, 2)
+    prompt = as_length("prompt_tokens", prompt_tokens, 0)
+    output = as_length("output_tokens", output_tokens, 2)
     sm, sched, p = build(model, hardware, prompt=prompt, output=output, weight_dtype=weight_dtype,
                          kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips,
                          parallel=parallel, runtime=runtime, scheduler=scheduler,
@@ -827,3 +856,51 @@ def _from_trace(sm, sched, p, tr: _Trace, S, T, prompt, output, concurrency, arr
         queueing_s=float(np.nanmean(tr.admit - tr.arrive)) - sm.host_s, preemptions=tr.preemptions,
         bound=sm.bound(b_mean, effective_context(sm.groups, prompt.mean + output.mean / 2.0)),
         cost_per_million_output_tokens_usd=_cost(sm, tok_s), max_running=int(sched.max_running), scheduler=sched)
+
+
+# ---- the served curve ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServeCurve:
+    """Throughput per chip against speed per user over client counts (InferenceMAX's chart),
+    from one vectorised solve. Arrays indexed like `concurrency`."""
+
+    model: str
+    hardware: str
+    runtime: str
+    n_chips: int
+    concurrency: np.ndarray
+    tok_s_per_user: np.ndarray
+    output_tok_s_per_chip: np.ndarray
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+    mean_running: np.ndarray
+    cost_per_million_output_tokens_usd: np.ndarray | None
+
+    def to_pandas(self):
+        import pandas as pd
+        return pd.DataFrame({k: getattr(self, k) for k in ("concurrency", "tok_s_per_user", "output_tok_s_per_chip",
+                                                           "ttft_s", "tpot_s", "mean_running")}
+                            | ({"cost_per_million_output_tokens_usd": self.cost_per_million_output_tokens_usd}
+                               if self.cost_per_million_output_tokens_usd is not None else {}))
+
+
+DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+def serve_curve(model, hardware, *, concurrency=DEFAULT_CONCURRENCY, prompt_tokens=1024, output_tokens=1024,
+                **kwargs) -> ServeCurve:
+    """The served curve: `serve()`'s steady state at each client count, in one solve.
+    kwargs as serve() (dtypes, n_chips, parallel, runtime, scheduler, price_usd_per_hour)."""
+    conc = np.asarray(list(concurrency), float)
+    if conc.ndim != 1 or conc.size == 0 or np.any(conc < 1) or np.any(conc != np.floor(conc)):
+        raise InvalidInputError("concurrency", concurrency, "a non-empty sequence of integers >= 1")
+    prompt = as_length("prompt_tokens", prompt_tokens, 0)
+    output = as_length("output_tokens", output_tokens, 2)
+    sm, sched, p = build(model, hardware, prompt=prompt, output=output, **kwargs)
+    st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
+    per_chip = st.x * output.mean / sm.n_chips
+    cost = None if sm.price is None else sm.price / 3600.0 / per_chip * 1e6
+    return ServeCurve(p.model.name, p.hardware.name, p.runtime.name, sm.n_chips, conc.astype(int), 1.0 / st.tau,
+                      per_chip, st.ttft, st.tau, st.b, cost)
