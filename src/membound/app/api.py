@@ -38,9 +38,9 @@ DEFAULT_DEVICES = ("h100-sxm:8", "cerebras-wse-3")   # the seed articles' compar
 # by the keyword they name (when the page has an input of that name).
 _FIELD_OF_KIND = {"model": "model", "runtime": "runtime"}
 _FIELDS = {"prompt_tokens", "output_tokens", "batch", "weight_dtype", "kv_dtype", "runtime", "concurrent_users",
-           "arrival_rate_rps", "ttft_p90_s", "min_tok_s_per_user", "e2e_p90_s"}
+           "arrival_rate_rps", "ttft_p90_s", "min_tok_s_per_user", "e2e_p90_s", "concurrency"}
 _FIELD_ALIASES = {"context": "prompt_tokens", "context_tokens": "prompt_tokens",
-                  "prompt_tokens + output_tokens": "prompt_tokens"}
+                  "prompt_tokens + output_tokens": "prompt_tokens", "arrival_rate": "arrival_rate_rps"}
 
 
 @dataclass
@@ -288,33 +288,44 @@ def prices_of(body: dict, devices: list[str]) -> dict[str, float]:
 
 
 MAX_POINTS = 24      # points on one served curve
-_SERVE_COLUMNS = [("concurrency", "clients", False), ("arrival_rate", "requests/s", False),
-                  ("tok_s_per_user", "tok/s per user", False), ("output_tok_s_per_chip", "output tok/s per chip", False),
-                  ("output_tok_s", "output tok/s", False), ("ttft_median_s", "TTFT median", True),
-                  ("ttft_p90_s", "TTFT p90", True), ("tpot_median_s", "TPOT median", True),
-                  ("e2e_median_s", "e2e median", True), ("mean_running", "running batch", False),
-                  ("kv_occupancy", "KV in use", False), ("bound", "bound", False),
-                  ("cost_per_million_output_tokens_usd", "$ per M output tokens", False)]
+_SERVE_COLUMNS = [("concurrency", "clients", ""), ("arrival_rate", "requests/s", ""),
+                  ("tok_s_per_user", "tok/s per user", ""), ("output_tok_s_per_chip", "output tok/s per chip", ""),
+                  ("output_tok_s", "output tok/s", ""), ("ttft_median_s", "TTFT median", "s"),
+                  ("ttft_p90_s", "TTFT p90", "s"), ("tpot_median_s", "TPOT median", "s"),
+                  ("e2e_median_s", "e2e median", "s"), ("mean_running", "running batch", ""),
+                  ("kv_occupancy", "KV cache in use", "%"), ("bound", "bound", ""),
+                  ("cost_per_million_output_tokens_usd", "$/M output tok", "")]
 
 
-def loads(body: dict) -> tuple[str, list]:
-    """The curve's load points: `arrival_rate_rps` (requests/s) if given, else `concurrency`."""
+def loads(body: dict) -> tuple[str, list, Any, Any]:
+    """The curve's load points: `arrival_rate_rps` (requests/s) if given, else `concurrency`;
+    and the two lanes of the fast-mode reading (`fast_lane`, `standard_lane`: loads of the same
+    kind; default the lightest and the heaviest point), which join the points."""
     key = "arrival_rate_rps" if _get(body, "arrival_rate_rps") is not None else "concurrency"
     raw = _get(body, key, [1, 2, 4, 8, 16, 32, 64, 128, 256])
     items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else [raw]
     if not 1 <= len(items) <= MAX_POINTS:
         raise BadRequest(f"{key}: {len(items)} points; expected 1 to {MAX_POINTS}", key)
-    if key == "concurrency":
-        values = [integer({key: v}, key, None, 1, MAX_USERS) for v in items]
-    else:
-        values = [number({key: v}, key, None) for v in items]
-    return key, sorted({v for v in values if v is not None})
+
+    def one(field: str, v: Any) -> Any:
+        if key == "concurrency":
+            return integer({field: v}, field, None, 1, MAX_USERS)
+        return number({field: v}, field, None)
+    values = {one(key, v) for v in items} - {None}
+    lanes = [one(f, _get(body, f)) for f in ("fast_lane", "standard_lane")]
+    points = sorted(values | ({lane for lane in lanes if lane is not None}))
+    fast = points[0] if lanes[0] is None else lanes[0]
+    standard = points[-1] if lanes[1] is None else lanes[1]
+    if fast >= standard and len(points) > 1:
+        raise BadRequest(f"fast_lane={fast:g} is invalid: expected a lighter load than standard_lane={standard:g}",
+                         "fast_lane")
+    return key, points, fast, standard
 
 
 def serve(body: dict) -> dict[str, Any]:
     """The served curve of one deployment (`device`: "h100-sxm:8"): `mb.serve` at each load point
-    (clients in a closed loop, or Poisson arrivals), and the fast-mode reading between the lightest
-    and the heaviest load: x the per-user speed for x the price per token."""
+    (clients in a closed loop, or Poisson arrivals), and the fast-mode reading between the fast
+    lane and the standard lane: x the per-user speed for x the price per token."""
     from ..capacity import layout_for, min_chips
     try:
         from ..serve import serve as run_serve
@@ -322,7 +333,7 @@ def serve(body: dict) -> dict[str, Any]:
         raise BadRequest("the Serve panel needs membound.serve, which this version of membound lacks") from None
     model = model_of(body)
     w = Workload.of(body)
-    key, points = loads(body)
+    key, points, fast, standard = loads(body)
     name, chips = device_spec(text(body, "device", DEFAULT_DEVICES[0]) or "", 0)
     with at("device"):
         chips = chips or min_chips(model, name, context_tokens=w.prompt_tokens + w.output_tokens,
@@ -334,26 +345,23 @@ def serve(body: dict) -> dict[str, Any]:
                               weight_dtype=w.weight_dtype, kv_dtype=w.kv_dtype, n_chips=chips, parallel=layout)
     if w.runtime is not None:
         kw["runtime"] = w.runtime
-    results = []
+    results = {}
     for v in points:
         load = {"concurrency": v} if key == "concurrency" else {"arrival_rate": v}
-        with at(key):
-            results.append(run_serve(model, name, **load, **kw))
+        with at("device"):
+            results[v] = run_serve(model, name, **load, **kw)
     cols = [c for c in _SERVE_COLUMNS if c[0] != ("arrival_rate" if key == "concurrency" else "concurrency")]
-    rows = [{k: r.to_dict()[k] for k, _, _ in cols} for r in results]
-    first = results[0]
+    rows = [{k: r.to_dict()[k] for k, _, _ in cols} for r in results.values()]
+    first = results[points[0]]
     return {"model": model.name, "hardware": first.hardware, "n_chips": first.n_chips, "parallel": first.parallel,
             "runtime": first.runtime, "load": key, "points": rows,
-            "columns": [{"key": k, "label": label, "seconds": secs} for k, label, secs in cols],
-            "fast_mode": fast_mode_reading(results, key)}
+            "columns": [{"key": k, "label": label, "unit": unit} for k, label, unit in cols],
+            "fast_mode": fast_mode_reading(results[fast], results[standard], key) if fast != standard else None}
 
 
-def fast_mode_reading(results: list, key: str) -> dict[str, Any] | None:
-    """The lightest load (the fast lane) against the heaviest (the full bus): how many times the
-    per-user speed, for how many times the price per output token."""
-    if len(results) < 2:
-        return None
-    fast, slow = results[0], results[-1]
+def fast_mode_reading(fast, slow, key: str) -> dict[str, Any]:
+    """The fast lane against the standard lane (two ServeResults): how many times the per-user
+    speed, for how many times the price per output token."""
     def load(r) -> str:
         if key == "concurrency":
             return f"{r.concurrency:g} client{'s' if r.concurrency != 1 else ''}"
@@ -361,7 +369,7 @@ def fast_mode_reading(results: list, key: str) -> dict[str, Any] | None:
     speedup = fast.tok_s_per_user / slow.tok_s_per_user
     cf, cs = fast.cost_per_million_output_tokens_usd, slow.cost_per_million_output_tokens_usd
     price = cf / cs if cf is not None and cs else None
-    reading = (f"fast lane ({load(fast)}) vs full bus ({load(slow)}): {speedup:.2f}x the speed"
+    reading = (f"fast lane ({load(fast)}) vs standard lane ({load(slow)}): {speedup:.2f}x the speed per user"
                + (f" for {price:.2f}x the price per token" if price is not None else " (no price known)"))
     return {"fast": {"tok_s_per_user": fast.tok_s_per_user, "output_tok_s_per_chip": fast.output_tok_s_per_chip},
             "slow": {"tok_s_per_user": slow.tok_s_per_user, "output_tok_s_per_chip": slow.output_tok_s_per_chip},

@@ -217,7 +217,7 @@ function lines(title, series, xlab, ylab, notes = []) {
   });
   for (const n of notes) {
     root.append(s("line", { x1: X(n.x1), y1: Y(n.y1), x2: X(n.x2), y2: Y(n.y2), stroke: "#c00", "stroke-width": 1.5, "stroke-dasharray": "4 3" }));
-    root.append(s("text", { x: (X(n.x1) + X(n.x2)) / 2, y: (Y(n.y1) + Y(n.y2)) / 2 - 8, "text-anchor": "middle", fill: "#c00" }, n.label));
+    root.append(s("text", { x: L + 10, y: H - B - 12, fill: "#c00" }, `dashed: ${n.label}`));
   }
   return root;
 }
@@ -275,8 +275,8 @@ function permalink(vals) {
   $("#permalink").href = location.href;
 }
 
-const NUMBERS = ["prompt_tokens", "output_tokens", "batch", "concurrent_users", "arrival_rate_rps", "ttft_p90_s",
-                 "min_tok_s_per_user", "e2e_p90_s"];
+const NUMBERS = ["prompt_tokens", "output_tokens", "batch", "concurrent_users", "ttft_p90_s", "min_tok_s_per_user",
+                 "e2e_p90_s", "fast_lane", "standard_lane"];
 function toBody(vals) {
   const b = {};
   for (const [k, v] of Object.entries(vals)) {
@@ -284,7 +284,6 @@ function toBody(vals) {
     b[k] = NUMBERS.includes(k) && v !== "" && !Number.isNaN(Number(v)) ? Number(v) : v;
   }
   for (const k of ["devices", "hardware", "weight_dtypes"]) if (k in b) b[k] = b[k].split(",").map((x) => x.trim()).filter((x) => x);
-  if ("concurrency" in b) b.concurrency = b.concurrency.split(",").map((x) => (/^\s*\d+\s*$/.test(x) ? Number(x) : x.trim()));
   if (b.config) delete b.model;
   return b;
 }
@@ -398,7 +397,8 @@ const RENDER = {
     out.append(chartBox("serve-chart", lines("Served: output tok/s per chip vs tok/s per user", series, "tok/s per user",
       "output tok/s per chip", notes), "membound-serve"));
     if (fm) out.append(h("p", { class: "reading", id: "fast-mode", text: fm.reading }));
-    out.append(table("serve-table", d.columns.map((c) => ({ key: c.key, label: c.label, fmt: c.seconds ? secs : undefined })),
+    const show = { s: secs, "%": (v) => `${(100 * v).toPrecision(3)}%`, "": undefined };
+    out.append(table("serve-table", d.columns.map((c) => ({ key: c.key, label: c.label, fmt: show[c.unit] })),
       d.points, "membound-serve.csv"));
   },
 };
