@@ -1,9 +1,11 @@
 """mb.sweep: the grid equals estimate() point by point, stays chunked, drops what does not fit,
 and the core runs unchanged on dask arrays."""
 import math
+import os
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -166,3 +168,95 @@ def test_property_sweep_equals_estimate(model, hardware, batch, prompt, output, 
     for k, v in r.items():
         if k not in SKIP:
             assert _same(row[k], v), (k, row[k], v)
+
+
+def test_multi_tier_device_rows_equal_estimate():
+    # SambaNova SN40L: SRAM, HBM and DDR tiers (the general placement, not the one-tier short-cut);
+    # 70B int8 on 8 sockets spills weights and KV across tiers as batch and context grow
+    t = sweep(model="llama-3.1-70b", hardware="sambanova-sn40l", n_chips=8, batch=[1, 16, 256],
+              prompt_tokens=[0, 4096], output_tokens=[1, 512], weight_dtype="int8", include_unfit=True,
+              as_frame=False)
+    assert len(t["batch"]) == 3 * 2 * 2
+    _check_rows_equal_estimate(t, check_memory=False)
+
+
+def test_streamed_chunks_released_and_kept_agree():
+    # chunks dropped by the consumer are recycled, chunks kept are never overwritten: both
+    # streams reassemble the whole table (4 batches x 3 prompts x 5 outputs x 2 devices = 120 rows;
+    # rows come block by block, and blocks follow the chunk size, so compare in grid order)
+    kw = dict(model="llama-3.1-8b", hardware=["h100-sxm", "h200"], batch=[1, 2, 3, 4],
+              prompt_tokens=[0, 64, 128], output_tokens=[1, 2, 3, 4, 5], chunk_size=16)
+    whole = sweep(**{k: v for k, v in kw.items() if k != "chunk_size"})
+    copies = sweep(**kw, reduce=lambda acc, c: (acc or []) + [c.copy()])
+    kept = list(iter_sweep(**kw))
+    for chunks in (copies, kept):
+        assert all(len(c) <= 16 for c in chunks) and sum(map(len, chunks)) == 120
+        key = ["hardware", "batch", "prompt_tokens", "output_tokens"]
+        again = pd.concat(chunks).sort_values(key, ignore_index=True)
+        pd.testing.assert_frame_equal(again, whole.sort_values(key, ignore_index=True))
+
+
+def test_label_columns_are_categorical_with_shared_categories():
+    t = sweep(model="llama-3.1-8b", hardware=["h100-sxm", "h200"], batch=[1, 8], weight_dtype=["bf16", "fp8"])
+    assert list(t["hardware"].cat.categories) == ["h100-sxm", "h200"]
+    assert list(t["bound"].cat.categories) == ["memory", "compute", "latency", "communication", "overhead", "draft"]
+    chunks = list(iter_sweep(model="llama-3.1-8b", hardware=["h100-sxm", "h200"], batch=[1, 8], chunk_size=1))
+    assert all(list(c["hardware"].cat.categories) == ["h100-sxm", "h200"] for c in chunks)
+
+
+def test_dask_engine_equals_numpy_engine_row_for_row():
+    pytest.importorskip("dask.dataframe")
+    import dask
+    kw = dict(model=["llama-3.1-8b", "llama-3.1-70b"], hardware="h100-sxm", batch=[1, 8, 64],
+              prompt_tokens=list(range(0, 4000, 100)), output_tokens=list(range(1, 2000, 50)))
+    for include_unfit in (True, False):     # 70B bf16 does not fit one H100: its partitions come back empty
+        lazy = sweep(**kw, include_unfit=include_unfit, engine="dask", chunk_size=1000)
+        assert lazy.npartitions > 2
+        with dask.config.set(scheduler="synchronous"):
+            got = lazy.compute()
+        key = ["model", "batch", "prompt_tokens", "output_tokens"]     # blocks follow the partition size
+        pd.testing.assert_frame_equal(got.sort_values(key, ignore_index=True),
+                                      sweep(**kw, include_unfit=include_unfit).sort_values(key, ignore_index=True))
+    with pytest.raises(InvalidInputError):
+        sweep(model="llama-3.1-8b", hardware="h100-sxm", batch=[0], engine="dask")
+    with pytest.raises(InvalidInputError):
+        sweep(model="llama-3.1-8b", hardware="h100-sxm", engine="spark")
+
+
+def test_dask_engine_on_a_local_cluster_of_two_worker_processes():
+    # 2 models x 50 batches x 100 prompts x 1,000 outputs = 10,000,000 configurations, evaluated by
+    # two worker processes: rows per model over the whole grid (dask asks the partitions for
+    # the one column it needs), and 10 random rows of each of 3 random partitions, which must
+    # equal estimate()
+    distributed = pytest.importorskip("distributed")
+    import dask
+    import functools
+    import logging
+    src = os.path.dirname(os.path.dirname(mb.__file__))
+    lazy = sweep(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="h100-sxm", batch=list(range(1, 51)),
+                 prompt_tokens=list(range(0, 10000, 100)), output_tokens=list(range(1, 1001)),
+                 include_unfit=True, engine="dask")
+    rng = np.random.default_rng(17)
+    picked = [int(i) for i in rng.choice(lazy.npartitions, 3, replace=False)]
+    samples = [lazy.partitions[i].map_partitions(functools.partial(pd.DataFrame.sample, n=10, random_state=i),
+                                                 meta=lazy._meta)
+               for i in picked]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=logging.ERROR, env={"PYTHONPATH": src}) as cluster, \
+            distributed.Client(cluster):
+        counts, *rows = dask.compute(lazy["model"].value_counts(), *samples)
+    assert counts.to_dict() == {"llama-3.1-8b": 5_000_000, "qwen3-30b-a3b": 5_000_000}
+    for part in rows:
+        assert len(part) == 10
+        _check_rows_equal_estimate(part.reset_index(drop=True))
+
+
+def test_columns_selects_what_is_written():
+    full = sweep(model="llama-3.1-8b", hardware="h100-sxm", batch=[1, 64], prompt_tokens=[0, 4096])
+    some = sweep(model="llama-3.1-8b", hardware="h100-sxm", batch=[1, 64], prompt_tokens=[0, 4096],
+                 columns=["batch", "bound", "decode_tok_s_total"])
+    assert list(some.columns) == ["batch", "decode_tok_s_total", "bound"]      # table order
+    pd.testing.assert_frame_equal(some, full[list(some.columns)])
+    with pytest.raises(InvalidInputError) as e:
+        sweep(model="llama-3.1-8b", hardware="h100-sxm", columns=["tok_s"])
+    assert e.value.field == "columns" and e.value.value == "tok_s"

@@ -20,12 +20,12 @@ group by group, and within a group block by block (batch-major inside a block).
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import itertools
 import math
 import sys
-import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from pydantic import BaseModel
@@ -47,6 +47,7 @@ _FIGURES = ("decode_tok_s_per_user", "decode_tok_s_total", "ttft_s", "prefill_s"
 _MEMORY = (("memory_weights_bytes", "weights_bytes_chip"), ("memory_kv_bytes", "kv_bytes_chip"),
            ("memory_activation_bytes", "activation_bytes_chip"), ("memory_other_bytes", "extra_bytes_chip"),
            ("memory_capacity_bytes", "capacity_bytes_chip"))
+_SOURCE = dict(_MEMORY)        # table column -> core.evaluate key, where they differ
 _SPEC_NUMBERS = ("spec_gamma", "spec_tokens_per_round", "spec_verify_positions")
 _KINDS = {"int": np.int64, "float": np.float64, "bool": np.bool_}
 
@@ -79,6 +80,17 @@ class _Schema:
 
     def dtype(self, name: str, kind: str):
         return _code_dtype(len(self.categories[name])) if kind == "cat" else _KINDS[kind]
+
+    def select(self, columns) -> "_Schema":
+        """The schema of these columns only (in table order); None keeps all."""
+        if columns is None:
+            return self
+        names = [c for c, _ in self.columns]
+        wanted = [columns] if isinstance(columns, str) else list(columns)
+        for c in wanted:
+            if c not in names:
+                raise InvalidInputError("columns", c, f"names of the sweep's columns: {', '.join(names)}")
+        return replace(self, columns=tuple(c for c in self.columns if c[0] in wanted))
 
 
 @dataclass(frozen=True)
@@ -180,8 +192,9 @@ def _within_context(m, S, T, on_invalid: str, skipped: list) -> bool:
 
 def _plan(model, hardware, *, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype, activation_dtype,
           n_chips, parallel, runtime, speculative, price_usd_per_hour, include_unfit, on_invalid,
-          allow_beyond_context=False) -> _Plan:
+          allow_beyond_context=False, columns=None) -> _Plan:
     """Check every argument and prepare every group (errors surface here, before any evaluation)."""
+    selected = columns
     if on_invalid not in ("raise", "skip"):
         raise InvalidInputError("on_invalid", on_invalid, "'raise' or 'skip'")
     B = _int_axis("batch", batch, 1)
@@ -220,18 +233,24 @@ def _plan(model, hardware, *, batch, prompt_tokens, output_tokens, weight_dtype,
             consts.update(zip(_SPEC_NUMBERS, map(float, spec)))
         watts = p.hardware.power_w
         groups.append(_Group(p, consts, watts * p.n_chips if watts else None))
-    return _Plan(_Schema(columns, categories, include_unfit), tuple(groups), (B, S, T), tuple(skipped))
+    schema = _Schema(columns, categories, include_unfit).select(selected)
+    return _Plan(schema, tuple(groups), (B, S, T), tuple(skipped))
 
 
 @functools.cache
 def _settle_allocator() -> None:
-    """Let the allocator keep the core's temporaries between blocks. glibc gives freed heap memory
-    above its trim threshold (128 KiB at start) straight back to the OS, so each of the ~100
-    temporaries `core.evaluate` makes per block page-faults afresh: 70% of a sweep's time went
-    to page faults. glibc's documented adaptive rule (mallopt(3), M_MMAP_THRESHOLD) raises the
-    mmap threshold to the size of a freed mmapped block (up to 32 MiB) and the trim threshold to
-    twice that: freeing one 16 MiB array, once per process, does it. Elsewhere it is a no-op."""
-    np.empty(1 << 21)
+    """Let the allocator keep the core's temporaries between blocks. With its default thresholds
+    glibc serves each of the ~100 block-sized temporaries `core.evaluate` makes per block from
+    fresh pages (mmap above 128 KiB, heap memory trimmed back to the OS once 128 KiB are free;
+    dask workers lower that to 64 KiB), so 70% of a sweep's time went to page faults. Raising the
+    two thresholds (mallopt(3)) once per process keeps up to 32 MiB of freed heap for reuse.
+    Elsewhere than glibc there is no mallopt and nothing to do."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError, TypeError):
+        return
+    mallopt(-3, 16 << 20)       # M_MMAP_THRESHOLD: blocks below 16 MiB come from the heap
+    mallopt(-1, 32 << 20)       # M_TRIM_THRESHOLD: keep up to 32 MiB of free heap
 
 
 def _blocks(shape, size):
@@ -255,12 +274,13 @@ class _Columns:
 
     def __init__(self, schema: _Schema, capacity: int):
         self.schema = schema
+        self.capacity = capacity
         self.data = {name: np.empty(capacity, schema.dtype(name, kind)) for name, kind in schema.columns}
         self.rows = 0
         self.dropped = 0
         block = min(capacity, BLOCK)
         self._best = np.empty(block)                 # scratch of the bound selection, reused
-        self._code = np.empty(block, self.data["bound"].dtype)
+        self._code = np.empty(block, _code_dtype(len(BOUNDS)))
         self._above = np.empty(block, bool)
         self._free = self._references() if hasattr(sys, "getrefcount") else None
 
@@ -300,21 +320,22 @@ class _Columns:
             else:
                 dst[...] = np.broadcast_to(value, shape)[keep]
 
-        for name, value in g.consts.items():
-            self.data[name][rows] = value
-        for name, value in zip(_AXES, (B, S, T)):
-            put(name, value)
-        for name in _FIGURES:
-            put(name, r[name])
-        put("bound", self._bound(r, shape, size))
         p = g.prepared
-        put("cost_per_million_tokens_usd", r["cost_per_million_tokens_usd"] if p.price is not None else math.nan)
-        put("joules_per_token", g.joules * r["e2e_s"] / (B * T) if g.joules else math.nan)
-        for name, key in _MEMORY:
-            put(name, r[key])
-        put("memory_fits", fits)
-        for k in BOUNDS:
-            put(f"{k}_s", r[f"{k}_s"])
+        axes = {"batch": B, "prompt_tokens": S, "output_tokens": T, "memory_fits": fits}
+        for name in self.data:          # the selected columns only
+            if name in g.consts:
+                value = g.consts[name]
+            elif name in axes:
+                value = axes[name]
+            elif name == "bound":
+                value = self._bound(r, shape, size)
+            elif name == "cost_per_million_tokens_usd":
+                value = r[name] if p.price is not None else math.nan
+            elif name == "joules_per_token":
+                value = g.joules * r["e2e_s"] / (B * T) if g.joules else math.nan
+            else:
+                value = r[_SOURCE.get(name, name)]
+            put(name, value)
 
     def _bound(self, r: dict, shape, size) -> np.ndarray:
         """The code of the largest step term (the first on ties, like `core.bound_name`), by running
@@ -354,7 +375,7 @@ class _Columns:
 
 def _fill(cols: _Columns, g: _Group, B, S, T) -> None:
     """Every point of group g over the axes B x S x T, block by block."""
-    for bi, si, ti in _blocks((B.size, S.size, T.size), min(BLOCK, len(cols.data["batch"]))):
+    for bi, si, ti in _blocks((B.size, S.size, T.size), min(BLOCK, cols.capacity)):
         cols.add(g, B[bi], S[si], T[ti])
 
 
@@ -388,33 +409,47 @@ def _chunks(plan: _Plan, chunk_size: int):
     yield cols
 
 
-def _partition(part: tuple, schema: _Schema):
-    """One dask partition: a group over a slice of the axes, as a pandas DataFrame."""
-    g, B, S, T = part
+def _partition(part: tuple, schema: _Schema, columns=None):
+    """One dask partition: a group over a run of blocks ((B, S, T) slices), as a pandas DataFrame
+    of the columns dask asks for (it pushes a column selection down to here)."""
+    g, blocks = part
     _settle_allocator()
-    cols = _Columns(schema, B.size * S.size * T.size)
-    _fill(cols, g, B, S, T)
+    cols = _Columns(schema.select(columns), sum(B.size * S.size * T.size for B, S, T in blocks))
+    for B, S, T in blocks:
+        cols.add(g, B, S, T)
     return cols.table(True)
 
 
 def _dask_frame(plan: _Plan, partition_size: int):
-    """The plan as a lazy dask DataFrame: one partition per (group, block of partition_size
-    points); nothing is evaluated until it is computed, on whatever scheduler is active."""
+    """The plan as a lazy dask DataFrame. A partition is a run of the blocks `sweep()` evaluates
+    (at most partition_size points, one group), so its rows come in the same order; nothing is
+    evaluated until the frame is computed, on whatever scheduler is active."""
     import dask.dataframe as dd
     B, S, T = plan.axes
-    parts = [(g, B[bi], S[si], T[ti]) for g in plan.groups for bi, si, ti in _blocks(plan.shape, partition_size)]
+    parts = []
+    for g in plan.groups:
+        run, points = [], 0
+        for bi, si, ti in _blocks(plan.shape, min(BLOCK, partition_size)):
+            block = (B[bi], S[si], T[ti])
+            size = block[0].size * block[1].size * block[2].size
+            if run and points + size > partition_size:
+                parts.append((g, run))
+                run, points = [], 0
+            run.append(block)
+            points += size
+        parts.append((g, run))
     meta = _Columns(plan.schema, 0).table(True)
     if not parts:
         return dd.from_pandas(meta, npartitions=1)
     return dd.from_map(_partition, parts, schema=plan.schema, meta=meta, label="membound-sweep",
-                       token=uuid.uuid4().hex, enforce_metadata=False)
+                       enforce_metadata=False)
 
 
 def iter_sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMPT_TOKENS,
                output_tokens=defaults.OUTPUT_TOKENS, weight_dtype=defaults.WEIGHT_DTYPE,
                kv_dtype=None, activation_dtype=None, n_chips=None, parallel=None, runtime=None,
                speculative=None, price_usd_per_hour=None, chunk_size: int = DEFAULT_CHUNK,
-               include_unfit: bool = False, on_invalid: str = "raise", as_frame=None,
+               include_unfit: bool = False, on_invalid: str = "raise", as_frame=None, columns=None,
                allow_beyond_context: bool = False, _stats=None):
     """Yield the sweep's table in chunks of at most `chunk_size` rows (see `sweep`); stream them to
     disk or reduce them as they come: memory stays at one chunk. Each chunk is freshly allocated
@@ -425,7 +460,7 @@ def iter_sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.
                  weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype,
                  n_chips=n_chips, parallel=parallel, runtime=runtime, speculative=speculative,
                  price_usd_per_hour=price_usd_per_hour, include_unfit=include_unfit, on_invalid=on_invalid,
-                 allow_beyond_context=allow_beyond_context)
+                 allow_beyond_context=allow_beyond_context, columns=columns)
     stats = _stats if _stats is not None else {}
     stats["dropped_unfit"] = 0
     stats["skipped"] = list(plan.skipped)
@@ -440,7 +475,7 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
           kv_dtype=None, activation_dtype=None, n_chips=None, parallel=None, runtime=None,
           speculative=None, price_usd_per_hour=None, chunk_size: int = DEFAULT_CHUNK,
           include_unfit: bool = False, on_invalid: str = "raise", reduce=None, as_frame=None,
-          engine: str = "numpy", allow_beyond_context: bool = False):
+          columns=None, engine: str = "numpy", allow_beyond_context: bool = False):
     """Evaluate every point of a grid; one row per point with `estimate()`'s figures.
 
     Each argument takes a scalar or a list; the grid is their cartesian product. n_chips=None
@@ -458,6 +493,7 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
     reduce: None to return the table, or a function (accumulator, chunk) -> accumulator folded
     over chunks of at most chunk_size rows (the accumulator starts as None); its final value is
     returned, and memory stays at one chunk.
+    columns: the names of the columns to return (default: all); fewer columns, less to write.
     engine: "numpy" (here, now) or "dask": a lazy dask DataFrame of partitions of at most
     chunk_size rows, evaluated where it is computed (threads, processes, or a distributed
     cluster: `distributed.Client("tcp://scheduler:8786")` then `.compute()`); invalid inputs
@@ -467,7 +503,8 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
     kw = dict(batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens, weight_dtype=weight_dtype,
               kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips, parallel=parallel,
               runtime=runtime, speculative=speculative, price_usd_per_hour=price_usd_per_hour,
-              include_unfit=include_unfit, on_invalid=on_invalid, allow_beyond_context=allow_beyond_context)
+              include_unfit=include_unfit, on_invalid=on_invalid, columns=columns,
+              allow_beyond_context=allow_beyond_context)
     if isinstance(n_chips, str) and n_chips == "auto":
         return _fewest_chips(model, hardware, kw, check_int("chunk_size", chunk_size, 1))
     if engine not in ("numpy", "dask"):
@@ -547,7 +584,7 @@ def _fewest_chips(model, hardware, kw: dict, chunk_size: int):
         parts = []
         for n in chip_counts(m, hw, B, S, T, wd, kv0, runtime0):
             part = sweep(m, hw, **{**kw, "weight_dtype": wd, "n_chips": n, "parallel": layout_for(m, hw, n),
-                                   "include_unfit": True}, chunk_size=chunk_size)
+                                   "include_unfit": True, "columns": None}, chunk_size=chunk_size)
             skipped += part.attrs["skipped"]
             if len(part):
                 parts.append(part.reset_index(drop=True))
@@ -562,6 +599,9 @@ def _fewest_chips(model, hardware, kw: dict, chunk_size: int):
         table["reason"] = drop_reasons(table)
         if not kw["include_unfit"]:
             table = table[table["memory_fits"]].reset_index(drop=True)
+    if kw["columns"] is not None and len(table):
+        wanted = [kw["columns"]] if isinstance(kw["columns"], str) else list(kw["columns"])
+        table = table[[c for c in table.columns if c in wanted or c == "reason"]]
     table.attrs["skipped"] = skipped
     table.attrs["dropped_unfit"] = 0 if kw["include_unfit"] else int(sum(len(f) for f in frames) - len(table))
     return table
