@@ -339,3 +339,23 @@ def test_cli_bench_against_the_paced_server(paced, tmp_path, capsys):
     assert "rate-limiter+200ctx" in out
     # 2 prompts (plain, long) x (1 + 2 requests at the two levels) = 6 rows after the header
     assert (tmp_path / "raw.csv").read_text().count("\n") == 1 + 2 * (1 + 2)
+
+
+def test_cli_bench_progress_counts_every_request(paced, tmp_path, capsys, monkeypatch):
+    import membound.progress as progress
+    from membound.cli import main
+    made = []
+    real = progress.bar
+
+    def forced(total, desc, **kw):
+        b = real(total, desc, **{**kw, "force": True, "quiet": False})
+        made.append(b)
+        return b
+    monkeypatch.setattr(progress, "bar", forced)
+    rc = main(["bench", paced, "--served-model", "paced", "--concurrency", "1,2", "--repeats", "2",
+               "--context-tokens", "200", "--warmup", "0"])
+    assert rc == 0
+    (b,) = made
+    # (1 + 2 concurrent requests) x 2 prompts (plain, long) x 2 rounds = 12 requests, all counted
+    assert b.total == 12 and b.n == 12
+    assert "12/12" in capsys.readouterr().err

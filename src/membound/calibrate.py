@@ -186,7 +186,8 @@ def calibrate_runtimes(scenarios) -> dict:
     """{runtime: [GroupFit, ...]} from the calibration rows."""
     from .hardware import load_hardware
     out = {}
-    for rt in FIT:
+    from .progress import track
+    for rt in track(list(FIT), "calibrate", unit=" runtimes"):
         rows = [s for s in scenarios if s.runtime == rt and is_calibration(s) and s.hardware not in SPECIALISED]
         if not rows:
             continue

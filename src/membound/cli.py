@@ -130,13 +130,6 @@ _BLANKED = ("decode_tok_s_per_user", "decode_tok_s_total", "ttft_s", "prefill_s"
             "cost_per_million_tokens_usd", "joules_per_token")
 
 
-def progress(total: int, what: str, force: bool = False, quiet: bool = False):
-    """A tqdm bar on stderr: shown on a terminal (or with force), never with quiet."""
-    from tqdm.auto import tqdm
-    return tqdm(total=total, desc=what, unit=" points" if what == "sweep" else "", file=sys.stderr,
-                disable=True if quiet else (False if force else None), dynamic_ncols=True)
-
-
 def _sweep_tables(args):
     """The sweep's tables in order: every grid point with a `reason` ('' where it fits)."""
     from .sweep import drop_reasons, iter_sweep, sweep
@@ -166,7 +159,8 @@ def _sweep(args) -> int:
     grid_points = math.prod(len(v) for v in (args.models, args.hardware, args.batch, args.prompt, args.output,
                                              args.weights, [None] if args.chips == "auto" else args.chips))
     rows, dropped, frames, skipped = 0, 0, [], {}
-    with progress(grid_points, "sweep", force=args.progress, quiet=args.quiet) as bar:
+    from .progress import bar as progress_bar
+    with progress_bar(grid_points, "sweep", unit=" points", force=args.progress, quiet=args.quiet) as bar:
         for i, df in enumerate(_sweep_tables(args)):
             unfit = df["reason"] != ""
             if not args.include_unfit:

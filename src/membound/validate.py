@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .progress import track
 from .calibrate import is_calibration
 from .reference import SPECIALISED, load_reference, predict, reference_dir
 
@@ -47,7 +48,7 @@ def validation_report(path=None) -> dict:
     """{'rows': [RowResult], 'categories': {name: {...}}, 'skipped': [(id, metric, reason)]}."""
     ref = load_reference(path)
     rows = []
-    for sc in ref.scenarios:
+    for sc in track(ref.scenarios, "validate", unit=" rows"):
         try:
             p = float(predict(sc))
         except Exception as e:   # a scenario membound refuses is reported, not hidden

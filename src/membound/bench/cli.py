@@ -54,11 +54,17 @@ def add_parser(sub) -> None:
     b.set_defaults(func=main)
 
 
-def _progress(s) -> None:
-    what = "ok" if s.ok else f"{s.error_kind}: {s.error}"
-    ttft = "-" if s.ttft_s is None else f"{s.ttft_s * 1e3:.0f} ms"
-    print(f"  {s.prompt} conc {s.concurrency} round {s.round}: TTFT {ttft}, {s.output_tokens} tokens, {what}",
-          file=sys.stderr, flush=True)
+def _progress(bar):
+    """A per-request callback: counts the request on the bar, shows the last one, prints failures."""
+    def on_sample(s) -> None:
+        what = "ok" if s.ok else f"{s.error_kind}: {s.error}"
+        ttft = "-" if s.ttft_s is None else f"{s.ttft_s * 1e3:.0f} ms"
+        line = f"{s.prompt} conc {s.concurrency} round {s.round}: TTFT {ttft}, {s.output_tokens} tokens, {what}"
+        bar.update(1)
+        bar.set_postfix_str(line[:60], refresh=False)
+        if not s.ok:
+            bar.write("  " + line, file=sys.stderr)
+    return on_sample
 
 
 def _compare(args, res, hw, out: dict, text: list) -> None:
@@ -82,8 +88,8 @@ def _compare(args, res, hw, out: dict, text: list) -> None:
 
 
 def main(args) -> int:
-    from ..errors import InvalidInputError, MemboundError
-    from . import load_prompts, run
+    from ..errors import InvalidInputError
+    from . import load_prompts
     from .localcpu import local_cpu_hardware
     if (args.model is None) != (args.hardware is None):
         raise InvalidInputError("--model/--hardware", args.model or args.hardware, "both, or neither")
@@ -96,12 +102,27 @@ def main(args) -> int:
         from ..model import load_model
         load_model(args.model)
         hw = local_cpu_hardware(args.bandwidth) if args.hardware == "local-cpu" else load_hardware(args.hardware).name
-    res = run(args.url, args.served_model, prompts, concurrency=args.concurrency, repeats=args.repeats,
-              max_tokens=args.max_tokens, long_context=not args.no_long_context,
-              context_tokens=args.context_tokens, temperature=args.temperature, timeout_s=args.timeout,
-              idle_timeout_s=args.idle_timeout,
-              warmup=args.warmup, api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
-              check_model=not args.no_model_check, unique=not args.allow_prefix_cache, save=args.save, progress=None if args.quiet else _progress)
+    from ..progress import bar
+    # requests measured: each level's concurrency x prompts (and their long-context twins) x repeats
+    n_requests = sum(args.concurrency) * len(prompts or [None]) * (1 if args.no_long_context else 2) * args.repeats
+    with bar(n_requests, "bench", unit=" requests", quiet=args.quiet) as progress:
+        res = _run(args, prompts, _progress(progress))
+    return _report(args, res, hw)
+
+
+def _run(args, prompts, on_sample):
+    from . import run
+    return run(args.url, args.served_model, prompts, concurrency=args.concurrency, repeats=args.repeats,
+               max_tokens=args.max_tokens, long_context=not args.no_long_context,
+               context_tokens=args.context_tokens, temperature=args.temperature, timeout_s=args.timeout,
+               idle_timeout_s=args.idle_timeout,
+               warmup=args.warmup, api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
+               check_model=not args.no_model_check, unique=not args.allow_prefix_cache, save=args.save,
+               progress=on_sample)
+
+
+def _report(args, res, hw) -> int:
+    from ..errors import MemboundError
     out = {"stats": [asdict(s) for s in res.stats()], "prefill": res.prefill_costs(),
            "failures": [asdict(s) for s in res.failures()], "notes": res.notes}
     text = [str(res)]
