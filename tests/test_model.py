@@ -93,6 +93,8 @@ PUBLISHED = [
     # NOT within 1%, each gap explained: Kimi's report says 1.04T, its config's tensors give 1.026T (-1.3%);
     # Meta's 109B for Scout includes the vision encoder (text decoder 107.8B, -1.1%); Falcon's cards give
     # only the rounded names "7B" (6.92B, -1.1%) and "40B" (41.3B, +3.3%)
+    ("qwen3-next-80b-a3b", 80.0, 3.87, 0.01),     # 3.87B = the config's 3,874,929,408 (Qwen rounds to "A3B")
+    ("qwen3.5-35b-a3b", 35.0, None, 0.01),        # text decoder 34.66B; Qwen's 35B includes the vision encoder
     ("kimi-k2", 1040.0, None, 0.015), ("llama-4-scout", 109.0, None, 0.012),
     ("falcon-7b", 7.0, None, 0.012), ("falcon-40b", 40.0, None, 0.035),
 ]

@@ -84,6 +84,93 @@ def test_llama4_interleaving_and_chunked_attention():
     ("MiniMaxAI/MiniMax-M2.5", "minimax-m2"), ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "llama-4-scout"),
     ("mistralai/Mistral-Large-Instruct-2411", "mistral-large-2"), ("tiiuae/falcon-40b", "falcon-40b"),
     ("mosaicml/mpt-30b", "mpt-30b"), ("deepseek-ai/DeepSeek-V3.1", "deepseek-v3.1"),
+    ("Qwen/Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b"), ("Qwen/Qwen3.5-35B-A3B", "qwen3.5-35b-a3b"),
 ])
 def test_hf_ids_resolve_to_the_presets(hf_id, preset):
     assert resolve_name("model", hf_id) == preset
+
+
+# ---- the config.json figures each preset cites, read by Model.from_hf_config ------------------
+CONFIGS = {
+    "kimi-k2": {"model_type": "kimi_k2", "hidden_size": 7168, "num_hidden_layers": 61, "num_attention_heads": 64,
+                "num_key_value_heads": 64, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+                "qk_rope_head_dim": 64, "v_head_dim": 128, "intermediate_size": 18432, "moe_intermediate_size": 2048,
+                "n_routed_experts": 384, "n_shared_experts": 1, "num_experts_per_tok": 8,
+                "first_k_dense_replace": 1, "moe_layer_freq": 1, "vocab_size": 163840,
+                "max_position_embeddings": 131072, "tie_word_embeddings": False},
+    "glm-4.5": {"model_type": "glm4_moe", "hidden_size": 5120, "num_hidden_layers": 92, "num_attention_heads": 96,
+                "num_key_value_heads": 8, "head_dim": 128, "attention_bias": True, "intermediate_size": 12288,
+                "moe_intermediate_size": 1536, "n_routed_experts": 160, "n_shared_experts": 1,
+                "num_experts_per_tok": 8, "first_k_dense_replace": 3, "vocab_size": 151552,
+                "max_position_embeddings": 131072, "tie_word_embeddings": False, "use_qk_norm": False},
+    "minimax-m2": {"model_type": "minimax_m2", "hidden_size": 3072, "num_hidden_layers": 62,
+                   "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128, "num_local_experts": 256,
+                   "num_experts_per_tok": 8, "intermediate_size": 1536, "vocab_size": 200064,
+                   "max_position_embeddings": 196608, "use_qk_norm": True, "tie_word_embeddings": False},
+    "llama-4-maverick": {"model_type": "llama4", "text_config": {
+        "model_type": "llama4_text", "hidden_size": 5120, "num_hidden_layers": 48, "num_attention_heads": 40,
+        "num_key_value_heads": 8, "head_dim": 128, "num_local_experts": 128, "num_experts_per_tok": 1,
+        "intermediate_size": 8192, "intermediate_size_mlp": 16384, "interleave_moe_layer_step": 2,
+        "vocab_size": 202048, "attention_chunk_size": 8192, "max_position_embeddings": 1048576,
+        "tie_word_embeddings": False}},
+    "mpt-7b": {"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32, "expansion_ratio": 4,
+               "vocab_size": 50432, "max_seq_len": 2048, "no_bias": True},
+    "falcon-7b": {"model_type": "falcon", "hidden_size": 4544, "num_hidden_layers": 32, "num_attention_heads": 71,
+                  "multi_query": True, "new_decoder_architecture": False, "parallel_attn": True, "bias": False,
+                  "vocab_size": 65024},
+    "falcon-40b": {"model_type": "falcon", "hidden_size": 8192, "num_hidden_layers": 60, "num_attention_heads": 128,
+                   "num_kv_heads": 8, "new_decoder_architecture": True, "parallel_attn": True, "bias": False,
+                   "vocab_size": 65024},
+    "qwen3-next-80b-a3b": {"model_type": "qwen3_next", "hidden_size": 2048, "num_hidden_layers": 48,
+                           "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+                           "num_experts": 512, "num_experts_per_tok": 10, "moe_intermediate_size": 512,
+                           "shared_expert_intermediate_size": 512, "decoder_sparse_step": 1,
+                           "linear_num_key_heads": 16, "linear_key_head_dim": 128, "linear_num_value_heads": 32,
+                           "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
+                           "vocab_size": 151936, "max_position_embeddings": 262144, "tie_word_embeddings": False},
+    "qwen3.5-35b-a3b": {"model_type": "qwen3_5_moe", "text_config": {
+        "model_type": "qwen3_5_moe_text", "hidden_size": 2048, "num_hidden_layers": 40, "num_attention_heads": 16,
+        "num_key_value_heads": 2, "head_dim": 256, "attn_output_gate": True,
+        "layer_types": ["linear_attention"] * 3 + ["full_attention"], "full_attention_interval": 4,
+        "linear_num_key_heads": 16, "linear_key_head_dim": 128, "linear_num_value_heads": 32,
+        "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "num_experts": 256, "num_experts_per_tok": 8,
+        "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "vocab_size": 248320,
+        "max_position_embeddings": 262144, "tie_word_embeddings": False}},
+}
+CONFIGS["qwen3.5-35b-a3b"]["text_config"]["layer_types"] *= 10
+
+
+@pytest.mark.parametrize("preset", sorted(CONFIGS))
+def test_config_json_reproduces_the_preset(preset):
+    from membound import Model
+    m, p = Model.from_hf_config(CONFIGS[preset], name=preset), load_model(preset)
+    for attr in ("total_params", "active_params", "dense_params", "n_moe_layers",
+                 "kv_elements_per_token_per_layer", "attn_flops_per_ctx_token_per_layer"):
+        assert getattr(m, attr) == getattr(p, attr), attr
+    assert m.window_groups() == p.window_groups()
+
+
+def test_qwen3_next_by_hand():
+    # h=2048; a Gated DeltaNet layer: in_proj_qkvz h x (2*16*128 + 2*32*128), in_proj_ba h x 64,
+    # conv (2*2048 + 4096) x 4 taps, dt_bias + A_log 2*32, gated norm 128, out_proj 4096 x h
+    h = 2048
+    lin = h * (4096 + 8192) + h * 64 + 8192 * 4 + 64 + 128 + 4096 * h
+    # gated full attention: q (with gate) h x 2*16*256, k and v h x 2*256 each, o 16*256 x h, q/k norms
+    full = h * 2 * 4096 + 2 * h * 512 + 4096 * h + 2 * 256
+    moe = 513 * 3 * h * 512 + h * 512 + h           # 512 routed + 1 shared expert, router, shared gate
+    total = 36 * (lin + 2 * h + moe) + 12 * (full + 2 * h + moe) + 2 * 151936 * h + h
+    m = load_model("qwen3-next-80b-a3b")
+    assert total == m.total_params == 79_674_391_296
+    assert m.active_params == total - 48 * 502 * 3 * h * 512 == 3_874_929_408
+    # the recurrent state: 32 value heads x 128 x 128 plus the conv's last 3 inputs of 8192 channels,
+    # described as the KV of ceil(548864 / (2*2*256)) = 536 tokens on the 36 linear layers
+    assert m.linear_state_elements == 32 * 128 * 128 + 8192 * 3 == 548_864
+    assert m.window_groups() == ((536, 36), (None, 12))
+    assert m.kv_bytes_per_token("bf16", context=100_000) == (36 * 536 + 12 * 100_000) * 1024 * 2
+
+
+def test_a_hybrid_layer_pattern_other_than_the_interval_is_refused():
+    from membound import Model, ProfileError
+    cfg = {**CONFIGS["qwen3.5-35b-a3b"]["text_config"], "layer_types": ["full_attention"] * 40}
+    with pytest.raises(ProfileError, match="layer_types"):
+        Model.from_hf_config(cfg)

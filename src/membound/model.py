@@ -64,6 +64,16 @@ class Model(BaseModel):
     qk_nope_head_dim: NonNeg = 0
     v_head_dim: NonNeg = 0
     layer_windows: tuple[Annotated[int, Field(gt=0, strict=True)] | None, ...] = ()  # per layer; None = global
+    # Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): full_attention_interval k > 0 makes every
+    # k-th layer full attention and the others linear, with a fixed recurrent state per sequence
+    full_attention_interval: NonNeg = 0
+    linear_key_heads: NonNeg = 0
+    linear_value_heads: NonNeg = 0
+    linear_key_head_dim: NonNeg = 0
+    linear_value_head_dim: NonNeg = 0
+    linear_conv_kernel: NonNeg = 0
+    attn_output_gate: Flag = False  # q_proj also yields a sigmoid gate on the attention output (2x q)
+    shared_expert_gate: Flag = False  # a hidden -> 1 gate on the shared expert (Qwen MoE)
     max_context: Pos | None = None  # max_position_embeddings, tokens
     source: str = ""
     aliases: tuple[str, ...] = ()   # Hugging Face ids and other spellings (membound.names)
@@ -112,11 +122,20 @@ class Model(BaseModel):
             for f in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
                 if getattr(self, f) <= 0:
                     bad(f, "> 0 when kv_lora_rank > 0 (MLA)")
+        if self.full_attention_interval:
+            for f in ("linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+                      "linear_conv_kernel"):
+                if getattr(self, f) <= 0:
+                    bad(f, "> 0 when full_attention_interval > 0 (linear attention)")
         moe = [self._is_moe(i) for i in range(self.n_layers)]
         if not all(moe) and self.ffn_size <= 0:
             bad("ffn_size", "> 0: some layers use the dense FFN")
         self._d.update(self._count(sum(moe)))
         return self
+
+    def _is_linear(self, i: int) -> bool:
+        k = self.full_attention_interval
+        return k > 0 and (i + 1) % k != 0
 
     def _is_moe(self, i: int) -> bool:
         j = i - self.first_dense_layers
@@ -141,22 +160,42 @@ class Model(BaseModel):
         else:
             attn = h * nh * hd * 2 + h * kvh * hd * 2
             attn += (nh + 2 * kvh) * hd * self.qkv_bias + h * self.attn_out_bias
-            attn += 2 * hd * self.qk_norm
+            attn += 2 * hd * self.qk_norm + h * nh * hd * self.attn_output_gate
             kv_el = 2 * kvh * hd
             attn_flops = 4.0 * nh * hd
         attn += nh * self.attn_sinks
+        n_lin = sum(self._is_linear(i) for i in range(self.n_layers))
+        lin_attn, state = self._linear_attention()
         common = attn + self.norms_per_layer * h
         expert = self._ffn(self.expert_ffn_size) if self.n_experts else 0
         router = (h * self.n_experts + self.n_experts * self.mlp_bias) if self.n_experts else 0
+        router += h * self.shared_expert_gate * (self.n_shared_experts > 0)
         moe_layer = common + (self.n_experts + self.n_shared_experts) * expert + router
         dense_layer = common + self._ffn(self.ffn_size)
-        total = (n_moe * moe_layer + (self.n_layers - n_moe) * dense_layer
+        total = (n_moe * moe_layer + (self.n_layers - n_moe) * dense_layer + n_lin * (lin_attn - attn)
                  + self.vocab_size * h * (1 if self.tied_embeddings else 2) + h)
         routed = n_moe * self.n_experts * expert
         return dict(total=float(total), expert=float(expert), n_moe=n_moe,
                     dense=float(total - routed),
                     active=float(total - n_moe * (self.n_experts - self.experts_per_token) * expert),
-                    kv_el=kv_el, attn_flops=attn_flops)
+                    kv_el=kv_el, attn_flops=attn_flops, state=state,
+                    state_window=-(-state // kv_el) if state else 0)
+
+    def _linear_attention(self) -> tuple[int, int]:
+        """(parameters of one Gated DeltaNet layer, elements of its recurrent state per sequence):
+        in_proj_qkvz h x (2 key + 2 value dims), in_proj_ba h x 2 value heads, a depthwise conv over
+        q, k, v of `linear_conv_kernel` taps, dt_bias and A_log per value head, a gated RMSNorm of
+        value_head_dim, out_proj value dim x h. State: value heads x key dim x value dim, plus the
+        conv's last kernel - 1 inputs."""
+        if not self.full_attention_interval:
+            return 0, 0
+        h, kern = self.hidden_size, self.linear_conv_kernel
+        key, value = self.linear_key_heads * self.linear_key_head_dim, self.linear_value_heads * self.linear_value_head_dim
+        conv = 2 * key + value
+        params = (h * (2 * key + 2 * value) + h * 2 * self.linear_value_heads + conv * kern
+                  + 2 * self.linear_value_heads + self.linear_value_head_dim + value * h)
+        state = self.linear_value_heads * self.linear_key_head_dim * self.linear_value_head_dim + conv * (kern - 1)
+        return params, state
 
     # ---- derived (computed once at validation) -------------------------------------------------
     total_params = property(lambda self: self._d["total"],
@@ -174,6 +213,10 @@ class Model(BaseModel):
     attn_flops_per_ctx_token_per_layer = property(
         lambda self: self._d["attn_flops"],
         doc="FLOPs one new token spends on one cached token in one layer (QK^T and AV, 2 per MAC).")
+    linear_state_elements = property(lambda self: self._d["state"],
+                                     doc="Recurrent-state elements of one linear-attention layer per sequence (0: none).")
+    linear_state_window = property(lambda self: self._d["state_window"],
+                                   doc="Tokens of KV holding as many elements as that state: the window a linear layer is described with.")
     is_moe = property(lambda self: self.n_experts > 0)
     is_mla = property(lambda self: self.kv_lora_rank > 0)
 
@@ -182,9 +225,17 @@ class Model(BaseModel):
         return Model(**{**self.model_dump(), **update}) if update else super().model_copy(deep=deep)
 
     def window_groups(self) -> tuple[tuple[int | None, int], ...]:
-        """((window or None for global, number of layers), ...) in order of first appearance."""
+        """((window or None for global, number of layers), ...) in order of first appearance.
+
+        A linear-attention layer keeps a fixed recurrent state instead of a growing KV cache; it is
+        described as a sliding-window layer whose window holds as many elements as that state
+        (`linear_state_window` tokens of KV): the bytes it reads and holds per sequence are then
+        those of the state once the context passes the window (less before), and its attention
+        FLOPs those of attending that many tokens (the same order as the state update)."""
         groups: dict = {}
-        for w in self.layer_windows or (None,) * self.n_layers:
+        windows = self.layer_windows or (None,) * self.n_layers
+        for i, w in enumerate(windows):
+            w = self._d["state_window"] if self._is_linear(i) else w
             groups[w] = groups.get(w, 0) + 1
         return tuple(groups.items())
 
@@ -247,7 +298,8 @@ def _check_context(context):
 
 
 # ---- Hugging Face configs -----------------------------------------------------------------
-_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
+             "qwen3_5_moe_text", "glm4_moe", "kimi_k2", "minimax_m2", "llama4_text", "falcon", "mpt",
              "deepseek_v2", "deepseek_v3", "gemma3", "gemma3_text", "phi3", "gpt_oss")
 # transformers' Gemma3TextConfig defaults: the released config.json files omit these keys
 _GEMMA3_DEFAULTS = dict(vocab_size=262_208, num_attention_heads=8, num_key_value_heads=4,
@@ -280,6 +332,8 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
         raise ProfileError(src, "model_type", f"value {mt!r} is not supported; expected one of {list(_FAMILIES)}")
     if mt.startswith("gemma3"):
         mt, cfg = "gemma3_text", {**_GEMMA3_DEFAULTS, **cfg}
+    if mt == "mpt":
+        cfg = _from_mpt(cfg)
     nothing = object()
 
     def get(key, default=nothing, positive=True, kind=int):
@@ -303,42 +357,101 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
         vocab_size=get("vocab_size"), tied_embeddings=get("tie_word_embeddings", mt == "gemma3_text", kind=bool),
         max_context=get("max_position_embeddings", None), source=f"Hugging Face config {src} ({mt})")
     bias = get("attention_bias", mt == "gpt_oss", kind=bool)
-    d.update(qkv_bias=bias or mt in ("qwen2", "qwen2_moe"), attn_out_bias=bias)
-    if mt in ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss"):
-        n_exp = get("num_local_experts" if mt in ("mixtral", "gpt_oss") else "num_experts",
+    d.update(qkv_bias=bias or mt in ("qwen2", "qwen2_moe"), attn_out_bias=bias and mt != "glm4_moe")
+    qwen_hybrid = mt in ("qwen3_next", "qwen3_5_moe_text")
+    if mt in ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "minimax_m2", "llama4_text") or qwen_hybrid:
+        local = mt in ("mixtral", "gpt_oss", "minimax_m2", "llama4_text")
+        n_exp = get("num_local_experts" if local else "num_experts",
                     cfg.get("num_experts", nothing) if mt == "gpt_oss" else nothing)
         k = get("num_experts_per_tok", cfg.get("experts_per_token", nothing) if mt == "gpt_oss" else nothing)
         eff = get("moe_intermediate_size" if "qwen" in mt else "intermediate_size")
         d.update(n_experts=n_exp, experts_per_token=k, expert_ffn_size=eff,
-                 moe_layer_interval=get("decoder_sparse_step", 1))
+                 moe_layer_interval=get("interleave_moe_layer_step" if mt == "llama4_text" else "decoder_sparse_step", 1))
         dense_only = cfg.get("mlp_only_layers") or []
         if list(dense_only) != list(range(len(dense_only))):
             raise ProfileError(src, "mlp_only_layers", f"value {dense_only!r}: only leading dense layers are supported")
         d["first_dense_layers"] = len(dense_only)
-        if mt == "qwen2_moe":
+        if mt == "qwen2_moe" or qwen_hybrid:
             shared = get("shared_expert_intermediate_size", 0, positive=False)
             if shared % eff:
                 raise ProfileError(src, "shared_expert_intermediate_size", f"value {shared}: expected a multiple of {eff}")
             d["n_shared_experts"] = shared // eff
-    elif mt.startswith("deepseek"):
-        nope, rope = get("qk_nope_head_dim"), get("qk_rope_head_dim")
-        d.update(n_kv_heads=heads, head_dim=nope + rope, q_lora_rank=get("q_lora_rank", 0, positive=False),
-                 kv_lora_rank=get("kv_lora_rank"), qk_nope_head_dim=nope, qk_rope_head_dim=rope,
-                 v_head_dim=get("v_head_dim"), n_experts=get("n_routed_experts", 0, positive=False),
+            d["shared_expert_gate"] = qwen_hybrid
+        if mt == "llama4_text":
+            d["n_shared_experts"] = 1      # Llama 4: one shared expert of the routed experts' size
+        if qwen_hybrid:
+            d.update(_linear_attention_fields(cfg, get, n_layers, src))
+    elif mt.startswith("deepseek") or mt in ("kimi_k2", "glm4_moe"):
+        if mt != "glm4_moe":   # MLA (GLM-4.5 keeps GQA attention with DeepSeek-style MoE keys)
+            nope, rope = get("qk_nope_head_dim"), get("qk_rope_head_dim")
+            d.update(n_kv_heads=heads, head_dim=nope + rope, q_lora_rank=get("q_lora_rank", 0, positive=False),
+                     kv_lora_rank=get("kv_lora_rank"), qk_nope_head_dim=nope, qk_rope_head_dim=rope,
+                     v_head_dim=get("v_head_dim"))
+        d.update(n_experts=get("n_routed_experts", 0, positive=False),
                  n_shared_experts=get("n_shared_experts", 0, positive=False))
         if d["n_experts"]:
             d.update(experts_per_token=get("num_experts_per_tok"), expert_ffn_size=get("moe_intermediate_size"),
                      first_dense_layers=get("first_k_dense_replace", 0, positive=False),
                      moe_layer_interval=get("moe_layer_freq", 1))
-    d["ffn_size"] = get("intermediate_size") if _has_dense(d) else 0
-    if mt in ("qwen3", "qwen3_moe", "gemma3_text"):
+    if mt == "falcon":
+        d.update(_falcon_fields(cfg, get, heads, hidden))
+    elif mt == "mpt":
+        d["gated_ffn"] = False     # GELU FFN
+    if "ffn_size" not in d:
+        d["ffn_size"] = get("intermediate_size_mlp" if mt == "llama4_text" else "intermediate_size") if _has_dense(d) else 0
+    if mt in ("qwen3", "qwen3_moe", "gemma3_text") or qwen_hybrid:
         d["qk_norm"] = True
+    if mt in ("glm4_moe", "minimax_m2"):
+        d["qk_norm"] = get("use_qk_norm", mt == "minimax_m2", kind=bool)
     if mt == "gemma3_text":
         d["norms_per_layer"] = 4
     if mt == "gpt_oss":
         d.update(mlp_bias=True, attn_sinks=True)
     d["layer_windows"] = _windows(cfg, mt, n_layers, get, src)
     return d
+
+
+def _linear_attention_fields(cfg: dict, get, n_layers: int, src: str) -> dict:
+    """Qwen3-Next / Qwen3.5 Gated DeltaNet layers: every `full_attention_interval`-th layer is full."""
+    k = get("full_attention_interval", 4)
+    types = cfg.get("layer_types")
+    if types is not None:
+        expected = ["full_attention" if (i + 1) % k == 0 else "linear_attention" for i in range(n_layers)]
+        if types != expected:
+            raise ProfileError(src, "layer_types", f"expected every {k}th layer full_attention, the others "
+                               "linear_attention (the pattern full_attention_interval describes)")
+    return dict(full_attention_interval=k, attn_output_gate=get("attn_output_gate", True, kind=bool),
+                linear_key_heads=get("linear_num_key_heads"), linear_value_heads=get("linear_num_value_heads"),
+                linear_key_head_dim=get("linear_key_head_dim"), linear_value_head_dim=get("linear_value_head_dim"),
+                linear_conv_kernel=get("linear_conv_kernel_dim", 4))
+
+
+def _falcon_fields(cfg: dict, get, heads: int, hidden: int) -> dict:
+    """Falcon: multi-query (one K/V head) unless new_decoder_architecture (num_kv_heads groups); a
+    GELU FFN of 4 x hidden; LayerNorms with bias: two per layer in the new architecture (4h), one
+    shared by the parallel attention and MLP otherwise (2h); biases only when `bias`."""
+    new = get("new_decoder_architecture", False, kind=bool)
+    kv = get("num_kv_heads", heads) if new else (1 if get("multi_query", True, kind=bool) else heads)
+    parallel = get("parallel_attn", True, kind=bool)
+    bias = get("bias", False, kind=bool)
+    return dict(n_kv_heads=kv, gated_ffn=False, ffn_size=get("ffn_hidden_size", 4 * hidden),
+                norms_per_layer=4 if (new or not parallel) else 2, tied_embeddings=get("tie_word_embeddings", True, kind=bool),
+                qkv_bias=bias, attn_out_bias=bias, mlp_bias=bias)
+
+
+def _from_mpt(cfg: dict) -> dict:
+    """MPT's keys in the Llama spelling: d_model, n_heads, n_layers, expansion_ratio x d_model FFN
+    (GELU, not gated), max_seq_len, tied embeddings, LayerNorms without bias (no_bias)."""
+    out = dict(cfg)
+    for mine, theirs in (("hidden_size", "d_model"), ("num_attention_heads", "n_heads"),
+                         ("num_hidden_layers", "n_layers"), ("max_position_embeddings", "max_seq_len")):
+        if theirs in cfg:
+            out[mine] = cfg[theirs]
+    ratio = cfg.get("expansion_ratio", 4)
+    if isinstance(cfg.get("d_model"), int) and isinstance(ratio, (int, float)) and not isinstance(ratio, bool):
+        out["intermediate_size"] = int(ratio * cfg["d_model"])
+    out.setdefault("tie_word_embeddings", True)
+    return out
 
 
 def _has_dense(d: dict) -> bool:
@@ -351,6 +464,10 @@ def _has_dense(d: dict) -> bool:
 def _windows(cfg, mt, n_layers, get, src) -> tuple:
     if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and not cfg.get("use_sliding_window", False):
         return ()
+    if mt in ("qwen3_next", "qwen3_5_moe_text", "mpt", "falcon"):
+        return ()
+    if mt == "llama4_text":
+        return _llama4_chunks(cfg, get, n_layers, src)
     w = get("sliding_window", None)
     if w is None:
         return ()
@@ -374,6 +491,21 @@ def _windows(cfg, mt, n_layers, get, src) -> tuple:
     else:
         out = (w,) * n_layers
     return () if all(x is None for x in out) else out
+
+
+def _llama4_chunks(cfg, get, n_layers, src) -> tuple:
+    """Llama 4's chunked attention (RoPE layers attend within chunks of attention_chunk_size; every
+    no_rope_layer_interval-th layer is global NoPE) as windows of the chunk size, its worst case."""
+    c = get("attention_chunk_size", None)
+    if c is None:
+        return ()
+    flags = cfg.get("no_rope_layers")
+    if flags is None:
+        k = get("no_rope_layer_interval", 4)
+        flags = [int((i + 1) % k != 0) for i in range(n_layers)]
+    if not isinstance(flags, list) or len(flags) != n_layers or any(f not in (0, 1) for f in flags):
+        raise ProfileError(src, "no_rope_layers", f"expected a list of {n_layers} entries of 0 or 1")
+    return tuple(c if f else None for f in flags)
 
 
 # ---- presets ----------------------------------------------------------------------------------
