@@ -311,3 +311,142 @@ def test_register_dtype_refuses_to_replace_a_builtin_silently():
     finally:
         mb.dtypes._registry["bf16"] = bf16
     assert mb.estimate("llama-3.2-1b", "h100-sxm").decode_tok_s_per_user == before
+
+
+# ---- issue 16, low severity: each attack is a one-line MemboundError, or accepted correctly ----
+def _one_line(exc_info, *needles):
+    text = str(exc_info.value)
+    assert "\n" not in text and len(text) < 400, text
+    for n in needles:
+        assert n in text, (n, text)
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    (dict(batch=10**400), "batch=1000"),                               # was OverflowError
+    (dict(batch=2**63), "batch=9223372036854775808"),
+    # was a ZeroDivisionError / a decode speed lost to rounding: 10**19 tokens is past any window
+    (dict(prompt_tokens=10**19, allow_beyond_context=True), "prompt_tokens=10000000000000000000"),
+    (dict(output_tokens=10**10, allow_beyond_context=True), "output_tokens"),
+    (dict(n_chips=10**12), "n_chips"),
+])
+def test_absurd_counts_are_refused(kwargs, needle):
+    model = "deepseek-r1" if "prompt_tokens" in kwargs else "llama-3.2-1b"
+    with pytest.raises(mb.InvalidInputError) as e:
+        mb.estimate(model, "h100-sxm", **kwargs)
+    _one_line(e, needle, "1,000,000,000")
+
+
+def test_parallel_as_text_or_dict_is_parsed_and_numpy_integers_are_accepted():
+    import numpy as np
+    # text in the form Result.parallel prints is unambiguous, so it is accepted
+    by_text = mb.estimate("llama-3.1-8b", "h100-sxm", n_chips=2, parallel="tp=2")
+    by_obj = mb.estimate("llama-3.1-8b", "h100-sxm", n_chips=2, parallel=mb.Parallel(tp=2))
+    assert by_text.parallel == by_obj.parallel == "tp=2 pp=1 ep=1"
+    assert by_text.decode_tok_s_per_user == by_obj.decode_tok_s_per_user
+    assert mb.Parallel.parse("tp=2, pp=4") == mb.Parallel(tp=2, pp=4) == mb.Parallel.parse("tp2 pp4 ep1")
+    assert mb.estimate("llama-3.1-8b", "h100-sxm", n_chips=2, parallel={"tp": 2}).parallel == by_obj.parallel
+    # numpy integers, as estimate takes them for n_chips and batch
+    p = mb.Parallel(tp=np.int64(2), pp=np.uint8(1))
+    assert p == mb.Parallel(tp=2) and type(p.tp) is int
+    assert mb.estimate("llama-3.1-8b", "h100-sxm", n_chips=np.int64(2), parallel=p).parallel == by_obj.parallel
+    for bad in ("tp=²", "tp=2,tp=4", "tensor=2", "", "tp=0"):
+        with pytest.raises(mb.InvalidInputError) as e:
+            mb.estimate("llama-3.1-8b", "h100-sxm", n_chips=2, parallel=bad)
+        _one_line(e, "parallel")
+
+
+def test_quantization_as_text_is_a_clear_error():
+    # "fp8" could mean weights, KV or activations: refused, pointing at weight_dtype=
+    with pytest.raises(mb.InvalidInputError) as e:
+        mb.estimate("llama-3.1-8b", "h100-sxm", quantization="fp8")
+    _one_line(e, "quantization='fp8'", "weight_dtype=")
+
+
+def test_binary_and_non_utf8_prompt_files(tmp_path, capsys):
+    binary = tmp_path / "p.bin"
+    binary.write_bytes(bytes(range(256)))
+    with pytest.raises(mb.ProfileError) as e:
+        bench.load_prompts(binary)
+    _one_line(e, "binary")
+    latin = tmp_path / "p.txt"
+    latin.write_bytes("caf\xe9".encode("latin-1"))
+    with pytest.raises(mb.ProfileError) as e:
+        bench.load_prompts(latin)
+    _one_line(e, "not UTF-8")
+    from membound.cli import main
+    assert main(["bench", "http://127.0.0.1:9", "--prompts", str(binary), "--quiet"]) == 2
+
+
+@pytest.mark.parametrize("value", [5, "0", {"0": 1}, [1, 2], [0, "1"]])
+def test_mlp_only_layers_not_a_leading_list(tmp_path, value):
+    cfg = dict(BASE_CONFIG, model_type="qwen3_moe", num_experts=8, num_experts_per_tok=2,
+               moe_intermediate_size=128, mlp_only_layers=value)
+    with pytest.raises(mb.ProfileError) as e:                      # 5 was a TypeError
+        mb.Model.from_hf_config(cfg)
+    _one_line(e, "mlp_only_layers")
+    cfg["mlp_only_layers"] = [0, 1]            # two leading dense layers: accepted
+    assert mb.Model.from_hf_config(cfg).first_dense_layers == 2
+
+
+def test_heads_that_do_not_divide_hidden_need_head_dim():
+    # 4096 / 30 = 136.53: floor division would give head_dim 136 (q projection 4080 wide) silently;
+    # every released model either divides or states head_dim, so a missing one is an error
+    cfg = dict(BASE_CONFIG, hidden_size=4096, num_attention_heads=30, num_key_value_heads=30)
+    with pytest.raises(mb.ProfileError) as e:
+        mb.Model.from_hf_config(cfg)
+    _one_line(e, "head_dim", "num_attention_heads=30", "hidden_size=4096")
+    m = mb.Model.from_hf_config(dict(cfg, head_dim=128))          # stated: accepted as given
+    assert m.head_dim == 128 and m.n_heads == 30
+
+
+def test_a_registered_profile_that_was_deleted(tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    text = "".join(line for line in (mb.hardware.bundled_profiles_dir() / "h100-sxm.yaml").open()
+                   if not line.startswith(("aliases:", "display_name:")))
+    f = folder / "hostile-deleted.yaml"
+    f.write_text(text.replace("name: h100-sxm", "name: hostile-deleted") + "display_name: gone soon\n")
+    mb.add_hardware_dir(folder)
+    assert mb.load_hardware("hostile-deleted").name == "hostile-deleted"
+    f.unlink()
+    with pytest.raises(mb.MemboundError) as e:                    # was FileNotFoundError
+        mb.load_hardware("hostile-deleted")
+    _one_line(e, "hostile-deleted")
+
+
+@pytest.mark.parametrize("spec", ["h100-sxm:²", "h100-sxm:0", "h100-sxm:", "h100-sxm:-1", "h100-sxm:1e3"])
+def test_compare_chip_counts_are_ascii_integers(spec):
+    with pytest.raises(mb.InvalidInputError) as e:                 # "²" was a ValueError, ":0" reread
+        mb.compare("llama-3.1-8b", [spec])
+    _one_line(e, spec)
+
+
+@pytest.mark.parametrize("flag", ["--tp", "--pp", "--ep"])
+def test_cli_zero_ways_is_an_error_not_one(flag, capsys):
+    from membound.cli import main
+    rc = main(["estimate", "llama-3.1-8b", "h100-sxm", flag, "0"])   # was silently read as 1
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "0" in err
+
+
+@pytest.mark.parametrize("field, values", [
+    ("batch", [1, 2**63]), ("batch", [10**300]), ("prompt_tokens", [2**64 + 1]), ("n_chips", [2**63]),
+    ("output_tokens", [10**10]),
+])
+def test_sweep_refuses_counts_a_label_or_float_cannot_hold(field, values):
+    # 2**63 became a negative int64 label and 10**300 NaN/inf figures with include_unfit=True
+    with pytest.raises(mb.InvalidInputError) as e:
+        mb.sweep("llama-3.2-1b", "h100-sxm", include_unfit=True, **{field: values})
+    _one_line(e, field, "1,000,000,000")
+
+
+@pytest.mark.parametrize("alpha, gamma, field", [(2, 4, "alpha"), (float("nan"), 4, "alpha"), (-0.1, 4, "alpha"),
+                                                 (0.5, -1, "gamma"), (0.5, 2.5, "gamma"), (True, 4, "alpha")])
+def test_expected_tokens_per_round_checks_its_inputs(alpha, gamma, field):
+    with pytest.raises(mb.InvalidInputError) as e:
+        mb.expected_tokens_per_round(alpha, gamma)
+    _one_line(e, f"{field}=")
+    # in range: alpha 0.5, gamma 3: 1 + 0.5 + 0.25 + 0.125 = 1.875; alpha 1: gamma + 1 = 4; gamma 0: 1
+    assert mb.expected_tokens_per_round(0.5, 3) == pytest.approx(1.875)
+    assert mb.expected_tokens_per_round(1.0, 3) == 4.0
+    assert mb.expected_tokens_per_round(0.7, 0) == pytest.approx(1.0)

@@ -57,7 +57,7 @@ def _need(module: str, extra: str, what: str) -> None:
 def _estimate(args) -> int:
     from .estimate import estimate
     from .parallel import Parallel
-    par = Parallel(tp=args.tp, pp=args.pp, ep=args.ep) if (args.tp or 1) * (args.pp or 1) * (args.ep or 1) > 1 else None
+    par = Parallel(tp=args.tp, pp=args.pp, ep=args.ep) if (args.tp, args.pp, args.ep) != (1, 1, 1) else None
     r = estimate(args.model, args.hardware, batch=args.batch, prompt_tokens=args.prompt,
                  output_tokens=args.output, weight_dtype=args.weights, kv_dtype=args.kv,
                  activation_dtype=args.activations, n_chips=args.chips, parallel=par, runtime=args.runtime,

@@ -22,8 +22,8 @@ def device_spec(spec: str | Hardware) -> tuple[str | Hardware, int | None]:
         return spec, None
     if not isinstance(spec, str):
         raise InvalidInputError("devices", spec, "a device name, 'NAME:CHIPS' (e.g. 'h100-sxm:8') or a mb.Hardware")
-    name, _, n = spec.partition(":")
-    if n and not (n.isdigit() and int(n) >= 1):
+    name, colon, n = spec.partition(":")
+    if colon and not (n.isascii() and n.isdigit() and 1 <= int(n) <= 10**9):   # not "²", "", "0"
         raise InvalidInputError("devices", spec, "NAME or NAME:CHIPS with CHIPS an integer >= 1, e.g. h100-sxm:8")
     return name, int(n) if n else None
 

@@ -11,17 +11,23 @@ from .dtypes import get_dtype
 from .errors import DoesNotFitError, InvalidInputError
 from .hardware import Hardware, load_hardware
 from .model import Model, load_model
-from .parallel import Parallel, layout_for
+from .parallel import Parallel, as_parallel, layout_for
 from .quantization import Quantization
 from .result import Memory, Result, TierUse
 from .runtime import load_runtime
 from .speculative import SpeculativeDecoding
 
 
-def check_int(field: str, value, minimum: int) -> int:
-    """An integer >= minimum (numpy integers accepted), else InvalidInputError."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise InvalidInputError(field, value, f"an integer >= {minimum}")
+MAX_COUNT = 10**9
+"""The largest batch, token count or chip count any function takes: far beyond a real
+deployment, and small enough that every product of counts stays exact in float arithmetic
+(10**400 overflowed a float; a prompt of 10**19 tokens lost the decode step to rounding)."""
+
+
+def check_int(field: str, value, minimum: int, maximum: int = MAX_COUNT) -> int:
+    """An integer in [minimum, maximum] (numpy integers accepted), else InvalidInputError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not minimum <= value <= maximum:
+        raise InvalidInputError(field, value, f"an integer from {minimum:,} to {maximum:,}")
     return int(value)
 
 
@@ -143,6 +149,11 @@ def prepare(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int 
     N = check_int("n_chips", n_chips, 1)
     if not allow_beyond_context:
         check_context(m, S, T)
+    parallel = as_parallel(parallel)
+    if quantization is not None and not isinstance(quantization, Quantization):
+        raise InvalidInputError("quantization", quantization,
+                                "a mb.Quantization(weights, kv, activations); for one format give "
+                                "weight_dtype= (and kv_dtype=, activation_dtype=) instead")
     if parallel is not None and parallel.chips == N:
         layout = parallel.check(m, N)
     else:   # the one layout rule (its own layout may leave chips idle)

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from ._data import read_json, read_yaml, validate
 from .dtypes import get_dtype
 from . import names
-from .errors import InvalidInputError, ProfileError
+from .errors import InvalidInputError, ProfileError, short_repr
 
 # Upper bounds keep a hostile config from becoming a billion-iteration loop (the fuzz test found
 # num_hidden_layers=10**9): far beyond any real model, well inside float arithmetic.
@@ -350,6 +350,10 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
 
     heads, hidden = get("num_attention_heads"), get("hidden_size")
     n_layers = get("num_hidden_layers")
+    if cfg.get("head_dim") is None and hidden % heads:   # every released model divides or says
+        raise ProfileError(src, "head_dim", f"is missing and num_attention_heads={heads} does not divide "
+                                            f"hidden_size={hidden}; give head_dim (hidden // heads = "
+                                            f"{hidden // heads} would be a guess)")
     d: dict = dict(
         name=str(name or mt).rstrip("/").split("/")[-1].lower().replace(" ", "-"),
         n_layers=n_layers, hidden_size=hidden, n_heads=heads,
@@ -368,8 +372,9 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
         d.update(n_experts=n_exp, experts_per_token=k, expert_ffn_size=eff,
                  moe_layer_interval=get("interleave_moe_layer_step" if mt == "llama4_text" else "decoder_sparse_step", 1))
         dense_only = cfg.get("mlp_only_layers") or []
-        if list(dense_only) != list(range(len(dense_only))):
-            raise ProfileError(src, "mlp_only_layers", f"value {dense_only!r}: only leading dense layers are supported")
+        if not isinstance(dense_only, list) or list(dense_only) != list(range(len(dense_only))):
+            raise ProfileError(src, "mlp_only_layers", f"value {short_repr(dense_only)}: expected a list of "
+                                                      "leading layer indices [0, 1, ..., k-1]")
         d["first_dense_layers"] = len(dense_only)
         if mt == "qwen2_moe" or qwen_hybrid:
             shared = get("shared_expert_intermediate_size", 0, positive=False)

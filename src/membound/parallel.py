@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import re
 from dataclasses import dataclass
 
 from .errors import InvalidInputError
@@ -32,10 +33,21 @@ class Parallel:
     ep: int = 1
 
     def __post_init__(self):
-        for field in ("tp", "pp", "ep"):
+        for field in ("tp", "pp", "ep"):     # numpy integers accepted (as estimate's counts are)
             v = getattr(self, field)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise InvalidInputError(f"parallel.{field}", v, "an integer >= 1")
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or not 1 <= v <= 10**9:
+                raise InvalidInputError(f"parallel.{field}", v, "an integer from 1 to 1,000,000,000")
+            object.__setattr__(self, field, int(v))
+
+    @classmethod
+    def parse(cls, text: str) -> "Parallel":
+        """'tp=2', 'tp=2,pp=4' or 'tp2 pp4 ep8' (the form `str(result.parallel)` shows) -> a Parallel."""
+        parts = [p for p in re.split(r"[,\s]+", text.strip().lower()) if p] if isinstance(text, str) else []
+        found = [re.fullmatch(r"(tp|pp|ep)\s*=?\s*([0-9]+)", p, flags=re.ASCII) for p in parts]
+        keys = [m[1] for m in found if m]
+        if not parts or not all(found) or len(set(keys)) != len(keys):
+            raise InvalidInputError("parallel", text, "a layout such as 'tp=2', 'tp=2,pp=4' or a mb.Parallel")
+        return cls(**{m[1]: int(m[2]) for m in found})
 
     @property
     def chips(self) -> int:
@@ -58,6 +70,18 @@ class Parallel:
         """Layers of the largest pipeline stage: ceil(n_layers / pp) (stages may be uneven; the
         largest decides memory per chip and the pipeline's beat)."""
         return -(-n_layers // self.pp)
+
+
+def as_parallel(value) -> "Parallel | None":
+    """None, a Parallel, a dict such as {"tp": 2} or text such as "tp=2,pp=4" -> Parallel or None.
+    Text is parsed because its form is unambiguous (the one `Result.parallel` prints)."""
+    if value is None or isinstance(value, Parallel):
+        return value
+    if isinstance(value, str):
+        return Parallel.parse(value)
+    if isinstance(value, dict) and set(value) <= {"tp", "pp", "ep"}:
+        return Parallel(**value)
+    raise InvalidInputError("parallel", value, "a mb.Parallel, a dict like {'tp': 2} or text like 'tp=2,pp=4'")
 
 
 def layout_for(model, hardware, n_chips: int) -> Parallel:

@@ -36,7 +36,10 @@ ROUTE_CORRELATION = 0.996
 
 
 def expected_tokens_per_round(alpha, gamma):
-    """(1 - alpha^(gamma+1)) / (1 - alpha), with the alpha -> 1 limit gamma + 1."""
+    """(1 - alpha^(gamma+1)) / (1 - alpha), with the alpha -> 1 limit gamma + 1: the tokens one
+    round of `gamma` drafted tokens yields when each is accepted with probability `alpha`.
+    alpha in [0, 1] (a number or an array), gamma an integer >= 0; else InvalidInputError."""
+    _check_round(alpha, gamma)
     if isinstance(alpha, (int, float)) and isinstance(gamma, (int, float)):
         if 1.0 - alpha < ALPHA_ONE:
             return gamma + 1.0
@@ -46,6 +49,17 @@ def expected_tokens_per_round(alpha, gamma):
     one = 1.0 - alpha < ALPHA_ONE
     safe = np.where(one, 0.5, alpha)
     return np.where(one, gamma + 1.0, (1.0 - safe ** (gamma + 1.0)) / (1.0 - safe))
+
+
+def _check_round(alpha, gamma) -> None:
+    import numbers
+
+    import numpy as np
+    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Integral) or not 0 <= gamma <= 10**6:
+        raise InvalidInputError("gamma", gamma, "an integer from 0 to 1,000,000 (tokens drafted per round)")
+    a = np.asarray(alpha)
+    if a.dtype.kind not in "iuf" or a.dtype == bool or not np.all((a >= 0) & (a <= 1)):   # NaN fails too
+        raise InvalidInputError("alpha", alpha, "an acceptance rate from 0 to 1 (a number or an array)")
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,10 @@ from pydantic import BaseModel
 from . import defaults
 from .core import BOUNDS
 from .errors import InvalidInputError, MemboundError
-from .estimate import Prepared, check_context, check_int, prepare
+from .estimate import MAX_COUNT, Prepared, check_context, check_int, prepare
 from .hardware import load_hardware
 from .model import load_model
-from .parallel import Parallel
+from .parallel import as_parallel
 
 DEFAULT_CHUNK = 1 << 18      # rows per streamed chunk (iter_sweep, reduce) and per dask partition
 BLOCK = 1 << 15              # points per core evaluation: its temporaries (256 KB each) stay in the
@@ -143,8 +143,8 @@ def _int_axis(field: str, value, minimum: int) -> np.ndarray:
     """A sorted-as-given float array of validated integers (each >= minimum)."""
     values = _as_list(field, value)
     arr = np.asarray(values)
-    if arr.dtype.kind in "iu" and arr.ndim == 1:
-        bad = np.flatnonzero(arr < minimum)
+    if arr.dtype.kind in "iu" and arr.ndim == 1:   # the ceiling too: 2**63 became a negative label
+        bad = np.flatnonzero((arr < minimum) | (arr > MAX_COUNT))
         if bad.size:
             check_int(field, values[bad[0]], minimum)
     else:
@@ -206,10 +206,7 @@ def _plan(model, hardware, *, batch, prompt_tokens, output_tokens, weight_dtype,
         models = [m for m in models if _within_context(m, S, T, on_invalid, skipped)]
     devices = [load_hardware(h) for h in _as_list("hardware", hardware)]
     chips = [None if n is None else check_int("n_chips", n, 1) for n in _as_list("n_chips", n_chips)]
-    parallels = _as_list("parallel", parallel)
-    for par in parallels:
-        if par is not None and not isinstance(par, Parallel):
-            raise InvalidInputError("parallel", par, "None or a mb.Parallel (or a list of them)")
+    parallels = [as_parallel(par) for par in _as_list("parallel", parallel)]   # "tp=2" as estimate takes
     dtypes = list(itertools.product(_as_list("weight_dtype", weight_dtype), _as_list("kv_dtype", kv_dtype),
                                     _as_list("activation_dtype", activation_dtype)))
     if isinstance(price_usd_per_hour, dict):
