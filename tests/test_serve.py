@@ -226,3 +226,34 @@ def test_serve_curve_is_serve_at_each_concurrency():
 def test_weights_that_leave_no_room_are_does_not_fit():
     with pytest.raises(mb.DoesNotFitError):
         mb.serve("llama-3.3-70b", "h100-sxm", concurrency=1, weight_dtype="bf16")
+
+
+def test_fast_mode_and_bus_fare_are_read_off_the_served_curve():
+    c = mb.serve_curve("llama-3.3-70b", "h200", n_chips=8, weight_dtype="fp8", kv_dtype="fp8",
+                       prompt_tokens=2048, output_tokens=512, concurrency=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
+    t = c.output_tok_s_per_chip
+    knee = c.knee()
+    k = list(c.concurrency).index(knee)
+    assert t[k] >= 0.8 * t.max() and (k == 0 or t[k - 1] < 0.8 * t.max())
+    fm = c.fast_mode(2.5)
+    assert fm.slow_concurrency == knee and fm.fast_concurrency < knee
+    assert fm.fast_tok_s_per_user == pytest.approx(2.5 * c.tok_s_per_user[k])
+    # a chip-hour costs the same: price ratio = standard lane's throughput / the fast lane's,
+    # the fast lane's throughput log-interpolated between the two client counts around it
+    j = int(np.searchsorted(-c.tok_s_per_user, -fm.fast_tok_s_per_user))     # speeds fall with clients
+    w = (np.log(fm.fast_tok_s_per_user) - np.log(c.tok_s_per_user[j - 1])) / \
+        (np.log(c.tok_s_per_user[j]) - np.log(c.tok_s_per_user[j - 1]))
+    t_fast = np.exp(np.log(t[j - 1]) + w * (np.log(t[j]) - np.log(t[j - 1])))
+    assert fm.price_ratio == pytest.approx(t[k] / t_fast, rel=1e-9)
+    assert c.bus_fare(int(c.concurrency[np.argmax(t)])) == pytest.approx(1.0)
+    assert c.bus_fare(1) == pytest.approx(t.max() / t[0])
+    with pytest.raises(mb.MemboundError, match="speedup"):
+        c.fast_mode(1000.0)
+
+
+def test_served_curve_plot_draws_one_line_per_device():
+    import matplotlib
+    matplotlib.use("Agg")
+    ax = mb.plots.served_curve("llama-3.1-8b", ["h100-sxm", ("h200", 1)], concurrency=[1, 4, 16], n_chips=1,
+                               prompt_tokens=512, output_tokens=128, weight_dtype="bf16")
+    assert len(ax.lines) == 2 and ax.get_xlabel().startswith("tok/s per user")

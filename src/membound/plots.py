@@ -264,3 +264,33 @@ def validation(df, *, predicted: str | None = None, measured: str | None = None,
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return ax
+
+
+def served_curve(model, hardwares, *, concurrency=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), prompt_tokens=1024,
+                 output_tokens=1024, weight_dtype: str = "fp8", kv_dtype: str | None = "fp8", n_chips: int = 8,
+                 runtime="vllm", ax=None):
+    """The served interactivity curve (InferenceMAX's chart): output tok/s per chip against tok/s
+    per user as clients grow, continuous batching (membound.serve_curve), one line per device;
+    hardwares: names or (name, chips) pairs. The knee (80% of the best throughput) is marked."""
+    from .serve import serve_curve
+    ax = _axes(ax)
+    conc = _axis_values(concurrency, None, "concurrency", "a non-empty list of client counts >= 1")
+    for item in ([hardwares] if isinstance(hardwares, str) else list(hardwares)):
+        name, n = item if isinstance(item, tuple) else (item, n_chips)
+        c = serve_curve(model, name, concurrency=conc.astype(int), prompt_tokens=prompt_tokens,
+                        output_tokens=output_tokens, weight_dtype=weight_dtype, kv_dtype=kv_dtype, n_chips=n,
+                        runtime=runtime)
+        line, = ax.plot(c.tok_s_per_user, c.output_tok_s_per_chip, "o-", ms=3, label=f"{n} x {name}")
+        k = int(np.flatnonzero(c.concurrency == c.knee())[0])
+        ax.annotate(f"{c.concurrency[k]} clients", (c.tok_s_per_user[k], c.output_tok_s_per_chip[k]),
+                    textcoords="offset points", xytext=(4, 4), fontsize=7, color=line.get_color())
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _plain(ax.xaxis)
+    _plain(ax.yaxis)
+    ax.set_xlabel("tok/s per user (interactivity)")
+    ax.set_ylabel("output tok/s per chip (throughput)")
+    ax.set_title(f"{load_model(model).name}, {weight_dtype}, {runtime}: served, {prompt_tokens}/{output_tokens} tokens")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
