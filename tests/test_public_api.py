@@ -7,8 +7,9 @@ import pytest
 import membound as mb
 
 PUBLIC = {
-    "estimate", "compare", "bandwidth_ceiling", "sweep", "iter_sweep", "pareto_front", "plan", "serve", "explore",
-    "Result", "Memory", "CompareResult", "PlanResult", "ServeResult", "BatchCurve", "BusFare", "FastMode",
+    "estimate", "compare", "bandwidth_ceiling", "sweep", "iter_sweep", "pareto_front", "plan", "serve", "serve_curve",
+    "explore",
+    "Result", "Memory", "CompareResult", "PlanResult", "ServeResult", "ServeCurve", "BatchCurve", "BusFare", "FastMode",
     "LeverReport", "QuantSpeedup", "VoiceTurn",
     "Model", "Hardware", "Runtime", "DType", "Parallel", "Quantization", "SpeculativeDecoding", "Workload", "SLO",
     "Scheduler", "Fixed", "Uniform", "Samples",

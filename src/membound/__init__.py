@@ -35,9 +35,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     # predict
-    "estimate", "compare", "bandwidth_ceiling", "sweep", "iter_sweep", "pareto_front", "plan", "serve", "explore",
+    "estimate", "compare", "bandwidth_ceiling", "sweep", "iter_sweep", "pareto_front", "plan", "serve", "serve_curve",
+    "explore",
     # results
-    "Result", "Memory", "CompareResult", "PlanResult", "ServeResult", "BatchCurve", "BusFare", "FastMode",
+    "Result", "Memory", "CompareResult", "PlanResult", "ServeResult", "ServeCurve", "BatchCurve", "BusFare", "FastMode",
     "LeverReport", "QuantSpeedup", "VoiceTurn",
     # inputs
     "Model", "Hardware", "Runtime", "DType", "Parallel", "Quantization", "SpeculativeDecoding", "Workload", "SLO",
