@@ -212,7 +212,8 @@ def _validate(args) -> int:
         argv = [a for flag, v in (("--csv", args.csv), ("--plot", args.plot)) if v for a in (flag, v)]
         return int(validate.main(argv) or 0)
     rep = validate.validation_report()
-    print(_dump({"categories": rep["categories"], "skipped": rep["skipped"]}))
+    from .serve_validate import served_report
+    print(_dump({"categories": rep["categories"], "skipped": rep["skipped"], "served": served_report()}))
     return 0
 
 

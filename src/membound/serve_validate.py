@@ -194,6 +194,28 @@ def report(rows: list[ServedRow], skipped: list) -> str:
     return "\n".join(lines)
 
 
+def served_report(path=None) -> dict:
+    """The served categories as data: {"held_out": {...}, "held_out_nvidia", "held_out_amd",
+    "fitted", "categories": {name: {...}}, "skipped": count}; each a summary() dict."""
+    rows, skipped = load_rows(path)
+    predict(rows)
+    held = [r for r in rows if not r.fitted]
+    return {"held_out": summary(held), "held_out_nvidia": summary([r for r in held if r.hw not in AMD]),
+            "held_out_amd": summary([r for r in held if r.hw in AMD]),
+            "fitted": summary([r for r in rows if r.fitted]),
+            "categories": {c: {**summary([r for r in rows if r.category == c]),
+                               "fitted": any(r.fitted for r in rows if r.category == c)}
+                           for c in sorted({r.category for r in rows})},
+            "skipped": len(skipped)}
+
+
+def section() -> str:
+    """The served report as text (for `membound validate`)."""
+    rows, skipped = load_rows()
+    predict(rows)
+    return report(rows, skipped)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m membound.serve_validate", description=__doc__.splitlines()[0])
     ap.add_argument("--csv", help="write one line per row with predictions")

@@ -134,6 +134,8 @@ def main(argv=None) -> int:
 
     rep = validation_report(opt("--reference"))
     print(format_report(rep))
+    from .serve_validate import section      # served workloads: their own categories (serve's module)
+    print("\n" + section())
     if opt("--csv"):
         write_csv(rep, opt("--csv"))
     if opt("--plot"):
