@@ -179,3 +179,41 @@ def test_serve_panel_reads_the_fast_mode_off_the_curve(app, browser):
                                              for c in (1, 4, 64)]
     assert css(browser, "#serve-chart svg polyline")
     browser.save_screenshot(str(ARTIFACTS / "app-serve.png"))
+
+
+def test_plan_panel_lists_the_planners_cheapest_fleets(app, browser):
+    load(browser, app.url + "/?tab=plan&model=llama-3.1-8b&prompt_tokens=1024&output_tokens=256"
+         "&hardware=h100-sxm,h200&concurrent_users=100&ttft_p90_s=1&min_tok_s_per_user=30&weight_dtypes=bf16,fp8")
+    best = mb.plan("llama-3.1-8b", mb.Workload(concurrent_users=100, prompt_tokens=1024, output_tokens=256),
+                   mb.SLO(ttft_p90_s=1, min_tok_s_per_user=30), hardware=["h100-sxm", "h200"],
+                   weight_dtypes=("bf16", "fp8")).best
+    first = {td.get_attribute("data-key"): (td.get_attribute("data-value"), td.text)
+             for td in css(browser, "#plan-table tbody tr")[0].find_elements("css selector", "td")}
+    assert first["hardware"][1] == best["hardware"] and first["weight_dtype"][1] == best["weight_dtype"]
+    assert int(first["total_chips"][0]) == best["total_chips"]
+    assert float(first["cost_per_million_tokens_usd"][0]) == best["cost_per_million_tokens_usd"]
+    assert css(browser, "#plan-chart svg circle")
+
+
+def test_pasted_config_json_is_compared(app, browser):
+    import json
+    cfg = {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+           "max_position_embeddings": 8192, "tie_word_embeddings": True}
+    load(browser, app.url + "/")
+    css(browser, "#config-box summary")[0].click()
+    box = css(browser, '#common textarea[name="config"]')[0]
+    box.send_keys(json.dumps(cfg))
+    names, chips = css(browser, ".device-row .dev-name"), css(browser, ".device-row .dev-chips")
+    set_value(browser, names[0], "rtx-4090")
+    set_value(browser, chips[0], "1")
+    css(browser, ".device-row .remove")[1].click()
+    css(browser, "#panel-compare button.run")[0].click()
+    wait(browser, lambda d: d.execute_script("return document.body.dataset.state") == "ready")
+    want = mb.estimate(mb.Model.from_hf_config(cfg), "rtx-4090", prompt_tokens=2048, output_tokens=256)
+    assert float(table(browser, "compare-table")["rtx-4090"]["decode_tok_s_per_user"][0]) == want.decode_tok_s_per_user
+    # a malformed one: the JSON error next to the box
+    box.send_keys("}")
+    css(browser, "#panel-compare button.run")[0].click()
+    wait(browser, lambda d: d.execute_script("return document.body.dataset.state") == "ready")
+    assert "malformed JSON" in css(browser, '#common .err[data-for="config"]')[0].text

@@ -28,11 +28,12 @@ function fmt(v, unit = "") {
 }
 function secs(v) {
   if (v === null || v === undefined) return "—";
+  if (v === 0) return "0";
   if (v >= 1) return `${v.toFixed(2)} s`;
   if (v >= 1e-3) return `${(v * 1e3).toPrecision(3)} ms`;
   return `${(v * 1e6).toPrecision(3)} µs`;
 }
-const gb = (b) => (b / 1e9).toPrecision(3);
+const gb = (b) => (b >= 100e9 ? (b / 1e9).toLocaleString("en-US", { maximumFractionDigits: 0 }) : (b / 1e9).toPrecision(3));
 
 // ---- small DOM helpers ----------------------------------------------------------------------
 function h(tag, attrs = {}, ...kids) {
@@ -142,16 +143,22 @@ function hbars(title, items, unit) {
 }
 
 // stacked horizontal bars: bars [{label, parts: [{name, value}], marker: {value, label}}]
-function stacked(title, bars, unit, scale = 1, max = null) {
-  const W = 720, left = 150, right = 40, bh = 30, top = 34;
+// own = true: each bar has its own scale (its total or its marker, whichever is larger), for
+// memory tiers of very different sizes; the bar's label then says what the full width is
+function stacked(title, bars, unit, scale = 1, max = null, own = false) {
+  const W = 720, left = 190, right = 40, bh = 30, top = 34;
   const names = [...new Set(bars.flatMap((b) => b.parts.filter((p) => p.value > 0).map((p) => p.name)))];
   const H = top + bars.length * (bh + 22) + 44;
   const root = svgRoot(W, H, title);
   const total = Math.max(...bars.map((b) => Math.max(b.parts.reduce((a, p) => a + p.value, 0), b.marker ? b.marker.value : 0)));
   const mx = max || niceMax(total * scale) / scale;
-  const x = (v) => left + (W - left - right) * v / mx;
+  let x = (v) => left + (W - left - right) * v / mx;
   bars.forEach((b, k) => {
     const y = top + k * (bh + 22);
+    if (own) {
+      const bmx = 1.08 * Math.max(b.parts.reduce((a, p) => a + p.value, 0), b.marker ? b.marker.value : 0) || 1;
+      x = (v) => left + (W - left - right) * v / bmx;
+    }
     root.append(s("text", { x: left - 8, y: y + bh / 2 + 4, "text-anchor": "end", fill: "#222" }, b.label));
     let acc = 0;
     for (const p of b.parts) {
@@ -175,7 +182,7 @@ function stacked(title, bars, unit, scale = 1, max = null) {
     root.append(s("text", { x: lx + 16, y: ly, fill: "#222" }, n));
     lx += 24 + 8 * n.length;
   }
-  root.append(s("text", { x: W - right, y: 18, "text-anchor": "end", fill: "#555" }, `bar width 0 – ${fmt(mx * scale)} ${unit}`));
+  if (!own) root.append(s("text", { x: W - right, y: 18, "text-anchor": "end", fill: "#555" }, `bar width 0 – ${fmt(mx * scale)} ${unit}`));
   return root;
 }
 
@@ -360,7 +367,10 @@ const RENDER = {
       for (const p of m.placement) mem.push({ label: p.tier, parts: [{ name: "weights", value: p.weights_bytes / 1e9 },
         { name: "kv", value: p.kv_bytes / 1e9 }], marker: { value: p.capacity_bytes / 1e9, label: `${p.tier} ${gb(p.capacity_bytes)} GB` } });
     }
-    out.append(chartBox("explain-memory", stacked(`Memory per chip (GB)${m.fits ? "" : ": DOES NOT FIT"}`, mem, "GB"), "membound-memory"));
+    const used = (b) => b.parts.reduce((a, p) => a + p.value, 0);
+    for (const b of mem) b.label = `${b.label}: ${fmt(used(b))} GB`;
+    out.append(chartBox("explain-memory", stacked(`Memory per chip (GB; each bar to its own capacity)${m.fits ? "" : ": DOES NOT FIT"}`,
+      mem, "GB", 1, null, true), "membound-memory"));
     out.append(table("explain-table", [{ key: "term", label: "term" }, { key: "seconds", label: "seconds per token", fmt: secs }],
       Object.entries(t).map(([term, seconds]) => ({ term, seconds })), "membound-step-terms.csv"));
   },
