@@ -57,3 +57,21 @@ def test_decode_on_a_new_device_is_bytes_over_bandwidth():
 ])
 def test_vendor_spellings_reach_the_new_profiles(spelling, name):
     assert mb.load_hardware(spelling).name == name
+
+
+def test_profiles_the_reference_rows_name_now_exist():
+    # every device the reference measurements name (and membound maps) has a profile: the rows are predicted
+    from membound.reference import load_reference
+    missing = [reason for _, _, reason in load_reference().skipped if reason.startswith("no bundled profile")]
+    assert missing == []
+
+
+@pytest.mark.parametrize("name, ai_tops, dense_key, divisor", [
+    ("rtx-5060-ti", 759e12, "fp4", 2),      # FP4 sparse -> dense
+    ("rtx-4080-super", 836e12, "int8", 2),  # FP8/INT8 sparse -> dense
+    ("rx-9070", 1156e12, "int8", 4),        # INT4 sparse -> dense int8
+    ("radeon-ai-pro-r9700", 1531e12, "int8", 4),
+    ("rtx-pro-6000-blackwell-max-q", 3511e12, "fp4", 2),
+])
+def test_ai_tops_become_dense_peaks(name, ai_tops, dense_key, divisor):
+    assert mb.load_hardware(name).compute_flops[dense_key] == pytest.approx(ai_tops / divisor, rel=1e-3)
