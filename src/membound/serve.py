@@ -220,6 +220,7 @@ class StepModel:
         if served is not None:      # the served block's fractions and costs replace the runtime's
             eff = p.eff
             allreduce = 2.0 * p.model.n_layers * served.per_allreduce_s if p.layout.tp > 1 else 0.0
+            allreduce += p.model.n_moe_layers * served.per_moe_layer_s
             eff = replace(eff, bandwidth_fraction=served.bandwidth_fraction or eff.bandwidth_fraction,
                           compute_fraction=served.compute_fraction or eff.compute_fraction,
                           per_step_overhead_s=served.per_step_s + allreduce,

@@ -27,11 +27,11 @@ from .calibrate import fit_bounded
 from .runtime import clear_caches, load_runtime, runtimes_dir
 from .serve_validate import FIT_HARDWARE, load_rows, predict
 
-PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_s", "per_layer_s", "per_allreduce_s",
-          "per_sequence_s", "per_request_s")
-LOW = (0.3, 0.15, 0.0, 0.0, 0.0, 0.0, 0.0)
-HIGH = (1.0, 1.0, 0.02, 2e-4, 2e-4, 5e-4, 0.3)
-START = (0.8, 0.6, 2e-3, 1e-5, 1e-5, 2e-5, 0.03)
+PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_s", "per_layer_s", "per_moe_layer_s",
+          "per_allreduce_s", "per_sequence_s", "per_request_s")
+LOW = (0.3, 0.15, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+HIGH = (1.0, 1.0, 0.02, 2e-4, 2e-4, 2e-4, 5e-4, 0.3)
+START = (0.8, 0.6, 2e-3, 1e-5, 1e-5, 1e-5, 2e-5, 0.03)
 ENGINES = ("vllm", "sglang", "tensorrt-llm")
 
 
