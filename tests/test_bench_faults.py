@@ -227,3 +227,40 @@ def test_a_worker_exception_becomes_that_requests_error(faults, monkeypatch):
     res = bench.run(faults, "ok", ["hi"], concurrency=2, repeats=1, long_context=False, warmup=0)
     assert [(s.error_kind, s.ok) for s in res.samples] == [("client", False)] * 2
     assert "a bug in the client" in res.samples[0].error
+
+
+class _DripAll(BaseHTTPRequestHandler):
+    """Every reply, GET /v1/models included, drips one byte per 0.5 s (10 s at most)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def _drip(self):
+        try:
+            if self.command == "POST":
+                self.rfile.read(int(self.headers["Content-Length"]))
+            for _ in range(20):
+                self.wfile.write(b"H")
+                self.wfile.flush()
+                time.sleep(0.5)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    do_GET = do_POST = _drip
+
+
+def test_a_server_that_drips_even_its_headers_cannot_hold_the_run(tmp_path):
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _DripAll)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        t = time.monotonic()
+        # GET /v1/models (deadline 1 s) and one request (deadline 1 s): both give up on time
+        res = bench.run(f"http://127.0.0.1:{srv.server_address[1]}", "m", ["hi"], repeats=1, warmup=0,
+                        long_context=False, timeout_s=1.0)
+        assert time.monotonic() - t < 2 * (1.0 + 1.0)
+        assert [s.error_kind for s in res.samples] == ["timeout"]
+    finally:
+        srv.shutdown()
+        srv.server_close()

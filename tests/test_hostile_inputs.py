@@ -450,3 +450,12 @@ def test_expected_tokens_per_round_checks_its_inputs(alpha, gamma, field):
     assert mb.expected_tokens_per_round(0.5, 3) == pytest.approx(1.875)
     assert mb.expected_tokens_per_round(1.0, 3) == 4.0
     assert mb.expected_tokens_per_round(0.7, 0) == pytest.approx(1.0)
+
+
+def test_a_huge_value_in_a_config_is_shown_cut_short(tmp_path):
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(dict(BASE_CONFIG, num_hidden_layers=list(range(100_000)))))   # 600 kB
+    with pytest.raises(mb.ProfileError) as e:
+        mb.Model.from_hf_config(f)
+    _one_line(e, "num_hidden_layers", "[0, 1, 2, 3, ...]")
+    assert len(str(e.value)) < 300

@@ -286,7 +286,7 @@ def _validated(data: dict, src: str) -> Model:
     except ValidationError as e:
         orig = (e.errors()[0].get("ctx") or {}).get("error")
         if isinstance(orig, InvalidInputError):
-            raise ProfileError(src, orig.field, f"value {orig.value!r}: expected {orig.expected}") from None
+            raise ProfileError(src, orig.field, f"value {short_repr(orig.value)}: expected {orig.expected}") from None
     return validate(Model, data, src)
 
 
@@ -329,7 +329,7 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
         cfg = {"model_type": f"{mt}_text" if mt == "gemma3" else mt, **cfg["text_config"]}
         mt = cfg["model_type"]
     if mt not in _FAMILIES:
-        raise ProfileError(src, "model_type", f"value {mt!r} is not supported; expected one of {list(_FAMILIES)}")
+        raise ProfileError(src, "model_type", f"value {short_repr(mt)} is not supported; expected one of {list(_FAMILIES)}")
     if mt.startswith("gemma3"):
         mt, cfg = "gemma3_text", {**_GEMMA3_DEFAULTS, **cfg}
     if mt == "mpt":
@@ -343,9 +343,9 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
                 raise ProfileError(src, key, "is missing; it is required for model_type " + repr(mt))
             return default
         if kind is int and (isinstance(v, bool) or not isinstance(v, int) or v < (1 if positive else 0)):
-            raise ProfileError(src, key, f"value {v!r}: expected a {'positive' if positive else 'non-negative'} integer")
+            raise ProfileError(src, key, f"value {short_repr(v)}: expected a {'positive' if positive else 'non-negative'} integer")
         if kind is bool and not isinstance(v, bool):
-            raise ProfileError(src, key, f"value {v!r}: expected true or false")
+            raise ProfileError(src, key, f"value {short_repr(v)}: expected true or false")
         return v
 
     heads, hidden = get("num_attention_heads"), get("hidden_size")
@@ -483,7 +483,7 @@ def _windows(cfg, mt, n_layers, get, src) -> tuple:
         names = {"sliding_attention": w, "full_attention": None}
         for t in types:
             if t not in names:
-                raise ProfileError(src, "layer_types", f"value {t!r}: expected one of {list(names)}")
+                raise ProfileError(src, "layer_types", f"value {short_repr(t)}: expected one of {list(names)}")
         out = tuple(names[t] for t in types)
     elif mt == "gemma3_text":
         pattern = get("sliding_window_pattern", 6)

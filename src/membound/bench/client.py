@@ -343,41 +343,55 @@ def _lines(resp, deadline: _Deadline, cancel: threading.Event | None) -> Iterato
         yield bytes(buf)
 
 
+MAX_REPLY_BYTES = 4_000_000   # a non-streamed reply (usage, the model list) is a few kB
+
+
+def _small_request(url: str, method: str, body: dict | None, timeout_s: float, api_key: str | None,
+                   models: bool = False):
+    """One short request within a wall-clock deadline; its JSON reply when the status is 200
+    and the body is at most MAX_REPLY_BYTES, else None. Never raises for what the server does."""
+    scheme, host, port, path = chat_url(url)
+    if models:
+        path = path[: -len("/chat/completions")] + "/models"
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    conn = _connection(scheme, host, port, timeout_s)
+    deadline = _Deadline(timeout_s)
+    try:
+        conn.connect()
+        deadline.arm(conn.sock)
+        conn.request(method, path, body=None if body is None else json.dumps(body).encode(), headers=headers)
+        resp = conn.getresponse()
+        if resp.status != 200:
+            return None
+        raw = resp.read(MAX_REPLY_BYTES + 1)
+        if len(raw) > MAX_REPLY_BYTES or deadline.expired.is_set():
+            return None
+        return json.loads(raw)
+    except Exception:  # noqa: BLE001 - a probe that fails gives no answer, never an error
+        return None
+    finally:
+        deadline.cancel()
+        conn.close()
+
+
 def count_prompt_tokens(url: str, model: str, prompt: str, *, timeout_s: float = 300.0,
                         api_key: str | None = None) -> int | None:
     """The prompt tokens the server counts for `prompt` as a chat message (its usage report
     of one non-streamed request with max_tokens=1), or None when it gives none."""
-    scheme, host, port, path = chat_url(url)
     body = {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": 1, "stream": False}
-    headers = {"Content-Type": "application/json"}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    conn = _connection(scheme, host, port, timeout_s)
-    try:
-        conn.request("POST", path, body=json.dumps(body).encode(), headers=headers)
-        resp = conn.getresponse()
-        data = json.loads(resp.read()) if resp.status == 200 else {}
-        n = (data.get("usage") or {}).get("prompt_tokens")
-        return n if isinstance(n, int) and n > 0 else None
-    except (OSError, ValueError, http.client.HTTPException, AttributeError):
-        return None
-    finally:
-        conn.close()
+    data = _small_request(url, "POST", body, timeout_s, api_key)
+    usage = data.get("usage") if isinstance(data, dict) else None
+    n = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= MAX_TOKENS_REPORTED else None
 
 
 def list_models(url: str, *, timeout_s: float = 10.0, api_key: str | None = None) -> list[str] | None:
     """The model ids the server lists at GET /v1/models, or None when it cannot be asked."""
-    scheme, host, port, path = chat_url(url)
-    conn = _connection(scheme, host, port, timeout_s)
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        conn.request("GET", path[: -len("/chat/completions")] + "/models", headers=headers)
-        resp = conn.getresponse()
-        if resp.status != 200:
-            return None
-        data = json.loads(resp.read())
-        return [str(m.get("id")) for m in data.get("data", []) if isinstance(m, dict)]
-    except (OSError, ValueError, http.client.HTTPException, AttributeError):
+    chat_url(url)                       # a malformed URL is the caller's error, raised
+    data = _small_request(url, "GET", None, timeout_s, api_key, models=True)
+    listed = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(listed, list):
         return None
-    finally:
-        conn.close()
+    return [str(m.get("id"))[:200] for m in listed[:10_000] if isinstance(m, dict)]

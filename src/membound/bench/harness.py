@@ -290,7 +290,7 @@ def run(url: str, model: str | None = None, prompts=None, *, concurrency=(1,), r
              for i, p in enumerate(prompts or [RATE_LIMITER])]
     result = BenchResult(url=url, model=model or "")
     journal = _Journal(target, result.notes) if target is not None else None
-    served = list_models(url, api_key=api_key)
+    served = list_models(url, timeout_s=min(10.0, timeout_s), api_key=api_key)
     if model is None:
         result.model = served[0] if served else "default"
         result.notes.append(f"served model: {result.model!r}" + ("" if served else " (GET /v1/models gave no list)"))
