@@ -67,3 +67,34 @@ def test_validation(tmp_path):
     _save(ax, tmp_path / "validation.png")
     with pytest.raises(mb.InvalidInputError, match="column"):
         plots.validation(df, predicted="nope")
+
+
+def test_roofline_marks_batches_that_do_not_fit(tmp_path):
+    # 8B bf16 at an 8,192-token context: KV 131,072 B per token -> batch 32 holds 32 x 8,193 x 131,072 =
+    # 34.4 GB + 16.1 GB of weights = 50.5 GB (fits 85.5 GB); batch 512 needs 550 GB of KV: does not
+    ax = plots.roofline("h100-sxm", "llama-3.1-8b", batches=(1, 32, 512), prompt_tokens=8192)
+    unfit = [ln for ln in ax.lines if str(ln.get_label()).startswith("does not fit")]
+    assert len(unfit) == 1 and len(unfit[0].get_xdata()) == 1
+    assert unfit[0].get_markerfacecolor() == "none"
+    notes = [t.get_text() for t in ax.texts]
+    assert "B=512 (does not fit)" in notes and "B=1" in notes
+    _save(ax, tmp_path / "roofline_unfit.png")
+
+
+def test_validation_is_legible_at_20_categories(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 20 * 5
+    cats = [f"category {i:02d}" for i in range(20) for _ in range(5)]
+    meas = 10 ** rng.uniform(-1, 5, n)              # six decades, as tok/s and ms rows together are
+    df = pd.DataFrame({"measured": meas, "predicted": meas * rng.uniform(0.7, 1.4, n), "category": cats})
+    ax = plots.validation(df)
+    styles = {(tuple(c.get_facecolor()[0][:3]), c.get_paths()[0].vertices.tobytes()) for c in ax.collections
+              if c.get_label().startswith("category")}
+    assert len(styles) == 20                           # no two categories share colour and marker
+    ax.figure.canvas.draw()
+    for axis in (ax.xaxis, ax.yaxis):                 # one label per decade: at most 8 over 6-7 decades
+        shown = [t.get_text() for t in axis.get_ticklabels() if t.get_text()]
+        assert 3 <= len(shown) <= 9, shown
+    legend = ax.get_legend()
+    assert legend.get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1   # outside the data
+    _save(ax, tmp_path / "validation20.png")

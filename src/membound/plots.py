@@ -107,9 +107,16 @@ def roofline(hardware, model=None, batches=(1, 8, 64, 512), *, prompt_tokens: in
         bw_eff = bw * p.eff.bandwidth_fraction
         flops, moved = r["compute_s"] * C, r["memory_s"] * bw_eff     # per decode step
         ai, done = flops / moved, flops / r["tpot_s"]
-        ax.plot(ai, done / 1e12, "o-", color="tab:blue", ms=6, label=f"{m.name} decode (context {prompt_tokens})")
-        for b, xi, yi in zip(batches, ai, done / 1e12):
-            ax.annotate(f"B={b}", (xi, yi), textcoords="offset points", xytext=(6, -10), fontsize=8, color="tab:blue")
+        fits = np.broadcast_to(np.asarray(r["fits"], dtype=bool), B.shape)
+        ax.plot(ai, done / 1e12, "-", color="tab:blue", lw=1)
+        ax.plot(ai[fits], done[fits] / 1e12, "o", color="tab:blue", ms=6,
+                label=f"{m.name} decode (context {prompt_tokens})")
+        if not fits.all():   # hollow and labelled: the physics of a batch that the chip cannot hold
+            ax.plot(ai[~fits], done[~fits] / 1e12, "o", mfc="none", mec="tab:red", mew=1.5, ms=7,
+                    label=f"does not fit in {hw.capacity_bytes / 1e9:,.0f} GB")
+        for b, xi, yi, ok in zip(batches, ai, done / 1e12, fits):
+            ax.annotate(f"B={b}" + ("" if ok else " (does not fit)"), (xi, yi), textcoords="offset points",
+                        xytext=(6, -10), fontsize=8, color="tab:blue" if ok else "tab:red")
         pre_flops = r["prefill_compute_s"][0] * C
         pre_ai = pre_flops / (r["prefill_memory_s"][0] * bw_eff)
         ax.plot([pre_ai], [pre_flops / r["prefill_s"][0] / 1e12], "s", color="tab:red", ms=7,
@@ -235,7 +242,6 @@ def validation(df, *, predicted: str | None = None, measured: str | None = None,
     """Predicted against measured (log-log), one colour per category, with the y = x line and
     a ±25% band. Columns default to the first whose names contain 'pred', 'meas' and 'categ'
     (or 'kind'/'metric')."""
-    ax = _axes(ax)
     pc = _column(df, predicted, ("pred",))
     mc = _column(df, measured, ("meas",))
     try:
@@ -245,8 +251,12 @@ def validation(df, *, predicted: str | None = None, measured: str | None = None,
     x, y = df[mc].to_numpy(float), df[pc].to_numpy(float)
     groups = [(None, np.ones(len(df), bool))] if cc is None else [(c, (df[cc] == c).to_numpy())
                                                                     for c in sorted(df[cc].unique(), key=str)]
-    for c, sel in groups:
-        ax.scatter(x[sel], y[sel], s=18, alpha=0.8, label=None if c is None else f"{c} ({sel.sum()})")
+    if ax is None:   # room on the right for one legend row per category
+        import matplotlib.pyplot as plt
+        ax = plt.subplots(figsize=(7 + (3.5 if len(groups) > 8 else 0), 5.5))[1]
+    for (c, sel), (colour, marker) in zip(groups, _styles(len(groups))):
+        ax.scatter(x[sel], y[sel], s=22, alpha=0.85, color=colour, marker=marker, linewidths=0.6,
+                   label=None if c is None else f"{c} ({sel.sum()})")
     lo = np.nanmin(np.concatenate([x, y])) / 1.5
     hi = np.nanmax(np.concatenate([x, y])) * 1.5
     line = np.array([lo, hi])
@@ -256,14 +266,29 @@ def validation(df, *, predicted: str | None = None, measured: str | None = None,
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    _plain(ax.xaxis)
-    _plain(ax.yaxis)
+    many = np.log10(hi / lo) > 3          # 1, 2, 5 labels of every decade would collide
+    _plain(ax.xaxis, decades_only=many)
+    _plain(ax.yaxis, decades_only=many)
     ax.set_xlabel("measured" if mc == "measured" else f"measured ({mc})")
     ax.set_ylabel("predicted" if pc == "predicted" else f"predicted ({pc})")
     ax.set_title("membound against published measurements")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    if len(groups) > 8:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+        ax.figure.tight_layout()
+    else:
+        ax.legend(fontsize=8)
     return ax
+
+
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")   # 7 shapes against 10 colours: 70 distinct pairs
+
+
+def _styles(n: int) -> list[tuple[str, str]]:
+    """n distinct (colour, marker) pairs: the 10 tab colours with 7 shapes, both cycling (lcm 70)."""
+    from matplotlib import colormaps
+    colours = colormaps["tab10"].colors
+    return [(colours[i % 10], _MARKERS[i % len(_MARKERS)]) for i in range(n)]
 
 
 def served_curve(model, hardwares, *, concurrency=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), prompt_tokens=1024,
