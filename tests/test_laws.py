@@ -16,7 +16,9 @@ configs = st.fixed_dictionaries(dict(
     model=st.sampled_from(MODELS), hardware=st.sampled_from(DEVICES), runtime=st.sampled_from(RUNTIMES),
     batch=st.integers(1, 256), prompt_tokens=st.integers(0, 16384), output_tokens=st.integers(1, 1024),
     weight_dtype=st.sampled_from(["bf16", "fp8", "int8", "int4", "q4_0", "q8_0"]),
-    kv_dtype=st.sampled_from(["bf16", "fp8"])))
+    kv_dtype=st.sampled_from(["bf16", "fp8"]))).filter(
+    # llama.cpp runs no backend on wafers or RDUs: an error there, not a law to test
+    lambda c: not (c["runtime"] == "llama.cpp" and c["hardware"] in ("cerebras-wse-3", "sambanova-sn40l")))
 
 
 def run(**kw):

@@ -37,7 +37,12 @@ def test_deepseek_v3_mla_by_hand():
     m = load_model("deepseek-v3")
     assert m.kv_elements_per_token_per_layer == 512 + 64
     assert m.kv_bytes_per_token("bf16") == (512 + 64) * 61 * 2
-    assert m.attn_flops_per_ctx_token_per_layer == 2 * 128 * (128 + 64 + 128)
+    # decode, absorbed MLA: per head, the query (512 latent + 64 rope) against each cached
+    # latent+rope key = 576 MACs, then the 512-wide latent weighted per token = 512 MACs;
+    # 2 FLOPs per MAC x 128 heads: 2 * 128 * (576 + 512) = 278,528 per layer per cached token
+    assert m.attn_flops_per_ctx_token_per_layer == 2 * 128 * (512 + 64 + 512) == 278_528
+    # prefill, decompressed: qk (128 nope + 64 rope) + v (128) per head = 2 * 128 * 320 = 81,920
+    assert m.prefill_attn_flops_per_pair == 2 * 128 * (128 + 64 + 128) == 81_920
     h = 7168
     attn = (h * 1536 + 1536 + 1536 * 128 * 192          # q_a, q_a_layernorm, q_b
             + h * (512 + 64) + 512 + 512 * 128 * 256       # kv_a, kv_a_layernorm, kv_b
@@ -374,3 +379,21 @@ def test_presets_are_packaged_and_named_after_their_files():
     for n in names:
         m = load_model(n)
         assert m.name == n and m.source
+
+
+def test_deepseek_decode_attention_flops_reach_the_core_by_hand():
+    # One decode step of deepseek-v3 (fp8 weights, bf16 KV) on 8 x H200 (tp=8), ideal roofline:
+    # 4,096 more cached tokens add 61 layers x 4,096 tokens x 278,528 FLOPs (absorbed MLA),
+    # split over 8 chips, at the bf16 peak (989e12 FLOP/s) where attention computes.
+    from membound.estimate import prepare
+    from membound.parallel import Parallel
+
+    def compute_s(ctx):
+        p = prepare("deepseek-v3", "h200", prompt_tokens=ctx, output_tokens=1, weight_dtype="fp8",
+                    kv_dtype="bf16", n_chips=8, parallel=Parallel(tp=8), runtime="ideal")
+        return float(p.evaluate()["compute_s"])
+
+    from membound.hardware import load_hardware
+    peak = load_hardware("h200").compute_flops["bf16"]
+    assert peak == 989e12
+    assert compute_s(8192) - compute_s(4096) == pytest.approx(61 * 4096 * 278_528 / 8 / peak, rel=1e-6)

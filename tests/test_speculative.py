@@ -265,3 +265,19 @@ def test_alpha_zero_default_head_never_faster(gamma, ctx, batch_exp):
     s = mb.speculative_speedup("llama-3.1-8b", "h100-sxm", spec, batches=[2 ** batch_exp],
                                prompt_tokens=ctx, output_tokens=16, runtime="vllm")
     assert s[0] < 1.0
+
+
+def test_route_correlation_default_is_physics_neutral():
+    # the default routes every verified position independently (rho = 0): qwen3-30b-a3b, batch 1,
+    # 60 positions read 128 * (1 - (1 - 8/128)^60) ≈ 125.3 experts per layer, as 60 batched tokens do;
+    # the one fitted value is a named option, not a default
+    from membound.speculative import ANGELSLIM_ROUTE_CORRELATION, ROUTE_CORRELATION
+    assert ROUTE_CORRELATION == 0.0 and ANGELSLIM_ROUTE_CORRELATION == 0.996
+    spec = mb.SpeculativeDecoding(gamma=5, mean_accepted_tokens=3.0, verify_tokens=60, draft_cost=0.0)
+    assert spec.route_correlation == 0.0
+    m = mb.load_model("qwen3-30b-a3b")
+    touched = 128 * (1 - (1 - 8 / 128) ** 60)
+    assert touched == pytest.approx(125.34, abs=0.005)
+    dense = m.total_params - m.n_moe_layers * 128 * 4718592 - 151936 * 2048 + 60 * 2048
+    r = mb.estimate(m, "h100-sxm", speculative=spec, **IDEAL)
+    assert r.step_terms_s["memory"] == pytest.approx((dense + 48 * touched * 4718592) * 2 / 3.35e12 / 3.0, rel=1e-9)

@@ -26,7 +26,7 @@ from .planner import SLO, PlanResult, Workload, plan
 from .serve import Fixed, Samples, Scheduler, ServeCurve, ServeResult, Uniform, serve, serve_curve
 from .product import VoiceTurn, agent_loop_s, reasoning_time_s, thinking_tokens, voice_turn
 
-from .reference import load_reference, reference_dir
+from .reference import Scenario, load_reference, predict, reference_dir
 from .validate import validation_report
 from .explore import explore   # ipywidgets is imported only when the explorer is built
 from . import defaults

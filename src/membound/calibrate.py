@@ -1,32 +1,40 @@
 """Calibration: fit the few physical parameters of each runtime (and the latency floor of the
-specialised chips) from a named half of the reference measurements, and write them, with where
-they came from, into the data files.
+specialised chips) from the reference measurements, and write them, with the rows they came
+from, into runtime files.
 
-The split (deterministic, documented): a row is a *calibration* row when the first byte of
-sha256(row id) is even; every other row is held out and only ever predicted. The specialised
-chips have too few rows for a hash split, so their calibration rows are named in
-`SPECIALISED_CALIBRATION` (the launch figures; the rest, including later software, is held out).
+Rows: every predicted row of a fitted runtime, except rows that beat physics (faster than the
+pure roofline: `beats_physics`), which are set aside with the reason. The headline error is
+never measured on these rows: `membound.validate` refits without a whole chip (or a whole
+source) and predicts it. The specialised chips' latency floors come from the rows named in
+`SPECIALISED_CALIBRATION` (the launch figures); their other rows are held out.
 
 What is fitted (never one figure per row):
-- per (runtime, device class) with at least `MIN_ROWS` calibration rows, else per runtime
-  (`default`): the parameters `FIT[runtime]` names, out of bandwidth_fraction,
-  compute_fraction (both in (0, 1]), per_step_overhead_s and per_layer_overhead_s (>= 0);
-  a parameter is fitted only when the group has rows that depend on it (compute: prefill,
-  TTFT, max-load throughput; bandwidth and overheads: decode rows or throughput).
+- per (runtime, device class) with at least `MIN_ROWS` rows, else per runtime (`default`): the
+  parameters `FIT[runtime]` names, out of bandwidth_fraction, compute_fraction (both in (0, 1]),
+  overlap, moe_gemm_efficiency, per_step/per_layer/per_sequence overheads (>= 0); a parameter is
+  fitted only when the group has rows that depend on it. A fit that ends on a bound is flagged.
 - per specialised chip: `latency.per_layer_s` (and, for Cerebras, the wafer-to-wafer hop
   latency `interconnect.latency_s`), from the named rows.
+- `ASSUMED_FROM`: backends without rows get another backend's default, marked as not fitted.
 
 The fit is least squares on log(predicted / measured), by a bounded Levenberg-Marquardt with a
-finite-difference Jacobian (numpy only). Run: `python -m membound.calibrate [--dry-run]`.
+finite-difference Jacobian (numpy only).
+
+    python -m membound.calibrate [--reference PATH] [--out DIR | --write-bundled]
+
+prints the fits; `--out DIR` writes the updated runtime (and specialised profile) files there;
+`--write-bundled` (maintainers, in a source checkout) rewrites the bundled ones. Only the keys
+a fit sets are replaced; every other key of a file is kept.
 """
 from __future__ import annotations
 
+import argparse
 import datetime
-import hashlib
 import re
-import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import functools
 
 import numpy as np
 
@@ -39,9 +47,9 @@ BOUNDS = {"bandwidth_fraction": (0.05, 1.0), "compute_fraction": (0.01, 1.0), "o
           "per_step_overhead_s": (0.0, 0.05), "per_layer_overhead_s": (0.0, 1e-3),
           "per_sequence_overhead_s": (0.0, 1e-3),
           "per_layer_s": (0.0, 1e-3), "hop_latency_s": (0.0, 1e-2)}
+_LLAMA_CPP = ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s", "overlap", "moe_gemm_efficiency")
 FIT = {
-    "llama.cpp": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s", "overlap",
-                  "moe_gemm_efficiency"),
+    "llama.cpp-metal": _LLAMA_CPP, "llama.cpp-cuda": _LLAMA_CPP, "llama.cpp-vulkan": _LLAMA_CPP,
     # at maximum load thousands of sequences share a step: the host's work grows with them
     # (the PyTorch backend schedules and samples each request), so the overhead is per sequence
     "tensorrt-llm": ("compute_fraction", "per_sequence_overhead_s"),
@@ -49,6 +57,8 @@ FIT = {
     "hf-transformers": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s"),
     "tinychat": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s"),
 }
+# backends with no rows in the reference: another backend's default figures, said so in the file
+ASSUMED_FROM = {"llama.cpp-hip": ("llama.cpp-cuda", "HIP compiles the CUDA backend's kernels through hipify")}
 MIN_ROWS = 4
 COMPUTE_METRICS = ("prefill_tok_s", "ttft_ms", "throughput_tok_s_total")
 SPECIALISED_CALIBRATION = {
@@ -58,22 +68,35 @@ SPECIALISED_CALIBRATION = {
 }
 
 
-def in_calibration(row_id: str) -> bool:
-    """The documented split: sha256(id)[0] even -> calibration row."""
-    return hashlib.sha256(row_id.encode()).digest()[0] % 2 == 0
-
-
 def is_calibration(sc: Scenario) -> bool:
+    """Whether a fit uses `sc`: a row of a fitted runtime, or a named specialised-chip row."""
     if sc.hardware in SPECIALISED:
         return sc.id in SPECIALISED_CALIBRATION.get(sc.hardware, ((), ()))[0]
-    return in_calibration(sc.id)
+    return sc.runtime in FIT
+
+
+_PER_TOKEN = ("decode_tok_s_per_user", "decode_tok_s_total", "prefill_tok_s", "throughput_tok_s_total")
+
+
+def beats_physics(sc: Scenario) -> str | None:
+    """The reason `sc` is set aside, when its measured figure is faster than the pure roofline
+    (peak bandwidth and compute, no floor, no overhead); else None."""
+    try:
+        ideal = predict(sc, runtime="ideal")
+    except Exception:   # noqa: BLE001 - a row membound cannot lay out is reported by validate
+        return None
+    faster = sc.measured > ideal if sc.metric in _PER_TOKEN else sc.measured < ideal
+    if not faster:
+        return None
+    return (f"faster than the pure roofline: measured {sc.measured:.4g} against at best {ideal:.4g} "
+            f"({sc.metric}) on {sc.hardware}'s peak figures")
 
 
 # ---- the optimiser -----------------------------------------------------------------------
 
-def fit_bounded(residuals, x0, lo, hi, iters: int = 60):
+def fit_bounded(residuals, x0, lo, hi, iters: int = 60, rtol: float = 1e-7):
     """Minimise sum(residuals(x)^2) for lo <= x <= hi (Levenberg-Marquardt, projected; x is
-    scaled to [0, 1] internally). Returns x."""
+    scaled to [0, 1] internally); stops when a step gains less than `rtol` of the cost. Returns x."""
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)
     span = np.where(hi > lo, hi - lo, 1.0)
     z = np.clip((np.asarray(x0, float) - lo) / span, 0.0, 1.0)
@@ -100,7 +123,8 @@ def fit_bounded(residuals, x0, lo, hi, iters: int = 60):
             rn = f(zn)
             cn = rn @ rn
             if cn < cost:
-                z, r, cost, lam, improved = zn, rn, cn, lam / 3, True
+                gain = (cost - cn) / cost
+                z, r, cost, lam, improved = zn, rn, cn, lam / 3, gain > rtol
                 break
             lam *= 4
         if not improved or cost < 1e-12:
@@ -117,6 +141,17 @@ class GroupFit:
     params: dict
     rows: list               # calibration row ids
     median_error: float      # on those rows, |pred/meas - 1|
+    at_bounds: list = field(default_factory=list)   # "name=value (bound)" for fits ending on a bound
+
+
+def _at_bounds(params: dict) -> list:
+    out = []
+    for p, v in params.items():
+        lo, hi = BOUNDS[p]
+        for b, side in ((lo, "lower"), (hi, "upper")):
+            if abs(v - b) <= 1e-3 * max(abs(hi - lo), 1e-12):
+                out.append(f"{p}={v:.3g} ({side} bound)")
+    return out
 
 
 def _is_moe(model: str) -> bool:
@@ -149,7 +184,8 @@ def _runtime_with(base, key: str, params: dict, others: dict):
     return type(base)(**{**base.model_dump(), "classes": classes})   # a fresh instance: its own hash
 
 
-def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: dict | None = None) -> GroupFit:
+def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: dict | None = None,
+              iters: int = 60) -> GroupFit:
     """Fit FIT[rt_name]'s parameters for one (runtime, device class or 'default') group."""
     from .hardware import load_hardware
     from .runtime import load_runtime
@@ -176,31 +212,61 @@ def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: d
         rt = _runtime_with(base, key, dict(zip(names, map(float, x))), others or {})
         return np.log([predict(s, runtime=rt) for s in rows]) - meas
 
-    x = fit_bounded(res, x0, lo, hi) if names else np.array([])
+    x = fit_bounded(res, x0, lo, hi, iters=iters) if names else np.array([])
     params = {p: float(v) for p, v in zip(names, x)}
     err = float(np.median(np.abs(np.exp(res(x)) - 1.0))) if names else float("nan")
-    return GroupFit(rt_name, key, params, [s.id for s in rows], err)
+    return GroupFit(rt_name, key, params, [s.id for s in rows], err, _at_bounds(params))
 
 
-def calibrate_runtimes(scenarios) -> dict:
-    """{runtime: [GroupFit, ...]} from the calibration rows."""
+def fit_rows(scenarios, rt: str) -> list:
+    """The rows a fit of runtime `rt` uses: its rows, less specialised chips and rows that beat
+    physics."""
+    return [s for s in scenarios if s.runtime == rt and s.hardware not in SPECIALISED and not _set_aside(s)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _set_aside(sc: Scenario) -> bool:
+    return beats_physics(sc) is not None
+
+
+def calibrate_runtimes(scenarios, runtimes=None, warm: bool = False, iters: int = 60) -> dict:
+    """{runtime: [GroupFit, ...]} from every usable row (`fit_rows`). `runtimes` limits the
+    runtimes refitted; warm=True starts from the bundled figures (a refit without a few rows)."""
     from .hardware import load_hardware
     out = {}
     from .progress import track
-    for rt in track(list(FIT), "calibrate", unit=" runtimes"):
-        rows = [s for s in scenarios if s.runtime == rt and is_calibration(s) and s.hardware not in SPECIALISED]
+    names = list(runtimes or FIT)
+    for rt in (names if runtimes else track(names, "calibrate", unit=" runtimes")):
+        rows = fit_rows(scenarios, rt)
         if not rows:
             continue
-        fits = [fit_group(rt, "default", rows)]
+        start = _bundled_entries(rt) if warm else {}
+        fits = [fit_group(rt, "default", rows, start=start.get("default"), iters=iters)]
         default_entry = fits[0].params
         by_class: dict = {}
         for s in rows:
             by_class.setdefault(load_hardware(s.hardware).device_class or "default", []).append(s)
         for cls, rs in sorted(by_class.items()):
             if len(rs) >= MIN_ROWS and cls != "default" and len(by_class) > 1:
-                fits.append(fit_group(rt, cls, rs, start=default_entry))
+                fits.append(fit_group(rt, cls, rs, start=start.get(cls, default_entry), iters=iters))
         out[rt] = fits
     return out
+
+
+def _bundled_entries(rt: str) -> dict:
+    from .runtime import load_runtime
+    return {k: e.model_dump(exclude_none=True) for k, e in load_runtime(rt).classes.items()}
+
+
+def runtime_from_fits(rt_name: str, groups, base=None) -> "object":
+    """The runtime `rt_name` (or `base`) with its fitted entries replaced by `groups` (in memory only)."""
+    from .runtime import RuntimeEntry, load_runtime
+    base = base or load_runtime(rt_name)
+    classes = dict(base.classes)
+    for g in groups:
+        old = classes[g.key].model_dump() if g.key in classes else {}
+        classes[g.key] = RuntimeEntry(**{**old, **g.params})
+    return type(base)(**{**base.model_dump(), "classes": classes})
 
 
 # ---- specialised chips -------------------------------------------------------------------
@@ -238,48 +304,78 @@ def calibrate_specialised(scenarios) -> dict:
 
 # ---- writing the data files --------------------------------------------------------------
 
-SPLIT_RULE = ("rows of ../shared/reference/measurements.csv whose sha256(id) first byte is even "
-              "(membound.calibrate.in_calibration); the others are held out")
+SPLIT_RULE = ("every row of the runtime in the reference measurements.csv that membound predicts, less rows "
+              "faster than the pure roofline (membound.calibrate.fit_rows); the headline error is measured "
+              "leaving each whole chip out (python -m membound.validate)")
 
 
-def write_runtimes(fits: dict, folder: Path | None = None) -> list:
-    """Rewrite each fitted runtime's YAML with the fitted entries and their provenance."""
+def _evidence(g: GroupFit, today: str) -> str:
+    ids = ", ".join(g.rows[:12]) + (", ..." if len(g.rows) > 12 else "")
+    text = (f"fitted by membound.calibrate on {today} from {len(g.rows)} rows ({ids}); "
+            f"median |error| on them (in-sample) {100 * g.median_error:.1f}%")
+    if g.at_bounds:
+        text += "; ON A BOUND (missing physics): " + ", ".join(g.at_bounds)
+    return text
+
+
+def write_runtimes(fits: dict, folder: "Path | str", source: "Path | None" = None) -> list:
+    """Write each fitted runtime's YAML into `folder`: the file from `source` (default: the
+    bundled runtimes) with only the fitted keys of the fitted entries, their evidence and the
+    `calibration` note replaced; every other key is kept."""
     import yaml
     from .runtime import runtimes_dir
-    folder = folder or runtimes_dir()
+    source = Path(source or runtimes_dir())
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
     today = datetime.date.today().isoformat()
     written = []
-    for rt, groups in fits.items():
-        path = folder / f"{rt}.yaml"
-        data = yaml.safe_load(path.read_text()) if path.exists() else {"name": rt}
-        classes = {}
+    for rt, groups in {**fits, **_assumed(fits)}.items():
+        src = source / f"{rt}.yaml"
+        data = yaml.safe_load(src.read_text()) if src.exists() else {"name": rt}
+        classes = data.get("classes") or {}
         for g in groups:
-            entry = {k: float(f"{v:.4g}") for k, v in g.params.items()}
-            entry["evidence"] = (f"fitted by membound.calibrate on {today} from {len(g.rows)} calibration rows "
-                                 f"({', '.join(g.rows[:12])}{', ...' if len(g.rows) > 12 else ''}); "
-                                 f"median |error| on them {100 * g.median_error:.1f}%")
+            entry = dict(classes.get(g.key) or {})
+            entry.update({k: float(f"{v:.4g}") for k, v in g.params.items()})
+            entry["evidence"] = g.rows if isinstance(g.rows, str) else _evidence(g, today)
             classes[g.key] = entry
         data["classes"] = classes
-        data["calibration"] = (f"{today}: least squares on log(predicted/measured) over {SPLIT_RULE}; "
-                               f"one entry per device class with >= {MIN_ROWS} calibration rows, else 'default'. "
-                               "Rerun: python -m membound.calibrate")
+        if rt in fits:
+            data["calibration"] = (f"{today}: least squares on log(predicted/measured) over {SPLIT_RULE}; "
+                                   f"one entry per device class with >= {MIN_ROWS} rows, else 'default'. "
+                                   "Rerun: python -m membound.calibrate --out DIR (or --write-bundled)")
+        path = folder / f"{rt}.yaml"
         path.write_text(yaml.safe_dump(data, sort_keys=False, width=100))
         written.append(path)
     return written
 
 
-def write_specialised(fits: dict, folder: Path | None = None) -> list:
-    """Surgically replace `latency.per_layer_s`/`evidence` (and the interconnect `latency_s`) of
-    each specialised profile; the rest of the file is left as it is."""
+def _assumed(fits: dict) -> dict:
+    """Entries for backends without rows: the default of the backend ASSUMED_FROM names."""
+    out = {}
+    for rt, (src, why) in ASSUMED_FROM.items():
+        if rt in fits or src not in fits:
+            continue
+        g = next(g for g in fits[src] if g.key == "default")
+        out[rt] = [GroupFit(rt, "default", g.params, f"not fitted (no {rt} rows in the reference): {src}'s default "
+                            f"figures, copied by membound.calibrate on {datetime.date.today().isoformat()}; {why}",
+                            float("nan"))]
+    return out
+
+
+def write_specialised(fits: dict, folder: "Path | str", source: "Path | None" = None) -> list:
+    """Write each specialised profile into `folder` with `latency.per_layer_s`/`evidence` (and the
+    interconnect `latency_s`) replaced; the rest of the file is left as it is."""
     from .hardware import bundled_profiles_dir
-    folder = folder or bundled_profiles_dir()
+    source = Path(source or bundled_profiles_dir())
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
     today = datetime.date.today().isoformat()
     written = []
     for chip, (params, ids, err) in fits.items():
-        path = Path(folder) / f"{chip}.yaml"
-        if not path.exists():
+        src = source / f"{chip}.yaml"
+        if not src.exists():
             continue
-        text = path.read_text()
+        text = src.read_text()
         lat = re.search(r"^latency:\n(?:  .*\n?)+", text, re.M)
         if lat is None:
             continue
@@ -299,34 +395,56 @@ def write_specialised(fits: dict, folder: Path | None = None) -> list:
                             lambda m: f"{m.group(1)}{params['hop_latency_s']:.4g}   # fitted by membound.calibrate "
                                       f"({', '.join(ids)}): wafer-to-wafer hop incl. software sync", b, count=1)
                 text = text.replace(b, nb)
+        path = folder / f"{chip}.yaml"
         path.write_text(text)
         written.append(path)
     return written
 
 
-def calibrate(write: bool = True, path=None):
-    """Fit everything from the calibration rows; with write=True update the data files."""
-    from .runtime import clear_caches
+def calibrate(path=None, warm: bool = False):
+    """Fit everything from the reference rows (nothing is written): (runtime fits, specialised fits)."""
     ref = load_reference(path)
-    fits = calibrate_runtimes(ref.scenarios)
-    special = calibrate_specialised(ref.scenarios)
-    if write:
-        write_runtimes(fits)
-        write_specialised(special)
-        clear_caches()
-    return fits, special
+    return calibrate_runtimes(ref.scenarios, warm=warm), calibrate_specialised(ref.scenarios)
 
 
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    fits, special = calibrate(write="--dry-run" not in argv)
+def format_fits(fits: dict, special: dict) -> str:
+    out = []
     for rt, groups in fits.items():
         for g in groups:
             ps = ", ".join(f"{k}={v:.3g}" for k, v in g.params.items())
-            print(f"{rt:16s} {g.key:18s} rows={len(g.rows):3d} median|err|={100 * g.median_error:5.1f}%  {ps}")
+            flag = f"  ON A BOUND: {', '.join(g.at_bounds)}" if g.at_bounds else ""
+            out.append(f"{rt:16s} {g.key:18s} rows={len(g.rows):3d} median|err|={100 * g.median_error:5.1f}%  {ps}{flag}")
     for chip, (params, ids, err) in special.items():
         ps = ", ".join(f"{k}={v:.3g}" for k, v in params.items())
-        print(f"{chip:16s} {'latency':18s} rows={len(ids):3d} median|err|={100 * err:5.1f}%  {ps}")
+        out.append(f"{chip:16s} {'latency':18s} rows={len(ids):3d} median|err|={100 * err:5.1f}%  {ps}")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m membound.calibrate",
+        description="Fit the runtimes' efficiencies (and the specialised chips' latency floors) to the "
+                    "reference measurements. Prints the fits; writes files only where told to.")
+    ap.add_argument("--reference", default=None, help="a measurements CSV or a folder holding measurements.csv "
+                    "(default: $MEMBOUND_REFERENCE_DIR or the copy shipped with membound)")
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--out", default=None, metavar="DIR",
+                       help="write the updated runtime and specialised-profile YAML files into DIR")
+    where.add_argument("--write-bundled", action="store_true",
+                       help="maintainers: rewrite the runtime and profile files bundled in this source checkout")
+    args = ap.parse_args(argv)
+    fits, special = calibrate(args.reference)
+    print(format_fits(fits, special))
+    if args.out or args.write_bundled:
+        from .hardware import bundled_profiles_dir
+        from .runtime import clear_caches, runtimes_dir
+        rt_dir = Path(args.out) if args.out else runtimes_dir()
+        hw_dir = Path(args.out) if args.out else bundled_profiles_dir()
+        paths = write_runtimes(fits, rt_dir) + write_specialised(special, hw_dir)
+        clear_caches()
+        print("\nwrote " + ", ".join(str(p) for p in paths))
+    else:
+        print("\nnothing written (--out DIR writes the files there; --write-bundled rewrites the bundled ones)")
     return 0
 
 

@@ -209,9 +209,10 @@ def _plan(args) -> int:
 def _validate(args) -> int:
     from . import validate
     if not args.json:
-        argv = [a for flag, v in (("--csv", args.csv), ("--plot", args.plot)) if v for a in (flag, v)]
+        argv = [a for flag, v in (("--csv", args.csv), ("--plot", args.plot), ("--reference", args.reference),
+                                  ("--group", args.group)) if v for a in (flag, v)]
         return int(validate.main(argv) or 0)
-    rep = validate.validation_report()
+    rep = validate.validation_report(args.reference, args.group)
     from .serve_validate import served_report
     print(_dump({"categories": rep["categories"], "skipped": rep["skipped"], "served": served_report()}))
     return 0
@@ -363,6 +364,10 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="predict every reference measurement and report the error")
     v.add_argument("--plot", default=None, help="write predicted vs measured to this PNG")
     v.add_argument("--csv", default=None, help="write every row's prediction and error to this CSV")
+    v.add_argument("--reference", default=None, help="a measurements CSV (or a folder holding measurements.csv) "
+                   "of the reference schema; default: the copy shipped with membound")
+    v.add_argument("--group", choices=["chip", "source"], default="chip",
+                   help="held-out group: leave each whole chip (default) or each whole source out of the fits")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_validate)
 

@@ -48,7 +48,8 @@ class ModelConsts:
     k: float
     kv_elems: float            # KV elements per token per layer
     kv_split_max: float        # the most ways KV can be split by tensor parallelism
-    attn_per_pair: float       # FLOPs per (layer, cached token) pair per new token
+    attn_per_pair: float       # FLOPs per (layer, cached token) pair per new token (decode)
+    prefill_attn_per_pair: float  # the same per (query, key) pair in prefill (MLA: decompressed form)
     window_groups: tuple
     pieces: tuple
     vocab: float
@@ -70,6 +71,7 @@ def model_consts(model) -> ModelConsts:
         k=float(model.experts_per_token), kv_elems=float(model.kv_elements_per_token_per_layer),
         kv_split_max=1.0 if mla else float(model.n_kv_heads),
         attn_per_pair=float(model.attn_flops_per_ctx_token_per_layer),
+        prefill_attn_per_pair=float(model.prefill_attn_flops_per_pair),
         window_groups=groups, pieces=tuple(context_pieces(groups, model.n_layers)),
         vocab=float(model.vocab_size),
         lookup_params=0.0 if model.tied_embeddings else float(model.vocab_size * model.hidden_size))
@@ -260,7 +262,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
             d_pieces, u_d = mc.pieces, u_mid
             # prefill: the head's layer over every prompt token, its LM head for the last one
             pre_fl = B * (2.0 * spec.head_params * S + 2.0 * spec.head_lm_params
-                          + mc.attn_per_pair * causal_pairs(mc.window_groups, S) / mc.n_layers) / (tp * C)
+                          + mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / mc.n_layers) / (tp * C)
             pre_mem = h_bytes * w_inv + B / ep * effective_context(mc.window_groups, S) / mc.n_layers \
                 * kv_per_pair_chip * kv_inv
             d_pre = maximum(maximum(pre_mem, pre_fl), d_floor)
@@ -291,7 +293,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     kv_write = B / ep * effective_context(mc.window_groups, S) * kv_per_pair_chip
     pre_mem = w_pre * w_inv + kv_write * kv_inv
     pre_gemm = B * 2.0 * gemm_params * (1.0 + kn.dequant) * S / group
-    pre_attn = B * mc.attn_per_pair * causal_pairs(mc.window_groups, S) / group
+    pre_attn = B * mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / group
     pre_compute = pre_gemm / C + pre_attn / Ca
     pre_m, _, pre_c, _ = timed((pre_mem, 0.0, pre_compute, 0.0))
     prefill_s = where(S > 0, maximum(maximum(pre_m, pre_c), floor) + comm(n_pre) + overhead, 0.0)
@@ -343,7 +345,7 @@ def _draft_prefill(d: ModelConsts, B, S, kn, C, w_inv, kv_inv, tp, Ca):
     w = _draft_weight_bytes(d, B * S, kn)
     kv = B * effective_context(d.window_groups, S) * d.kv_elems * kn.kv_bytes / minimum(tp, d.kv_split_max)
     gemm = B * 2.0 * (d.active_params - d.lookup_params) * (1.0 + kn.dequant) * S
-    attn = B * d.attn_per_pair * causal_pairs(d.window_groups, S)
+    attn = B * d.prefill_attn_per_pair * causal_pairs(d.window_groups, S)
     return maximum(w / tp * w_inv + kv * kv_inv, gemm / (tp * C) + attn / (tp * Ca))
 
 

@@ -156,13 +156,18 @@ class Model(BaseModel):
             attn = (q + h * (self.kv_lora_rank + r) + self.kv_lora_rank
                     + self.kv_lora_rank * nh * (nope + v) + nh * v * h)
             kv_el = self.kv_lora_rank + r
-            attn_flops = 2.0 * nh * (qk + v)
+            # decode runs the absorbed form: every head scores its query against the cached
+            # latent + rope key (kv_lora_rank + r) and sums the latent (kv_lora_rank) per token;
+            # prefill decompresses keys and values once per token (counted in the params) and
+            # attends per head over qk and v dims, the cheaper form for many queries
+            attn_flops = 2.0 * nh * (2 * self.kv_lora_rank + r)
+            prefill_attn_flops = 2.0 * nh * (qk + v)
         else:
             attn = h * nh * hd * 2 + h * kvh * hd * 2
             attn += (nh + 2 * kvh) * hd * self.qkv_bias + h * self.attn_out_bias
             attn += 2 * hd * self.qk_norm + h * nh * hd * self.attn_output_gate
             kv_el = 2 * kvh * hd
-            attn_flops = 4.0 * nh * hd
+            attn_flops = prefill_attn_flops = 4.0 * nh * hd
         attn += nh * self.attn_sinks
         n_lin = sum(self._is_linear(i) for i in range(self.n_layers))
         lin_attn, state = self._linear_attention()
@@ -178,7 +183,7 @@ class Model(BaseModel):
         return dict(total=float(total), expert=float(expert), n_moe=n_moe,
                     dense=float(total - routed),
                     active=float(total - n_moe * (self.n_experts - self.experts_per_token) * expert),
-                    kv_el=kv_el, attn_flops=attn_flops, state=state,
+                    kv_el=kv_el, attn_flops=attn_flops, prefill_attn_flops=prefill_attn_flops, state=state,
                     state_window=-(-state // kv_el) if state else 0)
 
     def _linear_attention(self) -> tuple[int, int]:
@@ -212,7 +217,12 @@ class Model(BaseModel):
         doc="Cached elements per token per layer: 2*kv_heads*head_dim; MLA kv_lora_rank + rope dim.")
     attn_flops_per_ctx_token_per_layer = property(
         lambda self: self._d["attn_flops"],
-        doc="FLOPs one new token spends on one cached token in one layer (QK^T and AV, 2 per MAC).")
+        doc="FLOPs one new token spends on one cached token in one layer in decode (QK^T and AV, "
+            "2 per MAC; MLA: the absorbed form over the latent).")
+    prefill_attn_flops_per_pair = property(
+        lambda self: self._d["prefill_attn_flops"],
+        doc="FLOPs per (query, key) pair in one layer in prefill (MLA: keys/values decompressed per "
+            "head; others: the same as decode).")
     linear_state_elements = property(lambda self: self._d["state"],
                                      doc="Recurrent-state elements of one linear-attention layer per sequence (0: none).")
     linear_state_window = property(lambda self: self._d["state_window"],

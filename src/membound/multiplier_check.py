@@ -23,7 +23,7 @@ from .reference import reference_dir
 from .estimate import estimate
 from .model import Model
 from .levers import speculative_speedup
-from .speculative import SpeculativeDecoding, head_param_count, predicted_speedup
+from .speculative import ANGELSLIM_ROUTE_CORRELATION, SpeculativeDecoding, head_param_count, predicted_speedup
 
 
 @dataclass(frozen=True)
@@ -147,6 +147,8 @@ def _spec(method: str, model: str, tau: float, gamma: int | None = None, verify:
     if cost == "vicuna-68m":
         return SpeculativeDecoding(draft=VICUNA_68M, gamma=g, mean_accepted_tokens=min(tau, g + 1), verify_tokens=v)
     kw = cost(model) if callable(cost) else dict(draft_cost=cost)
+    if _load(model).is_moe:   # the named, fitted option (speculative.ANGELSLIM_ROUTE_CORRELATION)
+        kw["route_correlation"] = ANGELSLIM_ROUTE_CORRELATION
     return SpeculativeDecoding(gamma=g, mean_accepted_tokens=min(tau, g + 1), verify_tokens=v, **kw)
 
 
@@ -190,7 +192,7 @@ def tau_rows(rows) -> list:
     return sorted(out, key=lambda x: (x.section, x.ids))
 
 
-# The MoE row that sets speculative.ROUTE_CORRELATION (the only MoE speculative row): an anchor.
+# The MoE row that sets speculative.ANGELSLIM_ROUTE_CORRELATION (the only MoE speculative row): an anchor.
 MOE_ANCHOR = "spec-141/spec-140"
 
 

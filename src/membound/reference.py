@@ -55,6 +55,14 @@ def reference_dir(path: "str | Path | None" = None) -> Path:
     return folder
 
 
+def reference_csv(path: "str | Path | None" = None) -> Path:
+    """The measurements CSV: `path` itself when it is a file, else `reference_dir(path)`'s
+    measurements.csv."""
+    if path is not None and Path(path).is_file():
+        return Path(path)
+    return reference_dir(path) / "measurements.csv"
+
+
 # ---- the scenario ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -136,6 +144,13 @@ _HARDWARE = {
 
 _APPLE = re.compile(r"Apple (M\d)(?: (Pro|Max|Ultra))? \((?:(\d+)-core GPU)?(?:, )?(?:(\d+) GB/s)?")
 
+# llama.cpp's backend, from the framework text "llama.cpp (CUDA)": each is its own runtime
+_BACKENDS = (("Metal", "metal"), ("CUDA", "cuda"), ("HIP", "hip"), ("ROCm", "hip"), ("Vulkan", "vulkan"),
+             ("CPU", "cpu"))
+BACKEND_LABEL = {"metal": "Metal", "cuda": "CUDA", "hip": "HIP", "vulkan": "Vulkan", "cpu": "CPU"}
+# the CPU cores of a chip whose GPU has its own profile (llama.cpp's CPU backend runs there)
+CPU_PROFILE = {"ryzen-ai-max-395": "ryzen-ai-max-395-cpu", "apple-m1-max": "apple-m1-max-cpu"}
+
 _RUNTIMES = [("llama.cpp", "llama.cpp"), ("TensorRT-LLM", "tensorrt-llm"), ("NeMo", "nemo"),
              ("HuggingFace transformers", "hf-transformers"), ("TinyChat", "tinychat"),
              ("SGLang v0.4.4 (no speculation)", "sglang"), ("gpt-fast", "device"),
@@ -201,15 +216,26 @@ def _int(text: str, default=None):
         return default
 
 
+def llama_cpp_backend(framework: str, hw_kind: str, vendor: str) -> str:
+    """'metal', 'cuda', 'hip', 'vulkan' or 'cpu': the backend the framework text names, else the
+    device's native one (as the `llama.cpp` runtime chooses)."""
+    for word, backend in _BACKENDS:
+        if word in framework:
+            return backend
+    from .runtime import load_runtime
+    native = load_runtime("llama.cpp").backends
+    return (native.get(hw_kind) or native.get(vendor.lower()) or "llama.cpp-cuda").removeprefix("llama.cpp-")
+
+
 def _category(rt: str, hw_kind: str, metric: str, framework: str, row_id: str, batch) -> str:
     if hw_kind in ("wafer", "lpu", "rdu"):
         return "specialised chips"
-    if rt == "llama.cpp":
-        where = "Apple" if hw_kind == "apple" else ("Vulkan" if "Vulkan" in framework else "CUDA")
+    if rt.startswith("llama.cpp-"):
+        where = BACKEND_LABEL[rt.removeprefix("llama.cpp-")]
         if metric == "prefill_tok_s":
             return f"llama.cpp {where} prefill"
         if metric == "decode_tok_s_total":
-            return "llama.cpp batched decode"
+            return f"llama.cpp {where} batched decode"
         return f"llama.cpp {where} decode"
     if row_id.startswith("mlperf"):
         return "MLPerf (assumed lengths)"
@@ -226,9 +252,8 @@ def load_reference(path: "str | Path | None" = None) -> Reference:
     """Every row of measurements.csv as a Scenario, or skipped with its reason."""
     from .hardware import load_hardware
     from .model import load_model
-    folder = reference_dir(path)
     out = Reference()
-    with open(folder / "measurements.csv", newline="", encoding="utf-8") as f:
+    with open(reference_csv(path), newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     for r in rows:
         rid, metric, framework, notes = r["id"], r["metric"], r["framework"], r["notes"]
@@ -260,6 +285,8 @@ def load_reference(path: "str | Path | None" = None) -> Reference:
             hw_name, scale = _HARDWARE[text], 1.0
         elif (hit := index("hardware").lookup(text)) is not None:   # names and profile aliases
             hw_name, scale = hit, 1.0
+        elif re.search(r"Ryzen AI Max\+? 395|Strix Halo|Radeon 8060S", text):
+            hw_name, scale = "ryzen-ai-max-395", 1.0
         else:
             skip(f"no bundled profile for {text!r}"); continue
         try:
@@ -274,16 +301,25 @@ def load_reference(path: "str | Path | None" = None) -> Reference:
         if wd is None:
             skip(f"weight format {r['weight_dtype']!r} unknown"); continue
         rt = next((v for k, v in _RUNTIMES if k in framework), None)
+        if rt == "llama.cpp":
+            backend = llama_cpp_backend(framework, hw.kind, hw.vendor)
+            rt = f"llama.cpp-{backend}"
+            if backend == "cpu" and hw.kind != "cpu":    # the chip's CPU cores, not its GPU
+                if hw_name not in CPU_PROFILE:
+                    skip(f"CPU-backend row: no CPU profile for the cores of {hw_name}"); continue
+                hw_name, scale = CPU_PROFILE[hw_name], 1.0
+                hw = load_hardware(hw_name)
         if rt is None and rid.startswith("mlperf"):
             rt = "vllm"     # AMD's MLPerf submissions run a vLLM-based stack
         if rt is None:
             skip(f"runtime {framework!r} not modelled"); continue
         kv = "fp8" if r["kv_dtype"].startswith("fp8") else ("bf16" if wd in ("bf16", "fp8", "int8", "int4") and
                                                            not r["kv_dtype"] else "fp16")
-        dense = "q8_0" if (wd == "mxfp4" and rt == "llama.cpp") else None
+        dense = "q8_0" if (wd == "mxfp4" and rt.startswith("llama.cpp")) else None
         act = None
-        if rt == "llama.cpp" and hw.kind != "apple" and wd not in ("fp16", "bf16"):
-            # llama.cpp's CUDA/Vulkan MMQ kernels multiply block-quantized weights as int8
+        if rt.startswith("llama.cpp") and rt != "llama.cpp-metal" and wd not in ("fp16", "bf16"):
+            # llama.cpp's CUDA/HIP/Vulkan MMQ kernels and its CPU dot products (activations
+            # quantized to q8_0) multiply block-quantized weights as int8
             act = "int8" if hw.supports("int8") else "fp8"   # same tensor rate where int8 is absent
         B = _int(r["batch_or_concurrency"].split()[0])
         S, T = _int(r["prompt_tokens"], 0), _int(r["output_tokens"], 0)
@@ -293,6 +329,8 @@ def load_reference(path: "str | Path | None" = None) -> Reference:
         m_depth = re.search(r"@ d(\d+)", notes)
         if m_depth:
             depth = int(m_depth.group(1))
+            if metric != "prefill_tok_s":
+                S = 0    # "tg N @ dD": the prompt column holds the depth D itself (sources.md)
         per_chip = False
         note = ""
         value = float(r["value"])
@@ -329,9 +367,12 @@ def load_reference(path: "str | Path | None" = None) -> Reference:
                 skip("prompt length not stated"); continue
             if B != 1 and B is not None:
                 skip("aggregate at unstated batch layout"); continue
-            n, parallel = _special_layout(model, hw, wd, n if r["n_chips"] else None)
             ctx = re.search(r"(\d+)-token context", notes)
             S, T = (int(ctx.group(1)) // 2 if ctx else 1024), 256
+            try:
+                n, parallel = _special_layout(model, hw, wd, n if r["n_chips"] else None)
+            except MemboundError as e:
+                skip(f"no layout holds it: {e}"); continue
             note = f"{n} chips ({'tp=%d pp=%d' % parallel[:2]}): the fewest that hold the weights"
             if rid in GENERATION_NOTES:
                 note += "; " + GENERATION_NOTES[rid]
@@ -367,6 +408,7 @@ def _special_layout(model_name, hw, wd, stated):
 
 # ---- prediction --------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=4096)
 def _hardware(sc: Scenario):
     from .hardware import load_hardware
     hw = load_hardware(sc.hardware)
@@ -375,14 +417,33 @@ def _hardware(sc: Scenario):
     return hw
 
 
+_PREPARED: dict = {}
+
+
 def _prepared(sc: Scenario, runtime, batch, prompt, output, hw=None):
+    """`estimate.prepare` for `sc`; cached per (scenario, backend, lengths, device), the runtime's
+    efficiencies swapped in (a fit evaluates the same rows under many runtimes)."""
+    from dataclasses import replace
+
     from .estimate import prepare
     from .parallel import Parallel
-    tp, pp, ep = sc.parallel
-    return prepare(sc.model, hw or _hardware(sc), allow_beyond_context=True, batch=int(batch), prompt_tokens=int(prompt),
-                   output_tokens=int(output), weight_dtype=sc.weight_dtype, kv_dtype=sc.kv_dtype,
-                   activation_dtype=sc.activation_dtype,
-                   n_chips=sc.n_chips, parallel=Parallel(tp=tp, pp=pp, ep=ep), runtime=runtime)
+    from .runtime import load_runtime
+    rt = load_runtime(runtime)
+    hw = hw or _hardware(sc)
+    backend = rt.backend_for(hw)
+    key = (sc, backend.name, backend.quantized_gemm, batch, prompt, output, hw)
+    p = _PREPARED.get(key)
+    if p is None:
+        tp, pp, ep = sc.parallel
+        p = prepare(sc.model, hw, allow_beyond_context=True, batch=int(batch), prompt_tokens=int(prompt),
+                    output_tokens=int(output), weight_dtype=sc.weight_dtype, kv_dtype=sc.kv_dtype,
+                    activation_dtype=sc.activation_dtype,
+                    n_chips=sc.n_chips, parallel=Parallel(tp=tp, pp=pp, ep=ep), runtime=rt)
+        if len(_PREPARED) > 20000:
+            _PREPARED.clear()
+        _PREPARED[key] = p
+        return p
+    return replace(p, runtime=rt, eff=rt.efficiency(hw))
 
 
 def _run(sc, runtime, batch, prompt, output, hw=None):

@@ -3,7 +3,9 @@ they add, per device class. Files live in `membound/data/runtimes/*.yaml`.
 
 Lookup for a device: the runtime's entry for the device's `name`, else its `device_class`,
 else its `kind`, else `default`; a figure an entry leaves out comes from the device profile's
-own `achievable`/`latency` blocks. Two runtimes are built in: `ideal` (the pure roofline: peak
+own `achievable`/`latency` blocks. An engine with several backends (llama.cpp on Metal, CUDA,
+HIP, Vulkan, CPU) is one runtime per backend; its plain name (`llama.cpp`) names `backends`,
+the backend each kind of device (`apple`, `cpu`) or vendor (`nvidia`, `amd`, `intel`) runs. Two runtimes are built in: `ideal` (the pure roofline: peak
 bandwidth and compute, no floor, no overhead) and `device` (the profile's own measured
 fractions and latency floor, no engine overhead), which `estimate()` uses when none is named.
 """
@@ -97,6 +99,17 @@ class Runtime(HashableModel):
     max_batch: Annotated[int, Number, Field(ge=1)] | None = None   # most sequences one instance schedules at once
     quantized_gemm: QuantizedGemm | None = None  # block-quantized GEMMs off the tensor cores
     served: Served | None = None         # continuous-batching defaults and costs (membound.serve)
+    backends: dict[str, str] = {}        # device kind or vendor (lower case) -> backend runtime
+
+    def backend_for(self, hw: Hardware) -> "Runtime":
+        """The runtime that runs on `hw`: this one, or the backend its `backends` name."""
+        if not self.backends:
+            return self
+        for key in (hw.kind, hw.vendor.lower()):
+            if key in self.backends:
+                return load_runtime(self.backends[key])
+        raise InvalidInputError("runtime", self.name,
+                                f"a backend for a {hw.vendor} {hw.kind}: {self.name} lists {sorted(self.backends)}")
 
     def efficiency(self, hw: Hardware) -> "Efficiency":
         """The effective figures this runtime gets on `hw`."""
@@ -121,6 +134,7 @@ class Efficiency:
 
 @functools.lru_cache(maxsize=4096)
 def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
+    rt = rt.backend_for(hw)
     entry = RuntimeEntry()
     for key in (hw.name, hw.device_class, hw.kind, "default"):
         if key in rt.classes:
@@ -144,9 +158,13 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
 
 
 def _quantized_peak(q: "QuantizedGemm | None", hw: Hardware) -> float:
+    """fp32_multiple x the fp32 rate, never above the chip's own int8 peak (the multiple was
+    measured on NVIDIA chips, whose int8 tensor peaks are far above it; on RDNA 3 the dual-issue
+    fp32 rate x 4 is twice the int8 WMMA peak)."""
     if q is None or hw.kind not in q.device_kinds or "fp32" not in hw.compute_flops:
         return 0.0
-    return q.fp32_multiple * hw.compute_flops["fp32"]
+    peak = q.fp32_multiple * hw.compute_flops["fp32"]
+    return min(peak, hw.compute_flops["int8"]) if "int8" in hw.compute_flops else peak
 
 
 IDEAL = Runtime(name="ideal", description="pure roofline: peak bandwidth and compute, no floor, no overhead",

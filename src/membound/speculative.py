@@ -27,12 +27,17 @@ ALPHA_ONE = 1e-9   # |1 - alpha| below this is treated as alpha = 1 (the limit g
 # How strongly the verified positions of one sequence route to the same MoE experts: a pass of
 # v positions over B sequences reads E(1 - (1 - k/E)^(B * v_eff)) experts per layer with
 # v_eff = 1 + (v - 1)(1 - rho) (rho = 0: independent tokens; rho = 1: one token per sequence).
-# Tree tokens share their whole context and differ by a few tokens, so they route together.
-# 0.996 is set once from the only MoE speculative row (AngelSlim EAGLE-3 on Qwen3-30B-A3B,
-# spec-141/spec-140, tau 2.04, assuming a 60-token tree; multiplier_check marks it as the
-# anchor): 60 tree tokens then read like ~1.24 independent tokens (independent routing, rho = 0,
-# would read ~125 of 128 experts and predict a 0.2x slow-down against the measured 1.37x).
-ROUTE_CORRELATION = 0.996
+# The default is the physics-neutral rho = 0: every verified position routes like any other
+# token (the same uniform-routing law as a batch). Tree tokens share their whole context and
+# differ by a few tokens, so they may route together; the one measurement of it is an explicit,
+# named option, never a default:
+ROUTE_CORRELATION = 0.0
+# Fitted once on the only MoE speculative row (AngelSlim EAGLE-3 on Qwen3-30B-A3B, spec-141 /
+# spec-140, tau 2.04, assuming a 60-token tree; multiplier_check marks it as the anchor): 60 tree
+# tokens then read like ~1.24 independent tokens (rho = 0 would read ~125 of 128 experts and
+# predict a 0.2x slow-down against the measured 1.37x). One row, one engine: pass it yourself
+# (`route_correlation=ANGELSLIM_ROUTE_CORRELATION`) when you trust it for your MoE model.
+ANGELSLIM_ROUTE_CORRELATION = 0.996
 
 
 def expected_tokens_per_round(alpha, gamma):

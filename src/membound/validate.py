@@ -1,22 +1,40 @@
 """Validation report: predict every usable reference measurement and report the error per
-category, split into calibration rows and held-out rows (see calibrate.py for the split).
+category on groups no fit saw, with the in-sample figures beside.
 
-    python -m membound.validate [--csv rows.csv] [--plot out.png] [--reference DIR]
+    python -m membound.validate [--reference PATH] [--group chip|source] [--csv rows.csv] [--plot out.png]
 
 Error of a row = predicted / measured - 1 (for latencies, ITL and TTFT, the same ratio of the
-times). Per category: rows, median and 90th percentile of |error| over all rows, over
-calibration rows and over held-out rows, and the worst rows.
+times). Per category: rows, then the median and 90th percentile of |error|
+
+- *held out* (the headline): leave one group out, a whole chip (`--group chip`, the hardware
+  profile, binned parts included) or a whole source (`--group source`, the row id's prefix:
+  apple, lcpp, spark, trt, ...); refit every runtime that group's rows use without it
+  (`calibrate.calibrate_runtimes`) and predict the group. Rows of runtimes nothing fits
+  (vLLM, SGLang, the device's own figures) are predicted as they are. Specialised chips are
+  calibrated on named launch rows (`calibrate.SPECIALISED_CALIBRATION`): their other rows are
+  held out, the named ones have no held-out figure;
+- *in-sample*: the bundled runtimes, fitted on every row.
+
+Rows faster than the pure roofline are set aside with the reason (`calibrate.beats_physics`);
+fits that end on a bound are listed (missing physics). Coverage = rows predicted / rows whose
+device is disclosed (speculative-decoding ratios are `membound.multiplier_check`'s).
 """
 from __future__ import annotations
 
-import sys
+import argparse
+import re
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
 from .progress import track
-from .calibrate import is_calibration
-from .reference import SPECIALISED, load_reference, predict, reference_dir
+from .calibrate import (FIT, SPECIALISED_CALIBRATION, beats_physics, calibrate_runtimes, is_calibration,
+                        runtime_from_fits)
+from .reference import SPECIALISED, Scenario, load_reference, predict, reference_csv
+
+NOT_DISCLOSED = ("hardware not disclosed", "mixed MI300X/MI325X system")
+SPECULATIVE = ("a speculative-decoding ratio", "speculative decoding figure")
 
 
 @dataclass(frozen=True)
@@ -28,13 +46,71 @@ class RowResult:
     hardware: str
     runtime: str
     measured: float
-    predicted: float
-    calibration: bool
+    predicted: float            # in-sample: the bundled runtimes
+    held_out: float | None      # refit without the row's group (None: a named calibration row)
+    calibration: bool           # a fit uses this row (in-sample)
     note: str
 
     @property
     def error(self) -> float:
+        """In-sample error."""
         return self.predicted / self.measured - 1.0
+
+    @property
+    def held_out_error(self) -> float | None:
+        return None if self.held_out is None else self.held_out / self.measured - 1.0
+
+
+def source_of(row_id: str) -> str:
+    """The source a row comes from: its id's prefix (apple-001 -> apple, lcpp2-004 -> lcpp2)."""
+    return row_id.rsplit("-", 1)[0]
+
+
+GROUPS = {"chip": lambda sc: sc.hardware, "source": lambda sc: source_of(sc.id)}
+
+
+def _stripped(rt_name: str):
+    """`rt_name` with every fitted figure removed (what a runtime is with no rows to fit)."""
+    from .runtime import RuntimeEntry, load_runtime
+    base = load_runtime(rt_name)
+    classes = {k: RuntimeEntry(**{f: v for f, v in e.model_dump().items() if f not in FIT[rt_name]})
+               for k, e in base.classes.items()}
+    return type(base)(**{**base.model_dump(), "classes": classes})
+
+
+def refit_without(scenarios, left_out, rt_name: str):
+    """Runtime `rt_name` refitted on `scenarios` less the rows in `left_out` (a set of ids):
+    entries not refitted lose their fitted figures, so nothing of the left-out rows remains."""
+    rest = [s for s in scenarios if s.id not in left_out]
+    fits = calibrate_runtimes(rest, runtimes=[rt_name], warm=True, iters=20).get(rt_name, [])
+    return runtime_from_fits(rt_name, fits, base=_stripped(rt_name)), fits
+
+
+def held_out_predictions(scenarios, group: str = "chip") -> tuple[dict, list]:
+    """({row id: prediction with that row's whole group left out of every fit}, [fit notes])."""
+    key = GROUPS[group]
+    by_group: dict = {}
+    for sc in scenarios:
+        by_group.setdefault(key(sc), []).append(sc)
+    out, notes = {}, []
+    for g, rows in by_group.items():
+        ids = {s.id for s in rows}
+        for rt in sorted({s.runtime for s in rows if s.runtime in FIT and s.hardware not in SPECIALISED}):
+            runtime, fits = refit_without(scenarios, ids, rt)
+            for f in fits:
+                if f.at_bounds:
+                    notes.append(f"without {group} {g}: {rt} {f.key} on a bound: {', '.join(f.at_bounds)}")
+            for s in rows:
+                if s.runtime == rt:
+                    out[s.id] = _safe_predict(s, runtime)
+    return out, notes
+
+
+def _safe_predict(sc: Scenario, runtime=None) -> float | None:
+    try:
+        return float(predict(sc, runtime=runtime))
+    except Exception:   # noqa: BLE001 - reported by the caller as a failed prediction
+        return None
 
 
 def _stats(errs) -> tuple:
@@ -44,53 +120,95 @@ def _stats(errs) -> tuple:
     return (len(a), float(np.median(a)), float(np.percentile(a, 90)))
 
 
-def validation_report(path=None) -> dict:
-    """{'rows': [RowResult], 'categories': {name: {...}}, 'skipped': [(id, metric, reason)]}."""
+def validation_report(path=None, group: str = "chip") -> dict:
+    """{'rows': [RowResult], 'categories': {name: {...}}, 'skipped': [(id, metric, reason)],
+    'set_aside': [(id, metric, reason)], 'bounds': [..], 'coverage': {...}, 'source': file}."""
+    from .calibrate import calibrate_runtimes as _fit_all  # noqa: F401 - the same fit the bundled files hold
+    if group not in GROUPS:
+        from .errors import InvalidInputError
+        raise InvalidInputError("group", group, f"one of {sorted(GROUPS)}")
     ref = load_reference(path)
-    rows = []
+    skipped = list(ref.skipped)
+    usable, set_aside = [], []
     for sc in track(ref.scenarios, "validate", unit=" rows"):
-        try:
-            p = float(predict(sc))
-        except Exception as e:   # a scenario membound refuses is reported, not hidden
-            ref.skipped.append((sc.id, sc.metric, f"prediction failed: {type(e).__name__}: {e}"))
+        why = beats_physics(sc)
+        if why:
+            set_aside.append((sc.id, sc.metric, why))
+        else:
+            usable.append(sc)
+    held, bound_notes = held_out_predictions(usable, group)
+    rows = []
+    for sc in usable:
+        p = _safe_predict(sc)
+        if p is None:
+            try:
+                predict(sc)
+            except Exception as e:   # noqa: BLE001 - a scenario membound refuses is reported, not hidden
+                skipped.append((sc.id, sc.metric, f"prediction failed: {type(e).__name__}: {e}"))
             continue
+        calib = is_calibration(sc)
+        if sc.hardware in SPECIALISED:
+            h = None if calib else p
+        elif sc.runtime in FIT:
+            h = held.get(sc.id)
+        else:
+            h = p
         rows.append(RowResult(sc.id, sc.category, sc.metric, sc.model, sc.hardware, sc.runtime,
-                              sc.measured, p, is_calibration(sc), sc.note))
+                              sc.measured, p, h, calib, sc.note))
     cats = {}
     for name in dict.fromkeys(r.category for r in rows):
         rs = [r for r in rows if r.category == name]
         n, med, p90 = _stats([r.error for r in rs])
-        nc, medc, _ = _stats([r.error for r in rs if r.calibration])
-        nh, medh, p90h = _stats([r.error for r in rs if not r.calibration])
-        worst = sorted(rs, key=lambda r: -abs(r.error))[:3]
-        cats[name] = dict(rows=n, median=med, p90=p90, calibration_rows=nc, calibration_median=medc,
-                          holdout_rows=nh, holdout_median=medh, holdout_p90=p90h,
-                          worst=[(r.id, r.error) for r in worst])
-    return dict(rows=rows, categories=cats, skipped=ref.skipped,
-                source=str(reference_dir(path) / "measurements.csv"))
+        hs = [r for r in rs if r.held_out is not None]
+        nh, medh, p90h = _stats([r.held_out_error for r in hs])
+        worst = sorted(hs, key=lambda r: -abs(r.held_out_error))[:3]
+        cats[name] = dict(rows=n, median=med, p90=p90, holdout_rows=nh, holdout_median=medh, holdout_p90=p90h,
+                          chips=len({r.hardware for r in rs}), worst=[(r.id, r.held_out_error) for r in worst])
+    disclosed = [s for s in skipped if not s[2].startswith(NOT_DISCLOSED + SPECULATIVE)]
+    n_disclosed = len(rows) + len(disclosed) + len(set_aside)
+    from .runtime import load_runtime
+    bounds = [f"{rt} {k}: " + ", ".join(_entry_bounds(rt, e)) for rt in FIT
+              for k, e in load_runtime(rt).classes.items() if _entry_bounds(rt, e)]
+    return dict(rows=rows, categories=cats, skipped=skipped, set_aside=set_aside, group=group,
+                bounds=bounds, holdout_bounds=bound_notes,
+                coverage=dict(predicted=len(rows), disclosed=n_disclosed,
+                              fraction=len(rows) / n_disclosed if n_disclosed else float("nan")),
+                source=str(reference_csv(path)))
+
+
+def _entry_bounds(rt: str, entry) -> list:
+    from .calibrate import _at_bounds
+    vals = {p: getattr(entry, p) for p in FIT[rt] if getattr(entry, p, None) is not None}
+    return _at_bounds(vals)
 
 
 def format_report(rep: dict) -> str:
+    g = rep["group"]
     out = [f"membound validation against {rep['source']}",
-           "error = predicted/measured - 1; |error| medians and 90th percentiles in %", "",
-           f"{'category':40s} {'rows':>4s} {'med':>6s} {'p90':>6s} | {'cal':>3s} {'med':>6s} | "
-           f"{'hold':>4s} {'med':>6s} {'p90':>6s} | worst"]
-    for name, c in rep["categories"].items():
+           f"error = predicted/measured - 1; |error| medians and 90th percentiles in %. Held out: each whole {g} "
+           "left out of every fit, refitted, predicted; in-sample: the bundled fits (every row).", "",
+           f"{'category':36s} {'rows':>4s} {'chips':>5s} | {'held':>4s} {'med':>6s} {'p90':>6s} | "
+           f"{'in-sample':>9s} {'p90':>6s} | worst held out"]
+    for name, c in sorted(rep["categories"].items()):
         worst = ", ".join(f"{i} {100 * e:+.0f}%" for i, e in c["worst"])
-        out.append(f"{name:40s} {c['rows']:4d} {100 * c['median']:6.1f} {100 * c['p90']:6.1f} | "
-                   f"{c['calibration_rows']:3d} {100 * c['calibration_median']:6.1f} | "
-                   f"{c['holdout_rows']:4d} {100 * c['holdout_median']:6.1f} {100 * c['holdout_p90']:6.1f} | {worst}")
-    out += ["", "Specialised hardware (batch 1 per-user tok/s) and H100/H200 tensor-parallel figures:",
+        out.append(f"{name:36s} {c['rows']:4d} {c['chips']:5d} | {c['holdout_rows']:4d} {100 * c['holdout_median']:6.1f} "
+                   f"{100 * c['holdout_p90']:6.1f} | {100 * c['median']:9.1f} {100 * c['p90']:6.1f} | {worst}")
+    cov = rep["coverage"]
+    out += ["", f"Coverage: {cov['predicted']} of {cov['disclosed']} rows whose device is disclosed are predicted "
+                f"({100 * cov['fraction']:.1f}%); speculative-decoding ratios are checked by membound.multiplier_check."]
+    if rep["bounds"]:
+        out += ["", "Bundled fits on a bound (missing physics):"] + [f"  {b}" for b in rep["bounds"]]
+    if rep["set_aside"]:
+        out += ["", "Set aside (faster than physics allows):"] + [f"  {i} {m}: {w}" for i, m, w in rep["set_aside"]]
+    out += ["", "Specialised hardware (batch 1 per-user tok/s; calibration = the named launch rows):",
             f"{'id':9s} {'model':15s} {'hardware':16s} {'measured':>9s} {'predicted':>10s} {'error':>7s}  set"]
     for r in rep["rows"]:
-        if r.hardware in SPECIALISED or (r.hardware in ("h100-sxm", "h200") and r.category.startswith("TensorRT")
-                                         and r.id in ("trt-051", "trt-111", "trt-058", "trt-118")):
+        if r.hardware in SPECIALISED:
             out.append(f"{r.id:9s} {r.model:15s} {r.hardware:16s} {r.measured:9.0f} {r.predicted:10.0f} "
                        f"{100 * r.error:+6.0f}%  {'calibration' if r.calibration else 'held out'}"
                        + (f"  [{r.note}]" if r.note else ""))
-    from collections import Counter
     reasons = Counter(reason.split("(")[0].split(":")[0].strip() for _, _, reason in rep["skipped"])
-    out += ["", f"Predicted {len(rep['rows'])} rows; skipped {len(rep['skipped'])}:"]
+    out += ["", f"Predicted {len(rep['rows'])} rows; set aside {len(rep['set_aside'])}; skipped {len(rep['skipped'])}:"]
     out += [f"  {n:4d}  {reason}" for reason, n in reasons.most_common()]
     return "\n".join(out)
 
@@ -99,26 +217,29 @@ def write_csv(rep: dict, path) -> None:
     import csv
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["id", "category", "metric", "model", "hardware", "runtime", "measured", "predicted",
-                    "error", "set", "note"])
+        w.writerow(["id", "category", "metric", "model", "hardware", "runtime", "measured", "predicted_in_sample",
+                    "error_in_sample", "predicted_held_out", "error_held_out", "note"])
         for r in rep["rows"]:
+            h = "" if r.held_out is None else f"{r.held_out:.6g}"
+            he = "" if r.held_out is None else f"{r.held_out_error:.4f}"
             w.writerow([r.id, r.category, r.metric, r.model, r.hardware, r.runtime, r.measured,
-                        f"{r.predicted:.6g}", f"{r.error:.4f}", "calibration" if r.calibration else "holdout", r.note])
+                        f"{r.predicted:.6g}", f"{r.error:.4f}", h, he, r.note])
 
 
 def plot(rep: dict, path) -> None:
-    """Predicted vs measured, log-log, one colour per category (needs matplotlib)."""
+    """Held-out prediction vs measured, log-log, one colour per category (needs matplotlib)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(8, 7))
+    rows = [r for r in rep["rows"] if r.held_out is not None]
     for name in rep["categories"]:
-        rs = [r for r in rep["rows"] if r.category == name]
-        ax.scatter([r.measured for r in rs], [r.predicted for r in rs], s=14, label=name, alpha=0.8)
-    lo = min(min(r.measured, r.predicted) for r in rep["rows"])
-    hi = max(max(r.measured, r.predicted) for r in rep["rows"])
+        rs = [r for r in rows if r.category == name]
+        ax.scatter([r.measured for r in rs], [r.held_out for r in rs], s=14, label=name, alpha=0.8)
+    lo = min(min(r.measured, r.held_out) for r in rows)
+    hi = max(max(r.measured, r.held_out) for r in rows)
     ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
-    ax.set(xscale="log", yscale="log", xlabel="measured", ylabel="membound",
+    ax.set(xscale="log", yscale="log", xlabel="measured", ylabel=f"membound ({rep['group']} held out)",
            title="membound vs published measurements (units per metric)")
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -127,19 +248,24 @@ def plot(rep: dict, path) -> None:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-
-    def opt(flag):
-        return argv[argv.index(flag) + 1] if flag in argv and argv.index(flag) + 1 < len(argv) else None
-
-    rep = validation_report(opt("--reference"))
+    ap = argparse.ArgumentParser(prog="python -m membound.validate",
+                                 description="Predict every reference measurement and report the error per "
+                                             "category on groups no fit saw, with in-sample figures beside.")
+    ap.add_argument("--reference", default=None, help="a measurements CSV or a folder holding measurements.csv "
+                    "(default: $MEMBOUND_REFERENCE_DIR or the copy shipped with membound)")
+    ap.add_argument("--group", choices=sorted(GROUPS), default="chip",
+                    help="what a held-out group is: a whole chip (default) or a whole source")
+    ap.add_argument("--csv", default=None, help="write every row's predictions and errors to this CSV")
+    ap.add_argument("--plot", default=None, help="write held-out predicted vs measured to this PNG")
+    args = ap.parse_args(argv)
+    rep = validation_report(args.reference, args.group)
     print(format_report(rep))
     from .serve_validate import section      # served workloads: their own categories (serve's module)
     print("\n" + section())
-    if opt("--csv"):
-        write_csv(rep, opt("--csv"))
-    if opt("--plot"):
-        plot(rep, opt("--plot"))
+    if args.csv:
+        write_csv(rep, args.csv)
+    if args.plot:
+        plot(rep, args.plot)
     return 0
 
 
