@@ -20,7 +20,7 @@ PUBLIC = {
     "speculative_speedup", "best_gamma", "expected_tokens_per_round", "head_cost", "head_param_count",
     "predicted_speedup",
     "agent_loop_s", "reasoning_time_s", "thinking_tokens", "voice_turn",
-    "load_reference", "reference_dir", "validation_report",
+    "load_reference", "reference_dir", "validation_report", "predict", "Scenario",
     "MemboundError", "InvalidInputError", "UnknownNameError", "ProfileError", "DoesNotFitError",
     "plots", "defaults", "__version__",
 }

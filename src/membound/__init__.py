@@ -55,7 +55,7 @@ __all__ = [
     # products
     "agent_loop_s", "reasoning_time_s", "thinking_tokens", "voice_turn",
     # reference data
-    "load_reference", "reference_dir", "validation_report",
+    "load_reference", "reference_dir", "validation_report", "predict", "Scenario",
     # errors
     "MemboundError", "InvalidInputError", "UnknownNameError", "ProfileError", "DoesNotFitError",
     # modules
