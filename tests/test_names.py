@@ -182,3 +182,19 @@ def test_profile_added_to_a_registered_folder_becomes_visible(tmp_path, fresh_di
     assert mb.load_hardware("late-chip").name == "late-chip"
     assert mb.load_hardware("late chip 9000").name == "late-chip"
     assert "late-chip" in mb.list_hardware()
+
+
+# ---- bench: the served model's id names the preset --------------------------------------
+def _bench_args(**kw):
+    import argparse
+    return argparse.Namespace(**{"model": None, "hardware": None, "served_model": None, **kw})
+
+
+def test_bench_takes_the_preset_from_the_served_model_id():
+    from membound.bench.cli import _membound_model
+    args = _bench_args(hardware="h100-sxm", served_model="meta-llama/Llama-3.1-8B-Instruct")
+    assert _membound_model(args) == "llama-3.1-8b"
+    assert _membound_model(_bench_args(hardware="h100-sxm", served_model="x", model="qwen3-8b")) == "qwen3-8b"
+    assert _membound_model(_bench_args(served_model="meta-llama/Llama-3.1-8B-Instruct")) is None   # no comparison
+    with pytest.raises(mb.InvalidInputError, match="nearest: .*llama-3.1-8b"):
+        _membound_model(_bench_args(hardware="h100-sxm", served_model="meta-llama/Llama-3.1-8B-Instruct-AWQ"))

@@ -42,7 +42,8 @@ def add_parser(sub) -> None:
     b.add_argument("--allow-prefix-cache", action="store_true",
                    help="send repeated prompts unchanged (default: a unique tag first defeats prefix caches)")
     b.add_argument("--save", default=None, metavar="FILE", help="raw samples to .csv or .json (kept up to date)")
-    b.add_argument("--model", default=None, help="membound model (name or YAML/config.json) for the comparison")
+    b.add_argument("--model", default=None, help="membound model (name or YAML/config.json) for the comparison "
+                   "(default with --hardware: the --served-model id, when it is a preset's name or alias)")
     b.add_argument("--hardware", default=None, help="membound device, or 'local-cpu' to profile this machine")
     b.add_argument("--bandwidth", type=float, default=None, help="local-cpu bandwidth in B/s (default: measured)")
     b.add_argument("--weights", default="bf16", help="weight dtype the server runs")
@@ -91,6 +92,7 @@ def main(args) -> int:
     from ..errors import InvalidInputError
     from . import load_prompts
     from .localcpu import local_cpu_hardware
+    args.model = _membound_model(args)
     if (args.model is None) != (args.hardware is None):
         raise InvalidInputError("--model/--hardware", args.model or args.hardware, "both, or neither")
     if args.calibrate and args.model is None:
@@ -108,6 +110,22 @@ def main(args) -> int:
     with bar(n_requests, "bench", unit=" requests", quiet=args.quiet) as progress:
         res = _run(args, prompts, _progress(progress))
     return _report(args, res, hw)
+
+
+def _membound_model(args) -> str | None:
+    """--model, or with --hardware the preset the --served-model id names (an HF id such as
+    meta-llama/Llama-3.1-8B-Instruct is an alias), resolved before anything is sent."""
+    if args.model is not None or args.hardware is None or not args.served_model:
+        return args.model
+    from ..errors import InvalidInputError
+    from ..names import index
+    idx = index("model")
+    hit = idx.lookup(args.served_model)
+    if hit is None:
+        near = ", ".join(idx.suggest(args.served_model)) or "none close"
+        raise InvalidInputError("--model", None, f"a membound model: --served-model {args.served_model!r} is not a "
+                                f"preset's name or alias (nearest: {near})")
+    return hit
 
 
 def _run(args, prompts, on_sample):
