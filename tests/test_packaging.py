@@ -24,3 +24,27 @@ def test_wheel_contains_data(tmp_path):
     assert any(n.startswith("membound/data/runtimes/") for n in names)
     assert "membound/py.typed" in names
     assert {"membound/app/static/index.html", "membound/app/static/app.js", "membound/app/static/app.css"} <= set(names)
+
+
+@pytest.mark.skipif(not (ROOT / "pyproject.toml").exists(), reason="needs the source tree")
+def test_sdist_carries_examples_and_passes_its_own_tests(tmp_path):
+    import os
+    import tarfile
+    pytest.importorskip("build")
+    out = subprocess.run([sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path), str(ROOT)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    sdist = next(tmp_path.glob("membound-*.tar.gz"))
+    with tarfile.open(sdist) as tar:
+        tar.extractall(tmp_path / "x", filter="data")
+    top = next((tmp_path / "x").iterdir())
+    for needed in ("examples/compare_70b.py", "examples/tour.ipynb", "scripts/readme_tables.py", "LICENSE",
+                   "README.md", "src/membound/py.typed", "tests/conftest.py"):
+        assert (top / needed).exists(), needed
+    # a subset of its own tests, importing the unpacked source (not this checkout)
+    env = {**os.environ, "PYTHONPATH": str(top / "src")}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/test_readme.py",
+                          "tests/test_examples.py", "-k", "readme or compare_70b"],
+                         cwd=top, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout and "skipped" not in run.stdout.splitlines()[-1]
