@@ -212,3 +212,21 @@ def test_results_have_no_nan():
     for k, v in r.to_dict().items():
         if isinstance(v, float):
             assert math.isfinite(v), k
+
+
+def test_cached_setup_gives_the_numbers_of_a_fresh_one():
+    # prepare() resolves layout, formats and runtime once per distinct set of arguments; the
+    # cached set-up at a new workload must equal one resolved afresh, field for field
+    import sys
+    est = sys.modules["membound.estimate"]
+    kw = dict(n_chips=8, weight_dtype="fp8", runtime="vllm")
+    for batch, prompt, output in ((1, 0, 1), (16, 2048, 512), (300, 100, 7)):
+        cached = est.prepare("llama-3.1-70b", "h100-sxm", batch=batch, prompt_tokens=prompt, output_tokens=output, **kw)
+        fresh = est._resolve(mb.load_model("llama-3.1-70b"), mb.load_hardware("h100-sxm"),
+                             sys.modules["membound.runtime"].load_runtime("vllm"), 8, None, "fp8", None, None,
+                             None, None, None, None).at(batch, prompt, output)
+        assert (cached.batch, cached.prompt, cached.output) == (batch, prompt, output)
+        assert cached.evaluate() == fresh.evaluate()
+    # an unhashable argument (a placement dict) is resolved afresh, with the same numbers
+    pinned = mb.estimate("llama-3.1-8b", "h100-sxm", placement={"weights": "HBM3"})
+    assert pinned.decode_tok_s_per_user == mb.estimate("llama-3.1-8b", "h100-sxm").decode_tok_s_per_user

@@ -1,19 +1,20 @@
 """`estimate()`: one prediction for one configuration, and the pure bandwidth ceiling."""
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass, replace
 
 from . import defaults
-from .core import BOUNDS, Knobs, SpecArgs, bound_name, evaluate, model_consts
+from .core import BOUNDS, Knobs, ModelConsts, SpecArgs, evaluate, model_consts
 from .dtypes import get_dtype
-from .errors import DoesNotFitError, InvalidInputError
+from .errors import DoesNotFitError, InvalidInputError, MemboundError
 from .hardware import Hardware, load_hardware
 from .model import Model, load_model
 from .parallel import Parallel, as_parallel, layout_for
 from .quantization import Quantization
-from .result import Memory, Result, TierUse
+from .result import Memory, Result, TierUse, _create
 from .runtime import load_runtime
 from .speculative import SpeculativeDecoding
 
@@ -23,9 +24,13 @@ MAX_COUNT = 10**9
 deployment, and small enough that every product of counts stays exact in float arithmetic
 (10**400 overflowed a float; a prompt of 10**19 tokens lost the decode step to rounding)."""
 
+_TERMS = tuple((k, f"{k}_s") for k in BOUNDS)
+
 
 def check_int(field: str, value, minimum: int, maximum: int = MAX_COUNT) -> int:
     """An integer in [minimum, maximum] (numpy integers accepted), else InvalidInputError."""
+    if type(value) is int and minimum <= value <= maximum:      # the common case, without the ABC check
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not minimum <= value <= maximum:
         raise InvalidInputError(field, value, f"an integer from {minimum:,} to {maximum:,}")
     return int(value)
@@ -34,8 +39,11 @@ def check_int(field: str, value, minimum: int, maximum: int = MAX_COUNT) -> int:
 def check_context(m: Model, prompt_tokens, output_tokens) -> None:
     """prompt + output tokens (numbers or arrays: the largest counts) within the model's context
     window, else InvalidInputError; a model without a known window is not checked."""
-    import numpy as np
-    total = int(np.max(prompt_tokens)) + int(np.max(output_tokens))
+    if isinstance(prompt_tokens, int) and isinstance(output_tokens, int):
+        total = prompt_tokens + output_tokens
+    else:
+        import numpy as np
+        total = int(np.max(prompt_tokens)) + int(np.max(output_tokens))
     if m.max_context is not None and total > m.max_context:
         raise InvalidInputError("prompt_tokens + output_tokens", total,
                                 f"at most {m.name}'s context window of {m.max_context:,} tokens "
@@ -81,28 +89,31 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
         if not (math.isfinite(r[key]) and r[key] > 0):
             raise InvalidInputError(key, r[key], f"a finite positive figure; the inputs ({p.model.name} on "
                                     f"{p.hardware.name}) are outside the physical range")
-    memory = Memory(weights_bytes=r["weights_bytes_chip"], kv_bytes=r["kv_bytes_chip"],
-                    activation_bytes=r["activation_bytes_chip"], other_bytes=r["extra_bytes_chip"],
-                    capacity_bytes=r["capacity_bytes_chip"], fits=bool(r["fits"]),
-                    placement=tuple(TierUse(t.name, float(w), float(kv), t.capacity_bytes)
-                                    for (w, kv), t in zip(r["per_tier"], hw.memory)))
+    memory = _create(Memory, dict(
+        weights_bytes=r["weights_bytes_chip"], kv_bytes=r["kv_bytes_chip"],
+        activation_bytes=r["activation_bytes_chip"], other_bytes=r["extra_bytes_chip"],
+        capacity_bytes=r["capacity_bytes_chip"], fits=bool(r["fits"]),
+        placement=tuple(_create(TierUse, dict(tier=t.name, weights_bytes=float(w), kv_bytes=float(kv),
+                                              capacity_bytes=t.capacity_bytes))
+                        for (w, kv), t in zip(r["per_tier"], hw.memory))))
     if check_memory:
         _check_fit(memory, hw, pinned, m, N, layout)
     watts = hw.power_w
-    result = Result(
+    terms = {k: r[key] for k, key in _TERMS}
+    result = _create(Result, dict(
         model=m.name, hardware=hw.name, runtime=rt.name, n_chips=N,
         parallel=f"tp={layout.tp} pp={layout.pp} ep={layout.ep}", batch=B, prompt_tokens=S,
         output_tokens=T, weight_dtype=res.weights.name, kv_dtype=res.kv.name,
         activation_dtype=res.activations.name,
         decode_tok_s_per_user=r["decode_tok_s_per_user"], decode_tok_s_total=r["decode_tok_s_total"],
         ttft_s=r["ttft_s"], prefill_s=r["prefill_s"], e2e_s=r["e2e_s"], tpot_s=r["tpot_s"],
-        bound=bound_name(r), step_terms_s={k: r[f"{k}_s"] for k in BOUNDS}, memory=memory,
+        bound=max(terms, key=terms.get), step_terms_s=terms, memory=memory,   # = core.bound_name(r)
         cost_per_million_tokens_usd=r["cost_per_million_tokens_usd"] if price is not None else None,
         joules_per_token=(watts * N * r["e2e_s"] / (B * T)) if watts else None,
         speculative=None if speculative is None else {
             "gamma": speculative.gamma, "tokens_per_round": spec_args[1], "verify_positions": int(positions),
             "draft": getattr(speculative.draft, "name", speculative.draft)},
-    )
+    ))
     return result
 
 
@@ -127,11 +138,25 @@ class Prepared:
     eff: object
     knobs: Knobs
     extra: dict
+    consts: ModelConsts
 
     def evaluate(self, **knobs) -> dict:
         """`core.evaluate` on this configuration, with Knobs fields replaced (floats or arrays)."""
         kn = replace(self.knobs, **knobs) if knobs else self.knobs
-        return evaluate(model_consts(self.model), self.hardware, self.eff, kn, **self.extra)
+        return evaluate(self.consts, self.hardware, self.eff, kn, **self.extra)
+
+    def at(self, batch: int, prompt: int, output: int) -> "Prepared":
+        """This configuration at another workload (numbers already checked)."""
+        kn = _with(self.knobs, batch=float(batch), prompt=float(prompt), output=float(output))
+        return _with(self, batch=batch, prompt=prompt, output=output, knobs=kn)
+
+
+def _with(obj, **changes):
+    """A copy of a frozen dataclass with some fields changed; `dataclasses.replace` runs __init__
+    again (and its checks), several times slower on the hot path of `prepare`."""
+    new = object.__new__(type(obj))
+    new.__dict__.update(obj.__dict__, **changes)
+    return new
 
 
 def prepare(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int = defaults.PROMPT_TOKENS,
@@ -139,7 +164,10 @@ def prepare(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int 
             n_chips: int = 1, parallel: Parallel | None = None, speculative: SpeculativeDecoding | None = None,
             runtime=None, quantization: Quantization | None = None, placement: dict | None = None,
             price_usd_per_hour: float | None = None, allow_beyond_context: bool = False) -> Prepared:
-    """Validate `estimate()`'s arguments and resolve them into a `Prepared` configuration."""
+    """Validate `estimate()`'s arguments and resolve them into a `Prepared` configuration.
+    Everything but the workload numbers (layout, formats, runtime efficiencies, speculative
+    set-up, placement, price) is resolved once per distinct set of arguments and cached; each
+    call checks only batch, prompt and output."""
     m = load_model(model)
     hw = load_hardware(hardware)
     rt = load_runtime(runtime)
@@ -154,6 +182,28 @@ def prepare(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int 
         raise InvalidInputError("quantization", quantization,
                                 "a mb.Quantization(weights, kv, activations); for one format give "
                                 "weight_dtype= (and kv_dtype=, activation_dtype=) instead")
+    args = (m, hw, rt, N, parallel, weight_dtype, kv_dtype, activation_dtype, speculative, quantization,
+            placement, price_usd_per_hour)
+    try:
+        base = _resolve_cached(*args, _formats_now(weight_dtype, kv_dtype, activation_dtype, quantization))
+    except (TypeError, MemboundError):  # an unhashable argument (a placement dict) or a bad format name:
+        base = _resolve(*args)          # resolve afresh (which raises the error naming the field)
+    return base.at(B, S, T)
+
+
+def _formats_now(weight_dtype, kv_dtype, activation_dtype, quantization) -> tuple:
+    """The format objects the names mean now, with the bf16/fp32 defaults: part of the cache key,
+    so a format re-registered under the same name is never served stale."""
+    q = quantization
+    names = (q.weights, q.kv, q.activations) if isinstance(q, Quantization) else \
+        (weight_dtype, kv_dtype, activation_dtype)
+    return tuple(None if n is None else get_dtype(n) for n in names) + (get_dtype("bf16"), get_dtype("fp32"))
+
+
+def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtype, activation_dtype, speculative,
+             quantization, placement, price_usd_per_hour) -> Prepared:
+    """`prepare` less the workload: a Prepared at batch 1, prompt 0, output 1."""
+    B, S, T = 1, 0, 1
     if parallel is not None and parallel.chips == N:
         layout = parallel.check(m, N)
     else:   # the one layout rule (its own layout may leave chips idle)
@@ -201,7 +251,12 @@ def prepare(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int 
                attn_peak_flops=res.attn_peak_flops)
     return Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
                     dict(positions=positions, spec=spec_args, draft=draft_mc, pinned=pinned,
-                         extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv))
+                         extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv), model_consts(m))
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolve_cached(*args_and_formats) -> Prepared:
+    return _resolve(*args_and_formats[:-1])
 
 
 def _check_placement(placement, hw: Hardware):

@@ -24,6 +24,7 @@ import numpy as np
 
 
 _SCALAR = (int, float)
+_EXACT = frozenset(_SCALAR)   # exact types: a set lookup is cheaper than isinstance on the hot path
 
 
 TINY = 1e-250   # seconds per token of context: anything smaller is a flat line
@@ -36,25 +37,37 @@ def _is_scalar(*xs) -> bool:
     return True
 
 
+# Each helper first takes the plain-float path (what estimate() uses, ~100 calls per estimate)
+# with exact type tests, then the general one: int/float subclasses, numpy or dask arrays.
 def ceiling(a):
+    if type(a) in _EXACT:
+        return float(math.ceil(a))
     return float(math.ceil(a)) if isinstance(a, _SCALAR) else np.ceil(a)
 
 
 def maximum(a, b):
+    if type(a) in _EXACT and type(b) in _EXACT:
+        return b if b > a else a            # max(a, b) exactly
     return max(a, b) if isinstance(a, _SCALAR) and isinstance(b, _SCALAR) else np.maximum(a, b)
 
 
 def minimum(a, b):
+    if type(a) in _EXACT and type(b) in _EXACT:
+        return b if b < a else a            # min(a, b) exactly
     return min(a, b) if isinstance(a, _SCALAR) and isinstance(b, _SCALAR) else np.minimum(a, b)
 
 
 def where(cond, a, b):
+    if type(cond) is bool and type(a) in _EXACT and type(b) in _EXACT:
+        return a if cond else b
     if isinstance(cond, (bool, np.bool_)) and isinstance(a, _SCALAR) and isinstance(b, _SCALAR):
         return a if cond else b
     return np.where(cond, a, b)
 
 
 def floor(x):
+    if type(x) in _EXACT:
+        return float(math.floor(x))
     return float(math.floor(x)) if _is_scalar(x) else np.floor(x)
 
 
