@@ -74,8 +74,8 @@ class Served(BaseModel):
     kv_block_tokens: int = Field(16, ge=1)
     memory_fraction: _Frac = 0.9         # of device memory the engine takes (weights, KV, activations)
     preemption: Literal["recompute", "swap", "none"] = "recompute"   # none: reserve the full length
-    bandwidth_fraction: _Frac | None = None   # served kernels' share of peak (None: the runtime's)
-    compute_fraction: _Frac | None = None
+    bandwidth_fraction: _Frac | None = None   # served kernels' share of what the chip achieves
+    compute_fraction: _Frac | None = None     # (its profile's `achievable`); None: the runtime's
     per_step_s: _Secs = 0.0              # host work per step (scheduling, sampling, launches)
     per_allreduce_s: _Secs = 0.0         # engine all-reduce kernel latency, 2 per layer when tp > 1
     per_layer_s: _Secs = 0.0             # per layer per step (kernels the CUDA graph does not hide)

@@ -3,8 +3,10 @@ InferenceMAX rows of the fitting chip (serve_validate.FIT_HARDWARE, H200), and w
 keys. Every other chip is held out whole (serve_validate reports both).
 
 Parameters (physical, one set per engine and software generation):
-  bandwidth_fraction  share of peak HBM bandwidth the engine's decode kernels reach
-  compute_fraction    share of the dense peak its GEMMs reach (prefill, large batches)
+  bandwidth_fraction  share of the chip's achievable HBM bandwidth (its profile's measured
+                      fraction of peak) the engine's decode kernels reach
+  compute_fraction    share of the chip's achievable dense FLOP/s its GEMMs reach (prefill,
+                      large batches); relative shares carry over to chips the fit never saw
   per_step_s          host and launch time per step (scheduler, sampling, graph replay)
   per_layer_s         per layer per step (small kernels and launches the graph does not hide)
   per_allreduce_s     an all-reduce kernel's latency beyond the link's, 2 per layer when tp > 1

@@ -223,7 +223,10 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     rows, skipped = load_rows(all_rows=a.all)
     predict(rows)
-    print(report(rows, skipped))
+    try:
+        print(report(rows, skipped))
+    except BrokenPipeError:          # piped into head
+        return 0
     if a.csv:
         import pandas as pd
         pd.DataFrame([{"id": r.id, "category": r.category, "conc": r.conc, "fitted": r.fitted, "date": r.date,
