@@ -40,3 +40,17 @@ def test_explorer_shows_errors_in_place_of_the_table():
 def test_explorer_refuses_unknown_names_up_front():
     with pytest.raises(mb.UnknownNameError):
         mb.explore("no-such-model", "h100-sxm")
+
+
+def test_explorer_concurrency_mode_serves_clients():
+    e = mb.explore("llama-3.1-8b", "h100-sxm", prompt_tokens=1024, output_tokens=256)
+    assert e.served is None
+    e.mode.value = "concurrency"
+    assert e.served is not None and e.served.concurrency == 1 and e.served.n_chips == 1
+    one = e.served.tok_s_per_user
+    e.batch.value = 64                # 64 clients share the steps: each gets fewer tokens per second
+    assert e.served.concurrency == 64 and e.served.tok_s_per_user < one
+    assert e.served.output_tok_s > one                      # but together they get more
+    assert e.plot.value[:4] == b"\x89PNG" and e.error.value == ""
+    e.mode.value = "batch"
+    assert e.served is None and e.result.batch == 64

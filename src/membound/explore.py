@@ -5,9 +5,12 @@ extra, imported when the explorer is built).
     mb.explore("llama-3.1-70b", "h100-sxm")      # in Jupyter: controls, a live table and a plot
 
 Controls: model, device, chips (0 = the fewest that hold it, as `compare` does), weight and
-KV dtypes, batch, prompt and output tokens. Every change re-runs `compare()` for the one device
-(the table is its `Result`) and redraws the interactivity curve (`plots.interactivity`) with the
-current batch marked. A bad combination shows the library's one-line error in place of the table.
+KV dtypes, a mode, batch (or clients), prompt and output tokens. In "batch" mode every change
+re-runs `compare()` for the one device (the table is its `Result`: a static batch) and redraws
+the interactivity curve (`plots.interactivity`) with the current batch marked; in "concurrency"
+mode the slider counts clients in a closed loop served by continuous batching (`serve()`, vLLM's
+scheduler; the table is its `ServeResult`) on the same chips. A bad combination shows the
+library's one-line error in place of the table.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from .errors import MemboundError
 from .hardware import list_hardware
 from .model import list_models
 from .result import Result
+from .serve import ServeResult, serve
 
 WEIGHT_DTYPES = ("bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4", "q8_0", "q4_k_m")
 KV_DTYPES = ("bf16", "fp8")
@@ -44,14 +48,18 @@ class Explorer:
         self.chips = w.BoundedIntText(value=n_chips, min=0, max=100_000, description="chips (0=auto)")
         self.weights = w.Dropdown(options=_with(WEIGHT_DTYPES, weight_dtype), value=weight_dtype, description="weights")
         self.kv = w.Dropdown(options=_with(KV_DTYPES, kv_dtype), value=kv_dtype, description="KV cache")
-        self.batch = w.SelectionSlider(options=_with(BATCHES, batch, sort=True), value=batch, description="batch")
+        self.mode = w.ToggleButtons(options=("batch", "concurrency"), value="batch", description="mode")
+        self.batch = w.SelectionSlider(options=_with(BATCHES, batch, sort=True), value=batch,
+                                       description="batch/clients")
         self.prompt = w.BoundedIntText(value=prompt_tokens, min=0, max=10_000_000, description="prompt")
         self.output = w.BoundedIntText(value=output_tokens, min=1, max=10_000_000, description="output")
         self.table = w.HTML()
         self.error = w.HTML()
         self.plot = w.Image(format="png")
         self.result: Result | None = None
-        controls = [self.model, self.hardware, self.chips, self.weights, self.kv, self.batch, self.prompt, self.output]
+        self.served: ServeResult | None = None
+        controls = [self.model, self.hardware, self.chips, self.weights, self.kv, self.mode, self.batch, self.prompt,
+                    self.output]
         for c in controls:
             c.observe(lambda _change: self.update(), names="value")
         self.widget = w.VBox([w.HBox([w.VBox(controls), w.VBox([self.error, self.table])]), self.plot])
@@ -66,26 +74,37 @@ class Explorer:
                           weight_dtype=self.weights.value, kv_dtype=self.kv.value)
             if not res.results:
                 raise MemboundError(res.dropped[0][1])
+            r = res.results[0]
+            self.served = None if self.mode.value == "batch" else serve(
+                r.model, r.hardware, concurrency=r.batch, prompt_tokens=r.prompt_tokens,
+                output_tokens=r.output_tokens, weight_dtype=r.weight_dtype, kv_dtype=r.kv_dtype, n_chips=r.n_chips)
         except MemboundError as err:
-            self.result = None
+            self.result = self.served = None
             self.error.value = f"<p style='color:#b00'>{html.escape(str(err))}</p>"
             self.table.value = ""
             return
-        self.result = res.results[0]
+        self.result = r
         self.error.value = ""
-        self.table.value = self.result._repr_html_()
+        self.table.value = (self.served or self.result)._repr_html_()
         self.plot.value = self._png()
 
     def _png(self) -> bytes:
         from matplotlib.figure import Figure
         from . import plots
-        r = self.result
+        r, s = self.result, self.served
         fig = Figure(figsize=(7, 4))
         ax = fig.add_subplot()
-        plots.interactivity(r.model, [r.hardware], BATCHES, context_tokens=r.prompt_tokens + r.output_tokens,
-                            weight_dtype=r.weight_dtype, kv_dtype=r.kv_dtype, n_chips=r.n_chips, ax=ax)
-        ax.plot([r.decode_tok_s_per_user], [r.decode_tok_s_total / r.n_chips], "*", ms=14, color="k",
-                label=f"batch {r.batch} (here)")
+        if s is None:
+            plots.interactivity(r.model, [r.hardware], BATCHES, context_tokens=r.prompt_tokens + r.output_tokens,
+                                weight_dtype=r.weight_dtype, kv_dtype=r.kv_dtype, n_chips=r.n_chips, ax=ax)
+            ax.plot([r.decode_tok_s_per_user], [r.decode_tok_s_total / r.n_chips], "*", ms=14, color="k",
+                    label=f"batch {r.batch} (here)")
+        else:
+            plots.served_curve(r.model, [(r.hardware, r.n_chips)], concurrency=BATCHES, prompt_tokens=r.prompt_tokens,
+                               output_tokens=r.output_tokens, weight_dtype=r.weight_dtype, kv_dtype=r.kv_dtype,
+                               ax=ax)
+            ax.plot([s.tok_s_per_user], [s.output_tok_s_per_chip], "*", ms=14, color="k",
+                    label=f"{r.batch} clients (here)")
         ax.legend(fontsize=8)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
