@@ -174,7 +174,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     share = ceiling(mc.n_layers / pp) / mc.n_layers
     # m micro-batches in flight: a full pipeline beats at the largest stage, so a sequence's step
     # is max(one pass through all stages, m x the largest stage's share of it)
-    beat = maximum(1.0, m * share)
+    beat = 1.0 if isinstance(pp, float) and pp == 1.0 else maximum(1.0, m * share)
     w_chip = ((mc.total_params - all_expert) / tp * wd + all_expert / group * kn.w_bytes) * share
     kv_per_pair_chip = mc.kv_elems * kn.kv_bytes / kv_split          # bytes per (layer, token)
     u_max = effective_context(mc.window_groups, S + T)
