@@ -257,3 +257,11 @@ def test_served_curve_plot_draws_one_line_per_device():
     ax = mb.plots.served_curve("llama-3.1-8b", ["h100-sxm", ("h200", 1)], concurrency=[1, 4, 16], n_chips=1,
                                prompt_tokens=512, output_tokens=128, weight_dtype="bf16")
     assert len(ax.lines) == 2 and ax.get_xlabel().startswith("tok/s per user")
+
+
+def test_cli_plan_served(capsys):
+    from membound.cli import main
+    assert main(["plan", "llama-3.1-8b", "h100-sxm", "--users", "100", "--ttft", "1", "--tok-s", "30",
+                 "--weights", "fp8", "--served"]) == 0
+    out = capsys.readouterr().out
+    assert "clients_per_replica" in out and "meet the SLO" in out

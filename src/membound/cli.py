@@ -195,8 +195,14 @@ def _plan(args) -> int:
     wl = Workload(concurrent_users=args.users, arrival_rate_rps=args.rate, prompt_tokens=args.prompt,
                   output_tokens=args.output)
     slo = SLO(ttft_p90_s=args.ttft, min_tok_s_per_user=args.tok_s, e2e_p90_s=args.e2e)
-    res = plan(args.model, wl, slo, hardware=args.hardware, weight_dtypes=tuple(args.weights),
-               prices=dict(args.price) if args.price else None)
+    if args.served:
+        from .planner import plan_served
+        res = plan_served(args.model, slo, users=args.users, rate=args.rate, prompt_tokens=args.prompt,
+                          output_tokens=args.output, hardware=args.hardware, weight_dtypes=tuple(args.weights),
+                          prices=dict(args.price) if args.price else None)
+    else:
+        res = plan(args.model, wl, slo, hardware=args.hardware, weight_dtypes=tuple(args.weights),
+                   prices=dict(args.price) if args.price else None)
     if args.json:
         print(_dump({"explanation": res.explanation, "candidates": res.candidates, "notes": res.notes,
                      "ranked": json.loads(res.ranked.head(args.top).to_json(orient="records")),
@@ -337,6 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--price", type=_price, action="append", metavar="DEVICE=USD",
                     help="price per chip-hour, repeatable (devices without one in their profile need it)")
     pl.add_argument("--top", type=int, default=10, help="rows of the ranking in --json")
+    pl.add_argument("--served", action="store_true",
+                    help="size fleets with served physics (continuous batching, membound serve) instead of static batches")
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(func=_plan)
 

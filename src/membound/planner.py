@@ -142,8 +142,12 @@ class PlanResult:
         """The cheapest configuration (a pandas Series), or None."""
         return self.ranked.iloc[0] if self.feasible else None
 
+    def _cols(self) -> list:
+        """The display columns this ranking has (static-batch plan or plan_served)."""
+        return [c for c in self._COLUMNS + self._SERVED if c in self.ranked.columns]
+
     def __str__(self) -> str:
-        cols = list(self._COLUMNS)
+        cols = self._cols()
         head = self.explanation
         if not self.feasible:
             return head
@@ -151,13 +155,15 @@ class PlanResult:
 
     _COLUMNS = ("hardware", "n_chips", "parallel", "batch", "weight_dtype", "kv_dtype", "replicas", "total_chips",
                 "utilisation", "ttft_p90_s", "tok_s_per_user", "cost_per_million_tokens_usd", "power_kw")
+    _SERVED = ("clients_per_replica", "chips_total", "ttft_s", "tpot_s", "output_tok_s_per_chip",
+               "cost_per_million_output_tokens_usd")
 
     def _repr_html_(self) -> str:
         import html
         head = f"<p>{html.escape(self.explanation)}</p>"
         if not self.feasible:
             return head
-        return head + self.ranked[list(self._COLUMNS)].head(10).to_html(index=False, float_format=lambda x: f"{x:.3g}")
+        return head + self.ranked[self._cols()].head(10).to_html(index=False, float_format=lambda x: f"{x:.3g}")
 
     def __eq__(self, other) -> bool:
         return equal_values(self, other)
