@@ -50,7 +50,7 @@ class BatchCurve:
     per_user_tok_s: np.ndarray          # decode tok/s seen by one sequence
     total_tok_s: np.ndarray             # aggregate decode tok/s over the batch
     cost_per_million_usd: np.ndarray | None   # None where no price is known
-    bound: tuple                        # memory | compute | latency | communication | overhead
+    bound: tuple[str, ...]              # memory | compute | latency | communication | overhead
     fits: np.ndarray                    # weights + KV + activations fit in memory
     memory_s: np.ndarray                # memory term of a step at the mean context (s per token)
     compute_s: np.ndarray               # compute term likewise

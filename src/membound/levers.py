@@ -23,7 +23,7 @@ import numpy as np
 from .batching import _batches
 from .errors import InvalidInputError
 from .estimate import estimate, prepare
-from .result import equal_values
+from .result import Result, equal_values
 from .quantization import Quantization
 from .speculative import SpeculativeDecoding
 
@@ -45,8 +45,8 @@ class LeverStep:
 
 @dataclass(frozen=True)
 class LeverReport:
-    steps: tuple                 # LeverStep, baseline first
-    full: object                 # the Result with every lever on
+    steps: tuple[LeverStep, ...]  # baseline first
+    full: Result                  # the Result with every lever on
 
     @property
     def speedup_total(self) -> float:
@@ -125,10 +125,10 @@ def explain_levers(model, hardware, *, batch: int = 16, weight_dtype: str = "int
 class QuantSpeedup:
     """Per-user decode speed-up of each format over a baseline, at each batch (arrays)."""
 
-    batch: "object"              # np.ndarray of batch sizes
+    batch: np.ndarray                   # batch sizes
     baseline: str
-    speedup: dict                # format name -> np.ndarray, speed / baseline speed
-    fits: dict                   # format name (baseline included) -> np.ndarray of bool
+    speedup: dict[str, np.ndarray]      # format name -> speed / baseline speed, per batch
+    fits: dict[str, np.ndarray]         # format name (baseline included) -> bool per batch
 
     def __str__(self) -> str:
         names = list(self.speedup)

@@ -34,15 +34,22 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
 from . import defaults
 from .errors import InvalidInputError
-from .result import equal_values
 from .hardware import load_hardware
 from .model import load_model
+from .result import equal_values
 from .sweep import pareto_front, sweep
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# a token count, a list of equally likely counts, or {count: weight}
+Lengths = Union[int, list[int], tuple[int, ...], dict[int, float]]
 
 DEFAULT_HARDWARE = ("h100-sxm", "h200", "b200", "mi300x")
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
@@ -78,8 +85,8 @@ class Workload:
 
     concurrent_users: int | None = None
     arrival_rate_rps: float | None = None
-    prompt_tokens: object = defaults.PROMPT_TOKENS
-    output_tokens: object = defaults.OUTPUT_TOKENS
+    prompt_tokens: Lengths = defaults.PROMPT_TOKENS
+    output_tokens: Lengths = defaults.OUTPUT_TOKENS
 
     def __post_init__(self):
         u, lam = self.concurrent_users, self.arrival_rate_rps
@@ -127,8 +134,8 @@ class PlanResult:
     """Configurations meeting the SLOs (`ranked`, cheapest first), the interactivity frontier, and
     an `explanation` that says which target failed and the best value reached when none passes."""
 
-    ranked: object                    # pandas DataFrame
-    frontier: object                  # pandas DataFrame
+    ranked: pd.DataFrame
+    frontier: pd.DataFrame
     explanation: str
     candidates: int                   # configurations evaluated that fit in memory
     notes: list = field(default_factory=list)

@@ -85,11 +85,11 @@ class Result:
     e2e_s: float
     tpot_s: float                    # time per output token (decode)
     bound: str                       # memory | compute | latency | communication | overhead
-    step_terms_s: dict = field(default_factory=dict)   # each term at the mean context, per token
+    step_terms_s: dict[str, float] = field(default_factory=dict)   # each term at the mean context, per token
     memory: Memory | None = None
     cost_per_million_tokens_usd: float | None = None
     joules_per_token: float | None = None
-    speculative: dict | None = None  # tokens per round, gamma, ...
+    speculative: dict[str, float | int | str | None] | None = None  # tokens per round, gamma, ...
 
     def to_dict(self) -> dict:
         """A flat dict (memory and terms flattened with prefixes)."""
