@@ -1,6 +1,4 @@
 """The conventions a newcomer expects: --version, defaults in --help, plan --price, a parquet hint."""
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,8 +9,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "membound", *args], capture_output=True, text=True,
-                          timeout=60, cwd=cwd)
+    """The CLI in this process (as `membound ARGS`): exit code, stdout and stderr."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+    from types import SimpleNamespace
+    from membound.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as e:
+            code = e.code
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def test_version():

@@ -1,6 +1,4 @@
 """sweep on the fewest chips per point, reasons for dropped points, the context window, progress."""
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
@@ -9,8 +7,18 @@ import membound as mb
 
 
 def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "membound", *args], capture_output=True, text=True,
-                          timeout=120, cwd=cwd)
+    """The CLI in this process (as `membound ARGS`): exit code, stdout and stderr."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+    from types import SimpleNamespace
+    from membound.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as e:
+            code = e.code
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def test_auto_chips_puts_each_point_on_the_fewest_that_hold_it():
