@@ -260,3 +260,22 @@ def test_columns_selects_what_is_written():
     with pytest.raises(InvalidInputError) as e:
         sweep(model="llama-3.1-8b", hardware="h100-sxm", columns=["tok_s"])
     assert e.value.field == "columns" and e.value.value == "tok_s"
+
+
+def test_served_sweep_rows_equal_serve():
+    # concurrency= replaces static batches by served steady states: 2 devices x 3 client counts x
+    # 2 prompts x 2 outputs = 24 rows, each equal to mb.serve() at that point
+    t = sweep(model="llama-3.1-8b", hardware=["h100-sxm", "h200"], concurrency=[1, 8, 64],
+              prompt_tokens=[1024, 4096], output_tokens=[256, 1024], runtime="vllm")
+    assert len(t) == 2 * 3 * 2 * 2
+    for i in (0, 7, 13, 23):
+        row = t.iloc[i]
+        r = mb.serve("llama-3.1-8b", row["hardware"], concurrency=int(row["concurrency"]), runtime="vllm",
+                     prompt_tokens=int(row["prompt_tokens"]), output_tokens=int(row["output_tokens"]))
+        assert (row["weight_dtype"], row["kv_dtype"]) == (r.weight_dtype, r.kv_dtype)
+        for col, want in (("ttft_s", r.ttft.mean), ("tpot_s", r.tpot.mean), ("tok_s_per_user", r.tok_s_per_user),
+                          ("output_tok_s_per_chip", r.output_tok_s_per_chip), ("mean_running", r.mean_running),
+                          ("cost_per_million_output_tokens_usd", r.cost_per_million_output_tokens_usd)):
+            assert row[col] == pytest.approx(want, rel=1e-9), col
+    with pytest.raises(InvalidInputError):
+        sweep(model="llama-3.1-8b", hardware="h100-sxm", concurrency=[8], batch=[1, 8])

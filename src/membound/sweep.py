@@ -37,6 +37,7 @@ from .estimate import MAX_COUNT, Prepared, check_context, check_int, prepare
 from .hardware import load_hardware
 from .model import load_model
 from .parallel import as_parallel
+from .quantization import Quantization
 
 DEFAULT_CHUNK = 1 << 18      # rows per streamed chunk (iter_sweep, reduce) and per dask partition
 BLOCK = 1 << 15              # points per core evaluation: its temporaries (256 KB each) stay in the
@@ -472,7 +473,8 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
           kv_dtype=None, activation_dtype=None, n_chips=None, parallel=None, runtime=None,
           speculative=None, price_usd_per_hour=None, chunk_size: int = DEFAULT_CHUNK,
           include_unfit: bool = False, on_invalid: str = "raise", reduce=None, as_frame=None,
-          columns=None, engine: str = "numpy", allow_beyond_context: bool = False):
+          columns=None, engine: str = "numpy", allow_beyond_context: bool = False, concurrency=None,
+          scheduler=None):
     """Evaluate every point of a grid; one row per point with `estimate()`'s figures.
 
     Each argument takes a scalar or a list; the grid is their cartesian product. n_chips=None
@@ -491,6 +493,10 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
     over chunks of at most chunk_size rows (the accumulator starts as None); its final value is
     returned, and memory stays at one chunk.
     columns: the names of the columns to return (default: all); fewer columns, less to write.
+    concurrency: client counts (closed loop) to serve instead of static batches: one row per
+    (group, clients, prompt, output) with `serve()`'s steady state (ttft_s, tpot_s, tok_s_per_user,
+    output_tok_s_per_chip, mean_running, cost per million output tokens), one vectorised solve
+    (`serve_curve`) per group and lengths; `batch` is then left out, `scheduler` applies.
     engine: "numpy" (here, now) or "dask": a lazy dask DataFrame of partitions of at most
     chunk_size rows, evaluated where it is computed (threads, processes, or a distributed
     cluster: `distributed.Client("tcp://scheduler:8786")` then `.compute()`); invalid inputs
@@ -502,6 +508,11 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
               runtime=runtime, speculative=speculative, price_usd_per_hour=price_usd_per_hour,
               include_unfit=include_unfit, on_invalid=on_invalid, columns=columns,
               allow_beyond_context=allow_beyond_context)
+    if concurrency is not None:
+        if batch != defaults.BATCH:
+            raise InvalidInputError("batch", batch, f"left at {defaults.BATCH} with concurrency= (the engine "
+                                                    "decides the running batch)")
+        return _served(model, hardware, concurrency, scheduler, kw)
     if isinstance(n_chips, str) and n_chips == "auto":
         return _fewest_chips(model, hardware, kw, check_int("chunk_size", chunk_size, 1))
     if engine not in ("numpy", "dask"):
@@ -601,4 +612,53 @@ def _fewest_chips(model, hardware, kw: dict, chunk_size: int):
         table = table[[c for c in table.columns if c in wanted or c == "reason"]]
     table.attrs["skipped"] = skipped
     table.attrs["dropped_unfit"] = 0 if kw["include_unfit"] else int(sum(len(f) for f in frames) - len(table))
+    return table
+
+
+# ---- served workloads: client counts instead of static batches -----------------------------------
+_SERVED = ("tok_s_per_user", "output_tok_s_per_chip", "ttft_s", "tpot_s", "mean_running")
+
+
+def _served(model, hardware, concurrency, scheduler, kw: dict):
+    """sweep(concurrency=[...]): `serve_curve` (the steady-state solver, vectorised over the
+    client counts) for every group and (prompt, output) pair, as one table."""
+    import pandas as pd
+    from .serve import serve_curve
+    clients = _int_axis("concurrency", concurrency, 1).astype(np.int64)
+    S = _int_axis("prompt_tokens", kw["prompt_tokens"], 0).astype(np.int64)
+    T = _int_axis("output_tokens", kw["output_tokens"], 2).astype(np.int64)
+    price = kw["price_usd_per_hour"]
+    parts, skipped = [], []
+    for m, hw, rt, n, par, wd, kd, ad in itertools.product(
+            [load_model(x) for x in _as_list("model", model)], [load_hardware(x) for x in _as_list("hardware", hardware)],
+            _as_list("runtime", kw["runtime"]), _as_list("n_chips", kw["n_chips"]), _as_list("parallel", kw["parallel"]),
+            _as_list("weight_dtype", kw["weight_dtype"]), _as_list("kv_dtype", kw["kv_dtype"]),
+            _as_list("activation_dtype", kw["activation_dtype"])):
+        n_chips = par.chips if (n is None and par is not None) else (1 if n is None else n)
+        for s, t in itertools.product(S, T):
+            try:
+                c = serve_curve(m, hw, concurrency=clients, prompt_tokens=int(s), output_tokens=int(t),
+                                weight_dtype=wd, kv_dtype=kd, activation_dtype=ad, n_chips=n_chips, parallel=par,
+                                runtime=rt, scheduler=scheduler,
+                                price_usd_per_hour=price.get(hw.name) if isinstance(price, dict) else price)
+            except MemboundError as e:
+                if kw["on_invalid"] == "raise" or not isinstance(e, InvalidInputError):
+                    raise
+                skipped.append((f"{m.name} on {n_chips} x {hw.name}, {wd}/{kd}/{ad}, {s}/{t} tokens", str(e)))
+                continue
+            k = len(c.concurrency)
+            cost = c.cost_per_million_output_tokens_usd
+            res = Quantization(wd, kd, ad).resolve(hw)
+            parts.append(pd.DataFrame({
+                "model": c.model, "hardware": c.hardware, "runtime": c.runtime, "n_chips": c.n_chips,
+                "weight_dtype": res.weights.name, "kv_dtype": res.kv.name, "activation_dtype": res.activations.name,
+                "concurrency": c.concurrency, "prompt_tokens": np.full(k, s), "output_tokens": np.full(k, t),
+                **{f: getattr(c, f) for f in _SERVED},
+                "cost_per_million_output_tokens_usd": np.full(k, np.nan) if cost is None else cost}))
+    table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    for name in ("model", "hardware", "runtime", "weight_dtype", "kv_dtype", "activation_dtype"):
+        if name in table:
+            table[name] = table[name].astype("category")
+    table.attrs["skipped"] = skipped
+    table.attrs["dropped_unfit"] = 0
     return table
