@@ -22,6 +22,7 @@ with warnings.catch_warnings():       # starlette 1.x: "install httpx2" (httpx w
     from starlette.testclient import TestClient  # noqa: E402
 
 import membound as mb  # noqa: E402
+from membound.planner import plan_served  # noqa: E402
 from membound.app import api, server  # noqa: E402
 
 STATIC = Path(server.__file__).resolve().parent / "static"
@@ -137,7 +138,7 @@ def test_explain_returns_the_step_terms_and_memory_of_estimate(client):
 def test_plan_returns_the_planners_cheapest_fleet(client):
     body = {"model": "llama-3.1-8b", "hardware": ["h100-sxm", "h200"], "concurrent_users": 100,
             "ttft_p90_s": 1, "min_tok_s_per_user": 30, "prompt_tokens": 1024, "output_tokens": 256,
-            "prices": "h100-sxm=2.0"}
+            "prices": "h100-sxm=2.0", "planner": "static"}
     r = client.post("/api/plan", json=body)
     assert r.status_code == 200, r.json()
     best = r.json()["ranked"][0]
@@ -150,6 +151,25 @@ def test_plan_returns_the_planners_cheapest_fleet(client):
     assert r.status_code == 400 and r.json()["field"] == "concurrent_users"
     r = client.post("/api/plan", json={**body, "prices": "h100-sxm=cheap"})
     assert r.status_code == 400 and r.json()["field"] == "prices"
+
+
+def test_served_plan_is_plan_served(client):
+    body = {"model": "llama-3.1-8b", "hardware": "h100-sxm,h200", "concurrent_users": 500, "ttft_p90_s": 1,
+            "min_tok_s_per_user": 30, "prompt_tokens": 1024, "output_tokens": 256}
+    r = client.post("/api/plan", json=body)
+    assert r.status_code == 200, r.json()
+    d = r.json()
+    assert d["planner"] == "served"
+    want = plan_served("llama-3.1-8b", mb.SLO(ttft_p90_s=1, min_tok_s_per_user=30), users=500, prompt_tokens=1024,
+                       output_tokens=256, hardware=["h100-sxm", "h200"]).ranked.iloc[0]
+    best = d["ranked"][0]
+    for key in ("hardware", "n_chips", "clients_per_replica", "replicas", "chips_total",
+                "cost_per_million_output_tokens_usd"):
+        assert best[key] == want[key]
+    # the fleet carries every user: replicas x clients per replica >= 500
+    assert best["replicas"] * best["clients_per_replica"] >= 500
+    r = client.post("/api/plan", json={**body, "planner": "magic"})
+    assert r.status_code == 400 and r.json()["field"] == "planner"
 
 
 def test_request_limits(client):
@@ -253,3 +273,14 @@ def test_serve_bad_input_names_the_field(client, extra, field):
     # 1000 requests/s of 2048 + 256 tokens is far past what one 8-GPU node completes (a few per second)
     r = client.post("/api/serve", json={"model": "llama-3.1-70b", "device": "h100-sxm:8", **extra})
     assert r.status_code == 400 and r.json()["field"] == field, r.json()
+
+
+def test_plan_frontier_is_each_devices_pareto_front(client):
+    r = client.post("/api/plan", json={"model": "llama-3.1-8b", "hardware": "h100-sxm,h200", "concurrent_users": 500,
+                                       "ttft_p90_s": 1, "prompt_tokens": 1024, "output_tokens": 256})
+    front = r.json()["frontier"]
+    assert {p["hardware"] for p in front} == {"h100-sxm", "h200"}
+    for hw in ("h100-sxm", "h200"):
+        pts = [(p["tok_s_per_user"], p["tok_s_per_chip"]) for p in front if p["hardware"] == hw]
+        # along a front sorted by speed per user, throughput per chip only falls: no point dominates another
+        assert pts == sorted(pts) and all(b[1] < a[1] for a, b in zip(pts, pts[1:]))

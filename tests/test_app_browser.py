@@ -182,8 +182,9 @@ def test_serve_panel_reads_the_fast_mode_off_the_curve(app, browser):
 
 
 def test_plan_panel_lists_the_planners_cheapest_fleets(app, browser):
-    load(browser, app.url + "/?tab=plan&model=llama-3.1-8b&prompt_tokens=1024&output_tokens=256"
+    load(browser, app.url + "/?tab=plan&model=llama-3.1-8b&prompt_tokens=1024&output_tokens=256&planner=static"
          "&hardware=h100-sxm,h200&concurrent_users=100&ttft_p90_s=1&min_tok_s_per_user=30&weight_dtypes=bf16,fp8")
+    assert css(browser, '#panel-plan select[name="planner"]')[0].get_attribute("value") == "static"
     best = mb.plan("llama-3.1-8b", mb.Workload(concurrent_users=100, prompt_tokens=1024, output_tokens=256),
                    mb.SLO(ttft_p90_s=1, min_tok_s_per_user=30), hardware=["h100-sxm", "h200"],
                    weight_dtypes=("bf16", "fp8")).best

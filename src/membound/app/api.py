@@ -26,6 +26,7 @@ from ..model import Model, list_models, load_model
 from ..hardware import list_hardware
 from ..result import Result
 from ..runtime import list_runtimes
+from ..sweep import pareto_front
 
 MAX_DEVICES = 8                 # devices in one comparison or plan
 MAX_CONFIG_CHARS = 100_000      # a pasted config.json (real ones are 1-5 kB)
@@ -376,27 +377,43 @@ def fast_mode_reading(fast, slow, key: str) -> dict[str, Any]:
             "speedup": speedup, "price_ratio": price, "reading": reading}
 
 
-_PLAN_COLUMNS = ["hardware", "n_chips", "parallel", "batch", "weight_dtype", "kv_dtype", "replicas", "total_chips",
-                 "utilisation", "ttft_p90_s", "tok_s_per_user", "e2e_p90_s", "tok_s_per_chip",
-                 "cost_per_million_tokens_usd", "power_kw"]
+# (column, label, unit) of each planner's ranked table, and its frontier's per-chip column
+_PLAN_COLUMNS = {
+    "served": ([("hardware", "device", ""), ("n_chips", "chips/replica", ""), ("parallel", "layout", ""),
+                ("weight_dtype", "weights", ""), ("clients_per_replica", "clients/replica", ""),
+                ("replicas", "replicas", ""), ("chips_total", "chips", ""), ("ttft_s", "TTFT", "s"),
+                ("tok_s_per_user", "tok/s/user", ""), ("e2e_s", "e2e", "s"),
+                ("output_tok_s_per_chip", "tok/s/chip", ""), ("usd_per_hour", "$/hour", ""),
+                ("cost_per_million_output_tokens_usd", "$/M tok", "")], "output_tok_s_per_chip"),
+    "static": ([("hardware", "device", ""), ("n_chips", "chips/replica", ""), ("parallel", "layout", ""),
+                ("batch", "batch", ""), ("weight_dtype", "weights", ""), ("replicas", "replicas", ""),
+                ("total_chips", "chips", ""), ("utilisation", "utilisation", "%"), ("ttft_p90_s", "TTFT p90", "s"),
+                ("tok_s_per_user", "tok/s/user", ""), ("e2e_p90_s", "e2e p90", "s"),
+                ("tok_s_per_chip", "tok/s/chip", ""), ("cost_per_million_tokens_usd", "$/M tok", ""),
+                ("power_kw", "kW", "")], "seat_tok_s_per_chip"),
+}
 
 
 def plan(body: dict) -> dict[str, Any]:
-    """The cheapest fleets that carry `concurrent_users` (or `arrival_rate_rps`) within the SLOs."""
-    from ..planner import SLO
+    """The cheapest fleets that carry `concurrent_users` (or `arrival_rate_rps`) within the SLOs:
+    `planner` "served" (continuous batching, `planner.plan_served`; default) or "static"
+    (`mb.plan`, batches decoded together with queueing). Top 10 fleets and the frontier."""
+    from ..planner import SLO, plan_served
     from ..planner import Workload as Traffic
     from ..planner import plan as run_plan
     model = model_of(body)
+    mode = text(body, "planner", "served")
+    if mode not in _PLAN_COLUMNS:
+        raise BadRequest(f"planner={mode!r} is invalid: expected 'served' or 'static'", "planner")
     users = integer(body, "concurrent_users", None, 1, MAX_USERS)
     rate = number(body, "arrival_rate_rps", None)
+    prompt = integer(body, "prompt_tokens", 2048, 0, MAX_TOKENS)
+    output = integer(body, "output_tokens", 256, 1, MAX_TOKENS)
     devices = names(body, "hardware", ["h100-sxm", "h200"])
     with at("hardware"):
         devices = [load_hardware(d).name for d in devices]
     prices = prices_of(body, devices)
     with at(None):
-        traffic = Traffic(concurrent_users=users, arrival_rate_rps=rate,
-                          prompt_tokens=integer(body, "prompt_tokens", 2048, 0, MAX_TOKENS),
-                          output_tokens=integer(body, "output_tokens", 512, 1, MAX_TOKENS))
         slo = SLO(ttft_p90_s=number(body, "ttft_p90_s", None), min_tok_s_per_user=number(body, "min_tok_s_per_user", None),
                   e2e_p90_s=number(body, "e2e_p90_s", None))
     dtypes = names(body, "weight_dtypes", ["bf16", "fp8"])
@@ -404,11 +421,30 @@ def plan(body: dict) -> dict[str, Any]:
         with at("weight_dtypes"):
             get_dtype(d)
     with at(None):
-        res = run_plan(model, traffic, slo, hardware=devices, prices=prices or None, weight_dtypes=tuple(dtypes))
-    ranked = _records(res.ranked[_PLAN_COLUMNS].head(10))
-    frontier = _records(res.frontier)
-    return {"model": model.name, "explanation": res.explanation, "notes": list(res.notes),
-            "candidates": res.candidates, "ranked": ranked, "frontier": frontier}
+        if mode == "served":
+            if (users is None) == (rate is None):
+                raise BadRequest("give concurrent users or an arrival rate (one of the two)", "concurrent_users")
+            kw: dict[str, Any] = {} if body.get("runtime") in (None, "") else {"runtime": text(body, "runtime")}
+            res = plan_served(model, slo, users=users, rate=rate, prompt_tokens=prompt, output_tokens=output,
+                              hardware=devices, weight_dtypes=tuple(dtypes), prices=prices or None, **kw)
+        else:
+            traffic = Traffic(concurrent_users=users, arrival_rate_rps=rate, prompt_tokens=prompt,
+                              output_tokens=output)
+            res = run_plan(model, traffic, slo, hardware=devices, prices=prices or None, weight_dtypes=tuple(dtypes))
+    cols, per_chip = _PLAN_COLUMNS[mode]
+    ranked = _records(res.ranked[[c for c, _, _ in cols]].head(10)) if len(res.ranked) else []
+    points = [{"hardware": f["hardware"], "tok_s_per_user": f["tok_s_per_user"], "tok_s_per_chip": f[per_chip],
+               "label": f"{f['n_chips']} chips, {f.get('batch', f.get('concurrency'))} "
+                        f"{'in a batch' if mode == 'static' else 'clients'}, {f['weight_dtype']}"}
+              for f in _records(res.frontier)]
+    frontier = []
+    for hw in dict.fromkeys(p["hardware"] for p in points):   # each device's Pareto front (mb.pareto_front)
+        mine = [p for p in points if p["hardware"] == hw]
+        keep = pareto_front([p["tok_s_per_user"] for p in mine], [p["tok_s_per_chip"] for p in mine])
+        frontier += [mine[int(i)] for i in keep]
+    return {"model": model.name, "planner": mode, "explanation": res.explanation, "notes": list(res.notes),
+            "candidates": res.candidates, "columns": [{"key": k, "label": label, "unit": u} for k, label, u in cols],
+            "ranked": ranked, "frontier": frontier}
 
 
 def _records(df) -> list[dict[str, Any]]:

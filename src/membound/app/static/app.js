@@ -33,6 +33,7 @@ function secs(v) {
   if (v >= 1e-3) return `${(v * 1e3).toPrecision(3)} ms`;
   return `${(v * 1e6).toPrecision(3)} µs`;
 }
+const UNIT_FMT = { s: secs, "%": (v) => (v === null || v === undefined ? "—" : `${(100 * v).toPrecision(3)}%`), "": undefined };
 const gb = (b) => (b >= 100e9 ? (b / 1e9).toLocaleString("en-US", { maximumFractionDigits: 0 }) : (b / 1e9).toPrecision(3));
 
 // ---- small DOM helpers ----------------------------------------------------------------------
@@ -268,7 +269,7 @@ function collect(tab) {
 function restore(params) {
   const tab = TABS.includes(params.get("tab")) ? params.get("tab") : "compare";
   for (const f of [$("#common"), panelForm(tab)]) {
-    for (const el of $$("input[name], textarea[name]", f)) {
+    for (const el of $$("input[name], textarea[name], select[name]", f)) {
       if (params.has(el.name)) el.value = params.get(el.name);
     }
   }
@@ -379,20 +380,14 @@ const RENDER = {
     out.append(h("p", { class: "summary", text: d.explanation }));
     for (const n of d.notes) out.append(h("p", { class: "note", text: n }));
     if (d.ranked.length) {
-      out.append(table("plan-table", [
-        { key: "hardware", label: "device" }, { key: "n_chips", label: "chips/replica" }, { key: "parallel", label: "layout" },
-        { key: "batch", label: "batch" }, { key: "weight_dtype", label: "weights" }, { key: "replicas", label: "replicas" },
-        { key: "total_chips", label: "chips" }, { key: "utilisation", label: "utilisation" },
-        { key: "ttft_p90_s", label: "TTFT p90", fmt: secs }, { key: "tok_s_per_user", label: "tok/s per user" },
-        { key: "tok_s_per_chip", label: "tok/s per chip" }, { key: "cost_per_million_tokens_usd", label: "$ per M tokens" },
-        { key: "power_kw", label: "kW" }], d.ranked, "membound-plan.csv"));
+      out.append(table("plan-table", d.columns.map((c) => ({ key: c.key, label: c.label, fmt: UNIT_FMT[c.unit] })),
+        d.ranked, "membound-plan.csv"));
     }
     const by = {};
-    for (const f of d.frontier) (by[f.hardware] = by[f.hardware] || []).push({ x: f.tok_s_per_user, y: f.seat_tok_s_per_chip,
-      label: `${f.n_chips} chips, batch ${f.batch}, ${f.weight_dtype}` });
+    for (const f of d.frontier) (by[f.hardware] = by[f.hardware] || []).push({ x: f.tok_s_per_user, y: f.tok_s_per_chip, label: f.label });
     const series = Object.entries(by).map(([name, pts]) => ({ name, pts: pts.sort((a, b) => a.x - b.x) }));
-    if (series.length) out.append(chartBox("plan-chart", lines("Interactivity frontier", series, "tok/s per user",
-      "tok/s per chip"), "membound-frontier"));
+    if (series.length) out.append(chartBox("plan-chart", lines(`Interactivity frontier (${d.planner} planner)`, series,
+      "tok/s per user", "output tok/s per chip"), "membound-frontier"));
   },
 
   serve(d, out) {
@@ -407,8 +402,7 @@ const RENDER = {
     out.append(chartBox("serve-chart", lines("Served: output tok/s per chip vs tok/s per user", series, "tok/s per user",
       "output tok/s per chip", notes), "membound-serve"));
     if (fm) out.append(h("p", { class: "reading", id: "fast-mode", text: fm.reading }));
-    const show = { s: secs, "%": (v) => `${(100 * v).toPrecision(3)}%`, "": undefined };
-    out.append(table("serve-table", d.columns.map((c) => ({ key: c.key, label: c.label, fmt: show[c.unit] })),
+    out.append(table("serve-table", d.columns.map((c) => ({ key: c.key, label: c.label, fmt: UNIT_FMT[c.unit] })),
       d.points, "membound-serve.csv"));
   },
 };
