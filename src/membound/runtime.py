@@ -80,6 +80,9 @@ class Served(BaseModel):
     per_allreduce_s: _Secs = 0.0         # engine all-reduce kernel latency, 2 per layer when tp > 1
     per_layer_s: _Secs = 0.0             # per layer per step (kernels the CUDA graph does not hide)
     per_moe_layer_s: _Secs = 0.0         # more per MoE layer (routing, permutes, grouped GEMMs)
+    moe_tile_tokens: Annotated[float, Field(ge=0, le=4096, allow_inf_nan=False)] = 0.0
+                                         # rows each touched expert's GEMM computes at least
+                                         # (tiles padded when few tokens route to it)
     per_sequence_s: _Secs = 0.0          # per running sequence per step
     per_request_s: _Secs = 0.0           # host time of a request before its first token
                                          # (HTTP, tokenisation, detokenisation): in TTFT, off the GPU

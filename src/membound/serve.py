@@ -41,7 +41,7 @@ import numpy as np
 from .core import model_consts
 from .errors import DoesNotFitError, InvalidInputError
 from .estimate import Prepared, prepare
-from .roofline import causal_pairs, effective_context
+from .roofline import causal_pairs, effective_context, expected_experts
 from .runtime import Served, load_runtime
 
 # ---- lengths ------------------------------------------------------------------------------
@@ -248,6 +248,16 @@ class StepModel:
             self._grid = grid
         self._grid_list, self._w_list, self._comm_list = grid.tolist(), self._w.tolist(), self._comm.tolist()
         self.phi = float(np.asarray(r0["compute_s"], float)[0])      # decode GEMMs, s per token
+        # expert GEMMs padded to a tile: X(t) experts touched by t tokens each compute at least
+        # `tile` rows; the rows beyond the t k routed ones cost what a token's GEMM row costs
+        tile = served.moe_tile_tokens if served is not None else 0.0
+        self._pad = np.zeros_like(grid)
+        if tile and mc.n_moe_layers:
+            touched = expected_experts(mc.n_experts, mc.k, grid)
+            rows = np.maximum(tile * touched - grid * mc.k, 0.0)       # padded rows per MoE layer
+            share = mc.expert_params / (mc.active_params - mc.lookup_params)   # of a token's GEMM
+            self._pad = mc.n_moe_layers * rows * share * self.phi
+        self._pad_list = self._pad.tolist()
         ref = 4096.0
         r1 = p.evaluate(batch=1.0, prompt=ref, output=1.0)
         u_ref = effective_context(self.groups, ref)
@@ -274,7 +284,7 @@ class StepModel:
         tokens = np.maximum(b + c, 1.0)
         w = np.interp(tokens, self._grid, self._w)
         mem = w + self.kappa * (b * u + cu)
-        comp = self.phi * b + self.gamma * c + self.alpha * (b * u + cp)
+        comp = self.phi * b + self.gamma * c + self.alpha * (b * u + cp) + np.interp(tokens, self._grid, self._pad)
         return mem, comp
 
     def step(self, b, u, c=0.0, cu=0.0, cp=0.0, seqs=None):
@@ -294,7 +304,8 @@ class StepModel:
         w = self._w_list[j] + frac * (self._w_list[j + 1] - self._w_list[j])
         comm = self._comm_list[j] + frac * (self._comm_list[j + 1] - self._comm_list[j])
         mem = w + self.kappa * (b * u + cu)
-        comp = self.phi * b + self.gamma * c + self.alpha * (b * u + cp)
+        comp = self.phi * b + self.gamma * c + self.alpha * (b * u + cp) \
+            + self._pad_list[j] + frac * (self._pad_list[j + 1] - self._pad_list[j])
         core = max(max(mem, comp) + (1.0 - self.overlap) * min(mem, comp), self.floor)
         n = b + (c > 0) if seqs is None else seqs
         return core + comm + self.per_step + self.per_seq * n
