@@ -477,3 +477,19 @@ def test_a_huge_value_in_a_config_is_shown_cut_short(tmp_path):
         mb.Model.from_hf_config(f)
     _one_line(e, "num_hidden_layers", "[0, 1, 2, 3, ...]")
     assert len(str(e.value)) < 300
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 4096), st.integers(1, 4096), st.integers(1, 4096), st.sampled_from([" ", ",", ", "]))
+def test_parallel_text_round_trips(tp, pp, ep, sep):
+    p = mb.Parallel(tp=tp, pp=pp, ep=ep)
+    assert mb.Parallel.parse(f"tp={tp}{sep}pp={pp}{sep}ep={ep}") == p
+    assert mb.Parallel.parse(f"tp={tp} pp={pp} ep={ep}".replace("=", "")) == p   # 'tp2 pp4 ep1'
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0, 1), st.floats(0, 1), st.integers(0, 64))
+def test_tokens_per_round_lie_between_one_and_gamma_plus_one_and_grow_with_alpha(a, b, gamma):
+    lo, hi = sorted((a, b))
+    f = mb.expected_tokens_per_round
+    assert 1.0 - 1e-9 <= f(lo, gamma) <= f(hi, gamma) + 1e-9 <= gamma + 1.0 + 2e-9
