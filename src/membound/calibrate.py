@@ -185,7 +185,7 @@ def _runtime_with(base, key: str, params: dict, others: dict):
 
 
 def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: dict | None = None,
-              iters: int = 60) -> GroupFit:
+              iters: int = 60, rtol: float = 1e-7) -> GroupFit:
     """Fit FIT[rt_name]'s parameters for one (runtime, device class or 'default') group."""
     from .hardware import load_hardware
     from .runtime import load_runtime
@@ -212,7 +212,7 @@ def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: d
         rt = _runtime_with(base, key, dict(zip(names, map(float, x))), others or {})
         return np.log([predict(s, runtime=rt) for s in rows]) - meas
 
-    x = fit_bounded(res, x0, lo, hi, iters=iters) if names else np.array([])
+    x = fit_bounded(res, x0, lo, hi, iters=iters, rtol=rtol) if names else np.array([])
     params = {p: float(v) for p, v in zip(names, x)}
     err = float(np.median(np.abs(np.exp(res(x)) - 1.0))) if names else float("nan")
     return GroupFit(rt_name, key, params, [s.id for s in rows], err, _at_bounds(params))
@@ -229,7 +229,7 @@ def _set_aside(sc: Scenario) -> bool:
     return beats_physics(sc) is not None
 
 
-def calibrate_runtimes(scenarios, runtimes=None, warm: bool = False, iters: int = 60) -> dict:
+def calibrate_runtimes(scenarios, runtimes=None, warm: bool = False, iters: int = 60, rtol: float = 1e-7) -> dict:
     """{runtime: [GroupFit, ...]} from every usable row (`fit_rows`). `runtimes` limits the
     runtimes refitted; warm=True starts from the bundled figures (a refit without a few rows)."""
     from .hardware import load_hardware
@@ -241,14 +241,14 @@ def calibrate_runtimes(scenarios, runtimes=None, warm: bool = False, iters: int 
         if not rows:
             continue
         start = _bundled_entries(rt) if warm else {}
-        fits = [fit_group(rt, "default", rows, start=start.get("default"), iters=iters)]
+        fits = [fit_group(rt, "default", rows, start=start.get("default"), iters=iters, rtol=rtol)]
         default_entry = fits[0].params
         by_class: dict = {}
         for s in rows:
             by_class.setdefault(load_hardware(s.hardware).device_class or "default", []).append(s)
         for cls, rs in sorted(by_class.items()):
             if len(rs) >= MIN_ROWS and cls != "default" and len(by_class) > 1:
-                fits.append(fit_group(rt, cls, rs, start=start.get(cls, default_entry), iters=iters))
+                fits.append(fit_group(rt, cls, rs, start=start.get(cls, default_entry), iters=iters, rtol=rtol))
         out[rt] = fits
     return out
 

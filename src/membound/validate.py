@@ -70,11 +70,16 @@ GROUPS = {"chip": lambda sc: sc.hardware, "source": lambda sc: source_of(sc.id)}
 
 
 def _stripped(rt_name: str):
-    """`rt_name` with every fitted figure removed (what a runtime is with no rows to fit)."""
+    """`rt_name` with every fitted figure removed (what a runtime is with no rows to fit); an
+    entry left with nothing but its evidence is dropped, so that it cannot shadow a refitted
+    `default` for its device class."""
     from .runtime import RuntimeEntry, load_runtime
     base = load_runtime(rt_name)
-    classes = {k: RuntimeEntry(**{f: v for f, v in e.model_dump().items() if f not in FIT[rt_name]})
-               for k, e in base.classes.items()}
+    classes = {}
+    for k, e in base.classes.items():
+        kept = {f: v for f, v in e.model_dump(exclude_defaults=True).items() if f not in FIT[rt_name] + ("evidence",)}
+        if kept:
+            classes[k] = RuntimeEntry(**kept)
     return type(base)(**{**base.model_dump(), "classes": classes})
 
 
@@ -82,7 +87,7 @@ def refit_without(scenarios, left_out, rt_name: str):
     """Runtime `rt_name` refitted on `scenarios` less the rows in `left_out` (a set of ids):
     entries not refitted lose their fitted figures, so nothing of the left-out rows remains."""
     rest = [s for s in scenarios if s.id not in left_out]
-    fits = calibrate_runtimes(rest, runtimes=[rt_name], warm=True, iters=20).get(rt_name, [])
+    fits = calibrate_runtimes(rest, runtimes=[rt_name], warm=True, iters=20, rtol=1e-4).get(rt_name, [])
     return runtime_from_fits(rt_name, fits, base=_stripped(rt_name)), fits
 
 

@@ -1,0 +1,91 @@
+"""How reference rows become scenarios: each bug found in the mapping has a hand-derived test."""
+import csv
+
+import pytest
+
+import membound as mb
+from membound.reference import reference_dir
+
+FIELDS = ["id", "source_title", "source_url_or_repo_path", "hardware", "n_chips", "model", "params_b",
+          "weight_dtype", "kv_dtype", "batch_or_concurrency", "prompt_tokens", "output_tokens", "metric",
+          "value", "framework", "notes"]
+
+
+def _ref(tmp_path, *rows):
+    with open(reference_dir() / "measurements.csv", newline="") as f:
+        assert csv.DictReader(f).fieldnames == FIELDS      # the shipped schema
+    path = tmp_path / "rows.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, FIELDS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: "" for k in FIELDS} | {"n_chips": "1", "model": "LLaMA-2 7B", "weight_dtype": "q4_0",
+                                                   "kv_dtype": "f16", "batch_or_concurrency": "1"} | r)
+    return mb.load_reference(path)
+
+
+def test_tg_at_depth_counts_the_context_once(tmp_path):
+    # llama-bench "tg32 @ d4096": the prompt column holds the depth itself (sources.md). The step
+    # sees 4096..4127 cached tokens, not 8192.. (the depth added to the prompt again).
+    ref = _ref(tmp_path, dict(id="x-1", hardware="NVIDIA RTX 4090", prompt_tokens="4096", output_tokens="32",
+                              metric="decode_tok_s_per_user", value="150", framework="llama.cpp (CUDA)",
+                              notes="llama-bench tg32 @ d4096"))
+    [sc] = ref.scenarios
+    assert (sc.prompt_tokens, sc.depth, sc.output_tokens) == (0, 4096, 32)
+    # by hand, pure roofline on the 4090 (1008 GB/s): weights (6.738e9 params less the 32000 x 4096
+    # input table, one row read) x 4.5/8 B, plus 2*32*4096*2 = 524,288 B of f16 KV per cached token
+    m = mb.load_model("llama-2-7b")
+    w = (m.total_params - 32000 * 4096 + 4096) * 4.5 / 8
+    steps = [(w + 524_288 * L) / 1008e9 for L in range(4096, 4096 + 32)]
+    assert mb.predict(sc, runtime="ideal") == pytest.approx(32 / sum(steps), rel=1e-6)
+
+
+def test_hip_and_rocm_rows_are_their_own_runtime(tmp_path):
+    ref = _ref(tmp_path, *[dict(id=f"x-{i}", hardware="AMD RX 9070 XT", prompt_tokens="0", output_tokens="128",
+                                metric="decode_tok_s_per_user", value="100", framework=f"llama.cpp ({fw})")
+                           for i, fw in enumerate(["ROCm", "HIP", "Vulkan"])])
+    got = [(s.runtime, s.category) for s in ref.scenarios]
+    assert got == [("llama.cpp-hip", "llama.cpp HIP decode"), ("llama.cpp-hip", "llama.cpp HIP decode"),
+                   ("llama.cpp-vulkan", "llama.cpp Vulkan decode")]
+
+
+def test_a_cpu_backend_row_runs_on_the_cpu_cores_not_the_igpu(tmp_path):
+    ref = _ref(tmp_path, dict(id="x-1", hardware="AMD Ryzen AI Max+ 395 (Strix Halo)", prompt_tokens="0",
+                              output_tokens="1", metric="decode_tok_s_per_user", value="20",
+                              framework="llama.cpp (CPU)"))
+    [sc] = ref.scenarios
+    assert (sc.hardware, sc.runtime, sc.category) == ("ryzen-ai-max-395-cpu", "llama.cpp-cpu", "llama.cpp CPU decode")
+    # one token, no context, the CPU profile's own fractions (no CPU rows to fit): bandwidth 0.5 x 256 GB/s,
+    # plus its 2 us x 32 layers floor only where it is larger than the stream (it is not)
+    m = mb.load_model("llama-2-7b")
+    w = (m.total_params - 32000 * 4096 + 4096) * 4.5 / 8
+    assert mb.predict(sc) == pytest.approx(0.5 * 256e9 / w, rel=1e-6)
+
+
+def test_block_quantized_gemm_peak_never_exceeds_the_int8_peak():
+    # llama.cpp's MMQ peak is 4 x fp32: RTX 4090 4 x 82.6 = 330.4 TFLOP/s (int8 tensor peak 660.6 above it);
+    # RX 7900 XTX 4 x 61.4 = 245.6 > its int8 WMMA peak 122.8, so 122.8
+    rt = mb.load_runtime("llama.cpp")
+    for name, fp32, int8, expected in (("rtx-4090", 82.6e12, 660.6e12, 330.4e12),
+                                       ("rx-7900-xtx", 61.4e12, 122.8e12, 122.8e12)):
+        hw = mb.load_hardware(name)
+        assert (hw.compute_flops["fp32"], hw.compute_flops["int8"]) == (fp32, int8)
+        assert rt.efficiency(hw).quantized_peak_flops == pytest.approx(expected)
+
+
+def test_llama_cpp_picks_each_devices_native_backend():
+    rt = mb.load_runtime("llama.cpp")
+    assert [rt.backend_for(mb.load_hardware(h)).name for h in
+            ("apple-m4-max", "rtx-4090", "rx-7900-xtx", "arc-a770", "ryzen-ai-max-395-cpu")] == \
+        ["llama.cpp-metal", "llama.cpp-cuda", "llama.cpp-hip", "llama.cpp-vulkan", "llama.cpp-cpu"]
+    with pytest.raises(mb.InvalidInputError, match="backend"):
+        mb.estimate("llama-3.1-8b", "cerebras-wse-3", runtime="llama.cpp")
+
+
+def test_every_specialised_layout_passes_estimates_own_memory_check():
+    # validation predicts no layout that estimate() would refuse (Groq rows once did)
+    for sc in mb.load_reference().scenarios:
+        if sc.hardware in ("cerebras-wse-3", "groq-lpu", "sambanova-sn40l"):
+            tp, pp, ep = sc.parallel
+            mb.estimate(sc.model, sc.hardware, prompt_tokens=sc.prompt_tokens, output_tokens=sc.output_tokens,
+                        weight_dtype=sc.weight_dtype, n_chips=sc.n_chips, parallel=mb.Parallel(tp=tp, pp=pp, ep=ep))
