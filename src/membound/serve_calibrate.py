@@ -19,13 +19,14 @@ in the core's communication term it came out ~0 on every engine.)
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), Levenberg-Marquardt within bounds (calibrate.fit_bounded).
 
-    python -m membound.serve_calibrate [--dry-run]
+    python -m membound.serve_calibrate [--out DIR | --write-bundled]   (prints only by default)
 """
 from __future__ import annotations
 
 import argparse
 import datetime
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -75,12 +76,13 @@ def fit_engine(name: str, rows) -> dict:
                      f"every other chip held out (python -m membound.serve_validate)")}
 
 
-def write(name: str, fit: dict) -> None:
+def write(name: str, fit: dict, folder: Path) -> Path:
     """Update only the fitted keys of the runtime file's `served` block (the file's last block;
-    the text above it is left byte for byte)."""
+    the text above it is left byte for byte), writing the result into `folder` (the bundled
+    file is the starting point when `folder` has none)."""
     import yaml
-    path = runtimes_dir() / f"{name}.yaml"
-    text = path.read_text()
+    path = folder / f"{name}.yaml"
+    text = (path if path.is_file() else runtimes_dir() / f"{name}.yaml").read_text()
     head, sep, _ = text.partition("\nserved:\n")
     if not sep:
         raise SystemExit(f"{path}: no 'served:' block at the end to update")
@@ -89,11 +91,16 @@ def write(name: str, fit: dict) -> None:
     served["calibration"] = fit["note"]
     block = yaml.safe_dump({"served": served}, sort_keys=False, width=110)
     path.write_text(head + "\n" + block)
+    return path
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m membound.serve_calibrate", description=__doc__.splitlines()[0])
-    ap.add_argument("--dry-run", action="store_true", help="print the fits, write nothing")
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--out", default=None, metavar="DIR",
+                       help="write the updated runtime files into DIR (default: print only)")
+    where.add_argument("--write-bundled", action="store_true",
+                       help="maintainers: rewrite the runtime files bundled in this source checkout")
     ap.add_argument("--engine", action="append", choices=ENGINES)
     a = ap.parse_args(argv)
     rows, _ = load_rows()
@@ -104,8 +111,12 @@ def main(argv=None) -> int:
             print(f"{name}: no rows to fit")
             continue
         print(f"{name}: {fit['params']}\n  {fit['note']}")
-        if not a.dry_run:
-            write(name, fit)
+        if a.out or a.write_bundled:
+            folder = Path(a.out) if a.out else runtimes_dir()
+            folder.mkdir(parents=True, exist_ok=True)
+            print(f"  wrote {write(name, fit, folder)}")
+    if not (a.out or a.write_bundled):
+        print("nothing written (--out DIR writes the files there; --write-bundled rewrites the bundled ones)")
     clear_caches()
     return 0
 
