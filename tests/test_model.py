@@ -100,6 +100,7 @@ PUBLISHED = [
     # only the rounded names "7B" (6.92B, -1.1%) and "40B" (41.3B, +3.3%)
     ("qwen3-next-80b-a3b", 80.0, 3.87, 0.01),     # 3.87B = the config's 3,874,929,408 (Qwen rounds to "A3B")
     ("qwen3.5-35b-a3b", 35.0, None, 0.01),        # text decoder 34.66B; Qwen's 35B includes the vision encoder
+    ("qwen3.5-122b-a10b", 122.0, None, 0.01), ("qwen3.5-397b-a17b", 397.0, None, 0.01),
     ("kimi-k2", 1040.0, None, 0.015), ("llama-4-scout", 109.0, None, 0.012),
     ("falcon-7b", 7.0, None, 0.012), ("falcon-40b", 40.0, None, 0.035),
 ]

@@ -85,6 +85,7 @@ def test_llama4_interleaving_and_chunked_attention():
     ("mistralai/Mistral-Large-Instruct-2411", "mistral-large-2"), ("tiiuae/falcon-40b", "falcon-40b"),
     ("mosaicml/mpt-30b", "mpt-30b"), ("deepseek-ai/DeepSeek-V3.1", "deepseek-v3.1"),
     ("Qwen/Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b"), ("Qwen/Qwen3.5-35B-A3B", "qwen3.5-35b-a3b"),
+    ("Qwen/Qwen3.5-397B-A17B", "qwen3.5-397b-a17b"), ("Qwen/Qwen3.5-122B-A10B-FP8", "qwen3.5-122b-a10b"),
 ])
 def test_hf_ids_resolve_to_the_presets(hf_id, preset):
     assert resolve_name("model", hf_id) == preset
@@ -138,6 +139,26 @@ CONFIGS = {
         "max_position_embeddings": 262144, "tie_word_embeddings": False}},
 }
 CONFIGS["qwen3.5-35b-a3b"]["text_config"]["layer_types"] *= 10
+CONFIGS["qwen3.5-397b-a17b"] = {"model_type": "qwen3_5_moe", "text_config": {
+    **CONFIGS["qwen3.5-35b-a3b"]["text_config"], "hidden_size": 4096, "num_hidden_layers": 60,
+    "num_attention_heads": 32, "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 15,
+    "linear_num_value_heads": 64, "num_experts": 512, "num_experts_per_tok": 10, "moe_intermediate_size": 1024,
+    "shared_expert_intermediate_size": 1024}}
+
+
+def test_qwen35_397b_by_hand():
+    # h=4096; DeltaNet with 16 key heads and 64 value heads of 128: qkvz h x (2*2048 + 2*8192), ba h x 128,
+    # conv 12288 x 4, dt_bias + A_log 128, norm 128, out 8192 x h
+    h = 4096
+    lin = h * (4096 + 16384) + h * 128 + 12288 * 4 + 128 + 128 + 8192 * h
+    full = h * 2 * 32 * 256 + 2 * h * 512 + 32 * 256 * h + 2 * 256
+    e = 3 * h * 1024
+    moe = 513 * e + h * 512 + h
+    total = 45 * (lin + 2 * h + moe) + 15 * (full + 2 * h + moe) + 2 * 248320 * h + h
+    m = load_model("qwen3.5-397b-a17b")
+    assert m.total_params == total == 396_346_350_336          # Qwen: 397B with the vision encoder
+    assert m.active_params == total - 60 * 502 * e              # 17.35B: "A17B"
+    assert m.linear_state_window == -(-(64 * 128 * 128 + 12288 * 3) // (2 * 2 * 256)) == 1060
 
 
 @pytest.mark.parametrize("preset", sorted(CONFIGS))
