@@ -82,7 +82,7 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
                 n_chips=n_chips, parallel=parallel, speculative=speculative, runtime=runtime,
                 quantization=quantization, placement=placement, price_usd_per_hour=price_usd_per_hour,
                 allow_beyond_context=allow_beyond_context)
-    m, hw, rt, layout, res, price, pinned = p.model, p.hardware, p.runtime, p.layout, p.resolved, p.price, p.pinned
+    m, hw, layout, price, pinned = p.model, p.hardware, p.layout, p.price, p.pinned
     B, S, T, N, spec_args, positions = p.batch, p.prompt, p.output, p.n_chips, p.spec_args, p.positions
     r = p.evaluate()
     for key in ("decode_tok_s_per_user", "ttft_s", "e2e_s"):   # a last guard: never NaN/inf/0
@@ -101,10 +101,7 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
     watts = hw.power_w
     terms = {k: r[key] for k, key in _TERMS}
     result = _create(Result, dict(
-        model=m.name, hardware=hw.name, runtime=rt.name, n_chips=N,
-        parallel=f"tp={layout.tp} pp={layout.pp} ep={layout.ep}", batch=B, prompt_tokens=S,
-        output_tokens=T, weight_dtype=res.weights.name, kv_dtype=res.kv.name,
-        activation_dtype=res.activations.name,
+        p.labels, batch=B, prompt_tokens=S, output_tokens=T,
         decode_tok_s_per_user=r["decode_tok_s_per_user"], decode_tok_s_total=r["decode_tok_s_total"],
         ttft_s=r["ttft_s"], prefill_s=r["prefill_s"], e2e_s=r["e2e_s"], tpot_s=r["tpot_s"],
         bound=max(terms, key=terms.get), step_terms_s=terms, memory=memory,   # = core.bound_name(r)
@@ -139,6 +136,7 @@ class Prepared:
     knobs: Knobs
     extra: dict
     consts: ModelConsts
+    labels: dict            # Result's label fields: model, hardware, runtime, n_chips, parallel, dtypes
 
     def evaluate(self, **knobs) -> dict:
         """`core.evaluate` on this configuration, with Knobs fields replaced (floats or arrays)."""
@@ -251,7 +249,10 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
                attn_peak_flops=res.attn_peak_flops)
     return Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
                     dict(positions=positions, spec=spec_args, draft=draft_mc, pinned=pinned,
-                         extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv), model_consts(m))
+                         extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv), model_consts(m),
+                    dict(model=m.name, hardware=hw.name, runtime=rt.name, n_chips=N,
+                         parallel=f"tp={layout.tp} pp={layout.pp} ep={layout.ep}", weight_dtype=res.weights.name,
+                         kv_dtype=res.kv.name, activation_dtype=res.activations.name))
 
 
 @functools.lru_cache(maxsize=1024)

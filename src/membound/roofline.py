@@ -47,13 +47,13 @@ def ceiling(a):
 
 def maximum(a, b):
     if type(a) in _EXACT and type(b) in _EXACT:
-        return b if b > a else a            # max(a, b) exactly
+        return b if b > a else a            # noqa: FURB136 -- max(a, b) exactly, without the call
     return max(a, b) if isinstance(a, _SCALAR) and isinstance(b, _SCALAR) else np.maximum(a, b)
 
 
 def minimum(a, b):
     if type(a) in _EXACT and type(b) in _EXACT:
-        return b if b < a else a            # min(a, b) exactly
+        return b if b < a else a            # noqa: FURB136 -- min(a, b) exactly, without the call
     return min(a, b) if isinstance(a, _SCALAR) and isinstance(b, _SCALAR) else np.minimum(a, b)
 
 

@@ -171,9 +171,7 @@ def _prepared(models, hardware, runtimes, speculative, chips, parallels, dtypes,
                 raise
             skipped.append((f"{m.name} on {n_chips} x {hw.name}, {wd}/{kd}/{ad}, runtime={rt}", str(e)))
             continue
-        lay, res = p.layout, p.resolved
-        labels = dict(model=m.name, hardware=hw.name, runtime=p.runtime.name, parallel=f"tp={lay.tp} pp={lay.pp} ep={lay.ep}",
-                      weight_dtype=res.weights.name, kv_dtype=res.kv.name, activation_dtype=res.activations.name)
+        labels = {k: v for k, v in p.labels.items() if k != "n_chips"}     # estimate()'s labels
         if sp is not None:
             labels["spec_draft"] = getattr(sp.draft, "name", sp.draft)
         yield p, labels, sp
@@ -450,8 +448,9 @@ def iter_sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.
                include_unfit: bool = False, on_invalid: str = "raise", as_frame=None, columns=None,
                allow_beyond_context: bool = False, _stats=None):
     """Yield the sweep's table in chunks of at most `chunk_size` rows (see `sweep`); stream them to
-    disk or reduce them as they come: memory stays at one chunk. Each chunk is freshly allocated
-    (safe to keep). `_stats` (a dict) receives dropped/skipped counts."""
+    disk or reduce them as they come: memory stays at a few chunks. A chunk you keep is never
+    written again; the memory of chunks you let go is reused. `_stats` (a dict) receives
+    dropped/skipped counts."""
     chunk_size = check_int("chunk_size", chunk_size, 1)
     _settle_allocator()
     plan = _plan(model, hardware, batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
