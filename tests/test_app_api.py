@@ -245,29 +245,32 @@ def test_membound_app_serves_the_page():
 
 
 def test_serve_curve_is_mb_serve_at_each_load_with_the_fast_mode_reading(client):
-    body = {"model": "llama-3.1-70b", "device": "h100-sxm:8", "weight_dtype": "fp8", "concurrency": "1,4,16,64",
-            "fast_lane": 4, "standard_lane": 64}
+    body = {"model": "llama-3.1-70b", "device": "h100-sxm:8", "weight_dtype": "fp8", "concurrency": "1,4,16,64,256",
+            "speedup": 2.5, "standard_lane": 64}
     r = client.post("/api/serve", json=body)
     assert r.status_code == 200, r.json()
     d = r.json()
-    assert [p["concurrency"] for p in d["points"]] == [1, 4, 16, 64]
-    want = {c: mb.serve("llama-3.1-70b", "h100-sxm", n_chips=8, parallel=mb.Parallel(tp=8), concurrency=c,
-                        prompt_tokens=2048, output_tokens=256, weight_dtype="fp8") for c in (4, 64)}
+    assert [p["concurrency"] for p in d["points"]] == [1, 4, 16, 64, 256]
+    kw = dict(n_chips=8, parallel=mb.Parallel(tp=8), prompt_tokens=2048, output_tokens=256, weight_dtype="fp8")
     got = {p["concurrency"]: p for p in d["points"]}
-    for c, w in want.items():
+    for c in (4, 64):
+        w = mb.serve("llama-3.1-70b", "h100-sxm", concurrency=c, **kw)
         assert got[c]["tok_s_per_user"] == w.tok_s_per_user
         assert got[c]["output_tok_s_per_chip"] == w.output_tok_s_per_chip
     fm = d["fast_mode"]
-    assert fm["speedup"] == want[4].tok_s_per_user / want[64].tok_s_per_user
-    # same 8 chips at the same hourly price: the price per token goes as 1 / throughput, so the
-    # price ratio of the fast lane is the standard lane's throughput over the fast lane's
-    assert fm["price_ratio"] == pytest.approx(want[64].output_tok_s / want[4].output_tok_s, rel=1e-9)
-    assert fm["reading"].startswith("fast lane (4 clients) vs standard lane (64 clients): ")
+    want = mb.serve_curve("llama-3.1-70b", "h100-sxm", concurrency=[1, 4, 16, 64, 256], **kw).fast_mode(
+        2.5, standard_concurrency=64)
+    assert (fm["speedup"], fm["price_ratio"], fm["reading"]) == (2.5, want.price_ratio, str(want))
+    # a 2.5x faster stream is 2.5x the per-user speed of the standard lane (64 clients)
+    assert fm["fast"]["tok_s_per_user"] == pytest.approx(2.5 * got[64]["tok_s_per_user"], rel=1e-6)
+    # same 8 chips at the same hourly price: price per token goes as 1 / throughput per chip
+    assert fm["fast"]["output_tok_s_per_chip"] * fm["price_ratio"] == pytest.approx(fm["slow"]["output_tok_s_per_chip"])
 
 
 @pytest.mark.parametrize("extra, field", [({"concurrency": "0,4"}, "concurrency"),
                                           ({"arrival_rate_rps": "1000"}, "arrival_rate_rps"),
-                                          ({"fast_lane": 64, "standard_lane": 4}, "fast_lane"),
+                                          ({"standard_lane": 5}, "standard_lane"),
+                                          ({"speedup": 1000}, "speedup"),
                                           ({"device": "no-such-chip:8"}, "device")])
 def test_serve_bad_input_names_the_field(client, extra, field):
     # 1000 requests/s of 2048 + 256 tokens is far past what one 8-GPU node completes (a few per second)

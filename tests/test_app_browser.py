@@ -167,16 +167,15 @@ def test_downloads_csv_and_svg(app, browser):
 
 
 def test_serve_panel_reads_the_fast_mode_off_the_curve(app, browser):
-    load(browser, app.url + "/?tab=serve&model=llama-3.1-70b&device=h100-sxm:8&concurrency=1,4,64"
-         "&fast_lane=4&standard_lane=64")
+    load(browser, app.url + "/?tab=serve&model=llama-3.1-70b&device=h100-sxm:8&concurrency=1,4,16,64"
+         "&speedup=2.5&standard_lane=64")
     kw = dict(n_chips=8, parallel=mb.Parallel(tp=8), prompt_tokens=2048, output_tokens=256)
-    fast = mb.serve("llama-3.1-70b", "h100-sxm", concurrency=4, **kw)
-    slow = mb.serve("llama-3.1-70b", "h100-sxm", concurrency=64, **kw)
-    reading = css(browser, "#fast-mode")[0].text
-    assert f"{fast.tok_s_per_user / slow.tok_s_per_user:.2f}x the speed per user" in reading
+    want = mb.serve_curve("llama-3.1-70b", "h100-sxm", concurrency=[1, 4, 16, 64], **kw).fast_mode(
+        2.5, standard_concurrency=64)
+    assert css(browser, "#fast-mode")[0].text == str(want)
     cells = [[td.get_attribute("data-value") for td in css(tr, "td")[:3]] for tr in css(browser, "#serve-table tbody tr")]
     assert [float(c[1]) for c in cells] == [mb.serve("llama-3.1-70b", "h100-sxm", concurrency=c, **kw).tok_s_per_user
-                                             for c in (1, 4, 64)]
+                                             for c in (1, 4, 16, 64)]
     assert css(browser, "#serve-chart svg polyline")
     browser.save_screenshot(str(ARTIFACTS / "app-serve.png"))
 

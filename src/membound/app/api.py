@@ -298,43 +298,41 @@ _SERVE_COLUMNS = [("concurrency", "clients", ""), ("arrival_rate", "requests/s",
                   ("cost_per_million_output_tokens_usd", "$/M output tok", "")]
 
 
-def loads(body: dict) -> tuple[str, list, Any, Any]:
-    """The curve's load points: `arrival_rate_rps` (requests/s) if given, else `concurrency`;
-    and the two lanes of the fast-mode reading (`fast_lane`, `standard_lane`: loads of the same
-    kind; default the lightest and the heaviest point), which join the points."""
+def loads(body: dict) -> tuple[str, list]:
+    """The curve's load points: `arrival_rate_rps` (requests/s) if given, else `concurrency`
+    (clients in a closed loop); a comma-separated string or a list."""
     key = "arrival_rate_rps" if _get(body, "arrival_rate_rps") is not None else "concurrency"
     raw = _get(body, key, [1, 2, 4, 8, 16, 32, 64, 128, 256])
     items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else [raw]
     if not 1 <= len(items) <= MAX_POINTS:
         raise BadRequest(f"{key}: {len(items)} points; expected 1 to {MAX_POINTS}", key)
-
-    def one(field: str, v: Any) -> Any:
-        if key == "concurrency":
-            return integer({field: v}, field, None, 1, MAX_USERS)
-        return number({field: v}, field, None)
-    values = {one(key, v) for v in items} - {None}
-    lanes = [one(f, _get(body, f)) for f in ("fast_lane", "standard_lane")]
-    points = sorted(values | ({lane for lane in lanes if lane is not None}))
-    fast = points[0] if lanes[0] is None else lanes[0]
-    standard = points[-1] if lanes[1] is None else lanes[1]
-    if fast >= standard and len(points) > 1:
-        raise BadRequest(f"fast_lane={fast:g} is invalid: expected a lighter load than standard_lane={standard:g}",
-                         "fast_lane")
-    return key, points, fast, standard
+    if key == "concurrency":
+        values = {integer({key: v}, key, None, 1, MAX_USERS) for v in items}
+    else:
+        values = {number({key: v}, key, None) for v in items}
+    return key, sorted(values - {None})
 
 
 def serve(body: dict) -> dict[str, Any]:
     """The served curve of one deployment (`device`: "h100-sxm:8"): `mb.serve` at each load point
-    (clients in a closed loop, or Poisson arrivals), and the fast-mode reading between the fast
-    lane and the standard lane: x the per-user speed for x the price per token."""
+    (clients in a closed loop, or Poisson arrivals). On a client-count curve, the fast-mode
+    reading of `mb.serve_curve(...).fast_mode`: where on the curve a user gets `speedup` times
+    the standard lane's speed (`standard_lane`: one of the client counts; default the curve's
+    knee), and for how many times the price per token."""
     from ..capacity import layout_for, min_chips
     try:
         from ..serve import serve as run_serve
+        from ..serve import serve_curve
     except ImportError:
         raise BadRequest("the Serve panel needs membound.serve, which this version of membound lacks") from None
     model = model_of(body)
     w = Workload.of(body)
-    key, points, fast, standard = loads(body)
+    key, points = loads(body)
+    speedup = number(body, "speedup", 2.5, minimum=1.0)
+    standard = integer(body, "standard_lane", None, 1, MAX_USERS)
+    if standard is not None and key == "concurrency" and standard not in points:
+        raise BadRequest(f"standard_lane={standard} is invalid: expected one of the client counts {points}",
+                         "standard_lane")
     name, chips = device_spec(text(body, "device", DEFAULT_DEVICES[0]) or "", 0)
     with at("device"):
         chips = chips or min_chips(model, name, context_tokens=w.prompt_tokens + w.output_tokens,
@@ -346,35 +344,29 @@ def serve(body: dict) -> dict[str, Any]:
                               weight_dtype=w.weight_dtype, kv_dtype=w.kv_dtype, n_chips=chips, parallel=layout)
     if w.runtime is not None:
         kw["runtime"] = w.runtime
-    results = {}
+    results = []
     for v in points:
         load = {"concurrency": v} if key == "concurrency" else {"arrival_rate": v}
         with at("device"):
-            results[v] = run_serve(model, name, **load, **kw)
+            results.append(run_serve(model, name, **load, **kw))
+    fast = None
+    if key == "concurrency" and len(points) >= 2:
+        with at("speedup"):
+            curve = serve_curve(model, name, concurrency=points, **kw)
+            fm = curve.fast_mode(speedup or 2.5, standard_concurrency=standard)
+        i = points.index(fm.slow_concurrency)
+        slow_per_chip = float(curve.output_tok_s_per_chip[i])
+        fast = {"fast": {"tok_s_per_user": fm.fast_tok_s_per_user, "output_tok_s_per_chip": slow_per_chip / fm.price_ratio,
+                         "concurrency": fm.fast_concurrency},
+                "slow": {"tok_s_per_user": fm.slow_tok_s_per_user, "output_tok_s_per_chip": slow_per_chip,
+                         "concurrency": fm.slow_concurrency},
+                "speedup": fm.speedup, "price_ratio": fm.price_ratio, "reading": str(fm)}
     cols = [c for c in _SERVE_COLUMNS if c[0] != ("arrival_rate" if key == "concurrency" else "concurrency")]
-    rows = [{k: r.to_dict()[k] for k, _, _ in cols} for r in results.values()]
-    first = results[points[0]]
+    rows = [{k: r.to_dict()[k] for k, _, _ in cols} for r in results]
+    first = results[0]
     return {"model": model.name, "hardware": first.hardware, "n_chips": first.n_chips, "parallel": first.parallel,
             "runtime": first.runtime, "load": key, "points": rows,
-            "columns": [{"key": k, "label": label, "unit": unit} for k, label, unit in cols],
-            "fast_mode": fast_mode_reading(results[fast], results[standard], key) if fast != standard else None}
-
-
-def fast_mode_reading(fast, slow, key: str) -> dict[str, Any]:
-    """The fast lane against the standard lane (two ServeResults): how many times the per-user
-    speed, for how many times the price per output token."""
-    def load(r) -> str:
-        if key == "concurrency":
-            return f"{r.concurrency:g} client{'s' if r.concurrency != 1 else ''}"
-        return f"{r.arrival_rate:g} req/s"
-    speedup = fast.tok_s_per_user / slow.tok_s_per_user
-    cf, cs = fast.cost_per_million_output_tokens_usd, slow.cost_per_million_output_tokens_usd
-    price = cf / cs if cf is not None and cs else None
-    reading = (f"fast lane ({load(fast)}) vs standard lane ({load(slow)}): {speedup:.2f}x the speed per user"
-               + (f" for {price:.2f}x the price per token" if price is not None else " (no price known)"))
-    return {"fast": {"tok_s_per_user": fast.tok_s_per_user, "output_tok_s_per_chip": fast.output_tok_s_per_chip},
-            "slow": {"tok_s_per_user": slow.tok_s_per_user, "output_tok_s_per_chip": slow.output_tok_s_per_chip},
-            "speedup": speedup, "price_ratio": price, "reading": reading}
+            "columns": [{"key": k, "label": label, "unit": unit} for k, label, unit in cols], "fast_mode": fast}
 
 
 # (column, label, unit) of each planner's ranked table, and its frontier's per-chip column

@@ -284,7 +284,7 @@ function permalink(vals) {
 }
 
 const NUMBERS = ["prompt_tokens", "output_tokens", "batch", "concurrent_users", "ttft_p90_s", "min_tok_s_per_user",
-                 "e2e_p90_s", "fast_lane", "standard_lane"];
+                 "e2e_p90_s", "speedup", "standard_lane"];
 function toBody(vals) {
   const b = {};
   for (const [k, v] of Object.entries(vals)) {
