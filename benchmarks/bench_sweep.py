@@ -44,10 +44,14 @@ def main():
     calls = 2000 if QUICK else 20000
     m, hw = mb.load_model("llama-3.1-8b"), mb.load_hardware("h100-sxm")
     kw = dict(batch=1, prompt_tokens=2048, output_tokens=256)
-    print(f"estimate(), names   : {per_call_us(lambda: mb.estimate('llama-3.1-8b', 'h100-sxm', **kw), calls):7.1f} us median ({calls} calls)")
+    t_names = per_call_us(lambda: mb.estimate('llama-3.1-8b', 'h100-sxm', **kw), calls)
+    print(f"estimate(), names   : {t_names:7.1f} us median ({calls} calls)")
     print(f"estimate(), objects : {per_call_us(lambda: mb.estimate(m, hw, **kw), calls):7.1f} us median")
     spec = mb.SpeculativeDecoding(draft="llama-3.2-1b", gamma=4, acceptance_rate=0.8)
-    print(f"estimate(), 70B tp=8 int4/fp8 + draft: {per_call_us(lambda: mb.estimate('llama-3.1-70b', 'h100-sxm', n_chips=8, batch=16, prompt_tokens=2048, output_tokens=512, weight_dtype='int4', kv_dtype='fp8', speculative=spec, runtime='vllm'), calls):7.1f} us median")
+    t_big = per_call_us(lambda: mb.estimate('llama-3.1-70b', 'h100-sxm', n_chips=8, batch=16, prompt_tokens=2048,
+                                            output_tokens=512, weight_dtype='int4', kv_dtype='fp8', speculative=spec,
+                                            runtime='vllm'), calls)
+    print(f"estimate(), 70B tp=8 int4/fp8 + draft: {t_big:7.1f} us median")
 
     # the core on one block of the grid: batch x prompt x output broadcast, every figure computed
     prepare = sys.modules["membound.estimate"].prepare
@@ -56,15 +60,18 @@ def main():
     S = np.linspace(0, 8192, 64).round()[None, :, None]
     T = np.linspace(1, 2048, 64).round()[None, None, :]
     n = B.size * S.size * T.size
-    print(f"core.evaluate, {n:,}-point block : {rate(lambda: p.evaluate(batch=B, prompt=S, output=T), n, 5 if QUICK else 20) / 1e6:6.2f} M evaluations/s (median)")
+    r_core = rate(lambda: p.evaluate(batch=B, prompt=S, output=T), n, 5 if QUICK else 20)
+    print(f"core.evaluate, {n:,}-point block : {r_core / 1e6:6.2f} M evaluations/s (median)")
 
     grid = dict(model="llama-3.1-8b", hardware=["h100-sxm", "h200"], batch=list(range(1, 129)),
                 prompt_tokens=list(range(0, 8192, 128)), output_tokens=list(range(16, 2064, 32)))
     npts = 2 * 128 * 64 * 64
     reps = 1 if QUICK else 5
-    print(f"sweep() -> DataFrame, {npts:,} points: {rate(lambda: mb.sweep(**grid, include_unfit=True), npts, reps) / 1e6:6.2f} M points/s (median)")
-    print(f"iter_sweep() streamed reduce     : "
-          f"{rate(lambda: mb.sweep(**grid, include_unfit=True, reduce=lambda a, c: max(a or 0, c['decode_tok_s_total'].max())), npts, reps) / 1e6:6.2f} M points/s (median)")
+    r_df = rate(lambda: mb.sweep(**grid, include_unfit=True), npts, reps)
+    print(f"sweep() -> DataFrame, {npts:,} points: {r_df / 1e6:6.2f} M points/s (median)")
+    r_stream = rate(lambda: mb.sweep(**grid, include_unfit=True, reduce=lambda a, c: max(a or 0, c['decode_tok_s_total'].max())),
+                    npts, reps)
+    print(f"iter_sweep() streamed reduce     : {r_stream / 1e6:6.2f} M points/s (median)")
 
 
 if __name__ == "__main__":

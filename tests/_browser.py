@@ -33,7 +33,7 @@ class AppServer:
         self.server = uvicorn.Server(uvicorn.Config(create_app(), log_level="warning", lifespan="off"))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
-    def __enter__(self) -> "AppServer":
+    def __enter__(self) -> AppServer:
         self.thread.start()
         deadline = time.monotonic() + 10
         while not self.server.started:

@@ -82,7 +82,7 @@ def test_a_miss_suggests_the_intended_name_on_one_line(kind, text, wanted):
     with pytest.raises(UnknownNameError) as e:
         mb.resolve_name(kind, text)
     msg = str(e.value)
-    assert wanted in e.value.suggestions and f"did you mean" in msg and repr(wanted) in msg
+    assert wanted in e.value.suggestions and "did you mean" in msg and repr(wanted) in msg
     assert "\n" not in msg and len(e.value.suggestions) <= 3
     assert len(msg) < 200       # never the whole catalogue (51 devices are ~600 characters)
 

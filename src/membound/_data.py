@@ -79,7 +79,7 @@ def _sized_text(path: Path) -> str:
         raise ProfileError(str(path), "<file>", "is not UTF-8 text") from None
 
 
-def read_yaml(path: "str | Path") -> dict:
+def read_yaml(path: str | Path) -> dict:
     """Parse one YAML mapping with the bounded safe loader (no Python object tags, no aliases)."""
     path = Path(path)
     text = _sized_text(path)
@@ -124,7 +124,7 @@ def parse_json(text: str, source: str, field: str = "<json>"):
     return data
 
 
-def read_json(path: "str | Path"):
+def read_json(path: str | Path):
     """Parse one JSON file (size, depth and UTF-8 checked first)."""
     path = Path(path)
     return parse_json(_sized_text(path), str(path))

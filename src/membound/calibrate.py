@@ -258,7 +258,7 @@ def _bundled_entries(rt: str) -> dict:
     return {k: e.model_dump(exclude_none=True) for k, e in load_runtime(rt).classes.items()}
 
 
-def runtime_from_fits(rt_name: str, groups, base=None) -> "object":
+def runtime_from_fits(rt_name: str, groups, base=None) -> object:
     """The runtime `rt_name` (or `base`) with its fitted entries replaced by `groups` (in memory only)."""
     from .runtime import RuntimeEntry, load_runtime
     base = base or load_runtime(rt_name)
@@ -318,7 +318,7 @@ def _evidence(g: GroupFit, today: str) -> str:
     return text
 
 
-def write_runtimes(fits: dict, folder: "Path | str", source: "Path | None" = None) -> list:
+def write_runtimes(fits: dict, folder: Path | str, source: Path | None = None) -> list:
     """Write each fitted runtime's YAML into `folder`: the file from `source` (default: the
     bundled runtimes) with only the fitted keys of the fitted entries, their evidence and the
     `calibration` note replaced; every other key is kept."""
@@ -362,7 +362,7 @@ def _assumed(fits: dict) -> dict:
     return out
 
 
-def write_specialised(fits: dict, folder: "Path | str", source: "Path | None" = None) -> list:
+def write_specialised(fits: dict, folder: Path | str, source: Path | None = None) -> list:
     """Write each specialised profile into `folder` with `latency.per_layer_s`/`evidence` (and the
     interconnect `latency_s`) replaced; the rest of the file is left as it is."""
     from .hardware import bundled_profiles_dir
@@ -380,10 +380,10 @@ def write_specialised(fits: dict, folder: "Path | str", source: "Path | None" = 
         if lat is None:
             continue
         block = lat.group(0)
-        new = re.sub(r"(  per_layer_s: ).*", lambda m: f"{m.group(1)}{params['per_layer_s']:.4g}", block, count=1)
+        new = re.sub(r"(  per_layer_s: ).*", lambda m: f"{m.group(1)}{params['per_layer_s']:.4g}", block, count=1)  # noqa: B023 -- used within this iteration
         ev = (f'"fitted by membound.calibrate on {today} from {", ".join(ids)} (published tok/s); '
               f'median |error| on them {100 * err:.1f}%; held-out error in python -m membound.validate"')
-        new = re.sub(r"(  evidence: ).*", lambda m: f"{m.group(1)}{ev}", new, count=1)
+        new = re.sub(r"(  evidence: ).*", lambda m: f"{m.group(1)}{ev}", new, count=1)  # noqa: B023 -- used within this iteration
         if not new.endswith("\n"):
             new += "\n"
         text = text.replace(block, new)
@@ -392,8 +392,8 @@ def write_specialised(fits: dict, folder: "Path | str", source: "Path | None" = 
             if ic:
                 b = ic.group(0)
                 nb = re.sub(r"(  latency_s: )[^#\n]*(#.*)?",
-                            lambda m: f"{m.group(1)}{params['hop_latency_s']:.4g}   # fitted by membound.calibrate "
-                                      f"({', '.join(ids)}): wafer-to-wafer hop incl. software sync", b, count=1)
+                            lambda m: f"{m.group(1)}{params['hop_latency_s']:.4g}   # fitted by membound.calibrate "  # noqa: B023
+                                      f"({', '.join(ids)}): wafer-to-wafer hop incl. software sync", b, count=1)  # noqa: B023 -- used within this iteration
                 text = text.replace(b, nb)
         path = folder / f"{chip}.yaml"
         path.write_text(text)

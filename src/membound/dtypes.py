@@ -91,7 +91,7 @@ def register_dtype(name: str, bits: float, compute: str | None = None,
     return d
 
 
-def get_dtype(name: "str | DType") -> DType:
+def get_dtype(name: str | DType) -> DType:
     """The registered format called `name` (case-insensitive; f16 = fp16)."""
     if isinstance(name, DType):
         return name

@@ -59,7 +59,8 @@ def _check_price(value):
 
 
 def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int = defaults.PROMPT_TOKENS,
-             output_tokens: int = defaults.OUTPUT_TOKENS, weight_dtype: str = defaults.WEIGHT_DTYPE, kv_dtype: str | None = None, activation_dtype: str | None = None,
+             output_tokens: int = defaults.OUTPUT_TOKENS, weight_dtype: str = defaults.WEIGHT_DTYPE,
+             kv_dtype: str | None = None, activation_dtype: str | None = None,
              n_chips: int = 1, parallel: Parallel | None = None, speculative: SpeculativeDecoding | None = None,
              runtime=None, quantization: Quantization | None = None, placement: dict | None = None,
              price_usd_per_hour: float | None = None, check_memory: bool = True,
@@ -68,9 +69,9 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
 
     model, hardware: objects or names (hardware may be a YAML path). batch: sequences decoded
     together; prompt_tokens / output_tokens per sequence. n_chips with `parallel` (default:
-    `parallel.layout_for`, the one layout rule; chips it cannot use whole stay idle). runtime: None (the device's measured fractions), "ideal" (pure
-    roofline) or an engine ("llama.cpp", "vllm", "tensorrt-llm", "sglang"). placement pins
-    "weights"/"kv" to tier names. check_memory=False returns a result even when the
+    `parallel.layout_for`, the one layout rule; chips it cannot use whole stay idle). runtime: None
+    (the device's measured fractions), "ideal" (pure roofline) or an engine ("llama.cpp", "vllm",
+    "tensorrt-llm", "sglang"). placement pins "weights"/"kv" to tier names. check_memory=False returns a result even when the
     configuration does not fit (memory.fits is then False). The workload defaults are
     `membound.defaults` (batch 1, 2,048 prompt and 256 output tokens, bf16), as the CLI's.
     prompt_tokens + output_tokens beyond the model's context window (`Model.max_context`) is an
@@ -143,7 +144,7 @@ class Prepared:
         kn = replace(self.knobs, **knobs) if knobs else self.knobs
         return evaluate(self.consts, self.hardware, self.eff, kn, **self.extra)
 
-    def at(self, batch: int, prompt: int, output: int) -> "Prepared":
+    def at(self, batch: int, prompt: int, output: int) -> Prepared:
         """This configuration at another workload (numbers already checked)."""
         kn = _with(self.knobs, batch=float(batch), prompt=float(prompt), output=float(output))
         return _with(self, batch=batch, prompt=prompt, output=output, knobs=kn)
@@ -158,7 +159,8 @@ def _with(obj, **changes):
 
 
 def prepare(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int = defaults.PROMPT_TOKENS,
-            output_tokens: int = defaults.OUTPUT_TOKENS, weight_dtype: str = defaults.WEIGHT_DTYPE, kv_dtype: str | None = None, activation_dtype: str | None = None,
+            output_tokens: int = defaults.OUTPUT_TOKENS, weight_dtype: str = defaults.WEIGHT_DTYPE,
+            kv_dtype: str | None = None, activation_dtype: str | None = None,
             n_chips: int = 1, parallel: Parallel | None = None, speculative: SpeculativeDecoding | None = None,
             runtime=None, quantization: Quantization | None = None, placement: dict | None = None,
             price_usd_per_hour: float | None = None, allow_beyond_context: bool = False) -> Prepared:

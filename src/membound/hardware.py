@@ -187,7 +187,7 @@ class Hardware(HashableModel):
         except InvalidInputError:
             return False
 
-    def with_overrides(self, **changes) -> "Hardware":
+    def with_overrides(self, **changes) -> Hardware:
         """A copy with fields replaced (validated again), e.g. a different price."""
         data = self.model_dump()
         data.update(changes)
@@ -221,7 +221,7 @@ _user_dirs: dict[Path, bool] = {}    # registered folder -> may it shadow bundle
 _by_name: dict[str, Hardware] = {}    # name -> bundled profile, the fast path of load_hardware
 
 
-def load_hardware_file(path: "str | Path") -> Hardware:
+def load_hardware_file(path: str | Path) -> Hardware:
     """Load and validate one profile file."""
     path = Path(path)
     return validate(Hardware, read_yaml(path), str(path))
@@ -249,7 +249,7 @@ def _load_cached(path: Path, mtime: float) -> Hardware:
     return load_hardware_file(path)
 
 
-def add_hardware_dir(folder: "str | Path", *, override: bool = False) -> None:
+def add_hardware_dir(folder: str | Path, *, override: bool = False) -> None:
     """Make the profiles in `folder` loadable by name, files added later included.
 
     Precedence, whatever the order of calls: a registered profile named like a bundled one
@@ -312,7 +312,7 @@ def _index(bundled: Path, users: tuple, stamps: tuple) -> names.NameIndex:
 names.register_kind("hardware", _hardware_index)
 
 
-def load_hardware(name_or_path: "str | Path | Hardware") -> Hardware:
+def load_hardware(name_or_path: str | Path | Hardware) -> Hardware:
     """A device by name (bundled or registered; any spelling `membound.names` resolves: case,
     spacing and punctuation aside, or an alias such as "NVIDIA H100 80GB HBM3"), by path to a
     YAML file, or passed through. A miss suggests the nearest names."""

@@ -218,7 +218,7 @@ def best_gamma(model, hardware, *, draft=None, acceptance_rate=None, mean_accept
     return best
 
 
-def speculative_speedup(model, hardware, speculative: "SpeculativeDecoding", batches=(1, 4, 16, 64, 256),
+def speculative_speedup(model, hardware, speculative: SpeculativeDecoding, batches=(1, 4, 16, 64, 256),
                         **estimate_kwargs):
     """Per-user decode speed-up of `speculative` over plain decoding at each batch (np.ndarray).
 

@@ -226,11 +226,12 @@ class Model(BaseModel):
     linear_state_elements = property(lambda self: self._d["state"],
                                      doc="Recurrent-state elements of one linear-attention layer per sequence (0: none).")
     linear_state_window = property(lambda self: self._d["state_window"],
-                                   doc="Tokens of KV holding as many elements as that state: the window a linear layer is described with.")
+                                   doc="Tokens of KV holding as many elements as that state: "
+                                       "the window a linear layer is described with.")
     is_moe = property(lambda self: self.n_experts > 0)
     is_mla = property(lambda self: self.kv_lora_rank > 0)
 
-    def model_copy(self, *, update=None, deep=False) -> "Model":
+    def model_copy(self, *, update=None, deep=False) -> Model:
         """A copy; with `update`, validated and counted again."""
         return Model(**{**self.model_dump(), **update}) if update else super().model_copy(deep=deep)
 
@@ -283,7 +284,7 @@ class Model(BaseModel):
         return model_html(self)
 
     @classmethod
-    def from_hf_config(cls, path_or_dict, name: str | None = None) -> "Model":
+    def from_hf_config(cls, path_or_dict, name: str | None = None) -> Model:
         """Read a local Hugging Face config.json (a file, its folder, or the parsed dict)."""
         cfg, src, folder = _read_config(path_or_dict)
         return _validated(_convert(cfg, src, name or cfg.get("_name_or_path") or folder), src)
@@ -353,7 +354,8 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
                 raise ProfileError(src, key, "is missing; it is required for model_type " + repr(mt))
             return default
         if kind is int and (isinstance(v, bool) or not isinstance(v, int) or v < (1 if positive else 0)):
-            raise ProfileError(src, key, f"value {short_repr(v)}: expected a {'positive' if positive else 'non-negative'} integer")
+            sign = "positive" if positive else "non-negative"
+            raise ProfileError(src, key, f"value {short_repr(v)}: expected a {sign} integer")
         if kind is bool and not isinstance(v, bool):
             raise ProfileError(src, key, f"value {short_repr(v)}: expected true or false")
         return v
@@ -538,7 +540,7 @@ def list_models() -> list[str]:
     return sorted(_catalogue())
 
 
-def load_model_file(path: "str | Path") -> Model:
+def load_model_file(path: str | Path) -> Model:
     """Load and validate one preset YAML (fields of Model)."""
     return _validated(read_yaml(path), str(path))
 

@@ -227,7 +227,7 @@ def batch_rows(rows) -> list:
 
         def at(tau, b, g=gamma):
             spec = SpeculativeDecoding(gamma=g, mean_accepted_tokens=tau, **_eagle3_head(model))
-            return speculative_speedup(model, hw, spec, batches=b, runtime=rt, **_WORKLOAD)
+            return speculative_speedup(model, hw, spec, batches=b, runtime=rt, **_WORKLOAD)  # noqa: B023 -- called in this iteration
 
         if anchor_ids:
             target = float(rows[anchor_ids[0]]["value"]) / float(rows[anchor_ids[1]]["value"])
@@ -236,7 +236,7 @@ def batch_rows(rows) -> list:
                            f"batch 1 (anchor: tau={tau:.2f})", target, float(at(tau, [1])[0]), anchor=True))
             first = 0
         else:
-            tau = _solve_tau(lambda t: float(at(t, [batches[0]])[0]), float(pts[0]["value"]), 1.0, gamma + 1.0)
+            tau = _solve_tau(lambda t: float(at(t, [batches[0]])[0]), float(pts[0]["value"]), 1.0, gamma + 1.0)  # noqa: B023
             out.append(Row(f"spec: speed-up vs batch, EAGLE-3 {name}", pts[0]["id"],
                            f"batch {batches[0]} (anchor: tau={tau:.2f})", float(pts[0]["value"]),
                            float(at(tau, [batches[0]])[0]), anchor=True))

@@ -58,7 +58,7 @@ class NameIndex:
     ambiguous: dict[str, tuple[str, ...]] = field(default_factory=dict)   # key -> clashing names
 
     @classmethod
-    def build(cls, kind: str, entries: Iterable[Entry]) -> "NameIndex":
+    def build(cls, kind: str, entries: Iterable[Entry]) -> NameIndex:
         """Index `entries`; an alias shared by two entries is a ProfileError."""
         entries = list(entries)
         owner: dict[str, Entry] = {}              # key -> entry, for the collision message

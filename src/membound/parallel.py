@@ -40,7 +40,7 @@ class Parallel:
             object.__setattr__(self, field, int(v))
 
     @classmethod
-    def parse(cls, text: str) -> "Parallel":
+    def parse(cls, text: str) -> Parallel:
         """'tp=2', 'tp=2,pp=4' or 'tp2 pp4 ep8' (the form `str(result.parallel)` shows) -> a Parallel."""
         parts = [p for p in re.split(r"[,\s]+", text.strip().lower()) if p] if isinstance(text, str) else []
         found = [re.fullmatch(r"(tp|pp|ep)\s*=?\s*([0-9]+)", p, flags=re.ASCII) for p in parts]
@@ -72,7 +72,7 @@ class Parallel:
         return -(-n_layers // self.pp)
 
 
-def as_parallel(value) -> "Parallel | None":
+def as_parallel(value) -> Parallel | None:
     """None, a Parallel, a dict such as {"tp": 2} or text such as "tp=2,pp=4" -> Parallel or None.
     Text is parsed because its form is unambiguous (the one `Result.parallel` prints)."""
     if value is None or isinstance(value, Parallel):

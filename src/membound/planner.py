@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 # a token count, a list of equally likely counts, or {count: weight}
-Lengths = Union[int, list[int], tuple[int, ...], dict[int, float]]
+Lengths = int | list[int] | tuple[int, ...] | dict[int, float]
 
 DEFAULT_HARDWARE = ("h100-sxm", "h200", "b200", "mi300x")
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)

@@ -43,7 +43,7 @@ class Quantization:
         if d is not None and not (isinstance(d, (int, float)) and math.isfinite(d) and d >= 0):
             raise InvalidInputError("dequant_overhead", d, "a finite fraction >= 0")
 
-    def resolve(self, hw) -> "Resolved":
+    def resolve(self, hw) -> Resolved:
         """Bytes and compute peaks on device `hw`."""
         w = get_dtype(self.weights)
         kv = get_dtype(self.kv or "bf16")

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ from .names import index
 
 # ---- where the data lives ---------------------------------------------------------------
 
-def reference_dir(path: "str | Path | None" = None) -> Path:
+def reference_dir(path: str | Path | None = None) -> Path:
     """The folder of reference measurements: `path`, else `$MEMBOUND_REFERENCE_DIR`, else the
     copy shipped inside the package (`membound/data/reference`, a versioned snapshot of the
     project's shared reference folder; see its VERSION file)."""
@@ -55,7 +54,7 @@ def reference_dir(path: "str | Path | None" = None) -> Path:
     return folder
 
 
-def reference_csv(path: "str | Path | None" = None) -> Path:
+def reference_csv(path: str | Path | None = None) -> Path:
     """The measurements CSV: `path` itself when it is a file, else `reference_dir(path)`'s
     measurements.csv."""
     if path is not None and Path(path).is_file():
@@ -248,7 +247,7 @@ def _category(rt: str, hw_kind: str, metric: str, framework: str, row_id: str, b
     return "other engines, batch 1"
 
 
-def load_reference(path: "str | Path | None" = None) -> Reference:
+def load_reference(path: str | Path | None = None) -> Reference:
     """Every row of measurements.csv as a Scenario, or skipped with its reason."""
     from .hardware import load_hardware
     from .model import load_model
@@ -258,8 +257,8 @@ def load_reference(path: "str | Path | None" = None) -> Reference:
     for r in rows:
         rid, metric, framework, notes = r["id"], r["metric"], r["framework"], r["notes"]
 
-        def skip(reason):
-            out.skipped.append((rid, metric, reason))
+        def skip(reason):  # called only within this row's iteration
+            out.skipped.append((rid, metric, reason))  # noqa: B023
 
         if metric in ("speedup_vs_baseline", "acceptance_length"):
             skip("a speculative-decoding ratio (the multipliers' validation, not this report)"); continue
@@ -373,7 +372,7 @@ def load_reference(path: "str | Path | None" = None) -> Reference:
                 n, parallel = _special_layout(model, hw, wd, n if r["n_chips"] else None)
             except MemboundError as e:
                 skip(f"no layout holds it: {e}"); continue
-            note = f"{n} chips ({'tp=%d pp=%d' % parallel[:2]}): the fewest that hold the weights"
+            note = f"{n} chips (tp={parallel[0]} pp={parallel[1]}): the fewest that hold the weights"
             if rid in GENERATION_NOTES:
                 note += "; " + GENERATION_NOTES[rid]
         if B is None:

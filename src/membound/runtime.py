@@ -5,9 +5,10 @@ Lookup for a device: the runtime's entry for the device's `name`, else its `devi
 else its `kind`, else `default`; a figure an entry leaves out comes from the device profile's
 own `achievable`/`latency` blocks. An engine with several backends (llama.cpp on Metal, CUDA,
 HIP, Vulkan, CPU) is one runtime per backend; its plain name (`llama.cpp`) names `backends`,
-the backend each kind of device (`apple`, `cpu`) or vendor (`nvidia`, `amd`, `intel`) runs. Two runtimes are built in: `ideal` (the pure roofline: peak
-bandwidth and compute, no floor, no overhead) and `device` (the profile's own measured
-fractions and latency floor, no engine overhead), which `estimate()` uses when none is named.
+the backend each kind of device (`apple`, `cpu`) or vendor (`nvidia`, `amd`, `intel`) runs.
+Two runtimes are built in: `ideal` (the pure roofline: peak bandwidth and compute, no floor, no
+overhead) and `device` (the profile's own measured fractions and latency floor, no engine
+overhead), which `estimate()` uses when none is named.
 """
 from __future__ import annotations
 
@@ -104,7 +105,7 @@ class Runtime(HashableModel):
     served: Served | None = None         # continuous-batching defaults and costs (membound.serve)
     backends: dict[str, str] = {}        # device kind or vendor (lower case) -> backend runtime
 
-    def backend_for(self, hw: Hardware) -> "Runtime":
+    def backend_for(self, hw: Hardware) -> Runtime:
         """The runtime that runs on `hw`: this one, or the backend its `backends` name."""
         if not self.backends:
             return self
@@ -114,7 +115,7 @@ class Runtime(HashableModel):
         raise InvalidInputError("runtime", self.name,
                                 f"a backend for a {hw.vendor} {hw.kind}: {self.name} lists {sorted(self.backends)}")
 
-    def efficiency(self, hw: Hardware) -> "Efficiency":
+    def efficiency(self, hw: Hardware) -> Efficiency:
         """The effective figures this runtime gets on `hw`."""
         return _efficiency(self, hw)
 
@@ -160,7 +161,7 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
     )
 
 
-def _quantized_peak(q: "QuantizedGemm | None", hw: Hardware) -> float:
+def _quantized_peak(q: QuantizedGemm | None, hw: Hardware) -> float:
     """fp32_multiple x the fp32 rate, never above the chip's own int8 peak (the multiple was
     measured on NVIDIA chips, whose int8 tensor peaks are far above it; on RDNA 3 the dual-issue
     fp32 rate x 4 is twice the int8 WMMA peak)."""
@@ -182,7 +183,7 @@ def runtimes_dir() -> Path:
     return Path(str(resources.files("membound") / "data" / "runtimes"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _files() -> dict[str, Path]:
     return {p.stem: p for p in sorted(runtimes_dir().glob("*.yaml"))}
 
@@ -196,7 +197,7 @@ def list_runtimes() -> list[str]:
     return sorted({*_BUILTIN, *_files()})
 
 
-def load_runtime(name: "str | Runtime | None") -> Runtime:
+def load_runtime(name: str | Runtime | None) -> Runtime:
     """A runtime by name (`ideal`, `device`, `llama.cpp`, `vllm`, `tensorrt-llm`, ...)."""
     if name is None:
         return DEVICE

@@ -191,7 +191,7 @@ class Scheduler:
             raise InvalidInputError("scheduler.token_budget", self.token_budget,
                                     f"at least max_running ({self.max_running}): one decode token per running sequence")
 
-    def resolved(self, served: Served) -> "Scheduler":
+    def resolved(self, served: Served) -> Scheduler:
         """Every knob set: the given ones, else the engine's defaults."""
         vals = {f.name: getattr(self, f.name) for f in fields(self)}
         for k, v in vals.items():
@@ -450,7 +450,10 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
     pairs_S = causal_pairs(sm.groups, S)
     P = float(sched.token_budget)
     kv_pairs = sm.kv_pairs_capacity(sched)
-    hold = effective_context(sm.groups, S + T) if sched.preemption == "none" else u_mean + sched.kv_block_tokens / 2.0 * (u_mean / max(S + D / 2.0, 1.0))
+    if sched.preemption == "none":
+        hold = effective_context(sm.groups, S + T)
+    else:
+        hold = u_mean + sched.kv_block_tokens / 2.0 * (u_mean / max(S + D / 2.0, 1.0))
     cap = min(float(sched.max_running), kv_pairs / max(hold, 1e-30), P - 1.0)
     if kv_pairs <= 0.0:
         need = sm.weights_bytes
@@ -926,7 +929,7 @@ class ServeCurve:
         t = np.asarray(self.output_tok_s_per_chip, float)
         return int(self.concurrency[int(np.flatnonzero(t >= share * t.max())[0])])
 
-    def fast_mode(self, speedup: float = 2.5, standard_concurrency: int | None = None) -> "ServedFastMode":
+    def fast_mode(self, speedup: float = 2.5, standard_concurrency: int | None = None) -> ServedFastMode:
         """Read a fast lane off the curve: where the speed per user is `speedup` times the standard
         lane's (default: the knee). The price ratio is the ratio of throughputs per chip (a
         chip-hour costs the same whoever rides)."""

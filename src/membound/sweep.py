@@ -82,7 +82,7 @@ class _Schema:
     def dtype(self, name: str, kind: str):
         return _code_dtype(len(self.categories[name])) if kind == "cat" else _KINDS[kind]
 
-    def select(self, columns) -> "_Schema":
+    def select(self, columns) -> _Schema:
         """The schema of these columns only (in table order); None keeps all."""
         if columns is None:
             return self

@@ -22,14 +22,13 @@ device is disclosed (speculative-decoding ratios are `membound.multiplier_check`
 from __future__ import annotations
 
 import argparse
-import re
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
 from .progress import track
-from .calibrate import (FIT, SPECIALISED_CALIBRATION, beats_physics, calibrate_runtimes, is_calibration,
+from .calibrate import (FIT, beats_physics, calibrate_runtimes, is_calibration,
                         runtime_from_fits)
 from .reference import SPECIALISED, Scenario, load_reference, predict, reference_csv
 

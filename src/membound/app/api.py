@@ -20,7 +20,6 @@ from typing import Any
 from ..compare import compare as run_compare
 from ..dtypes import get_dtype, list_dtypes
 from ..errors import DoesNotFitError, InvalidInputError, MemboundError, ProfileError, UnknownNameError
-from ..estimate import estimate
 from ..hardware import load_hardware
 from ..model import Model, list_models, load_model
 from ..hardware import list_hardware
@@ -185,7 +184,7 @@ class Workload:
     runtime: str | None
 
     @classmethod
-    def of(cls, body: dict) -> "Workload":
+    def of(cls, body: dict) -> Workload:
         rt = text(body, "runtime") or None
         if rt is not None:
             with at("runtime"):
@@ -276,7 +275,7 @@ def prices_of(body: dict, devices: list[str]) -> dict[str, float]:
     if not isinstance(raw, dict):
         raise BadRequest(f"prices={raw!r} is invalid: expected {{device: USD per chip-hour}}", "prices")
     out = {}
-    for name, value in raw.items():
+    for name in raw:
         with at("prices"):
             hw = load_hardware(name).name
         if hw not in devices:

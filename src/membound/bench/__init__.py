@@ -18,7 +18,8 @@ from .prompts import RATE_LIMITER, Prompt, documentation_text, load_prompts, lon
 from .report import bench_text, calibration_text, comparison_text
 
 __all__ = ["BenchResult", "Calibration", "Comparison", "LevelStats", "Point", "Prompt", "RATE_LIMITER",
-           "Round", "Sample", "bench_text", "count_prompt_tokens", "calibration_text", "compare", "comparison_text", "decode_rate",
+           "Round", "Sample", "bench_text", "count_prompt_tokens", "calibration_text", "compare", "comparison_text",
+           "decode_rate",
            "documentation_text", "fit_runtime", "iter_sse", "level_stats", "list_models", "load_prompts",
            "load_runtime_file", "local_cpu_hardware", "long_context", "measure_copy_bandwidth", "percentile",
            "points_from", "run", "stream_chat"]

@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from urllib.parse import urlsplit
 
 from ..errors import InvalidInputError, short_repr
@@ -296,7 +296,7 @@ def stream_chat(url: str, model: str, prompt: str, *, max_tokens: int = 2048, te
     except _LineTooLong:
         return fail("protocol", f"a line longer than {MAX_LINE_BYTES} bytes without a newline "
                                 f"(after {s.chunks} chunks)")
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         return fail("timeout", f"no data for {idle:g} s (after {s.chunks} chunks)")
     except ConnectionRefusedError as e:
         return fail("connection", f"cannot connect to {host}:{port}: {e.strerror or e}")

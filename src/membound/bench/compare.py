@@ -113,13 +113,13 @@ class Calibration:
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.runtime.model_dump(mode="json"), sort_keys=False)
 
-    def save(self, path: "str | Path") -> Path:
+    def save(self, path: str | Path) -> Path:
         p = Path(path)
         p.write_text(self.to_yaml())
         return p
 
 
-def load_runtime_file(path: "str | Path") -> Runtime:
+def load_runtime_file(path: str | Path) -> Runtime:
     """A Runtime from a YAML file (e.g. one `Calibration.save` wrote), for estimate(runtime=...)."""
     return validate(Runtime, read_yaml(path), str(path))
 

@@ -146,7 +146,7 @@ class BenchResult:
     def failures(self) -> list[Sample]:
         return [s for s in self.samples if not s.ok]
 
-    def save(self, path: "str | Path") -> Path:
+    def save(self, path: str | Path) -> Path:
         """Raw samples: `.json` (samples, rounds, notes) or `.csv` (one row per request,
         gaps as a ';'-separated list), written to a temporary file and renamed into place, so
         the file is either the old one or complete. Returns the path."""
@@ -231,7 +231,7 @@ class _Journal:
                     self.failed = True
                     self.notes.append(f"could not append to {self.path}: {e.strerror or e}")
 
-    def finish(self, result: "BenchResult", target: Path) -> Path | None:
+    def finish(self, result: BenchResult, target: Path) -> Path | None:
         """Write the final file (atomically); the journal goes once that worked."""
         try:
             result.save(target)
@@ -342,7 +342,7 @@ def _probe_prompt_tokens(result: BenchResult, todo: list[Prompt], tag: str, api_
 
 
 def _round(result: BenchResult, p: Prompt, c: int, r: int, send: dict, progress, refuse: str = "",
-           tag: str = "", journal: "_Journal | None" = None) -> None:
+           tag: str = "", journal: _Journal | None = None) -> None:
     """One round of `c` simultaneous requests. On Ctrl-C the requests still in flight are
     frozen as "interrupted" (copies: their threads may still write to the originals), told
     to stop, and the interrupt goes on to the caller; the round is not counted."""

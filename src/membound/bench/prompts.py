@@ -114,7 +114,7 @@ def _prompt_text(p: Path) -> str:
         raise ProfileError(str(p), "<file>", f"is not UTF-8 text (byte {e.start}); expected a text file") from None
 
 
-def load_prompts(path: "str | Path") -> list[Prompt]:
+def load_prompts(path: str | Path) -> list[Prompt]:
     """Prompts from a file: `.json` (a list of strings or of {"name", "prompt"} objects),
     `.jsonl` (one such item per line), anything else: the whole file is one prompt."""
     p = Path(path)
