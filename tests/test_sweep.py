@@ -221,6 +221,8 @@ def test_dask_engine_equals_numpy_engine_row_for_row():
         sweep(model="llama-3.1-8b", hardware="h100-sxm", batch=[0], engine="dask")
     with pytest.raises(InvalidInputError):
         sweep(model="llama-3.1-8b", hardware="h100-sxm", engine="spark")
+    with pytest.raises(InvalidInputError):
+        sweep(model="llama-3.1-8b", hardware="h100-sxm", engine="dask", reduce=lambda acc, c: c)
 
 
 def test_dask_engine_on_a_local_cluster_of_two_worker_processes():
