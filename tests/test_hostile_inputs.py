@@ -296,6 +296,9 @@ def test_runtime_fractions_and_overheads_have_ranges(tmp_path):
     f.write_text("name: rt\nclasses:\n  default:\n    per_step_overhead_s: 200\n")   # 200 us meant
     with pytest.raises(mb.ProfileError, match=r"per_step_overhead_s=200 is above 1 s"):
         bench.load_runtime_file(f)
+    f.write_text("name: rt\nserved:\n  max_running: true\n")      # was read as 1 sequence
+    with pytest.raises(mb.ProfileError, match="served.max_running.*true/false is not a number"):
+        bench.load_runtime_file(f)
 
 
 def test_errors_show_values_cut_short():

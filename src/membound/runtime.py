@@ -28,6 +28,7 @@ from .hardware import Fraction, Hardware, StepSeconds
 _Frac = Fraction                     # 0.01 .. 1, with a hint for percentages
 _Secs = StepSeconds                  # 0 .. 1 s, with a hint for microseconds/milliseconds
 _Unit = Annotated[float, Number, Field(ge=0, le=1, allow_inf_nan=False)]
+_Count = Annotated[int, Number, Field(ge=1, le=10**9)]   # sequences, tokens; `true` is not 1
 
 
 class RuntimeEntry(BaseModel):
@@ -68,11 +69,11 @@ class Served(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     generation: str = ""                 # versions and date range the figures describe
-    max_running: int = Field(256, ge=1)  # most sequences in the running batch (max_num_seqs)
-    token_budget: int = Field(8192, ge=1)   # tokens per step (max_num_batched_tokens / chunk size)
+    max_running: _Count = 256  # most sequences in the running batch (max_num_seqs)
+    token_budget: _Count = 8192   # tokens per step (max_num_batched_tokens / chunk size)
     chunked_prefill: bool = True
     mixed_steps: bool = True             # decode and prefill share a step (False: SGLang default)
-    kv_block_tokens: int = Field(16, ge=1)
+    kv_block_tokens: _Count = 16
     memory_fraction: _Frac = 0.9         # of device memory the engine takes (weights, KV, activations)
     preemption: Literal["recompute", "swap", "none"] = "recompute"   # none: reserve the full length
     bandwidth_fraction: _Frac | None = None   # served kernels' share of what the chip achieves
@@ -81,7 +82,7 @@ class Served(BaseModel):
     per_allreduce_s: _Secs = 0.0         # engine all-reduce kernel latency, 2 per layer when tp > 1
     per_layer_s: _Secs = 0.0             # per layer per step (kernels the CUDA graph does not hide)
     per_moe_layer_s: _Secs = 0.0         # more per MoE layer (routing, permutes, grouped GEMMs)
-    moe_tile_tokens: Annotated[float, Field(ge=0, le=4096, allow_inf_nan=False)] = 0.0
+    moe_tile_tokens: Annotated[float, Number, Field(ge=0, le=4096, allow_inf_nan=False)] = 0.0
                                          # rows each touched expert's GEMM computes at least
                                          # (tiles padded when few tokens route to it)
     per_sequence_s: _Secs = 0.0          # per running sequence per step
