@@ -24,3 +24,10 @@ def test_report_has_every_section_and_finite_errors():
     # Marlin's 3.87x at batch 1..32 is the byte ratio 16 / 4.125
     assert all(r.predicted == pytest.approx(16 / 4.125, rel=0.01) for r in rows if "Marlin" in r.section)
     assert "summary" in mc.report()
+
+
+def test_help_answers_without_running_the_check(capsys):
+    from membound.multiplier_check import main
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0 and "--reference" in capsys.readouterr().out

@@ -368,5 +368,17 @@ def report(path=None) -> str:
     return "\n".join(lines)
 
 
+def main(argv=None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m membound.multiplier_check",
+                                 description="Score the multipliers (speculative decoding, quantization, batching) "
+                                             "against the papers' measured speed-ups in the reference data.")
+    ap.add_argument("--reference", default=None, help="a folder holding measurements.csv "
+                    "(default: $MEMBOUND_REFERENCE_DIR or the copy shipped with membound)")
+    args = ap.parse_args(argv)
+    print(report(args.reference))
+    return 0
+
+
 if __name__ == "__main__":
-    print(report())
+    raise SystemExit(main())

@@ -15,6 +15,10 @@ Mapping choices (each is an assumption a reader can check):
   11.27 GiB gpt-oss-20b file = 19.1e9 expert weights x 4.25 bits + 1.8e9 others x 8.5 bits);
   TensorRT-LLM "fp8 or default" KV -> fp8 (the FP8/FP4 checkpoints it runs); "not stated"
   16-bit -> bf16; Groq's "8-bit" -> int8.
+- llama.cpp rows run on the backend their framework text names (Metal, CUDA, HIP/ROCm, Vulkan,
+  CPU), each its own runtime (llama.cpp-metal, ...); a CPU-backend row runs on the CPU profile of
+  that chip's cores (`CPU_PROFILE`), never on its GPU's; "tg N @ dD" rows hold the depth D in the
+  prompt column, so the prompt is 0 and the depth D (counted once).
 - metrics: decode_tok_s_per_user / decode_tok_s_total as estimate() reports them; prefill_tok_s
   = B*S / prefill seconds (at depth d: the extra prefill time from d to d+S tokens);
   itl_ms = 1000 / per-user tok/s; ttft_ms = prefill; throughput_tok_s_total at a fixed batch =
