@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
@@ -27,8 +28,9 @@ def _g(x: float) -> str:
     return re.sub(r"e([+-])0*(\d)", lambda m: "e" + ("-" if m[1] == "-" else "") + m[2], f"{x:.4g}")
 
 
-def _ranged(lo: float, hi: float, unit: str, low_hint, high_hint) -> object:
-    """A finite float in [lo, hi]; outside, an error saying which unit was probably meant."""
+def _ranged(lo: float, hi: float, unit: str, low_hint: Callable[[float], str],
+            high_hint: Callable[[float], str]) -> AfterValidator:
+    """A check of a float in [lo, hi]; outside, an error saying which unit was probably meant."""
     unit = f" {unit}" if unit else ""
 
     def check(v: float, info: ValidationInfo) -> float:
@@ -38,7 +40,7 @@ def _ranged(lo: float, hi: float, unit: str, low_hint, high_hint) -> object:
         if v > hi:
             raise ValueError(f"{name}={_g(v)} is above {_g(hi)}{unit}: {high_hint(v)}")
         return v
-    return Annotated[float, Number, Field(allow_inf_nan=False), AfterValidator(check)]
+    return AfterValidator(check)
 
 
 # Physical ranges: wide enough for any real chip (a Groq LPU's 230 MB of SRAM, a wafer's
@@ -48,27 +50,31 @@ def _per_second(v: float) -> str:
     return f"give bytes per second ({_g(v)} TB/s = {_g(v * 1e12)}; {_g(v)} GB/s = {_g(v * 1e9)})"
 
 
-MemoryBandwidth = _ranged(1e9, 1e18, "B/s", _per_second,
-                          lambda v: "give bytes per second of one chip (1 EB/s is far beyond any memory)")
-LinkBandwidth = _ranged(1e8, 1e18, "B/s", _per_second,
-                        lambda v: "give bytes per second of one chip, one direction")
-Bytes = _ranged(1e6, 1e16, "bytes", lambda v: f"give bytes ({_g(v)} GB = {_g(v * 1e9)}; {_g(v)} GiB = {_g(v * 2**30)})",
-                lambda v: "give the usable bytes of one chip (10 PB is far beyond any)")
-FlopsPerS = _ranged(1e9, 1e21, "FLOP/s", lambda v: f"give FLOP/s ({_g(v)} TFLOP/s = {_g(v * 1e12)})",
-                    lambda v: "give dense FLOP/s of one chip (1 ZFLOP/s is far beyond any)")
+# each: a finite float (Field) in its physical range (_ranged)
+MemoryBandwidth = Annotated[float, Number, Field(allow_inf_nan=False), _ranged(
+    1e9, 1e18, "B/s", _per_second, lambda v: "give bytes per second of one chip (1 EB/s is far beyond any memory)")]
+LinkBandwidth = Annotated[float, Number, Field(allow_inf_nan=False), _ranged(
+    1e8, 1e18, "B/s", _per_second, lambda v: "give bytes per second of one chip, one direction")]
+Bytes = Annotated[float, Number, Field(allow_inf_nan=False), _ranged(
+    1e6, 1e16, "bytes", lambda v: f"give bytes ({_g(v)} GB = {_g(v * 1e9)}; {_g(v)} GiB = {_g(v * 2**30)})",
+    lambda v: "give the usable bytes of one chip (10 PB is far beyond any)")]
+FlopsPerS = Annotated[float, Number, Field(allow_inf_nan=False), _ranged(
+    1e9, 1e21, "FLOP/s", lambda v: f"give FLOP/s ({_g(v)} TFLOP/s = {_g(v * 1e12)})",
+    lambda v: "give dense FLOP/s of one chip (1 ZFLOP/s is far beyond any)")]
 
 
-def _seconds(hi: float, what: str):
+def _seconds(hi: float, what: str) -> AfterValidator:
     return _ranged(0.0, hi, "s", lambda v: "expected a time >= 0",
                    lambda v: f"give seconds {what} ({_g(v)} us = {_g(v * 1e-6)}; {_g(v)} ms = {_g(v * 1e-3)})")
 
 
-HopSeconds = _seconds(1e-2, "per hop")
-LayerSeconds = _seconds(1e-2, "per layer")
-StepSeconds = _seconds(1.0, "per step")
-Fraction = _ranged(0.01, 1.0, "", lambda v: "expected a fraction of peak between 0.01 and 1 (90% = 0.9)",
-                   lambda v: f"give a fraction of peak ({_g(v)}% = {_g(v / 100)})" if v <= 100
-                   else "expected a fraction of peak between 0.01 and 1")
+HopSeconds = Annotated[float, Number, Field(allow_inf_nan=False), _seconds(1e-2, "per hop")]
+LayerSeconds = Annotated[float, Number, Field(allow_inf_nan=False), _seconds(1e-2, "per layer")]
+StepSeconds = Annotated[float, Number, Field(allow_inf_nan=False), _seconds(1.0, "per step")]
+Fraction = Annotated[float, Number, Field(allow_inf_nan=False), _ranged(
+    0.01, 1.0, "", lambda v: "expected a fraction of peak between 0.01 and 1 (90% = 0.9)",
+    lambda v: f"give a fraction of peak ({_g(v)}% = {_g(v / 100)})" if v <= 100
+    else "expected a fraction of peak between 0.01 and 1")]
 
 DeviceKind = Literal["gpu", "tpu", "apple", "cpu", "apu", "wafer", "lpu", "rdu", "npu"]
 

@@ -203,33 +203,65 @@ class Model(BaseModel):
         return params, state
 
     # ---- derived (computed once at validation) -------------------------------------------------
-    total_params = property(lambda self: self._d["total"],
-                            doc="Every parameter, embeddings included (one matrix when tied).")
-    active_params = property(lambda self: self._d["active"],
-                             doc="Parameters one token uses: total minus the E - k routed experts it skips.")
-    expert_params = property(lambda self: self._d["expert"],
-                             doc="Parameters of one routed expert in one MoE layer (gated: 3*hidden*expert_ffn_size).")
-    n_moe_layers = property(lambda self: self._d["n_moe"], doc="Layers whose FFN is routed experts.")
-    dense_params = property(lambda self: self._d["dense"],
-                            doc="Parameters read whatever the routing: all but the routed experts.")
-    kv_elements_per_token_per_layer = property(
-        lambda self: self._d["kv_el"],
-        doc="Cached elements per token per layer: 2*kv_heads*head_dim; MLA kv_lora_rank + rope dim.")
-    attn_flops_per_ctx_token_per_layer = property(
-        lambda self: self._d["attn_flops"],
-        doc="FLOPs one new token spends on one cached token in one layer in decode (QK^T and AV, "
-            "2 per MAC; MLA: the absorbed form over the latent).")
-    prefill_attn_flops_per_pair = property(
-        lambda self: self._d["prefill_attn_flops"],
-        doc="FLOPs per (query, key) pair in one layer in prefill (MLA: keys/values decompressed per "
-            "head; others: the same as decode).")
-    linear_state_elements = property(lambda self: self._d["state"],
-                                     doc="Recurrent-state elements of one linear-attention layer per sequence (0: none).")
-    linear_state_window = property(lambda self: self._d["state_window"],
-                                   doc="Tokens of KV holding as many elements as that state: "
-                                       "the window a linear layer is described with.")
-    is_moe = property(lambda self: self.n_experts > 0)
-    is_mla = property(lambda self: self.kv_lora_rank > 0)
+    @property
+    def total_params(self) -> float:
+        """Every parameter, embeddings included (one matrix when tied)."""
+        return self._d["total"]
+
+    @property
+    def active_params(self) -> float:
+        """Parameters one token uses: total minus the E - k routed experts it skips."""
+        return self._d["active"]
+
+    @property
+    def expert_params(self) -> float:
+        """Parameters of one routed expert in one MoE layer (gated: 3*hidden*expert_ffn_size)."""
+        return self._d["expert"]
+
+    @property
+    def n_moe_layers(self) -> int:
+        """Layers whose FFN is routed experts."""
+        return self._d["n_moe"]
+
+    @property
+    def dense_params(self) -> float:
+        """Parameters read whatever the routing: all but the routed experts."""
+        return self._d["dense"]
+
+    @property
+    def kv_elements_per_token_per_layer(self) -> int:
+        """Cached elements per token per layer: 2*kv_heads*head_dim; MLA kv_lora_rank + rope dim."""
+        return self._d["kv_el"]
+
+    @property
+    def attn_flops_per_ctx_token_per_layer(self) -> float:
+        """FLOPs one new token spends on one cached token in one layer in decode (QK^T and AV,
+        2 per MAC; MLA: the absorbed form over the latent)."""
+        return self._d["attn_flops"]
+
+    @property
+    def prefill_attn_flops_per_pair(self) -> float:
+        """FLOPs per (query, key) pair in one layer in prefill (MLA: keys/values decompressed per
+        head; others: the same as decode)."""
+        return self._d["prefill_attn_flops"]
+
+    @property
+    def linear_state_elements(self) -> int:
+        """Recurrent-state elements of one linear-attention layer per sequence (0: none)."""
+        return self._d["state"]
+
+    @property
+    def linear_state_window(self) -> int:
+        """Tokens of KV holding as many elements as that state: the window a linear layer is described with."""
+        return self._d["state_window"]
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
 
     def model_copy(self, *, update=None, deep=False) -> Model:
         """A copy; with `update`, validated and counted again."""
