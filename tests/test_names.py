@@ -198,3 +198,11 @@ def test_bench_takes_the_preset_from_the_served_model_id():
     assert _membound_model(_bench_args(served_model="meta-llama/Llama-3.1-8B-Instruct")) is None   # no comparison
     with pytest.raises(mb.InvalidInputError, match="nearest: .*llama-3.1-8b"):
         _membound_model(_bench_args(hardware="h100-sxm", served_model="meta-llama/Llama-3.1-8B-Instruct-AWQ"))
+
+
+@pytest.mark.parametrize("name", ["x" * 100_000, "a\x00b", "", "h100 " * 50])
+def test_names_no_file_system_accepts_are_one_line_unknown_names(name):
+    for load in (mb.load_hardware, mb.load_model):
+        with pytest.raises(UnknownNameError) as e:
+            load(name)
+        assert "\n" not in str(e.value) and len(str(e.value)) < 300

@@ -331,7 +331,7 @@ def load_hardware(name_or_path: str | Path | Hardware) -> Hardware:
         raise InvalidInputError("hardware", name_or_path, "a device name, a YAML path or a Hardware")
     s = str(name_or_path)
     p = Path(s)
-    if s.endswith((".yaml", ".yml")) or p.is_file():
+    if names.names_a_path(s, (".yaml", ".yml")):
         if not p.is_file():
             raise ProfileError(s, "<file>", "no such file")
         return _load_cached(p.resolve(), p.stat().st_mtime)

@@ -612,7 +612,7 @@ def load_model(name_or_path_or_model) -> Model:
         raise InvalidInputError("model", name_or_path_or_model, "a model name, a path, or a Model")
     s = str(name_or_path_or_model)
     p = Path(s)
-    if s.endswith((".yaml", ".yml", ".json")) or p.is_file() or p.is_dir():
+    if names.names_a_path(s, (".yaml", ".yml", ".json")):
         target = p / "config.json" if p.is_dir() else p
         if not target.is_file():
             raise ProfileError(str(target), "<file>", "no such file")

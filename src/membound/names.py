@@ -27,11 +27,27 @@ import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .errors import InvalidInputError, ProfileError, UnknownNameError
 
 _DROP = re.compile(r"[\s\-_.]+")
 KINDS = ("model", "hardware", "runtime", "dtype")
+
+
+def names_a_path(text: str, suffixes: tuple[str, ...]) -> bool:
+    """Whether a loader should read `text` as a file path (a known suffix, or an existing file or
+    folder) rather than resolve it as a name; a string no file system accepts (too long, a NUL)
+    is a name, so it reaches the resolver and its one-line error."""
+    if text.endswith(suffixes):
+        return True
+    if not text.strip():                  # "" would be the current folder
+        return False
+    try:
+        p = Path(text)
+        return p.is_file() or (".json" in suffixes and p.is_dir())
+    except (OSError, ValueError):
+        return False
 
 
 def normalise(text: str) -> str:
