@@ -1,6 +1,6 @@
 """Command line: `membound VERB ...` (and `python -m membound VERB ...`).
 
-Verbs: estimate, compare, serve, sweep, plan, models list/show, hardware list/show, validate.
+Verbs: estimate, compare, serve, sweep, plan, models list/show, hardware list/show, validate, app.
 Human tables by default, `--json` for machines. Bad input is one line on stderr and exit
 status 2 (MemboundError, bad options); a file that cannot be written is exit status 1.
 """
