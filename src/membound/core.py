@@ -22,11 +22,15 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from .parallel import communication_s
-from .roofline import (causal_pairs, ceiling, context_pieces, effective_context, expected_experts,
+from .roofline import (Num, causal_pairs, ceiling, context_pieces, effective_context, expected_experts,
                        maximum, minimum, sum_over_context, where)
+
+if TYPE_CHECKING:
+    from .hardware import Hardware
+    from .runtime import Efficiency
 
 
 @dataclass(frozen=True)
@@ -50,8 +54,8 @@ class ModelConsts:
     kv_split_max: float        # the most ways KV can be split by tensor parallelism
     attn_per_pair: float       # FLOPs per (layer, cached token) pair per new token (decode)
     prefill_attn_per_pair: float  # the same per (query, key) pair in prefill (MLA: decompressed form)
-    window_groups: tuple
-    pieces: tuple
+    window_groups: tuple[tuple[int | None, int], ...]   # (window or None, layers)
+    pieces: tuple[tuple[float, float, float, float], ...]  # roofline.context_pieces
     vocab: float
     lookup_params: float       # the untied input-embedding table: held in memory, but decode
                                # reads only the rows of its tokens, and it does no FLOPs
@@ -89,27 +93,31 @@ class SpecArgs(NamedTuple):
     route_correlation: float = 0.0  # rho: verified positions of a sequence route like 1+(v-1)(1-rho) tokens
 
 
+# a decode step as affine functions of u(L): (memory_a, memory_b, compute_a, compute_b) seconds
+Coeffs: TypeAlias = tuple[Num, Num, Num, Num]
+
+
 @dataclass(frozen=True)
 class Knobs:
     """Numeric inputs of one evaluation; each may be a float or an array (broadcast)."""
 
-    batch: object
-    prompt: object
-    output: object
-    w_bytes: object          # bytes per weight (block scales included)
-    kv_bytes: object         # bytes per KV element
-    act_bytes: object        # bytes per activation element (communication volume)
-    peak_flops: object       # dense peak FLOP/s of the compute dtype
-    dequant: object          # extra GEMM work for weight-only formats (fraction)
-    tp: object
-    pp: object
-    ep: object
-    n_chips: object
-    price_usd_per_hour: object   # per chip-hour (0 when unknown)
-    w_bytes_dense: object = None  # bytes per weight of the non-expert tensors when they differ
-                                  # (gpt-oss GGUF: experts mxfp4, the rest q8_0); None = w_bytes
-    attn_peak_flops: object = None  # dense peak FLOP/s attention runs at (QK^T, AV in the KV's
-                                    # 16- or 8-bit format, never fp4); None = peak_flops
+    batch: Num
+    prompt: Num
+    output: Num
+    w_bytes: Num          # bytes per weight (block scales included)
+    kv_bytes: Num         # bytes per KV element
+    act_bytes: Num        # bytes per activation element (communication volume)
+    peak_flops: Num       # dense peak FLOP/s of the compute dtype
+    dequant: Num          # extra GEMM work for weight-only formats (fraction)
+    tp: Num
+    pp: Num
+    ep: Num
+    n_chips: Num
+    price_usd_per_hour: Num   # per chip-hour (0 when unknown)
+    w_bytes_dense: Num | None = None  # bytes per weight of the non-expert tensors when they differ
+                                      # (gpt-oss GGUF: experts mxfp4, the rest q8_0); None = w_bytes
+    attn_peak_flops: Num | None = None  # dense peak FLOP/s attention runs at (QK^T, AV in the KV's
+                                        # 16- or 8-bit format, never fp4); None = peak_flops
 
 
 def _placement(tiers, eff_bw, w_chip, kv_chip, pinned):
@@ -144,8 +152,9 @@ def _placement(tiers, eff_bw, w_chip, kv_chip, pinned):
     return w_inv, kv_inv, per_tier
 
 
-def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, draft=None,
-             pinned=None, extra_weight_bytes_chip=0.0, extra_kv_bytes_token_chip=0.0):
+def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, positions: Num = 1.0,
+             spec: SpecArgs | None = None, draft: ModelConsts | None = None, pinned: dict[str, str] | None = None,
+             extra_weight_bytes_chip: Num = 0.0, extra_kv_bytes_token_chip: Num = 0.0) -> dict[str, Any]:
     """Everything `estimate()` reports, as a dict of floats or arrays.
 
     spec: a SpecArgs for speculative decoding, with `positions` verified per round; draft: the
@@ -211,7 +220,7 @@ def evaluate(mc: ModelConsts, hw, eff, kn: Knobs, *, positions=1.0, spec=None, d
     overhead = eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s + b * eff.per_sequence_overhead_s
     serial = 1.0 - eff.overlap      # 0: step = max(memory, compute); 1: memory + compute
 
-    def timed(c):
+    def timed(c: Coeffs) -> Coeffs:
         """(memory, compute) coefficients with the non-overlapped share of the other added:
         w*max(m, c) + (1-w)*(m + c) = max(m + (1-w)c, c + (1-w)m), both affine in u(L)."""
         if serial == 0.0:
@@ -356,4 +365,4 @@ def bound_name(r) -> str:
     """Which term sets the step: the largest of the max-terms, unless an additive term
     (communication, overhead) is larger still."""
     vals = {k: float(r[f"{k}_s"]) for k in BOUNDS}
-    return max(vals, key=vals.get)
+    return max(vals, key=vals.__getitem__)

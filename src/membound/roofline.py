@@ -19,9 +19,13 @@ in L, so the sum of step(L) over a whole generation has a closed form (`sum_step
 from __future__ import annotations
 
 import math
+from typing import TypeAlias
 
 import numpy as np
+from numpy.typing import NDArray
 
+# A figure of the physics: a float (estimate) or an array of them broadcast like a ufunc (sweep)
+Num: TypeAlias = float | NDArray[np.float64]
 
 _SCALAR = (int, float)
 _EXACT = frozenset(_SCALAR)   # exact types: a set lookup is cheaper than isinstance on the hot path
