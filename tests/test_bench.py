@@ -292,10 +292,11 @@ def test_stream_timing_against_a_paced_server(paced):
     s = bench.stream_chat(paced, "paced", "hi")
     assert s.ok, s.error
     assert (s.output_tokens, s.tokens_source, s.prompt_tokens, s.chunks) == (20, "usage", 42, 20)
-    assert 0.15 <= s.ttft_s < 0.6                      # the server waits 0.15 s before the first text
-    assert len(s.gaps_s) == 19 and 0.0095 <= float(np.median(s.gaps_s)) < 0.03
+    # lower bounds are the server's pacing; upper bounds only leave room for a busy machine
+    assert 0.15 <= s.ttft_s < 2.0                      # the server waits 0.15 s before the first text
+    assert len(s.gaps_s) == 19 and 0.0095 <= float(np.median(s.gaps_s)) < 0.1
     # 20 tokens over 19 gaps of >= 0.01 s: at most 20 / 0.19 = 105 tok/s (+10% for the reader's jitter)
-    assert 30 < s.decode_tok_s <= 1.1 * 20 / 0.19
+    assert 5 < s.decode_tok_s <= 1.1 * 20 / 0.19
 
 
 def test_stream_faults_are_recorded_not_raised(paced):

@@ -9,7 +9,7 @@ import pytest
 
 def run(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "membound", *args], capture_output=True, text=True,
-                          timeout=60, cwd=cwd)
+                          timeout=600, cwd=cwd)
 
 
 def test_estimate_json_matches_hand_ceiling():
