@@ -5,6 +5,7 @@ import functools
 import math
 import numbers
 from dataclasses import dataclass, replace
+from typing import Any
 
 from . import defaults
 from .core import BOUNDS, Knobs, ModelConsts, SpecArgs, evaluate, model_consts
@@ -13,9 +14,9 @@ from .errors import DoesNotFitError, InvalidInputError, MemboundError
 from .hardware import Hardware, load_hardware
 from .model import Model, load_model
 from .parallel import Parallel, as_parallel, layout_for
-from .quantization import Quantization
+from .quantization import Quantization, Resolved
 from .result import Memory, Result, TierUse, _create
-from .runtime import load_runtime
+from .runtime import Efficiency, Runtime, load_runtime
 from .speculative import SpeculativeDecoding
 
 
@@ -31,7 +32,7 @@ def check_int(field: str, value, minimum: int, maximum: int = MAX_COUNT) -> int:
     """An integer in [minimum, maximum] (numpy integers accepted), else InvalidInputError."""
     if type(value) is int and minimum <= value <= maximum:      # the common case, without the ABC check
         return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not minimum <= value <= maximum:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not minimum <= int(value) <= maximum:
         raise InvalidInputError(field, value, f"an integer from {minimum:,} to {maximum:,}")
     return int(value)
 
@@ -105,11 +106,11 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
         p.labels, batch=B, prompt_tokens=S, output_tokens=T,
         decode_tok_s_per_user=r["decode_tok_s_per_user"], decode_tok_s_total=r["decode_tok_s_total"],
         ttft_s=r["ttft_s"], prefill_s=r["prefill_s"], e2e_s=r["e2e_s"], tpot_s=r["tpot_s"],
-        bound=max(terms, key=terms.get), step_terms_s=terms, memory=memory,   # = core.bound_name(r)
+        bound=max(terms, key=terms.__getitem__), step_terms_s=terms, memory=memory,   # = core.bound_name(r)
         cost_per_million_tokens_usd=r["cost_per_million_tokens_usd"] if price is not None else None,
         joules_per_token=(watts * N * r["e2e_s"] / (B * T)) if watts else None,
-        speculative=None if speculative is None else {
-            "gamma": speculative.gamma, "tokens_per_round": spec_args[1], "verify_positions": int(positions),
+        speculative=None if speculative is None or spec_args is None else {
+            "gamma": speculative.gamma, "tokens_per_round": spec_args.tokens_per_round, "verify_positions": int(positions),
             "draft": getattr(speculative.draft, "name", speculative.draft)},
     ))
     return result
@@ -122,22 +123,22 @@ class Prepared:
 
     model: Model
     hardware: Hardware
-    runtime: object
+    runtime: Runtime
     layout: Parallel
-    resolved: object
+    resolved: Resolved
     price: float | None
-    pinned: dict | None
+    pinned: dict[str, str] | None
     batch: int
     prompt: int
     output: int
     n_chips: int
-    spec_args: tuple | None
+    spec_args: SpecArgs | None
     positions: float
-    eff: object
+    eff: Efficiency
     knobs: Knobs
-    extra: dict
+    extra: dict[str, Any]   # core.evaluate's keyword arguments beyond the knobs
     consts: ModelConsts
-    labels: dict            # Result's label fields: model, hardware, runtime, n_chips, parallel, dtypes
+    labels: dict[str, str | int]  # Result's label fields: model, hardware, runtime, n_chips, parallel, dtypes
 
     def evaluate(self, **knobs) -> dict:
         """`core.evaluate` on this configuration, with Knobs fields replaced (floats or arrays)."""
@@ -185,7 +186,8 @@ def prepare(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int 
     args = (m, hw, rt, N, parallel, weight_dtype, kv_dtype, activation_dtype, speculative, quantization,
             placement, price_usd_per_hour)
     try:
-        base = _resolve_cached(*args, _formats_now(weight_dtype, kv_dtype, activation_dtype, quantization))
+        # an unhashable argument raises TypeError here, by design (caught below)
+        base = _resolve_cached(*args, _formats_now(weight_dtype, kv_dtype, activation_dtype, quantization))  # type: ignore[arg-type]
     except (TypeError, MemboundError):  # an unhashable argument (a placement dict) or a bad format name:
         base = _resolve(*args)          # resolve afresh (which raises the error naming the field)
     return base.at(B, S, T)
