@@ -35,6 +35,7 @@ import math
 import numbers
 from collections import deque
 from dataclasses import asdict, dataclass, field, fields, replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -200,6 +201,15 @@ class Scheduler:
         return Scheduler(**vals)
 
 
+_K = TypeVar("_K", int, float, bool, str)
+
+
+def _set(knob: _K | None) -> _K:
+    """A knob of a resolved Scheduler (`Scheduler.resolved` leaves none unset)."""
+    assert knob is not None, "a Scheduler knob read before Scheduler.resolved()"
+    return knob
+
+
 DEFAULT_SERVED = Served(generation="generic continuous batching (no engine costs fitted)")
 
 # ---- one step, from the core --------------------------------------------------------------
@@ -274,9 +284,9 @@ class StepModel:
     def kv_pairs_capacity(self, sched: Scheduler) -> float:
         """(layer, token) KV pairs one chip's share of the cache holds: memory_fraction of what
         the weights and the activations of a full token budget leave."""
-        act = float(self.prepared.evaluate(batch=1.0, prompt=float(sched.token_budget), output=1.0)
+        act = float(self.prepared.evaluate(batch=1.0, prompt=float(_set(sched.token_budget)), output=1.0)
                     ["activation_bytes_chip"])
-        free = sched.memory_fraction * (self.capacity_bytes - self.weights_bytes - act)
+        free = _set(sched.memory_fraction) * (self.capacity_bytes - self.weights_bytes - act)
         return max(free, 0.0) / self.kv_pair_bytes
 
     def terms(self, b, u, c=0.0, cu=0.0, cp=0.0):
@@ -316,7 +326,7 @@ class StepModel:
         other = {"communication": float(np.interp(tokens, self._grid, self._comm)),
                  "overhead": self.per_step + self.per_seq * float(b), "latency": self.floor}
         vals = {"memory": mem, "compute": comp, **other}
-        return max(vals, key=vals.get)
+        return max(vals, key=vals.__getitem__)
 
 
 # ---- the result ---------------------------------------------------------------------------
@@ -448,13 +458,13 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
     u_mean = effective_context(sm.groups, S + D / 2.0)
     u_S = effective_context(sm.groups, S)
     pairs_S = causal_pairs(sm.groups, S)
-    P = float(sched.token_budget)
+    P = float(_set(sched.token_budget))
     kv_pairs = sm.kv_pairs_capacity(sched)
     if sched.preemption == "none":
         hold = effective_context(sm.groups, S + T)
     else:
-        hold = u_mean + sched.kv_block_tokens / 2.0 * (u_mean / max(S + D / 2.0, 1.0))
-    cap = min(float(sched.max_running), kv_pairs / max(hold, 1e-30), P - 1.0)
+        hold = u_mean + _set(sched.kv_block_tokens) / 2.0 * (u_mean / max(S + D / 2.0, 1.0))
+    cap = min(float(_set(sched.max_running)), kv_pairs / max(hold, 1e-30), P - 1.0)
     if kv_pairs <= 0.0:
         need = sm.weights_bytes
         raise DoesNotFitError(need, sm.capacity_bytes, math.ceil(need * sm.n_chips / sm.capacity_bytes) + 1,
@@ -568,7 +578,7 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
     S = prompts.astype(np.int64)
     T = outputs.astype(np.int64)
     groups = sm.groups
-    P, M, blk = sched.token_budget, sched.max_running, sched.kv_block_tokens
+    P, M, blk = _set(sched.token_budget), _set(sched.max_running), _set(sched.kv_block_tokens)
     cap = sm.kv_pairs_capacity(sched)
     arrive = np.full(n, np.inf)
     admit = np.full(n, np.nan)
@@ -577,9 +587,10 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
     h = sm.host_s            # a request reaches the engine h after it is sent
     if arrivals is not None:
         arrive[:] = np.asarray(arrivals, float)
+        issued = n
     else:
-        arrive[:min(concurrency, n)] = 0.0
-    issued = min(concurrency, n) if arrivals is None else n
+        issued = min(_set(concurrency), n)
+        arrive[:issued] = 0.0
     pending = [(arrive[i] + h, i) for i in range(issued)]      # (time at the engine, id)
     heapq.heapify(pending)
     tr = _Trace(arrive, admit, first, done, [])
@@ -632,7 +643,7 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
             waiting.popleft()
             prefilling.append(i)
             admit[i] = t if np.isnan(admit[i]) else admit[i]
-        chunks = []
+        chunks: list[tuple[int, int]] = []
         left = budget
         if sched.mixed_steps or not run_id.size or prefilling:
             for i in prefilling:
@@ -678,14 +689,14 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
                      for i, c in chunks)
             c_tok = float(sum(c for _, c in chunks))
             k_done, c_done = 1.0, c_tok
-            dur = sm.step1(float(bd), u_run, c_tok, cu, cp, seqs=float(bd + len(chunks)))
+            dt = sm.step1(float(bd), u_run, c_tok, cu, cp, seqs=float(bd + len(chunks)))
             if bd:
-                tr.itl.append((np.array([dur]), np.array([float(bd)])))
+                tr.itl.append((np.array([dt]), np.array([float(bd)])))
                 run_ctx = run_ctx + 1
                 run_left = run_left - 1
-            tr.busy += b * dur
-            tr.kv += min(used / cap, 1.0) * dur if cap > 0 else 0.0
-            t += dur
+            tr.busy += b * dt
+            tr.kv += min(used / cap, 1.0) * dt if cap > 0 else 0.0
+            t += dt
             for i, c in chunks:
                 pre_done[i] += c
                 if pre_done[i] >= need[i]:
@@ -778,18 +789,19 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
     """(StepModel, resolved Scheduler, Prepared) for a served configuration."""
     rt = load_runtime(runtime)
     sched = (scheduler or Scheduler()).resolved(rt.served or DEFAULT_SERVED)
-    if sched.token_budget < sched.max_running:
-        raise InvalidInputError("scheduler.token_budget", sched.token_budget,
-                                f"at least max_running ({sched.max_running}): one decode token per running sequence")
-    if not sched.chunked_prefill and prompt.high > sched.token_budget:
-        raise InvalidInputError("scheduler.token_budget", sched.token_budget,
+    budget, running = _set(sched.token_budget), _set(sched.max_running)
+    if budget < running:
+        raise InvalidInputError("scheduler.token_budget", budget,
+                                f"at least max_running ({running}): one decode token per running sequence")
+    if not sched.chunked_prefill and prompt.high > budget:
+        raise InvalidInputError("scheduler.token_budget", budget,
                                 f"at least the longest prompt ({prompt.high}) without chunked prefill")
     p = prepare(model, hardware, batch=1, prompt_tokens=int(prompt.high), output_tokens=int(output.high),
                 weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips,
                 parallel=parallel, runtime=rt, price_usd_per_hour=price_usd_per_hour)
     if p.layout.pp > 1:
         raise InvalidInputError("parallel.pp", p.layout.pp, "1 for served workloads (pipeline stages are not modelled in serve)")
-    sm = StepModel(p, rt.served, sched.token_budget + sched.max_running)
+    sm = StepModel(p, rt.served, budget + running)
     return sm, sched, p
 
 
@@ -824,7 +836,8 @@ def _from_solver(sm, sched, p, st: Steady, prompt, output, concurrency, arrival_
     def itl_q(q):        # a share f of the gaps carries a prefill chunk
         return gap if f > 1.0 - q else tau_d
     itl = Quantiles(itl_q(0.5), itl_q(0.9), itl_q(0.99), tau)
-    e2e = Quantiles(*(ttft_q(q) + (output.quantile(q) - 1.0) * tau for q in (0.5, 0.9, 0.99)), ttft + D * tau)
+    e50, e90, e99 = (ttft_q(q) + (output.quantile(q) - 1.0) * tau for q in (0.5, 0.9, 0.99))
+    e2e = Quantiles(e50, e90, e99, ttft + D * tau)
     tok_s = x * output.mean
     kv_occ = b * st.u_mean / st.kv_cap_pairs if st.kv_cap_pairs > 0 else 0.0
     return ServeResult(
@@ -838,12 +851,13 @@ def _from_solver(sm, sched, p, st: Steady, prompt, output, concurrency, arrival_
 def _quantiles(v: np.ndarray, w: np.ndarray | None = None) -> Quantiles:
     v = np.asarray(v, float)
     if w is None:
-        return Quantiles(*(float(np.quantile(v, q)) for q in (0.5, 0.9, 0.99)), float(v.mean()))
+        q50, q90, q99 = (float(np.quantile(v, q)) for q in (0.5, 0.9, 0.99))
+        return Quantiles(q50, q90, q99, float(v.mean()))
     order = np.argsort(v)
     v, w = v[order], np.asarray(w, float)[order]
     cdf = np.cumsum(w) / w.sum()
-    pick = [float(v[min(np.searchsorted(cdf, q), len(v) - 1)]) for q in (0.5, 0.9, 0.99)]
-    return Quantiles(*pick, float(np.sum(v * w) / w.sum()))
+    q50, q90, q99 = (float(v[min(int(np.searchsorted(cdf, q)), len(v) - 1)]) for q in (0.5, 0.9, 0.99))
+    return Quantiles(q50, q90, q99, float(np.sum(v * w) / w.sum()))
 
 
 def _from_trace(sm, sched, p, tr: _Trace, S, T, prompt, output, concurrency, arrival_rate) -> ServeResult:
@@ -874,7 +888,7 @@ def _from_trace(sm, sched, p, tr: _Trace, S, T, prompt, output, concurrency, arr
         requests_per_s=x, mean_running=b_mean, kv_occupancy=tr.kv / total_t,
         queueing_s=float(np.nanmean(tr.admit - tr.arrive)) - sm.host_s, preemptions=tr.preemptions,
         bound=sm.bound(b_mean, effective_context(sm.groups, prompt.mean + output.mean / 2.0)),
-        cost_per_million_output_tokens_usd=_cost(sm, tok_s), max_running=int(sched.max_running), scheduler=sched)
+        cost_per_million_output_tokens_usd=_cost(sm, tok_s), max_running=int(_set(sched.max_running)), scheduler=sched)
 
 
 # ---- the served curve ---------------------------------------------------------------------
