@@ -92,6 +92,7 @@ class Explorer:
         from matplotlib.figure import Figure
         from . import plots
         r, s = self.result, self.served
+        assert r is not None, "drawn only after a result was set"
         fig = Figure(figsize=(7, 4))
         ax = fig.add_subplot()
         if s is None:

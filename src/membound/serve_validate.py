@@ -20,6 +20,7 @@ import argparse
 import math
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -90,6 +91,7 @@ def load_rows(path=None, all_rows: bool = False) -> tuple[list[ServedRow], list[
         d = d[(d.canonical == 1) & (d.quality == "good")]
     devices = set(list_hardware())
     rows, skipped = [], []
+    r: Any     # a CSV row: its columns' types are the file's, not known to the type checker
     for r in d.itertuples(index=False):
         kind = "disaggregated" if bool(r.disagg) else ("mtp" if r.spec_decoding != "none" else "aggregated")
         model = MODELS.get(r.model)
@@ -154,7 +156,7 @@ def errors(rows: list[ServedRow], metric: str) -> np.ndarray:
 def summary(rows: list[ServedRow]) -> dict:
     """Median |error| per metric, the row count and the refusals."""
     ok = [r for r in rows if "error" not in r.pred]
-    out = {"rows": len(rows), "predicted": len(ok)}
+    out: dict[str, float] = {"rows": len(rows), "predicted": len(ok)}
     for key, _ in METRICS:
         e = np.abs(errors(ok, key))
         out[key] = float(np.median(e)) if e.size else math.nan
