@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any, cast
 
 import yaml
 from pydantic import BaseModel, BeforeValidator, PrivateAttr, ValidationError
@@ -25,7 +26,8 @@ MAX_NODES = 50_000          # scalars + collections in one file (the largest bun
 
 # The safe loader with YAML 1.2 scalars; libyaml's (C) parser where PyYAML has it: the pure-Python
 # one takes ~15 s over a 1 MB file of small values, the C one a fraction of a second.
-_Loader = type("_Loader", (yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader,), {})
+# (typed as the pure-Python SafeLoader: the C one has the same resolver interface)
+_Loader = cast("type[yaml.SafeLoader]", type("_Loader", (yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader,), {}))
 _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool")
 _Loader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag not in _NUMBER_TAGS]
@@ -164,7 +166,8 @@ class HashableModel(BaseModel):
     _hash: int | None = PrivateAttr(default=None)
 
     def __hash__(self) -> int:
-        private = self.__pydantic_private__   # direct: pydantic's __getattr__ is slow on hot paths
+        # direct: pydantic's __getattr__ is slow on hot paths (set, as the model has a private attribute)
+        private: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
         if private.get("_hash") is None:
             private["_hash"] = hash((type(self).__name__, self.model_dump_json()))
         return private["_hash"]

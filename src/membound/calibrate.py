@@ -139,7 +139,7 @@ class GroupFit:
     runtime: str
     key: str                 # device class or "default"
     params: dict
-    rows: list               # calibration row ids
+    rows: list[str] | str    # calibration row ids, or the evidence of an entry copied unfitted
     median_error: float      # on those rows, |pred/meas - 1|
     at_bounds: list = field(default_factory=list)   # "name=value (bound)" for fits ending on a bound
 

@@ -101,5 +101,5 @@ def _eq(self, other):
 
 
 for _cls in (InvalidInputError, UnknownNameError, ProfileError):
-    _cls.__eq__ = _eq
-    _cls.__hash__ = Exception.__hash__
+    _cls.__eq__ = _eq                       # type: ignore[method-assign]  # shared, by design
+    _cls.__hash__ = Exception.__hash__      # type: ignore[method-assign]

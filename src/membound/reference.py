@@ -510,8 +510,9 @@ def predict(sc: Scenario, runtime=None, hw=None) -> float:
         return per_user
     if sc.metric == "itl_ms":
         return 1e3 / per_user
+    n = int(B)     # "max" never gets here: _run refused it as a batch
     if sc.metric == "decode_tok_s_total":
-        return per_user * B
+        return per_user * n
     if sc.metric == "throughput_tok_s_total":
-        return B * T / float(r["e2e_s"])
+        return n * T / float(r["e2e_s"])
     raise MemboundError(f"metric {sc.metric!r} has no prediction")

@@ -60,7 +60,7 @@ def _check_round(alpha, gamma) -> None:
     import numbers
 
     import numpy as np
-    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Integral) or not 0 <= gamma <= 10**6:
+    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Integral) or not 0 <= int(gamma) <= 10**6:
         raise InvalidInputError("gamma", gamma, "an integer from 0 to 1,000,000 (tokens drafted per round)")
     a = np.asarray(alpha)
     if a.dtype.kind not in "iuf" or a.dtype == bool or not np.all((a >= 0) & (a <= 1)):   # NaN fails too
@@ -139,6 +139,7 @@ class SpeculativeDecoding:
     def tokens_per_round(self) -> float:
         if self.mean_accepted_tokens is not None:
             return float(self.mean_accepted_tokens)
+        assert self.acceptance_rate is not None     # exactly one of the two is set (__post_init__)
         return float(expected_tokens_per_round(float(self.acceptance_rate), self.gamma))
 
     @property
