@@ -158,10 +158,17 @@ def test_sambanova_has_three_tiers_fastest_first():
 
 
 @pytest.mark.parametrize("name", ["cerebras-wse-3", "groq-lpu", "sambanova-sn40l"])
-def test_sram_machines_latency_floor_awaits_calibration(name):
+def test_fast_chip_profiles_hold_no_fitted_constant(name):
+    """Hardware facts only: the profile file names no fit, its latency floor is zero, its hop
+    latency is the link's (microseconds, not the 278 us a fit once put there), and `ideal` on it
+    uses nothing from a runtime file."""
+    text = (bundled_profiles_dir() / f"{name}.yaml").read_text().lower()
+    assert "fitted" not in text and "calibrate" not in text
     hw = mb.load_hardware(name)
-    assert 0.0 <= hw.latency.per_layer_s < 1e-3   # fitted by membound.calibrate (tens of microseconds)
-    assert "calibrat" in hw.latency.evidence
+    assert hw.latency.per_layer_s == 0.0 and hw.latency.per_step_s == 0.0
+    assert hw.interconnect.latency_s <= 5e-6
+    eff = mb.load_runtime("ideal").efficiency(hw)
+    assert (eff.fabric_efficiency, eff.hop_latency_s, eff.per_layer_overhead_s, eff.per_layer_floor_s) == (1.0, None, 0.0, 0.0)
 
 
 @pytest.mark.parametrize("name,gib,gbps", [

@@ -30,15 +30,17 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import re
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import functools
 
 import numpy as np
 
 from .reference import SPECIALISED, Scenario, load_reference, predict
+from .vendors import FITS as VENDOR_FITS
+from .vendors import fit as vendor_fit
+from .vendors import fitted_rows as vendor_fitted_rows
+from .vendors import runtime_yaml as vendor_yaml
 
 PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_s", "overlap",
           "moe_gemm_efficiency", "per_sequence_overhead_s")
@@ -61,17 +63,15 @@ FIT = {
 ASSUMED_FROM = {"llama.cpp-hip": ("llama.cpp-cuda", "HIP compiles the CUDA backend's kernels through hipify")}
 MIN_ROWS = 4
 COMPUTE_METRICS = ("prefill_tok_s", "ttft_ms", "throughput_tok_s_total")
-SPECIALISED_CALIBRATION = {
-    "cerebras-wse-3": (("hw-014", "hw-015"), ("per_layer_s", "hop_latency_s")),   # launch blog, Aug 2024
-    "groq-lpu": (("hw-018", "hw-019"), ("per_layer_s",)),                          # Feb 2024 press figures
-    "sambanova-sn40l": (("hw-025",), ("per_layer_s",)),                             # Llama-3-8B, May 2024
-}
+# the vendor runtimes (software generations of the specialised chips): runtime -> (rows, field);
+# their one constant each is fitted by membound.vendors (see there)
+SPECIALISED_CALIBRATION = {rt: (f[1], (f[2],)) for rt, f in VENDOR_FITS.items()}
 
 
 def is_calibration(sc: Scenario) -> bool:
     """Whether a fit uses `sc`: a row of a fitted runtime, or a named specialised-chip row."""
     if sc.hardware in SPECIALISED:
-        return sc.id in SPECIALISED_CALIBRATION.get(sc.hardware, ((), ()))[0]
+        return sc.id in vendor_fitted_rows()
     return sc.runtime in FIT
 
 
@@ -271,35 +271,10 @@ def runtime_from_fits(rt_name: str, groups, base=None) -> object:
 
 # ---- specialised chips -------------------------------------------------------------------
 
-def _special_hw(name: str, params: dict):
-    from .hardware import load_hardware
-    hw = load_hardware(name)
-    ch = {}
-    if "per_layer_s" in params:
-        ch["latency"] = {**hw.latency.model_dump(), "per_layer_s": params["per_layer_s"]}
-    if "hop_latency_s" in params and hw.interconnect is not None:
-        ch["interconnect"] = {**hw.interconnect.model_dump(), "latency_s": params["hop_latency_s"]}
-    return hw.with_overrides(**ch) if ch else hw
-
-
 def calibrate_specialised(scenarios) -> dict:
-    """{chip: (params, calibration ids, median error on them)}: latency floor from named rows."""
-    out = {}
-    for chip, (ids, names) in SPECIALISED_CALIBRATION.items():
-        rows = [s for s in scenarios if s.id in ids]
-        if not rows:
-            continue
-        meas = np.log([s.measured for s in rows])
-
-        def res(x, names=names, rows=rows, chip=chip, meas=meas):
-            hw = _special_hw(chip, dict(zip(names, map(float, x))))
-            return np.log([predict(s, hw=hw) for s in rows]) - meas
-
-        x0 = [2e-5 if n == "per_layer_s" else 1e-5 for n in names]
-        x = fit_bounded(res, x0, [BOUNDS[n][0] for n in names], [BOUNDS[n][1] for n in names])
-        out[chip] = ({n: float(v) for n, v in zip(names, x)}, list(ids),
-                     float(np.median(np.abs(np.exp(res(x)) - 1.0))))
-    return out
+    """{vendor runtime: (params, calibration ids, median error on them)}: each software generation's
+    one constant from its named rows (membound.vendors.fit)."""
+    return vendor_fit(scenarios)
 
 
 # ---- writing the data files --------------------------------------------------------------
@@ -307,7 +282,6 @@ def calibrate_specialised(scenarios) -> dict:
 SPLIT_RULE = ("every row of the runtime in the reference measurements.csv that membound predicts, less rows "
               "faster than the pure roofline (membound.calibrate.fit_rows); the headline error is measured "
               "leaving each whole chip out (python -m membound.validate)")
-
 
 def _evidence(g: GroupFit, today: str) -> str:
     ids = ", ".join(g.rows[:12]) + (", ..." if len(g.rows) > 12 else "")
@@ -323,6 +297,7 @@ def write_runtimes(fits: dict, folder: Path | str, source: Path | None = None) -
     bundled runtimes) with only the fitted keys of the fitted entries, their evidence and the
     `calibration` note replaced; every other key is kept."""
     import yaml
+
     from .runtime import runtimes_dir
     source = Path(source or runtimes_dir())
     folder = Path(folder)
@@ -363,43 +338,15 @@ def _assumed(fits: dict) -> dict:
 
 
 def write_specialised(fits: dict, folder: Path | str, source: Path | None = None) -> list:
-    """Write each specialised profile into `folder` with `latency.per_layer_s`/`evidence` (and the
-    interconnect `latency_s`) replaced; the rest of the file is left as it is."""
-    from .hardware import bundled_profiles_dir
-    source = Path(source or bundled_profiles_dir())
+    """Write each vendor runtime file (its one fitted constant, rows and date) into `folder`."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    today = datetime.date.today().isoformat()
     written = []
-    for chip, (params, ids, err) in fits.items():
-        src = source / f"{chip}.yaml"
-        if not src.exists():
-            continue
-        text = src.read_text()
-        lat = re.search(r"^latency:\n(?:  .*\n?)+", text, re.M)
-        if lat is None:
-            continue
-        block = lat.group(0)
-        new = re.sub(r"(  per_layer_s: ).*", lambda m: f"{m.group(1)}{params['per_layer_s']:.4g}", block, count=1)  # noqa: B023 -- used within this iteration
-        ev = (f'"fitted by membound.calibrate on {today} from {", ".join(ids)} (published tok/s); '
-              f'median |error| on them {100 * err:.1f}%; held-out error in python -m membound.validate"')
-        new = re.sub(r"(  evidence: ).*", lambda m: f"{m.group(1)}{ev}", new, count=1)  # noqa: B023 -- used within this iteration
-        if not new.endswith("\n"):
-            new += "\n"
-        text = text.replace(block, new)
-        if "hop_latency_s" in params:
-            ic = re.search(r"^interconnect:\n(?:  .*\n?)+", text, re.M)
-            if ic:
-                b = ic.group(0)
-                nb = re.sub(r"(  latency_s: )[^#\n]*(#.*)?",
-                            lambda m: f"{m.group(1)}{params['hop_latency_s']:.4g}   # fitted by membound.calibrate "  # noqa: B023
-                                      f"({', '.join(ids)}): wafer-to-wafer hop incl. software sync", b, count=1)  # noqa: B023 -- used within this iteration
-                text = text.replace(b, nb)
-        path = folder / f"{chip}.yaml"
-        path.write_text(text)
+    for name, (params, ids, err) in fits.items():
+        path = folder / f"{name}.yaml"
+        path.write_text(vendor_yaml(name, next(iter(params.values())), ids, err))
         written.append(path)
     return written
-
 
 def calibrate(path=None, warm: bool = False):
     """Fit everything from the reference rows (nothing is written): (runtime fits, specialised fits)."""
@@ -436,11 +383,9 @@ def main(argv=None) -> int:
     fits, special = calibrate(args.reference)
     print(format_fits(fits, special))
     if args.out or args.write_bundled:
-        from .hardware import bundled_profiles_dir
         from .runtime import clear_caches, runtimes_dir
         rt_dir = Path(args.out) if args.out else runtimes_dir()
-        hw_dir = Path(args.out) if args.out else bundled_profiles_dir()
-        paths = write_runtimes(fits, rt_dir) + write_specialised(special, hw_dir)
+        paths = write_runtimes(fits, rt_dir) + write_specialised(special, rt_dir)
         clear_caches()
         print("\nwrote " + ", ".join(str(p) for p in paths))
     else:

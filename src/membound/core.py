@@ -57,6 +57,8 @@ class ModelConsts:
     window_groups: tuple[tuple[int | None, int], ...]   # (window or None, layers)
     pieces: tuple[tuple[float, float, float, float], ...]  # roofline.context_pieces
     vocab: float
+    gemv_elems: float          # input + output elements of a layer's GEMVs in sequence (qkv, o,
+                               # gate/up, down): what streams across a dataflow mesh per token
     lookup_params: float       # the untied input-embedding table: held in memory, but decode
                                # reads only the rows of its tokens, and it does no FLOPs
 
@@ -78,6 +80,9 @@ def model_consts(model) -> ModelConsts:
         prefill_attn_per_pair=float(model.prefill_attn_flops_per_pair),
         window_groups=groups, pieces=tuple(context_pieces(groups, model.n_layers)),
         vocab=float(model.vocab_size),
+        gemv_elems=float(4 * model.hidden_size + 2 * model.n_heads * model.head_dim
+                         + model.kv_elements_per_token_per_layer
+                         + 3 * max(model.ffn_size, model.expert_ffn_size * max(model.experts_per_token, 1))),
         lookup_params=0.0 if model.tied_embeddings else float(model.vocab_size * model.hidden_size))
 
 
@@ -120,36 +125,42 @@ class Knobs:
                                         # 16- or 8-bit format, never fp4); None = peak_flops
 
 
-def _placement(tiers, eff_bw, w_chip, kv_chip, pinned):
-    """Fill tiers fastest first (weights, then KV) or pin; return (weight seconds per byte-share,
-    KV seconds per byte, per-tier (weights, kv) bytes). Tier bandwidth is achievable B/s."""
+def _placement(tiers, eff_bw, dense_chip, expert_chip, kv_chip, pinned):
+    """Place a chip's bytes in its tiers, hot first (DESIGN.md): the weights every token reads
+    (dense, attention, shared experts) in the fastest tiers, then the KV cache (read every step),
+    then the routed experts (uniform routing: each as likely as the next), the slowest tier taking
+    only what does not fit; or pin "weights"/"kv" to named tiers. Returns seconds per byte of
+    dense weights, of routed experts and of KV (each tier streams its share at its own achievable
+    bandwidth), the blended seconds per weight byte, and per-tier (weights, kv) bytes."""
+    w_chip = dense_chip + expert_chip
     if len(tiers) == 1:     # one tier holds everything: the general sums below reduce to 1/bandwidth
         inv = 1.0 / (tiers[0].bandwidth_bytes_s * eff_bw)
-        return inv, inv, [(w_chip, kv_chip)]
-    per_tier = []
-    w_left, kv_left = w_chip, kv_chip
-    for i, t in enumerate(tiers):
-        cap = t.capacity_bytes
-        if pinned:
-            w_i = w_chip if pinned.get("weights") == t.name else 0.0
-            kv_i = kv_chip if pinned.get("kv") == t.name else 0.0
-        else:
-            last = i == len(tiers) - 1
-            w_i = w_left if last else minimum(w_left, cap)
-            kv_i = kv_left if last else minimum(kv_left, maximum(cap - w_i, 0.0))
-            w_left, kv_left = w_left - w_i, kv_left - kv_i
-        per_tier.append((w_i, kv_i))
-    w_total = maximum(w_chip, 1e-30)
-    kv_total = maximum(kv_chip, 1e-30)
-    w_inv = 0.0
-    kv_inv = 0.0
-    for (w_i, kv_i), t in zip(per_tier, tiers):
+        return inv, inv, inv, inv, [(w_chip, kv_chip)]
+    if pinned:
+        parts = [(dense_chip if pinned.get("weights") == t.name else 0.0,
+                  expert_chip if pinned.get("weights") == t.name else 0.0,
+                  kv_chip if pinned.get("kv") == t.name else 0.0) for t in tiers]
+    else:
+        parts, left = [], [dense_chip, kv_chip, expert_chip]
+        for i, t in enumerate(tiers):
+            room, got = t.capacity_bytes, []
+            for j in range(3):
+                x = left[j] if i == len(tiers) - 1 else minimum(left[j], maximum(room, 0.0))
+                room, left[j] = room - x, left[j] - x
+                got.append(x)
+            parts.append((got[0], got[2], got[1]))
+    inv = [0.0, 0.0, 0.0, 0.0]
+    totals = [maximum(dense_chip, 1e-30), maximum(expert_chip, 1e-30), maximum(kv_chip, 1e-30),
+              maximum(w_chip, 1e-30)]
+    for (d_i, e_i, kv_i), t in zip(parts, tiers):
         bw = t.bandwidth_bytes_s * eff_bw
-        w_inv = w_inv + (w_i / w_total) / bw
-        kv_inv = kv_inv + (kv_i / kv_total) / bw
-    # with no KV at all (context 0) the next token's KV lands in the fastest tier with room
-    kv_inv = where(kv_chip > 0, kv_inv, 1.0 / (tiers[0].bandwidth_bytes_s * eff_bw))
-    return w_inv, kv_inv, per_tier
+        for j, x in enumerate((d_i, e_i, kv_i, d_i + e_i)):
+            inv[j] = inv[j] + x / totals[j] / bw
+    # with no KV (context 0), or no experts, the next bytes land in the fastest tier with room
+    fastest = 1.0 / (tiers[0].bandwidth_bytes_s * eff_bw)
+    inv[2] = where(kv_chip > 0, inv[2], fastest)
+    inv[1] = where(expert_chip > 0, inv[1], inv[0])
+    return inv[0], inv[1], inv[2], inv[3], [(d_i + e_i, kv_i) for d_i, e_i, kv_i in parts]
 
 
 def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, positions: Num = 1.0,
@@ -173,7 +184,7 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     kv_split = minimum(tp, mc.kv_split_max)
     link = hw.interconnect
     link_bw = link.bandwidth_bytes_s if link else 1.0
-    link_lat = link.latency_s if link else 0.0
+    link_lat = (link.latency_s if eff.hop_latency_s is None else eff.hop_latency_s) if link else 0.0
     ring = link is None or link.topology == "ring"
 
     # ---- memory: what each chip holds ----------------------------------------------------
@@ -184,13 +195,16 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     # m micro-batches in flight: a full pipeline beats at the largest stage, so a sequence's step
     # is max(one pass through all stages, m x the largest stage's share of it)
     beat = 1.0 if isinstance(pp, float) and pp == 1.0 else maximum(1.0, m * share)
-    w_chip = ((mc.total_params - all_expert) / tp * wd + all_expert / group * kn.w_bytes) * share
+    dense_chip = (mc.total_params - all_expert) / tp * wd * share
+    expert_chip = all_expert / group * kn.w_bytes * share
+    w_chip = dense_chip + expert_chip
     kv_per_pair_chip = mc.kv_elems * kn.kv_bytes / kv_split          # bytes per (layer, token)
     u_max = effective_context(mc.window_groups, S + T)
     kv_chip = (B / ep) * u_max * kv_per_pair_chip * share + B / ep * (S + T) * extra_kv_bytes_token_chip
     act_tokens = minimum(B * maximum(S, 1.0), float(hw.activation_chunk_tokens)) + B
     act_chip = act_tokens * (4.0 * mc.hidden + 2.0 * mc.ffn / tp) * kn.act_bytes + B * mc.vocab * 4.0 / tp
-    w_inv, kv_inv, per_tier = _placement(hw.memory, bw, w_chip + extra_weight_bytes_chip, kv_chip, pinned)
+    dense_inv, expert_inv, kv_inv, w_inv, per_tier = _placement(hw.memory, bw, dense_chip + extra_weight_bytes_chip,
+                                                               expert_chip, kv_chip, pinned)
     need_chip = w_chip + extra_weight_bytes_chip + kv_chip + act_chip
     cap_chip = hw.capacity_bytes
 
@@ -199,23 +213,27 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     # expert GEMMs run at moe_gemm_efficiency of the dense rate: count their params 1/eff times
     gemm_params = matmul_params + mc.n_moe_layers * mc.k * mc.expert_params * (1.0 / eff.moe_gemm_efficiency - 1.0)
 
-    def streamed_weights(tokens, touched):
-        """Bytes of weights one chip reads for a pass of `tokens` tokens: the dense part (the
-        embedding table only for the rows looked up), and the experts touched."""
+    def weights_s(tokens, touched):
+        """Seconds one chip streams those weights: dense bytes from where the dense weights sit,
+        routed experts from where the experts sit (hot-first placement)."""
         rows = minimum(tokens, mc.vocab) * mc.hidden if mc.lookup_params else 0.0
         dense = (mc.total_params - all_expert - mc.lookup_params + rows) / tp
-        return dense * wd + mc.n_moe_layers * touched * mc.expert_params / group * kn.w_bytes
+        return dense * wd * dense_inv + mc.n_moe_layers * touched * mc.expert_params / group * kn.w_bytes * expert_inv
 
     def step_coeffs(pos, routed=None):
         """routed: tokens per sequence that route independently (default pos)."""
         tokens = b * pos
         touched = expected_experts(mc.n_experts, mc.k, b * (pos if routed is None else routed))
-        w_step = streamed_weights(tokens, touched)
-        return (beat * w_step * w_inv, beat * b / ep * kv_per_pair_chip * kv_inv,
+        return (beat * weights_s(tokens, touched), beat * b / ep * kv_per_pair_chip * kv_inv,
                 beat * tokens * 2.0 * matmul_params * (1.0 + kn.dequant) / (group * C),
                 beat * tokens * mc.attn_per_pair / (group * Ca))
 
     floor = mc.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s
+    if hw.fabric is not None:   # the on-chip mesh: a layer's GEMV vectors stream across the edge
+        # of the sqrt(cores per layer)-wide square it owns, one element per link per element time
+        cores_per_layer = hw.fabric.cores * tp / (share * mc.n_layers)
+        floor = floor + mc.n_layers * b * mc.gemv_elems / tp / cores_per_layer ** 0.5 \
+            * hw.fabric.element_time_s(8.0 * kn.act_bytes) / eff.fabric_efficiency
     step_floor = floor * beat
     overhead = eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s + b * eff.per_sequence_overhead_s
     serial = 1.0 - eff.overlap      # 0: step = max(memory, compute); 1: memory + compute
@@ -298,9 +316,8 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     # ---- prefill ------------------------------------------------------------------------
     n_pre = B * S
     touched_pre = expected_experts(mc.n_experts, mc.k, n_pre)
-    w_pre = streamed_weights(n_pre, touched_pre)
     kv_write = B / ep * effective_context(mc.window_groups, S) * kv_per_pair_chip
-    pre_mem = w_pre * w_inv + kv_write * kv_inv
+    pre_mem = weights_s(n_pre, touched_pre) + kv_write * kv_inv
     pre_gemm = B * 2.0 * gemm_params * (1.0 + kn.dequant) * S / group
     pre_attn = B * mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / group
     pre_compute = pre_gemm / C + pre_attn / Ca

@@ -171,7 +171,7 @@ def prepare(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int 
     call checks only batch, prompt and output."""
     m = load_model(model)
     hw = load_hardware(hardware)
-    rt = load_runtime(runtime)
+    rt = load_runtime(runtime, hw)
     B = check_int("batch", batch, 1)
     S = check_int("prompt_tokens", prompt_tokens, 0)
     T = check_int("output_tokens", output_tokens, 1)

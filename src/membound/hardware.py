@@ -121,6 +121,22 @@ class LatencyFloor(_Strict):
     evidence: str = "assumed"
 
 
+class Fabric(_Strict):
+    """The on-chip mesh of a dataflow chip whose weights sit in SRAM beside its cores (a wafer):
+    a batch-1 GEMV is mapped onto a square of the cores one layer owns, and its input and output
+    vectors stream across that square's edge, one element per link per element time."""
+
+    cores: Annotated[int, Field(ge=1, le=10**9)]
+    bandwidth_bits_s: Annotated[float, Field(gt=1e9, le=1e21, allow_inf_nan=False)]  # all links, all cores
+    links_per_core: Annotated[int, Field(ge=1, le=64)] = 4
+    source: str
+
+    def element_time_s(self, bits: float = 16.0) -> float:
+        """Seconds one link takes to pass one `bits`-bit element: a core's share of the fabric
+        bandwidth, split over its links."""
+        return bits * self.links_per_core * self.cores / self.bandwidth_bits_s
+
+
 class Hardware(HashableModel):
     """One chip (or wafer) as membound sees it. All figures per chip."""
 
@@ -144,6 +160,7 @@ class Hardware(HashableModel):
     # a prefill chunk holds at once (GPU engines: ~8k); dataflow chips stream and hold few
     achievable: Achievable = Achievable()
     latency: LatencyFloor = LatencyFloor()
+    fabric: Fabric | None = None    # the on-chip mesh of a dataflow wafer (None: no mesh term)
     notes: str = ""
 
     @field_validator("name")

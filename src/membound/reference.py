@@ -376,6 +376,8 @@ def load_reference(path: str | Path | None = None) -> Reference:
                 n, parallel = _special_layout(model, hw, wd, n if r["n_chips"] else None)
             except MemboundError as e:
                 skip(f"no layout holds it: {e}"); continue
+            from .vendors import ROW_RUNTIME
+            rt = ROW_RUNTIME.get(rid, rt)     # the vendor's software generation at the figure's date
             note = f"{n} chips (tp={parallel[0]} pp={parallel[1]}): the fewest that hold the weights"
             if rid in GENERATION_NOTES:
                 note += "; " + GENERATION_NOTES[rid]

@@ -46,6 +46,12 @@ class RuntimeEntry(BaseModel):
                                          # add up (kernels near the ridge, serialised phases)
     moe_gemm_efficiency: _Frac | None = None   # expert GEMMs' rate / dense GEMMs' rate (1 default):
                                          # per-expert GEMMs over gathered token rows
+    # share of the on-chip mesh's element rate a compiled batch-1 GEMV pipeline reaches (dataflow
+    # wafers; 1 default)
+    fabric_efficiency: Annotated[float, Field(gt=1e-5, le=1, allow_inf_nan=False)] | None = None
+    hop_latency_s: _Secs | None = None   # chip-to-chip (or wafer-to-wafer) latency per hop this
+                                         # software reaches, synchronisation included (default: the
+                                         # link's own latency from the profile)
     evidence: str = ""
 
 
@@ -103,6 +109,8 @@ class Runtime(HashableModel):
     calibration: str = ""                # how and from which rows the figures were fitted
     max_batch: Annotated[int, Number, Field(ge=1)] | None = None   # most sequences one instance schedules at once
     quantized_gemm: QuantizedGemm | None = None  # block-quantized GEMMs off the tensor cores
+    default_for: tuple[str, ...] = ()    # devices that use this runtime when none is named (a
+                                         # vendor's own serving software on its own chips)
     served: Served | None = None         # continuous-batching defaults and costs (membound.serve)
     backends: dict[str, str] = {}        # device kind or vendor (lower case) -> backend runtime
 
@@ -135,6 +143,8 @@ class Efficiency:
     quantized_peak_flops: float = 0.0   # FLOP/s for block-quantized weights (0: the tensor peak)
     moe_gemm_efficiency: float = 1.0    # expert GEMMs' rate relative to dense GEMMs
     per_sequence_overhead_s: float = 0.0   # per sequence in a pass, per step
+    fabric_efficiency: float = 1.0      # share of the on-chip mesh rate a batch-1 GEMV reaches
+    hop_latency_s: float | None = None  # per-hop latency the software reaches (None: the link's)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -159,6 +169,8 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         quantized_peak_flops=_quantized_peak(rt.quantized_gemm, hw),
         moe_gemm_efficiency=entry.moe_gemm_efficiency or 1.0,
         per_sequence_overhead_s=entry.per_sequence_overhead_s,
+        fabric_efficiency=entry.fabric_efficiency or 1.0,
+        hop_latency_s=entry.hop_latency_s,
     )
 
 
@@ -198,10 +210,27 @@ def list_runtimes() -> list[str]:
     return sorted({*_BUILTIN, *_files()})
 
 
-def load_runtime(name: str | Runtime | None) -> Runtime:
-    """A runtime by name (`ideal`, `device`, `llama.cpp`, `vllm`, `tensorrt-llm`, ...)."""
+def default_runtime(hw: Hardware) -> Runtime:
+    """The runtime `estimate()` uses on `hw` when none is named: a runtime file that names the
+    device in `default_for` (a vendor's latest serving software on its own chip), else `device`."""
+    return _defaults().get(hw.name, DEVICE)
+
+
+@functools.lru_cache(maxsize=None)
+def _defaults() -> dict:
+    out = {}
+    for path in _files().values():
+        rt = _load_file(path)
+        for dev in rt.default_for:
+            out[dev] = rt
+    return out
+
+
+def load_runtime(name: str | Runtime | None, hw: Hardware | None = None) -> Runtime:
+    """A runtime by name (`ideal`, `device`, `llama.cpp`, `vllm`, `tensorrt-llm`, ...); None is
+    `default_runtime(hw)` when a device is given, else `device`."""
     if name is None:
-        return DEVICE
+        return DEVICE if hw is None else default_runtime(hw)
     if isinstance(name, Runtime):
         return name
     if not isinstance(name, str):
