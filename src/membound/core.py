@@ -229,11 +229,19 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
                 beat * tokens * mc.attn_per_pair / (group * Ca))
 
     floor = mc.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s
-    if hw.fabric is not None:   # the on-chip mesh: a layer's GEMV vectors stream across the edge
-        # of the sqrt(cores per layer)-wide square it owns, one element per link per element time
-        cores_per_layer = hw.fabric.cores * tp / (share * mc.n_layers)
-        floor = floor + mc.n_layers * b * mc.gemv_elems / tp / cores_per_layer ** 0.5 \
+    def mesh_s(c: ModelConsts, layers_per_chip):
+        """A dataflow wafer's pipeline latency for one pass: each layer's GEMV vectors stream across
+        the edge of the sqrt(cores per layer)-wide square it owns, one element per link per element
+        time. The tokens of a pass (a batch, verified positions) follow one another through the
+        same pipeline, so the pass pays this latency once; their bytes and FLOPs are the memory
+        and compute terms."""
+        if hw.fabric is None:
+            return 0.0
+        cores_per_layer = hw.fabric.cores * tp / layers_per_chip
+        return c.n_layers * c.gemv_elems / tp / cores_per_layer ** 0.5 \
             * hw.fabric.element_time_s(8.0 * kn.act_bytes) / eff.fabric_efficiency
+
+    floor = floor + mesh_s(mc, share * mc.n_layers)
     step_floor = floor * beat
     overhead = eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s + b * eff.per_sequence_overhead_s
     serial = 1.0 - eff.overlap      # 0: step = max(memory, compute); 1: memory + compute
@@ -272,7 +280,7 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
         if draft is not None:            # a draft model, tensor-parallel like the target
             d = draft
             d_coeffs = step_coeffs_draft(d, b, kn, C, w_inv, kv_inv, tp, Ca)
-            d_floor = d.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s
+            d_floor = d.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s + mesh_s(d, d.n_layers)
             d_over = eff.per_step_overhead_s + d.n_layers * eff.per_layer_overhead_s
             d_extra = d_over + draft_comm(b, d.hidden, d.n_layers)
             d_pieces, u_d = d.pieces, effective_context(d.window_groups, L_mid)
@@ -284,7 +292,7 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
             d_coeffs = (h_bytes * w_inv, plain[1] / mc.n_layers, b * h_flops / (tp * C), plain[3] / mc.n_layers)
             # one layer's kernels (floor) and launches; the host's per-step work is the round's,
             # paid once by the verify pass (engines run the draft loop in one CUDA graph)
-            d_floor = eff.per_layer_floor_s + eff.per_step_floor_s
+            d_floor = eff.per_layer_floor_s + eff.per_step_floor_s + mesh_s(mc, share * mc.n_layers) / mc.n_layers
             d_extra = eff.per_layer_overhead_s + draft_comm(b, mc.hidden, 1.0)
             d_pieces, u_d = mc.pieces, u_mid
             # prefill: the head's layer over every prompt token, its LM head for the last one

@@ -150,3 +150,7 @@ def format_report(path=None) -> str:
     out.append(f"median |error|: held out {100 * held:.0f}% (n={sum(not r.fitted for r in rows)}), "
                f"fitted {100 * fitted:.0f}% (n={sum(r.fitted for r in rows)})")
     return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(format_report())
