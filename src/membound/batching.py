@@ -85,7 +85,7 @@ class BatchCurve:
     def __eq__(self, other) -> bool:
         return equal_values(self, other)
 
-    __hash__ = None
+    __hash__ = None     # type: ignore[assignment]  # unhashable: holds arrays, compared by value
 
 
 def batch_curve(model, hardware, batches=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), **estimate_kwargs) -> BatchCurve:
@@ -268,6 +268,7 @@ def fast_mode(model, hardware, speedup: float = 2.5, price_ratio: float = 6.0, b
         top = _max_batch(p)
         if top is None:
             max_batch(model, hardware, **estimate_kwargs)   # raises DoesNotFitError
+        assert top is not None
         batches = np.arange(1, min(top, 4096) + 1)
     b = _batches(batches)
     r = p.evaluate(batch=b)

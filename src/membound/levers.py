@@ -144,7 +144,7 @@ class QuantSpeedup:
     def __eq__(self, other) -> bool:
         return equal_values(self, other)
 
-    __hash__ = None
+    __hash__ = None     # type: ignore[assignment]  # unhashable: holds arrays, compared by value
 
 
 def quantization_speedup(model, hardware, weight_dtypes=("int4", "fp8"), batches=(1, 4, 16, 64, 256),

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -175,7 +175,7 @@ class PlanResult:
     def __eq__(self, other) -> bool:
         return equal_values(self, other)
 
-    __hash__ = None
+    __hash__ = None     # type: ignore[assignment]  # unhashable: holds arrays, compared by value
 
 
 def _erlang_c(c: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -247,7 +247,7 @@ def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, pric
                                 "(none has one in its profile: give prices)")
 
     S, T = workload.lengths("prompt_tokens"), workload.lengths("output_tokens")
-    kw = dict(chunk_size=chunk_size) if chunk_size else {}
+    kw: dict[str, Any] = dict(chunk_size=chunk_size) if chunk_size else {}
     table = sweep(model=m, hardware=list(price_map), batch=sorted({1, *batches}),
                   prompt_tokens=sorted(set(S.values())), output_tokens=sorted(set(T.values())),
                   weight_dtype=list(weight_dtypes), kv_dtype=list(kv_dtypes), n_chips=list(n_chips),
@@ -306,6 +306,7 @@ def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, pric
         load = np.full_like(B, users)
         w50 = w90 = np.zeros_like(B)      # every user holds a seat: no queue
     else:
+        assert workload.arrival_rate_rps is not None    # exactly one of the two (Workload)
         lam = float(workload.arrival_rate_rps)
         load = lam * D
         replicas = w50 = w90 = done = None
@@ -318,7 +319,7 @@ def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, pric
                 lam_r = lam / r_try
                 q50, q90 = q50 + 0.5 * (B - 1) / lam_r, q90 + 0.9 * (B - 1) / lam_r
             ok = _meets(slo, base50 + q50, base90 + q90, per_user, base90 + q90 + T["p90"] * tok_time_tail)
-            if replicas is None:
+            if done is None:          # the first step (replicas is None too)
                 replicas, w50, w90 = r_try, q50, q90
             else:
                 take = ~done & ok
@@ -418,7 +419,9 @@ def plan_served(model, slo: SLO, *, users: int | None = None, rate: float | None
     prompt = as_length("prompt_tokens", prompt_tokens, 0)
     output = as_length("output_tokens", output_tokens, 2)
     conc = np.asarray(list(concurrency), float)
-    rows, notes, frontier = [], [], []
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    frontier: list[dict[str, Any]] = []
     for hw_name in ([hardware] if isinstance(hardware, str) else list(hardware)):
         hw = load_hardware(hw_name)
         price = (prices or {}).get(hw.name, hw.price_usd_per_hour)
@@ -448,6 +451,7 @@ def plan_served(model, slo: SLO, *, users: int | None = None, rate: float | None
                     replicas = math.ceil(users / conc[i])
                     tok_s = users / e2e[i] * output.mean
                 else:
+                    assert rate is not None         # exactly one of users or rate (checked above)
                     replicas = math.ceil(rate / (max_utilisation * st.x[i]))
                     tok_s = rate * output.mean
                 usd_h = replicas * n * price

@@ -115,7 +115,8 @@ class _Plan:
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        return tuple(a.size for a in self.axes)
+        b, s, t = self.axes
+        return b.size, s.size, t.size
 
     @property
     def points(self) -> int:
@@ -221,8 +222,8 @@ def _plan(model, hardware, *, batch, prompt_tokens, output_tokens, weight_dtype,
     categories["bound"] = BOUNDS
     groups = []
     for p, labels, sp in found:
-        consts = {name: categories[name].index(labels[name]) if name in labels else -1
-                  for name, kind in columns if kind == "cat" and name != "bound"}
+        consts: dict[str, float] = {name: categories[name].index(labels[name]) if name in labels else -1
+                                    for name, kind in columns if kind == "cat" and name != "bound"}
         consts["n_chips"] = p.n_chips
         if "spec_draft" in categories:
             spec = (sp.gamma, p.spec_args[1], int(p.positions)) if sp is not None else (math.nan,) * 3
@@ -318,6 +319,7 @@ class _Columns:
 
         p = g.prepared
         axes = {"batch": B, "prompt_tokens": S, "output_tokens": T, "memory_fits": fits}
+        value: float | np.ndarray
         for name in self.data:          # the selected columns only
             if name in g.consts:
                 value = g.consts[name]
@@ -424,7 +426,8 @@ def _dask_frame(plan: _Plan, partition_size: int):
     B, S, T = plan.axes
     parts = []
     for g in plan.groups:
-        run, points = [], 0
+        run: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        points = 0
         for bi, si, ti in _blocks(plan.shape, min(BLOCK, partition_size)):
             block = (B[bi], S[si], T[ti])
             size = block[0].size * block[1].size * block[2].size
@@ -549,8 +552,9 @@ def pareto_front(x, y) -> np.ndarray:
 # ---- the fewest chips per point, and why a point was dropped ------------------------------------
 def drop_reasons(table) -> np.ndarray:
     """Per row: "" where the point fits in memory, else why not (GB per chip needed and held)."""
-    need = sum(np.asarray(table[c], dtype=float) for c, _ in _MEMORY if c != "memory_capacity_bytes")
     cap = np.asarray(table["memory_capacity_bytes"], dtype=float)
+    need = sum((np.asarray(table[c], dtype=float) for c, _ in _MEMORY if c != "memory_capacity_bytes"),
+               np.zeros_like(cap))
     fits = np.asarray(table["memory_fits"], dtype=bool)
     chips = np.asarray(table["n_chips"])
     return np.array(["" if ok else f"does not fit: {n / 1e9:.3g} GB per chip > {c / 1e9:.3g} GB on {k} chips"
