@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator,
                       model_validator)
@@ -21,6 +21,10 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationIn
 from ._data import HashableModel, Number, read_yaml, validate
 from . import names
 from .errors import InvalidInputError, ProfileError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 
 def _g(x: float) -> str:
@@ -131,7 +135,7 @@ class Fabric(_Strict):
     links_per_core: Annotated[int, Field(ge=1, le=64)] = 4
     source: str
 
-    def element_time_s(self, bits: float = 16.0) -> float:
+    def element_time_s(self, bits: float | NDArray[np.float64] = 16.0) -> float | NDArray[np.float64]:
         """Seconds one link takes to pass one `bits`-bit element: a core's share of the fabric
         bandwidth, split over its links."""
         return bits * self.links_per_core * self.cores / self.bandwidth_bits_s

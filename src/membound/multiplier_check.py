@@ -65,7 +65,7 @@ def leviathan(rows) -> list:
         r = rows[f"spec-{i:03d}"]
         note = r["notes"]
         g, a = int(_num(note, "gamma")), _num(note, "alpha")
-        draft = re.search(r"draft M_q=(T5-\w+)", note).group(1)
+        draft = re.search(r"draft M_q=(T5-\w+)", note).group(1)  # type: ignore[union-attr]  # every spec row names it
         c = _num(note, "cost ratio c")
         paper = _num(note, r"speedup")
         c_note = "" if c is not None else f"c of {draft} from other rows"
@@ -308,6 +308,7 @@ def marlin_rows(rows) -> list:
 
 def _apple_profile(hardware: str) -> str:
     m = re.match(r"Apple (M\d)(?: (Pro|Max|Ultra))? \((\d+)-core GPU", hardware)
+    assert m is not None, hardware      # called on the Apple rows only
     chip, tier, cores = m.group(1).lower(), (m.group(2) or "").lower(), m.group(3)
     name = f"apple-{chip}" + (f"-{tier}" if tier else "")
     if (chip, tier, cores) in (("m3", "max", "30"), ("m4", "max", "32")):

@@ -47,7 +47,7 @@ class Parallel:
         keys = [m[1] for m in found if m]
         if not parts or not all(found) or len(set(keys)) != len(keys):
             raise InvalidInputError("parallel", text, "a layout such as 'tp=2', 'tp=2,pp=4' or a mb.Parallel")
-        return cls(**{m[1]: int(m[2]) for m in found})
+        return cls(**{m[1]: int(m[2]) for m in found if m})   # all matched (checked above)
 
     @property
     def chips(self) -> int:

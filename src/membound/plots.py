@@ -287,7 +287,7 @@ _MARKERS = ("o", "s", "^", "D", "v", "P", "X")   # 7 shapes against 10 colours: 
 def _styles(n: int) -> list[tuple[str, str]]:
     """n distinct (colour, marker) pairs: the 10 tab colours with 7 shapes, both cycling (lcm 70)."""
     from matplotlib import colormaps
-    colours = colormaps["tab10"].colors
+    colours = colormaps["tab10"].colors     # type: ignore[attr-defined]  # tab10 is a ListedColormap
     return [(colours[i % 10], _MARKERS[i % len(_MARKERS)]) for i in range(n)]
 
 

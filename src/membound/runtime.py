@@ -216,7 +216,7 @@ def default_runtime(hw: Hardware) -> Runtime:
     return _defaults().get(hw.name, DEVICE)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _defaults() -> dict:
     out = {}
     for path in _files().values():

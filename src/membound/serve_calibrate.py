@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from .calibrate import fit_bounded
-from .runtime import clear_caches, load_runtime, runtimes_dir
+from .runtime import Runtime, clear_caches, load_runtime, runtimes_dir
 from .serve_validate import FIT_HARDWARE, load_rows, predict
 
 PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_s", "per_layer_s", "per_moe_layer_s",
@@ -42,8 +42,9 @@ START = (0.8, 0.6, 2e-3, 1e-5, 1e-5, 32.0, 2e-5, 0.03)
 ENGINES = ("vllm", "sglang", "tensorrt-llm")
 
 
-def with_params(name: str, x) -> object:
+def with_params(name: str, x) -> Runtime:
     base = load_runtime(name)
+    assert base.served is not None      # ENGINES all have a served block
     served = base.served.model_copy(update={k: float(v) for k, v in zip(PARAMS, x)})
     return base.model_copy(update={"served": served})
 

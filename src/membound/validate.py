@@ -165,7 +165,7 @@ def validation_report(path=None, group: str = "chip") -> dict:
         n, med, p90 = _stats([r.error for r in rs])
         hs = [r for r in rs if r.held_out is not None]
         nh, medh, p90h = _stats([r.held_out_error for r in hs])
-        worst = sorted(hs, key=lambda r: -abs(r.held_out_error))[:3]
+        worst = sorted(hs, key=lambda r: -abs(r.held_out_error or 0.0))[:3]   # all held out here
         cats[name] = dict(rows=n, median=med, p90=p90, holdout_rows=nh, holdout_median=medh, holdout_p90=p90h,
                           chips=len({r.hardware for r in rs}), worst=[(r.id, r.held_out_error) for r in worst])
     disclosed = [s for s in skipped if not s[2].startswith(NOT_DISCLOSED + SPECULATIVE)]

@@ -57,7 +57,7 @@ def fit(scenarios) -> dict:
     for a latency)."""
     from .reference import predict
     out = {}
-    for name, (dev, ids, field, _, (lo, hi)) in FITS.items():
+    for name, (_dev, ids, field, _, (lo, hi)) in FITS.items():
         rows = [s for s in scenarios if s.id in ids]
         if not rows:
             continue

@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from ..compare import compare as run_compare
 from ..dtypes import get_dtype, list_dtypes
@@ -85,6 +85,10 @@ def _get(body: dict, key: str, default: Any = None) -> Any:
     return default if v is None or v == "" else v
 
 
+@overload
+def integer(body: dict, key: str, default: int, minimum: int, maximum: int) -> int: ...
+@overload
+def integer(body: dict, key: str, default: None, minimum: int, maximum: int) -> int | None: ...
 def integer(body: dict, key: str, default: int | None, minimum: int, maximum: int) -> int | None:
     v = _get(body, key, default)
     if v is None:
@@ -228,7 +232,8 @@ def compare(body: dict) -> dict[str, Any]:
     device holds it, that is a bad request pointing at the first entry."""
     model = model_of(body)
     w = Workload.of(body)
-    rows, dropped = [], []
+    rows: list[dict[str, Any]] = []
+    dropped: list[dict[str, Any]] = []
     for i, spec in enumerate(names(body, "devices", list(DEFAULT_DEVICES))):
         name, chips = device_spec(spec, i)
         with at("devices", i):
@@ -305,6 +310,7 @@ def loads(body: dict) -> tuple[str, list]:
     items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else [raw]
     if not 1 <= len(items) <= MAX_POINTS:
         raise BadRequest(f"{key}: {len(items)} points; expected 1 to {MAX_POINTS}", key)
+    values: set[float | None]
     if key == "concurrency":
         values = {integer({key: v}, key, None, 1, MAX_USERS) for v in items}
     else:

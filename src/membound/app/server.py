@@ -19,7 +19,7 @@ import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import MemboundError
@@ -106,7 +106,7 @@ def create_app(*, max_body_bytes: int = 256_000, max_workers: int = 2, max_pendi
     async def index(_request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
 
-    routes = [Route("/", index),
+    routes: list[BaseRoute] = [Route("/", index),
               Route("/api/options", _endpoint(options, gate, max_body_bytes), methods=["GET"])]
     for name in ("compare", "explain", "serve", "plan"):
         fn = getattr(api, name, None)

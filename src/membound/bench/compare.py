@@ -79,7 +79,7 @@ def compare(result, model, hardware, *, weight_dtype: str = "bf16", kv_dtype: st
             (st.ttft_median_s, pred.ttft_s, ideal.ttft_s),
             (st.decode_median_tok_s, pred.decode_tok_s_per_user, ideal.decode_tok_s_per_user),
             (st.aggregate_median_tok_s, pred.decode_tok_s_total, ideal.decode_tok_s_total),
-            bool(pred.memory.fits)))
+            bool(pred.memory is not None and pred.memory.fits)))   # estimate() always sets memory
     return rows
 
 

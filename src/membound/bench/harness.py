@@ -18,6 +18,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -134,7 +135,7 @@ class BenchResult:
         by = {(st.prompt, st.concurrency): st for st in self.stats()}
         out = []
         for (p, c), st in by.items():
-            base = by.get((self.pairs.get(p), c))
+            base = by.get((self.pairs[p], c)) if p in self.pairs else None
             if base is None or st.ttft_median_s is None or base.ttft_median_s is None:
                 continue
             extra = (st.prompt_tokens_median - base.prompt_tokens_median
@@ -279,10 +280,10 @@ def run(url: str, model: str | None = None, prompts=None, *, concurrency=(1,), r
     for name, v, lo in (("repeats", repeats, 1), ("max_tokens", max_tokens, 1), ("warmup", warmup, 0)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise InvalidInputError(name, v, f"an integer >= {lo}")
-    for name, v in (("timeout_s", timeout_s), ("idle_timeout_s", idle_timeout_s)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
-                              or v <= 0):
-            raise InvalidInputError(name, v, "a positive number of seconds")
+    for name, secs in (("timeout_s", timeout_s), ("idle_timeout_s", idle_timeout_s)):
+        if secs is not None and (isinstance(secs, bool) or not isinstance(secs, (int, float)) or not math.isfinite(secs)
+                                 or secs <= 0):
+            raise InvalidInputError(name, secs, "a positive number of seconds")
     if timeout_s is None:
         raise InvalidInputError("timeout_s", timeout_s, "a positive number of seconds")
     target = check_save_path(save) if save is not None else None
@@ -307,7 +308,7 @@ def run(url: str, model: str | None = None, prompts=None, *, concurrency=(1,), r
             todo.append(lp)
     result.prompt_chars = {p.name: len(p.text) for p in todo}
     tag = secrets.token_hex(3) if unique else ""
-    send = dict(max_tokens=max_tokens, temperature=temperature, timeout_s=timeout_s,
+    send: dict[str, Any] = dict(max_tokens=max_tokens, temperature=temperature, timeout_s=timeout_s,
                 idle_timeout_s=idle_timeout_s, api_key=api_key, include_usage=include_usage,
                 extra_body=extra_body)
     try:
@@ -324,7 +325,7 @@ def run(url: str, model: str | None = None, prompts=None, *, concurrency=(1,), r
         result.interrupted = True
         result.notes.append("interrupted: the samples measured so far are kept; requests in flight "
                             "are marked 'interrupted' and left out of the statistics")
-    if journal is not None:
+    if journal is not None and target is not None:     # both or neither
         result.saved_to = journal.finish(result, target)
     return result
 

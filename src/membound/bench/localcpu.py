@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,7 @@ def measure_copy_bandwidth(n_bytes: int = 128 * 2**20, repeats: int = 5) -> floa
 
 
 def _cpuinfo() -> dict:
-    info = {"model": "unknown CPU", "mhz": None, "flags": set()}
+    info: dict[str, Any] = {"model": "unknown CPU", "mhz": None, "flags": set()}
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
