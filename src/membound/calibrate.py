@@ -33,6 +33,7 @@ import datetime
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -41,6 +42,9 @@ from .vendors import FITS as VENDOR_FITS
 from .vendors import fit as vendor_fit
 from .vendors import fitted_rows as vendor_fitted_rows
 from .vendors import runtime_yaml as vendor_yaml
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_s", "overlap",
           "moe_gemm_efficiency", "per_sequence_overhead_s")
@@ -258,7 +262,7 @@ def _bundled_entries(rt: str) -> dict:
     return {k: e.model_dump(exclude_none=True) for k, e in load_runtime(rt).classes.items()}
 
 
-def runtime_from_fits(rt_name: str, groups, base=None) -> object:
+def runtime_from_fits(rt_name: str, groups, base: Runtime | None = None) -> Runtime:
     """The runtime `rt_name` (or `base`) with its fitted entries replaced by `groups` (in memory only)."""
     from .runtime import RuntimeEntry, load_runtime
     base = base or load_runtime(rt_name)

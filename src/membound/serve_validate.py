@@ -51,8 +51,8 @@ class ServedRow:
     parallel: Parallel
     n_gpus: int
     conc: int
-    prompt: object        # Fixed or Uniform
-    output: object
+    prompt: Fixed | Uniform
+    output: Fixed | Uniform
     tpot_s: float
     ttft_s: float
     tput_per_gpu: float
@@ -72,7 +72,7 @@ def _weight_dtype(precision: str, model: str, hw: str) -> str:
     return precision
 
 
-def _length(mean: float, nominal: float):
+def _length(mean: float, nominal: float) -> Fixed | Uniform:
     """The CI sampler: uniform integers in [int(0.8 L), L] (mean ~0.9 L); else the mean, fixed."""
     if nominal > 0 and abs(mean - (int(0.8 * nominal) + nominal) / 2.0) <= 0.02 * nominal:
         return Uniform(int(0.8 * nominal), int(nominal))

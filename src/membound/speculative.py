@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from .model import Model
 
 ALPHA_ONE = 1e-9   # |1 - alpha| below this is treated as alpha = 1 (the limit gamma + 1)
 
@@ -93,7 +97,7 @@ class SpeculativeDecoding:
            the same MoE experts (0: independently; see ROUTE_CORRELATION); no effect on dense models.
     """
 
-    draft: object = None
+    draft: Model | str | None = None   # a draft model (object or name), or None
     gamma: int = 4
     acceptance_rate: float | None = None
     mean_accepted_tokens: float | None = None
