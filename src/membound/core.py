@@ -29,7 +29,10 @@ from .roofline import (Num, causal_pairs, ceiling, context_pieces, effective_con
                        maximum, minimum, sum_over_context, where)
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from .hardware import Hardware
+    from .model import Model
     from .runtime import Efficiency
 
 
@@ -64,7 +67,7 @@ class ModelConsts:
 
 
 @functools.lru_cache(maxsize=512)
-def model_consts(model) -> ModelConsts:
+def model_consts(model: Model) -> ModelConsts:
     groups = tuple(model.window_groups())
     mla = getattr(model, "kv_lora_rank", 0) > 0
     return ModelConsts(
@@ -267,7 +270,8 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     L0 = S
     L_mid = S + (T - 1.0) / 2.0     # the mean of the contexts S .. S+T-1 the steps see
     u_mid = effective_context(mc.window_groups, L_mid)
-    draft_mid, draft_pre = 0.0, 0.0
+    draft_mid: Num = 0.0
+    draft_pre: Num = 0.0
     if spec is None:
         coeffs, extra = plain, plain_extra
         decode_sum = sum_over_context(mc.pieces, *timed(coeffs), step_floor, L0, T) + extra * T
@@ -355,14 +359,15 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     )
 
 
-def _draft_weight_bytes(d: ModelConsts, tokens, kn):
+def _draft_weight_bytes(d: ModelConsts, tokens: Num, kn: Knobs) -> Num:
     """Bytes of a draft model's weights one pass of `tokens` tokens reads (experts touched only;
     the input embedding, a lookup, left out)."""
     touched = expected_experts(d.n_experts, d.k, tokens)
     return (d.total_params - d.lookup_params - d.n_moe_layers * (d.n_experts - touched) * d.expert_params) * kn.w_bytes
 
 
-def step_coeffs_draft(d: ModelConsts, b, kn, C, w_inv, kv_inv, tp=1.0, Ca=None):
+def step_coeffs_draft(d: ModelConsts, b: Num, kn: Knobs, C: Num, w_inv: Num, kv_inv: Num, tp: Num = 1.0,
+                      Ca: Num | None = None) -> Coeffs:
     """A draft model's decode step on one chip of the same device, at the target's weight and
     KV dtypes, batch b, split over tp chips like the target: (mem_a, mem_b, cmp_a, cmp_b) as
     affine functions of u(L)."""
@@ -373,7 +378,8 @@ def step_coeffs_draft(d: ModelConsts, b, kn, C, w_inv, kv_inv, tp=1.0, Ca=None):
             b * d.attn_per_pair / (tp * (Ca or C)))
 
 
-def _draft_prefill(d: ModelConsts, B, S, kn, C, w_inv, kv_inv, tp, Ca):
+def _draft_prefill(d: ModelConsts, B: Num, S: Num, kn: Knobs, C: Num, w_inv: Num, kv_inv: Num, tp: Num,
+                   Ca: Num) -> Num:
     """A draft model's prefill of B prompts of S tokens on one chip (before communication and
     overhead): max(weights + KV written, FLOPs, floor is added by the caller)."""
     w = _draft_weight_bytes(d, B * S, kn)
@@ -386,7 +392,7 @@ def _draft_prefill(d: ModelConsts, B, S, kn, C, w_inv, kv_inv, tp, Ca):
 BOUNDS = ("memory", "compute", "latency", "communication", "overhead", "draft")
 
 
-def bound_name(r) -> str:
+def bound_name(r: Mapping[str, Any]) -> str:
     """Which term sets the step: the largest of the max-terms, unless an additive term
     (communication, overhead) is larger still."""
     vals = {k: float(r[f"{k}_s"]) for k in BOUNDS}

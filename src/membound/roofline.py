@@ -19,6 +19,7 @@ in L, so the sum of step(L) over a whole generation has a closed form (`sum_step
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TypeAlias
 
 import numpy as np
@@ -43,25 +44,25 @@ def _is_scalar(*xs) -> bool:
 
 # Each helper first takes the plain-float path (what estimate() uses, ~100 calls per estimate)
 # with exact type tests, then the general one: int/float subclasses, numpy or dask arrays.
-def ceiling(a):
+def ceiling(a: Num) -> Num:
     if type(a) in _EXACT:
         return float(math.ceil(a))
     return float(math.ceil(a)) if isinstance(a, _SCALAR) else np.ceil(a)
 
 
-def maximum(a, b):
+def maximum(a: Num, b: Num) -> Num:
     if type(a) in _EXACT and type(b) in _EXACT:
         return b if b > a else a            # noqa: FURB136 -- max(a, b) exactly, without the call
     return max(a, b) if isinstance(a, _SCALAR) and isinstance(b, _SCALAR) else np.maximum(a, b)
 
 
-def minimum(a, b):
+def minimum(a: Num, b: Num) -> Num:
     if type(a) in _EXACT and type(b) in _EXACT:
         return b if b < a else a            # noqa: FURB136 -- min(a, b) exactly, without the call
     return min(a, b) if isinstance(a, _SCALAR) and isinstance(b, _SCALAR) else np.minimum(a, b)
 
 
-def where(cond, a, b):
+def where(cond: bool | NDArray[np.bool_], a: Num, b: Num) -> Num:
     if type(cond) is bool and type(a) in _EXACT and type(b) in _EXACT:
         return a if cond else b
     if isinstance(cond, (bool, np.bool_)) and isinstance(a, _SCALAR) and isinstance(b, _SCALAR):
@@ -69,33 +70,34 @@ def where(cond, a, b):
     return np.where(cond, a, b)
 
 
-def floor(x):
+def floor(x: Num) -> Num:
     if type(x) in _EXACT:
         return float(math.floor(x))
     return float(math.floor(x)) if _is_scalar(x) else np.floor(x)
 
 
-def clip(x, lo, hi):
+def clip(x: Num, lo: Num, hi: Num) -> Num:
     return minimum(maximum(x, lo), hi)
 
 
-def expected_experts(n_experts, k, tokens):
+def expected_experts(n_experts: Num, k: Num, tokens: Num) -> Num:
     """Expected distinct experts one MoE layer reads when `tokens` tokens each route to `k` of
     `n_experts` uniformly: E * (1 - (1 - k/E)^tokens). Batch 1 reads k; large batches read E."""
     safe_e = maximum(n_experts, 1)
     return where(n_experts > 0, safe_e * (1.0 - (1.0 - k / safe_e) ** tokens), 0.0)
 
 
-def sum_linear(a, b, lo, hi):
+def sum_linear(a: Num, b: Num, lo: Num, hi: Num) -> Num:
     """Sum of a + b*L over integers L in [lo, hi) (0 when hi <= lo)."""
     n = maximum(hi - lo, 0.0)
     hi = lo + n
     return a * n + b * (hi * (hi - 1.0) - lo * (lo - 1.0)) / 2.0
 
 
-def sum_positive_part(d0, d1, lo, hi):
+def sum_positive_part(d0: Num, d1: Num, lo: Num, hi: Num) -> Num:
     """Sum of max(d0 + d1*L, 0) over integers L in [lo, hi)."""
-    flat = abs(d1) <= TINY                    # slopes below TINY count as flat (no overflow)
+    # slopes below TINY count as flat (no overflow); numpy's stubs lose abs() of a float | array
+    flat = abs(d1) <= TINY  # type: ignore[operator]
     safe = where(flat, 1.0, d1)
     root = clip(-d0 / safe, lo - 1.0, hi + 1.0)        # where the line crosses zero
     start = where(d1 > TINY, clip(floor(root) + 1.0, lo, hi), lo)
@@ -104,7 +106,7 @@ def sum_positive_part(d0, d1, lo, hi):
     return whole * sum_linear(d0, d1, start, stop)
 
 
-def sum_max3(m_a, m_b, c_a, c_b, fl, lo, hi):
+def sum_max3(m_a: Num, m_b: Num, c_a: Num, c_b: Num, fl: Num, lo: Num, hi: Num) -> Num:
     """Sum over integers L in [lo, hi) of max(m_a + m_b L, c_a + c_b L, fl), for slopes >= 0."""
     def first_reach(a, b):  # first integer L >= lo where a + b L >= fl (hi if never)
         rising = b > TINY                     # slopes below TINY count as flat (no overflow)
@@ -117,7 +119,7 @@ def sum_max3(m_a, m_b, c_a, c_b, fl, lo, hi):
     return below + above
 
 
-def context_pieces(window_groups, n_layers):
+def context_pieces(window_groups: Sequence[tuple[int | None, int]], n_layers: int) -> list[tuple[float, float, float, float]]:
     """Split contexts into ranges where u(L) = sum_layers min(L, window) is linear:
     returns [(lo, hi, u0, u1)] with u(L) = u0 + u1*L for lo <= L < hi."""
     windows = sorted({w for w, _ in window_groups if w is not None})
@@ -130,18 +132,19 @@ def context_pieces(window_groups, n_layers):
     return pieces
 
 
-def effective_context(window_groups, context):
+def effective_context(window_groups: Sequence[tuple[int | None, int]], context: Num) -> Num:
     """u(L): (layer, cached token) pairs at context L, honouring sliding windows."""
-    total = 0.0
+    total: Num = 0.0
     for w, n in window_groups:
         total = total + n * (context if w is None else minimum(context, float(w)))
     return total
 
 
-def sum_over_context(pieces, m_a, m_b, c_a, c_b, fl, start, count):
+def sum_over_context(pieces: Sequence[tuple[float, float, float, float]], m_a: Num, m_b: Num, c_a: Num, c_b: Num,
+                     fl: Num, start: Num, count: Num) -> Num:
     """Sum of max(memory, compute, floor) over contexts start .. start+count-1, where memory
     and compute are affine in u(L) with slopes m_b, c_b per (layer, token) pair."""
-    total = 0.0
+    total: Num = 0.0
     end = start + count
     for lo, hi, u0, u1 in pieces:
         a, b = maximum(start, lo), minimum(end, hi)
@@ -149,10 +152,10 @@ def sum_over_context(pieces, m_a, m_b, c_a, c_b, fl, start, count):
     return total
 
 
-def causal_pairs(window_groups, prompt_tokens):
+def causal_pairs(window_groups: Sequence[tuple[int | None, int]], prompt_tokens: Num) -> Num:
     """(layer, key) pairs a causal prefill of S tokens attends to: sum_layers sum_{i<S} min(i, W)."""
     s = prompt_tokens
-    total = 0.0
+    total: Num = 0.0
     for w, n in window_groups:
         full = s * (s - 1.0) / 2.0
         if w is None:

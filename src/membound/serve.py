@@ -274,7 +274,7 @@ class StepModel:
         self.kappa = (float(r1["memory_s"]) - self._w[0]) / u_ref      # s per KV pair read
         self.alpha = (float(r1["compute_s"]) - self.phi) / u_ref       # s per attention pair
         self.gamma = (float(r1["prefill_compute_s"]) - self.alpha * causal_pairs(self.groups, ref)) / ref
-        self.kv_pair_bytes = float(r1["kv_bytes_chip"]) / effective_context(self.groups, ref + 1.0)
+        self.kv_pair_bytes = float(r1["kv_bytes_chip"]) / float(effective_context(self.groups, ref + 1.0))
         self.weights_bytes = float(r1["weights_bytes_chip"]) + float(r1["extra_bytes_chip"])
         self.capacity_bytes = float(r1["capacity_bytes_chip"])
         self.price = p.price
@@ -455,13 +455,13 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
     concurrency or arrival_rate may be numpy arrays (vectorised)."""
     S, T = float(prompt), float(output)
     D = max(T - 1.0, 1e-9)
-    u_mean = effective_context(sm.groups, S + D / 2.0)
+    u_mean = float(effective_context(sm.groups, S + D / 2.0))
     u_S = effective_context(sm.groups, S)
     pairs_S = causal_pairs(sm.groups, S)
     P = float(_set(sched.token_budget))
     kv_pairs = sm.kv_pairs_capacity(sched)
     if sched.preemption == "none":
-        hold = effective_context(sm.groups, S + T)
+        hold = float(effective_context(sm.groups, S + T))
     else:
         hold = u_mean + _set(sched.kv_block_tokens) / 2.0 * (u_mean / max(S + D / 2.0, 1.0))
     cap = min(float(_set(sched.max_running)), kv_pairs / max(hold, 1e-30), P - 1.0)
@@ -657,7 +657,7 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
                 left -= take
         decode = sched.mixed_steps or not chunks
         bd = b if decode else 0
-        u_run = float(effective_context(groups, run_ctx.astype(float)).mean()) if bd else 0.0
+        u_run = float(np.mean(effective_context(groups, run_ctx.astype(float)))) if bd else 0.0
         if not chunks and bd:
             # -- a run of pure decode steps until the next event ------------------------------
             k = int(run_left.min())
