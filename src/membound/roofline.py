@@ -144,12 +144,48 @@ def sum_over_context(pieces: Sequence[tuple[float, float, float, float]], m_a: N
                      fl: Num, start: Num, count: Num) -> Num:
     """Sum of max(memory, compute, floor) over contexts start .. start+count-1, where memory
     and compute are affine in u(L) with slopes m_b, c_b per (layer, token) pair."""
+    exact = _EXACT
+    one = type(m_a) in exact and type(m_b) in exact and type(c_a) in exact and type(c_b) in exact \
+        and type(fl) in exact and type(start) in exact and type(count) in exact
     total: Num = 0.0
     end = start + count
     for lo, hi, u0, u1 in pieces:
         a, b = maximum(start, lo), minimum(end, hi)
-        total = total + sum_max3(m_a + m_b * u0, m_b * u1, c_a + c_b * u0, c_b * u1, fl, a, b)
+        total = total + (_sum_max3_float if one else sum_max3)(m_a + m_b * u0, m_b * u1, c_a + c_b * u0,
+                                                                 c_b * u1, fl, a, b)
     return total
+
+
+# The plain-float path of estimate(): sum_max3 and sum_positive_part step by step as above, with
+# each helper's scalar branch written out (the same operations in the same order, so the same
+# floats), without the ~40 broadcasting-helper calls they cost per estimate.
+def _clip_float(x: float, lo: float, hi: float) -> float:
+    x = lo if lo > x else x                 # maximum(x, lo)
+    return hi if hi < x else x              # minimum(x, hi)
+
+
+def _sum_max3_float(m_a: float, m_b: float, c_a: float, c_b: float, fl: float, lo: float, hi: float) -> float:
+    def first_reach(a: float, b: float) -> float:
+        rising = b > TINY
+        t = _clip_float((fl - a) / (b if rising else 1.0), lo - 1.0, hi + 1.0)
+        up = _clip_float(-float(math.floor(-t)), lo, hi)
+        return lo if a + b * lo >= fl else (up if rising else hi)
+    r_m, r_c = first_reach(m_a, m_b), first_reach(c_a, c_b)
+    reach = r_c if r_c < r_m else r_m
+    below = reach - lo
+    below = fl * (0.0 if 0.0 > below else below)
+    return below + (sum_linear(c_a, c_b, reach, hi) + _sum_positive_part_float(m_a - c_a, m_b - c_b, reach, hi))
+
+
+def _sum_positive_part_float(d0: float, d1: float, lo: float, hi: float) -> float:
+    flat = abs(d1) <= TINY
+    root = _clip_float(-d0 / (1.0 if flat else d1), lo - 1.0, hi + 1.0)
+    start = _clip_float(float(math.floor(root)) + 1.0, lo, hi)
+    stop = _clip_float(-float(math.floor(-root)), lo, hi)
+    start = start if d1 > TINY else lo
+    stop = stop if d1 < -TINY else hi
+    whole = (1.0 if d0 > 0 else 0.0) if flat else 1.0
+    return whole * sum_linear(d0, d1, start, stop)
 
 
 def causal_pairs(window_groups: Sequence[tuple[int | None, int]], prompt_tokens: Num) -> Num:
