@@ -340,11 +340,12 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     ttft = where(S > 0, prefill_s + draft_pre, first_step)
 
     decode_s = decode_sum
-    tpot = decode_s / maximum(T, 1.0)
-    per_user = maximum(T, 1.0) / decode_s
-    e2e = ttft + decode_s * maximum(T - 1.0, 0.0) / maximum(T, 1.0)
+    tokens_out = maximum(T, 1.0)
+    tpot = decode_s / tokens_out
+    per_user = tokens_out / decode_s
+    e2e = ttft + decode_s * maximum(T - 1.0, 0.0) / tokens_out
     total = B * per_user
-    cost = kn.n_chips * kn.price_usd_per_hour / 3600.0 * e2e / (B * maximum(T, 1.0)) * 1e6
+    cost = kn.n_chips * kn.price_usd_per_hour / 3600.0 * e2e / (B * tokens_out) * 1e6
     return dict(
         decode_tok_s_per_user=per_user, decode_tok_s_total=total, ttft_s=ttft, prefill_s=prefill_s,
         e2e_s=e2e, tpot_s=tpot, decode_s=decode_s,

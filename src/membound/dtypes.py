@@ -93,6 +93,9 @@ def register_dtype(name: str, bits: float, compute: str | None = None,
 
 def get_dtype(name: str | DType) -> DType:
     """The registered format called `name` (case-insensitive; f16 = fp16)."""
+    hit = _registry.get(name) if type(name) is str else None    # a registered name as written: no
+    if hit is not None:                                          # alias is ever registered (below)
+        return hit
     if isinstance(name, DType):
         return name
     if not isinstance(name, str):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import operator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,7 +26,7 @@ MAX_COUNT = 10**9
 deployment, and small enough that every product of counts stays exact in float arithmetic
 (10**400 overflowed a float; a prompt of 10**19 tokens lost the decode step to rounding)."""
 
-_TERMS = tuple((k, f"{k}_s") for k in BOUNDS)
+_TERMS = operator.itemgetter(*(f"{k}_s" for k in BOUNDS))   # core.evaluate's keys of the BOUNDS terms
 
 
 def check_int(field: str, value, minimum: int, maximum: int = MAX_COUNT) -> int:
@@ -79,31 +80,28 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
     InvalidInputError unless allow_beyond_context=True.
     Raises DoesNotFitError (with bytes missing and chips needed) when it does not fit.
     """
-    p = prepare(model, hardware, batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
-                weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype,
-                n_chips=n_chips, parallel=parallel, speculative=speculative, runtime=runtime,
-                quantization=quantization, placement=placement, price_usd_per_hour=price_usd_per_hour,
-                allow_beyond_context=allow_beyond_context)
+    p, B, S, T = _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype,
+                          activation_dtype, n_chips, parallel, speculative, runtime, quantization, placement,
+                          price_usd_per_hour, allow_beyond_context)
     m, hw, layout, price, pinned = p.model, p.hardware, p.layout, p.price, p.pinned
-    B, S, T, N, spec_args, positions = p.batch, p.prompt, p.output, p.n_chips, p.spec_args, p.positions
-    r = p.evaluate()
+    N, spec_args, positions = p.n_chips, p.spec_args, p.positions
+    kn = _with(p.knobs, batch=float(B), prompt=float(S), output=float(T))   # = p.at(B, S, T).evaluate()
+    r = evaluate(p.consts, hw, p.eff, kn, **p.extra)
     for key in ("decode_tok_s_per_user", "ttft_s", "e2e_s"):   # a last guard: never NaN/inf/0
         if not (math.isfinite(r[key]) and r[key] > 0):
             raise InvalidInputError(key, r[key], f"a finite positive figure; the inputs ({p.model.name} on "
                                     f"{p.hardware.name}) are outside the physical range")
-    memory = _create(Memory, dict(
-        weights_bytes=r["weights_bytes_chip"], kv_bytes=r["kv_bytes_chip"],
-        activation_bytes=r["activation_bytes_chip"], other_bytes=r["extra_bytes_chip"],
-        capacity_bytes=r["capacity_bytes_chip"], fits=bool(r["fits"]),
-        placement=tuple(_create(TierUse, dict(tier=t.name, weights_bytes=float(w), kv_bytes=float(kv),
-                                              capacity_bytes=t.capacity_bytes))
-                        for (w, kv), t in zip(r["per_tier"], hw.memory))))
+    memory = _create(Memory, weights_bytes=r["weights_bytes_chip"], kv_bytes=r["kv_bytes_chip"],
+                     activation_bytes=r["activation_bytes_chip"], other_bytes=r["extra_bytes_chip"],
+                     capacity_bytes=r["capacity_bytes_chip"], fits=bool(r["fits"]),
+                     placement=tuple([_create(TierUse, tier=t.name, weights_bytes=float(w), kv_bytes=float(kv),
+                                              capacity_bytes=t.capacity_bytes)
+                                      for (w, kv), t in zip(r["per_tier"], hw.memory)]))
     if check_memory:
         _check_fit(memory, hw, pinned, m, N, layout)
     watts = hw.power_w
-    terms = {k: r[key] for k, key in _TERMS}
-    result = _create(Result, dict(
-        p.labels, batch=B, prompt_tokens=S, output_tokens=T,
+    terms = dict(zip(BOUNDS, _TERMS(r)))
+    result = _create(Result, p.labels, batch=B, prompt_tokens=S, output_tokens=T,
         decode_tok_s_per_user=r["decode_tok_s_per_user"], decode_tok_s_total=r["decode_tok_s_total"],
         ttft_s=r["ttft_s"], prefill_s=r["prefill_s"], e2e_s=r["e2e_s"], tpot_s=r["tpot_s"],
         bound=max(terms, key=terms.__getitem__), step_terms_s=terms, memory=memory,   # = core.bound_name(r)
@@ -111,8 +109,7 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
         joules_per_token=(watts * N * r["e2e_s"] / (B * T)) if watts else None,
         speculative=None if speculative is None or spec_args is None else {
             "gamma": speculative.gamma, "tokens_per_round": spec_args.tokens_per_round, "verify_positions": int(positions),
-            "draft": getattr(speculative.draft, "name", speculative.draft)},
-    ))
+            "draft": getattr(speculative.draft, "name", speculative.draft)})
     return result
 
 
@@ -169,6 +166,17 @@ def prepare(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int 
     Everything but the workload numbers (layout, formats, runtime efficiencies, speculative
     set-up, placement, price) is resolved once per distinct set of arguments and cached; each
     call checks only batch, prompt and output."""
+    base, B, S, T = _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype,
+                             activation_dtype, n_chips, parallel, speculative, runtime, quantization, placement,
+                             price_usd_per_hour, allow_beyond_context)
+    return base.at(B, S, T)
+
+
+def _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype, activation_dtype,
+             n_chips, parallel, speculative, runtime, quantization, placement, price_usd_per_hour,
+             allow_beyond_context) -> tuple[Prepared, int, int, int]:
+    """`prepare` as (the cached configuration at batch 1, prompt 0, output 1; batch; prompt;
+    output), all checked: `estimate()` builds its knobs without a second Prepared."""
     m = load_model(model)
     hw = load_hardware(hardware)
     rt = load_runtime(runtime, hw)
@@ -190,7 +198,7 @@ def prepare(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int 
         base = _resolve_cached(*args, _formats_now(weight_dtype, kv_dtype, activation_dtype, quantization))  # type: ignore[arg-type]
     except (TypeError, MemboundError):  # an unhashable argument (a placement dict) or a bad format name:
         base = _resolve(*args)          # resolve afresh (which raises the error naming the field)
-    return base.at(B, S, T)
+    return base, B, S, T
 
 
 def _formats_now(weight_dtype, kv_dtype, activation_dtype, quantization) -> tuple:
