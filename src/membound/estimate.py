@@ -195,7 +195,7 @@ def _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype,
             placement, price_usd_per_hour)
     try:
         # an unhashable argument raises TypeError here, by design (caught below)
-        base = _resolve_cached(*args, _formats_now(weight_dtype, kv_dtype, activation_dtype, quantization))  # type: ignore[arg-type]
+        base = _resolve_cached(*args, _formats_now(weight_dtype, kv_dtype, activation_dtype, quantization))
     except (TypeError, MemboundError):  # an unhashable argument (a placement dict) or a bad format name:
         base = _resolve(*args)          # resolve afresh (which raises the error naming the field)
     return base, B, S, T

@@ -158,14 +158,15 @@ def sum_over_context(pieces: Sequence[tuple[float, float, float, float]], m_a: N
 
 # The plain-float path of estimate(): sum_max3 and sum_positive_part step by step as above, with
 # each helper's scalar branch written out (the same operations in the same order, so the same
-# floats), without the ~40 broadcasting-helper calls they cost per estimate.
-def _clip_float(x: float, lo: float, hi: float) -> float:
+# floats), without the ~40 broadcasting-helper calls they cost per estimate. Plain floats only
+# (left untyped: their callers pass Num, checked to be floats).
+def _clip_float(x, lo, hi):
     x = lo if lo > x else x                 # maximum(x, lo)
     return hi if hi < x else x              # minimum(x, hi)
 
 
-def _sum_max3_float(m_a: float, m_b: float, c_a: float, c_b: float, fl: float, lo: float, hi: float) -> float:
-    def first_reach(a: float, b: float) -> float:
+def _sum_max3_float(m_a, m_b, c_a, c_b, fl, lo, hi):
+    def first_reach(a, b):
         rising = b > TINY
         t = _clip_float((fl - a) / (b if rising else 1.0), lo - 1.0, hi + 1.0)
         up = _clip_float(-float(math.floor(-t)), lo, hi)
@@ -177,7 +178,7 @@ def _sum_max3_float(m_a: float, m_b: float, c_a: float, c_b: float, fl: float, l
     return below + (sum_linear(c_a, c_b, reach, hi) + _sum_positive_part_float(m_a - c_a, m_b - c_b, reach, hi))
 
 
-def _sum_positive_part_float(d0: float, d1: float, lo: float, hi: float) -> float:
+def _sum_positive_part_float(d0, d1, lo, hi):
     flat = abs(d1) <= TINY
     root = _clip_float(-d0 / (1.0 if flat else d1), lo - 1.0, hi + 1.0)
     start = _clip_float(float(math.floor(root)) + 1.0, lo, hi)
