@@ -205,9 +205,10 @@ def _formats_now(weight_dtype, kv_dtype, activation_dtype, quantization) -> tupl
     """The format objects the names mean now, with the bf16/fp32 defaults: part of the cache key,
     so a format re-registered under the same name is never served stale."""
     q = quantization
-    names = (q.weights, q.kv, q.activations) if isinstance(q, Quantization) else \
+    w, kv, a = (q.weights, q.kv, q.activations) if isinstance(q, Quantization) else \
         (weight_dtype, kv_dtype, activation_dtype)
-    return tuple(None if n is None else get_dtype(n) for n in names) + (get_dtype("bf16"), get_dtype("fp32"))
+    return (None if w is None else get_dtype(w), None if kv is None else get_dtype(kv),
+            None if a is None else get_dtype(a), get_dtype("bf16"), get_dtype("fp32"))
 
 
 def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtype, activation_dtype, speculative,

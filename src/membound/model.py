@@ -92,6 +92,12 @@ class Model(BaseModel):
             field = ".".join(str(p) for p in err["loc"]) or "<model>"
             raise InvalidInputError(field, err.get("input"), err["msg"].lower(), where=data.get("name")) from None
 
+    def __hash__(self) -> int:
+        """By name: consistent with equality (which compares every field), and one string hash
+        instead of pydantic's hash of all ~40 fields on each `estimate()`'s cache lookup; models
+        sharing a name (a preset's variants) only share a hash bucket."""
+        return hash(self.name)
+
     @field_validator("name")
     @classmethod
     def _name_form(cls, v: str) -> str:
