@@ -346,18 +346,18 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     e2e = ttft + decode_s * maximum(T - 1.0, 0.0) / tokens_out
     total = B * per_user
     cost = kn.n_chips * kn.price_usd_per_hour / 3600.0 * e2e / (B * tokens_out) * 1e6
-    return dict(
-        decode_tok_s_per_user=per_user, decode_tok_s_total=total, ttft_s=ttft, prefill_s=prefill_s,
-        e2e_s=e2e, tpot_s=tpot, decode_s=decode_s,
-        memory_s=memory_s / per_token_div, compute_s=compute_s / per_token_div,
-        latency_s=step_floor / per_token_div, communication_s=comm_s / per_token_div,
-        overhead_s=overhead / per_token_div, draft_s=draft_mid,
-        prefill_memory_s=pre_mem, prefill_compute_s=pre_compute,
-        weights_bytes_chip=w_chip, kv_bytes_chip=kv_chip, activation_bytes_chip=act_chip,
-        extra_bytes_chip=extra_weight_bytes_chip, need_bytes_chip=need_chip, capacity_bytes_chip=cap_chip,
-        fits=need_chip <= cap_chip, per_tier=per_tier, cost_per_million_tokens_usd=cost,
-        microbatches=m,
-    )
+    return {   # a display, not dict(...): one dict built, not two (estimate()'s hot path)
+        "decode_tok_s_per_user": per_user, "decode_tok_s_total": total, "ttft_s": ttft, "prefill_s": prefill_s,
+        "e2e_s": e2e, "tpot_s": tpot, "decode_s": decode_s,
+        "memory_s": memory_s / per_token_div, "compute_s": compute_s / per_token_div,
+        "latency_s": step_floor / per_token_div, "communication_s": comm_s / per_token_div,
+        "overhead_s": overhead / per_token_div, "draft_s": draft_mid,
+        "prefill_memory_s": pre_mem, "prefill_compute_s": pre_compute,
+        "weights_bytes_chip": w_chip, "kv_bytes_chip": kv_chip, "activation_bytes_chip": act_chip,
+        "extra_bytes_chip": extra_weight_bytes_chip, "need_bytes_chip": need_chip, "capacity_bytes_chip": cap_chip,
+        "fits": need_chip <= cap_chip, "per_tier": per_tier, "cost_per_million_tokens_usd": cost,
+        "microbatches": m,
+    }
 
 
 def _draft_weight_bytes(d: ModelConsts, tokens: Num, kn: Knobs) -> Num:

@@ -91,25 +91,27 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
         if not (math.isfinite(r[key]) and r[key] > 0):
             raise InvalidInputError(key, r[key], f"a finite positive figure; the inputs ({p.model.name} on "
                                     f"{p.hardware.name}) are outside the physical range")
-    memory = _create(Memory, weights_bytes=r["weights_bytes_chip"], kv_bytes=r["kv_bytes_chip"],
-                     activation_bytes=r["activation_bytes_chip"], other_bytes=r["extra_bytes_chip"],
-                     capacity_bytes=r["capacity_bytes_chip"], fits=bool(r["fits"]),
-                     placement=tuple([_create(TierUse, tier=t.name, weights_bytes=float(w), kv_bytes=float(kv),
-                                              capacity_bytes=t.capacity_bytes)
-                                      for (w, kv), t in zip(r["per_tier"], hw.memory)]))
+    memory = _create(Memory, {      # dict displays: one dict per object (estimate()'s hot path)
+        "weights_bytes": r["weights_bytes_chip"], "kv_bytes": r["kv_bytes_chip"],
+        "activation_bytes": r["activation_bytes_chip"], "other_bytes": r["extra_bytes_chip"],
+        "capacity_bytes": r["capacity_bytes_chip"], "fits": bool(r["fits"]),
+        "placement": tuple([_create(TierUse, {"tier": t.name, "weights_bytes": float(w), "kv_bytes": float(kv),
+                                              "capacity_bytes": t.capacity_bytes})
+                            for (w, kv), t in zip(r["per_tier"], hw.memory)])})
     if check_memory:
         _check_fit(memory, hw, pinned, m, N, layout)
     watts = hw.power_w
     terms = dict(zip(BOUNDS, _TERMS(r)))
-    result = _create(Result, p.labels, batch=B, prompt_tokens=S, output_tokens=T,
-        decode_tok_s_per_user=r["decode_tok_s_per_user"], decode_tok_s_total=r["decode_tok_s_total"],
-        ttft_s=r["ttft_s"], prefill_s=r["prefill_s"], e2e_s=r["e2e_s"], tpot_s=r["tpot_s"],
-        bound=max(terms, key=terms.__getitem__), step_terms_s=terms, memory=memory,   # = core.bound_name(r)
-        cost_per_million_tokens_usd=r["cost_per_million_tokens_usd"] if price is not None else None,
-        joules_per_token=(watts * N * r["e2e_s"] / (B * T)) if watts else None,
-        speculative=None if speculative is None or spec_args is None else {
-            "gamma": speculative.gamma, "tokens_per_round": spec_args.tokens_per_round, "verify_positions": int(positions),
-            "draft": getattr(speculative.draft, "name", speculative.draft)})
+    result = _create(Result, {
+        **p.labels, "batch": B, "prompt_tokens": S, "output_tokens": T,
+        "decode_tok_s_per_user": r["decode_tok_s_per_user"], "decode_tok_s_total": r["decode_tok_s_total"],
+        "ttft_s": r["ttft_s"], "prefill_s": r["prefill_s"], "e2e_s": r["e2e_s"], "tpot_s": r["tpot_s"],
+        "bound": max(terms, key=terms.__getitem__), "step_terms_s": terms, "memory": memory,  # = core.bound_name(r)
+        "cost_per_million_tokens_usd": r["cost_per_million_tokens_usd"] if price is not None else None,
+        "joules_per_token": (watts * N * r["e2e_s"] / (B * T)) if watts else None,
+        "speculative": None if speculative is None or spec_args is None else {
+            "gamma": speculative.gamma, "tokens_per_round": spec_args.tokens_per_round,
+            "verify_positions": int(positions), "draft": getattr(speculative.draft, "name", speculative.draft)}})
     return result
 
 
