@@ -8,6 +8,7 @@ Bandwidth is decimal (1 TB/s = 1e12 B/s); capacity is *usable* bytes, with its s
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import threading
 from collections.abc import Callable
@@ -81,6 +82,9 @@ Fraction = Annotated[float, Number, Field(allow_inf_nan=False), _ranged(
     else "expected a fraction of peak between 0.01 and 1")]
 
 DeviceKind = Literal["gpu", "tpu", "apple", "cpu", "apu", "wafer", "lpu", "rdu", "npu"]
+
+
+_CAPACITY = operator.attrgetter("capacity_bytes")
 
 
 class _Strict(BaseModel):
@@ -191,7 +195,7 @@ class Hardware(HashableModel):
     @property
     def capacity_bytes(self) -> float:
         """Usable bytes over all tiers of one chip."""
-        return sum(t.capacity_bytes for t in self.memory)
+        return sum(map(_CAPACITY, self.memory))      # = sum(t.capacity_bytes ...), without a generator frame
 
     @property
     def bandwidth_bytes_s(self) -> float:
