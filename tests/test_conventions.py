@@ -4,23 +4,9 @@ from pathlib import Path
 import pytest
 
 import membound as mb
+from _cli import run_cli as run
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def run(*args, cwd=None):
-    """The CLI in this process (as `membound ARGS`): exit code, stdout and stderr."""
-    import io
-    from contextlib import redirect_stderr, redirect_stdout
-    from types import SimpleNamespace
-    from membound.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            code = main(list(args))
-        except SystemExit as e:
-            code = e.code
-    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def test_version():

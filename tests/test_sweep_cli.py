@@ -4,21 +4,7 @@ import pandas as pd
 import pytest
 
 import membound as mb
-
-
-def run(*args, cwd=None):
-    """The CLI in this process (as `membound ARGS`): exit code, stdout and stderr."""
-    import io
-    from contextlib import redirect_stderr, redirect_stdout
-    from types import SimpleNamespace
-    from membound.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            code = main(list(args))
-        except SystemExit as e:
-            code = e.code
-    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+from _cli import run_cli as run
 
 
 def test_auto_chips_puts_each_point_on_the_fewest_that_hold_it():
