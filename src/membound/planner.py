@@ -78,6 +78,17 @@ def _distribution(field_name: str, value, minimum: int):
     return vals[order], probs[order] / probs.sum()
 
 
+
+def _check_load(users_field: str, users: object, rate_field: str, rate: object) -> None:
+    """Exactly one of a client count (an integer >= 1) and an arrival rate (finite, > 0 per s)."""
+    if (users is None) == (rate is None):
+        raise InvalidInputError(users_field, users, f"exactly one of {users_field} or {rate_field}")
+    if users is not None and (isinstance(users, bool) or not isinstance(users, numbers.Integral) or users < 1):
+        raise InvalidInputError(users_field, users, "an integer >= 1")
+    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, numbers.Real)
+                             or not math.isfinite(rate) or rate <= 0):
+        raise InvalidInputError(rate_field, rate, "a finite rate > 0 requests per second")
+
 @dataclass(frozen=True)
 class Workload:
     """Traffic: either `concurrent_users` (requests in flight) or `arrival_rate_rps` (requests
@@ -89,14 +100,7 @@ class Workload:
     output_tokens: Lengths = defaults.OUTPUT_TOKENS
 
     def __post_init__(self):
-        u, lam = self.concurrent_users, self.arrival_rate_rps
-        if (u is None) == (lam is None):
-            raise InvalidInputError("concurrent_users", u, "exactly one of concurrent_users or arrival_rate_rps")
-        if u is not None and (isinstance(u, bool) or not isinstance(u, numbers.Integral) or u < 1):
-            raise InvalidInputError("concurrent_users", u, "an integer >= 1")
-        if lam is not None and (isinstance(lam, bool) or not isinstance(lam, numbers.Real)
-                                or not math.isfinite(lam) or lam <= 0):
-            raise InvalidInputError("arrival_rate_rps", lam, "a finite rate > 0 requests per second")
+        _check_load("concurrent_users", self.concurrent_users, "arrival_rate_rps", self.arrival_rate_rps)
         _distribution("prompt_tokens", self.prompt_tokens, 0)
         _distribution("output_tokens", self.output_tokens, 1)
 
@@ -409,13 +413,7 @@ def plan_served(model, slo: SLO, *, users: int | None = None, rate: float | None
 
     from .errors import MemboundError
     from .serve import as_length, build, solve
-    if (users is None) == (rate is None):
-        raise InvalidInputError("users", users, "exactly one of users or rate")
-    if users is not None and (isinstance(users, bool) or not isinstance(users, numbers.Integral) or users < 1):
-        raise InvalidInputError("users", users, "an integer >= 1")
-    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, numbers.Real)
-                             or not math.isfinite(rate) or rate <= 0):
-        raise InvalidInputError("rate", rate, "a finite rate > 0 requests per second")
+    _check_load("users", users, "rate", rate)
     prompt = as_length("prompt_tokens", prompt_tokens, 0)
     output = as_length("output_tokens", output_tokens, 2)
     conc = np.asarray(list(concurrency), float)
