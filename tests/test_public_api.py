@@ -18,7 +18,7 @@ PUBLIC = {
     "min_chips", "layout_for",
     "batch_curve", "bus_fare", "fast_mode", "max_batch", "ridge_batch", "explain_levers", "quantization_speedup",
     "speculative_speedup", "best_gamma", "expected_tokens_per_round", "head_cost", "head_param_count",
-    "predicted_speedup",
+    "predicted_speedup", "mtp", "mtp_module",
     "agent_loop_s", "reasoning_time_s", "thinking_tokens", "voice_turn",
     "load_reference", "reference_dir", "validation_report", "predict", "Scenario",
     "MemboundError", "InvalidInputError", "UnknownNameError", "ProfileError", "DoesNotFitError",

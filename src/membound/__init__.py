@@ -18,7 +18,7 @@ from .estimate import bandwidth_ceiling, estimate
 from .capacity import layout_for, min_chips
 from .compare import CompareResult, compare
 from . import plots   # matplotlib is imported only when a plot is drawn
-from .speculative import head_cost, head_param_count, predicted_speedup
+from .speculative import head_cost, head_param_count, mtp, mtp_module, predicted_speedup
 from .batching import BatchCurve, BusFare, FastMode, batch_curve, bus_fare, fast_mode, max_batch, ridge_batch
 from .levers import LeverReport, QuantSpeedup, best_gamma, explain_levers, quantization_speedup, speculative_speedup
 from .sweep import iter_sweep, pareto_front, sweep
@@ -51,7 +51,7 @@ __all__ = [
     # levers and batching
     "batch_curve", "bus_fare", "fast_mode", "max_batch", "ridge_batch", "explain_levers", "quantization_speedup",
     "speculative_speedup", "best_gamma", "expected_tokens_per_round", "head_cost", "head_param_count",
-    "predicted_speedup",
+    "predicted_speedup", "mtp", "mtp_module",
     # products
     "agent_loop_s", "reasoning_time_s", "thinking_tokens", "voice_turn",
     # reference data

@@ -44,6 +44,7 @@ from .errors import DoesNotFitError, InvalidInputError
 from .estimate import Prepared, prepare
 from .roofline import causal_pairs, effective_context, expected_experts
 from .runtime import Served, load_runtime
+from .speculative import SpeculativeDecoding, attach
 
 # ---- lengths ------------------------------------------------------------------------------
 
@@ -280,6 +281,9 @@ class StepModel:
         self.price = p.price
         self.n_chips = p.n_chips
         self.host_s = served.per_request_s if served is not None else 0.0
+        # speculative decoding (speculative.attach): positions each decoding sequence verifies per
+        # step, the tokens it emits per step on average, and the drafter's seconds per step
+        self.positions, self.tokens_per_step, self.draft = 1.0, 1.0, None
 
     def kv_pairs_capacity(self, sched: Scheduler) -> float:
         """(layer, token) KV pairs one chip's share of the cache holds: memory_fraction of what
@@ -291,19 +295,22 @@ class StepModel:
 
     def terms(self, b, u, c=0.0, cu=0.0, cp=0.0):
         """(memory, compute) seconds of a step, before floor, communication and overheads."""
-        tokens = np.maximum(b + c, 1.0)
+        v = self.positions
+        tokens = np.maximum(b * v + c, 1.0)
         w = np.interp(tokens, self._grid, self._w)
         mem = w + self.kappa * (b * u + cu)
-        comp = self.phi * b + self.gamma * c + self.alpha * (b * u + cp) + np.interp(tokens, self._grid, self._pad)
+        comp = self.phi * b * v + self.gamma * c + self.alpha * (b * u * v + cp) \
+            + np.interp(tokens, self._grid, self._pad)
         return mem, comp
 
     def step(self, b, u, c=0.0, cu=0.0, cp=0.0, seqs=None):
         mem, comp = self.terms(b, u, c, cu, cp)
         core = np.maximum(np.maximum(mem, comp) + (1.0 - self.overlap) * np.minimum(mem, comp), self.floor)
-        tokens = np.maximum(b + c, 1.0)
+        tokens = np.maximum(b * self.positions + c, 1.0)
         comm = np.interp(tokens, self._grid, self._comm)
         n = b + (c > 0) if seqs is None else seqs
-        return core + comm + self.per_step + self.per_seq * n
+        drafted = 0.0 if self.draft is None else self.draft(b, u, c, cu, cp)
+        return core + comm + self.per_step + self.per_seq * n + drafted
 
     def step1(self, b: float, u: float, c: float = 0.0, cu: float = 0.0, cp: float = 0.0, seqs: float | None = None) -> float:
         """`step` for plain floats, without numpy's per-call cost (the simulator's inner loop)."""
@@ -322,7 +329,7 @@ class StepModel:
 
     def bound(self, b, u, c=0.0, cu=0.0, cp=0.0) -> str:
         mem, comp = (float(np.asarray(x).mean()) for x in self.terms(b, u, c, cu, cp))
-        tokens = max(float(b + c), 1.0)
+        tokens = max(float(b * self.positions + c), 1.0)
         other = {"communication": float(np.interp(tokens, self._grid, self._comm)),
                  "overhead": self.per_step + self.per_seq * float(b), "latency": self.floor}
         vals = {"memory": mem, "compute": comp, **other}
@@ -464,7 +471,7 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
         hold = float(effective_context(sm.groups, S + T))
     else:
         hold = u_mean + _set(sched.kv_block_tokens) / 2.0 * (u_mean / max(S + D / 2.0, 1.0))
-    cap = min(float(_set(sched.max_running)), kv_pairs / max(hold, 1e-30), P - 1.0)
+    cap = min(float(_set(sched.max_running)), kv_pairs / max(hold, 1e-30), (P - 1.0) / sm.positions)
     if kv_pairs <= 0.0:
         need = sm.weights_bytes
         raise DoesNotFitError(need, sm.capacity_bytes, math.ceil(need * sm.n_chips / sm.capacity_bytes) + 1,
@@ -481,9 +488,9 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
         """Figures at a mean of b decoding sequences. An arriving prompt and a decoding sequence
         see the others: b (N - 1) / N of them in a closed loop of N clients, b in an open one."""
         others = b * (N - 1.0) / N if closed else b
-        avail = P - (others if sched.mixed_steps else 0.0)
+        avail = P - (others * sm.positions if sched.mixed_steps else 0.0)
         c0 = np.minimum(S, avail) if one_chunk is None else S + 0.0 * b
-        pbar = others * S / D
+        pbar = others * S * sm.tokens_per_step / D      # prefill tokens per decode step
         c = np.minimum(np.maximum(c0, pbar), avail)
         f = np.minimum(pbar / np.maximum(c, 1e-30), 1.0)
         share = c / max(S, 1.0)
@@ -497,7 +504,7 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
             tau_m = sm.step(0.0 * b, u_mean, c, share * u_S, share * pairs_S, seqs=share)
             tau = tau_d + f * tau_m
             tau_own = sm.step(0.0 * b, u_mean, c0, own * u_S, own * pairs_S, seqs=1.0)
-        x = b / (D * tau)
+        x = b * sm.tokens_per_step / (D * tau)
         n_chunks = np.ceil(S / np.maximum(c0, 1.0)) if S > 0 else 1.0
         pre = n_chunks * tau_own
         rho = np.minimum(pbar / np.maximum(avail, 1e-30), 0.999)
@@ -506,7 +513,7 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
         residual = 0.0 if closed and sm.host_s == 0.0 else 0.5 * tau
         ttft = sm.host_s + residual + pre + rho / (2.0 * (1.0 - rho)) * pre
         feasible = pbar <= avail
-        return tau, tau_d, tau_m, f, x, ttft, pre, feasible
+        return tau / sm.tokens_per_step, tau_d, tau_m, f, x, ttft, pre, feasible
 
     if closed:
         N = np.asarray(concurrency, float)
@@ -574,6 +581,9 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
              concurrency: int | None = None, arrivals: np.ndarray | None = None) -> _Trace:
     """Iteration-level simulation. Closed loop (`concurrency` clients, each sends its next request
     when the last completes) or given arrival times. Lengths per request are given."""
+    if sm.draft is not None:
+        raise InvalidInputError("engine", "simulate", "'solver' for a speculative step model (the simulator "
+                                "does not model speculative decoding)")
     n = len(prompts)
     S = prompts.astype(np.int64)
     T = outputs.astype(np.int64)
@@ -747,7 +757,9 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
     runtime: an engine with a `served` block (vllm, sglang, tensorrt-llm) gives the scheduler
     defaults and the engine costs; scheduler overrides knobs. engine: "solver" (steady state,
     percentiles from the length distributions) or "simulate" (seeded, n_requests requests;
-    default 10 per client as InferenceMAX runs, at least 200).
+    default 10 per client as InferenceMAX runs, at least 200). speculative: a mb.SpeculativeDecoding
+    with a draft model (mb.mtp(model, gamma) for an MTP head; solver only): each step verifies
+    gamma + 1 tokens per sequence, runs the drafter gamma times, emits tokens_per_round.
     """
     if (concurrency is None) == (arrival_rate is None):
         raise InvalidInputError("concurrency", concurrency, "exactly one of concurrency or arrival_rate")
@@ -759,8 +771,9 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
         raise InvalidInputError("arrival_rate", arrival_rate, "a finite rate > 0 requests per second")
     if engine not in ("solver", "simulate"):
         raise InvalidInputError("engine", engine, "'solver' or 'simulate'")
-    if speculative is not None:
-        raise InvalidInputError("speculative", speculative, "None: served speculative decoding is not modelled yet")
+    if speculative is not None and engine == "simulate":
+        raise InvalidInputError("engine", engine, "'solver' with speculative=: the simulator does not model "
+                                "speculative decoding (the solver does)")
     if scheduler is not None and not isinstance(scheduler, Scheduler):
         raise InvalidInputError("scheduler", scheduler, "a mb.Scheduler")
     if n_requests is not None and (isinstance(n_requests, bool) or not isinstance(n_requests, numbers.Integral)
@@ -771,7 +784,7 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
     sm, sched, p = build(model, hardware, prompt=prompt, output=output, weight_dtype=weight_dtype,
                          kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips,
                          parallel=parallel, runtime=runtime, scheduler=scheduler,
-                         price_usd_per_hour=price_usd_per_hour)
+                         price_usd_per_hour=price_usd_per_hour, speculative=speculative)
     if engine == "solver":
         st = solve(sm, sched, prompt.mean, output.mean, concurrency=concurrency, arrival_rate=arrival_rate)
         return _from_solver(sm, sched, p, st, prompt, output, concurrency, arrival_rate)
@@ -785,8 +798,9 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
 
 def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16", kv_dtype=None,
           activation_dtype=None, n_chips=1, parallel=None, runtime="vllm", scheduler=None,
-          price_usd_per_hour=None):
-    """(StepModel, resolved Scheduler, Prepared) for a served configuration."""
+          price_usd_per_hour=None, speculative=None):
+    """(StepModel, resolved Scheduler, Prepared) for a served configuration; with a
+    SpeculativeDecoding, the step verifies drafted tokens (membound.speculative.attach)."""
     rt = load_runtime(runtime)
     sched = (scheduler or Scheduler()).resolved(rt.served or DEFAULT_SERVED)
     budget, running = _set(sched.token_budget), _set(sched.max_running)
@@ -801,7 +815,13 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
                 parallel=parallel, runtime=rt, price_usd_per_hour=price_usd_per_hour)
     if p.layout.pp > 1:
         raise InvalidInputError("parallel.pp", p.layout.pp, "1 for served workloads (pipeline stages are not modelled in serve)")
-    sm = StepModel(p, rt.served, budget + running)
+    if speculative is None:
+        return StepModel(p, rt.served, budget + running), sched, p
+    if not isinstance(speculative, SpeculativeDecoding):
+        raise InvalidInputError("speculative", speculative, "None or a mb.SpeculativeDecoding (e.g. mb.mtp(model, 3))")
+    most = budget + running * speculative.positions
+    sm = StepModel(p, rt.served, most)
+    attach(sm, speculative, rt.served, most)
     return sm, sched, p
 
 

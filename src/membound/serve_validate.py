@@ -5,9 +5,11 @@ the file): lengths uniform in [0.8 L, L] (isl/osl are their means), TTFT include
 is per request (e2e - ttft)/(osl - 1), throughput per GPU divides by n_gpus.
 
 Rows used: canonical == 1 and quality == "good". Aggregated serving without speculation is the
-headline; MTP and disaggregated rows are their own categories (not predicted: reported as
-skipped with the reason). A row counts as covered when its device has a profile and its model
-a preset; a covered row that serve() refuses is a failure, reported.
+headline; MTP rows are their own category, predicted with DeepSeek's MTP module as the drafter
+(`MTP_DRAFTS` draft steps per round, as the recipes set them; acceptance `MTP_ACCEPTANCE`, a
+cited figure, not fitted). Disaggregated rows are not predicted (reported as skipped). A row
+counts as covered when its device has a profile and its model a preset; a covered row that
+serve() refuses is a failure, reported.
 
 Split: the served constants of each engine are fitted on its H200 rows only (`FIT_HARDWARE`);
 every other chip (H100, B200, GB200, MI300X and any chip added later) is held out whole.
@@ -27,6 +29,7 @@ import numpy as np
 from .errors import MemboundError
 from .parallel import Parallel
 from .serve import Fixed, Uniform, build, solve
+from .speculative import MTP_ACCEPTANCE, SpeculativeDecoding, mtp
 
 FIT_HARDWARE = ("h200",)
 MODELS = {"meta-llama/Llama-3.3-70B-Instruct": "llama-3.3-70b", "deepseek-ai/DeepSeek-R1-0528": "deepseek-r1",
@@ -35,6 +38,11 @@ HARDWARE = {"h100": "h100-sxm"}
 RUNTIMES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm",
             "atom": "vllm"}   # AMD's ATOM has no runtime of its own yet: vLLM's served costs stand in
 AMD = ("mi300x", "mi325x", "mi355x")
+# Draft steps per round of the MTP rows' recipes (SemiAnalysisAI/InferenceX benchmarks/):
+# TensorRT-LLM num_nextn_predict_layers 3, or 1 with attention DP (dsr1_fp8_h200_trt_mtp.sh,
+# dsr1_fp4_b200_trt_mtp.sh); SGLang EAGLE speculative_num_steps 2, 3 draft tokens, top-k 1
+# (dsr1_fp8_b200_mtp.sh). (drafts without DP attention, with it)
+MTP_DRAFTS = {"trtllm": (3, 1), "sglang": (2, 2)}
 
 
 @dataclass
@@ -59,6 +67,7 @@ class ServedRow:
     date: str
     kind: str             # "aggregated" | "mtp" | "disaggregated"
     fitted: bool = False
+    spec: SpeculativeDecoding | None = None   # the drafter of an MTP row
     pred: dict = field(default_factory=dict)
 
     @property
@@ -79,8 +88,10 @@ def _length(mean: float, nominal: float) -> Fixed | Uniform:
     return Fixed(max(int(round(mean)), 2))
 
 
-def load_rows(path=None, all_rows: bool = False) -> tuple[list[ServedRow], list[tuple[str, str]]]:
-    """(rows to predict, [(id, why skipped)]) from the canonical, good served rows."""
+def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggregated",)
+              ) -> tuple[list[ServedRow], list[tuple[str, str]]]:
+    """(rows to predict, [(id, why skipped)]) from the canonical, good served rows of `kinds`
+    ("aggregated", the headline; "mtp", their own category)."""
     import pandas as pd
 
     from .hardware import list_hardware
@@ -91,6 +102,7 @@ def load_rows(path=None, all_rows: bool = False) -> tuple[list[ServedRow], list[
         d = d[(d.canonical == 1) & (d.quality == "good")]
     devices = set(list_hardware())
     rows, skipped = [], []
+    drafters: dict[tuple[str, int], SpeculativeDecoding] = {}
     r: Any     # a CSV row: its columns' types are the file's, not known to the type checker
     for r in d.itertuples(index=False):
         kind = "disaggregated" if bool(r.disagg) else ("mtp" if r.spec_decoding != "none" else "aggregated")
@@ -102,11 +114,18 @@ def load_rows(path=None, all_rows: bool = False) -> tuple[list[ServedRow], list[
         if device not in devices:
             skipped.append((r.id, f"no profile for {r.hw}"))
             continue
-        if kind != "aggregated":
-            skipped.append((r.id, f"{kind} serving is not modelled"))
-            continue
-        tp, n = int(r.tp), int(r.n_gpus)
         dp = str(r.dp_attention).lower() == "true"
+        spec = None
+        if kind not in kinds:
+            skipped.append((r.id, f"{kind} rows: their own category" if kind == "mtp" else f"{kind} serving: not modelled"))
+            continue
+        if kind == "mtp":
+            if r.framework not in MTP_DRAFTS:
+                skipped.append((r.id, f"mtp rows of {r.framework}: draft length unknown"))
+                continue
+            gamma = MTP_DRAFTS[r.framework][dp]
+            spec = drafters.setdefault((model, gamma), mtp(model, gamma, MTP_ACCEPTANCE))
+        tp, n = int(r.tp), int(r.n_gpus)
         layout = Parallel(ep=n) if dp and tp == n and n > 1 else Parallel(tp=tp)
         if layout.chips != n:
             skipped.append((r.id, f"layout tp={tp} on {n} GPUs"))
@@ -117,7 +136,7 @@ def load_rows(path=None, all_rows: bool = False) -> tuple[list[ServedRow], list[
             n_gpus=n, conc=int(r.conc), prompt=_length(float(r.isl), float(r.isl_nominal)),
             output=_length(float(r.osl), float(r.osl_nominal)), tpot_s=float(r.tpot_median_ms) / 1e3,
             ttft_s=float(r.ttft_median_ms) / 1e3, tput_per_gpu=float(r.output_tput_per_gpu),
-            date=str(r.date_est), kind=kind, fitted=r.hw in FIT_HARDWARE))
+            date=str(r.date_est), kind=kind, fitted=r.hw in FIT_HARDWARE, spec=spec))
     return rows, skipped
 
 
@@ -126,13 +145,13 @@ def predict(rows: list[ServedRow], runtimes: dict | None = None) -> list[ServedR
     solve per configuration. runtimes: {name: Runtime} to use instead of the bundled ones (fits)."""
     groups: dict = {}
     for r in rows:
-        key = (r.runtime, r.model, r.device, r.weight_dtype, r.parallel, r.n_gpus, r.prompt, r.output)
+        key = (r.runtime, r.model, r.device, r.weight_dtype, r.parallel, r.n_gpus, r.prompt, r.output, r.spec)
         groups.setdefault(key, []).append(r)
-    for (rt, model, device, wd, layout, n, prompt, output), members in groups.items():
+    for (rt, model, device, wd, layout, n, prompt, output, spec), members in groups.items():
         runtime = (runtimes or {}).get(rt, rt)
         try:
             sm, sched, _ = build(model, device, prompt=prompt, output=output, weight_dtype=wd, kv_dtype="fp8",
-                                 n_chips=n, parallel=layout, runtime=runtime)
+                                 n_chips=n, parallel=layout, runtime=runtime, speculative=spec)
             conc = np.array([m.conc for m in members], float)
             st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
         except MemboundError as e:
@@ -163,7 +182,8 @@ def summary(rows: list[ServedRow]) -> dict:
     return out
 
 
-def report(rows: list[ServedRow], skipped: list) -> str:
+def report(rows: list[ServedRow], skipped: list, others: dict[str, list[ServedRow]] | None = None) -> str:
+    """The headline (aggregated rows) and, apart, each category of `others` ({key: rows})."""
     lines = ["Served workloads (InferenceMAX, canonical & good): median |error| of the steady-state solver",
              f"fitted on {', '.join(FIT_HARDWARE)} rows; every other chip held out whole", ""]
 
@@ -193,16 +213,36 @@ def report(rows: list[ServedRow], skipped: list) -> str:
     for _, why in skipped:
         reasons[why] = reasons.get(why, 0) + 1
     lines.append("skipped: " + "; ".join(f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda t: -t[1])))
+    for key, rs in (others or {}).items():
+        lines += ["", TITLES[key]]
+        lines.append(line("HELD OUT", [r for r in rs if not r.fitted]))
+        lines.append(line("on the fitted chips (rows not fitted)", [r for r in rs if r.fitted]))
+        for c in sorted({r.category for r in rs}):
+            cat = [r for r in rs if r.category == c]
+            lines.append(line(("* " if cat[0].fitted else "  ") + c, cat))
     return "\n".join(lines)
+
+
+TITLES = {"mtp": f"MTP rows (speculative decoding, own category): DeepSeek's MTP module drafts {MTP_DRAFTS} steps "
+             f"(engine: without, with DP attention), acceptance {MTP_ACCEPTANCE} per token (cited, not fitted)"}
+
+
+def other_categories(path=None) -> dict[str, list[ServedRow]]:
+    """The served categories apart from the headline, predicted: {key: rows} (keys of TITLES)."""
+    mtp_rows, _ = load_rows(path, kinds=("mtp",))
+    return {"mtp": predict(mtp_rows)}
 
 
 def served_report(path=None) -> dict:
     """The served categories as data: {"held_out": {...}, "held_out_nvidia", "held_out_amd",
-    "fitted", "categories": {name: {...}}, "skipped": count}; each a summary() dict."""
+    "fitted", "categories": {name: {...}}, "skipped": count, and apart from the headline
+    "mtp_held_out", "mtp_fitted_chips"}; each a summary() dict."""
     rows, skipped = load_rows(path)
     predict(rows)
     held = [r for r in rows if not r.fitted]
-    return {"held_out": summary(held), "held_out_nvidia": summary([r for r in held if r.hw not in AMD]),
+    return {**{f"{k}_{part}": summary([r for r in rs if r.fitted == (part == "fitted_chips")])
+               for k, rs in other_categories(path).items() for part in ("held_out", "fitted_chips")},
+            "held_out": summary(held), "held_out_nvidia": summary([r for r in held if r.hw not in AMD]),
             "held_out_amd": summary([r for r in held if r.hw in AMD]),
             "fitted": summary([r for r in rows if r.fitted]),
             "categories": {c: {**summary([r for r in rows if r.category == c]),
@@ -215,7 +255,7 @@ def section() -> str:
     """The served report as text (for `membound validate`)."""
     rows, skipped = load_rows()
     predict(rows)
-    return report(rows, skipped)
+    return report(rows, skipped, other_categories())
 
 
 def main(argv=None) -> int:
@@ -226,7 +266,7 @@ def main(argv=None) -> int:
     rows, skipped = load_rows(all_rows=a.all)
     predict(rows)
     try:
-        print(report(rows, skipped))
+        print(report(rows, skipped, other_categories()))
     except BrokenPipeError:          # piped into head
         return 0
     if a.csv:
