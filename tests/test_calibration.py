@@ -119,3 +119,46 @@ def test_apple_binned_parts_scale_compute_by_cores():
     # 300 GB/s M3 Max is the binned 30-core part, which has its own profile
     assert _apple("Apple M3 Max (30-core GPU, 300 GB/s)") == ("apple-m3-max-30c", 1.0)
     assert _apple("Apple M4 Max (32-core GPU, 410 GB/s)") == ("apple-m4-max-32c", 1.0)
+
+
+def test_a_class_with_few_rows_fits_its_fractions_and_holds_the_rest():
+    # 12 synthetic rows made with overlap 0.6 and 30 us per layer: holding those two at their true
+    # values, the fit recovers the two fractions; the held figures are in the entry, not fitted,
+    # and a held figure on a bound is not reported as the fit's
+    from membound.runtime import load_runtime
+    params = dict(bandwidth_fraction=0.7, compute_fraction=0.4, per_layer_overhead_s=3e-5, overlap=0.6)
+    truth = Runtime(name="llama.cpp-cuda", quantized_gemm=load_runtime("llama.cpp-cuda").quantized_gemm,
+                    classes={"nvidia-consumer": RuntimeEntry(**params)})
+    fit = fit_group("llama.cpp-cuda", "nvidia-consumer", _synthetic_rows(truth),
+                    start=dict(bandwidth_fraction=0.9, compute_fraction=0.9),
+                    fixed=dict(per_layer_overhead_s=3e-5, overlap=0.6))
+    assert fit.copied == ("per_layer_overhead_s", "overlap")
+    assert fit.params["bandwidth_fraction"] == pytest.approx(0.7, rel=1e-3)
+    assert fit.params["compute_fraction"] == pytest.approx(0.4, rel=1e-3)
+    assert (fit.params["per_layer_overhead_s"], fit.params["overlap"]) == (3e-5, 0.6)
+    fit = fit_group("llama.cpp-cuda", "nvidia-consumer", _synthetic_rows(truth),
+                    fixed=dict(per_layer_overhead_s=0.0, overlap=0.6))
+    assert not any("per_layer" in b for b in fit.at_bounds)
+
+
+def test_an_entry_no_longer_fitted_loses_its_fitted_figures(tmp_path):
+    # llama.cpp-vulkan had an 'intel-gpu' entry from an earlier calibration, with one figure of
+    # another helper's beside it; a calibration that no longer fits that class removes the fitted
+    # figures and keeps the other; an entry of fitted figures only is dropped
+    import yaml
+    from membound.calibrate import GroupFit
+    (tmp_path / "src").mkdir()
+    old = "fitted by membound.calibrate on 2026-01-01 from 4 rows"
+    (tmp_path / "src" / "llama.cpp-vulkan.yaml").write_text(yaml.safe_dump({
+        "name": "llama.cpp-vulkan",
+        "classes": {"intel-gpu": {"bandwidth_fraction": 0.4, "per_step_overhead_s": 0.001, "evidence": old},
+                    "amd-consumer": {"bandwidth_fraction": 0.8, "evidence": old},
+                    "apple": {"bandwidth_fraction": 0.9, "evidence": "a measurement, not a fit"}}}))
+    fits = {"llama.cpp-vulkan": [GroupFit("llama.cpp-vulkan", "default", {"bandwidth_fraction": 0.6},
+                                          ["lcpp-025"], 0.05)]}
+    [path] = write_runtimes(fits, tmp_path / "out", source=tmp_path / "src")
+    classes = yaml.safe_load(path.read_text())["classes"]
+    assert classes["intel-gpu"] == {"per_step_overhead_s": 0.001}
+    assert "amd-consumer" not in classes
+    assert classes["apple"] == {"bandwidth_fraction": 0.9, "evidence": "a measurement, not a fit"}
+    assert classes["default"]["bandwidth_fraction"] == 0.6

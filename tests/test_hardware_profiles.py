@@ -204,3 +204,21 @@ def test_measured_fractions_carry_their_evidence():
     for name in ("b200", "a100-80gb", "mi300x", "h200"):
         assert "MLE-ACC" in mb.load_hardware(name).achievable.evidence or \
                "MEAS-MI300X-PAPER" in mb.load_hardware(name).achievable.evidence
+
+
+def test_dgx_spark_tensor_rates_are_geforce_blackwell_with_fp32_accumulate():
+    # GB10 (sm_121) has the GeForce Blackwell tensor core: NVIDIA's 1 PFLOP FP4 is sparse, so dense
+    # fp4 = 1000 / 2 = 500 TFLOP/s; FP16-accumulate steps: fp8 500 / 2 = 250, fp16 250 / 2 = 125.
+    # With FP32 accumulate (bf16 always, fp16/fp8 as PyTorch and llama.cpp's attention run them)
+    # GeForce parts run at half that: bf16 125 / 2 = 62.5, fp8 250 / 2 = 125; int8 runs at the
+    # full 250 TOPS, as on the RTX 5090 (its profile: fp8 FP32-acc 419, FP4 1676 = 4 x 419).
+    hw = mb.load_hardware("dgx-spark")
+    assert hw.peak_flops("fp4") == pytest.approx(500e12)
+    assert hw.peak_flops("bf16") == pytest.approx(62.5e12)
+    assert hw.peak_flops("fp16") == pytest.approx(62.5e12)
+    assert hw.peak_flops("fp8") == pytest.approx(125e12)
+    assert hw.peak_flops("int8") == pytest.approx(250e12)
+    # the same ratios as the GeForce Blackwell profiles: fp4 = 8 x bf16 (FP32 accumulate)
+    for name in ("rtx-5090", "rtx-5080", "dgx-spark"):
+        p = mb.load_hardware(name)
+        assert p.peak_flops("fp4") == pytest.approx(8 * p.peak_flops("bf16"), rel=0.01), name

@@ -77,3 +77,16 @@ def test_per_sequence_overhead_grows_with_the_batch():
     rt = _rt(per_step_overhead_s=1e-4, per_layer_overhead_s=1e-6, per_sequence_overhead_s=2e-5)
     r = mb.estimate("llama-3.1-8b", "h100-sxm", batch=16, output_tokens=1, runtime=rt)
     assert r.step_terms_s["overhead"] == pytest.approx(1e-4 + 32 * 1e-6 + 16 * 2e-5, rel=1e-12)
+
+
+def test_per_moe_layer_overhead_is_paid_by_moe_layers_only():
+    # an MoE layer launches more kernels than a dense one (router, top-k, gathers, a GEMM per expert,
+    # the weighted sum): gpt-oss-20b has 24 layers, all MoE: 1e-6 + 24 x 2e-6 + 24 x 5e-5 = 1.249e-3 s
+    rt = _rt(per_step_overhead_s=1e-6, per_layer_overhead_s=2e-6, per_moe_layer_overhead_s=5e-5)
+    m = mb.load_model("gpt-oss-20b")
+    assert (m.n_layers, m.n_moe_layers) == (24, 24)
+    r = mb.estimate(m, "h100-sxm", output_tokens=1, runtime=rt)
+    assert r.step_terms_s["overhead"] == pytest.approx(1e-6 + 24 * 2e-6 + 24 * 5e-5, rel=1e-12)
+    # a dense model pays none of it: llama-3.1-8b, 32 layers: 1e-6 + 32 x 2e-6 = 6.5e-5 s
+    r = mb.estimate("llama-3.1-8b", "h100-sxm", output_tokens=1, runtime=rt)
+    assert r.step_terms_s["overhead"] == pytest.approx(1e-6 + 32 * 2e-6, rel=1e-12)

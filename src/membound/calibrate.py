@@ -9,9 +9,11 @@ source) and predicts it. The specialised chips' latency floors come from the row
 `SPECIALISED_CALIBRATION` (the launch figures); their other rows are held out.
 
 What is fitted (never one figure per row):
-- per (runtime, device class) with at least `MIN_ROWS` rows, else per runtime (`default`): the
-  parameters `FIT[runtime]` names, out of bandwidth_fraction, compute_fraction (both in (0, 1]),
-  overlap, moe_gemm_efficiency, per_step/per_layer/per_sequence overheads (>= 0); a parameter is
+- per runtime (`default`), and per (runtime, device class) with at least `MIN_ROWS` rows: the
+  parameters `FIT[runtime]` names (a class fits one per `ROWS_PER_PARAM` of its rows, in that
+  order, and holds the rest at the default's values), out of
+  bandwidth_fraction, compute_fraction (both in (0, 1]), overlap, moe_gemm_efficiency,
+  per_step/per_layer/per_moe_layer/per_sequence overheads (>= 0); a parameter is
   fitted only when the group has rows that depend on it. A fit that ends on a bound is flagged.
 - per specialised chip: `latency.per_layer_s` (and, for Cerebras, the wafer-to-wafer hop
   latency `interconnect.latency_s`), from the named rows.
@@ -47,13 +49,14 @@ if TYPE_CHECKING:
     from .runtime import Runtime
 
 PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_s", "overlap",
-          "moe_gemm_efficiency", "per_sequence_overhead_s")
+          "moe_gemm_efficiency", "per_sequence_overhead_s", "per_moe_layer_overhead_s")
 BOUNDS = {"bandwidth_fraction": (0.05, 1.0), "compute_fraction": (0.01, 1.0), "overlap": (0.0, 1.0),
           "moe_gemm_efficiency": (0.05, 1.0),
           "per_step_overhead_s": (0.0, 0.05), "per_layer_overhead_s": (0.0, 1e-3),
-          "per_sequence_overhead_s": (0.0, 1e-3),
+          "per_sequence_overhead_s": (0.0, 1e-3), "per_moe_layer_overhead_s": (0.0, 1e-3),
           "per_layer_s": (0.0, 1e-3), "hop_latency_s": (0.0, 1e-2)}
-_LLAMA_CPP = ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s", "overlap", "moe_gemm_efficiency")
+_LLAMA_CPP = ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s", "overlap", "moe_gemm_efficiency",
+              "per_moe_layer_overhead_s")
 FIT = {
     "llama.cpp-metal": _LLAMA_CPP, "llama.cpp-cuda": _LLAMA_CPP, "llama.cpp-vulkan": _LLAMA_CPP,
     # at maximum load thousands of sequences share a step: the host's work grows with them
@@ -66,6 +69,9 @@ FIT = {
 # backends with no rows in the reference: another backend's default figures, said so in the file
 ASSUMED_FROM = {"llama.cpp-hip": ("llama.cpp-cuda", "HIP compiles the CUDA backend's kernels through hipify")}
 MIN_ROWS = 4
+ROWS_PER_PARAM = 2   # a device class fits one figure per this many of its rows (fractions first) and
+                     # holds the rest at the default's values: four rows for four figures fit
+                     # exactly, and land on bounds
 COMPUTE_METRICS = ("prefill_tok_s", "ttft_ms", "throughput_tok_s_total")
 # the vendor runtimes (software generations of the specialised chips): runtime -> (rows, field);
 # their one constant each is fitted by membound.vendors (see there)
@@ -146,6 +152,7 @@ class GroupFit:
     rows: list[str] | str    # calibration row ids, or the evidence of an entry copied unfitted
     median_error: float      # on those rows, |pred/meas - 1|
     at_bounds: list = field(default_factory=list)   # "name=value (bound)" for fits ending on a bound
+    copied: tuple = ()       # figures held at the runtime's default (too few rows to fit them)
 
 
 def _at_bounds(params: dict) -> list:
@@ -168,12 +175,17 @@ def _params_for(rt: str, rows) -> tuple:
     has_compute = any(s.metric in COMPUTE_METRICS for s in rows)
     has_decode = any(s.metric not in ("prefill_tok_s", "ttft_ms") for s in rows)
     has_moe_compute = any(s.metric in COMPUTE_METRICS and _is_moe(s.model) for s in rows)
+    # an MoE layer's own kernels show apart from a dense layer's only beside dense rows' decode
+    moe_decode = {_is_moe(s.model) for s in rows if s.metric not in COMPUTE_METRICS}
     keep = []
     for p in wanted:
         if p == "compute_fraction" and not has_compute:
             continue
         if p == "moe_gemm_efficiency":
             if not has_moe_compute:
+                continue
+        elif p == "per_moe_layer_overhead_s":
+            if moe_decode != {True, False}:
                 continue
         elif p != "compute_fraction" and not has_decode:
             continue
@@ -189,12 +201,14 @@ def _runtime_with(base, key: str, params: dict, others: dict):
 
 
 def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: dict | None = None,
-              iters: int = 60, rtol: float = 1e-7) -> GroupFit:
-    """Fit FIT[rt_name]'s parameters for one (runtime, device class or 'default') group."""
+              iters: int = 60, rtol: float = 1e-7, fixed: dict | None = None) -> GroupFit:
+    """Fit FIT[rt_name]'s parameters for one (runtime, device class or 'default') group; the
+    figures in `fixed` are held at their values (copied into the entry, not fitted)."""
     from .hardware import load_hardware
     from .runtime import load_runtime
     base = load_runtime(rt_name)
-    names = _params_for(rt_name, rows)
+    fixed = fixed or {}
+    names = tuple(p for p in _params_for(rt_name, rows) if p not in fixed)
     hw0 = load_hardware(rows[0].hardware)
     x0 = []
     for p in names:
@@ -213,13 +227,14 @@ def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: d
     meas = np.log([s.measured for s in rows])
 
     def res(x):
-        rt = _runtime_with(base, key, dict(zip(names, map(float, x))), others or {})
+        rt = _runtime_with(base, key, {**fixed, **dict(zip(names, map(float, x)))}, others or {})
         return np.log([predict(s, runtime=rt) for s in rows]) - meas
 
     x = fit_bounded(res, x0, lo, hi, iters=iters, rtol=rtol) if names else np.array([])
     params = {p: float(v) for p, v in zip(names, x)}
     err = float(np.median(np.abs(np.exp(res(x)) - 1.0))) if names else float("nan")
-    return GroupFit(rt_name, key, params, [s.id for s in rows], err, _at_bounds(params))
+    return GroupFit(rt_name, key, {**fixed, **params}, [s.id for s in rows], err, _at_bounds(params),
+                    tuple(fixed))
 
 
 def fit_rows(scenarios, rt: str) -> list:
@@ -252,7 +267,12 @@ def calibrate_runtimes(scenarios, runtimes=None, warm: bool = False, iters: int 
             by_class.setdefault(load_hardware(s.hardware).device_class or "default", []).append(s)
         for cls, rs in sorted(by_class.items()):
             if len(rs) >= MIN_ROWS and cls != "default" and len(by_class) > 1:
-                fits.append(fit_group(rt, cls, rs, start=start.get(cls, default_entry), iters=iters, rtol=rtol))
+                # the first figures (fractions first) the rows can pin, ROWS_PER_PARAM rows each; the
+                # rest stay at the default's values
+                wanted = _params_for(rt, rs)
+                fixed = {p: default_entry[p] for p in wanted[len(rs) // ROWS_PER_PARAM:] if p in default_entry}
+                fits.append(fit_group(rt, cls, rs, start=start.get(cls, default_entry), iters=iters, rtol=rtol,
+                                      fixed=fixed))
         out[rt] = fits
     return out
 
@@ -291,6 +311,8 @@ def _evidence(g: GroupFit, today: str) -> str:
     ids = ", ".join(g.rows[:12]) + (", ..." if len(g.rows) > 12 else "")
     text = (f"fitted by membound.calibrate on {today} from {len(g.rows)} rows ({ids}); "
             f"median |error| on them (in-sample) {100 * g.median_error:.1f}%")
+    if g.copied:
+        text += f"; {', '.join(g.copied)} held at the default's values ({ROWS_PER_PARAM} rows per fitted figure)"
     if g.at_bounds:
         text += "; ON A BOUND (missing physics): " + ", ".join(g.at_bounds)
     return text
@@ -312,6 +334,14 @@ def write_runtimes(fits: dict, folder: Path | str, source: Path | None = None) -
         src = source / f"{rt}.yaml"
         data = yaml.safe_load(src.read_text()) if src.exists() else {"name": rt}
         classes = data.get("classes") or {}
+        if rt in fits:   # an entry this calibration fitted before and no longer fits loses its figures
+            for key in [k for k in classes if k not in {g.key for g in groups}]:
+                if str(classes[key].get("evidence", "")).startswith("fitted by membound.calibrate"):
+                    kept = {f: v for f, v in classes[key].items() if f not in FIT[rt] + ("evidence",)}
+                    if kept:
+                        classes[key] = kept
+                    else:
+                        del classes[key]
         for g in groups:
             entry = dict(classes.get(g.key) or {})
             entry.update({k: float(f"{v:.4g}") for k, v in g.params.items()})
@@ -320,7 +350,8 @@ def write_runtimes(fits: dict, folder: Path | str, source: Path | None = None) -
         data["classes"] = classes
         if rt in fits:
             data["calibration"] = (f"{today}: least squares on log(predicted/measured) over {SPLIT_RULE}; "
-                                   f"one entry per device class with >= {MIN_ROWS} rows, else 'default'. "
+                                   f"one entry per device class with >= {MIN_ROWS} rows (one figure fitted per "
+                                   f"{ROWS_PER_PARAM} rows, the rest the default's), else 'default'. "
                                    "Rerun: python -m membound.calibrate --out DIR (or --write-bundled)")
         path = folder / f"{rt}.yaml"
         path.write_text(yaml.safe_dump(data, sort_keys=False, width=100))

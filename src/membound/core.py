@@ -246,7 +246,8 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
 
     floor = floor + mesh_s(mc, share * mc.n_layers)
     step_floor = floor * beat
-    overhead = eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s + b * eff.per_sequence_overhead_s
+    overhead = (eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s
+                + mc.n_moe_layers * eff.per_moe_layer_overhead_s + b * eff.per_sequence_overhead_s)
     serial = 1.0 - eff.overlap      # 0: step = max(memory, compute); 1: memory + compute
 
     def timed(c: Coeffs) -> Coeffs:

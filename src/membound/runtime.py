@@ -39,6 +39,8 @@ class RuntimeEntry(BaseModel):
     compute_fraction: _Frac | None = None
     per_step_overhead_s: _Secs = 0.0     # added to every decode step (sampling, scheduling, host)
     per_layer_overhead_s: _Secs = 0.0    # added per layer per step (kernel launches not hidden)
+    per_moe_layer_overhead_s: _Secs = 0.0  # more per MoE layer per step: its extra kernels (router,
+                                         # top-k, gathers, one GEMM per expert and a weighted sum)
     per_sequence_overhead_s: _Secs = 0.0  # added per sequence in the pass per step (host-side
                                           # scheduling, sampling, detokenisation of each request)
     overlap: _Unit | None = None         # how far memory and compute overlap within a step:
@@ -145,6 +147,7 @@ class Efficiency:
     per_sequence_overhead_s: float = 0.0   # per sequence in a pass, per step
     fabric_efficiency: float = 1.0      # share of the on-chip mesh rate a batch-1 GEMV reaches
     hop_latency_s: float | None = None  # per-hop latency the software reaches (None: the link's)
+    per_moe_layer_overhead_s: float = 0.0  # more per MoE layer per step (router, gathers, per-expert GEMMs)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -171,6 +174,7 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         per_sequence_overhead_s=entry.per_sequence_overhead_s,
         fabric_efficiency=entry.fabric_efficiency or 1.0,
         hop_latency_s=entry.hop_latency_s,
+        per_moe_layer_overhead_s=entry.per_moe_layer_overhead_s,
     )
 
 

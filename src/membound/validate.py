@@ -182,7 +182,7 @@ def validation_report(path=None, group: str = "chip") -> dict:
 
 def _entry_bounds(rt: str, entry) -> list:
     from .calibrate import _at_bounds
-    vals = {p: getattr(entry, p) for p in FIT[rt] if getattr(entry, p, None) is not None}
+    vals = {p: getattr(entry, p) for p in FIT[rt] if p in entry.model_fields_set}   # figures the file sets
     return _at_bounds(vals)
 
 
