@@ -265,3 +265,49 @@ def test_cli_plan_served(capsys):
                  "--weights", "fp8", "--served"]) == 0
     out = capsys.readouterr().out
     assert "clients_per_replica" in out and "meet the SLO" in out
+
+
+def test_length_std_by_hand():
+    # discrete uniform on 819..1024: 206 values, variance (206^2 - 1) / 12 = 42435 / 12 = 3536.25
+    assert mb.Uniform(819, 1024).std == pytest.approx(3536.25 ** 0.5, rel=1e-12)
+    assert mb.Fixed(700).std == 0.0
+    assert mb.Samples((100, 300)).std == pytest.approx(100.0)       # population std of {100, 300}
+
+
+def test_finite_run_share_by_hand():
+    from statistics import NormalDist
+
+    from membound.serve import finite_run_share
+    out = mb.Uniform(819, 1024)                 # std 59.466 tokens (above), mean 921.5
+    # N = 4 clients, 10 requests each: m_4 = Phi^-1((4 - 0.375) / (4 + 0.25)) = Phi^-1(0.852941) = 1.0491;
+    # the last client ends 1.0491 x sqrt(10) x 59.466 = 197.3 decode steps after the median one; at
+    # tau0 = 4 ms a step and e2e = 5 s the run lasts 10 x 5 + 0.004 x 197.3 = 50.789 s instead of 50 s
+    m4 = NormalDist().inv_cdf(3.625 / 4.25)
+    assert m4 == pytest.approx(1.0491, abs=1e-4)
+    spread = m4 * 10 ** 0.5 * 3536.25 ** 0.5
+    assert spread == pytest.approx(197.3, abs=0.1)
+    share = finite_run_share(5.0, 0.004, out, [1, 4])
+    assert share[1] == pytest.approx(50.0 / (50.0 + 0.004 * spread), rel=1e-12)   # 0.98446
+    assert share[0] == 1.0                      # one client: no drain (m_1 = Phi^-1(0.5) = 0)
+    # a million clients: m = 4.9, 4.9 x 3.162 x 59.5 = 922 steps > half an output (460.75): capped
+    assert finite_run_share(5.0, 0.004, out, [10 ** 6])[0] == pytest.approx(50.0 / (50.0 + 0.004 * 460.75), rel=1e-12)
+    assert finite_run_share(5.0, 0.004, mb.Fixed(1000), [64])[0] == 1.0     # equal lengths stay in phase
+
+
+def test_finite_run_share_matches_the_simulated_run():
+    # The same protocol simulated request by request: 16 clients, 160 requests sent 16 at once,
+    # output tokens over the time the last one ends, against the solver's steady rate x share.
+    from membound.serve import run_share, solve
+    P, O = mb.Uniform(819, 1024), mb.Uniform(819, 1024)
+    sm, sched, _ = build("llama-3.3-70b", "h200", prompt=P, output=O, weight_dtype="fp8", kv_dtype="fp8",
+                         n_chips=8, runtime="vllm")
+    st = solve(sm, sched, P.mean, O.mean, concurrency=np.array([16.0]))
+    rates = []
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        S, T = P.sample(rng, 160), O.sample(rng, 160)
+        tr = simulate(sm, sched, S, T, concurrency=16)
+        rates.append(T.sum() / tr.done.max())
+    steady = st.x[0] * O.mean
+    assert float(np.mean(rates)) == pytest.approx(steady * run_share(sm, st, O, [16.0])[0], rel=0.01)
+    assert float(np.mean(rates)) < 0.99 * steady          # the drain costs the run more than 1%

@@ -35,6 +35,7 @@ import math
 import numbers
 from collections import deque
 from dataclasses import asdict, dataclass, field, fields, replace
+from statistics import NormalDist
 from typing import TypeVar
 
 import numpy as np
@@ -66,6 +67,10 @@ class Fixed:
     def high(self) -> int:
         return self.n
 
+    @property
+    def std(self) -> float:
+        return 0.0
+
     def sample(self, rng: np.random.Generator, k: int) -> np.ndarray:
         return np.full(k, self.n, dtype=np.int64)
 
@@ -93,6 +98,11 @@ class Uniform:
     @property
     def high(self) -> int:
         return self.hi
+
+    @property
+    def std(self) -> float:
+        """Of the discrete uniform on lo..hi: sqrt(((hi - lo + 1)^2 - 1) / 12)."""
+        return math.sqrt(((self.hi - self.lo + 1) ** 2 - 1) / 12.0)
 
     def sample(self, rng: np.random.Generator, k: int) -> np.ndarray:
         return rng.integers(self.lo, self.hi + 1, size=k)
@@ -122,6 +132,10 @@ class Samples:
     @property
     def high(self) -> int:
         return max(self.values)
+
+    @property
+    def std(self) -> float:
+        return float(np.std(self.values))
 
     def sample(self, rng: np.random.Generator, k: int) -> np.ndarray:
         return rng.choice(np.asarray(self.values, dtype=np.int64), size=k)
@@ -544,6 +558,37 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
         tau, tau_d, tau_m, f, x, ttft, pre, _ = state(b)
         x = lam + 0.0 * b
     return Steady(b, tau, tau_d, tau_m, f, x, ttft, pre, cap, kv_pairs, u_mean)
+
+
+def finite_run_share(e2e, tau0: float, output: Length, concurrency, runs: float = 10.0) -> np.ndarray:
+    """Share of the steady throughput that a finite closed-loop run measures over its whole
+    duration: N clients send `runs` x N requests, the first N at once, and the throughput is
+    the output tokens over the time until the last request completes (InferenceMAX's protocol).
+    e2e: the steady end-to-end time of a request; tau0: one sequence's decode step (seconds).
+
+    The clients start together, so their requests stay nearly in phase: after k = `runs`
+    requests a client's last completion is off the mean by the sum of k output lengths'
+    deviations, sigma = sqrt(k) std(T) tokens. The last of N clients finishes m_N sigma steps
+    after the median one (m_N: the expected largest of N standard normals, Blom's
+    approximation), at most half an output length (clients fully out of phase finish spread
+    over one request). While the run drains, a step of the shrinking batch costs tau0 per slot
+    left idle, and the idle slot-steps come to m_N sigma per client (the area above a normal
+    CDF from -m_N sigma to m_N sigma). So the run lasts k e2e + tau0 m_N sigma per client
+    instead of k e2e."""
+    n = np.asarray(concurrency, float)
+    k = float(runs)
+    m = np.vectorize(lambda v: NormalDist().inv_cdf((v - 0.375) / (v + 0.25)))(n)
+    spread = np.minimum(m * math.sqrt(k) * output.std, output.mean / 2.0)
+    e2e = np.asarray(e2e, float)
+    return k * e2e / (k * e2e + tau0 * spread)
+
+
+def run_share(sm: StepModel, st: Steady, output: Length, concurrency, runs: float = 10.0) -> np.ndarray:
+    """`finite_run_share` for a solved steady state (its e2e; tau0 = one sequence's decode step
+    per token it emits)."""
+    e2e = st.ttft + (output.mean - 1.0) * st.tau
+    tau0 = float(sm.step(1.0, st.u_mean)) / sm.tokens_per_step
+    return finite_run_share(e2e, tau0, output, concurrency, runs)
 
 
 def _root(below, lo, hi, arg, points: int = 24, rounds: int = 5):

@@ -2,7 +2,8 @@
 
 Each row is a closed loop of `conc` clients against one engine instance (see the README beside
 the file): lengths uniform in [0.8 L, L] (isl/osl are their means), TTFT includes queueing, TPOT
-is per request (e2e - ttft)/(osl - 1), throughput per GPU divides by n_gpus.
+is per request (e2e - ttft)/(osl - 1), throughput per GPU divides by n_gpus and is measured over
+the whole run of 10 x conc requests (ramp-up and drain included: serve.finite_run_share).
 
 Rows used: canonical == 1 and quality == "good". Aggregated serving without speculation is the
 headline; MTP rows are their own category, predicted with DeepSeek's MTP module as the drafter
@@ -28,7 +29,7 @@ import numpy as np
 
 from .errors import MemboundError
 from .parallel import Parallel
-from .serve import Fixed, Uniform, build, solve
+from .serve import Fixed, Uniform, build, run_share, solve
 from .speculative import MTP_ACCEPTANCE, SpeculativeDecoding, mtp
 
 FIT_HARDWARE = ("h200",)
@@ -43,6 +44,7 @@ AMD = ("mi300x", "mi325x", "mi355x")
 # dsr1_fp4_b200_trt_mtp.sh); SGLang EAGLE speculative_num_steps 2, 3 draft tokens, top-k 1
 # (dsr1_fp8_b200_mtp.sh). (drafts without DP attention, with it)
 MTP_DRAFTS = {"trtllm": (3, 1), "sglang": (2, 2)}
+RUNS_PER_CLIENT = 10.0   # num_prompts = 10 x conc; throughput is over that finite run (serve.finite_run_share)
 
 
 @dataclass
@@ -154,13 +156,14 @@ def predict(rows: list[ServedRow], runtimes: dict | None = None) -> list[ServedR
                                  n_chips=n, parallel=layout, runtime=runtime, speculative=spec)
             conc = np.array([m.conc for m in members], float)
             st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
+            share = run_share(sm, st, output, conc, RUNS_PER_CLIENT)
         except MemboundError as e:
             for m in members:
                 m.pred = {"error": str(e)}
             continue
         for i, m in enumerate(members):
             m.pred = {"tpot_s": float(st.tau[i]), "ttft_s": float(st.ttft[i]),
-                      "tput_per_gpu": float(st.x[i]) * output.mean / n}
+                      "tput_per_gpu": float(st.x[i] * share[i]) * output.mean / n}
     return rows
 
 
