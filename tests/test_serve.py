@@ -298,16 +298,16 @@ def test_finite_run_share_matches_the_simulated_run():
     # The same protocol simulated request by request: 16 clients, 160 requests sent 16 at once,
     # output tokens over the time the last one ends, against the solver's steady rate x share.
     from membound.serve import run_share, solve
-    P, O = mb.Uniform(819, 1024), mb.Uniform(819, 1024)
-    sm, sched, _ = build("llama-3.3-70b", "h200", prompt=P, output=O, weight_dtype="fp8", kv_dtype="fp8",
+    P, out = mb.Uniform(819, 1024), mb.Uniform(819, 1024)
+    sm, sched, _ = build("llama-3.3-70b", "h200", prompt=P, output=out, weight_dtype="fp8", kv_dtype="fp8",
                          n_chips=8, runtime="vllm")
-    st = solve(sm, sched, P.mean, O.mean, concurrency=np.array([16.0]))
+    st = solve(sm, sched, P.mean, out.mean, concurrency=np.array([16.0]))
     rates = []
     for seed in range(3):
         rng = np.random.default_rng(seed)
-        S, T = P.sample(rng, 160), O.sample(rng, 160)
+        S, T = P.sample(rng, 160), out.sample(rng, 160)
         tr = simulate(sm, sched, S, T, concurrency=16)
         rates.append(T.sum() / tr.done.max())
-    steady = st.x[0] * O.mean
-    assert float(np.mean(rates)) == pytest.approx(steady * run_share(sm, st, O, [16.0])[0], rel=0.01)
+    steady = st.x[0] * out.mean
+    assert float(np.mean(rates)) == pytest.approx(steady * run_share(sm, st, out, [16.0])[0], rel=0.01)
     assert float(np.mean(rates)) < 0.99 * steady          # the drain costs the run more than 1%
