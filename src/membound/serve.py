@@ -245,7 +245,6 @@ class StepModel:
         if served is not None:      # the served block's fractions and costs replace the runtime's
             eff = p.eff
             allreduce = 2.0 * p.model.n_layers * served.per_allreduce_s if p.layout.tp > 1 else 0.0
-            allreduce += p.model.n_moe_layers * served.per_moe_layer_s
             ach = p.hardware.achievable     # served fractions are shares of what the chip achieves
             eff = replace(eff, bandwidth_fraction=min(served.bandwidth_fraction * ach.bandwidth_fraction, 1.0)
                           if served.bandwidth_fraction else eff.bandwidth_fraction,
@@ -253,6 +252,7 @@ class StepModel:
                           if served.compute_fraction else eff.compute_fraction,
                           per_step_overhead_s=served.per_step_s + allreduce,
                           per_layer_overhead_s=served.per_layer_s,
+                          per_moe_layer_overhead_s=served.per_moe_layer_s,
                           per_sequence_overhead_s=served.per_sequence_s)
             p = replace(p, eff=eff)
         self.prepared = p
