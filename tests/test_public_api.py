@@ -8,11 +8,11 @@ import membound as mb
 
 PUBLIC = {
     "estimate", "compare", "bandwidth_ceiling", "sweep", "iter_sweep", "pareto_front", "plan", "serve", "serve_curve",
-    "explore",
+    "serve_disaggregated", "explore",
     "Result", "Memory", "CompareResult", "PlanResult", "ServeResult", "ServeCurve", "BatchCurve", "BusFare", "FastMode",
     "LeverReport", "QuantSpeedup", "VoiceTurn",
     "Model", "Hardware", "Runtime", "DType", "Parallel", "Quantization", "SpeculativeDecoding", "Workload", "SLO",
-    "Scheduler", "Fixed", "Uniform", "Samples",
+    "Scheduler", "Fixed", "Uniform", "Samples", "Pool",
     "load_model", "list_models", "load_hardware", "list_hardware", "add_hardware_dir", "load_runtime",
     "list_runtimes", "get_dtype", "list_dtypes", "register_dtype", "resolve_name", "suggest_names",
     "min_chips", "layout_for",

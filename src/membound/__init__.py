@@ -24,6 +24,7 @@ from .levers import LeverReport, QuantSpeedup, best_gamma, explain_levers, quant
 from .sweep import iter_sweep, pareto_front, sweep
 from .planner import SLO, PlanResult, Workload, plan
 from .serve import Fixed, Samples, Scheduler, ServeCurve, ServeResult, Uniform, serve, serve_curve
+from .disagg import Pool, serve_disaggregated
 from .product import VoiceTurn, agent_loop_s, reasoning_time_s, thinking_tokens, voice_turn
 
 from .reference import Scenario, load_reference, predict, reference_dir
@@ -36,13 +37,13 @@ __version__ = "0.1.0"
 __all__ = [
     # predict
     "estimate", "compare", "bandwidth_ceiling", "sweep", "iter_sweep", "pareto_front", "plan", "serve", "serve_curve",
-    "explore",
+    "serve_disaggregated", "explore",
     # results
     "Result", "Memory", "CompareResult", "PlanResult", "ServeResult", "ServeCurve", "BatchCurve", "BusFare", "FastMode",
     "LeverReport", "QuantSpeedup", "VoiceTurn",
     # inputs
     "Model", "Hardware", "Runtime", "DType", "Parallel", "Quantization", "SpeculativeDecoding", "Workload", "SLO",
-    "Scheduler", "Fixed", "Uniform", "Samples",
+    "Scheduler", "Fixed", "Uniform", "Samples", "Pool",
     # catalogues and names
     "load_model", "list_models", "load_hardware", "list_hardware", "add_hardware_dir", "load_runtime",
     "list_runtimes", "get_dtype", "list_dtypes", "register_dtype", "resolve_name", "suggest_names",

@@ -8,7 +8,7 @@ the whole run of 10 x conc requests (ramp-up and drain included: serve.finite_ru
 Rows used: canonical == 1 and quality == "good". Aggregated serving without speculation is the
 headline; MTP rows are their own category, predicted with DeepSeek's MTP module as the drafter
 (`MTP_DRAFTS` draft steps per round, as the recipes set them; acceptance `MTP_ACCEPTANCE`, a
-cited figure, not fitted). Disaggregated rows are not predicted (reported as skipped). A row
+cited figure, not fitted); so are the disaggregated rows (all `caution`; membound.disagg). A row
 counts as covered when its device has a profile and its model a preset; a covered row that
 serve() refuses is a failure, reported.
 
@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from .disagg import Pool, solve_disaggregated
 from .errors import MemboundError
 from .parallel import Parallel
-from .serve import Fixed, Uniform, build, run_share, solve
+from .serve import Fixed, Uniform, build, finite_run_share, run_share, solve
 from .speculative import MTP_ACCEPTANCE, SpeculativeDecoding, mtp
 
 FIT_HARDWARE = ("h200",)
@@ -37,7 +38,8 @@ MODELS = {"meta-llama/Llama-3.3-70B-Instruct": "llama-3.3-70b", "deepseek-ai/Dee
           "deepseek-ai/DeepSeek-R1": "deepseek-r1", "openai/gpt-oss-120b": "gpt-oss-120b"}
 HARDWARE = {"h100": "h100-sxm"}
 RUNTIMES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm",
-            "atom": "vllm"}   # AMD's ATOM has no runtime of its own yet: vLLM's served costs stand in
+            "atom": "vllm",   # AMD's ATOM has no runtime of its own yet: vLLM's served costs stand in
+            "dynamo-trtllm": "tensorrt-llm", "dynamo-sglang": "sglang"}   # disaggregated: the engine's workers
 AMD = ("mi300x", "mi325x", "mi355x")
 # Draft steps per round of the MTP rows' recipes (SemiAnalysisAI/InferenceX benchmarks/):
 # TensorRT-LLM num_nextn_predict_layers 3, or 1 with attention DP (dsr1_fp8_h200_trt_mtp.sh,
@@ -45,6 +47,8 @@ AMD = ("mi300x", "mi325x", "mi355x")
 # (dsr1_fp8_b200_mtp.sh). (drafts without DP attention, with it)
 MTP_DRAFTS = {"trtllm": (3, 1), "sglang": (2, 2)}
 RUNS_PER_CLIENT = 10.0   # num_prompts = 10 x conc; throughput is over that finite run (serve.finite_run_share)
+ENGINE = {"dynamo-trtllm": "trtllm", "dynamo-sglang": "sglang"}   # a disaggregated row's workers (assumed
+                                                                 # to draft as their engine's recipe)
 
 
 @dataclass
@@ -70,6 +74,7 @@ class ServedRow:
     kind: str             # "aggregated" | "mtp" | "disaggregated"
     fitted: bool = False
     spec: SpeculativeDecoding | None = None   # the drafter of an MTP row
+    pools: tuple[Pool, Pool] | None = None    # (prefill, decode) of a disaggregated row
     pred: dict = field(default_factory=dict)
 
     @property
@@ -93,7 +98,9 @@ def _length(mean: float, nominal: float) -> Fixed | Uniform:
 def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggregated",)
               ) -> tuple[list[ServedRow], list[tuple[str, str]]]:
     """(rows to predict, [(id, why skipped)]) from the canonical, good served rows of `kinds`
-    ("aggregated", the headline; "mtp", their own category)."""
+    ("aggregated", the headline; "mtp" and "disaggregated", their own categories). Every
+    disaggregated row is quality "caution" (system-level, renormalised to all GPUs): with that
+    kind, the canonical caution rows that are disaggregated are taken too."""
     import pandas as pd
 
     from .hardware import list_hardware
@@ -101,7 +108,8 @@ def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggr
     csv = path or (reference_dir() / "serving" / "inferencemax.csv")
     d = pd.read_csv(csv)
     if not all_rows:
-        d = d[(d.canonical == 1) & (d.quality == "good")]
+        caution = (d.quality == "caution") & d.disagg.astype(bool) & ("disaggregated" in kinds)
+        d = d[(d.canonical == 1) & ((d.quality == "good") | caution)]
     devices = set(list_hardware())
     rows, skipped = [], []
     drafters: dict[tuple[str, int], SpeculativeDecoding] = {}
@@ -119,18 +127,27 @@ def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggr
         dp = str(r.dp_attention).lower() == "true"
         spec = None
         if kind not in kinds:
-            skipped.append((r.id, f"{kind} rows: their own category" if kind == "mtp" else f"{kind} serving: not modelled"))
+            skipped.append((r.id, f"{kind} rows: their own category"))
             continue
-        if kind == "mtp":
-            if r.framework not in MTP_DRAFTS:
+        if r.spec_decoding != "none":
+            engine = ENGINE.get(r.framework, r.framework)
+            if engine not in MTP_DRAFTS:
                 skipped.append((r.id, f"mtp rows of {r.framework}: draft length unknown"))
                 continue
-            gamma = MTP_DRAFTS[r.framework][dp]
+            gamma = MTP_DRAFTS[engine][dp]
             spec = drafters.setdefault((model, gamma), mtp(model, gamma, MTP_ACCEPTANCE))
-        tp, n = int(r.tp), int(r.n_gpus)
-        layout = Parallel(ep=n) if dp and tp == n and n > 1 else Parallel(tp=tp)
-        if layout.chips != n:
-            skipped.append((r.id, f"layout tp={tp} on {n} GPUs"))
+        pools = _pools(r) if kind == "disaggregated" else None
+        if kind == "disaggregated" and pools is None:
+            skipped.append((r.id, "disaggregated: pool topology not recorded"))
+            continue
+        n = int(r.n_gpus)
+        if pools is None:      # one engine instance of n chips
+            tp = int(r.tp)
+            layout, instance = (Parallel(ep=n) if dp and tp == n and n > 1 else Parallel(tp=tp)), n
+        else:                  # the instance is a decode worker
+            layout, instance = pools[1].parallel or Parallel(tp=pools[1].n_chips), pools[1].n_chips
+        if layout.chips != instance:
+            skipped.append((r.id, f"layout tp={layout.tp} on {instance} GPUs"))
             continue
         rows.append(ServedRow(
             id=r.id, framework=r.framework, runtime=RUNTIMES.get(r.framework, r.framework), model=model,
@@ -138,8 +155,24 @@ def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggr
             n_gpus=n, conc=int(r.conc), prompt=_length(float(r.isl), float(r.isl_nominal)),
             output=_length(float(r.osl), float(r.osl_nominal)), tpot_s=float(r.tpot_median_ms) / 1e3,
             ttft_s=float(r.ttft_median_ms) / 1e3, tput_per_gpu=float(r.output_tput_per_gpu),
-            date=str(r.date_est), kind=kind, fitted=r.hw in FIT_HARDWARE, spec=spec))
+            date=str(r.date_est), kind=kind, fitted=r.hw in FIT_HARDWARE, spec=spec, pools=pools))
     return rows, skipped
+
+
+def _pools(r) -> tuple[Pool, Pool] | None:
+    """(prefill, decode) pools of a disaggregated row, or None when its split is not recorded:
+    each worker a tensor-parallel group of its chips, or expert-parallel with DP attention."""
+    counts = (r.n_prefill_gpus, r.prefill_workers, r.n_decode_gpus, r.decode_workers, r.n_gpus)
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 1 for v in counts):
+        return None
+    n_p, w_p, n_d, w_d, _ = (int(v) for v in counts)
+    if n_p % w_p or n_d % w_d or n_p + n_d != int(r.n_gpus):
+        return None
+    pools = []
+    for workers, chips, dp in ((w_p, n_p // w_p, r.prefill_dp_attention), (w_d, n_d // w_d, r.dp_attention)):
+        wide = str(dp).lower() == "true" and chips > 1
+        pools.append(Pool(workers, chips, Parallel(ep=chips) if wide else Parallel(tp=chips)))
+    return pools[0], pools[1]
 
 
 def predict(rows: list[ServedRow], runtimes: dict | None = None) -> list[ServedRow]:
@@ -147,23 +180,34 @@ def predict(rows: list[ServedRow], runtimes: dict | None = None) -> list[ServedR
     solve per configuration. runtimes: {name: Runtime} to use instead of the bundled ones (fits)."""
     groups: dict = {}
     for r in rows:
-        key = (r.runtime, r.model, r.device, r.weight_dtype, r.parallel, r.n_gpus, r.prompt, r.output, r.spec)
+        key = (r.runtime, r.model, r.device, r.weight_dtype, r.parallel, r.n_gpus, r.prompt, r.output, r.spec,
+               r.pools)
         groups.setdefault(key, []).append(r)
-    for (rt, model, device, wd, layout, n, prompt, output, spec), members in groups.items():
+    for (rt, model, device, wd, layout, n, prompt, output, spec, pools), members in groups.items():
         runtime = (runtimes or {}).get(rt, rt)
+        conc = np.array([m.conc for m in members], float)
+        kw = dict(prompt=prompt, output=output, weight_dtype=wd, kv_dtype="fp8", runtime=runtime, speculative=spec)
         try:
-            sm, sched, _ = build(model, device, prompt=prompt, output=output, weight_dtype=wd, kv_dtype="fp8",
-                                 n_chips=n, parallel=layout, runtime=runtime, speculative=spec)
-            conc = np.array([m.conc for m in members], float)
-            st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
-            share = run_share(sm, st, output, conc, RUNS_PER_CLIENT)
+            sm, sched, _ = build(model, device, n_chips=layout.chips, parallel=layout, **kw)
+            if pools is None:
+                st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
+                tpot, ttft, x, chips = st.tau, st.ttft, st.x, n
+                share = run_share(sm, st, output, conc, RUNS_PER_CLIENT)
+            else:      # a decode pool of `sm` workers behind a prefill pool
+                pre, pool = pools
+                sm_p, sched_p, _ = build(model, device, n_chips=pre.n_chips, parallel=pre.parallel, **kw)
+                dst = solve_disaggregated(sm_p, sched_p, sm, sched, pre.workers, pool.workers, prompt.mean,
+                                          output.mean, conc)
+                tpot, ttft, x, chips = dst.step / sm.tokens_per_step, dst.ttft, dst.x, n
+                tau0 = float(sm.step(1.0, dst.u)) / sm.tokens_per_step     # the decode workers drain
+                share = finite_run_share(ttft + (output.mean - 1.0) * tpot, tau0, output, conc, RUNS_PER_CLIENT)
         except MemboundError as e:
             for m in members:
                 m.pred = {"error": str(e)}
             continue
         for i, m in enumerate(members):
-            m.pred = {"tpot_s": float(st.tau[i]), "ttft_s": float(st.ttft[i]),
-                      "tput_per_gpu": float(st.x[i] * share[i]) * output.mean / n}
+            m.pred = {"tpot_s": float(tpot[i]), "ttft_s": float(ttft[i]),
+                      "tput_per_gpu": float(x[i] * share[i]) * output.mean / chips}
     return rows
 
 
@@ -226,20 +270,23 @@ def report(rows: list[ServedRow], skipped: list, others: dict[str, list[ServedRo
     return "\n".join(lines)
 
 
-TITLES = {"mtp": f"MTP rows (speculative decoding, own category): DeepSeek's MTP module drafts {MTP_DRAFTS} steps "
-             f"(engine: without, with DP attention), acceptance {MTP_ACCEPTANCE} per token (cited, not fitted)"}
+TITLES = {"mtp": "MTP rows (speculative decoding, own category): DeepSeek's MTP module drafts "
+                 + ", ".join(f"{e} {a} ({b} with DP attention)" for e, (a, b) in MTP_DRAFTS.items())
+                 + f" steps per round, acceptance {MTP_ACCEPTANCE} per token (cited, not fitted)",
+          "disaggregated": "Disaggregated rows (own category; every one quality 'caution', canonical): a prefill pool's "
+                           "TTFT, a decode pool's TPOT, throughput over all GPUs (membound.disagg); refused = a worker "
+                           "beyond one NVLink domain or an EP size that does not divide the experts"}
 
 
 def other_categories(path=None) -> dict[str, list[ServedRow]]:
     """The served categories apart from the headline, predicted: {key: rows} (keys of TITLES)."""
-    mtp_rows, _ = load_rows(path, kinds=("mtp",))
-    return {"mtp": predict(mtp_rows)}
+    return {kind: predict(load_rows(path, kinds=(kind,))[0]) for kind in TITLES}
 
 
 def served_report(path=None) -> dict:
     """The served categories as data: {"held_out": {...}, "held_out_nvidia", "held_out_amd",
     "fitted", "categories": {name: {...}}, "skipped": count, and apart from the headline
-    "mtp_held_out", "mtp_fitted_chips"}; each a summary() dict."""
+    "mtp_held_out", "mtp_fitted_chips", "disaggregated_held_out", ...}; each a summary() dict."""
     rows, skipped = load_rows(path)
     predict(rows)
     held = [r for r in rows if not r.fitted]
