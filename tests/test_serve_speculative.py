@@ -116,3 +116,10 @@ def test_mtp_rows_are_their_own_category_with_the_recipes_drafts():
                for r in rows)
     headline, _ = load_rows()
     assert not any(r.kind == "mtp" for r in headline)
+
+
+def test_validate_cli_checks_the_mtp_acceptance(capsys):
+    from membound.serve_validate import main
+    with pytest.raises(SystemExit) as e:
+        main(["--mtp-acceptance", "1.5"])
+    assert e.value.code == 2 and "acceptance_rate=1.5" in capsys.readouterr().err

@@ -95,8 +95,8 @@ def _length(mean: float, nominal: float) -> Fixed | Uniform:
     return Fixed(max(int(round(mean)), 2))
 
 
-def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggregated",)
-              ) -> tuple[list[ServedRow], list[tuple[str, str]]]:
+def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggregated",),
+              mtp_acceptance: float = MTP_ACCEPTANCE) -> tuple[list[ServedRow], list[tuple[str, str]]]:
     """(rows to predict, [(id, why skipped)]) from the canonical, good served rows of `kinds`
     ("aggregated", the headline; "mtp" and "disaggregated", their own categories). Every
     disaggregated row is quality "caution" (system-level, renormalised to all GPUs): with that
@@ -135,7 +135,7 @@ def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggr
                 skipped.append((r.id, f"mtp rows of {r.framework}: draft length unknown"))
                 continue
             gamma = MTP_DRAFTS[engine][dp]
-            spec = drafters.setdefault((model, gamma), mtp(model, gamma, MTP_ACCEPTANCE))
+            spec = drafters.setdefault((model, gamma), mtp(model, gamma, mtp_acceptance))
         pools = _pools(r) if kind == "disaggregated" else None
         if kind == "disaggregated" and pools is None:
             skipped.append((r.id, "disaggregated: pool topology not recorded"))
@@ -261,7 +261,9 @@ def report(rows: list[ServedRow], skipped: list, others: dict[str, list[ServedRo
         reasons[why] = reasons.get(why, 0) + 1
     lines.append("skipped: " + "; ".join(f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda t: -t[1])))
     for key, rs in (others or {}).items():
-        lines += ["", TITLES[key]]
+        accept = next((r.spec.acceptance_rate for r in rs if r.spec is not None), None)
+        lines += ["", TITLES[key] + ("" if key != "mtp" else f", acceptance {accept} per token"
+                                     + (" (cited, not fitted)" if accept == MTP_ACCEPTANCE else " (given)"))]
         lines.append(line("HELD OUT", [r for r in rs if not r.fitted]))
         lines.append(line("on the fitted chips (rows not fitted)", [r for r in rs if r.fitted]))
         for c in sorted({r.category for r in rs}):
@@ -272,15 +274,15 @@ def report(rows: list[ServedRow], skipped: list, others: dict[str, list[ServedRo
 
 TITLES = {"mtp": "MTP rows (speculative decoding, own category): DeepSeek's MTP module drafts "
                  + ", ".join(f"{e} {a} ({b} with DP attention)" for e, (a, b) in MTP_DRAFTS.items())
-                 + f" steps per round, acceptance {MTP_ACCEPTANCE} per token (cited, not fitted)",
+                 + " steps per round",
           "disaggregated": "Disaggregated rows (own category; every one quality 'caution', canonical): a prefill pool's "
                            "TTFT, a decode pool's TPOT, throughput over all GPUs (membound.disagg); refused = a worker "
                            "beyond one NVLink domain or an EP size that does not divide the experts"}
 
 
-def other_categories(path=None) -> dict[str, list[ServedRow]]:
+def other_categories(path=None, mtp_acceptance: float = MTP_ACCEPTANCE) -> dict[str, list[ServedRow]]:
     """The served categories apart from the headline, predicted: {key: rows} (keys of TITLES)."""
-    return {kind: predict(load_rows(path, kinds=(kind,))[0]) for kind in TITLES}
+    return {kind: predict(load_rows(path, kinds=(kind,), mtp_acceptance=mtp_acceptance)[0]) for kind in TITLES}
 
 
 def served_report(path=None) -> dict:
@@ -312,11 +314,17 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m membound.serve_validate", description=__doc__.splitlines()[0])
     ap.add_argument("--csv", help="write one line per row with predictions")
     ap.add_argument("--all", action="store_true", help="every row, not only canonical & good")
+    ap.add_argument("--mtp-acceptance", type=float, default=MTP_ACCEPTANCE, metavar="A",
+                    help=f"per-token acceptance for the MTP rows (default {MTP_ACCEPTANCE}, cited; a sensitivity check)")
     a = ap.parse_args(argv)
+    try:
+        others = other_categories(mtp_acceptance=a.mtp_acceptance)
+    except MemboundError as e:
+        ap.error(str(e))
     rows, skipped = load_rows(all_rows=a.all)
     predict(rows)
     try:
-        print(report(rows, skipped, other_categories()))
+        print(report(rows, skipped, others))
     except BrokenPipeError:          # piped into head
         return 0
     if a.csv:
