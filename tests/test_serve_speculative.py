@@ -1,5 +1,7 @@
 """Speculative decoding (MTP) inside serve(): hand-derived steps, the MTP module's size, bad input."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import membound as mb
 from membound.serve import build
@@ -123,3 +125,24 @@ def test_validate_cli_checks_the_mtp_acceptance(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--mtp-acceptance", "1.5"])
     assert e.value.code == 2 and "acceptance_rate=1.5" in capsys.readouterr().err
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(1, 128), st.integers(1, 128), st.integers(1, 4), st.floats(0.0, 1.0))
+def test_more_clients_never_raise_speed_per_user_with_drafts(n, more, k, alpha):
+    spec = mb.mtp("llama-3.1-8b", k, alpha)
+    kw = dict(prompt_tokens=1024, output_tokens=256, weight_dtype="fp8", runtime="vllm", speculative=spec)
+    lo = mb.serve("llama-3.1-8b", "h100-sxm", concurrency=n, **kw)
+    hi = mb.serve("llama-3.1-8b", "h100-sxm", concurrency=n + more, **kw)
+    assert hi.tok_s_per_user <= lo.tok_s_per_user * (1 + 1e-6)
+
+
+def test_disaggregated_decode_pool_drafts_too():
+    # one client, decode pool of one H100: with every draft accepted (alpha = 1, k = 3) a round
+    # emits 4 tokens for one verify pass of 4 positions plus 3 drafts, so TPOT falls; the
+    # drafter also prefills the prompt on the prefill pool, so TTFT grows a little.
+    kw = dict(concurrency=1, prefill=mb.Pool(1, 1), decode=mb.Pool(1, 1), prompt_tokens=512, output_tokens=128,
+              runtime="ideal")
+    plain = mb.serve_disaggregated("llama-3.1-8b", "h100-sxm", **kw)
+    spec = mb.serve_disaggregated("llama-3.1-8b", "h100-sxm", speculative=mb.mtp("llama-3.1-8b", 3, 1.0), **kw)
+    assert spec.tpot.mean < plain.tpot.mean / 2 and spec.ttft.mean > plain.ttft.mean
