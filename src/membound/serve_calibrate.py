@@ -16,6 +16,9 @@ Parameters (physical, one set per engine and software generation):
 in the core's communication term it came out ~0 on every engine.)
   per_sequence_s      per running sequence per step (block tables, sampling, detokenisation)
   per_request_s       host time of a request before its first token (HTTP, tokenisation)
+Each engine fits only the figures its H200 rows can pin (FIXED holds the rest, with the reason):
+vLLM 7 (no per_moe_layer_s), SGLang 4 (one model at one layout: one per-layer cost; bandwidth at
+what the chip achieves; no tiles), TensorRT-LLM 6 (no per_step_s, no tiles).
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), Levenberg-Marquardt within bounds (calibrate.fit_bounded).
 
@@ -36,17 +39,36 @@ from .serve_validate import FIT_HARDWARE, load_rows, predict
 
 PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_s", "per_layer_s", "per_moe_layer_s",
           "moe_tile_tokens", "per_sequence_s", "per_request_s")
-LOW = (0.3, 0.15, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-HIGH = (1.0, 1.0, 0.02, 2e-4, 2e-4, 512.0, 5e-4, 0.3)
-START = (0.8, 0.6, 2e-3, 1e-5, 1e-5, 32.0, 2e-5, 0.03)
+LOW = dict(zip(PARAMS, (0.3, 0.15, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)))
+HIGH = dict(zip(PARAMS, (1.0, 1.0, 0.02, 2e-4, 2e-4, 512.0, 5e-4, 0.3)))
+START = dict(zip(PARAMS, (0.8, 0.6, 2e-3, 1e-5, 1e-5, 32.0, 2e-5, 0.03)))
 ENGINES = ("vllm", "sglang", "tensorrt-llm")
+# Figures an engine's H200 rows cannot pin are held, not fitted (a fit left free lands on a bound):
+# moe_tile_tokens (padded expert tiles) is held at 0 for SGLang and TensorRT-LLM: free, it moved
+# their fitted rows' median errors by at most 0.1 point (its FLOPs hide under the weight stream).
+# vLLM keeps it: gpt-oss there computes its experts in bf16 (weight-only mxfp4), where the tiles show.
+FIXED: dict[str, dict[str, float]] = {
+    # one MoE model (gpt-oss) beside one dense one: an MoE layer's extra cost cannot be told from
+    # a layer's; free, it fitted ~1e-7 s
+    "vllm": {"per_moe_layer_s": 0.0},
+    # one model (DeepSeek-R1) at one layout (tp=8): the step, layer and MoE-layer costs are one
+    # figure (per_layer_s carries it); bandwidth reaches what the chip achieves (free, it sat on
+    # its bound 1.0: the expert GEMMs stream as fast as a copy kernel)
+    "sglang": {"per_step_s": 0.0, "per_moe_layer_s": 0.0, "bandwidth_fraction": 1.0, "moe_tile_tokens": 0.0},
+    # free, the per-step cost sat on its bound 0: the layer costs of three models carry it
+    "tensorrt-llm": {"per_step_s": 0.0, "moe_tile_tokens": 0.0},
+}
+
+
+def fitted_params(name: str) -> tuple[str, ...]:
+    return tuple(k for k in PARAMS if k not in FIXED.get(name, {}))
 
 
 def with_params(name: str, x) -> Runtime:
     base = load_runtime(name)
     assert base.served is not None      # ENGINES all have a served block
-    served = base.served.model_copy(update={k: float(v) for k, v in zip(PARAMS, x)})
-    return base.model_copy(update={"served": served})
+    update = {**FIXED.get(name, {}), **{k: float(v) for k, v in zip(fitted_params(name), x)}}
+    return base.model_copy(update={"served": base.served.model_copy(update=update)})
 
 
 def residuals(name: str, rows, x) -> np.ndarray:
@@ -65,14 +87,19 @@ def fit_engine(name: str, rows) -> dict:
     fit_rows = [r for r in rows if r.runtime == name and r.fitted]
     if not fit_rows:
         return {}
-    x = fit_bounded(lambda v: residuals(name, fit_rows, v), START, LOW, HIGH, iters=30)
+    keys = fitted_params(name)
+    lo, hi = [LOW[k] for k in keys], [HIGH[k] for k in keys]
+    x = fit_bounded(lambda v: residuals(name, fit_rows, v), [START[k] for k in keys], lo, hi, iters=30)
     res = residuals(name, fit_rows, x).reshape(-1, 3)
     med = np.median(np.abs(np.expm1(res)), axis=0)
     hws = sorted({r.hw for r in fit_rows})
     dates = sorted(r.date.lstrip("~<=") for r in fit_rows)
-    return {"params": dict(zip(PARAMS, (float(f"{v:.4g}") for v in x))), "n": len(fit_rows),
+    bound = [k for k, v, a, b in zip(keys, x, lo, hi) if np.isclose(v, a) or np.isclose(v, b)]
+    return {"params": {**FIXED.get(name, {}), **dict(zip(keys, (float(f"{v:.4g}") for v in x)))}, "n": len(fit_rows),
+            "on_bounds": bound,
             "note": (f"fitted by membound.serve_calibrate on {datetime.date.today()} from {len(fit_rows)} canonical good "
-                     f"InferenceMAX rows on {', '.join(hws)} (dates {dates[0]} .. {dates[-1]}); median |error| on them: "
+                     f"InferenceMAX rows on {', '.join(hws)} (dates {dates[0]} .. {dates[-1]}): {', '.join(keys)}; "
+                     f"held, not fitted: {', '.join(FIXED.get(name, {})) or 'none'}; median |error| on them: "
                      f"TPOT {100 * med[0]:.1f}%, TTFT {100 * med[1]:.1f}%, throughput/GPU {100 * med[2]:.1f}%; "
                      f"every other chip held out (python -m membound.serve_validate)")}
 
@@ -111,7 +138,7 @@ def main(argv=None) -> int:
         if not fit:
             print(f"{name}: no rows to fit")
             continue
-        print(f"{name}: {fit['params']}\n  {fit['note']}")
+        print(f"{name}: {fit['params']}\n  on bounds: {fit['on_bounds'] or 'none'}\n  {fit['note']}")
         if a.out or a.write_bundled:
             folder = Path(a.out) if a.out else runtimes_dir()
             folder.mkdir(parents=True, exist_ok=True)
