@@ -162,3 +162,18 @@ def test_an_entry_no_longer_fitted_loses_its_fitted_figures(tmp_path):
     assert "amd-consumer" not in classes
     assert classes["apple"] == {"bandwidth_fraction": 0.9, "evidence": "a measurement, not a fit"}
     assert classes["default"]["bandwidth_fraction"] == 0.6
+
+
+def test_llama_cpp_cuda_overlap_is_set_from_the_kernel_not_fitted():
+    # MMQ loads a tile, synchronises, multiplies, synchronises: no overlap of loads and math. Rows
+    # made with overlap 0.6 do not move it: the entry holds 0 and says why
+    from membound.calibrate import FIXED, _evidence, calibrate_runtimes
+    from membound.runtime import load_runtime
+    truth = Runtime(name="llama.cpp-cuda", quantized_gemm=load_runtime("llama.cpp-cuda").quantized_gemm,
+                    classes={"nvidia-consumer": RuntimeEntry(bandwidth_fraction=0.7, compute_fraction=0.4,
+                                                             per_layer_overhead_s=3e-5, overlap=0.6)})
+    [g] = calibrate_runtimes(_synthetic_rows(truth), runtimes=["llama.cpp-cuda"], iters=5)["llama.cpp-cuda"]
+    assert g.params["overlap"] == 0.0 and "overlap" in g.copied
+    assert "overlap" not in " ".join(g.at_bounds)
+    assert "overlap=0 set, not fitted" in _evidence(g, "2026-12-01") and "mmq.cuh" in FIXED["llama.cpp-cuda"]["overlap"][1]
+    assert all(e.overlap == 0.0 for e in load_runtime("llama.cpp-cuda").classes.values())

@@ -89,3 +89,26 @@ def test_every_specialised_layout_passes_estimates_own_memory_check():
             tp, pp, ep = sc.parallel
             mb.estimate(sc.model, sc.hardware, prompt_tokens=sc.prompt_tokens, output_tokens=sc.output_tokens,
                         weight_dtype=sc.weight_dtype, n_chips=sc.n_chips, parallel=mb.Parallel(tp=tp, pp=pp, ep=ep))
+
+
+def test_prefill_at_depth_combines_memory_and_compute_as_the_runtime_does():
+    # "pp512 @ d2048": the FLOPs of positions 2048..2559 and the bytes of 512 new tokens. A runtime
+    # whose kernels do not overlap loads and math (overlap 0) adds the two; overlap 1 takes the
+    # larger; the per-layer overhead (32 layers x 10 us) is added once to either
+    from membound.reference import Scenario, predict
+    from membound.runtime import Runtime, RuntimeEntry
+    sc = Scenario(id="x", category="c", metric="prefill_tok_s", measured=1.0, model="llama-2-7b",
+                  hardware="rtx-4090", runtime="t", weight_dtype="q4_0", prompt_tokens=512, output_tokens=0,
+                  depth=2048)
+
+    def rt(overlap):
+        return Runtime(name="t", use_latency_floor=False, classes={"default": RuntimeEntry(
+            bandwidth_fraction=0.8, compute_fraction=0.5, per_layer_overhead_s=1e-5, overlap=overlap)})
+    from membound.reference import _run
+    full, old, new = (_run(sc, rt(1.0), 1, S, 1)[1] for S in (2560, 2048, 512))
+    c = full["prefill_compute_s"] - old["prefill_compute_s"]
+    m = new["prefill_memory_s"]
+    assert 0 < m < c
+    over = 32 * 1e-5
+    assert predict(sc, runtime=rt(0.0)) == pytest.approx(512 / (m + c + over), rel=1e-9)
+    assert predict(sc, runtime=rt(1.0)) == pytest.approx(512 / (c + over), rel=1e-9)

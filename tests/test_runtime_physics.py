@@ -90,3 +90,43 @@ def test_per_moe_layer_overhead_is_paid_by_moe_layers_only():
     # a dense model pays none of it: llama-3.1-8b, 32 layers: 1e-6 + 32 x 2e-6 = 6.5e-5 s
     r = mb.estimate("llama-3.1-8b", "h100-sxm", output_tokens=1, runtime=rt)
     assert r.step_terms_s["overhead"] == pytest.approx(1e-6 + 32 * 2e-6, rel=1e-12)
+
+
+def test_tiled_quantized_gemms_stream_the_layer_weights_once_per_tile_of_tokens():
+    # llama.cpp's MMQ computes 128 x 128 output tiles and loads each tile's weight rows itself:
+    # a prompt of S tokens streams the layers' matrices ceil(S / 128) times (the LM head, which
+    # runs for the last token, and the embedding rows once). llama-2-7b q4_0 (4.5 bits) on an
+    # RTX 4090 at its full 1008 GB/s: the layers hold 6.738e9 - 2 x 32000 x 4096 parameters
+    m = mb.load_model("llama-2-7b")
+    layers = m.total_params - 2 * 32000 * 4096
+    mmq = QuantizedGemm(fp32_multiple=4.0)
+    tiled = QuantizedGemm(fp32_multiple=4.0, tile_tokens=128)
+    kw = dict(batch=1, output_tokens=1, weight_dtype="q4_0", activation_dtype="int8")
+
+    def mem(qg, S):
+        return prepare(m, "rtx-4090", runtime=_rt(quantized_gemm=qg), prompt_tokens=S, **kw).evaluate()[
+            "prefill_memory_s"]
+    # 512 tokens: 4 tiles, 3 more passes than one; 513 tokens: 5 tiles, 4 more
+    assert mem(tiled, 512) - mem(mmq, 512) == pytest.approx(3 * layers * 4.5 / 8 / 1008e9, rel=1e-9)
+    assert mem(tiled, 513) - mem(mmq, 513) == pytest.approx(4 * layers * 4.5 / 8 / 1008e9, rel=1e-9)
+    # 16-bit weights do not take the MMQ path: streamed once
+    f16 = dict(kw, weight_dtype="fp16", activation_dtype=None)
+    a, b = (prepare(m, "rtx-4090", runtime=_rt(quantized_gemm=q), prompt_tokens=512, **f16).evaluate()[
+        "prefill_memory_s"] for q in (tiled, mmq))
+    assert a == b
+
+
+def test_tiled_expert_gemms_count_the_tokens_each_expert_gets():
+    # gpt-oss-20b: 32 experts, 4 per token; 2048 tokens touch X = 32 (1 - (1 - 4/32)^2048) ~ 32
+    # experts with 2048 x 4 / X ~ 256 tokens each: ceil(256 / 128) = 2 passes over each expert,
+    # one more than untiled, over 24 MoE layers (q8_0: 8.5 bits per weight, 1008 GB/s)
+    m = mb.load_model("gpt-oss-20b")
+    S, E, k = 2048, 32, 4
+    touched = E * (1 - (1 - k / E) ** S)
+    assert 2048 * k / touched == pytest.approx(256, rel=1e-9)
+    layers = m.total_params - m.n_moe_layers * E * m.expert_params - 2 * m.vocab_size * m.hidden_size
+    kw = dict(batch=1, output_tokens=1, weight_dtype="q8_0", activation_dtype="int8", prompt_tokens=S)
+    a, b = (prepare(m, "rtx-4090", runtime=_rt(quantized_gemm=QuantizedGemm(fp32_multiple=4.0, tile_tokens=t)),
+                    **kw).evaluate()["prefill_memory_s"] for t in (128, None))
+    extra = (15 * layers + m.n_moe_layers * touched * m.expert_params) * 8.5 / 8 / 1008e9
+    assert a - b == pytest.approx(extra, rel=1e-9)

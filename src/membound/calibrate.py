@@ -66,6 +66,13 @@ FIT = {
     "hf-transformers": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s"),
     "tinychat": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s"),
 }
+# figures set from how the kernels work, not fitted (in every entry of the runtime)
+FIXED = {
+    "llama.cpp-cuda": {"overlap": (0.0, "MMQ's main loop loads a tile of weights and activations, "
+                                  "synchronises, multiplies, synchronises (ggml-cuda/mmq.cuh, "
+                                  "mul_mat_q_process_tile: no double buffering), so its loads and "
+                                  "math do not overlap; free fits of all three classes land on 0")},
+}
 # backends with no rows in the reference: another backend's default figures, said so in the file
 ASSUMED_FROM = {"llama.cpp-hip": ("llama.cpp-cuda", "HIP compiles the CUDA backend's kernels through hipify")}
 MIN_ROWS = 4
@@ -260,7 +267,9 @@ def calibrate_runtimes(scenarios, runtimes=None, warm: bool = False, iters: int 
         if not rows:
             continue
         start = _bundled_entries(rt) if warm else {}
-        fits = [fit_group(rt, "default", rows, start=start.get("default"), iters=iters, rtol=rtol)]
+        set_ = {p: v for p, (v, _) in FIXED.get(rt, {}).items()}
+        fits = [fit_group(rt, "default", rows, start=start.get("default"), iters=iters, rtol=rtol,
+                          fixed=set_)]
         default_entry = fits[0].params
         by_class: dict = {}
         for s in rows:
@@ -270,7 +279,9 @@ def calibrate_runtimes(scenarios, runtimes=None, warm: bool = False, iters: int 
                 # the first figures (fractions first) the rows can pin, ROWS_PER_PARAM rows each; the
                 # rest stay at the default's values
                 wanted = _params_for(rt, rs)
-                fixed = {p: default_entry[p] for p in wanted[len(rs) // ROWS_PER_PARAM:] if p in default_entry}
+                free = [p for p in wanted if p not in set_]
+                fixed = {**set_, **{p: default_entry[p] for p in free[len(rs) // ROWS_PER_PARAM:]
+                                    if p in default_entry}}
                 fits.append(fit_group(rt, cls, rs, start=start.get(cls, default_entry), iters=iters, rtol=rtol,
                                       fixed=fixed))
         out[rt] = fits
@@ -311,8 +322,11 @@ def _evidence(g: GroupFit, today: str) -> str:
     ids = ", ".join(g.rows[:12]) + (", ..." if len(g.rows) > 12 else "")
     text = (f"fitted by membound.calibrate on {today} from {len(g.rows)} rows ({ids}); "
             f"median |error| on them (in-sample) {100 * g.median_error:.1f}%")
-    if g.copied:
-        text += f"; {', '.join(g.copied)} held at the default's values ({ROWS_PER_PARAM} rows per fitted figure)"
+    why = FIXED.get(g.runtime, {})
+    held = [p for p in g.copied if p not in why]
+    text += "".join(f"; {p}={v:g} set, not fitted: {r}" for p, (v, r) in why.items() if p in g.copied)
+    if held:
+        text += f"; {', '.join(held)} held at the default's values ({ROWS_PER_PARAM} rows per fitted figure)"
     if g.at_bounds:
         text += "; ON A BOUND (missing physics): " + ", ".join(g.at_bounds)
     return text

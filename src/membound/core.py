@@ -126,6 +126,8 @@ class Knobs:
                                       # (gpt-oss GGUF: experts mxfp4, the rest q8_0); None = w_bytes
     attn_peak_flops: Num | None = None  # dense peak FLOP/s attention runs at (QK^T, AV in the KV's
                                         # 16- or 8-bit format, never fp4); None = peak_flops
+    gemm_tile_tokens: Num = 0.0   # tokens per column tile of a GEMM that streams the whole weight
+                                  # matrix again for each tile (llama.cpp MMQ: 128); 0 = once per pass
 
 
 def _placement(tiers, eff_bw, dense_chip, expert_chip, kv_chip, pinned):
@@ -216,12 +218,17 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     # expert GEMMs run at moe_gemm_efficiency of the dense rate: count their params 1/eff times
     gemm_params = matmul_params + mc.n_moe_layers * mc.k * mc.expert_params * (1.0 / eff.moe_gemm_efficiency - 1.0)
 
-    def weights_s(tokens, touched):
+    def weights_s(tokens, touched, dense_passes=1.0, expert_passes=1.0):
         """Seconds one chip streams those weights: dense bytes from where the dense weights sit,
-        routed experts from where the experts sit (hot-first placement)."""
+        routed experts from where the experts sit (hot-first placement); the layers' matrices
+        `dense_passes` times and each touched expert `expert_passes` times (the LM head and the
+        embedding rows once)."""
         rows = minimum(tokens, mc.vocab) * mc.hidden if mc.lookup_params else 0.0
-        dense = (mc.total_params - all_expert - mc.lookup_params + rows) / tp
-        return dense * wd * dense_inv + mc.n_moe_layers * touched * mc.expert_params / group * kn.w_bytes * expert_inv
+        head = mc.vocab * mc.hidden
+        layers = mc.total_params - all_expert - mc.lookup_params - head
+        dense = (layers * dense_passes + head + rows) / tp
+        return dense * wd * dense_inv \
+            + mc.n_moe_layers * touched * mc.expert_params / group * kn.w_bytes * expert_inv * expert_passes
 
     def step_coeffs(pos, routed=None):
         """routed: tokens per sequence that route independently (default pos)."""
@@ -330,7 +337,13 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     n_pre = B * S
     touched_pre = expected_experts(mc.n_experts, mc.k, n_pre)
     kv_write = B / ep * effective_context(mc.window_groups, S) * kv_per_pair_chip
-    pre_mem = weights_s(n_pre, touched_pre) + kv_write * kv_inv
+    if isinstance(kn.gemm_tile_tokens, float) and kn.gemm_tile_tokens == 0.0:
+        pre_mem = weights_s(n_pre, touched_pre) + kv_write * kv_inv
+    else:   # tiled GEMMs: every column tile of tokens streams the matrix again (an expert: its tokens)
+        tile = maximum(kn.gemm_tile_tokens, 1e-30)
+        per_expert = n_pre * mc.k / maximum(touched_pre, 1e-30)
+        pre_mem = weights_s(n_pre, touched_pre, where(tile >= 1.0, ceiling(n_pre / tile), 1.0),
+                            where(tile >= 1.0, ceiling(per_expert / tile), 1.0)) + kv_write * kv_inv
     pre_gemm = B * 2.0 * gemm_params * (1.0 + kn.dequant) * S / group
     pre_attn = B * mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / group
     pre_compute = pre_gemm / C + pre_attn / Ca

@@ -67,6 +67,9 @@ class QuantizedGemm(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     fp32_multiple: Annotated[float, Number, Field(gt=0, le=64, allow_inf_nan=False)]
     device_kinds: tuple[str, ...] = ("gpu", "apu")
+    # tokens per column tile: each tile of a prefill GEMM streams the whole weight matrix again
+    # (MMQ's 128 x 128 output tiles); None = the weights are streamed once per pass
+    tile_tokens: Annotated[int, Number, Field(ge=1, le=4096)] | None = None
     evidence: str = ""
 
 
@@ -143,6 +146,7 @@ class Efficiency:
     per_step_floor_s: float
     overlap: float = 1.0          # memory/compute overlap in a step (1 = roofline max)
     quantized_peak_flops: float = 0.0   # FLOP/s for block-quantized weights (0: the tensor peak)
+    quantized_tile_tokens: float = 0.0  # tokens per tile of those GEMMs (0: weights streamed once)
     moe_gemm_efficiency: float = 1.0    # expert GEMMs' rate relative to dense GEMMs
     per_sequence_overhead_s: float = 0.0   # per sequence in a pass, per step
     fabric_efficiency: float = 1.0      # share of the on-chip mesh rate a batch-1 GEMV reaches
@@ -170,6 +174,8 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         per_step_floor_s=hw.latency.per_step_s if floor else 0.0,
         overlap=1.0 if entry.overlap is None else entry.overlap,
         quantized_peak_flops=_quantized_peak(rt.quantized_gemm, hw),
+        quantized_tile_tokens=float(rt.quantized_gemm.tile_tokens or 0)
+        if rt.quantized_gemm is not None and hw.kind in rt.quantized_gemm.device_kinds else 0.0,
         moe_gemm_efficiency=entry.moe_gemm_efficiency or 1.0,
         per_sequence_overhead_s=entry.per_sequence_overhead_s,
         fabric_efficiency=entry.fabric_efficiency or 1.0,

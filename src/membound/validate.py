@@ -182,7 +182,9 @@ def validation_report(path=None, group: str = "chip") -> dict:
 
 def _entry_bounds(rt: str, entry) -> list:
     from .calibrate import _at_bounds
-    vals = {p: getattr(entry, p) for p in FIT[rt] if p in entry.model_fields_set}   # figures the file sets
+    from .calibrate import FIXED
+    vals = {p: getattr(entry, p) for p in FIT[rt]           # figures the file sets and a fit chose
+            if p in entry.model_fields_set and p not in FIXED.get(rt, {})}
     return _at_bounds(vals)
 
 
