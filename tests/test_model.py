@@ -102,6 +102,8 @@ PUBLISHED = [
     ("qwen3.5-35b-a3b", 35.0, None, 0.01),        # text decoder 34.66B; Qwen's 35B includes the vision encoder
     ("qwen3.5-122b-a10b", 122.0, None, 0.01), ("qwen3.5-397b-a17b", 397.0, None, 0.01),
     ("kimi-k2", 1040.0, None, 0.015), ("llama-4-scout", 109.0, None, 0.012),
+    # Kimi-K2.5's text decoder is Kimi-K2's (the card rounds to "1T"; the vision encoder is not described)
+    ("kimi-k2.5", 1040.0, None, 0.015),
     ("falcon-7b", 7.0, None, 0.012), ("falcon-40b", 40.0, None, 0.035),
 ]
 

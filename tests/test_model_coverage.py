@@ -64,6 +64,27 @@ def test_kimi_k2_by_hand():
     assert m.active_params == total - 60 * 376 * e
 
 
+def test_kimi_k25_is_the_kimi_k2_text_decoder_with_a_longer_context():
+    # moonshotai/Kimi-K2.5 text_config: the same 61 MLA layers (64 heads), 1 dense + 60 MoE layers of
+    # 384 routed + 1 shared experts of 2048, vocab 163840, as Kimi-K2; context 262,144 tokens
+    h = 7168
+    attn = (h * 1536 + 1536 + 1536 * 64 * 192 + h * (512 + 64) + 512 + 512 * 64 * 256 + 64 * 128 * h)
+    e = 3 * h * 2048
+    total = (attn + 2 * h + 3 * h * 18432) + 60 * (attn + 2 * h + 385 * e + h * 384) + 2 * 163840 * h + h
+    m = load_model("moonshotai/Kimi-K2.5")
+    assert m.name == "kimi-k2.5" and m.total_params == total == load_model("kimi-k2").total_params
+    assert m.active_params == total - 60 * 376 * e
+    assert m.max_context == 262_144
+    # MLA caches the 512-wide latent plus the 64-wide rope key per layer and token
+    assert m.kv_elements_per_token_per_layer == 512 + 64
+
+
+def test_minimax_m25_resolves_to_the_m2_architecture():
+    # MiniMax's deployment guides apply to M2.5, M2.1 and M2 alike, changing only the model name
+    for hf in ("MiniMaxAI/MiniMax-M2.5", "MiniMaxAI/MiniMax-M2.1", "MiniMaxAI/MiniMax-M2"):
+        assert resolve_name("model", hf) == "minimax-m2"
+
+
 def test_llama4_interleaving_and_chunked_attention():
     mav, scout = load_model("llama-4-maverick"), load_model("llama-4-scout")
     assert mav.n_moe_layers == 24 and scout.n_moe_layers == 48      # every 2nd layer vs every layer

@@ -51,3 +51,73 @@ def test_served_fits_hold_what_the_rows_cannot_pin_and_sit_off_their_bounds():
         for k, v in FIXED[name].items():
             assert getattr(served, k) == v, (name, k)
     assert len(fitted_params("sglang")) == 4        # 8 figures less per_step, per_moe_layer, bandwidth, tiles
+
+
+# ---- another CSV of the same schema: chips and models the shipped rows do not hold ----------
+
+def _relabel(tmp_path, changes, name="rows.csv"):
+    """Shipped canonical rows of vllm gpt-oss-120b on H200 at tp=8, 1k1k, relabelled by `changes`
+    ([(column -> value)] per copy): a CSV of the schema with other chips and models."""
+    import pandas as pd
+
+    from membound.serve_validate import served_csv
+    d = pd.read_csv(served_csv())
+    base = d[(d.hw == "h200") & (d.framework == "vllm") & (d.model == "openai/gpt-oss-120b") & (d.tp == 8)
+             & (d.canonical == 1) & (d.quality == "good") & (d.scenario == "1k1k") & ~d.disagg.astype(bool)
+             & (d.spec_decoding == "none")].head(2)
+    assert len(base) == 2
+    parts = []
+    for i, change in enumerate(changes):
+        part = base.copy()
+        for col, value in change.items():
+            part[col] = value
+        part["id"] = [f"{j}-{i}" for j in part["id"]]
+        parts.append(part)
+    path = tmp_path / name
+    pd.concat(parts).to_csv(path, index=False)
+    return path
+
+
+def test_new_chips_and_models_resolve_and_are_predicted(tmp_path):
+    new = [{"hw": "b300"}, {"hw": "gb300"}, {"hw": "mi325x"}, {"hw": "mi355x", "framework": "atom"},
+           {"hw": "b300", "model": "moonshotai/Kimi-K2.5", "precision": "int4"},
+           {"hw": "mi355x", "model": "moonshotai/Kimi-K2.5", "precision": "fp4"},
+           {"hw": "gb300", "model": "MiniMaxAI/MiniMax-M2.5", "precision": "fp8"},
+           {"hw": "mi355x", "model": "Qwen/Qwen3.5-397B-A17B", "precision": "bf16", "framework": "sglang"},
+           {"hw": "b300", "model": "deepseek-ai/DeepSeek-R1-0528", "precision": "fp4", "framework": "trtllm"},
+           {"hw": "tpu-v99"}, {"model": "acme/Unknown-9B"}]
+    rows, skipped = load_rows(_relabel(tmp_path, new))
+    predict(rows)
+    assert len(rows) == 18 and all("error" not in r.pred for r in rows)
+    got = {(r.device, r.model, r.weight_dtype, r.runtime) for r in rows}
+    assert ("b300", "kimi-k2.5", "int4", "vllm") in got
+    assert ("mi355x", "kimi-k2.5", "mxfp4", "vllm") in got          # fp4 on AMD is MXFP4
+    assert ("b300", "deepseek-r1", "nvfp4", "tensorrt-llm") in got  # fp4 on NVIDIA is NVFP4
+    assert ("mi355x", "gpt-oss-120b", "mxfp4", "vllm") in got        # ATOM: vLLM's served costs stand in
+    assert ("gb300", "minimax-m2", "fp8", "vllm") in got and ("mi355x", "qwen3.5-397b-a17b", "bf16", "sglang") in got
+    # no H200 row is left, so none is fitted; each unresolved row is skipped with the name it carried
+    assert not any(r.fitted for r in rows)
+    assert sorted(why for _, why in skipped) == ["no preset for acme/Unknown-9B"] * 2 + ["no profile for tpu-v99"] * 2
+
+
+def test_reference_folder_and_report_header(tmp_path, capsys):
+    from membound.serve_validate import main, section
+    (tmp_path / "serving").mkdir()
+    path = _relabel(tmp_path / "serving", [{"hw": "mi355x"}], name="inferencemax.csv")
+    assert main(["--reference", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"file: {tmp_path}" in out and "(100.0%)" in out and "mi355x" in out
+    assert str(path) in section(str(path))
+    # a measurements CSV (no served columns; `membound validate --reference` passes it on) reports the
+    # shipped served rows, and the header says so
+    other = tmp_path / "measurements.csv"
+    other.write_text("id,metric,measured\n1,decode_tok_s,10\n")
+    assert "data/reference/serving/inferencemax.csv" in section(str(other))
+
+
+def test_a_csv_without_the_served_columns_is_a_clear_error(tmp_path):
+    import membound as mb
+    bad = tmp_path / "x.csv"
+    bad.write_text("id,hw\n1,h200\n")
+    with pytest.raises(mb.InvalidInputError, match="tpot_median_ms"):
+        load_rows(bad)

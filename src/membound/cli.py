@@ -220,7 +220,7 @@ def _validate(args) -> int:
         return int(validate.main(argv) or 0)
     rep = validate.validation_report(args.reference, args.group)
     from .serve_validate import served_report
-    print(_dump({"categories": rep["categories"], "skipped": rep["skipped"], "served": served_report()}))
+    print(_dump({"categories": rep["categories"], "skipped": rep["skipped"], "served": served_report(args.reference)}))
     return 0
 
 

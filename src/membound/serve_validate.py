@@ -9,13 +9,18 @@ Rows used: canonical == 1 and quality == "good". Aggregated serving without spec
 headline; MTP rows are their own category, predicted with DeepSeek's MTP module as the drafter
 (`MTP_DRAFTS` draft steps per round, as the recipes set them; acceptance `MTP_ACCEPTANCE`, a
 cited figure, not fitted); so are the disaggregated rows (all `caution`; membound.disagg). A row
-counts as covered when its device has a profile and its model a preset; a covered row that
-serve() refuses is a failure, reported.
+counts as covered when its device and model names resolve (membound.names: profile and preset
+names and aliases, so another CSV of this schema with new chips or models is predicted, not
+skipped); a covered row that serve() refuses is a failure, reported. Rows whose names do not
+resolve are skipped with the name.
 
 Split: the served constants of each engine are fitted on its H200 rows only (`FIT_HARDWARE`);
 every other chip (H100, B200, GB200, MI300X and any chip added later) is held out whole.
 
-    python -m membound.serve_validate [--csv rows.csv] [--all]
+    python -m membound.serve_validate [--reference PATH] [--csv rows.csv] [--all]
+
+PATH: a CSV of this schema, or a folder holding serving/inferencemax.csv (as `membound validate
+--reference DIR` takes); default: the copy shipped with membound.
 """
 from __future__ import annotations
 
@@ -34,21 +39,25 @@ from .serve import Fixed, Uniform, build, finite_run_share, run_share, solve
 from .speculative import MTP_ACCEPTANCE, SpeculativeDecoding, mtp
 
 FIT_HARDWARE = ("h200",)
-MODELS = {"meta-llama/Llama-3.3-70B-Instruct": "llama-3.3-70b", "deepseek-ai/DeepSeek-R1-0528": "deepseek-r1",
-          "deepseek-ai/DeepSeek-R1": "deepseek-r1", "openai/gpt-oss-120b": "gpt-oss-120b"}
-HARDWARE = {"h100": "h100-sxm"}
+# The CSV's `hw` labels are CI runner families; names resolve through membound.names, except a
+# label the resolver cannot decide: InferenceMAX's h100 runners are HGX H100 SXM nodes.
+RUNNER_LABELS = {"h100": "h100-sxm"}
 RUNTIMES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm",
             "atom": "vllm",   # AMD's ATOM has no runtime of its own yet: vLLM's served costs stand in
-            "dynamo-trtllm": "tensorrt-llm", "dynamo-sglang": "sglang"}   # disaggregated: the engine's workers
+            "dynamo-trtllm": "tensorrt-llm", "dynamo-sglang": "sglang",   # disaggregated: the engine's workers
+            "mori-sglang": "sglang", "vllm-disagg": "vllm"}
 AMD = ("mi300x", "mi325x", "mi355x")
+# The benchmark's precision labels -> weight formats (README beside the CSV): fp4 is NVFP4 on
+# NVIDIA and MXFP4 on AMD; gpt-oss is natively MXFP4 everywhere; int4 is weight-only int4.
+PRECISIONS = ("fp8", "fp4", "bf16", "fp16", "int4")
 # Draft steps per round of the MTP rows' recipes (SemiAnalysisAI/InferenceX benchmarks/):
 # TensorRT-LLM num_nextn_predict_layers 3, or 1 with attention DP (dsr1_fp8_h200_trt_mtp.sh,
 # dsr1_fp4_b200_trt_mtp.sh); SGLang EAGLE speculative_num_steps 2, 3 draft tokens, top-k 1
 # (dsr1_fp8_b200_mtp.sh). (drafts without DP attention, with it)
 MTP_DRAFTS = {"trtllm": (3, 1), "sglang": (2, 2)}
 RUNS_PER_CLIENT = 10.0   # num_prompts = 10 x conc; throughput is over that finite run (serve.finite_run_share)
-ENGINE = {"dynamo-trtllm": "trtllm", "dynamo-sglang": "sglang"}   # a disaggregated row's workers (assumed
-                                                                 # to draft as their engine's recipe)
+# a disaggregated row's workers (assumed to draft as their engine's recipe)
+ENGINE = {"dynamo-trtllm": "trtllm", "dynamo-sglang": "sglang", "mori-sglang": "sglang"}
 
 
 @dataclass
@@ -82,10 +91,50 @@ class ServedRow:
         return f"{self.framework} {self.model} {self.hw}"
 
 
-def _weight_dtype(precision: str, model: str, hw: str) -> str:
+def _weight_dtype(precision: str, model: str, amd: bool) -> str:
     if precision == "fp4":
-        return "mxfp4" if model == "gpt-oss-120b" or hw in AMD else "nvfp4"
+        return "mxfp4" if model.startswith("gpt-oss") or amd else "nvfp4"
     return precision
+
+
+def resolve_device(label: str) -> str | None:
+    """The profile a CSV `hw` label names (a runner family such as h100, or any name or alias
+    the resolver knows), or None."""
+    from .names import index
+    return RUNNER_LABELS.get(label) or index("hardware").lookup(label)
+
+
+def resolve_model(hf_id: str) -> str | None:
+    """The preset a CSV `model` (a Hugging Face id) names, through presets' names and aliases, or None."""
+    from .names import index
+    return index("model").lookup(hf_id)
+
+
+def served_csv(path=None):
+    """The served CSV to read: `path` itself when it is a file; in a folder, its
+    serving/inferencemax.csv or inferencemax.csv; None: the copy shipped with membound."""
+    from importlib import resources
+    from pathlib import Path
+
+    from .errors import InvalidInputError
+    from .reference import reference_dir
+    if path is None:        # $MEMBOUND_REFERENCE_DIR's served rows when it has them, else the shipped copy
+        cand = reference_dir(None) / "serving" / "inferencemax.csv"
+        return cand if cand.is_file() else Path(str(resources.files("membound"))) / SHIPPED
+    p = Path(path)
+    if p.is_file():
+        return p
+    for cand in (p / "serving" / "inferencemax.csv", p / "inferencemax.csv"):
+        if cand.is_file():
+            return cand
+    raise InvalidInputError("reference", str(path), "a served CSV of the InferenceMAX schema, or a folder "
+                            "holding serving/inferencemax.csv")
+
+
+SHIPPED = "data/reference/serving/inferencemax.csv"
+REQUIRED = ("id", "hw", "n_gpus", "tp", "dp_attention", "disagg", "framework", "model", "precision",
+            "spec_decoding", "conc", "isl", "osl", "isl_nominal", "osl_nominal", "ttft_median_ms",
+            "tpot_median_ms", "output_tput_per_gpu", "quality", "canonical", "date_est")
 
 
 def _length(mean: float, nominal: float) -> Fixed | Uniform:
@@ -103,26 +152,38 @@ def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggr
     kind, the canonical caution rows that are disaggregated are taken too."""
     import pandas as pd
 
-    from .hardware import list_hardware
-    from .reference import reference_dir
-    csv = path or (reference_dir() / "serving" / "inferencemax.csv")
+    from .errors import InvalidInputError
+    from .hardware import load_hardware
+    csv = served_csv(path)
     d = pd.read_csv(csv)
+    missing = [c for c in REQUIRED if c not in d.columns]
+    if missing:
+        raise InvalidInputError("reference", str(csv), f"a served CSV with the columns {', '.join(missing)} "
+                                "(the InferenceMAX schema: see serving/README.md)")
+    for c in ("n_prefill_gpus", "prefill_workers", "n_decode_gpus", "decode_workers", "prefill_dp_attention"):
+        if c not in d.columns:
+            d[c] = math.nan
     if not all_rows:
         caution = (d.quality == "caution") & d.disagg.astype(bool) & ("disaggregated" in kinds)
         d = d[(d.canonical == 1) & ((d.quality == "good") | caution)]
-    devices = set(list_hardware())
     rows, skipped = [], []
     drafters: dict[tuple[str, int], SpeculativeDecoding] = {}
     r: Any     # a CSV row: its columns' types are the file's, not known to the type checker
     for r in d.itertuples(index=False):
         kind = "disaggregated" if bool(r.disagg) else ("mtp" if r.spec_decoding != "none" else "aggregated")
-        model = MODELS.get(r.model)
-        device = HARDWARE.get(r.hw, r.hw)
+        model = resolve_model(str(r.model))
+        device = resolve_device(str(r.hw))
         if model is None:
             skipped.append((r.id, f"no preset for {r.model}"))
             continue
-        if device not in devices:
+        if device is None:
             skipped.append((r.id, f"no profile for {r.hw}"))
+            continue
+        if r.precision not in PRECISIONS:
+            skipped.append((r.id, f"precision {r.precision!r} not one of {', '.join(PRECISIONS)}"))
+            continue
+        if r.framework not in RUNTIMES:
+            skipped.append((r.id, f"no runtime for framework {r.framework}"))
             continue
         dp = str(r.dp_attention).lower() == "true"
         spec = None
@@ -150,8 +211,10 @@ def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggr
             skipped.append((r.id, f"layout tp={layout.tp} on {instance} GPUs"))
             continue
         rows.append(ServedRow(
-            id=r.id, framework=r.framework, runtime=RUNTIMES.get(r.framework, r.framework), model=model,
-            hw=r.hw, device=device, weight_dtype=_weight_dtype(r.precision, model, r.hw), parallel=layout,
+            id=r.id, framework=r.framework, runtime=RUNTIMES[r.framework], model=model,
+            hw=r.hw, device=device, weight_dtype=_weight_dtype(r.precision, model, r.hw in AMD
+                                                            or load_hardware(device).vendor == "AMD"),
+            parallel=layout,
             n_gpus=n, conc=int(r.conc), prompt=_length(float(r.isl), float(r.isl_nominal)),
             output=_length(float(r.osl), float(r.osl_nominal)), tpot_s=float(r.tpot_median_ms) / 1e3,
             ttft_s=float(r.ttft_median_ms) / 1e3, tput_per_gpu=float(r.output_tput_per_gpu),
@@ -229,9 +292,12 @@ def summary(rows: list[ServedRow]) -> dict:
     return out
 
 
-def report(rows: list[ServedRow], skipped: list, others: dict[str, list[ServedRow]] | None = None) -> str:
-    """The headline (aggregated rows) and, apart, each category of `others` ({key: rows})."""
+def report(rows: list[ServedRow], skipped: list, others: dict[str, list[ServedRow]] | None = None,
+           source=None) -> str:
+    """The headline (aggregated rows) and, apart, each category of `others` ({key: rows});
+    `source`: the CSV read, named in the header (None: the shipped copy)."""
     lines = ["Served workloads (InferenceMAX, canonical & good): median |error| of the steady-state solver",
+             f"file: {served_csv(source)}",
              f"fitted on {', '.join(FIT_HARDWARE)} rows; every other chip held out whole", ""]
 
     def line(name, rs):
@@ -289,6 +355,7 @@ def served_report(path=None) -> dict:
     """The served categories as data: {"held_out": {...}, "held_out_nvidia", "held_out_amd",
     "fitted", "categories": {name: {...}}, "skipped": count, and apart from the headline
     "mtp_held_out", "mtp_fitted_chips", "disaggregated_held_out", ...}; each a summary() dict."""
+    path = _served_or_none(path)
     rows, skipped = load_rows(path)
     predict(rows)
     held = [r for r in rows if not r.fitted]
@@ -303,28 +370,46 @@ def served_report(path=None) -> dict:
             "skipped": len(skipped)}
 
 
-def section() -> str:
-    """The served report as text (for `membound validate`)."""
-    rows, skipped = load_rows()
+def section(path=None) -> str:
+    """The served report as text (for `membound validate [--reference PATH]`): `path` a served
+    CSV or a folder holding serving/inferencemax.csv; a folder or file without served rows (a
+    measurements.csv) reports the shipped served rows."""
+    path = _served_or_none(path)
+    rows, skipped = load_rows(path)
     predict(rows)
-    return report(rows, skipped, other_categories())
+    return report(rows, skipped, other_categories(path), source=path)
+
+
+def _served_or_none(path):
+    """`path` when it holds served rows (see served_csv), else None (the shipped copy)."""
+    if path is None:
+        return None
+    try:
+        csv = served_csv(path)
+    except MemboundError:
+        return None
+    import pandas as pd
+    return path if set(REQUIRED) <= set(pd.read_csv(csv, nrows=0).columns) else None
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m membound.serve_validate", description=__doc__.splitlines()[0])
+    ap.add_argument("--reference", default=None, metavar="PATH",
+                    help="a served CSV of the InferenceMAX schema, or a folder holding serving/inferencemax.csv "
+                         "(default: the copy shipped with membound)")
     ap.add_argument("--csv", help="write one line per row with predictions")
     ap.add_argument("--all", action="store_true", help="every row, not only canonical & good")
     ap.add_argument("--mtp-acceptance", type=float, default=MTP_ACCEPTANCE, metavar="A",
                     help=f"per-token acceptance for the MTP rows (default {MTP_ACCEPTANCE}, cited; a sensitivity check)")
     a = ap.parse_args(argv)
     try:
-        others = other_categories(mtp_acceptance=a.mtp_acceptance)
+        others = other_categories(a.reference, mtp_acceptance=a.mtp_acceptance)
+        rows, skipped = load_rows(a.reference, all_rows=a.all)
     except MemboundError as e:
         ap.error(str(e))
-    rows, skipped = load_rows(all_rows=a.all)
     predict(rows)
     try:
-        print(report(rows, skipped, others))
+        print(report(rows, skipped, others, source=a.reference))
     except BrokenPipeError:          # piped into head
         return 0
     if a.csv:

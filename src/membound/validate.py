@@ -267,7 +267,7 @@ def main(argv=None) -> int:
     rep = validation_report(args.reference, args.group)
     print(format_report(rep))
     from .serve_validate import section      # served workloads: their own categories (serve's module)
-    print("\n" + section())
+    print("\n" + section(args.reference))
     if args.csv:
         write_csv(rep, args.csv)
     if args.plot:
