@@ -311,3 +311,14 @@ def test_finite_run_share_matches_the_simulated_run():
     steady = st.x[0] * out.mean
     assert float(np.mean(rates)) == pytest.approx(steady * run_share(sm, st, out, [16.0])[0], rel=0.01)
     assert float(np.mean(rates)) < 0.99 * steady          # the drain costs the run more than 1%
+
+
+def test_served_all_reduce_moves_the_16_bit_residual_stream_even_for_fp8_gemms():
+    # Llama-3.3-70B fp8 on 2 x H200 (NVLink 450 GB/s each way, 3 us per hop, switched: 2 hops):
+    # 80 layers x 2 all-reduces of 1000 tokens x 8192 hidden x 2 bytes (bf16, not fp8's 1 byte),
+    # each chip moving 2 (tp - 1) / tp = 1 of the volume:
+    # 160 x (16.384e6 / 4.5e11 + 2 x 3e-6) = 160 x 4.2409e-5 = 6.785 ms
+    sm, _, p = build("llama-3.3-70b", "h200", prompt=mb.Fixed(1000), output=mb.Fixed(100), weight_dtype="fp8",
+                     kv_dtype="fp8", n_chips=2, runtime="vllm")
+    assert p.resolved.activations.name == "fp8"
+    assert float(np.interp(1000.0, sm._grid, sm._comm)) == pytest.approx(160 * (16.384e6 / 4.5e11 + 6e-6), rel=1e-6)

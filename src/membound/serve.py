@@ -225,6 +225,7 @@ def _set(knob: _K | None) -> _K:
     return knob
 
 
+RESIDUAL_BYTES = 2.0   # bf16 activations between layers: what tensor parallelism all-reduces
 DEFAULT_SERVED = Served(generation="generic continuous batching (no engine costs fitted)")
 
 # ---- one step, from the core --------------------------------------------------------------
@@ -255,6 +256,8 @@ class StepModel:
                           per_moe_layer_overhead_s=served.per_moe_layer_s,
                           per_sequence_overhead_s=served.per_sequence_s)
             p = replace(p, eff=eff)
+        # the residual stream an engine all-reduces (and keeps) is 16-bit whatever its GEMMs compute in
+        p = replace(p, knobs=replace(p.knobs, act_bytes=max(float(p.knobs.act_bytes), RESIDUAL_BYTES)))
         self.prepared = p
         eff = p.eff
         self.groups = mc.window_groups
