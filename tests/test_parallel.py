@@ -78,8 +78,31 @@ def test_bad_layouts():
         with pytest.raises(mb.InvalidInputError):
             mb.Parallel(**bad)
     with pytest.raises(mb.InvalidInputError, match="parallel.ep"):
-        mb.Parallel(ep=3).check(m, 3)
+        mb.Parallel(ep=9).check(m, 9)              # more ranks than its 8 experts
+    with pytest.raises(mb.InvalidInputError, match="parallel.ep"):
+        mb.Parallel(ep=2).check(mb.load_model("llama-3.1-8b"), 2)     # a dense model has no experts
+    assert mb.Parallel(ep=3).check(m, 3).ep == 3    # 8 experts on 3 ranks: 3, 3 and 2
     with pytest.raises(mb.InvalidInputError, match="parallel.pp"):
         mb.Parallel(pp=64).check(m, 64)
     with pytest.raises(mb.InvalidInputError, match="interconnect|tp"):
         mb.estimate("llama-3.1-8b", "apple-m2-ultra", n_chips=2)
+
+
+def test_expert_parallel_that_does_not_divide_the_experts_by_hand():
+    """Wide EP as the GB200 NVL72 disaggregated recipes run it: 48 ranks on DeepSeek-R1's 256 routed
+    experts. Each rank holds ceil(256/48) = 6 experts of each of the 58 MoE layers (the fullest
+    rank; 48 x 6 = 288 slots >= 256), plus all the non-expert weights (attention runs data-parallel).
+    One expert is gate+up+down = 3 x 7168 x 2048 = 44,040,192 weights; fp8 is 1 byte each."""
+    m = mb.load_model("deepseek-r1")
+    expert = 3 * 7168 * 2048
+    assert expert == 44_040_192
+    non_expert = m.total_params - 58 * 256 * expert
+
+    def weights(ep):
+        return mb.estimate(m, "gb200", n_chips=ep, parallel=mb.Parallel(ep=ep), weight_dtype="fp8",
+                           runtime="ideal", check_memory=False).memory.weights_bytes
+
+    assert weights(48) == pytest.approx(non_expert + 58 * 6 * expert, rel=1e-12)
+    assert weights(24) == pytest.approx(non_expert + 58 * 11 * expert, rel=1e-12)   # ceil(256/24) = 11
+    # where ep divides 256 the rule is the even split: 32 ranks hold 8 experts each
+    assert weights(32) == pytest.approx(non_expert + 58 * 8 * expert, rel=1e-12)

@@ -201,7 +201,11 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     # is max(one pass through all stages, m x the largest stage's share of it)
     beat = 1.0 if isinstance(pp, float) and pp == 1.0 else maximum(1.0, m * share)
     dense_chip = (mc.total_params - all_expert) / tp * wd * share
-    expert_chip = all_expert / group * kn.w_bytes * share
+    # ep chips hold the E routed experts of a layer ceil(E / ep) to a chip (ep need not divide E:
+    # wide-EP engines run 48 ranks on 256 experts); the fullest chip sets memory and the step, as
+    # if the experts were split over tp * E / ceil(E / ep) chips (tp * ep when ep divides E)
+    e_group = tp * mc.n_experts / ceiling(mc.n_experts / ep) if mc.n_experts else group
+    expert_chip = all_expert / e_group * kn.w_bytes * share
     w_chip = dense_chip + expert_chip
     kv_per_pair_chip = mc.kv_elems * kn.kv_bytes / kv_split          # bytes per (layer, token)
     u_max = effective_context(mc.window_groups, S + T)
@@ -228,7 +232,7 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
         layers = mc.total_params - all_expert - mc.lookup_params - head
         dense = (layers * dense_passes + head + rows) / tp
         return dense * wd * dense_inv \
-            + mc.n_moe_layers * touched * mc.expert_params / group * kn.w_bytes * expert_inv * expert_passes
+            + mc.n_moe_layers * touched * mc.expert_params / e_group * kn.w_bytes * expert_inv * expert_passes
 
     def step_coeffs(pos, routed=None):
         """routed: tokens per sequence that route independently (default pos)."""

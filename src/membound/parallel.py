@@ -9,7 +9,8 @@ communication each adds to a step.
   order, so per-user speed does not rise, but pp micro-batches are in flight at once: a batch
   of B runs as m = min(B, pp) micro-batches of B/m. Each stage boundary costs one hop.
 - Expert parallel (ep): MoE experts split over ep chips (attention runs data-parallel over
-  them); two all-to-alls per MoE layer (dispatch and combine).
+  them), ceil(experts / ep) to a chip, so ep need not divide the experts (48 ranks on 256);
+  two all-to-alls per MoE layer (dispatch and combine).
 """
 from __future__ import annotations
 
@@ -62,8 +63,9 @@ class Parallel:
             raise InvalidInputError("parallel.tp", self.tp, f"a divisor of the {model.n_heads} attention heads of {model.name}")
         if self.pp > model.n_layers:
             raise InvalidInputError("parallel.pp", self.pp, f"at most the {model.n_layers} layers of {model.name}")
-        if self.ep > 1 and (model.n_experts == 0 or model.n_experts % self.ep):
-            raise InvalidInputError("parallel.ep", self.ep, f"a divisor of the {model.n_experts} experts of {model.name}")
+        if self.ep > 1 and not self.ep <= model.n_experts:
+            raise InvalidInputError("parallel.ep", self.ep, f"at most the {model.n_experts} experts of {model.name}"
+                                    + ("" if model.n_experts else " (a dense model: ep=1)"))
         return self
 
     def stage_layers(self, n_layers: int) -> int:
