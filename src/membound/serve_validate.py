@@ -343,7 +343,7 @@ TITLES = {"mtp": "MTP rows (speculative decoding, own category): DeepSeek's MTP 
                  + " steps per round",
           "disaggregated": "Disaggregated rows (own category; every one quality 'caution', canonical): a prefill pool's "
                            "TTFT, a decode pool's TPOT, throughput over all GPUs (membound.disagg); refused = a worker "
-                           "beyond one NVLink domain or an EP size that does not divide the experts"}
+                           "beyond one NVLink domain"}
 
 
 def other_categories(path=None, mtp_acceptance: float = MTP_ACCEPTANCE) -> dict[str, list[ServedRow]]:
