@@ -35,9 +35,14 @@ def test_derived_compute_peaks_by_hand():
 
 def test_b300_and_gb300_share_the_gpu_but_not_the_domain():
     b, gb = mb.load_hardware("b300"), mb.load_hardware("gb300")
-    assert b.compute_flops == gb.compute_flops and b.bandwidth_bytes_s == gb.bandwidth_bytes_s == 8e12
+    assert b.bandwidth_bytes_s == gb.bandwidth_bytes_s == 8e12 and b.capacity_bytes == gb.capacity_bytes == 288e9
+    # GB300 NVL72 (1400 W) per GPU from NVIDIA's dense rack figures over 72 GPUs: FP4 1,080 PF,
+    # FP8 360 PF, BF16 180 PF; the HGX B300 is rated 2.25 / 4.5 PF bf16 / fp8, the same 15 PF fp4
+    assert gb.compute_flops["fp4"] == pytest.approx(1080e15 / 72) == b.compute_flops["fp4"]
+    assert gb.compute_flops["fp8"] == pytest.approx(360e15 / 72) and b.compute_flops["fp8"] == 4.5e15
+    assert gb.compute_flops["bf16"] == pytest.approx(180e15 / 72) and b.compute_flops["bf16"] == 2.25e15
     assert b.interconnect.max_chips == 8 and gb.interconnect.max_chips == 72
-    assert "int8" not in b.compute_flops          # Blackwell Ultra's int8 rate: sources conflict
+    assert "int8" not in b.compute_flops and "int8" not in gb.compute_flops   # Blackwell Ultra cut int8
 
 
 def test_decode_on_a_new_device_is_bytes_over_bandwidth():
