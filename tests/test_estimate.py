@@ -98,12 +98,27 @@ def test_sliding_window_caps_kv():
 
 
 def test_prefill_is_compute_bound_and_is_ttft():
-    # 2048 tokens: 2 x 7.51e9 x 2048 FLOP + causal attention 4 x 32 heads x 128 x 32 layers x 2048*2047/2
+    # 2048 tokens. The LM head (128,256 x 4,096 = 525,336,576 params) runs for the last token only
+    # (its logits are the first output token); the 32 layers' GEMMs for all 2048:
+    #   per layer: q,o 2 x 4096^2 + k,v 2 x 4096 x 1024 + gate,up,down 3 x 4096 x 14336
+    #            = 33,554,432 + 8,388,608 + 176,160,768 = 218,103,808 (norms, 8,192, do no GEMM
+    #              FLOPs here but are counted in the active params: 32 x 8,192 + 4,096 final)
+    #   body = MM8B - head = 8,030,261,248 - 2 x 525,336,576 = 6,979,588,096 params
+    #   FLOPs = 2 x 6,979,588,096 x 2048 + 2 x 525,336,576 + attention 4 x 32 heads x 128 x 32 layers
+    #           x 2048*2047/2 = 2.8588e13 + 1.0507e9 + 1.1003e12 = 2.9689e13 -> 30.02 ms at 989 TFLOP/s
+    #   (an LM head over all 2048 tokens would add 2.15e12 FLOPs, 7.2%)
     s = 2048
-    flops = 2 * MM8B * s + 4 * 32 * 128 * 32 * s * (s - 1) / 2
+    head = 128256 * 4096
+    body = MM8B - head
+    assert body == 6_979_588_096 == 32 * 218_103_808 + 32 * 8192 + 4096
+    flops = 2 * body * s + 2 * head + 4 * 32 * 128 * 32 * s * (s - 1) / 2
+    assert flops == pytest.approx(2.9689e13, rel=1e-4)
     r = mb.estimate("llama-3.1-8b", "h100-sxm", prompt_tokens=s, output_tokens=1, runtime="ideal")
     assert r.prefill_s == pytest.approx(flops / H100_BF16, rel=1e-9)
     assert r.ttft_s == r.prefill_s
+    # B prompts: each its own last token through the head
+    r4 = mb.estimate("llama-3.1-8b", "h100-sxm", batch=4, prompt_tokens=s, output_tokens=1, runtime="ideal")
+    assert r4.prefill_s == pytest.approx(4 * flops / H100_BF16, rel=1e-9)
 
 
 def test_realistic_default_sits_below_the_ceiling():

@@ -58,6 +58,22 @@ def test_two_staggered_sequences_by_hand():
     assert tr.busy == pytest.approx((t2 - t1) + 2 * (t3 - t2) + (t4 - t3), rel=1e-9)
 
 
+def test_a_prefill_chunk_pays_one_lm_head_per_prompt():
+    # Llama-3.1-8B bf16 on one ideal H100 (989 TFLOP/s, no overheads). 1000 prefill tokens are
+    # compute-bound (2 x 7.5e9 x 1000 = 1.5e13 FLOP, 15 ms, against 15 GB of weights, 4.5 ms).
+    # Each prompt in the step computes logits for its last token only: one LM-head row,
+    # 2 x 128,256 x 4,096 FLOP = 1.0507e9 -> 1.062 us; the same 1000 tokens split over 2
+    # prompts cost one more row (no attention pairs given: cp = 0).
+    sm, _, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Fixed(1000), output=mb.Fixed(2), runtime="ideal")
+    head = 2 * 128256 * 4096 / 989e12
+    assert sm.head == pytest.approx(head, rel=1e-9)
+    one = float(sm.step(0.0, 0.0, 1000.0, 1000.0, 0.0, seqs=1.0))
+    two = float(sm.step(0.0, 0.0, 1000.0, 1000.0, 0.0, seqs=2.0))
+    assert two - one == pytest.approx(head, rel=1e-6)
+    # and the per-token GEMMs exclude the head: 2 x (8,030,261,248 - 2 x 525,336,576) FLOP
+    assert sm.gamma == pytest.approx(2 * (L8B - 2 * LOOKUP_8B) / 989e12, rel=1e-9)
+
+
 def test_littles_law_in_the_simulator():
     # The integral of the running batch over time equals the sum of the requests' decode
     # residences (L x time = sum of W), with Poisson arrivals and uniform lengths.

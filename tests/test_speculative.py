@@ -233,9 +233,12 @@ def test_moe_tree_tokens_route_together_by_hand():
 def test_draft_model_prefill_counts_in_ttft_by_hand():
     # llama-3.2-1b draft (tied embeddings, 16 layers, 4*32*64 = 8192 attention FLOPs per cached
     # token per layer) prefills the same 4096-token prompt; compute-bound on an ideal H100 (989 TFLOP/s):
-    # 2 * 1,235,814,400 * 4096 + 8192 * 16 * 4096 * 4095 / 2 FLOPs, added to the target's prefill
+    # its layers' GEMMs over 4096 tokens, its (tied) LM head 128,256 x 2,048 = 262,668,288 over the
+    # last one: 2 * (1,235,814,400 - 262,668,288) * 4096 + 2 * 262,668,288 + 8192 * 16 * 4096 * 4095 / 2
+    # FLOPs, added to the target's prefill
     S = 4096
-    draft_flops = 2 * 1235814400 * S + 8192 * 16 * S * (S - 1) / 2
+    head = 128256 * 2048
+    draft_flops = 2 * (1235814400 - head) * S + 2 * head + 8192 * 16 * S * (S - 1) / 2
     kw = dict(runtime="ideal", prompt_tokens=S, output_tokens=8)
     plain = mb.estimate("llama-3.1-8b", "h100-sxm", **kw)
     spec = mb.SpeculativeDecoding(draft="llama-3.2-1b", gamma=4, acceptance_rate=0.8)

@@ -14,9 +14,10 @@ b = B/m each), a decode step is (see roofline.py for the closed-form sums):
                      (a runtime with overlap < 1 adds that share of the smaller of memory and
                      compute: its kernels do not hide one behind the other)
 
-pos = 1 for plain decoding, the verified positions for speculative decoding. Weights and KV
-are placed tier by tier, fastest first (or pinned), and each tier streams its share at its
-own achievable bandwidth; the times add (DESIGN.md).
+A prefill of S tokens does the layers' GEMMs for all S and the LM head for the last one only
+(its logits give the first token). pos = 1 for plain decoding, the verified positions for
+speculative decoding. Weights and KV are placed tier by tier, fastest first (or pinned), and
+each tier streams its share at its own achievable bandwidth; the times add (DESIGN.md).
 """
 from __future__ import annotations
 
@@ -348,7 +349,12 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
         per_expert = n_pre * mc.k / maximum(touched_pre, 1e-30)
         pre_mem = weights_s(n_pre, touched_pre, where(tile >= 1.0, ceiling(n_pre / tile), 1.0),
                             where(tile >= 1.0, ceiling(per_expert / tile), 1.0)) + kv_write * kv_inv
-    pre_gemm = B * 2.0 * gemm_params * (1.0 + kn.dequant) * S / group
+    # every layer's GEMMs run over the S prompt tokens; the LM head (vocab x hidden) only for the
+    # last one, whose logits give the first token (llama.cpp outputs only a batch's last token
+    # unless asked; vLLM, SGLang and TensorRT-LLM gather the last position of each prompt)
+    head = mc.vocab * mc.hidden
+    pre_head = B * 2.0 * head * (1.0 + kn.dequant) * minimum(S, 1.0) / group
+    pre_gemm = B * 2.0 * (gemm_params - head) * (1.0 + kn.dequant) * S / group + pre_head
     pre_attn = B * mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / group
     pre_compute = pre_gemm / C + pre_attn / Ca
     pre_m, _, pre_c, _ = timed((pre_mem, 0.0, pre_compute, 0.0))
@@ -370,7 +376,7 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
         "memory_s": memory_s / per_token_div, "compute_s": compute_s / per_token_div,
         "latency_s": step_floor / per_token_div, "communication_s": comm_s / per_token_div,
         "overhead_s": overhead / per_token_div, "draft_s": draft_mid,
-        "prefill_memory_s": pre_mem, "prefill_compute_s": pre_compute,
+        "prefill_memory_s": pre_mem, "prefill_compute_s": pre_compute, "prefill_head_s": pre_head / C,
         "weights_bytes_chip": w_chip, "kv_bytes_chip": kv_chip, "activation_bytes_chip": act_chip,
         "extra_bytes_chip": extra_weight_bytes_chip, "need_bytes_chip": need_chip, "capacity_bytes_chip": cap_chip,
         "fits": need_chip <= cap_chip, "per_tier": per_tier, "cost_per_million_tokens_usd": cost,
@@ -403,7 +409,8 @@ def _draft_prefill(d: ModelConsts, B: Num, S: Num, kn: Knobs, C: Num, w_inv: Num
     overhead): max(weights + KV written, FLOPs, floor is added by the caller)."""
     w = _draft_weight_bytes(d, B * S, kn)
     kv = B * effective_context(d.window_groups, S) * d.kv_elems * kn.kv_bytes / minimum(tp, d.kv_split_max)
-    gemm = B * 2.0 * (d.active_params - d.lookup_params) * (1.0 + kn.dequant) * S
+    head = d.vocab * d.hidden     # the LM head for each prompt's last token only (as `evaluate`)
+    gemm = B * 2.0 * ((d.active_params - d.lookup_params - head) * S + head * minimum(S, 1.0)) * (1.0 + kn.dequant)
     attn = B * d.prefill_attn_per_pair * causal_pairs(d.window_groups, S)
     return maximum(w / tp * w_inv + kv * kv_inv, gemm / (tp * C) + attn / (tp * Ca))
 

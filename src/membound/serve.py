@@ -291,7 +291,10 @@ class StepModel:
         u_ref = effective_context(self.groups, ref)
         self.kappa = (float(r1["memory_s"]) - self._w[0]) / u_ref      # s per KV pair read
         self.alpha = (float(r1["compute_s"]) - self.phi) / u_ref       # s per attention pair
-        self.gamma = (float(r1["prefill_compute_s"]) - self.alpha * causal_pairs(self.groups, ref)) / ref
+        # a prefill token's GEMMs; the LM head runs once per prompt in a step (its last token's
+        # logits: vLLM and SGLang take one row per request, partial chunks included)
+        self.head = float(r1["prefill_head_s"])
+        self.gamma = (float(r1["prefill_compute_s"]) - self.head - self.alpha * causal_pairs(self.groups, ref)) / ref
         self.kv_pair_bytes = float(r1["kv_bytes_chip"]) / float(effective_context(self.groups, ref + 1.0))
         self.weights_bytes = float(r1["weights_bytes_chip"]) + float(r1["extra_bytes_chip"])
         self.capacity_bytes = float(r1["capacity_bytes_chip"])
@@ -310,22 +313,23 @@ class StepModel:
         free = _set(sched.memory_fraction) * (self.capacity_bytes - self.weights_bytes - act)
         return max(free, 0.0) / self.kv_pair_bytes
 
-    def terms(self, b, u, c=0.0, cu=0.0, cp=0.0):
-        """(memory, compute) seconds of a step, before floor, communication and overheads."""
+    def terms(self, b, u, c=0.0, cu=0.0, cp=0.0, prompts=None):
+        """(memory, compute) seconds of a step, before floor, communication and overheads.
+        prompts: the prompts the c prefill tokens belong to (default one if c > 0)."""
         v = self.positions
         tokens = np.maximum(b * v + c, 1.0)
         w = np.interp(tokens, self._grid, self._w)
         mem = w + self.kappa * (b * u + cu)
-        comp = self.phi * b * v + self.gamma * c + self.alpha * (b * u * v + cp) \
-            + np.interp(tokens, self._grid, self._pad)
+        comp = self.phi * b * v + self.gamma * c + self.head * ((c > 0) if prompts is None else prompts) \
+            + self.alpha * (b * u * v + cp) + np.interp(tokens, self._grid, self._pad)
         return mem, comp
 
     def step(self, b, u, c=0.0, cu=0.0, cp=0.0, seqs=None):
-        mem, comp = self.terms(b, u, c, cu, cp)
+        n = b + (c > 0) if seqs is None else seqs
+        mem, comp = self.terms(b, u, c, cu, cp, n - b)
         core = np.maximum(np.maximum(mem, comp) + (1.0 - self.overlap) * np.minimum(mem, comp), self.floor)
         tokens = np.maximum(b * self.positions + c, 1.0)
         comm = np.interp(tokens, self._grid, self._comm)
-        n = b + (c > 0) if seqs is None else seqs
         drafted = 0.0 if self.draft is None else self.draft(b, u, c, cu, cp)
         return core + comm + self.per_step + self.per_seq * n + drafted
 
@@ -338,10 +342,10 @@ class StepModel:
         w = self._w_list[j] + frac * (self._w_list[j + 1] - self._w_list[j])
         comm = self._comm_list[j] + frac * (self._comm_list[j + 1] - self._comm_list[j])
         mem = w + self.kappa * (b * u + cu)
-        comp = self.phi * b + self.gamma * c + self.alpha * (b * u + cp) \
+        n = b + (c > 0) if seqs is None else seqs
+        comp = self.phi * b + self.gamma * c + self.head * (n - b) + self.alpha * (b * u + cp) \
             + self._pad_list[j] + frac * (self._pad_list[j + 1] - self._pad_list[j])
         core = max(max(mem, comp) + (1.0 - self.overlap) * min(mem, comp), self.floor)
-        n = b + (c > 0) if seqs is None else seqs
         return core + comm + self.per_step + self.per_seq * n
 
     def bound(self, b, u, c=0.0, cu=0.0, cp=0.0) -> str:
