@@ -338,3 +338,27 @@ def test_served_all_reduce_moves_the_16_bit_residual_stream_even_for_fp8_gemms()
                      kv_dtype="fp8", n_chips=2, runtime="vllm")
     assert p.resolved.activations.name == "fp8"
     assert float(np.interp(1000.0, sm._grid, sm._comm)) == pytest.approx(160 * (16.384e6 / 4.5e11 + 6e-6), rel=1e-6)
+
+
+def test_moe_expert_rows_are_work_at_the_moes_compute_rate():
+    # gpt-oss-120b: 128 experts of 3 x 2880 x 2880 + 3 x 2880 (biases) = 24,891,840 params. 4 rows of
+    # every expert: 2 x 4 x 128 x 24,891,840 = 1024 x 24,891,840 = 2.54892e10 FLOPs per MoE layer per step.
+    from membound.runtime import Served
+    from membound.serve import moe_expert_s
+    served = Served(moe_expert_rows=4.0)
+    flops = 2 * 4 * 128 * (3 * 2880 * 2880 + 3 * 2880)
+    assert flops == pytest.approx(2.54892e10, rel=1e-5)
+    # H200: mxfp4 experts dequantized to bf16 (989 TFLOP/s); at a compute fraction of 0.5:
+    # 2.54892e10 / (989e12 x 0.5) = 51.5 us per layer, whatever the tensor parallelism
+    for tp in (1, 8):
+        _, _, p = build("gpt-oss-120b", "h200", prompt=mb.Fixed(100), output=mb.Fixed(10), weight_dtype="mxfp4",
+                        n_chips=tp, runtime="vllm")
+        assert moe_expert_s(served, p, 0.5) == pytest.approx(flops / (989e12 * 0.5), rel=1e-9)
+    # B200 computes mxfp4 natively (9 PFLOP/s dense fp4): 2.54892e10 / (9e15 x 0.5) = 5.66 us
+    _, _, p = build("gpt-oss-120b", "b200", prompt=mb.Fixed(100), output=mb.Fixed(10), weight_dtype="mxfp4",
+                    runtime="vllm")
+    assert moe_expert_s(served, p, 0.5) == pytest.approx(flops / (9e15 * 0.5), rel=1e-9)
+    # a dense model has no experts: nothing to pay
+    _, _, p = build("llama-3.3-70b", "h200", prompt=mb.Fixed(100), output=mb.Fixed(10), weight_dtype="fp8",
+                    runtime="vllm")
+    assert moe_expert_s(served, p, 0.5) == 0.0

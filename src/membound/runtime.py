@@ -92,7 +92,9 @@ class Served(BaseModel):
     per_step_s: _Secs = 0.0              # host work per step (scheduling, sampling, launches)
     per_allreduce_s: _Secs = 0.0         # engine all-reduce kernel latency, 2 per layer when tp > 1
     per_layer_s: _Secs = 0.0             # per layer per step (kernels the CUDA graph does not hide)
-    per_moe_layer_s: _Secs = 0.0         # more per MoE layer (routing, permutes, grouped GEMMs)
+    moe_expert_rows: Annotated[float, Number, Field(ge=0, le=4096, allow_inf_nan=False)] = 0.0
+                                         # rows of every expert's GEMM an MoE layer computes per
+                                         # step whatever routes to it, at the MoE's compute rate
     moe_tile_tokens: Annotated[float, Number, Field(ge=0, le=4096, allow_inf_nan=False)] = 0.0
                                          # rows each touched expert's GEMM computes at least
                                          # (tiles padded when few tokens route to it)

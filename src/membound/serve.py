@@ -231,6 +231,18 @@ DEFAULT_SERVED = Served(generation="generic continuous batching (no engine costs
 # ---- one step, from the core --------------------------------------------------------------
 
 
+def moe_expert_s(served: Served, p: Prepared, compute_fraction: float) -> float:
+    """Seconds an MoE layer adds to every step: `moe_expert_rows` rows of each of its experts'
+    GEMMs, 2 x rows x experts x expert params FLOPs, at the MoE's compute rate (the activation
+    format's dense peak x the compute fraction). Work, not a latency: a chip with more FLOP/s in
+    that format runs it faster. It does not shrink with tensor parallelism (on the H200 rows it
+    did not: each chip walks every expert's tiles)."""
+    if not served.moe_expert_rows:
+        return 0.0
+    mc = model_consts(p.model)
+    return 2.0 * served.moe_expert_rows * mc.n_experts * mc.expert_params / (p.resolved.peak_flops * compute_fraction)
+
+
 class StepModel:
     """Seconds of one engine step as a function of the running decodes and the prefill chunk,
     from `core.evaluate` on the configuration (weights touched by the tokens of the step, KV at
@@ -247,13 +259,14 @@ class StepModel:
             eff = p.eff
             allreduce = 2.0 * p.model.n_layers * served.per_allreduce_s if p.layout.tp > 1 else 0.0
             ach = p.hardware.achievable     # served fractions are shares of what the chip achieves
+            cf = min(served.compute_fraction * ach.compute_fraction, 1.0) if served.compute_fraction \
+                else eff.compute_fraction
             eff = replace(eff, bandwidth_fraction=min(served.bandwidth_fraction * ach.bandwidth_fraction, 1.0)
                           if served.bandwidth_fraction else eff.bandwidth_fraction,
-                          compute_fraction=min(served.compute_fraction * ach.compute_fraction, 1.0)
-                          if served.compute_fraction else eff.compute_fraction,
+                          compute_fraction=cf,
                           per_step_overhead_s=served.per_step_s + allreduce,
                           per_layer_overhead_s=served.per_layer_s,
-                          per_moe_layer_overhead_s=served.per_moe_layer_s,
+                          per_moe_layer_overhead_s=moe_expert_s(served, p, cf),
                           per_sequence_overhead_s=served.per_sequence_s)
             p = replace(p, eff=eff)
         # the residual stream an engine all-reduces (and keeps) is 16-bit whatever its GEMMs compute in

@@ -9,7 +9,10 @@ Parameters (physical, one set per engine and software generation):
                       large batches); relative shares carry over to chips the fit never saw
   per_step_s          host and launch time per step (scheduler, sampling, graph replay)
   per_layer_s         per layer per step (small kernels and launches the graph does not hide)
-  per_moe_layer_s     more per MoE layer (routing, permutes, grouped-GEMM launches)
+  moe_expert_rows     rows of every expert's GEMM an MoE layer computes per step whatever routes
+                      to it: 2 x rows x experts x expert params FLOPs at the MoE's compute rate
+                      (serve.moe_expert_s), so a chip computing that format faster pays less (an
+                      fp4 MoE on Blackwell, against the same weights dequantized to bf16 on Hopper)
   moe_tile_tokens     rows each touched expert's GEMM computes at least (padded tiles): FLOPs,
                       so the cost scales with the chip's compute
 (per_allreduce_s, an all-reduce's latency beyond the link's, is not fitted: with the link latency
@@ -17,8 +20,9 @@ in the core's communication term it came out ~0 on every engine.)
   per_sequence_s      per running sequence per step (block tables, sampling, detokenisation)
   per_request_s       host time of a request before its first token (HTTP, tokenisation)
 Each engine fits only the figures its H200 rows can pin (FIXED holds the rest, with the reason):
-vLLM 7 (no per_moe_layer_s), SGLang 4 (one model at one layout: one per-layer cost; bandwidth at
-what the chip achieves; no tiles), TensorRT-LLM 6 (no per_step_s, no tiles).
+vLLM all 8, SGLang 4 (one model at one layout: one per-layer cost; bandwidth at what the chip
+achieves; no MoE terms), TensorRT-LLM 5 (no per_step_s, no tiles; bandwidth at what the chip
+achieves).
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), Levenberg-Marquardt within bounds (calibrate.fit_bounded).
 
@@ -37,26 +41,25 @@ from .calibrate import fit_bounded
 from .runtime import Runtime, clear_caches, load_runtime, runtimes_dir
 from .serve_validate import FIT_HARDWARE, load_rows, predict
 
-PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_s", "per_layer_s", "per_moe_layer_s",
+PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_s", "per_layer_s", "moe_expert_rows",
           "moe_tile_tokens", "per_sequence_s", "per_request_s")
 LOW = dict(zip(PARAMS, (0.3, 0.15, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)))
-HIGH = dict(zip(PARAMS, (1.0, 1.0, 0.02, 2e-4, 2e-4, 512.0, 5e-4, 0.3)))
-START = dict(zip(PARAMS, (0.8, 0.6, 2e-3, 1e-5, 1e-5, 32.0, 2e-5, 0.03)))
+HIGH = dict(zip(PARAMS, (1.0, 1.0, 0.02, 2e-4, 256.0, 512.0, 5e-4, 0.3)))
+START = dict(zip(PARAMS, (0.8, 0.6, 2e-3, 1e-5, 10.0, 32.0, 2e-5, 0.03)))
 ENGINES = ("vllm", "sglang", "tensorrt-llm")
 # Figures an engine's H200 rows cannot pin are held, not fitted (a fit left free lands on a bound):
 # moe_tile_tokens (padded expert tiles) is held at 0 for SGLang and TensorRT-LLM: free, it moved
 # their fitted rows' median errors by at most 0.1 point (its FLOPs hide under the weight stream).
 # vLLM keeps it: gpt-oss there computes its experts in bf16 (weight-only mxfp4), where the tiles show.
 FIXED: dict[str, dict[str, float]] = {
-    # one MoE model (gpt-oss) beside one dense one: an MoE layer's extra cost cannot be told from
-    # a layer's; free, it fitted ~1e-7 s
-    "vllm": {"per_moe_layer_s": 0.0},
+    "vllm": {},
     # one model (DeepSeek-R1) at one layout (tp=8): the step, layer and MoE-layer costs are one
     # figure (per_layer_s carries it); bandwidth reaches what the chip achieves (free, it sat on
     # its bound 1.0: the expert GEMMs stream as fast as a copy kernel)
-    "sglang": {"per_step_s": 0.0, "per_moe_layer_s": 0.0, "bandwidth_fraction": 1.0, "moe_tile_tokens": 0.0},
-    # free, the per-step cost sat on its bound 0: the layer costs of three models carry it
-    "tensorrt-llm": {"per_step_s": 0.0, "moe_tile_tokens": 0.0},
+    "sglang": {"per_step_s": 0.0, "moe_expert_rows": 0.0, "bandwidth_fraction": 1.0, "moe_tile_tokens": 0.0},
+    # free, the per-step cost sat on its bound 0 (the layer costs of three models carry it) and
+    # the bandwidth share on its bound 1 (as SGLang's)
+    "tensorrt-llm": {"per_step_s": 0.0, "moe_tile_tokens": 0.0, "bandwidth_fraction": 1.0},
 }
 
 
