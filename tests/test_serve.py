@@ -358,6 +358,12 @@ def test_moe_expert_rows_are_work_at_the_moes_compute_rate():
     _, _, p = build("gpt-oss-120b", "b200", prompt=mb.Fixed(100), output=mb.Fixed(10), weight_dtype="mxfp4",
                     runtime="vllm")
     assert moe_expert_s(served, p, 0.5) == pytest.approx(flops / (9e15 * 0.5), rel=1e-9)
+    # expert parallelism: DeepSeek-R1's 256 experts (3 x 7168 x 2048 = 44,040,192 params) over ep=8
+    # leave 32 on a chip, computed in fp8 on H200 (1979 TFLOP/s): 2 x 4 x 32 x 44,040,192 / (1979e12 x 0.5)
+    # = 1.1274e10 / 9.895e14 = 11.4 us
+    _, _, p = build("deepseek-r1", "h200", prompt=mb.Fixed(100), output=mb.Fixed(10), weight_dtype="fp8",
+                    kv_dtype="fp8", n_chips=8, parallel=mb.Parallel(ep=8), runtime="sglang")
+    assert moe_expert_s(served, p, 0.5) == pytest.approx(2 * 4 * 32 * 44040192 / (1979e12 * 0.5), rel=1e-9)
     # a dense model has no experts: nothing to pay
     _, _, p = build("llama-3.3-70b", "h200", prompt=mb.Fixed(100), output=mb.Fixed(10), weight_dtype="fp8",
                     runtime="vllm")

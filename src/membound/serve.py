@@ -236,11 +236,13 @@ def moe_expert_s(served: Served, p: Prepared, compute_fraction: float) -> float:
     GEMMs, 2 x rows x experts x expert params FLOPs, at the MoE's compute rate (the activation
     format's dense peak x the compute fraction). Work, not a latency: a chip with more FLOP/s in
     that format runs it faster. It does not shrink with tensor parallelism (on the H200 rows it
-    did not: each chip walks every expert's tiles)."""
+    did not: each chip walks the tiles of every expert it holds); expert parallelism leaves
+    ceil(experts / ep) experts on a chip."""
     if not served.moe_expert_rows:
         return 0.0
     mc = model_consts(p.model)
-    return 2.0 * served.moe_expert_rows * mc.n_experts * mc.expert_params / (p.resolved.peak_flops * compute_fraction)
+    experts = math.ceil(mc.n_experts / p.layout.ep)
+    return 2.0 * served.moe_expert_rows * experts * mc.expert_params / (p.resolved.peak_flops * compute_fraction)
 
 
 class StepModel:
