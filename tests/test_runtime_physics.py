@@ -80,6 +80,28 @@ def test_per_sequence_overhead_grows_with_the_batch():
     assert r.step_terms_s["overhead"] == pytest.approx(1e-4 + 32 * 1e-6 + 16 * 2e-5, rel=1e-12)
 
 
+def test_passes_of_more_than_one_token_pay_the_ungraphed_launches():
+    # ggml-cuda replays a step as a CUDA graph only when every node has one token: a batch-1 decode
+    # step pays the per-layer overhead alone; a batch-2 step, and a prefill, launch kernel by kernel
+    # and pay ungraphed_layer_s per layer more. llama-3.1-8b, 32 layers:
+    #   batch 1: 1e-6 + 32 x 2e-6 = 6.5e-5 s;  batch 2: 6.5e-5 + 32 x 2.5e-5 = 8.65e-4 s
+    rt = _rt(per_step_overhead_s=1e-6, per_layer_overhead_s=2e-6, ungraphed_layer_s=2.5e-5)
+    one, two = (mb.estimate("llama-3.1-8b", "h100-sxm", batch=b, prompt_tokens=0, output_tokens=1, runtime=rt)
+                for b in (1, 2))
+    assert one.step_terms_s["overhead"] == pytest.approx(1e-6 + 32 * 2e-6, rel=1e-12)
+    assert two.step_terms_s["overhead"] == pytest.approx(1e-6 + 32 * 2e-6 + 32 * 2.5e-5, rel=1e-12)
+    # a 512-token prefill at batch 1 pays them too (its step count is one): 32 x 2.5e-5 = 8e-4 s
+    kw = dict(batch=1, prompt_tokens=512, output_tokens=1)
+    a, b = (prepare("llama-3.1-8b", "h100-sxm", runtime=r, **kw).evaluate()["prefill_s"]
+            for r in (rt, _rt(per_step_overhead_s=1e-6, per_layer_overhead_s=2e-6)))
+    assert a - b == pytest.approx(32 * 2.5e-5, rel=1e-9)
+    # a one-token prompt is one token: graphed, no launches added
+    kw1 = dict(kw, prompt_tokens=1)
+    a, b = (prepare("llama-3.1-8b", "h100-sxm", runtime=r, **kw1).evaluate()["prefill_s"]
+            for r in (rt, _rt(per_step_overhead_s=1e-6, per_layer_overhead_s=2e-6)))
+    assert a == b
+
+
 def test_per_moe_layer_overhead_is_paid_by_moe_layers_only():
     # an MoE layer launches more kernels than a dense one (router, top-k, gathers, a GEMM per expert,
     # the weighted sum): gpt-oss-20b has 24 layers, all MoE: 1e-6 + 24 x 2e-6 + 24 x 5e-5 = 1.249e-3 s

@@ -71,7 +71,16 @@ FIXED = {
     "llama.cpp-cuda": {"overlap": (0.0, "MMQ's main loop loads a tile of weights and activations, "
                                   "synchronises, multiplies, synchronises (ggml-cuda/mmq.cuh, "
                                   "mul_mat_q_process_tile: no double buffering), so its loads and "
-                                  "math do not overlap; free fits of all three classes land on 0")},
+                                  "math do not overlap; free fits of all three classes land on 0"),
+                       "ungraphed_layer_s": (25e-6, "ggml-cuda replays a step as a CUDA graph only when no "
+                                             "node has more than one token (ggml_cuda_graph_check_compability: "
+                                             "'disable CUDA graphs for batch size > 1'; llama.cpp PR 6766), so "
+                                             "prefill and batched decode launch kernel by kernel; graphs off "
+                                             "against on at batch 1, Llama-2-7B q4_0, same build: RTX 3090 "
+                                             "116.31 -> 128.27 t/s = 25.1 us per layer, RTX 4090 13.1 us "
+                                             "(PR 6766); a dense 32-layer 9B on a GTX 1080 58 us (PR 27721); "
+                                             "the median, set, not fitted: a free fit takes 100-175 us and "
+                                             "trades it against compute_fraction on prefill rows")},
 }
 # backends with no rows in the reference: another backend's default figures, said so in the file
 ASSUMED_FROM = {"llama.cpp-hip": ("llama.cpp-cuda", "HIP compiles the CUDA backend's kernels through hipify")}

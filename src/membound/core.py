@@ -260,6 +260,13 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     step_floor = floor * beat
     overhead = (eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s
                 + mc.n_moe_layers * eff.per_moe_layer_overhead_s + b * eff.per_sequence_overhead_s)
+    ungraphed = mc.n_layers * eff.ungraphed_layer_s
+
+    def launched(tokens):
+        """The per-layer launch cost of a pass of `tokens` tokens per micro-batch that the
+        runtime does not replay as a CUDA graph (llama.cpp CUDA: more than one token)."""
+        return where(tokens > 1.0, ungraphed, 0.0) if ungraphed else 0.0
+
     serial = 1.0 - eff.overlap      # 0: step = max(memory, compute); 1: memory + compute
 
     def timed(c: Coeffs) -> Coeffs:
@@ -279,20 +286,21 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
                                link_lat, ring)
 
     plain = step_coeffs(1.0)
-    plain_extra = comm(b * 1.0) + overhead
+    plain_extra = comm(b * 1.0) + overhead + launched(b * 1.0)
     L0 = S
     L_mid = S + (T - 1.0) / 2.0     # the mean of the contexts S .. S+T-1 the steps see
     u_mid = effective_context(mc.window_groups, L_mid)
     draft_mid: Num = 0.0
     draft_pre: Num = 0.0
     if spec is None:
-        coeffs, extra = plain, plain_extra
+        coeffs, extra, step_over = plain, plain_extra, overhead + launched(b * 1.0)
         decode_sum = sum_over_context(mc.pieces, *timed(coeffs), step_floor, L0, T) + extra * T
         per_token_div = 1.0
     else:
         gamma, tpr = spec.gamma, spec.tokens_per_round
         coeffs = step_coeffs(positions, 1.0 + (positions - 1.0) * (1.0 - spec.route_correlation))
-        extra = comm(b * positions) + overhead
+        step_over = overhead + launched(b * positions)
+        extra = comm(b * positions) + step_over
         verify_sum = sum_over_context(mc.pieces, *timed(coeffs), step_floor, L0, T) + extra * T
         if draft is not None:            # a draft model, tensor-parallel like the target
             d = draft
@@ -337,7 +345,7 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     # ---- terms at the mean context, for reporting which bound won ---------------------
     memory_s = coeffs[0] + coeffs[1] * u_mid
     compute_s = coeffs[2] + coeffs[3] * u_mid
-    comm_s = extra - overhead
+    comm_s = extra - step_over
     # ---- prefill ------------------------------------------------------------------------
     n_pre = B * S
     touched_pre = expected_experts(mc.n_experts, mc.k, n_pre)
@@ -358,7 +366,8 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     pre_attn = B * mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / group
     pre_compute = pre_gemm / C + pre_attn / Ca
     pre_m, _, pre_c, _ = timed((pre_mem, 0.0, pre_compute, 0.0))
-    prefill_s = where(S > 0, maximum(maximum(pre_m, pre_c), floor) + comm(n_pre) + overhead, 0.0)
+    pre_over = overhead + launched(n_pre)
+    prefill_s = where(S > 0, maximum(maximum(pre_m, pre_c), floor) + comm(n_pre) + pre_over, 0.0)
     first = timed(plain)
     first_step = maximum(maximum(first[0], first[2]), floor) + plain_extra
     ttft = where(S > 0, prefill_s + draft_pre, first_step)
@@ -375,8 +384,9 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
         "e2e_s": e2e, "tpot_s": tpot, "decode_s": decode_s,
         "memory_s": memory_s / per_token_div, "compute_s": compute_s / per_token_div,
         "latency_s": step_floor / per_token_div, "communication_s": comm_s / per_token_div,
-        "overhead_s": overhead / per_token_div, "draft_s": draft_mid,
+        "overhead_s": step_over / per_token_div, "draft_s": draft_mid,
         "prefill_memory_s": pre_mem, "prefill_compute_s": pre_compute, "prefill_head_s": pre_head / C,
+        "prefill_overhead_s": pre_over,
         "weights_bytes_chip": w_chip, "kv_bytes_chip": kv_chip, "activation_bytes_chip": act_chip,
         "extra_bytes_chip": extra_weight_bytes_chip, "need_bytes_chip": need_chip, "capacity_bytes_chip": cap_chip,
         "fits": need_chip <= cap_chip, "per_tier": per_tier, "cost_per_million_tokens_usd": cost,

@@ -507,7 +507,7 @@ def predict(sc: Scenario, runtime=None, hw=None) -> float:
             c = r["prefill_compute_s"] - r0["prefill_compute_s"] + rs["prefill_head_s"]
             m = rs["prefill_memory_s"]
             serial = 1.0 - p.eff.overlap
-            t = max(m + serial * c, c + serial * m, r["latency_s"]) + rs["overhead_s"] + rs["communication_s"]
+            t = max(m + serial * c, c + serial * m, r["latency_s"]) + rs["prefill_overhead_s"] + rs["communication_s"]
         return B * S / t if sc.metric == "prefill_tok_s" else 1e3 * t
     _, r = _run(sc, rt, B, S + d, T, hw)
     per_user = float(r["decode_tok_s_per_user"])

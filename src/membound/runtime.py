@@ -43,6 +43,9 @@ class RuntimeEntry(BaseModel):
                                          # top-k, gathers, one GEMM per expert and a weighted sum)
     per_sequence_overhead_s: _Secs = 0.0  # added per sequence in the pass per step (host-side
                                           # scheduling, sampling, detokenisation of each request)
+    ungraphed_layer_s: _Secs = 0.0       # added per layer to a pass of more than one token, which
+                                         # the runtime launches kernel by kernel instead of
+                                         # replaying a CUDA graph (llama.cpp CUDA)
     overlap: _Unit | None = None         # how far memory and compute overlap within a step:
                                          # 1 (default) = roofline max(memory, compute); 0 = they
                                          # add up (kernels near the ridge, serialised phases)
@@ -154,6 +157,7 @@ class Efficiency:
     fabric_efficiency: float = 1.0      # share of the on-chip mesh rate a batch-1 GEMV reaches
     hop_latency_s: float | None = None  # per-hop latency the software reaches (None: the link's)
     per_moe_layer_overhead_s: float = 0.0  # more per MoE layer per step (router, gathers, per-expert GEMMs)
+    ungraphed_layer_s: float = 0.0   # more per layer in a pass of more than one token (no CUDA graph)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -183,6 +187,7 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         fabric_efficiency=entry.fabric_efficiency or 1.0,
         hop_latency_s=entry.hop_latency_s,
         per_moe_layer_overhead_s=entry.per_moe_layer_overhead_s,
+        ungraphed_layer_s=entry.ungraphed_layer_s,
     )
 
 

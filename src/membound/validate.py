@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .progress import track
-from .calibrate import (FIT, beats_physics, calibrate_runtimes, is_calibration,
+from .calibrate import (FIT, FIXED, beats_physics, calibrate_runtimes, is_calibration,
                         runtime_from_fits)
 from .reference import SPECIALISED, Scenario, load_reference, predict, reference_csv
 
@@ -71,12 +71,14 @@ GROUPS = {"chip": lambda sc: sc.hardware, "source": lambda sc: source_of(sc.id)}
 def _stripped(rt_name: str):
     """`rt_name` with every fitted figure removed (what a runtime is with no rows to fit); an
     entry left with nothing but its evidence is dropped, so that it cannot shadow a refitted
-    `default` for its device class."""
+    `default` for its device class. Figures set, not fitted (calibrate.FIXED), go too: every
+    refitted entry gets them again."""
     from .runtime import RuntimeEntry, load_runtime
     base = load_runtime(rt_name)
+    fitted = FIT[rt_name] + tuple(FIXED.get(rt_name, {})) + ("evidence",)
     classes = {}
     for k, e in base.classes.items():
-        kept = {f: v for f, v in e.model_dump(exclude_defaults=True).items() if f not in FIT[rt_name] + ("evidence",)}
+        kept = {f: v for f, v in e.model_dump(exclude_defaults=True).items() if f not in fitted}
         if kept:
             classes[k] = RuntimeEntry(**kept)
     return type(base)(**{**base.model_dump(), "classes": classes})
@@ -182,7 +184,6 @@ def validation_report(path=None, group: str = "chip") -> dict:
 
 def _entry_bounds(rt: str, entry) -> list:
     from .calibrate import _at_bounds
-    from .calibrate import FIXED
     vals = {p: getattr(entry, p) for p in FIT[rt]           # figures the file sets and a fit chose
             if p in entry.model_fields_set and p not in FIXED.get(rt, {})}
     return _at_bounds(vals)
