@@ -92,7 +92,7 @@ def test_new_chips_and_models_resolve_and_are_predicted(tmp_path):
     predict(rows)
     assert len(rows) == 18 and all("error" not in r.pred for r in rows)
     got = {(r.device, r.model, r.weight_dtype, r.runtime) for r in rows}
-    assert ("b300", "kimi-k2.5", "int4", "vllm") in got
+    assert ("b300", "kimi-k2.5", "int4_g32", "vllm") in got       # Kimi's native INT4 experts: group 32
     assert ("mi355x", "kimi-k2.5", "mxfp4", "vllm") in got          # fp4 on AMD is MXFP4
     assert ("b300", "deepseek-r1", "nvfp4", "tensorrt-llm") in got  # fp4 on NVIDIA is NVFP4
     assert ("mi355x", "gpt-oss-120b", "mxfp4", "vllm") in got        # ATOM: vLLM's served costs stand in

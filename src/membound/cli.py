@@ -46,6 +46,11 @@ def _workload(p):
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+_DENSE_HELP = ("format of the tensors that are not routed experts (attention, dense FFNs, LM head, "
+               "embeddings) when the checkpoint keeps them apart, e.g. --weights mxfp4 --dense-weights bf16 "
+               "for gpt-oss (default: as --weights)")
+
+
 def _need(module: str, extra: str, what: str) -> None:
     """ImportError in one line naming the extra to install, before any work is done."""
     import importlib.util
@@ -61,7 +66,7 @@ def _estimate(args) -> int:
     r = estimate(args.model, args.hardware, batch=args.batch, prompt_tokens=args.prompt,
                  output_tokens=args.output, weight_dtype=args.weights, kv_dtype=args.kv,
                  activation_dtype=args.activations, n_chips=args.chips, parallel=par, runtime=args.runtime,
-                 allow_beyond_context=args.allow_beyond_context)
+                 allow_beyond_context=args.allow_beyond_context, dense_weight_dtype=args.dense_weights)
     print(_dump(r.to_dict()) if args.json else r)
     return 0
 
@@ -84,7 +89,8 @@ def _serve(args) -> int:
     par = Parallel(tp=args.tp, ep=args.ep) if args.tp or args.ep else None
     rows = [serve(args.model, args.hardware, concurrency=c, prompt_tokens=args.prompt, output_tokens=args.output,
                   weight_dtype=args.weights, kv_dtype=args.kv, activation_dtype=args.activations, n_chips=args.chips,
-                  parallel=par, runtime=args.runtime, engine=args.engine, seed=args.seed) for c in args.concurrency]
+                  parallel=par, runtime=args.runtime, engine=args.engine, seed=args.seed,
+                  dense_weight_dtype=args.dense_weights) for c in args.concurrency]
     if args.json:
         print(_dump([r.to_dict() for r in rows]))
         return 0
@@ -297,6 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--tp", type=int, default=1, help="tensor-parallel ways")
     e.add_argument("--pp", type=int, default=1, help="pipeline stages")
     e.add_argument("--ep", type=int, default=1, help="expert-parallel ways")
+    e.add_argument("--dense-weights", default=defaults.DENSE_WEIGHT_DTYPE, metavar="DTYPE",
+                   help=_DENSE_HELP)
     e.set_defaults(func=_estimate)
 
     c = sub.add_parser("compare", help="one model on several devices, side by side")
@@ -357,6 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--weights", default=defaults.WEIGHT_DTYPE, help="weight dtype")
     sv.add_argument("--kv", default=None, help="KV-cache dtype")
     sv.add_argument("--activations", default=None, help="activation (compute) dtype")
+    sv.add_argument("--dense-weights", default=defaults.DENSE_WEIGHT_DTYPE, metavar="DTYPE",
+                    help=_DENSE_HELP)
     sv.add_argument("--runtime", default="vllm", help="vllm, sglang, tensorrt-llm (their served defaults)")
     sv.add_argument("--chips", type=int, default=1, help="number of chips in the engine instance")
     sv.add_argument("--tp", type=int, default=None, help="tensor-parallel ways")

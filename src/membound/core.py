@@ -125,6 +125,10 @@ class Knobs:
     price_usd_per_hour: Num   # per chip-hour (0 when unknown)
     w_bytes_dense: Num | None = None  # bytes per weight of the non-expert tensors when they differ
                                       # (gpt-oss GGUF: experts mxfp4, the rest q8_0); None = w_bytes
+    w_bytes_head: Num | None = None   # of the LM head and input embedding; None = w_bytes_dense
+    dense_peak_flops: Num | None = None  # peak FLOP/s of the non-expert GEMMs (their format's path,
+                                         # Quantization); None = peak_flops
+    dense_dequant: Num | None = None     # their weight-only dequantisation work; None = dequant
     attn_peak_flops: Num | None = None  # dense peak FLOP/s attention runs at (QK^T, AV in the KV's
                                         # 16- or 8-bit format, never fp4); None = peak_flops
     gemm_tile_tokens: Num = 0.0   # tokens per column tile of a GEMM that streams the whole weight
@@ -185,6 +189,8 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     b = B / m
     bw = eff.bandwidth_fraction
     C = kn.peak_flops * eff.compute_fraction
+    Cd = C if kn.dense_peak_flops is None else kn.dense_peak_flops * eff.compute_fraction
+    dqd = kn.dequant if kn.dense_dequant is None else kn.dense_dequant
     Ca = (kn.peak_flops if kn.attn_peak_flops is None else kn.attn_peak_flops) * eff.compute_fraction
     group = tp * ep
     kv_split = minimum(tp, mc.kv_split_max)
@@ -196,12 +202,14 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     # ---- memory: what each chip holds ----------------------------------------------------
     all_expert = mc.n_moe_layers * mc.n_experts * mc.expert_params
     wd = kn.w_bytes if kn.w_bytes_dense is None else kn.w_bytes_dense
+    wh = wd if kn.w_bytes_head is None else kn.w_bytes_head
+    head_all = mc.vocab * mc.hidden + mc.lookup_params       # LM head (+ an untied input embedding)
     # the largest pipeline stage holds ceil(layers / pp) of the layers (stages may be uneven)
     share = ceiling(mc.n_layers / pp) / mc.n_layers
     # m micro-batches in flight: a full pipeline beats at the largest stage, so a sequence's step
     # is max(one pass through all stages, m x the largest stage's share of it)
     beat = 1.0 if isinstance(pp, float) and pp == 1.0 else maximum(1.0, m * share)
-    dense_chip = (mc.total_params - all_expert) / tp * wd * share
+    dense_chip = ((mc.total_params - all_expert - head_all) * wd + head_all * wh) / tp * share
     # ep chips hold the E routed experts of a layer ceil(E / ep) to a chip (ep need not divide E:
     # wide-EP engines run 48 ranks on 256 experts); the fullest chip sets memory and the step, as
     # if the experts were split over tp * E / ceil(E / ep) chips (tp * ep when ep divides E)
@@ -220,8 +228,13 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
 
     # ---- one step as affine functions of u(L) -------------------------------------------
     matmul_params = mc.active_params - mc.lookup_params      # 2 FLOPs each per token
-    # expert GEMMs run at moe_gemm_efficiency of the dense rate: count their params 1/eff times
-    gemm_params = matmul_params + mc.n_moe_layers * mc.k * mc.expert_params * (1.0 / eff.moe_gemm_efficiency - 1.0)
+    routed_params = mc.n_moe_layers * mc.k * mc.expert_params  # of them in the routed experts
+
+    def gemm_s(experts_per: Num = 1.0) -> Num:
+        """Seconds of GEMM work per token on one chip's peak (before dividing by tp*ep): the
+        routed experts in their path (counted `experts_per` times), the rest in the dense path."""
+        return 2.0 * ((matmul_params - routed_params) * (1.0 + dqd) / Cd
+                      + routed_params * experts_per * (1.0 + kn.dequant) / C)
 
     def weights_s(tokens, touched, dense_passes=1.0, expert_passes=1.0):
         """Seconds one chip streams those weights: dense bytes from where the dense weights sit,
@@ -231,8 +244,8 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
         rows = minimum(tokens, mc.vocab) * mc.hidden if mc.lookup_params else 0.0
         head = mc.vocab * mc.hidden
         layers = mc.total_params - all_expert - mc.lookup_params - head
-        dense = (layers * dense_passes + head + rows) / tp
-        return dense * wd * dense_inv \
+        dense = (layers * dense_passes * wd + (head + rows) * wh) / tp
+        return dense * dense_inv \
             + mc.n_moe_layers * touched * mc.expert_params / e_group * kn.w_bytes * expert_inv * expert_passes
 
     def step_coeffs(pos, routed=None):
@@ -240,7 +253,7 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
         tokens = b * pos
         touched = expected_experts(mc.n_experts, mc.k, b * (pos if routed is None else routed))
         return (beat * weights_s(tokens, touched), beat * b / ep * kv_per_pair_chip * kv_inv,
-                beat * tokens * 2.0 * matmul_params * (1.0 + kn.dequant) / (group * C),
+                beat * tokens * gemm_s() / group,
                 beat * tokens * mc.attn_per_pair / (group * Ca))
 
     floor = mc.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s
@@ -312,7 +325,7 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
             d_pre = maximum(_draft_prefill(d, B, S, kn, C, w_inv, kv_inv, tp, Ca), d_floor)
             d_pre_extra = d_over + draft_comm(B * S, d.hidden, d.n_layers)
         elif spec.draft_cost is None:    # a self-drafting head: its own bytes and FLOPs, one layer
-            h_bytes = (spec.head_bytes + spec.head_lm_params * wd) / tp
+            h_bytes = (spec.head_bytes + spec.head_lm_params * wh) / tp
             h_flops = 2.0 * (spec.head_params + spec.head_lm_params)
             d_coeffs = (h_bytes * w_inv, plain[1] / mc.n_layers, b * h_flops / (tp * C), plain[3] / mc.n_layers)
             # one layer's kernels (floor) and launches; the host's per-step work is the round's,
@@ -359,12 +372,14 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
                             where(tile >= 1.0, ceiling(per_expert / tile), 1.0)) + kv_write * kv_inv
     # every layer's GEMMs run over the S prompt tokens; the LM head (vocab x hidden) only for the
     # last one, whose logits give the first token (llama.cpp outputs only a batch's last token
-    # unless asked; vLLM, SGLang and TensorRT-LLM gather the last position of each prompt)
-    head = mc.vocab * mc.hidden
-    pre_head = B * 2.0 * head * (1.0 + kn.dequant) * minimum(S, 1.0) / group
-    pre_gemm = B * 2.0 * (gemm_params - head) * (1.0 + kn.dequant) * S / group + pre_head
+    # unless asked; vLLM, SGLang and TensorRT-LLM gather the last position of each prompt); the
+    # head is a dense GEMM (the dense path); expert GEMMs run at moe_gemm_efficiency of the dense
+    # rate: their params count 1/eff times
+    head_s = 2.0 * mc.vocab * mc.hidden * (1.0 + dqd) / Cd      # one token's LM head
+    pre_head_s = B * head_s * minimum(S, 1.0) / group
+    pre_gemm_s = B * S * (gemm_s(1.0 / eff.moe_gemm_efficiency) - head_s) / group + pre_head_s
     pre_attn = B * mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / group
-    pre_compute = pre_gemm / C + pre_attn / Ca
+    pre_compute = pre_gemm_s + pre_attn / Ca
     pre_m, _, pre_c, _ = timed((pre_mem, 0.0, pre_compute, 0.0))
     pre_over = overhead + launched(n_pre)
     prefill_s = where(S > 0, maximum(maximum(pre_m, pre_c), floor) + comm(n_pre) + pre_over, 0.0)
@@ -385,7 +400,7 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
         "memory_s": memory_s / per_token_div, "compute_s": compute_s / per_token_div,
         "latency_s": step_floor / per_token_div, "communication_s": comm_s / per_token_div,
         "overhead_s": step_over / per_token_div, "draft_s": draft_mid,
-        "prefill_memory_s": pre_mem, "prefill_compute_s": pre_compute, "prefill_head_s": pre_head / C,
+        "prefill_memory_s": pre_mem, "prefill_compute_s": pre_compute, "prefill_head_s": pre_head_s,
         "prefill_overhead_s": pre_over,
         "weights_bytes_chip": w_chip, "kv_bytes_chip": kv_chip, "activation_bytes_chip": act_chip,
         "extra_bytes_chip": extra_weight_bytes_chip, "need_bytes_chip": need_chip, "capacity_bytes_chip": cap_chip,

@@ -9,3 +9,7 @@ BATCH = 1
 PROMPT_TOKENS = 2048
 OUTPUT_TOKENS = 256
 WEIGHT_DTYPE = "bf16"
+DENSE_WEIGHT_DTYPE: str | None = None
+"""The format of the tensors that are not routed experts (attention, dense FFNs, shared experts,
+LM head, embeddings): None = the same as the weights (a checkpoint quantized throughout).
+mb.Quantization(dense_weights=...) / estimate(dense_weight_dtype=...) give mixed checkpoints theirs."""

@@ -66,7 +66,7 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
              n_chips: int = 1, parallel: Parallel | None = None, speculative: SpeculativeDecoding | None = None,
              runtime=None, quantization: Quantization | None = None, placement: dict | None = None,
              price_usd_per_hour: float | None = None, check_memory: bool = True,
-             allow_beyond_context: bool = False) -> Result:
+             allow_beyond_context: bool = False, dense_weight_dtype: str | None = defaults.DENSE_WEIGHT_DTYPE) -> Result:
     """Predict decode speed, TTFT, end-to-end time, memory and cost for one configuration.
 
     model, hardware: objects or names (hardware may be a YAML path). batch: sequences decoded
@@ -77,12 +77,15 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
     configuration does not fit (memory.fits is then False). The workload defaults are
     `membound.defaults` (batch 1, 2,048 prompt and 256 output tokens, bf16), as the CLI's.
     prompt_tokens + output_tokens beyond the model's context window (`Model.max_context`) is an
-    InvalidInputError unless allow_beyond_context=True.
+    InvalidInputError unless allow_beyond_context=True. dense_weight_dtype: the format of every
+    tensor that is not a routed expert (attention, dense FFNs, shared experts, LM head,
+    embeddings) when the checkpoint keeps them apart (gpt-oss: weight_dtype="mxfp4",
+    dense_weight_dtype="bf16"); None = weight_dtype (see mb.Quantization).
     Raises DoesNotFitError (with bytes missing and chips needed) when it does not fit.
     """
     p, B, S, T = _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype,
                           activation_dtype, n_chips, parallel, speculative, runtime, quantization, placement,
-                          price_usd_per_hour, allow_beyond_context)
+                          price_usd_per_hour, allow_beyond_context, dense_weight_dtype)
     m, hw, layout, price, pinned = p.model, p.hardware, p.layout, p.price, p.pinned
     N, spec_args, positions = p.n_chips, p.spec_args, p.positions
     kn = _with(p.knobs, batch=float(B), prompt=float(S), output=float(T))   # = p.at(B, S, T).evaluate()
@@ -163,20 +166,21 @@ def prepare(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int 
             kv_dtype: str | None = None, activation_dtype: str | None = None,
             n_chips: int = 1, parallel: Parallel | None = None, speculative: SpeculativeDecoding | None = None,
             runtime=None, quantization: Quantization | None = None, placement: dict | None = None,
-            price_usd_per_hour: float | None = None, allow_beyond_context: bool = False) -> Prepared:
+            price_usd_per_hour: float | None = None, allow_beyond_context: bool = False,
+            dense_weight_dtype: str | None = defaults.DENSE_WEIGHT_DTYPE) -> Prepared:
     """Validate `estimate()`'s arguments and resolve them into a `Prepared` configuration.
     Everything but the workload numbers (layout, formats, runtime efficiencies, speculative
     set-up, placement, price) is resolved once per distinct set of arguments and cached; each
     call checks only batch, prompt and output."""
     base, B, S, T = _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype,
                              activation_dtype, n_chips, parallel, speculative, runtime, quantization, placement,
-                             price_usd_per_hour, allow_beyond_context)
+                             price_usd_per_hour, allow_beyond_context, dense_weight_dtype)
     return base.at(B, S, T)
 
 
 def _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype, activation_dtype,
              n_chips, parallel, speculative, runtime, quantization, placement, price_usd_per_hour,
-             allow_beyond_context) -> tuple[Prepared, int, int, int]:
+             allow_beyond_context, dense_weight_dtype=None) -> tuple[Prepared, int, int, int]:
     """`prepare` as (the cached configuration at batch 1, prompt 0, output 1; batch; prompt;
     output), all checked: `estimate()` builds its knobs without a second Prepared."""
     m = load_model(model)
@@ -193,28 +197,31 @@ def _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype,
         raise InvalidInputError("quantization", quantization,
                                 "a mb.Quantization(weights, kv, activations); for one format give "
                                 "weight_dtype= (and kv_dtype=, activation_dtype=) instead")
+    if dense_weight_dtype is not None and quantization is not None:
+        raise InvalidInputError("dense_weight_dtype", dense_weight_dtype,
+                                "None with quantization= (give mb.Quantization(dense_weights=...) instead)")
     args = (m, hw, rt, N, parallel, weight_dtype, kv_dtype, activation_dtype, speculative, quantization,
-            placement, price_usd_per_hour)
+            placement, price_usd_per_hour, dense_weight_dtype)
     try:
         # an unhashable argument raises TypeError here, by design (caught below)
-        base = _resolve_cached(*args, _formats_now(weight_dtype, kv_dtype, activation_dtype, quantization))
+        base = _resolve_cached(*args, _formats_now(weight_dtype, kv_dtype, activation_dtype, quantization,
+                                                   dense_weight_dtype))
     except (TypeError, MemboundError):  # an unhashable argument (a placement dict) or a bad format name:
         base = _resolve(*args)          # resolve afresh (which raises the error naming the field)
     return base, B, S, T
 
 
-def _formats_now(weight_dtype, kv_dtype, activation_dtype, quantization) -> tuple:
+def _formats_now(weight_dtype, kv_dtype, activation_dtype, quantization, dense_weight_dtype=None) -> tuple:
     """The format objects the names mean now, with the bf16/fp32 defaults: part of the cache key,
     so a format re-registered under the same name is never served stale."""
     q = quantization
-    w, kv, a = (q.weights, q.kv, q.activations) if isinstance(q, Quantization) else \
-        (weight_dtype, kv_dtype, activation_dtype)
-    return (None if w is None else get_dtype(w), None if kv is None else get_dtype(kv),
-            None if a is None else get_dtype(a), get_dtype("bf16"), get_dtype("fp32"))
+    w, kv, a, d, h = (q.weights, q.kv, q.activations, q.dense_weights, q.head_weights) \
+        if isinstance(q, Quantization) else (weight_dtype, kv_dtype, activation_dtype, dense_weight_dtype, None)
+    return tuple(None if x is None else get_dtype(x) for x in (w, kv, a, d, h)) + (get_dtype("bf16"), get_dtype("fp32"))
 
 
 def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtype, activation_dtype, speculative,
-             quantization, placement, price_usd_per_hour) -> Prepared:
+             quantization, placement, price_usd_per_hour, dense_weight_dtype=None) -> Prepared:
     """`prepare` less the workload: a Prepared at batch 1, prompt 0, output 1."""
     B, S, T = 1, 0, 1
     if parallel is not None and parallel.chips == N:
@@ -227,7 +234,7 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
     if hw.interconnect is not None and layout.tp * layout.ep > hw.interconnect.max_chips:
         raise InvalidInputError("parallel", layout,
                                 f"tp*ep <= {hw.interconnect.max_chips} chips of one {hw.interconnect.name} domain")
-    q = quantization or Quantization(weight_dtype, kv_dtype, activation_dtype)
+    q = quantization or Quantization(weight_dtype, kv_dtype, activation_dtype, dense_weights=dense_weight_dtype)
     res = q.resolve(hw)
     price = _check_price(price_usd_per_hour if price_usd_per_hour is not None else hw.price_usd_per_hour)
     pinned = _check_placement(placement, hw)
@@ -257,11 +264,19 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
     w, a = res.weights, res.activations
     if eff.quantized_peak_flops and a.bits <= 8 and w.compute != a.compute:   # 8-bit GEMM on other weights: MMQ
         peak, tile = eff.quantized_peak_flops, eff.quantized_tile_tokens
+    mixed: dict[str, float] = {}
+    if res.mixed:       # the tensors that are not routed experts: their own bytes and compute path
+        d_peak = res.dense_peak_flops
+        if eff.quantized_peak_flops and res.dense_activations.bits <= 8 \
+                and res.dense_weights.compute != res.dense_activations.compute:
+            d_peak = eff.quantized_peak_flops
+        mixed = dict(w_bytes_dense=res.dense_weights.bytes, w_bytes_head=res.head_weights.bytes,
+                     dense_peak_flops=d_peak, dense_dequant=res.dense_dequant)
     kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
                kv_bytes=res.kv.bytes, act_bytes=2.0 if res.activations.bits > 16 else res.activations.bytes,
                peak_flops=peak, dequant=res.dequant, tp=float(layout.tp), pp=float(layout.pp),
                ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0,
-               attn_peak_flops=res.attn_peak_flops, gemm_tile_tokens=tile)
+               attn_peak_flops=res.attn_peak_flops, gemm_tile_tokens=tile, **mixed)
     return Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
                     dict(positions=positions, spec=spec_args, draft=draft_mc, pinned=pinned,
                          extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv), model_consts(m),

@@ -10,6 +10,18 @@ weight format (fp8 weights -> fp8 tensor cores, nvfp4/mxfp4 -> fp4 where support
 bf16 otherwise (weight-only formats such as int4 and llama.cpp blocks dequantize to 16 bits).
 Weight-only formats pay `dequant_overhead` extra GEMM work (fraction of the 2*params FLOPs),
 which only matters once the step is compute-bound — where weight-only int4 stops paying off.
+
+Mixed checkpoints quantize only some tensors. Three groups may each have a format:
+- `weights`: the routed experts, and every other tensor unless given below;
+- `dense_weights`: everything that is not a routed expert (attention, dense FFNs, shared experts,
+  router, norms, the LM head and the input embedding); default: `weights`
+  (`defaults.DENSE_WEIGHT_DTYPE`, None). gpt-oss-120b: Quantization("mxfp4", dense_weights="bf16");
+- `head_weights`: the LM head and the input embedding only; default: `dense_weights`
+  (NVIDIA's NVFP4 Llama keeps lm_head in bf16: Quantization("nvfp4", head_weights="bf16")).
+Each group streams its own bytes. The GEMMs compute in their group's path, resolved by the same
+rule as the weights: routed experts in the experts' path, every other GEMM (the LM head
+included) and attention in the dense format's path (bf16 attention and projections beside fp4
+experts on a Blackwell chip). A format given as `activations` applies to both paths.
 """
 from __future__ import annotations
 
@@ -18,7 +30,7 @@ import math
 from dataclasses import dataclass
 
 from .dtypes import DType, get_dtype
-from .errors import InvalidInputError
+from .errors import InvalidInputError, MemboundError
 
 DEFAULT_DEQUANT_OVERHEAD = 0.15   # Marlin-class kernels: near-ideal to batch ~16-32, then ~fp16 GEMM speed less a little
 
@@ -31,9 +43,18 @@ class Quantization:
     kv: str | None = None            # default: bf16 (fp16 stands in)
     activations: str | None = None   # default: see module docstring
     dequant_overhead: float | None = None
+    dense_weights: str | None = None  # the non-expert tensors; None: as `weights` (module docstring)
+    head_weights: str | None = None   # the LM head and input embedding; None: as `dense_weights`
 
     def __post_init__(self):
         get_dtype(self.weights)
+        for name, value in (("dense_weight_dtype", self.dense_weights), ("head_weight_dtype", self.head_weights)):
+            if value is None:
+                continue
+            try:
+                get_dtype(value)
+            except MemboundError as e:
+                raise InvalidInputError(name, value, f"a registered weight format ({e})") from None
         if self.kv is not None:
             get_dtype(self.kv)
         if self.activations is not None and get_dtype(self.activations).compute is None:
@@ -48,10 +69,23 @@ class Quantization:
         w = get_dtype(self.weights)
         kv = get_dtype(self.kv or "bf16")
         act_asked = get_dtype(self.activations) if self.activations is not None else None
-        act, peak, attn_peak = _compute_dtypes(w, kv, act_asked, hw, get_dtype("bf16"), get_dtype("fp32"))
-        weight_only = w.compute is None or w.compute != act.compute and w.bits < act.bits
+        bf16, fp32 = get_dtype("bf16"), get_dtype("fp32")
+        act, peak, attn_peak = _compute_dtypes(w, kv, act_asked, hw, bf16, fp32)
         dq = self.dequant_overhead if self.dequant_overhead is not None else DEFAULT_DEQUANT_OVERHEAD
-        return Resolved(w, kv, act, peak, dq if weight_only else 0.0, attn_peak)
+        dense = w if self.dense_weights is None else get_dtype(self.dense_weights)
+        head = dense if self.head_weights is None else get_dtype(self.head_weights)
+        if dense == w:
+            d_act, d_peak = act, peak
+        else:       # the dense GEMMs and attention compute in the dense format's own path
+            d_act, d_peak, attn_peak = _compute_dtypes(dense, kv, act_asked, hw, bf16, fp32)
+        return Resolved(w, kv, act, peak, _dequant(w, act, dq), attn_peak, dense, head, d_act, d_peak,
+                        _dequant(dense, d_act, dq))
+
+
+def _dequant(w: DType, act: DType, overhead: float) -> float:
+    """Extra GEMM work of a weight-only format (dequantised to the activations'), else 0."""
+    weight_only = w.compute is None or w.compute != act.compute and w.bits < act.bits
+    return overhead if weight_only else 0.0
 
 
 @functools.lru_cache(maxsize=4096)
@@ -74,9 +108,22 @@ def _compute_dtypes(w: DType, kv: DType, act_asked: DType | None, hw, bf16: DTyp
 
 @dataclass(frozen=True)
 class Resolved:
+    """Formats and compute peaks on one device: the experts' path (weights, activations,
+    peak_flops, dequant) and the dense tensors' (dense_*; the same objects when not mixed)."""
+
     weights: DType
     kv: DType
     activations: DType
     peak_flops: float
     dequant: float
     attn_peak_flops: float
+    dense_weights: DType
+    head_weights: DType
+    dense_activations: DType
+    dense_peak_flops: float
+    dense_dequant: float
+
+    @property
+    def mixed(self) -> bool:
+        """Whether any tensor group has a format of its own."""
+        return self.dense_weights != self.weights or self.head_weights != self.weights

@@ -816,7 +816,8 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
           prompt_tokens=1024, output_tokens=1024, weight_dtype: str = "bf16", kv_dtype: str | None = None,
           activation_dtype: str | None = None, n_chips: int = 1, parallel=None, runtime="vllm",
           scheduler: Scheduler | None = None, speculative=None, engine: str = "solver", seed: int = 0,
-          n_requests: int | None = None, price_usd_per_hour: float | None = None) -> ServeResult:
+          n_requests: int | None = None, price_usd_per_hour: float | None = None,
+          dense_weight_dtype: str | None = None) -> ServeResult:
     """A served workload: `concurrency` clients in a closed loop, or Poisson arrivals at
     `arrival_rate` requests/s, against one engine instance of `n_chips` chips.
 
@@ -827,6 +828,8 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
     default 10 per client as InferenceMAX runs, at least 200). speculative: a mb.SpeculativeDecoding
     with a draft model (mb.mtp(model, gamma) for an MTP head; solver only): each step verifies
     gamma + 1 tokens per sequence, runs the drafter gamma times, emits tokens_per_round.
+    dense_weight_dtype: the format of the tensors that are not routed experts, as estimate()'s
+    (gpt-oss: weight_dtype="mxfp4", dense_weight_dtype="bf16"); None = weight_dtype.
     """
     if (concurrency is None) == (arrival_rate is None):
         raise InvalidInputError("concurrency", concurrency, "exactly one of concurrency or arrival_rate")
@@ -851,7 +854,8 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
     sm, sched, p = build(model, hardware, prompt=prompt, output=output, weight_dtype=weight_dtype,
                          kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips,
                          parallel=parallel, runtime=runtime, scheduler=scheduler,
-                         price_usd_per_hour=price_usd_per_hour, speculative=speculative)
+                         price_usd_per_hour=price_usd_per_hour, speculative=speculative,
+                         dense_weight_dtype=dense_weight_dtype)
     if engine == "solver":
         st = solve(sm, sched, prompt.mean, output.mean, concurrency=concurrency, arrival_rate=arrival_rate)
         return _from_solver(sm, sched, p, st, prompt, output, concurrency, arrival_rate)
@@ -865,9 +869,10 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
 
 def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16", kv_dtype=None,
           activation_dtype=None, n_chips=1, parallel=None, runtime="vllm", scheduler=None,
-          price_usd_per_hour=None, speculative=None):
+          price_usd_per_hour=None, speculative=None, dense_weight_dtype=None, quantization=None):
     """(StepModel, resolved Scheduler, Prepared) for a served configuration; with a
-    SpeculativeDecoding, the step verifies drafted tokens (membound.speculative.attach)."""
+    SpeculativeDecoding, the step verifies drafted tokens (membound.speculative.attach).
+    quantization: a mb.Quantization instead of the dtype names (a mixed checkpoint's tensor groups)."""
     rt = load_runtime(runtime)
     sched = (scheduler or Scheduler()).resolved(rt.served or DEFAULT_SERVED)
     budget, running = _set(sched.token_budget), _set(sched.max_running)
@@ -879,7 +884,8 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
                                 f"at least the longest prompt ({prompt.high}) without chunked prefill")
     p = prepare(model, hardware, batch=1, prompt_tokens=int(prompt.high), output_tokens=int(output.high),
                 weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips,
-                parallel=parallel, runtime=rt, price_usd_per_hour=price_usd_per_hour)
+                parallel=parallel, runtime=rt, price_usd_per_hour=price_usd_per_hour,
+                dense_weight_dtype=dense_weight_dtype, quantization=quantization)
     if p.layout.pp > 1:
         raise InvalidInputError("parallel.pp", p.layout.pp, "1 for served workloads (pipeline stages are not modelled in serve)")
     if speculative is None:

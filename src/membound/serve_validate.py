@@ -35,6 +35,7 @@ import numpy as np
 from .disagg import Pool, solve_disaggregated
 from .errors import MemboundError
 from .parallel import Parallel
+from .quantization import Quantization
 from .serve import Fixed, Uniform, build, finite_run_share, run_share, solve
 from .speculative import MTP_ACCEPTANCE, SpeculativeDecoding, mtp
 
@@ -49,6 +50,7 @@ RUNTIMES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm",
 AMD = ("mi300x", "mi325x", "mi355x")
 # The benchmark's precision labels -> weight formats (README beside the CSV): fp4 is NVFP4 on
 # NVIDIA and MXFP4 on AMD; gpt-oss is natively MXFP4 everywhere; int4 is weight-only int4.
+# Each checkpoint quantizes only some tensors (`formats`).
 PRECISIONS = ("fp8", "fp4", "bf16", "fp16", "int4")
 # Draft steps per round of the MTP rows' recipes (SemiAnalysisAI/InferenceX benchmarks/):
 # TensorRT-LLM num_nextn_predict_layers 3, or 1 with attention DP (dsr1_fp8_h200_trt_mtp.sh,
@@ -70,7 +72,7 @@ class ServedRow:
     model: str
     hw: str               # the CSV's label
     device: str           # membound profile name
-    weight_dtype: str
+    quantization: Quantization   # the checkpoint's formats (`formats`)
     parallel: Parallel
     n_gpus: int
     conc: int
@@ -87,14 +89,50 @@ class ServedRow:
     pred: dict = field(default_factory=dict)
 
     @property
+    def weight_dtype(self) -> str:
+        """The routed experts' (or the whole model's) format."""
+        return self.quantization.weights
+
+    @property
     def category(self) -> str:
         return f"{self.framework} {self.model} {self.hw}"
 
 
-def _weight_dtype(precision: str, model: str, amd: bool) -> str:
+def formats(precision: str, model: str, checkpoint: str, amd: bool) -> Quantization:
+    """The tensor formats of the checkpoint a row served (KV fp8, as the recipes run), from the
+    checkpoints' model cards and quantization configs:
+    - gpt-oss-120b (openai/gpt-oss-120b card and config.json `modules_to_not_convert`): only the
+      MoE experts are MXFP4; attention, router, embeddings and the untied LM head stay bf16.
+    - NVIDIA ModelOpt checkpoints (nvidia/Llama-3.3-70B-Instruct-FP4 and -FP8, and
+      nvidia/DeepSeek-R1-0528-FP4 cards: "only the weights and activations of the linear operators
+      within transformers blocks are quantized"): the LM head and the embedding stay bf16.
+      DeepSeek-R1-0528-FP4 (v1) also leaves attention unquantized (the v2 card:
+      "Compared to nvidia/DeepSeek-R1-0528-FP4, this checkpoint additionally quantizes the wo
+      module in attention layers"), so v1's non-expert tensors are mostly bf16 (attention 11.4B of
+      15.2B parameters: priced bf16, the 3.7B of dense and shared-expert FFNs with them); v2 (and
+      an unrecorded checkpoint, the v2 path of the later recipes) keeps only the q/kv projections
+      (4.2B) in bf16, priced nvfp4 with the FFNs and wo (10.9B): a group per tensor class is
+      more than this split expresses.
+    - AMD's MXFP4 DeepSeek (amd/DeepSeek-R1-0528-MXFP4 quark recipe, `--exclude_layers "*lm_head"`):
+      every linear layer MXFP4 but the LM head.
+    - DeepSeek-R1 fp8 as released (block-fp8 linear layers; deepseek-ai/DeepSeek-V3
+      inference/model.py builds the head and embedding in the default bf16).
+    - Kimi-K2.5 int4: INT4 (group 32, bf16 scales: 4.5 bits) routed experts, bf16 elsewhere
+      (moonshotai card: native INT4 QAT of the MoE components)."""
+    kv = "fp8"
+    if model.startswith("gpt-oss"):
+        return Quantization("mxfp4", kv, dense_weights="bf16")
+    if precision == "int4":
+        return Quantization("int4_g32", kv, dense_weights="bf16")
+    if precision == "fp4" and amd:
+        return Quantization("mxfp4", kv, head_weights="bf16")
+    if precision == "fp4" and model.startswith("deepseek") and checkpoint.lower().endswith("r1-0528-fp4"):
+        return Quantization("nvfp4", kv, dense_weights="bf16")
     if precision == "fp4":
-        return "mxfp4" if model.startswith("gpt-oss") or amd else "nvfp4"
-    return precision
+        return Quantization("nvfp4", kv, head_weights="bf16")
+    if precision == "fp8" and (model.startswith("deepseek") or model.startswith("llama")):
+        return Quantization("fp8", kv, head_weights="bf16")
+    return Quantization(precision, kv)
 
 
 def resolve_device(label: str) -> str | None:
@@ -212,8 +250,8 @@ def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggr
             continue
         rows.append(ServedRow(
             id=r.id, framework=r.framework, runtime=RUNTIMES[r.framework], model=model,
-            hw=r.hw, device=device, weight_dtype=_weight_dtype(r.precision, model, r.hw in AMD
-                                                            or load_hardware(device).vendor == "AMD"),
+            hw=r.hw, device=device, quantization=formats(r.precision, model, str(getattr(r, "checkpoint", "")),
+                                                         r.hw in AMD or load_hardware(device).vendor == "AMD"),
             parallel=layout,
             n_gpus=n, conc=int(r.conc), prompt=_length(float(r.isl), float(r.isl_nominal)),
             output=_length(float(r.osl), float(r.osl_nominal)), tpot_s=float(r.tpot_median_ms) / 1e3,
@@ -243,13 +281,13 @@ def predict(rows: list[ServedRow], runtimes: dict | None = None) -> list[ServedR
     solve per configuration. runtimes: {name: Runtime} to use instead of the bundled ones (fits)."""
     groups: dict = {}
     for r in rows:
-        key = (r.runtime, r.model, r.device, r.weight_dtype, r.parallel, r.n_gpus, r.prompt, r.output, r.spec,
+        key = (r.runtime, r.model, r.device, r.quantization, r.parallel, r.n_gpus, r.prompt, r.output, r.spec,
                r.pools)
         groups.setdefault(key, []).append(r)
-    for (rt, model, device, wd, layout, n, prompt, output, spec, pools), members in groups.items():
+    for (rt, model, device, q, layout, n, prompt, output, spec, pools), members in groups.items():
         runtime = (runtimes or {}).get(rt, rt)
         conc = np.array([m.conc for m in members], float)
-        kw = dict(prompt=prompt, output=output, weight_dtype=wd, kv_dtype="fp8", runtime=runtime, speculative=spec)
+        kw = dict(prompt=prompt, output=output, quantization=q, runtime=runtime, speculative=spec)
         try:
             sm, sched, _ = build(model, device, n_chips=layout.chips, parallel=layout, **kw)
             if pools is None:
