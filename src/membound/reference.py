@@ -442,7 +442,7 @@ def _prepared(sc: Scenario, runtime, batch, prompt, output, hw=None):
         tp, pp, ep = sc.parallel
         p = prepare(sc.model, hw, allow_beyond_context=True, batch=int(batch), prompt_tokens=int(prompt),
                     output_tokens=int(output), weight_dtype=sc.weight_dtype, kv_dtype=sc.kv_dtype,
-                    activation_dtype=sc.activation_dtype,
+                    activation_dtype=sc.activation_dtype, dense_weight_dtype=sc.dense_dtype,
                     n_chips=sc.n_chips, parallel=Parallel(tp=tp, pp=pp, ep=ep), runtime=rt)
         if len(_PREPARED) > 20000:
             _PREPARED.clear()
@@ -453,11 +453,7 @@ def _prepared(sc: Scenario, runtime, batch, prompt, output, hw=None):
 
 def _run(sc, runtime, batch, prompt, output, hw=None):
     p = _prepared(sc, runtime, batch, prompt, output, hw)
-    extra = {}
-    if sc.dense_dtype:
-        from .dtypes import get_dtype
-        extra["w_bytes_dense"] = get_dtype(sc.dense_dtype).bytes
-    return p, p.evaluate(**extra)
+    return p, p.evaluate()
 
 
 @functools.lru_cache(maxsize=1024)
