@@ -88,6 +88,10 @@ def test_serve_takes_the_dense_format():
     one = mb.serve("gpt-oss-120b", "h200", **kw)
     mixed = mb.serve("gpt-oss-120b", "h200", dense_weight_dtype="bf16", **kw)
     assert mixed.tpot.median > one.tpot.median        # 2.4 GB more a step at one client
+    pools = dict(prefill=mb.Pool(1, 1), decode=mb.Pool(1, 1), concurrency=1, prompt_tokens=1024,
+                 output_tokens=256, weight_dtype="mxfp4", runtime="vllm")
+    assert mb.serve_disaggregated("gpt-oss-120b", "h200", dense_weight_dtype="bf16", **pools).tpot.median > \
+        mb.serve_disaggregated("gpt-oss-120b", "h200", **pools).tpot.median
 
 
 @pytest.mark.parametrize("call, field", [
@@ -118,3 +122,12 @@ def test_served_rows_use_the_checkpoints_mix():
     q = formats("int4", "kimi-k2.5", "moonshotai/Kimi-K2.5", amd=False)
     assert (q.weights, q.dense_weights) == ("int4_g32", "bf16")
     assert mb.get_dtype("int4_g32").bits == 4 + 16 / 32                             # 32 int4 + a bf16 scale
+
+
+def test_more_bytes_in_the_dense_tensors_never_decode_faster():
+    """A law: at one sequence the step streams the dense part whole, so a wider dense format
+    (mxfp4 < fp8 < bf16 < fp32 bytes per weight) is never faster, on any chip."""
+    for hw in ("h200", "b200", "mi300x"):
+        tpots = [mb.estimate("gpt-oss-120b", hw, weight_dtype="mxfp4", dense_weight_dtype=d, prompt_tokens=256,
+                             output_tokens=16).tpot_s for d in ("mxfp4", "fp8", "bf16", "fp32")]
+        assert tpots == sorted(tpots) and tpots[0] < tpots[-1], (hw, tpots)

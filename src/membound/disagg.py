@@ -107,10 +107,12 @@ def solve_disaggregated(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, sc
 def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: Pool, prompt_tokens=1024,
                         output_tokens=1024, weight_dtype: str = "bf16", kv_dtype: str | None = None,
                         activation_dtype: str | None = None, runtime="vllm", scheduler: Scheduler | None = None,
-                        speculative=None, price_usd_per_hour: float | None = None) -> ServeResult:
+                        speculative=None, price_usd_per_hour: float | None = None,
+                        dense_weight_dtype: str | None = None) -> ServeResult:
     """`concurrency` clients in a closed loop against a prefill pool and a decode pool (see the
     module docstring). The scheduler's knobs apply to the workers of both pools; speculative
-    (solver physics of `serve`) applies to the decode pool, and its drafter also prefills."""
+    (solver physics of `serve`) applies to the decode pool, and its drafter also prefills.
+    dense_weight_dtype: the non-expert tensors' format, as serve()'s."""
     if isinstance(concurrency, bool) or not isinstance(concurrency, numbers.Integral) or concurrency < 1:
         raise InvalidInputError("concurrency", concurrency, "an integer >= 1 (clients in a closed loop)")
     for name, pool in (("prefill", prefill), ("decode", decode)):
@@ -120,7 +122,7 @@ def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: 
     output = as_length("output_tokens", output_tokens, 2)
     kw = dict(prompt=prompt, output=output, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
               activation_dtype=activation_dtype, runtime=runtime, scheduler=scheduler,
-              price_usd_per_hour=price_usd_per_hour, speculative=speculative)
+              price_usd_per_hour=price_usd_per_hour, speculative=speculative, dense_weight_dtype=dense_weight_dtype)
     sm_p, sched_p, _ = build(model, hardware, n_chips=prefill.n_chips, parallel=prefill.parallel, **kw)
     sm_d, sched_d, p = build(model, hardware, n_chips=decode.n_chips, parallel=decode.parallel, **kw)
     st = solve_disaggregated(sm_p, sched_p, sm_d, sched_d, prefill.workers, decode.workers, prompt.mean,
