@@ -131,3 +131,19 @@ def test_more_bytes_in_the_dense_tensors_never_decode_faster():
         tpots = [mb.estimate("gpt-oss-120b", hw, weight_dtype="mxfp4", dense_weight_dtype=d, prompt_tokens=256,
                              output_tokens=16).tpot_s for d in ("mxfp4", "fp8", "bf16", "fp32")]
         assert tpots == sorted(tpots) and tpots[0] < tpots[-1], (hw, tpots)
+
+
+def test_cli_dense_weights():
+    """`membound estimate ... --dense-weights bf16` is estimate(dense_weight_dtype="bf16"): the ideal
+    runtime at batch 1 and no context streams the 5,001,080,544 bytes derived above per step."""
+    import json
+    import subprocess
+    import sys
+    args = [sys.executable, "-m", "membound", "estimate", "gpt-oss-120b", "b200", "--weights", "mxfp4",
+            "--dense-weights", "bf16", "--prompt", "0", "--output", "1", "--runtime", "ideal", "--json"]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    hw = mb.load_hardware("b200")
+    assert json.loads(p.stdout)["memory_s"] * hw.bandwidth_bytes_s == pytest.approx(5_001_080_544, rel=1e-9)
+    bad = subprocess.run(args[:9] + ["bf17"], capture_output=True, text=True, timeout=600)
+    assert bad.returncode != 0 and "dense_weight_dtype" in bad.stderr
