@@ -368,3 +368,60 @@ def test_moe_expert_rows_are_work_at_the_moes_compute_rate():
     _, _, p = build("llama-3.3-70b", "h200", prompt=mb.Fixed(100), output=mb.Fixed(10), weight_dtype="fp8",
                     runtime="vllm")
     assert moe_expert_s(served, p, 0.5) == 0.0
+
+
+def _served_runtime(name, **served):
+    """A bundled runtime with some of its served figures replaced (everything else as bundled)."""
+    rt = mb.load_runtime(name)
+    return rt.model_copy(update={"served": rt.served.model_copy(update=served)})
+
+
+def test_dp_attention_ranks_pay_their_own_sequences_and_one_dispatch_and_combine_per_moe_layer():
+    # DeepSeek-R1 (61 layers, 58 of them MoE) on 8 x H200. With DP attention (ep=8) each rank
+    # schedules, samples and reads the KV of its own b / 8 sequences at once, so a per-sequence cost
+    # of 1 ms comes to 1 ms / 8 = 125 us per running sequence of the instance; with tp=8 one scheduler
+    # runs them all: 1 ms each. 64 sequences: 64 / 8 x 1 ms = 8 ms a step, against 64 ms.
+    # The expert-parallel dispatch and combine (2 per MoE layer) add 2 x 58 x 100 us = 11.6 ms a step
+    # under ep=8, nothing under tp=8 (its MoE layer all-reduces instead, with the core's link terms).
+    kw = dict(prompt=mb.Fixed(1000), output=mb.Fixed(100), weight_dtype="fp8", kv_dtype="fp8", n_chips=8)
+    steps = {}
+    for layout in (mb.Parallel(ep=8), mb.Parallel(tp=8)):
+        for a2a in (0.0, 1e-4):
+            rt = _served_runtime("sglang", per_sequence_s=1e-3, per_alltoall_s=a2a)
+            sm, _, _ = build("deepseek-r1", "h200", parallel=layout, runtime=rt, **kw)
+            steps[layout.ep, a2a] = sm
+    assert steps[8, 0.0].per_seq == pytest.approx(1e-3 / 8, rel=1e-9)
+    assert steps[1, 0.0].per_seq == pytest.approx(1e-3, rel=1e-9)
+    assert 64 * steps[8, 0.0].per_seq == pytest.approx(8e-3, rel=1e-9)
+    assert steps[8, 1e-4].per_step - steps[8, 0.0].per_step == pytest.approx(2 * 58 * 1e-4, rel=1e-9)
+    assert steps[1, 1e-4].per_step == pytest.approx(steps[1, 0.0].per_step, rel=1e-12)
+
+
+def test_scheduler_limits_per_rank_or_per_instance_as_each_engine_counts_them():
+    # TensorRT-LLM's max_batch_size / max_num_tokens are each attention-DP rank's: 4 ranks of
+    # 100 sequences and 1000 tokens run 400 and 4000. SGLang divides its flags over the DP ranks:
+    # the instance keeps 100 and 1000. Without DP attention (tp=4) both are the instance's.
+    from membound.serve import Scheduler
+    sched = Scheduler(max_running=100, token_budget=1000)
+    kw = dict(prompt=mb.Fixed(500), output=mb.Fixed(100), weight_dtype="fp8", kv_dtype="fp8", n_chips=4,
+              scheduler=sched)
+    got = {}
+    for rt in ("tensorrt-llm", "sglang"):
+        for layout in (mb.Parallel(ep=4), mb.Parallel(tp=4)):
+            _, s, _ = build("deepseek-r1", "b200", parallel=layout, runtime=rt, **kw)
+            got[rt, layout.ep] = (s.max_running, s.token_budget)
+    assert got["tensorrt-llm", 4] == (400, 4000)
+    assert got["sglang", 4] == (100, 1000)
+    assert got["tensorrt-llm", 1] == got["sglang", 1] == (100, 1000)
+
+
+def test_wide_ep_decode_workers_run_their_recipes_limits():
+    # the GB200 dynamo-sglang decode workers with DP attention launch with --max-running-requests
+    # 18432 (global); other chips' and tensor-parallel workers keep the runtime's defaults
+    from membound.serve_validate import WIDE_EP_DECODE, load_rows
+    rows, _ = load_rows(kinds=("disaggregated",))
+    wide = [r for r in rows if r.decode_scheduler is not None]
+    assert wide and all(r.framework == "dynamo-sglang" and r.device == "gb200" and r.parallel.ep > 1 for r in wide)
+    assert all(r.decode_scheduler.max_running == 18432 for r in wide)
+    assert not any(r.decode_scheduler for r in rows if r.device != "gb200" or r.parallel.ep == 1)
+    assert set(WIDE_EP_DECODE) == {("dynamo-sglang", "gb200")}

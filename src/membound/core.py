@@ -11,7 +11,8 @@ b = B/m each), a decode step is (see roofline.py for the closed-form sums):
                      (matmul params: active less an untied input embedding, a row lookup;
                      attention computes at the KV format's peak, the GEMMs at the activations')
   step             = max(memory, compute, floor) + communication + overhead
-                     (a runtime with overlap < 1 adds that share of the smaller of memory and
+                     (overhead: per step, per layer, and per sequence of one rank's b/ep;
+                     a runtime with overlap < 1 adds that share of the smaller of memory and
                      compute: its kernels do not hide one behind the other)
 
 A prefill of S tokens does the layers' GEMMs for all S and the LM head for the last one only
@@ -271,8 +272,11 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
 
     floor = floor + mesh_s(mc, share * mc.n_layers)
     step_floor = floor * beat
+    # attention runs data-parallel over the ep ranks, each scheduling, sampling and reading the KV
+    # of its own b / ep sequences at once (SGLang/TensorRT-LLM DP attention): a step pays the
+    # per-sequence host work of one rank's share, as its KV reads (step_coeffs) and FLOPs are
     overhead = (eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s
-                + mc.n_moe_layers * eff.per_moe_layer_overhead_s + b * eff.per_sequence_overhead_s)
+                + mc.n_moe_layers * eff.per_moe_layer_overhead_s + b / ep * eff.per_sequence_overhead_s)
     ungraphed = mc.n_layers * eff.ungraphed_layer_s
 
     def launched(tokens):

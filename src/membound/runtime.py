@@ -90,10 +90,14 @@ class Served(BaseModel):
     kv_block_tokens: _Count = 16
     memory_fraction: _Frac = 0.9         # of device memory the engine takes (weights, KV, activations)
     preemption: Literal["recompute", "swap", "none"] = "recompute"   # none: reserve the full length
+    rank_limits: bool = False            # max_running and token_budget are each data-parallel attention
+                                         # rank's (the instance runs ep times them), not the instance's
     bandwidth_fraction: _Frac | None = None   # served kernels' share of what the chip achieves
     compute_fraction: _Frac | None = None     # (its profile's `achievable`); None: the runtime's
     per_step_s: _Secs = 0.0              # host work per step (scheduling, sampling, launches)
     per_allreduce_s: _Secs = 0.0         # engine all-reduce kernel latency, 2 per layer when tp > 1
+    per_alltoall_s: _Secs = 0.0          # expert-parallel dispatch or combine kernel latency, 2 per
+                                         # MoE layer when ep > 1 (DP attention)
     per_layer_s: _Secs = 0.0             # per layer per step (kernels the CUDA graph does not hide)
     moe_expert_rows: Annotated[float, Number, Field(ge=0, le=4096, allow_inf_nan=False)] = 0.0
                                          # rows of every expert's GEMM an MoE layer computes per

@@ -260,13 +260,16 @@ class StepModel:
         if served is not None:      # the served block's fractions and costs replace the runtime's
             eff = p.eff
             allreduce = 2.0 * p.model.n_layers * served.per_allreduce_s if p.layout.tp > 1 else 0.0
+            # expert parallelism (DP attention): a dispatch and a combine per MoE layer, each a
+            # kernel that waits on every rank (beyond the link's hop latency in the core's term)
+            alltoall = 2.0 * mc.n_moe_layers * served.per_alltoall_s if p.layout.ep > 1 else 0.0
             ach = p.hardware.achievable     # served fractions are shares of what the chip achieves
             cf = min(served.compute_fraction * ach.compute_fraction, 1.0) if served.compute_fraction \
                 else eff.compute_fraction
             eff = replace(eff, bandwidth_fraction=min(served.bandwidth_fraction * ach.bandwidth_fraction, 1.0)
                           if served.bandwidth_fraction else eff.bandwidth_fraction,
                           compute_fraction=cf,
-                          per_step_overhead_s=served.per_step_s + allreduce,
+                          per_step_overhead_s=served.per_step_s + allreduce + alltoall,
                           per_layer_overhead_s=served.per_layer_s,
                           per_moe_layer_overhead_s=moe_expert_s(served, p, cf),
                           per_sequence_overhead_s=served.per_sequence_s)
@@ -867,6 +870,19 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
     return _from_trace(sm, sched, p, tr, S, T, prompt, output, concurrency, arrival_rate)
 
 
+def instance_limits(sched: Scheduler, served: Served, ranks: int) -> Scheduler:
+    """The engine instance's limits under data-parallel attention over `ranks` (the layout's ep)
+    ranks, each scheduling its own sequences: an engine whose served block has `rank_limits`
+    takes max_running and token_budget per rank (TensorRT-LLM's max_batch_size and
+    max_num_tokens; vLLM's per data-parallel engine core), so the instance runs `ranks` times
+    them; otherwise they are the instance's already (SGLang divides --max-running-requests and
+    --chunked-prefill-size by dp_size under --enable-dp-attention: server_args.py
+    _handle_data_parallelism, model_executor/model_runner.py)."""
+    if not served.rank_limits or ranks == 1:
+        return sched
+    return replace(sched, max_running=_set(sched.max_running) * ranks, token_budget=_set(sched.token_budget) * ranks)
+
+
 def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16", kv_dtype=None,
           activation_dtype=None, n_chips=1, parallel=None, runtime="vllm", scheduler=None,
           price_usd_per_hour=None, speculative=None, dense_weight_dtype=None, quantization=None):
@@ -888,6 +904,8 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
                 dense_weight_dtype=dense_weight_dtype, quantization=quantization)
     if p.layout.pp > 1:
         raise InvalidInputError("parallel.pp", p.layout.pp, "1 for served workloads (pipeline stages are not modelled in serve)")
+    sched = instance_limits(sched, rt.served or DEFAULT_SERVED, p.layout.ep)
+    budget, running = _set(sched.token_budget), _set(sched.max_running)
     if speculative is None:
         return StepModel(p, rt.served, budget + running), sched, p
     if not isinstance(speculative, SpeculativeDecoding):

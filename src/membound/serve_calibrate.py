@@ -17,6 +17,10 @@ Parameters (physical, one set per engine and software generation):
                       so the cost scales with the chip's compute
 (per_allreduce_s, an all-reduce's latency beyond the link's, is not fitted: with the link latency
 in the core's communication term it came out ~0 on every engine.)
+  per_alltoall_s      latency of an expert-parallel dispatch or combine kernel (2 per MoE layer
+                      under DP attention), fitted apart on the TPOT of the engine's H200 rows with
+                      DP attention, aggregated and disaggregated (their decode workers), the
+                      other figures held; the aggregated fit is then redone with it, once
   per_sequence_s      per running sequence per step (block tables, sampling, detokenisation)
   per_request_s       host time of a request before its first token (HTTP, tokenisation)
 Each engine fits only the figures its H200 rows can pin (FIXED holds the rest, with the reason):
@@ -43,6 +47,8 @@ from .serve_validate import FIT_HARDWARE, load_rows, predict
 
 PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_s", "per_layer_s", "moe_expert_rows",
           "moe_tile_tokens", "per_sequence_s", "per_request_s")
+ALLTOALL = "per_alltoall_s"
+ALLTOALL_RANGE = (0.0, 1e-3)
 LOW = dict(zip(PARAMS, (0.3, 0.15, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)))
 HIGH = dict(zip(PARAMS, (1.0, 1.0, 0.02, 2e-4, 256.0, 512.0, 5e-4, 0.3)))
 START = dict(zip(PARAMS, (0.8, 0.6, 2e-3, 1e-5, 10.0, 32.0, 2e-5, 0.03)))
@@ -67,23 +73,31 @@ def fitted_params(name: str) -> tuple[str, ...]:
     return tuple(k for k in PARAMS if k not in FIXED.get(name, {}))
 
 
-def with_params(name: str, x) -> Runtime:
+def with_params(name: str, x, extra: dict[str, float] | None = None) -> Runtime:
     base = load_runtime(name)
     assert base.served is not None      # ENGINES all have a served block
-    update = {**FIXED.get(name, {}), **{k: float(v) for k, v in zip(fitted_params(name), x)}}
+    update = {**FIXED.get(name, {}), **(extra or {}), **{k: float(v) for k, v in zip(fitted_params(name), x)}}
     return base.model_copy(update={"served": base.served.model_copy(update=update)})
 
 
-def residuals(name: str, rows, x) -> np.ndarray:
-    rt = with_params(name, x)
+def residuals(name: str, rows, x, extra: dict[str, float] | None = None,
+              metrics: tuple[str, ...] = ("tpot_s", "ttft_s", "tput_per_gpu")) -> np.ndarray:
+    rt = with_params(name, x, extra)
     predict(rows, {name: rt})
     out = []
     for r in rows:
         if "error" in r.pred:
-            out += [3.0, 3.0, 3.0]
+            out += [3.0] * len(metrics)
             continue
-        out += [np.log(r.pred[k] / getattr(r, k)) for k in ("tpot_s", "ttft_s", "tput_per_gpu")]
+        out += [np.log(r.pred[k] / getattr(r, k)) for k in metrics]
     return np.asarray(out)
+
+
+def dp_rows(name: str) -> list:
+    """The engine's rows on the fitting chips with DP attention (ep > 1): aggregated, and the
+    disaggregated ones (their decode workers' TPOT)."""
+    rows = load_rows(kinds=("aggregated",))[0] + load_rows(kinds=("disaggregated",))[0]
+    return [r for r in rows if r.runtime == name and r.fitted and r.parallel.ep > 1]
 
 
 def fit_engine(name: str, rows) -> dict:
@@ -92,16 +106,28 @@ def fit_engine(name: str, rows) -> dict:
         return {}
     keys = fitted_params(name)
     lo, hi = [LOW[k] for k in keys], [HIGH[k] for k in keys]
-    x = fit_bounded(lambda v: residuals(name, fit_rows, v), [START[k] for k in keys], lo, hi, iters=30)
-    res = residuals(name, fit_rows, x).reshape(-1, 3)
+    ep_rows = dp_rows(name)
+    extra = {ALLTOALL: 0.0}
+    x = [START[k] for k in keys]
+    for _ in range(2 if ep_rows else 1):    # the aggregated fit, the all-to-all on the DP rows' TPOT, again
+        x = fit_bounded(lambda v, e=extra: residuals(name, fit_rows, v, e), x, lo, hi, iters=30)
+        if ep_rows:
+            a = fit_bounded(lambda v, xs=x: residuals(name, ep_rows, xs, {ALLTOALL: float(v[0])}, ("tpot_s",)),
+                            [1e-5], [ALLTOALL_RANGE[0]], [ALLTOALL_RANGE[1]], iters=30)
+            extra = {ALLTOALL: float(f"{a[0]:.4g}")}
+    res = residuals(name, fit_rows, x, extra).reshape(-1, 3)
     med = np.median(np.abs(np.expm1(res)), axis=0)
     hws = sorted({r.hw for r in fit_rows})
     dates = sorted(r.date.lstrip("~<=") for r in fit_rows)
     bound = [k for k, v, a, b in zip(keys, x, lo, hi) if np.isclose(v, a) or np.isclose(v, b)]
-    return {"params": {**FIXED.get(name, {}), **dict(zip(keys, (float(f"{v:.4g}") for v in x)))}, "n": len(fit_rows),
-            "on_bounds": bound,
+    if ep_rows and (np.isclose(extra[ALLTOALL], ALLTOALL_RANGE[0]) or np.isclose(extra[ALLTOALL], ALLTOALL_RANGE[1])):
+        bound.append(ALLTOALL)
+    a2a = (f"; {ALLTOALL} from the TPOT of its {len(ep_rows)} DP-attention rows there (aggregated and disaggregated "
+           f"decode workers)" if ep_rows else f"; {ALLTOALL} held at 0 (no DP-attention rows there)")
+    return {"params": {**FIXED.get(name, {}), **dict(zip(keys, (float(f"{v:.4g}") for v in x))), **extra},
+            "n": len(fit_rows), "on_bounds": bound,
             "note": (f"fitted by membound.serve_calibrate on {datetime.date.today()} from {len(fit_rows)} canonical good "
-                     f"InferenceMAX rows on {', '.join(hws)} (dates {dates[0]} .. {dates[-1]}): {', '.join(keys)}; "
+                     f"InferenceMAX rows on {', '.join(hws)} (dates {dates[0]} .. {dates[-1]}): {', '.join(keys)}{a2a}; "
                      f"held, not fitted: {', '.join(FIXED.get(name, {})) or 'none'}; median |error| on them: "
                      f"TPOT {100 * med[0]:.1f}%, TTFT {100 * med[1]:.1f}%, throughput/GPU {100 * med[2]:.1f}%; "
                      f"every other chip held out (python -m membound.serve_validate)")}

@@ -36,7 +36,7 @@ from .disagg import Pool, solve_disaggregated
 from .errors import MemboundError
 from .parallel import Parallel
 from .quantization import Quantization
-from .serve import Fixed, Uniform, build, finite_run_share, run_share, solve
+from .serve import Fixed, Scheduler, Uniform, build, finite_run_share, run_share, solve
 from .speculative import MTP_ACCEPTANCE, SpeculativeDecoding, mtp
 
 FIT_HARDWARE = ("h200",)
@@ -60,6 +60,12 @@ MTP_DRAFTS = {"trtllm": (3, 1), "sglang": (2, 2)}
 RUNS_PER_CLIENT = 10.0   # num_prompts = 10 x conc; throughput is over that finite run (serve.finite_run_share)
 # a disaggregated row's workers (assumed to draft as their engine's recipe)
 ENGINE = {"dynamo-trtllm": "trtllm", "dynamo-sglang": "sglang", "mori-sglang": "sglang"}
+# The GB200 dynamo-sglang recipes' wide-EP decode workers (DP attention over all their GPUs) launch
+# with --max-running-requests 18432 and --chunked-prefill-size 1572864, figures for the whole
+# worker that SGLang splits over its DP ranks (ai-dynamo/dynamo components/backends/sglang/
+# slurm_jobs/scripts/gb200-fp4.sh and gb200-fp8.sh, which InferenceMAX's
+# dsr1_*_gb200_dynamo-sglang_slurm.sh run), not the 1024 of the aggregated recipes
+WIDE_EP_DECODE = {("dynamo-sglang", "gb200"): Scheduler(max_running=18432, token_budget=1572864)}
 
 
 @dataclass
@@ -86,6 +92,7 @@ class ServedRow:
     fitted: bool = False
     spec: SpeculativeDecoding | None = None   # the drafter of an MTP row
     pools: tuple[Pool, Pool] | None = None    # (prefill, decode) of a disaggregated row
+    decode_scheduler: Scheduler | None = None  # a recipe's decode-worker limits (WIDE_EP_DECODE)
     pred: dict = field(default_factory=dict)
 
     @property
@@ -256,7 +263,8 @@ def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggr
             n_gpus=n, conc=int(r.conc), prompt=_length(float(r.isl), float(r.isl_nominal)),
             output=_length(float(r.osl), float(r.osl_nominal)), tpot_s=float(r.tpot_median_ms) / 1e3,
             ttft_s=float(r.ttft_median_ms) / 1e3, tput_per_gpu=float(r.output_tput_per_gpu),
-            date=str(r.date_est), kind=kind, fitted=r.hw in FIT_HARDWARE, spec=spec, pools=pools))
+            date=str(r.date_est), kind=kind, fitted=r.hw in FIT_HARDWARE, spec=spec, pools=pools,
+            decode_scheduler=WIDE_EP_DECODE.get((r.framework, device)) if pools and layout.ep > 1 else None))
     return rows, skipped
 
 
@@ -282,14 +290,14 @@ def predict(rows: list[ServedRow], runtimes: dict | None = None) -> list[ServedR
     groups: dict = {}
     for r in rows:
         key = (r.runtime, r.model, r.device, r.quantization, r.parallel, r.n_gpus, r.prompt, r.output, r.spec,
-               r.pools)
+               r.pools, r.decode_scheduler)
         groups.setdefault(key, []).append(r)
-    for (rt, model, device, q, layout, n, prompt, output, spec, pools), members in groups.items():
+    for (rt, model, device, q, layout, n, prompt, output, spec, pools, dsched), members in groups.items():
         runtime = (runtimes or {}).get(rt, rt)
         conc = np.array([m.conc for m in members], float)
         kw = dict(prompt=prompt, output=output, quantization=q, runtime=runtime, speculative=spec)
         try:
-            sm, sched, _ = build(model, device, n_chips=layout.chips, parallel=layout, **kw)
+            sm, sched, _ = build(model, device, n_chips=layout.chips, parallel=layout, scheduler=dsched, **kw)
             if pools is None:
                 st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
                 tpot, ttft, x, chips = st.tau, st.ttft, st.x, n
@@ -369,7 +377,8 @@ def report(rows: list[ServedRow], skipped: list, others: dict[str, list[ServedRo
         lines += ["", TITLES[key] + ("" if key != "mtp" else f", acceptance {accept} per token"
                                      + (" (cited, not fitted)" if accept == MTP_ACCEPTANCE else " (given)"))]
         lines.append(line("HELD OUT", [r for r in rs if not r.fitted]))
-        lines.append(line("on the fitted chips (rows not fitted)", [r for r in rs if r.fitted]))
+        lines.append(line("on the fitted chips (rows not fitted)" if key != "disaggregated" else
+                          "on the fitted chips (DP rows fit all-to-all)", [r for r in rs if r.fitted]))
         for c in sorted({r.category for r in rs}):
             cat = [r for r in rs if r.category == c]
             lines.append(line(("* " if cat[0].fitted else "  ") + c, cat))
