@@ -425,3 +425,38 @@ def test_wide_ep_decode_workers_run_their_recipes_limits():
     assert all(r.decode_scheduler.max_running == 18432 for r in wide)
     assert not any(r.decode_scheduler for r in rows if r.device != "gb200" or r.parallel.ep == 1)
     assert set(WIDE_EP_DECODE) == {("dynamo-sglang", "gb200")}
+
+
+def test_dp_attention_balancing_holds_prompts_until_every_rank_has_one():
+    # TensorRT-LLM's attention-DP balancing (InferenceMAX recipes: enable_balance, timeout_iters 60)
+    # holds a new prompt until all 8 ranks have one, or 60 steps pass. A new request lands on a
+    # rank that just finished one, at random: all 8 are covered after 8 x (1 + 1/2 + ... + 1/8)
+    # = 8 x 2.717857 = 21.743 arrivals (coupon collector); a prompt waits half that cycle.
+    # Open loop at 15 requests/s: the cycle is 21.743 / 15 = 1.4495 s (fewer than 60 steps when a
+    # step is over 21.743 / (60 x 15) = 24.2 ms), so the wait is 0.7248 s, whatever the step.
+    # At 2 requests/s the 60-step timeout comes first: the wait is 30 steps. At 0.05 requests/s
+    # fewer than 8 sequences run, an idle rank takes the prompt at once: no wait.
+    from membound.serve import Scheduler, solve
+    kw = dict(prompt=mb.Fixed(1000), output=mb.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8", n_chips=8,
+              parallel=mb.Parallel(ep=8), runtime="tensorrt-llm")
+    collect = 8 * sum(1 / i for i in range(1, 9))
+    assert collect == pytest.approx(21.742857, rel=1e-6)
+    rates = np.array([15.0, 2.0, 0.05])
+    st = {}
+    for hold in (60, 0):
+        sm, sched, _ = build("deepseek-r1", "h200", scheduler=Scheduler(dp_balance_steps=hold), **kw)
+        st[hold] = solve(sm, sched, 1000.0, 1000.0, arrival_rate=rates)
+    wait = st[60].ttft - st[0].ttft
+    step = st[0].tau          # no speculation: the mean step is the time per output token
+    assert np.allclose(st[60].tau, st[0].tau, rtol=1e-12)
+    assert step[0] > collect / (60 * 15.0)
+    # (the solver finds b, so the arrival rate x(b), to about 1e-6)
+    assert wait[0] == pytest.approx(0.5 * collect / 15.0, rel=1e-5) == pytest.approx(0.72476, rel=1e-4)
+    assert wait[1] == pytest.approx(0.5 * 60 * step[1], rel=1e-9)
+    assert st[0].b[2] < 8 and wait[2] == 0.0
+    with pytest.raises(mb.MemboundError, match="dp_balance_steps"):
+        Scheduler(dp_balance_steps=-1)
+    # the simulator does not hold prompts: it refuses rather than report a TTFT without the wait
+    with pytest.raises(mb.MemboundError, match="dp_balance_steps=0"):
+        mb.serve("deepseek-r1", "h200", concurrency=64, prompt_tokens=1000, output_tokens=100, engine="simulate",
+                 **{k: v for k, v in kw.items() if k not in ("prompt", "output")})

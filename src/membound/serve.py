@@ -178,7 +178,10 @@ class Scheduler:
     per step (max_num_batched_tokens, SGLang's chunked_prefill_size); chunked_prefill: split long
     prompts over steps; mixed_steps: decode and prefill share a step; kv_block_tokens: the KV
     page; memory_fraction: of device memory the engine takes; preemption: what happens when the
-    KV cache runs out ("recompute", "swap", or "none": reserve every request's full length).
+    KV cache runs out ("recompute", "swap", or "none": reserve every request's full length);
+    dp_balance_steps: under data-parallel attention a new prompt is held until every rank has
+    one to prefill, or this many steps pass (TensorRT-LLM attention_dp_config enable_balance,
+    timeout_iters); 0: prompts go as they come.
     """
 
     max_running: int | None = None
@@ -188,6 +191,7 @@ class Scheduler:
     kv_block_tokens: int | None = None
     memory_fraction: float | None = None
     preemption: str | None = None
+    dp_balance_steps: int | None = None
 
     def __post_init__(self):
         for name in ("max_running", "token_budget", "kv_block_tokens"):
@@ -201,6 +205,9 @@ class Scheduler:
         f = self.memory_fraction
         if f is not None and (isinstance(f, bool) or not isinstance(f, numbers.Real) or not 0 < f <= 1):
             raise InvalidInputError("scheduler.memory_fraction", f, "None or a fraction in (0, 1]")
+        v = self.dp_balance_steps
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0):
+            raise InvalidInputError("scheduler.dp_balance_steps", v, "None or an integer >= 0")
         if self.preemption not in (None, "recompute", "swap", "none"):
             raise InvalidInputError("scheduler.preemption", self.preemption, "'recompute', 'swap' or 'none'")
         if self.max_running is not None and self.token_budget is not None and self.token_budget < self.max_running:
@@ -317,6 +324,7 @@ class StepModel:
         self.weights_bytes = float(r1["weights_bytes_chip"]) + float(r1["extra_bytes_chip"])
         self.capacity_bytes = float(r1["capacity_bytes_chip"])
         self.price = p.price
+        self.ranks = p.layout.ep          # data-parallel attention ranks (expert parallelism)
         self.n_chips = p.n_chips
         self.host_s = served.per_request_s if served is not None else 0.0
         # speculative decoding (speculative.attach): positions each decoding sequence verifies per
@@ -522,6 +530,20 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
     one_chunk = S if not sched.chunked_prefill else None
 
     closed = concurrency is not None
+    ranks, hold_steps = sm.ranks, _set(sched.dp_balance_steps)
+
+    def balance_wait(b, arrivals, step):
+        """Steps' worth of time a prompt waits for DP-attention balancing: prompts are held
+        until every one of the ranks has one (a new request goes to a rank that just finished
+        one, at random: ranks x H(ranks) arrivals, the coupon collector's count) or `hold_steps`
+        steps pass, whichever is first; an arrival waits half that cycle on average. Ranks left
+        without a sequence (b < ranks) take prompts at once. arrivals: requests per step of
+        `step` seconds."""
+        if ranks == 1 or hold_steps == 0:
+            return 0.0
+        collect = ranks * sum(1.0 / i for i in range(1, ranks + 1))
+        cycle = np.minimum(collect / np.maximum(arrivals, 1e-30), float(hold_steps))
+        return np.where(b >= ranks, 0.5 * cycle * step, 0.0)
 
     def state(b, N=1.0):
         """Figures at a mean of b decoding sequences. An arriving prompt and a decoding sequence
@@ -550,7 +572,7 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
         # an arrival waits for the running step to end (half a step on average), except in a
         # closed loop with no host time, where requests arrive as others complete, at a boundary
         residual = 0.0 if closed and sm.host_s == 0.0 else 0.5 * tau
-        ttft = sm.host_s + residual + pre + rho / (2.0 * (1.0 - rho)) * pre
+        ttft = sm.host_s + residual + pre + rho / (2.0 * (1.0 - rho)) * pre + balance_wait(b, x * tau, tau)
         feasible = pbar <= avail
         return tau / sm.tokens_per_step, tau_d, tau_m, f, x, ttft, pre, feasible
 
@@ -654,6 +676,9 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
     if sm.draft is not None:
         raise InvalidInputError("engine", "simulate", "'solver' for a speculative step model (the simulator "
                                 "does not model speculative decoding)")
+    if sm.ranks > 1 and _set(sched.dp_balance_steps):
+        raise InvalidInputError("engine", "simulate", "'solver' for data-parallel attention with prompt balancing "
+                                "(the simulator does not hold prompts), or Scheduler(dp_balance_steps=0)")
     n = len(prompts)
     S = prompts.astype(np.int64)
     T = outputs.astype(np.int64)
