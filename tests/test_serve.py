@@ -420,10 +420,10 @@ def test_wide_ep_decode_workers_run_their_recipes_limits():
     # 18432 (global); other chips' and tensor-parallel workers keep the runtime's defaults
     from membound.serve_validate import WIDE_EP_DECODE, load_rows
     rows, _ = load_rows(kinds=("disaggregated",))
-    wide = [r for r in rows if r.decode_scheduler is not None]
+    wide = [r for r in rows if r.scheduler is not None]
     assert wide and all(r.framework == "dynamo-sglang" and r.device == "gb200" and r.parallel.ep > 1 for r in wide)
-    assert all(r.decode_scheduler.max_running == 18432 for r in wide)
-    assert not any(r.decode_scheduler for r in rows if r.device != "gb200" or r.parallel.ep == 1)
+    assert all(r.scheduler.max_running == 18432 for r in wide)
+    assert not any(r.scheduler for r in rows if r.device != "gb200" or r.parallel.ep == 1)
     assert set(WIDE_EP_DECODE) == {("dynamo-sglang", "gb200")}
 
 
@@ -460,3 +460,33 @@ def test_dp_attention_balancing_holds_prompts_until_every_rank_has_one():
     with pytest.raises(mb.MemboundError, match="dp_balance_steps=0"):
         mb.serve("deepseek-r1", "h200", concurrency=64, prompt_tokens=1000, output_tokens=100, engine="simulate",
                  **{k: v for k, v in kw.items() if k not in ("prompt", "output")})
+
+
+def test_a_scheduler_that_takes_requests_every_k_steps_makes_them_wait_half_of_k_minus_one():
+    # SGLang --scheduler-recv-interval 10: while a batch decodes, new requests are taken in every
+    # 10 decode steps; one arriving at a random time waits (10 - 1) / 2 = 4.5 steps on average.
+    # A lone client (closed loop of 1) finds the scheduler idle, polling at once: no wait.
+    from membound.serve import Scheduler, solve
+    kw = dict(prompt=mb.Fixed(1000), output=mb.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8", n_chips=8,
+              runtime="sglang")
+    st, one = {}, {}
+    for k in (10, 1):
+        sm, sched, _ = build("deepseek-r1", "b200", scheduler=Scheduler(recv_interval_steps=k), **kw)
+        st[k] = solve(sm, sched, 1000.0, 1000.0, arrival_rate=np.array([2.0]))
+        one[k] = solve(sm, sched, 1000.0, 1000.0, concurrency=np.array([1.0]))
+    assert st[1].b[0] > 1.0                            # a batch is decoding when a request arrives
+    assert st[10].ttft[0] - st[1].ttft[0] == pytest.approx(4.5 * st[1].tau[0], rel=1e-6)
+    assert one[10].ttft[0] == pytest.approx(one[1].ttft[0], rel=1e-12)
+    with pytest.raises(mb.MemboundError, match="recv_interval_steps"):
+        Scheduler(recv_interval_steps=0)
+    with pytest.raises(mb.MemboundError, match="recv_interval_steps=1"):
+        mb.serve("deepseek-r1", "b200", concurrency=4, prompt_tokens=1000, output_tokens=100, engine="simulate",
+                 scheduler=Scheduler(recv_interval_steps=10), weight_dtype="fp8", kv_dtype="fp8", n_chips=8,
+                 runtime="sglang")
+    # the recipes' flags: B200 polls every 30 steps from 16 clients, every 10 below; MI300X runs 4
+    from membound.serve_validate import recipe_scheduler
+    assert recipe_scheduler("sglang", "b200", "deepseek-r1", 16).recv_interval_steps == 30
+    assert recipe_scheduler("sglang", "b200", "deepseek-r1", 8).recv_interval_steps == 10
+    assert recipe_scheduler("sglang", "mi300x", "deepseek-r1", 64).recv_interval_steps == 4
+    assert recipe_scheduler("sglang", "h200", "deepseek-r1", 64) is None
+    assert recipe_scheduler("vllm", "b200", "deepseek-r1", 64) is None

@@ -181,7 +181,9 @@ class Scheduler:
     KV cache runs out ("recompute", "swap", or "none": reserve every request's full length);
     dp_balance_steps: under data-parallel attention a new prompt is held until every rank has
     one to prefill, or this many steps pass (TensorRT-LLM attention_dp_config enable_balance,
-    timeout_iters); 0: prompts go as they come.
+    timeout_iters); 0: prompts go as they come; recv_interval_steps: while a batch decodes,
+    the scheduler takes in new requests once every this many decode steps (SGLang
+    --scheduler-recv-interval; --num-continuous-decode-steps alike); 1: every step.
     """
 
     max_running: int | None = None
@@ -192,9 +194,10 @@ class Scheduler:
     memory_fraction: float | None = None
     preemption: str | None = None
     dp_balance_steps: int | None = None
+    recv_interval_steps: int | None = None
 
     def __post_init__(self):
-        for name in ("max_running", "token_budget", "kv_block_tokens"):
+        for name in ("max_running", "token_budget", "kv_block_tokens", "recv_interval_steps"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1):
                 raise InvalidInputError(f"scheduler.{name}", v, "None or an integer >= 1")
@@ -531,6 +534,9 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
 
     closed = concurrency is not None
     ranks, hold_steps = sm.ranks, _set(sched.dp_balance_steps)
+    # a scheduler that takes in requests once every k decode steps makes an arrival wait
+    # (k - 1) / 2 steps on average, while a batch decodes (others >= 1; an idle one polls at once)
+    recv_wait = (_set(sched.recv_interval_steps) - 1.0) / 2.0
 
     def balance_wait(b, arrivals, step):
         """Steps' worth of time a prompt waits for DP-attention balancing: prompts are held
@@ -572,7 +578,8 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
         # an arrival waits for the running step to end (half a step on average), except in a
         # closed loop with no host time, where requests arrive as others complete, at a boundary
         residual = 0.0 if closed and sm.host_s == 0.0 else 0.5 * tau
-        ttft = sm.host_s + residual + pre + rho / (2.0 * (1.0 - rho)) * pre + balance_wait(b, x * tau, tau)
+        ttft = sm.host_s + residual + pre + rho / (2.0 * (1.0 - rho)) * pre + balance_wait(b, x * tau, tau) \
+            + recv_wait * tau * np.minimum(others, 1.0)
         feasible = pbar <= avail
         return tau / sm.tokens_per_step, tau_d, tau_m, f, x, ttft, pre, feasible
 
@@ -679,6 +686,9 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
     if sm.ranks > 1 and _set(sched.dp_balance_steps):
         raise InvalidInputError("engine", "simulate", "'solver' for data-parallel attention with prompt balancing "
                                 "(the simulator does not hold prompts), or Scheduler(dp_balance_steps=0)")
+    if _set(sched.recv_interval_steps) > 1:
+        raise InvalidInputError("engine", "simulate", "'solver' for a scheduler that takes in requests every "
+                                "few steps (the simulator takes them every step), or Scheduler(recv_interval_steps=1)")
     n = len(prompts)
     S = prompts.astype(np.int64)
     T = outputs.astype(np.int64)

@@ -68,6 +68,21 @@ ENGINE = {"dynamo-trtllm": "trtllm", "dynamo-sglang": "sglang", "mori-sglang": "
 WIDE_EP_DECODE = {("dynamo-sglang", "gb200"): Scheduler(max_running=18432, token_budget=1572864)}
 
 
+def recipe_scheduler(framework: str, device: str, model: str, conc: int) -> Scheduler | None:
+    """An aggregated row's scheduler flags its recipe sets beyond the runtime's defaults: SGLang
+    DeepSeek-R1 on B200 polls for new requests every 30 decode steps at 16 clients or more, every
+    10 below (--scheduler-recv-interval; InferenceX dsr1_fp8_b200.sh, dsr1_fp4_b200.sh and the MTP
+    recipe dsr1_fp8_b200_mtp.sh); on MI300X it runs 4 decode steps back to back
+    (--num-continuous-decode-steps 4, dsr1_fp8_mi300x.sh). The H200 recipe sets neither."""
+    if framework != "sglang" or model != "deepseek-r1":
+        return None
+    if device == "b200":
+        return Scheduler(recv_interval_steps=30 if conc >= 16 else 10)
+    if device == "mi300x":
+        return Scheduler(recv_interval_steps=4)
+    return None
+
+
 @dataclass
 class ServedRow:
     """One measurement and what serve() needs to predict it."""
@@ -92,7 +107,8 @@ class ServedRow:
     fitted: bool = False
     spec: SpeculativeDecoding | None = None   # the drafter of an MTP row
     pools: tuple[Pool, Pool] | None = None    # (prefill, decode) of a disaggregated row
-    decode_scheduler: Scheduler | None = None  # a recipe's decode-worker limits (WIDE_EP_DECODE)
+    scheduler: Scheduler | None = None   # the recipe's flags beyond the runtime's defaults (the decode
+                                         # workers' for a disaggregated row: WIDE_EP_DECODE)
     pred: dict = field(default_factory=dict)
 
     @property
@@ -264,7 +280,8 @@ def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggr
             output=_length(float(r.osl), float(r.osl_nominal)), tpot_s=float(r.tpot_median_ms) / 1e3,
             ttft_s=float(r.ttft_median_ms) / 1e3, tput_per_gpu=float(r.output_tput_per_gpu),
             date=str(r.date_est), kind=kind, fitted=r.hw in FIT_HARDWARE, spec=spec, pools=pools,
-            decode_scheduler=WIDE_EP_DECODE.get((r.framework, device)) if pools and layout.ep > 1 else None))
+            scheduler=(WIDE_EP_DECODE.get((r.framework, device)) if layout.ep > 1 else None) if pools
+            else recipe_scheduler(r.framework, device, model, int(r.conc))))
     return rows, skipped
 
 
@@ -290,7 +307,7 @@ def predict(rows: list[ServedRow], runtimes: dict | None = None) -> list[ServedR
     groups: dict = {}
     for r in rows:
         key = (r.runtime, r.model, r.device, r.quantization, r.parallel, r.n_gpus, r.prompt, r.output, r.spec,
-               r.pools, r.decode_scheduler)
+               r.pools, r.scheduler)
         groups.setdefault(key, []).append(r)
     for (rt, model, device, q, layout, n, prompt, output, spec, pools, dsched), members in groups.items():
         runtime = (runtimes or {}).get(rt, rt)
