@@ -19,6 +19,14 @@ A prefill of S tokens does the layers' GEMMs for all S and the LM head for the l
 (its logits give the first token). pos = 1 for plain decoding, the verified positions for
 speculative decoding. Weights and KV are placed tier by tier, fastest first (or pinned), and
 each tier streams its share at its own achievable bandwidth; the times add (DESIGN.md).
+
+`evaluate` reads as the list of its concepts, each a function below it: what a chip holds and
+where (`chip_of`, `held_*_bytes`, `placement`), a decode step's bytes and FLOPs (`weights_s`,
+`gemm_s`, `step_coeffs`, `timed`), the latency floor, communication and overheads (`floor_s`,
+`comm_s`, `step_overhead_s`, `launch_s`), the decode over the output (`decode`) with a
+speculative round's drafter (`drafter`, `draft_model_terms`, `draft_head_terms`), and the prefill
+(`prefill`, `prefill_memory_s`, `prefill_compute_s`). The drafter's physics stays here, not in
+speculative.py: the core must not import a multiplier.
 """
 from __future__ import annotations
 
@@ -31,9 +39,9 @@ from .roofline import (Num, causal_pairs, ceiling, context_pieces, effective_con
                        maximum, minimum, sum_over_context, where)
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
-    from .hardware import Hardware
+    from .hardware import Hardware, MemoryTier
     from .model import Model
     from .runtime import Efficiency
 
@@ -136,43 +144,40 @@ class Knobs:
                                   # matrix again for each tile (llama.cpp MMQ: 128); 0 = once per pass
 
 
-def _placement(tiers, eff_bw, dense_chip, expert_chip, kv_chip, pinned):
-    """Place a chip's bytes in its tiers, hot first (DESIGN.md): the weights every token reads
-    (dense, attention, shared experts) in the fastest tiers, then the KV cache (read every step),
-    then the routed experts (uniform routing: each as likely as the next), the slowest tier taking
-    only what does not fit; or pin "weights"/"kv" to named tiers. Returns seconds per byte of
-    dense weights, of routed experts and of KV (each tier streams its share at its own achievable
-    bandwidth), the blended seconds per weight byte, and per-tier (weights, kv) bytes."""
-    w_chip = dense_chip + expert_chip
-    if len(tiers) == 1:     # one tier holds everything: the general sums below reduce to 1/bandwidth
-        inv = 1.0 / (tiers[0].bandwidth_bytes_s * eff_bw)
-        return inv, inv, inv, inv, [(w_chip, kv_chip)]
-    if pinned:
-        parts = [(dense_chip if pinned.get("weights") == t.name else 0.0,
-                  expert_chip if pinned.get("weights") == t.name else 0.0,
-                  kv_chip if pinned.get("kv") == t.name else 0.0) for t in tiers]
-    else:
-        parts, left = [], [dense_chip, kv_chip, expert_chip]
-        for i, t in enumerate(tiers):
-            room, got = t.capacity_bytes, []
-            for j in range(3):
-                x = left[j] if i == len(tiers) - 1 else minimum(left[j], maximum(room, 0.0))
-                room, left[j] = room - x, left[j] - x
-                got.append(x)
-            parts.append((got[0], got[2], got[1]))
-    inv = [0.0, 0.0, 0.0, 0.0]
-    totals = [maximum(dense_chip, 1e-30), maximum(expert_chip, 1e-30), maximum(kv_chip, 1e-30),
-              maximum(w_chip, 1e-30)]
-    for (d_i, e_i, kv_i), t in zip(parts, tiers):
-        bw = t.bandwidth_bytes_s * eff_bw
-        for j, x in enumerate((d_i, e_i, kv_i, d_i + e_i)):
-            inv[j] = inv[j] + x / totals[j] / bw
-    # with no KV (context 0), or no experts, the next bytes land in the fastest tier with room
-    fastest = 1.0 / (tiers[0].bandwidth_bytes_s * eff_bw)
-    inv[2] = where(kv_chip > 0, inv[2], fastest)
-    inv[1] = where(expert_chip > 0, inv[1], inv[0])
-    return inv[0], inv[1], inv[2], inv[3], [(d_i + e_i, kv_i) for d_i, e_i, kv_i in parts]
+class Chip(NamedTuple):
+    """One chip of the layout as the terms of a step see it, built once per `evaluate`: its share
+    of the model and of the batch, the bytes of its formats and the rates it streams and computes
+    at. Each field is a float or an array (broadcast)."""
 
+    tp: Num
+    pp: Num
+    ep: Num
+    group: Num           # tp * ep: the chips a layer's GEMMs are split over
+    e_group: Num         # the chips a layer's routed experts are split over (as the fullest chip)
+    share: Num           # the largest pipeline stage's share of the layers
+    beat: Num            # a step in passes of one micro-batch through all stages (1 without pp)
+    m: Num               # micro-batches in flight
+    b: Num               # sequences per micro-batch
+    w_expert: Num        # bytes per weight: routed experts, dense tensors, LM head and embedding
+    w_dense: Num
+    w_head: Num
+    kv_pair: Num         # KV bytes per (layer, token) pair on this chip
+    dense_inv: Num       # seconds per byte streamed: dense weights, routed experts, KV, all weights
+    expert_inv: Num
+    kv_inv: Num
+    w_inv: Num
+    flops: Num           # achievable FLOP/s: expert GEMMs, dense GEMMs (LM head included), attention
+    dense_flops: Num
+    attn_flops: Num
+    dequant: Num         # weight-only dequantisation work (fraction): expert GEMMs, dense GEMMs
+    dense_dequant: Num
+    act_bytes: Num       # bytes per activation element (communication volume)
+    link_bw: float       # the interconnect: bytes/s, seconds per hop, ring (or switch)
+    link_lat: float
+    ring: bool
+
+
+# ---- one evaluation ---------------------------------------------------------------------
 
 def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, positions: Num = 1.0,
              spec: SpecArgs | None = None, draft: ModelConsts | None = None, pinned: dict[str, str] | None = None,
@@ -185,235 +190,328 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     and the drafter's prefill of the prompt is added to TTFT.
     """
     B, S, T = kn.batch, kn.prompt, kn.output
-    tp, pp, ep = kn.tp, kn.pp, kn.ep
-    m = minimum(B, pp)
-    b = B / m
-    bw = eff.bandwidth_fraction
-    C = kn.peak_flops * eff.compute_fraction
-    Cd = C if kn.dense_peak_flops is None else kn.dense_peak_flops * eff.compute_fraction
-    dqd = kn.dequant if kn.dense_dequant is None else kn.dense_dequant
-    Ca = (kn.peak_flops if kn.attn_peak_flops is None else kn.attn_peak_flops) * eff.compute_fraction
-    group = tp * ep
-    kv_split = minimum(tp, mc.kv_split_max)
-    link = hw.interconnect
-    link_bw = link.bandwidth_bytes_s if link else 1.0
-    link_lat = (link.latency_s if eff.hop_latency_s is None else eff.hop_latency_s) if link else 0.0
-    ring = link is None or link.topology == "ring"
+    ch, w_chip, kv_chip, per_tier = chip_of(mc, hw, eff, kn, pinned, extra_weight_bytes_chip,
+                                            extra_kv_bytes_token_chip)
+    act_chip = held_activation_bytes(mc, hw, kn)
+    need_chip = w_chip + extra_weight_bytes_chip + kv_chip + act_chip
+    floor = floor_s(mc, hw, eff, ch, ch.share * mc.n_layers)
+    step_floor = floor * ch.beat
+    overhead = step_overhead_s(mc, eff, ch)
+    plain = step_coeffs(mc, ch, 1.0, 1.0)
+    plain_extra = comm_s(mc, ch, ch.b * 1.0) + overhead + launch_s(mc, eff, ch.b * 1.0)
+    u_mid = effective_context(mc.window_groups, S + (T - 1.0) / 2.0)   # the mean of contexts S .. S+T-1
+    coeffs, extra, step_over, decode_s, draft_mid, draft_pre = decode(
+        mc, hw, eff, kn, ch, plain, plain_extra, step_floor, overhead, u_mid, positions, spec, draft)
+    per_token_div = 1.0 if spec is None else spec.tokens_per_round
+    prefill_s, pre_mem, pre_compute, pre_head_s, pre_over = prefill(mc, eff, kn, ch, floor, overhead)
+    first = timed(plain, 1.0 - eff.overlap)
+    first_step = maximum(maximum(first[0], first[2]), floor) + plain_extra
+    ttft = where(S > 0, prefill_s + draft_pre, first_step)
+    tokens_out = maximum(T, 1.0)
+    per_user = tokens_out / decode_s
+    e2e = ttft + decode_s * maximum(T - 1.0, 0.0) / tokens_out
+    cost = kn.n_chips * kn.price_usd_per_hour / 3600.0 * e2e / (B * tokens_out) * 1e6
+    return {   # a display, not dict(...): one dict built, not two (estimate()'s hot path)
+        "decode_tok_s_per_user": per_user, "decode_tok_s_total": B * per_user, "ttft_s": ttft,
+        "prefill_s": prefill_s, "e2e_s": e2e, "tpot_s": decode_s / tokens_out, "decode_s": decode_s,
+        # the step's terms at the mean context, per token: which bound won
+        "memory_s": (coeffs[0] + coeffs[1] * u_mid) / per_token_div,
+        "compute_s": (coeffs[2] + coeffs[3] * u_mid) / per_token_div,
+        "latency_s": step_floor / per_token_div, "communication_s": (extra - step_over) / per_token_div,
+        "overhead_s": step_over / per_token_div, "draft_s": draft_mid,
+        "prefill_memory_s": pre_mem, "prefill_compute_s": pre_compute, "prefill_head_s": pre_head_s,
+        "prefill_overhead_s": pre_over,
+        "weights_bytes_chip": w_chip, "kv_bytes_chip": kv_chip, "activation_bytes_chip": act_chip,
+        "extra_bytes_chip": extra_weight_bytes_chip, "need_bytes_chip": need_chip,
+        "capacity_bytes_chip": hw.capacity_bytes, "fits": need_chip <= hw.capacity_bytes, "per_tier": per_tier,
+        "cost_per_million_tokens_usd": cost, "microbatches": ch.m,
+    }
 
-    # ---- memory: what each chip holds ----------------------------------------------------
-    all_expert = mc.n_moe_layers * mc.n_experts * mc.expert_params
-    wd = kn.w_bytes if kn.w_bytes_dense is None else kn.w_bytes_dense
-    wh = wd if kn.w_bytes_head is None else kn.w_bytes_head
-    head_all = mc.vocab * mc.hidden + mc.lookup_params       # LM head (+ an untied input embedding)
+
+# ---- memory: what a chip holds, and where ---------------------------------------------------
+
+def chip_of(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, pinned: Mapping[str, str] | None,
+            extra_weight_bytes_chip: Num, extra_kv_bytes_token_chip: Num
+            ) -> tuple[Chip, Num, Num, list[tuple[Num, Num]]]:
+    """The Chip of this layout, with the bytes of weights and of KV it holds (the fullest chip:
+    the largest pipeline stage, the most experts) and its (weights, KV) bytes per memory tier."""
+    tp, pp, ep = kn.tp, kn.pp, kn.ep
+    m = minimum(kn.batch, pp)
     # the largest pipeline stage holds ceil(layers / pp) of the layers (stages may be uneven)
     share = ceiling(mc.n_layers / pp) / mc.n_layers
     # m micro-batches in flight: a full pipeline beats at the largest stage, so a sequence's step
     # is max(one pass through all stages, m x the largest stage's share of it)
     beat = 1.0 if isinstance(pp, float) and pp == 1.0 else maximum(1.0, m * share)
-    dense_chip = ((mc.total_params - all_expert - head_all) * wd + head_all * wh) / tp * share
+    wd = kn.w_bytes if kn.w_bytes_dense is None else kn.w_bytes_dense
+    wh = wd if kn.w_bytes_head is None else kn.w_bytes_head
     # ep chips hold the E routed experts of a layer ceil(E / ep) to a chip (ep need not divide E:
     # wide-EP engines run 48 ranks on 256 experts); the fullest chip sets memory and the step, as
     # if the experts were split over tp * E / ceil(E / ep) chips (tp * ep when ep divides E)
-    e_group = tp * mc.n_experts / ceiling(mc.n_experts / ep) if mc.n_experts else group
-    expert_chip = all_expert / e_group * kn.w_bytes * share
-    w_chip = dense_chip + expert_chip
-    kv_per_pair_chip = mc.kv_elems * kn.kv_bytes / kv_split          # bytes per (layer, token)
-    u_max = effective_context(mc.window_groups, S + T)
-    kv_chip = (B / ep) * u_max * kv_per_pair_chip * share + B / ep * (S + T) * extra_kv_bytes_token_chip
-    act_tokens = minimum(B * maximum(S, 1.0), float(hw.activation_chunk_tokens)) + B
-    act_chip = act_tokens * (4.0 * mc.hidden + 2.0 * mc.ffn / tp) * kn.act_bytes + B * mc.vocab * 4.0 / tp
-    dense_inv, expert_inv, kv_inv, w_inv, per_tier = _placement(hw.memory, bw, dense_chip + extra_weight_bytes_chip,
-                                                               expert_chip, kv_chip, pinned)
-    need_chip = w_chip + extra_weight_bytes_chip + kv_chip + act_chip
-    cap_chip = hw.capacity_bytes
+    e_group = tp * mc.n_experts / ceiling(mc.n_experts / ep) if mc.n_experts else tp * ep
+    dense_chip, expert_chip = held_weight_bytes(mc, kn, wd, wh, tp, e_group, share)
+    kv_pair = mc.kv_elems * kn.kv_bytes / minimum(tp, mc.kv_split_max)       # bytes per (layer, token)
+    kv_chip = held_kv_bytes(mc, kn, kv_pair, share, extra_kv_bytes_token_chip)
+    dense_inv, expert_inv, kv_inv, w_inv, per_tier = placement(
+        hw.memory, eff.bandwidth_fraction, dense_chip + extra_weight_bytes_chip, expert_chip, kv_chip, pinned)
+    C = kn.peak_flops * eff.compute_fraction
+    Cd = C if kn.dense_peak_flops is None else kn.dense_peak_flops * eff.compute_fraction
+    Ca = (kn.peak_flops if kn.attn_peak_flops is None else kn.attn_peak_flops) * eff.compute_fraction
+    dqd = kn.dequant if kn.dense_dequant is None else kn.dense_dequant
+    link = hw.interconnect
+    link_bw = link.bandwidth_bytes_s if link else 1.0
+    link_lat = (link.latency_s if eff.hop_latency_s is None else eff.hop_latency_s) if link else 0.0
+    ch = Chip(tp, pp, ep, tp * ep, e_group, share, beat, m, kn.batch / m, kn.w_bytes, wd, wh, kv_pair,
+              dense_inv, expert_inv, kv_inv, w_inv, C, Cd, Ca, kn.dequant, dqd, kn.act_bytes,
+              link_bw, link_lat, link is None or link.topology == "ring")
+    return ch, dense_chip + expert_chip, kv_chip, per_tier
 
-    # ---- one step as affine functions of u(L) -------------------------------------------
+
+def held_weight_bytes(mc: ModelConsts, kn: Knobs, wd: Num, wh: Num, tp: Num, e_group: Num, share: Num
+                      ) -> tuple[Num, Num]:
+    """Bytes of (dense, routed-expert) weights one chip holds: the dense tensors in their format
+    split over tp (the LM head and an untied input embedding in theirs), the experts over e_group."""
+    all_expert = mc.n_moe_layers * mc.n_experts * mc.expert_params
+    head_all = mc.vocab * mc.hidden + mc.lookup_params       # LM head (+ an untied input embedding)
+    dense_chip = ((mc.total_params - all_expert - head_all) * wd + head_all * wh) / tp * share
+    return dense_chip, all_expert / e_group * kn.w_bytes * share
+
+
+def held_kv_bytes(mc: ModelConsts, kn: Knobs, kv_pair: Num, share: Num, extra_kv_bytes_token_chip: Num) -> Num:
+    """Bytes of KV cache one chip holds at the longest context (prompt + output), its B/ep sequences."""
+    B, L, ep = kn.batch, kn.prompt + kn.output, kn.ep
+    u_max = effective_context(mc.window_groups, L)
+    return (B / ep) * u_max * kv_pair * share + B / ep * L * extra_kv_bytes_token_chip
+
+
+def held_activation_bytes(mc: ModelConsts, hw: Hardware, kn: Knobs) -> Num:
+    """Bytes of activations one chip holds: a prefill chunk's (the prompt, at most the device's
+    chunk) and the batch's logits in fp32."""
+    B, tp = kn.batch, kn.tp
+    act_tokens = minimum(B * maximum(kn.prompt, 1.0), float(hw.activation_chunk_tokens)) + B
+    return act_tokens * (4.0 * mc.hidden + 2.0 * mc.ffn / tp) * kn.act_bytes + B * mc.vocab * 4.0 / tp
+
+
+def placement(tiers: Sequence[MemoryTier], eff_bw: float, dense_chip: Num, expert_chip: Num, kv_chip: Num,
+              pinned: Mapping[str, str] | None) -> tuple[Num, Num, Num, Num, list[tuple[Num, Num]]]:
+    """Place a chip's bytes in its tiers, hot first (DESIGN.md): the weights every token reads
+    (dense, attention, shared experts) in the fastest tiers, then the KV cache (read every step),
+    then the routed experts (uniform routing: each as likely as the next), the slowest tier taking
+    only what does not fit; or pin "weights"/"kv" to named tiers. Returns seconds per byte of
+    dense weights, of routed experts and of KV (each tier streams its share at its own achievable
+    bandwidth), the blended seconds per weight byte, and per-tier (weights, kv) bytes."""
+    w_chip = dense_chip + expert_chip
+    if len(tiers) == 1:     # one tier holds everything: the general sums below reduce to 1/bandwidth
+        inv = 1.0 / (tiers[0].bandwidth_bytes_s * eff_bw)
+        return inv, inv, inv, inv, [(w_chip, kv_chip)]
+    parts: list[tuple[Num, Num, Num]]
+    if pinned:
+        parts = [(dense_chip if pinned.get("weights") == t.name else 0.0,
+                  expert_chip if pinned.get("weights") == t.name else 0.0,
+                  kv_chip if pinned.get("kv") == t.name else 0.0) for t in tiers]
+    else:
+        parts, left = [], [dense_chip, kv_chip, expert_chip]
+        for i, t in enumerate(tiers):
+            room: Num = t.capacity_bytes
+            got: list[Num] = []
+            for j in range(3):
+                x = left[j] if i == len(tiers) - 1 else minimum(left[j], maximum(room, 0.0))
+                room, left[j] = room - x, left[j] - x
+                got.append(x)
+            parts.append((got[0], got[2], got[1]))
+    inv_: list[Num] = [0.0, 0.0, 0.0, 0.0]
+    totals = [maximum(dense_chip, 1e-30), maximum(expert_chip, 1e-30), maximum(kv_chip, 1e-30),
+              maximum(w_chip, 1e-30)]
+    for (d_i, e_i, kv_i), t in zip(parts, tiers):
+        bw = t.bandwidth_bytes_s * eff_bw
+        for j, x in enumerate((d_i, e_i, kv_i, d_i + e_i)):
+            inv_[j] = inv_[j] + x / totals[j] / bw
+    # with no KV (context 0), or no experts, the next bytes land in the fastest tier with room
+    fastest = 1.0 / (tiers[0].bandwidth_bytes_s * eff_bw)
+    inv_[2] = where(kv_chip > 0, inv_[2], fastest)
+    inv_[1] = where(expert_chip > 0, inv_[1], inv_[0])
+    return inv_[0], inv_[1], inv_[2], inv_[3], [(d_i + e_i, kv_i) for d_i, e_i, kv_i in parts]
+
+
+# ---- a decode step: weights and KV streamed, GEMMs and attention computed ------------------
+
+def weights_s(mc: ModelConsts, ch: Chip, tokens: Num, touched: Num, dense_passes: Num = 1.0,
+              expert_passes: Num = 1.0) -> Num:
+    """Seconds one chip streams the weights a pass of `tokens` tokens reads: dense bytes from where
+    the dense weights sit, the `touched` routed experts per MoE layer from where the experts sit
+    (hot-first placement); the layers' matrices `dense_passes` times and each touched expert
+    `expert_passes` times (the LM head and the embedding rows of the tokens once)."""
+    rows = minimum(tokens, mc.vocab) * mc.hidden if mc.lookup_params else 0.0
+    head = mc.vocab * mc.hidden
+    layers = mc.total_params - mc.n_moe_layers * mc.n_experts * mc.expert_params - mc.lookup_params - head
+    dense = (layers * dense_passes * ch.w_dense + (head + rows) * ch.w_head) / ch.tp
+    return dense * ch.dense_inv \
+        + mc.n_moe_layers * touched * mc.expert_params / ch.e_group * ch.w_expert * ch.expert_inv * expert_passes
+
+
+def gemm_s(mc: ModelConsts, ch: Chip, experts_per: Num = 1.0) -> Num:
+    """Seconds of GEMM work per token on one chip's rates (before dividing by tp*ep): the routed
+    experts in their path (counted `experts_per` times), the rest (LM head included) in the dense
+    path. Matmul params: the active ones less an untied input embedding (a row lookup)."""
     matmul_params = mc.active_params - mc.lookup_params      # 2 FLOPs each per token
     routed_params = mc.n_moe_layers * mc.k * mc.expert_params  # of them in the routed experts
+    return 2.0 * ((matmul_params - routed_params) * (1.0 + ch.dense_dequant) / ch.dense_flops
+                  + routed_params * experts_per * (1.0 + ch.dequant) / ch.flops)
 
-    def gemm_s(experts_per: Num = 1.0) -> Num:
-        """Seconds of GEMM work per token on one chip's peak (before dividing by tp*ep): the
-        routed experts in their path (counted `experts_per` times), the rest in the dense path."""
-        return 2.0 * ((matmul_params - routed_params) * (1.0 + dqd) / Cd
-                      + routed_params * experts_per * (1.0 + kn.dequant) / C)
 
-    def weights_s(tokens, touched, dense_passes=1.0, expert_passes=1.0):
-        """Seconds one chip streams those weights: dense bytes from where the dense weights sit,
-        routed experts from where the experts sit (hot-first placement); the layers' matrices
-        `dense_passes` times and each touched expert `expert_passes` times (the LM head and the
-        embedding rows once)."""
-        rows = minimum(tokens, mc.vocab) * mc.hidden if mc.lookup_params else 0.0
-        head = mc.vocab * mc.hidden
-        layers = mc.total_params - all_expert - mc.lookup_params - head
-        dense = (layers * dense_passes * wd + (head + rows) * wh) / tp
-        return dense * dense_inv \
-            + mc.n_moe_layers * touched * mc.expert_params / e_group * kn.w_bytes * expert_inv * expert_passes
+def step_coeffs(mc: ModelConsts, ch: Chip, pos: Num, routed: Num) -> Coeffs:
+    """A decode step of `pos` positions per sequence as (memory, compute) affine in u(L); routed:
+    the tokens per sequence that route independently (pos, unless verified positions correlate)."""
+    tokens = ch.b * pos
+    touched = expected_experts(mc.n_experts, mc.k, ch.b * routed)
+    beat = ch.beat
+    return (beat * weights_s(mc, ch, tokens, touched), beat * ch.b / ch.ep * ch.kv_pair * ch.kv_inv,
+            beat * tokens * gemm_s(mc, ch) / ch.group,
+            beat * tokens * mc.attn_per_pair / (ch.group * ch.attn_flops))
 
-    def step_coeffs(pos, routed=None):
-        """routed: tokens per sequence that route independently (default pos)."""
-        tokens = b * pos
-        touched = expected_experts(mc.n_experts, mc.k, b * (pos if routed is None else routed))
-        return (beat * weights_s(tokens, touched), beat * b / ep * kv_per_pair_chip * kv_inv,
-                beat * tokens * gemm_s() / group,
-                beat * tokens * mc.attn_per_pair / (group * Ca))
 
-    floor = mc.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s
-    def mesh_s(c: ModelConsts, layers_per_chip):
-        """A dataflow wafer's pipeline latency for one pass: each layer's GEMV vectors stream across
-        the edge of the sqrt(cores per layer)-wide square it owns, one element per link per element
-        time. The tokens of a pass (a batch, verified positions) follow one another through the
-        same pipeline, so the pass pays this latency once; their bytes and FLOPs are the memory
-        and compute terms."""
-        if hw.fabric is None:
-            return 0.0
-        cores_per_layer = hw.fabric.cores * tp / layers_per_chip
-        return c.n_layers * c.gemv_elems / tp / cores_per_layer ** 0.5 \
-            * hw.fabric.element_time_s(8.0 * kn.act_bytes) / eff.fabric_efficiency
+def timed(c: Coeffs, serial: float) -> Coeffs:
+    """(memory, compute) coefficients with the non-overlapped share (serial = 1 - overlap) of the
+    other added: w*max(m, c) + (1-w)*(m + c) = max(m + (1-w)c, c + (1-w)m), both affine in u(L)."""
+    if serial == 0.0:
+        return c
+    return (c[0] + serial * c[2], c[1] + serial * c[3], c[2] + serial * c[0], c[3] + serial * c[1])
 
-    floor = floor + mesh_s(mc, share * mc.n_layers)
-    step_floor = floor * beat
-    # attention runs data-parallel over the ep ranks, each scheduling, sampling and reading the KV
-    # of its own b / ep sequences at once (SGLang/TensorRT-LLM DP attention): a step pays the
-    # per-sequence host work of one rank's share, as its KV reads (step_coeffs) and FLOPs are
-    overhead = (eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s
-                + mc.n_moe_layers * eff.per_moe_layer_overhead_s + b / ep * eff.per_sequence_overhead_s)
+
+# ---- latency floor, communication, overheads --------------------------------------------
+
+def mesh_s(c: ModelConsts, hw: Hardware, eff: Efficiency, ch: Chip, layers_per_chip: Num) -> Num:
+    """A dataflow wafer's pipeline latency for one pass: each layer's GEMV vectors stream across
+    the edge of the sqrt(cores per layer)-wide square it owns, one element per link per element
+    time. The tokens of a pass (a batch, verified positions) follow one another through the
+    same pipeline, so the pass pays this latency once; their bytes and FLOPs are the memory
+    and compute terms."""
+    if hw.fabric is None:
+        return 0.0
+    cores_per_layer = hw.fabric.cores * ch.tp / layers_per_chip
+    return c.n_layers * c.gemv_elems / ch.tp / cores_per_layer ** 0.5 \
+        * hw.fabric.element_time_s(8.0 * ch.act_bytes) / eff.fabric_efficiency
+
+
+def floor_s(c: ModelConsts, hw: Hardware, eff: Efficiency, ch: Chip, layers_per_chip: Num) -> Num:
+    """The shortest one pass of model `c` can take: its layers' kernels and the mesh latency."""
+    return c.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s + mesh_s(c, hw, eff, ch, layers_per_chip)
+
+
+def comm_s(mc: ModelConsts, ch: Chip, tokens: Num) -> Num:
+    """Seconds a step of `tokens` tokens per pass spends communicating over the layout."""
+    return communication_s(ch.tp, ch.pp, ch.ep, tokens, mc.hidden, mc.n_layers, mc.n_moe_layers, mc.k,
+                           ch.act_bytes, ch.link_bw, ch.link_lat, ch.ring)
+
+
+def draft_comm_s(ch: Chip, tokens: Num, hidden: float, layers: float) -> Num:
+    """A drafter's all-reduces: tensor-parallel over the target's tp, no pp or ep."""
+    return communication_s(ch.tp, 1.0, 1.0, tokens, hidden, layers, 0.0, 0.0, ch.act_bytes, ch.link_bw,
+                           ch.link_lat, ch.ring)
+
+
+def step_overhead_s(mc: ModelConsts, eff: Efficiency, ch: Chip) -> Num:
+    """The runtime's host and launch cost of a step: per step, layer, MoE layer and sequence.
+    Attention runs data-parallel over the ep ranks, each scheduling, sampling and reading the KV
+    of its own b / ep sequences at once (SGLang/TensorRT-LLM DP attention): a step pays the
+    per-sequence host work of one rank's share, as its KV reads (step_coeffs) and FLOPs are."""
+    return (eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s
+            + mc.n_moe_layers * eff.per_moe_layer_overhead_s + ch.b / ch.ep * eff.per_sequence_overhead_s)
+
+
+def launch_s(mc: ModelConsts, eff: Efficiency, tokens: Num) -> Num:
+    """The per-layer launch cost of a pass of `tokens` tokens per micro-batch that the runtime
+    does not replay as a CUDA graph (llama.cpp CUDA: more than one token)."""
     ungraphed = mc.n_layers * eff.ungraphed_layer_s
+    return where(tokens > 1.0, ungraphed, 0.0) if ungraphed else 0.0
 
-    def launched(tokens):
-        """The per-layer launch cost of a pass of `tokens` tokens per micro-batch that the
-        runtime does not replay as a CUDA graph (llama.cpp CUDA: more than one token)."""
-        return where(tokens > 1.0, ungraphed, 0.0) if ungraphed else 0.0
 
-    serial = 1.0 - eff.overlap      # 0: step = max(memory, compute); 1: memory + compute
+# ---- decode over the output: plain or speculative ----------------------------------------
 
-    def timed(c: Coeffs) -> Coeffs:
-        """(memory, compute) coefficients with the non-overlapped share of the other added:
-        w*max(m, c) + (1-w)*(m + c) = max(m + (1-w)c, c + (1-w)m), both affine in u(L)."""
-        if serial == 0.0:
-            return c
-        return (c[0] + serial * c[2], c[1] + serial * c[3], c[2] + serial * c[0], c[3] + serial * c[1])
-
-    def comm(tokens):
-        return communication_s(tp, pp, ep, tokens, mc.hidden, mc.n_layers, mc.n_moe_layers, mc.k,
-                               kn.act_bytes, link_bw, link_lat, ring)
-
-    def draft_comm(tokens, hidden, layers):
-        """A drafter's all-reduces: tensor-parallel over the target's tp, no pp or ep."""
-        return communication_s(tp, 1.0, 1.0, tokens, hidden, layers, 0.0, 0.0, kn.act_bytes, link_bw,
-                               link_lat, ring)
-
-    plain = step_coeffs(1.0)
-    plain_extra = comm(b * 1.0) + overhead + launched(b * 1.0)
-    L0 = S
-    L_mid = S + (T - 1.0) / 2.0     # the mean of the contexts S .. S+T-1 the steps see
-    u_mid = effective_context(mc.window_groups, L_mid)
-    draft_mid: Num = 0.0
-    draft_pre: Num = 0.0
+def decode(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, plain: Coeffs, plain_extra: Num,
+           step_floor: Num, overhead: Num, u_mid: Num, positions: Num, spec: SpecArgs | None,
+           draft: ModelConsts | None) -> tuple[Coeffs, Num, Num, Num, Num, Num]:
+    """The T decode steps from context S: (a step's (memory, compute) coefficients, its additive
+    terms, its overhead share of them, the seconds of all T tokens, the drafter's share per token
+    at the mean context, the drafter's prefill). A speculative round is gamma draft steps and one
+    verify pass of `positions` positions, and yields tokens_per_round tokens."""
+    S, T, serial = kn.prompt, kn.output, 1.0 - eff.overlap
     if spec is None:
-        coeffs, extra, step_over = plain, plain_extra, overhead + launched(b * 1.0)
-        decode_sum = sum_over_context(mc.pieces, *timed(coeffs), step_floor, L0, T) + extra * T
-        per_token_div = 1.0
+        step_over = overhead + launch_s(mc, eff, ch.b * 1.0)
+        total = sum_over_context(mc.pieces, *timed(plain, serial), step_floor, S, T) + plain_extra * T
+        return plain, plain_extra, step_over, total, 0.0, 0.0
+    coeffs = step_coeffs(mc, ch, positions, 1.0 + (positions - 1.0) * (1.0 - spec.route_correlation))
+    step_over = overhead + launch_s(mc, eff, ch.b * positions)
+    extra = comm_s(mc, ch, ch.b * positions) + step_over
+    verify_sum = sum_over_context(mc.pieces, *timed(coeffs, serial), step_floor, S, T) + extra * T
+    draft_sum, draft_mid, draft_pre = drafter(mc, hw, eff, kn, ch, spec, draft, plain, plain_extra, step_floor,
+                                              u_mid)
+    gamma, tpr = spec.gamma, spec.tokens_per_round
+    return coeffs, extra, step_over, (gamma * draft_sum + verify_sum) / tpr, gamma * draft_mid / tpr, draft_pre
+
+
+# ---- the drafter of a speculative round -----------------------------------------------
+
+def drafter(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, spec: SpecArgs,
+            draft: ModelConsts | None, plain: Coeffs, plain_extra: Num, step_floor: Num, u_mid: Num
+            ) -> tuple[Num, Num, Num]:
+    """A speculative round's drafting: (one draft step summed over the T decode steps, one at the
+    mean context, the drafter's prefill of the prompt (0 without a prompt)). A draft model and a
+    self-drafting head are costed by their own physics; a draft_cost is a fraction of a plain step."""
+    S, T, serial = kn.prompt, kn.output, 1.0 - eff.overlap
+    if draft is None and spec.draft_cost is not None:      # legacy: a fixed fraction of a plain step
+        plain_sum = sum_over_context(mc.pieces, *timed(plain, serial), step_floor, S, T) + plain_extra * T
+        mid = maximum(maximum(plain[0] + plain[1] * u_mid, plain[2] + plain[3] * u_mid), step_floor) + plain_extra
+        return spec.draft_cost * plain_sum, spec.draft_cost * mid, 0.0
+    if draft is not None:
+        c, fl, extra, pieces, u, pre = draft_model_terms(draft, hw, eff, kn, ch, S + (T - 1.0) / 2.0)
     else:
-        gamma, tpr = spec.gamma, spec.tokens_per_round
-        coeffs = step_coeffs(positions, 1.0 + (positions - 1.0) * (1.0 - spec.route_correlation))
-        step_over = overhead + launched(b * positions)
-        extra = comm(b * positions) + step_over
-        verify_sum = sum_over_context(mc.pieces, *timed(coeffs), step_floor, L0, T) + extra * T
-        if draft is not None:            # a draft model, tensor-parallel like the target
-            d = draft
-            d_coeffs = step_coeffs_draft(d, b, kn, C, w_inv, kv_inv, tp, Ca)
-            d_floor = d.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s + mesh_s(d, d.n_layers)
-            d_over = eff.per_step_overhead_s + d.n_layers * eff.per_layer_overhead_s
-            d_extra = d_over + draft_comm(b, d.hidden, d.n_layers)
-            d_pieces, u_d = d.pieces, effective_context(d.window_groups, L_mid)
-            d_pre = maximum(_draft_prefill(d, B, S, kn, C, w_inv, kv_inv, tp, Ca), d_floor)
-            d_pre_extra = d_over + draft_comm(B * S, d.hidden, d.n_layers)
-        elif spec.draft_cost is None:    # a self-drafting head: its own bytes and FLOPs, one layer
-            h_bytes = (spec.head_bytes + spec.head_lm_params * wh) / tp
-            h_flops = 2.0 * (spec.head_params + spec.head_lm_params)
-            d_coeffs = (h_bytes * w_inv, plain[1] / mc.n_layers, b * h_flops / (tp * C), plain[3] / mc.n_layers)
-            # one layer's kernels (floor) and launches; the host's per-step work is the round's,
-            # paid once by the verify pass (engines run the draft loop in one CUDA graph)
-            d_floor = eff.per_layer_floor_s + eff.per_step_floor_s + mesh_s(mc, share * mc.n_layers) / mc.n_layers
-            d_extra = eff.per_layer_overhead_s + draft_comm(b, mc.hidden, 1.0)
-            d_pieces, u_d = mc.pieces, u_mid
-            # prefill: the head's layer over every prompt token, its LM head for the last one
-            pre_fl = B * (2.0 * spec.head_params * S + 2.0 * spec.head_lm_params
-                          + mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / mc.n_layers) / (tp * C)
-            pre_mem = h_bytes * w_inv + B / ep * effective_context(mc.window_groups, S) / mc.n_layers \
-                * kv_per_pair_chip * kv_inv
-            d_pre = maximum(maximum(pre_mem, pre_fl), d_floor)
-            d_pre_extra = eff.per_layer_overhead_s + draft_comm(B * S, mc.hidden, 1.0)
-        if draft is not None or spec.draft_cost is None:
-            d_coeffs = timed(d_coeffs)
-            draft_sum = sum_over_context(d_pieces, *d_coeffs, d_floor, L0, T) + d_extra * T
-            draft_mid = maximum(maximum(d_coeffs[0] + d_coeffs[1] * u_d, d_coeffs[2] + d_coeffs[3] * u_d),
-                                d_floor) + d_extra
-            draft_pre = where(S > 0, d_pre + d_pre_extra, 0.0)
-        else:                            # legacy: a fixed fraction of a plain step
-            plain_sum = sum_over_context(mc.pieces, *timed(plain), step_floor, L0, T) + plain_extra * T
-            draft_sum = spec.draft_cost * plain_sum
-            draft_mid = spec.draft_cost * (maximum(maximum(plain[0] + plain[1] * u_mid, plain[2] + plain[3] * u_mid),
-                                                   step_floor) + plain_extra)
-        decode_sum = (gamma * draft_sum + verify_sum) / tpr
-        draft_mid = gamma * draft_mid / tpr
-        per_token_div = tpr
-
-    # ---- terms at the mean context, for reporting which bound won ---------------------
-    memory_s = coeffs[0] + coeffs[1] * u_mid
-    compute_s = coeffs[2] + coeffs[3] * u_mid
-    comm_s = extra - step_over
-    # ---- prefill ------------------------------------------------------------------------
-    n_pre = B * S
-    touched_pre = expected_experts(mc.n_experts, mc.k, n_pre)
-    kv_write = B / ep * effective_context(mc.window_groups, S) * kv_per_pair_chip
-    if isinstance(kn.gemm_tile_tokens, float) and kn.gemm_tile_tokens == 0.0:
-        pre_mem = weights_s(n_pre, touched_pre) + kv_write * kv_inv
-    else:   # tiled GEMMs: every column tile of tokens streams the matrix again (an expert: its tokens)
-        tile = maximum(kn.gemm_tile_tokens, 1e-30)
-        per_expert = n_pre * mc.k / maximum(touched_pre, 1e-30)
-        pre_mem = weights_s(n_pre, touched_pre, where(tile >= 1.0, ceiling(n_pre / tile), 1.0),
-                            where(tile >= 1.0, ceiling(per_expert / tile), 1.0)) + kv_write * kv_inv
-    # every layer's GEMMs run over the S prompt tokens; the LM head (vocab x hidden) only for the
-    # last one, whose logits give the first token (llama.cpp outputs only a batch's last token
-    # unless asked; vLLM, SGLang and TensorRT-LLM gather the last position of each prompt); the
-    # head is a dense GEMM (the dense path); expert GEMMs run at moe_gemm_efficiency of the dense
-    # rate: their params count 1/eff times
-    head_s = 2.0 * mc.vocab * mc.hidden * (1.0 + dqd) / Cd      # one token's LM head
-    pre_head_s = B * head_s * minimum(S, 1.0) / group
-    pre_gemm_s = B * S * (gemm_s(1.0 / eff.moe_gemm_efficiency) - head_s) / group + pre_head_s
-    pre_attn = B * mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / group
-    pre_compute = pre_gemm_s + pre_attn / Ca
-    pre_m, _, pre_c, _ = timed((pre_mem, 0.0, pre_compute, 0.0))
-    pre_over = overhead + launched(n_pre)
-    prefill_s = where(S > 0, maximum(maximum(pre_m, pre_c), floor) + comm(n_pre) + pre_over, 0.0)
-    first = timed(plain)
-    first_step = maximum(maximum(first[0], first[2]), floor) + plain_extra
-    ttft = where(S > 0, prefill_s + draft_pre, first_step)
-
-    decode_s = decode_sum
-    tokens_out = maximum(T, 1.0)
-    tpot = decode_s / tokens_out
-    per_user = tokens_out / decode_s
-    e2e = ttft + decode_s * maximum(T - 1.0, 0.0) / tokens_out
-    total = B * per_user
-    cost = kn.n_chips * kn.price_usd_per_hour / 3600.0 * e2e / (B * tokens_out) * 1e6
-    return {   # a display, not dict(...): one dict built, not two (estimate()'s hot path)
-        "decode_tok_s_per_user": per_user, "decode_tok_s_total": total, "ttft_s": ttft, "prefill_s": prefill_s,
-        "e2e_s": e2e, "tpot_s": tpot, "decode_s": decode_s,
-        "memory_s": memory_s / per_token_div, "compute_s": compute_s / per_token_div,
-        "latency_s": step_floor / per_token_div, "communication_s": comm_s / per_token_div,
-        "overhead_s": step_over / per_token_div, "draft_s": draft_mid,
-        "prefill_memory_s": pre_mem, "prefill_compute_s": pre_compute, "prefill_head_s": pre_head_s,
-        "prefill_overhead_s": pre_over,
-        "weights_bytes_chip": w_chip, "kv_bytes_chip": kv_chip, "activation_bytes_chip": act_chip,
-        "extra_bytes_chip": extra_weight_bytes_chip, "need_bytes_chip": need_chip, "capacity_bytes_chip": cap_chip,
-        "fits": need_chip <= cap_chip, "per_tier": per_tier, "cost_per_million_tokens_usd": cost,
-        "microbatches": m,
-    }
+        c, fl, extra, pieces, u, pre = draft_head_terms(mc, hw, eff, kn, ch, spec, plain, u_mid)
+    c = timed(c, serial)
+    total = sum_over_context(pieces, *c, fl, S, T) + extra * T
+    mid = maximum(maximum(c[0] + c[1] * u, c[2] + c[3] * u), fl) + extra
+    return total, mid, where(S > 0, pre, 0.0)
 
 
-def _draft_weight_bytes(d: ModelConsts, tokens: Num, kn: Knobs) -> Num:
+# a drafter's step and prefill: (step coefficients, floor, additive terms per step, its context
+# pieces, u at the mean context, prefill seconds with its additive terms)
+DraftTerms: TypeAlias = tuple[Coeffs, Num, Num, tuple[tuple[float, float, float, float], ...], Num, Num]
+
+
+def draft_model_terms(d: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, L_mid: Num) -> DraftTerms:
+    """A draft model on the target's chips, tensor-parallel like it, in the target's formats."""
+    B, S = kn.batch, kn.prompt
+    coeffs = step_coeffs_draft(d, ch.b, kn, ch.flops, ch.w_inv, ch.kv_inv, ch.tp, ch.attn_flops)
+    fl = floor_s(d, hw, eff, ch, d.n_layers)
+    over = eff.per_step_overhead_s + d.n_layers * eff.per_layer_overhead_s
+    extra = over + draft_comm_s(ch, ch.b, d.hidden, d.n_layers)
+    pre = maximum(draft_prefill_s(d, B, S, kn, ch.flops, ch.w_inv, ch.kv_inv, ch.tp, ch.attn_flops), fl)
+    pre_extra = over + draft_comm_s(ch, B * S, d.hidden, d.n_layers)
+    return coeffs, fl, extra, d.pieces, effective_context(d.window_groups, L_mid), pre + pre_extra
+
+
+def draft_head_terms(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, spec: SpecArgs,
+                     plain: Coeffs, u_mid: Num) -> DraftTerms:
+    """A self-drafting head (EAGLE/Medusa/MTP): its own bytes and FLOPs (and the target's LM head
+    it re-reads), one layer of the target's attention and KV; one layer's kernels (floor) and
+    launches; the host's per-step work is the round's, paid once by the verify pass (engines run
+    the draft loop in one CUDA graph). Its prefill: its layer over every prompt token, its LM
+    head for the last one."""
+    B, S, tp, C = kn.batch, kn.prompt, ch.tp, ch.flops
+    h_bytes = (spec.head_bytes + spec.head_lm_params * ch.w_head) / tp
+    h_flops = 2.0 * (spec.head_params + spec.head_lm_params)
+    coeffs = (h_bytes * ch.w_inv, plain[1] / mc.n_layers, ch.b * h_flops / (tp * C), plain[3] / mc.n_layers)
+    fl = eff.per_layer_floor_s + eff.per_step_floor_s + mesh_s(mc, hw, eff, ch, ch.share * mc.n_layers) / mc.n_layers
+    extra = eff.per_layer_overhead_s + draft_comm_s(ch, ch.b, mc.hidden, 1.0)
+    pre_fl = B * (2.0 * spec.head_params * S + 2.0 * spec.head_lm_params
+                  + mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / mc.n_layers) / (tp * C)
+    pre_mem = h_bytes * ch.w_inv + B / ch.ep * effective_context(mc.window_groups, S) / mc.n_layers \
+        * ch.kv_pair * ch.kv_inv
+    pre = maximum(maximum(pre_mem, pre_fl), fl)
+    pre_extra = eff.per_layer_overhead_s + draft_comm_s(ch, B * S, mc.hidden, 1.0)
+    return coeffs, fl, extra, mc.pieces, u_mid, pre + pre_extra
+
+
+def draft_weight_bytes(d: ModelConsts, tokens: Num, kn: Knobs) -> Num:
     """Bytes of a draft model's weights one pass of `tokens` tokens reads (experts touched only;
     the input embedding, a lookup, left out)."""
     touched = expected_experts(d.n_experts, d.k, tokens)
@@ -425,23 +523,67 @@ def step_coeffs_draft(d: ModelConsts, b: Num, kn: Knobs, C: Num, w_inv: Num, kv_
     """A draft model's decode step on one chip of the same device, at the target's weight and
     KV dtypes, batch b, split over tp chips like the target: (mem_a, mem_b, cmp_a, cmp_b) as
     affine functions of u(L)."""
-    w = _draft_weight_bytes(d, b, kn)
+    w = draft_weight_bytes(d, b, kn)
     kv_split = minimum(tp, d.kv_split_max)
     return (w / tp * w_inv, b * d.kv_elems * kn.kv_bytes / kv_split * kv_inv,
             b * 2.0 * (d.active_params - d.lookup_params) * (1.0 + kn.dequant) / (tp * C),
             b * d.attn_per_pair / (tp * (Ca or C)))
 
 
-def _draft_prefill(d: ModelConsts, B: Num, S: Num, kn: Knobs, C: Num, w_inv: Num, kv_inv: Num, tp: Num,
+def draft_prefill_s(d: ModelConsts, B: Num, S: Num, kn: Knobs, C: Num, w_inv: Num, kv_inv: Num, tp: Num,
                    Ca: Num) -> Num:
     """A draft model's prefill of B prompts of S tokens on one chip (before communication and
     overhead): max(weights + KV written, FLOPs, floor is added by the caller)."""
-    w = _draft_weight_bytes(d, B * S, kn)
+    w = draft_weight_bytes(d, B * S, kn)
     kv = B * effective_context(d.window_groups, S) * d.kv_elems * kn.kv_bytes / minimum(tp, d.kv_split_max)
     head = d.vocab * d.hidden     # the LM head for each prompt's last token only (as `evaluate`)
     gemm = B * 2.0 * ((d.active_params - d.lookup_params - head) * S + head * minimum(S, 1.0)) * (1.0 + kn.dequant)
     attn = B * d.prefill_attn_per_pair * causal_pairs(d.window_groups, S)
     return maximum(w / tp * w_inv + kv * kv_inv, gemm / (tp * C) + attn / (tp * Ca))
+
+
+# ---- prefill ----------------------------------------------------------------------------
+
+def prefill(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, floor: Num, overhead: Num
+            ) -> tuple[Num, Num, Num, Num, Num]:
+    """A prefill of B prompts of S tokens: (seconds (0 without a prompt), its memory, compute,
+    LM-head and overhead terms)."""
+    B, S = kn.batch, kn.prompt
+    pre_mem = prefill_memory_s(mc, kn, ch)
+    pre_compute, pre_head_s = prefill_compute_s(mc, eff, kn, ch)
+    pre_m, _, pre_c, _ = timed((pre_mem, 0.0, pre_compute, 0.0), 1.0 - eff.overlap)
+    pre_over = overhead + launch_s(mc, eff, B * S)
+    prefill_s = where(S > 0, maximum(maximum(pre_m, pre_c), floor) + comm_s(mc, ch, B * S) + pre_over, 0.0)
+    return prefill_s, pre_mem, pre_compute, pre_head_s, pre_over
+
+
+def prefill_memory_s(mc: ModelConsts, kn: Knobs, ch: Chip) -> Num:
+    """Seconds a prefill streams: the weights its tokens touch (tiled GEMMs stream a matrix once
+    per column tile of tokens: an expert's, per tile of its tokens) and the KV it writes."""
+    B, S = kn.batch, kn.prompt
+    n_pre = B * S
+    touched = expected_experts(mc.n_experts, mc.k, n_pre)
+    kv_write = B / ch.ep * effective_context(mc.window_groups, S) * ch.kv_pair
+    if isinstance(kn.gemm_tile_tokens, float) and kn.gemm_tile_tokens == 0.0:
+        return weights_s(mc, ch, n_pre, touched) + kv_write * ch.kv_inv
+    tile = maximum(kn.gemm_tile_tokens, 1e-30)
+    per_expert = n_pre * mc.k / maximum(touched, 1e-30)
+    return weights_s(mc, ch, n_pre, touched, where(tile >= 1.0, ceiling(n_pre / tile), 1.0),
+                     where(tile >= 1.0, ceiling(per_expert / tile), 1.0)) + kv_write * ch.kv_inv
+
+
+def prefill_compute_s(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip) -> tuple[Num, Num]:
+    """Seconds of a prefill's FLOPs, and of its LM head's. Every layer's GEMMs run over the S
+    prompt tokens; the LM head (vocab x hidden, a dense GEMM) only for the last one, whose logits
+    give the first token (llama.cpp outputs only a batch's last token unless asked; vLLM, SGLang
+    and TensorRT-LLM gather the last position of each prompt); expert GEMMs run at
+    moe_gemm_efficiency of the dense rate: their params count 1/eff times."""
+    B, S = kn.batch, kn.prompt
+    head_s = 2.0 * mc.vocab * mc.hidden * (1.0 + ch.dense_dequant) / ch.dense_flops   # one token's LM head
+    pre_head_s = B * head_s * minimum(S, 1.0) / ch.group
+    pre_gemm_s = B * S * (gemm_s(mc, ch, 1.0 / eff.moe_gemm_efficiency) - head_s) / ch.group + pre_head_s
+    pre_attn = B * mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / ch.group
+    return pre_gemm_s + pre_attn / ch.attn_flops, pre_head_s
 
 
 BOUNDS = ("memory", "compute", "latency", "communication", "overhead", "draft")
