@@ -194,6 +194,7 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
                                             extra_kv_bytes_token_chip)
     act_chip = held_activation_bytes(mc, hw, kn)
     need_chip = w_chip + extra_weight_bytes_chip + kv_chip + act_chip
+    cap_chip = hw.capacity_bytes
     floor = floor_s(mc, hw, eff, ch, ch.share * mc.n_layers)
     step_floor = floor * ch.beat
     overhead = step_overhead_s(mc, eff, ch)
@@ -223,7 +224,7 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
         "prefill_overhead_s": pre_over,
         "weights_bytes_chip": w_chip, "kv_bytes_chip": kv_chip, "activation_bytes_chip": act_chip,
         "extra_bytes_chip": extra_weight_bytes_chip, "need_bytes_chip": need_chip,
-        "capacity_bytes_chip": hw.capacity_bytes, "fits": need_chip <= hw.capacity_bytes, "per_tier": per_tier,
+        "capacity_bytes_chip": cap_chip, "fits": need_chip <= cap_chip, "per_tier": per_tier,
         "cost_per_million_tokens_usd": cost, "microbatches": ch.m,
     }
 
@@ -589,7 +590,7 @@ def prefill_compute_s(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip) -> 
 BOUNDS = ("memory", "compute", "latency", "communication", "overhead", "draft")
 
 
-def bound_name(r: Mapping[str, Any]) -> str:
+def bound_name(r: Mapping[str, float]) -> str:
     """Which term sets the step: the largest of the max-terms, unless an additive term
     (communication, overhead) is larger still."""
     vals = {k: float(r[f"{k}_s"]) for k in BOUNDS}
