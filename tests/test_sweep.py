@@ -63,6 +63,17 @@ def test_speculative_group_equals_estimate():
     assert set(t["spec_gamma"]) == {4.0}
 
 
+def test_a_self_drafting_head_sweeps_with_no_draft_name():
+    # draft=None is an EAGLE-style head on the target (no draft model to name): spec_draft is
+    # missing, as estimate() gives None, and the tokens per round are 1 + a + a^2 = 1 + 0.7 + 0.49
+    # = 2.19 at gamma 2
+    spec = mb.SpeculativeDecoding(gamma=2, acceptance_rate=0.7)
+    t = sweep(model="llama-3.1-8b", hardware="h100-sxm", batch=[1, 2], speculative=spec, as_frame=False)
+    assert list(t["spec_draft"]) == [None, None]
+    assert t["spec_tokens_per_round"] == pytest.approx([2.19, 2.19], rel=1e-12)
+    _check_rows_equal_estimate(t, speculative=spec)
+
+
 def test_hand_derived_bandwidth_bound_row():
     # ideal runtime, empty context, one token: the step streams every weight once.
     # llama-3.2-1b (tied embeddings, so no separate lookup table): 1,235,814,400 params x 2 bytes

@@ -173,8 +173,8 @@ def _prepared(models, hardware, runtimes, speculative, chips, parallels, dtypes,
             skipped.append((f"{m.name} on {n_chips} x {hw.name}, {wd}/{kd}/{ad}, runtime={rt}", str(e)))
             continue
         labels = {k: v for k, v in p.labels.items() if k != "n_chips"}     # estimate()'s labels
-        if sp is not None:
-            labels["spec_draft"] = getattr(sp.draft, "name", sp.draft)
+        if sp is not None and sp.draft is not None:     # a self-drafting head has no draft to name:
+            labels["spec_draft"] = getattr(sp.draft, "name", sp.draft)     # missing, as estimate's None
         yield p, labels, sp
 
 
