@@ -146,3 +146,60 @@ def test_disaggregated_decode_pool_drafts_too():
     plain = mb.serve_disaggregated("llama-3.1-8b", "h100-sxm", **kw)
     spec = mb.serve_disaggregated("llama-3.1-8b", "h100-sxm", speculative=mb.mtp("llama-3.1-8b", 3, 1.0), **kw)
     assert spec.tpot.mean < plain.tpot.mean / 2 and spec.ttft.mean > plain.ttft.mean
+
+
+def test_the_mtp_rows_run_this_workloads_acceptance_and_mtp_keeps_the_cited_one():
+    # InferenceMAX's random-token prompts: one per-token acceptance for the data set (fitted on the
+    # H200 MTP rows), while mb.mtp() keeps DeepSeek-V3's natural-text 0.85 (public default).
+    from membound.speculative import INFERENCEMAX_MTP_ACCEPTANCE, MTP_ACCEPTANCE
+    assert MTP_ACCEPTANCE == 0.85 and mb.mtp("deepseek-r1", 3).acceptance_rate == 0.85
+    a = INFERENCEMAX_MTP_ACCEPTANCE
+    assert a == 0.52
+    rows, _ = load_rows(kinds=("mtp",))
+    assert {r.spec.acceptance_rate for r in rows} == {a}
+    # tokens a round emits, 1 + a + a^2 (+ a^3): TensorRT-LLM's 3 drafts 1 + 0.52 + 0.2704 +
+    # 0.140608 = 1.931008, SGLang's 2: 1.7904, TensorRT-LLM's 1 with DP attention: 1.52
+    by_gamma = {r.spec.gamma: r.spec.tokens_per_round for r in rows}
+    assert by_gamma[3] == pytest.approx(1.931008, rel=1e-12)
+    assert by_gamma[2] == pytest.approx(1.7904, rel=1e-12)
+    assert by_gamma[1] == pytest.approx(1.52, rel=1e-12)
+
+
+def test_the_mtp_acceptance_fit_recovers_a_known_figure_from_the_fit_chips_rows_only():
+    # Rows whose "measurements" are membound's own predictions at acceptance 0.6 give back 0.6:
+    # every residual log(pred / meas) is 0 there. B200 rows made 3x slower are ignored (held out).
+    import copy
+
+    from membound.serve_calibrate import fit_mtp_acceptance, mtp_residuals
+    rows, _ = load_rows(kinds=("mtp",))
+    h200 = [copy.copy(r) for r in rows if r.hw == "h200"][:6]
+    b200 = [copy.copy(r) for r in rows if r.hw == "b200"][:3]
+    assert {r.fitted for r in h200} == {True} and {r.fitted for r in b200} == {False}
+    mtp_residuals(h200, 0.6)
+    for r in h200:
+        r.tpot_s, r.ttft_s, r.tput_per_gpu = r.pred["tpot_s"], r.pred["ttft_s"], r.pred["tput_per_gpu"]
+    for r in b200:
+        r.tpot_s, r.ttft_s, r.tput_per_gpu = 3 * r.tpot_s, 3 * r.ttft_s, r.tput_per_gpu / 3
+    assert mtp_residuals(h200, 0.6) == pytest.approx([0.0] * 18, abs=1e-12)
+    fit = fit_mtp_acceptance(h200 + b200)
+    assert fit["n"] == 6 and fit["exact"] == pytest.approx(0.6, abs=2e-3) and not fit["on_bound"]
+
+
+def test_the_bundled_mtp_acceptance_is_the_fit_on_the_20_h200_mtp_rows():
+    # names the rows: 20 canonical good H200 MTP rows (SGLang 8, TensorRT-LLM 12), 2026-01-14 ..
+    # 2026-05-20; the fit lands inside (0, 0.99), not on a bound
+    from membound.serve_calibrate import fit_mtp_acceptance
+    from membound.speculative import INFERENCEMAX_MTP_ACCEPTANCE
+    fit = fit_mtp_acceptance()
+    assert fit["n"] == 20 and fit["dates"] == ("2026-01-14", "2026-05-20") and not fit["on_bound"]
+    assert fit["acceptance"] == INFERENCEMAX_MTP_ACCEPTANCE
+
+
+def test_the_mtp_report_names_its_acceptance_and_its_fitted_rows():
+    from membound.serve_validate import other_categories, report
+    text = report([], [], {"mtp": other_categories()["mtp"]})
+    assert "acceptance 0.52 per token (this workload's, fitted on the H200 MTP rows)" in text
+    assert "fitted rows (acceptance fitted on them)          20/20" in text
+    assert "HELD OUT                                         48/48" in text
+    cited = report([], [], {"mtp": other_categories(mtp_acceptance=0.85)["mtp"]})
+    assert "acceptance 0.85 per token (DeepSeek-V3's on natural text, cited, not fitted)" in cited

@@ -30,7 +30,12 @@ achieves).
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), Levenberg-Marquardt within bounds (calibrate.fit_bounded).
 
-    python -m membound.serve_calibrate [--out DIR | --write-bundled]   (prints only by default)
+Apart, `--mtp` fits one figure of the workload, not of an engine: the per-token acceptance of
+DeepSeek-R1's MTP drafts on InferenceMAX's random-token prompts (fit_mtp_acceptance), on the H200
+MTP rows only with the engines' served costs as bundled; it prints the figure, which lives in
+membound.speculative.INFERENCEMAX_MTP_ACCEPTANCE.
+
+    python -m membound.serve_calibrate [--out DIR | --write-bundled] [--mtp]   (prints only by default)
 """
 from __future__ import annotations
 
@@ -133,6 +138,40 @@ def fit_engine(name: str, rows) -> dict:
                      f"every other chip held out (python -m membound.serve_validate)")}
 
 
+def mtp_residuals(rows, acceptance: float) -> np.ndarray:
+    """log(pred / meas) of TPOT, TTFT and throughput per GPU of MTP `rows` (serve_validate
+    ServedRows of kind "mtp"), predicted with every drafter at per-token `acceptance` (3.0 for a
+    refused row's metrics, as `residuals`)."""
+    from .speculative import mtp
+    drafters: dict = {}
+    for r in rows:
+        assert r.spec is not None, "an MTP row without its drafter"
+        r.spec = drafters.setdefault((r.model, r.spec.gamma), mtp(r.model, r.spec.gamma, acceptance))
+    predict(rows)
+    return np.asarray([3.0 if "error" in r.pred else np.log(r.pred[k] / getattr(r, k))
+                       for r in rows for k in ("tpot_s", "ttft_s", "tput_per_gpu")])
+
+
+MTP_ACCEPTANCE_RANGE = (0.0, 0.99)
+
+
+def fit_mtp_acceptance(rows=None) -> dict:
+    """The per-token MTP acceptance of the served data set (one figure for every engine and chip:
+    a property of its prompts), fitted on the MTP rows of the fitting chips only (FIT_HARDWARE)
+    with the served costs as bundled: {"acceptance", "n", "dates", "on_bound"}. rows: ServedRows
+    of kind "mtp" (default: the shipped file's); rows on other chips are ignored."""
+    if rows is None:
+        rows = load_rows(kinds=("mtp",))[0]
+    fit_rows = [r for r in rows if r.fitted and r.kind == "mtp"]
+    if not fit_rows:
+        raise SystemExit("no MTP rows on the fitting chips")
+    lo, hi = MTP_ACCEPTANCE_RANGE
+    x = float(fit_bounded(lambda v: mtp_residuals(fit_rows, float(v[0])), [0.6], [lo], [hi], iters=30)[0])
+    dates = sorted(r.date.lstrip("~<=") for r in fit_rows)
+    return {"acceptance": float(f"{x:.2g}"), "exact": x, "n": len(fit_rows), "dates": (dates[0], dates[-1]),
+            "on_bound": bool(np.isclose(x, lo) or np.isclose(x, hi))}
+
+
 def write(name: str, fit: dict, folder: Path) -> Path:
     """Update only the fitted keys of the runtime file's `served` block (the file's last block;
     the text above it is left byte for byte), writing the result into `folder` (the bundled
@@ -159,7 +198,15 @@ def main(argv=None) -> int:
     where.add_argument("--write-bundled", action="store_true",
                        help="maintainers: rewrite the runtime files bundled in this source checkout")
     ap.add_argument("--engine", action="append", choices=ENGINES)
+    ap.add_argument("--mtp", action="store_true", help="fit only the MTP rows' per-token acceptance (printed; the "
+                    "figure lives in membound.speculative.INFERENCEMAX_MTP_ACCEPTANCE)")
     a = ap.parse_args(argv)
+    if a.mtp:
+        m = fit_mtp_acceptance()
+        print(f"MTP acceptance per token on {', '.join(FIT_HARDWARE)} MTP rows ({m['n']} rows, dates "
+              f"{m['dates'][0]} .. {m['dates'][1]}): {m['acceptance']} ({m['exact']:.4f})"
+              + ("  ON A BOUND" if m["on_bound"] else ""))
+        return 0
     rows, _ = load_rows()
     print(f"fitting on {', '.join(FIT_HARDWARE)} rows")
     for name in a.engine or ENGINES:
