@@ -220,7 +220,7 @@ MTP_ACCEPTANCE = 0.85
 # dsr1_fp8_h200_trt_mtp.sh, dsr1_fp4_b200_trt_mtp.sh: R1 then writes its reasoning), SGLang's
 # (dsr1_fp8_b200_mtp.sh) sends the raw random tokens. serve_validate predicts the MTP rows with it;
 # `mtp()` keeps MTP_ACCEPTANCE, the natural-text figure.
-INFERENCEMAX_MTP_ACCEPTANCE = 0.52
+INFERENCEMAX_MTP_ACCEPTANCE = 0.53
 
 
 def mtp_module(model) -> Model:
@@ -251,14 +251,22 @@ def attach(sm, spec: SpeculativeDecoding, served, max_tokens: float) -> None:
     one. Each step, every decoding sequence verifies `spec.positions` tokens (the weights the
     step touches, its FLOPs, its communication grow with them; its KV is read once) and emits
     `tokens_per_round` tokens on average; the drafter runs `gamma` passes over the decoding
-    sequences, the first of which also carries the step's prefill chunk (the drafter keeps a
-    KV cache of the prompt too). The drafter is a StepModel of the draft model on the target's
-    devices (tensor-parallel like it, in the target's formats) with the engine's per-layer and
-    per-MoE-layer costs; the per-step, per-sequence and per-request host costs are the round's
-    and paid once, by the verify pass. Its weights and its KV (per token, L_draft/L_target of
+    sequences. The first takes every verified position of each sequence (the accepted tokens and
+    their hidden states, padded to `positions` under a CUDA graph: TensorRT-LLM's MTP Eagle feeds
+    all accepted tokens with their hidden states to the first MTP module forward, NVIDIA's tech
+    blog 2 "DeepSeek R1 MTP Implementation and Optimization"; SGLang's EAGLE worker re-runs the
+    draft over the accepted tokens after verifying), so its MoE layer touches the experts of
+    b x positions tokens; it also carries the step's prefill chunk (the drafter keeps a KV cache
+    of the prompt too). The other gamma - 1 passes take one token each. The drafter is a
+    StepModel of the draft model on the target's devices (tensor-parallel like it, in the
+    target's formats) with the engine's per-layer and per-MoE-layer costs; the per-step,
+    per-sequence and per-request host costs are the round's and paid once, by the verify pass.
+    Its weights and its KV (per token, L_draft/L_target of
     the target's pairs) come out of the KV cache's room. Only a draft model is costed here (a
     preset, a Model, or `mtp_module(model)`); a head given by head_params/head_vocab or a
     draft_cost fraction raises InvalidInputError."""
+    import copy
+
     import numpy as np
 
     from .estimate import prepare
@@ -281,11 +289,13 @@ def attach(sm, spec: SpeculativeDecoding, served, max_tokens: float) -> None:
     if served is not None:
         served = served.model_copy(update=dict(per_step_s=0.0, per_sequence_s=0.0, per_request_s=0.0))
     sd = type(sm)(pd, served, max_tokens)
+    extend = copy.copy(sd)                      # the first pass: every verified position of a sequence
+    extend.positions = float(spec.positions)
     r = dm.n_layers / p.model.n_layers          # the drafter's (layer, token) pairs per target pair
     rest = spec.gamma - 1
 
     def draft(b, u, c=0.0, cu=0.0, cp=0.0):
-        first = sd.step(b, u * r, c, cu * r, cp * r)
+        first = extend.step(b, u * r, c, cu * r, cp * r)
         return first + rest * np.where(np.asarray(b) > 0, sd.step(b, u * r), 0.0) if rest else first
 
     sm.positions, sm.tokens_per_step, sm.draft = float(spec.positions), spec.tokens_per_round, draft
