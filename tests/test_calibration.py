@@ -177,3 +177,21 @@ def test_llama_cpp_cuda_overlap_is_set_from_the_kernel_not_fitted():
     assert "overlap" not in " ".join(g.at_bounds)
     assert "overlap=0 set, not fitted" in _evidence(g, "2026-12-01") and "mmq.cuh" in FIXED["llama.cpp-cuda"]["overlap"][1]
     assert all(e.overlap == 0.0 for e in load_runtime("llama.cpp-cuda").classes.values())
+
+
+def test_the_cuda_power_limit_is_one_figure_of_the_runtime():
+    # fitted over all of llama.cpp-cuda's rows (the default group), held at that value in every
+    # device-class entry (a class's rows cannot pin a law across chips) and not copied to the HIP
+    # backend (the watts per TFLOP/s of NVIDIA boards); a class fit never moves it
+    from membound.calibrate import RUNTIME_WIDE
+    from membound.runtime import load_runtime
+    assert RUNTIME_WIDE == ("power_limit_w_per_tflop",)
+    cuda = load_runtime("llama.cpp-cuda").classes
+    limit = cuda["default"].power_limit_w_per_tflop
+    assert limit is not None and all(e.power_limit_w_per_tflop == limit for e in cuda.values())
+    assert all(e.power_limit_w_per_tflop is None for e in load_runtime("llama.cpp-hip").classes.values())
+    truth = Runtime(name="llama.cpp-cuda", quantized_gemm=load_runtime("llama.cpp-cuda").quantized_gemm,
+                    classes={"nvidia-consumer": RuntimeEntry(bandwidth_fraction=0.7, compute_fraction=0.4)})
+    fit = fit_group("llama.cpp-cuda", "nvidia-consumer", _synthetic_rows(truth), iters=3,
+                    fixed=dict(power_limit_w_per_tflop=6.0))
+    assert fit.params["power_limit_w_per_tflop"] == 6.0 and "power_limit_w_per_tflop" in fit.copied

@@ -153,3 +153,33 @@ def test_tiled_expert_gemms_count_the_tokens_each_expert_gets():
                     **kw).evaluate()["prefill_memory_s"] for t in (128, None))
     extra = (15 * layers + m.n_moe_layers * touched * m.expert_params) * 8.5 / 8 / 1008e9
     assert a - b == pytest.approx(extra, rel=1e-9)
+
+
+def test_a_board_short_of_the_power_its_kernels_need_computes_below_its_rated_clock():
+    # power_limit_w_per_tflop = 9 W per fp32 TFLOP/s. DGX Spark: 140 W over 31 TFLOP/s fp32 =
+    # 4.516129 W per TFLOP/s, short of 9: its clock (and every compute peak) falls to the cube root
+    # of 4.516129 / 9 = 0.501792 (power ~ f^3): 0.7946 (0.7946^3 = 0.50170); compute 0.7 -> 0.5563
+    rt = Runtime(name="t", classes={"default": RuntimeEntry(compute_fraction=0.7, power_limit_w_per_tflop=9.0)})
+    spark = rt.efficiency(mb.load_hardware("dgx-spark"))
+    assert spark.power_factor == pytest.approx(0.79465, abs=1e-4)
+    assert spark.compute_fraction == pytest.approx(0.7 * 0.79465, abs=1e-4)
+    # RTX 3060: 170 W over 12.74 TFLOP/s = 13.34 W per TFLOP/s, above 9: its rated clock
+    assert rt.efficiency(mb.load_hardware("rtx-3060")).compute_fraction == pytest.approx(0.7)
+    # an Apple M1 profile gives no board power: no limit
+    assert rt.efficiency(mb.load_hardware("apple-m1")).power_factor == 1.0
+    # no limit in the entry: the rated clock (DGX Spark's compute 0.7 as written)
+    plain = Runtime(name="t", classes={"default": RuntimeEntry(compute_fraction=0.7)})
+    assert plain.efficiency(mb.load_hardware("dgx-spark")).compute_fraction == pytest.approx(0.7)
+
+
+def test_the_power_limit_slows_prefill_not_the_weight_stream():
+    # the same runtime with and without a 9 W/TFLOP limit on DGX Spark: a compute-bound prefill
+    # takes 1 / 0.79465 = 1.2584 x as long; a batch-1 decode step (bytes over bandwidth) does not change
+    kw = dict(batch=1, prompt_tokens=2048, output_tokens=1, weight_dtype="bf16")
+    limited = _rt(power_limit_w_per_tflop=9.0)
+    free = _rt()
+    assert _pre("llama-3.1-8b", "dgx-spark", runtime=limited, **kw) \
+        == pytest.approx(_pre("llama-3.1-8b", "dgx-spark", runtime=free, **kw) / 0.79465, rel=1e-4)
+    dec = dict(batch=1, prompt_tokens=0, output_tokens=1, weight_dtype="bf16")
+    assert mb.estimate("llama-3.1-8b", "dgx-spark", runtime=limited, **dec).decode_tok_s_per_user \
+        == pytest.approx(mb.estimate("llama-3.1-8b", "dgx-spark", runtime=free, **dec).decode_tok_s_per_user)

@@ -13,8 +13,10 @@ What is fitted (never one figure per row):
   parameters `FIT[runtime]` names (a class fits one per `ROWS_PER_PARAM` of its rows, in that
   order, and holds the rest at the default's values), out of
   bandwidth_fraction, compute_fraction (both in (0, 1]), overlap, moe_gemm_efficiency,
-  per_step/per_layer/per_moe_layer/per_sequence overheads (>= 0); a parameter is
-  fitted only when the group has rows that depend on it. A fit that ends on a bound is flagged.
+  per_step/per_layer/per_moe_layer/per_sequence overheads (>= 0), and for llama.cpp CUDA the
+  board power its kernels need per fp32 TFLOP/s (`RUNTIME_WIDE`: fitted once over all the
+  runtime's rows, held in every class entry); a parameter is fitted only when the group has rows
+  that depend on it. A fit that ends on a bound is flagged.
 - per specialised chip: `latency.per_layer_s` (and, for Cerebras, the wafer-to-wafer hop
   latency `interconnect.latency_s`), from the named rows.
 - `ASSUMED_FROM`: backends without rows get another backend's default, marked as not fitted.
@@ -49,16 +51,20 @@ if TYPE_CHECKING:
     from .runtime import Runtime
 
 PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_s", "overlap",
-          "moe_gemm_efficiency", "per_sequence_overhead_s", "per_moe_layer_overhead_s")
+          "moe_gemm_efficiency", "per_sequence_overhead_s", "per_moe_layer_overhead_s", "power_limit_w_per_tflop")
 BOUNDS = {"bandwidth_fraction": (0.05, 1.0), "compute_fraction": (0.01, 1.0), "overlap": (0.0, 1.0),
           "moe_gemm_efficiency": (0.05, 1.0),
           "per_step_overhead_s": (0.0, 0.05), "per_layer_overhead_s": (0.0, 1e-3),
           "per_sequence_overhead_s": (0.0, 1e-3), "per_moe_layer_overhead_s": (0.0, 1e-3),
-          "per_layer_s": (0.0, 1e-3), "hop_latency_s": (0.0, 1e-2)}
+          "per_layer_s": (0.0, 1e-3), "hop_latency_s": (0.0, 1e-2), "power_limit_w_per_tflop": (1.0, 50.0)}
 _LLAMA_CPP = ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s", "overlap", "moe_gemm_efficiency",
               "per_moe_layer_overhead_s")
 FIT = {
-    "llama.cpp-metal": _LLAMA_CPP, "llama.cpp-cuda": _LLAMA_CPP, "llama.cpp-vulkan": _LLAMA_CPP,
+    # CUDA: the board power its MMQ/attention kernels need per fp32 TFLOP/s at the rated clock, one
+    # figure over all its chips (RUNTIME_WIDE): GeForce boards that cannot feed it (DGX Spark's 140 W
+    # SoC, the RTX PRO 6000) compute below their rated peaks
+    "llama.cpp-metal": _LLAMA_CPP, "llama.cpp-cuda": _LLAMA_CPP + ("power_limit_w_per_tflop",),
+    "llama.cpp-vulkan": _LLAMA_CPP,
     # at maximum load thousands of sequences share a step: the host's work grows with them
     # (the PyTorch backend schedules and samples each request), so the overhead is per sequence
     "tensorrt-llm": ("compute_fraction", "per_sequence_overhead_s"),
@@ -84,6 +90,15 @@ FIXED = {
 }
 # backends with no rows in the reference: another backend's default figures, said so in the file
 ASSUMED_FROM = {"llama.cpp-hip": ("llama.cpp-cuda", "HIP compiles the CUDA backend's kernels through hipify")}
+# figures of the whole runtime, fitted over all its rows (the `default` group) and held at that value in
+# every device-class entry: a law across chips that one class's rows cannot pin
+RUNTIME_WIDE = ("power_limit_w_per_tflop",)
+WHY = {"power_limit_w_per_tflop": (
+    "a GPU raises its clock until it meets its power limit; CMOS dynamic power is C V^2 f and near the "
+    "top of the voltage-frequency curve V rises with f, so a board whose power_w per fp32 TFLOP/s (at "
+    "the rated clock) is below what the kernels draw runs at the cube root of the ratio "
+    "(runtime.power_factor): DGX Spark's 140 W SoC (4.5 W per TFLOP/s) and the RTX PRO 6000 (4.8) "
+    "below an RTX 3060 (13.3) or a Jetson AGX Orin (11.3)")}
 MIN_ROWS = 4
 ROWS_PER_PARAM = 2   # a device class fits one figure per this many of its rows (fractions first) and
                      # holds the rest at the default's values: four rows for four figures fit
@@ -195,7 +210,7 @@ def _params_for(rt: str, rows) -> tuple:
     moe_decode = {_is_moe(s.model) for s in rows if s.metric not in COMPUTE_METRICS}
     keep = []
     for p in wanted:
-        if p == "compute_fraction" and not has_compute:
+        if p in ("compute_fraction", "power_limit_w_per_tflop") and not has_compute:
             continue
         if p == "moe_gemm_efficiency":
             if not has_moe_compute:
@@ -203,7 +218,7 @@ def _params_for(rt: str, rows) -> tuple:
         elif p == "per_moe_layer_overhead_s":
             if moe_decode != {True, False}:
                 continue
-        elif p != "compute_fraction" and not has_decode:
+        elif p not in ("compute_fraction", "power_limit_w_per_tflop") and not has_decode:
             continue
         keep.append(p)
     return tuple(keep)
@@ -224,7 +239,9 @@ def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: d
     from .runtime import load_runtime
     base = load_runtime(rt_name)
     fixed = fixed or {}
-    names = tuple(p for p in _params_for(rt_name, rows) if p not in fixed)
+    # a device class's entry takes the runtime-wide figures from `fixed` (the default's), never fits them
+    names = tuple(p for p in _params_for(rt_name, rows)
+                  if p not in fixed and (key == "default" or p not in RUNTIME_WIDE))
     hw0 = load_hardware(rows[0].hardware)
     x0 = []
     for p in names:
@@ -236,6 +253,8 @@ def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: d
             x0.append(hw0.achievable.compute_fraction)
         elif p in ("overlap", "moe_gemm_efficiency"):
             x0.append(0.5)
+        elif p == "power_limit_w_per_tflop":
+            x0.append(8.0)
         else:
             x0.append(1e-5 if "layer" in p else 1e-4)
     lo = [BOUNDS[p][0] for p in names]
@@ -288,9 +307,10 @@ def calibrate_runtimes(scenarios, runtimes=None, warm: bool = False, iters: int 
                 # the first figures (fractions first) the rows can pin, ROWS_PER_PARAM rows each; the
                 # rest stay at the default's values
                 wanted = _params_for(rt, rs)
-                free = [p for p in wanted if p not in set_]
+                free = [p for p in wanted if p not in set_ and p not in RUNTIME_WIDE]
                 fixed = {**set_, **{p: default_entry[p] for p in free[len(rs) // ROWS_PER_PARAM:]
-                                    if p in default_entry}}
+                                    if p in default_entry},
+                         **{p: default_entry[p] for p in RUNTIME_WIDE if p in default_entry}}
                 fits.append(fit_group(rt, cls, rs, start=start.get(cls, default_entry), iters=iters, rtol=rtol,
                                       fixed=fixed))
         out[rt] = fits
@@ -332,8 +352,11 @@ def _evidence(g: GroupFit, today: str) -> str:
     text = (f"fitted by membound.calibrate on {today} from {len(g.rows)} rows ({ids}); "
             f"median |error| on them (in-sample) {100 * g.median_error:.1f}%")
     why = FIXED.get(g.runtime, {})
-    held = [p for p in g.copied if p not in why]
+    held = [p for p in g.copied if p not in why and p not in RUNTIME_WIDE]
     text += "".join(f"; {p}={v:g} set, not fitted: {r}" for p, (v, r) in why.items() if p in g.copied)
+    for p in (p for p in RUNTIME_WIDE if p in g.params):
+        how = "the runtime's figure, fitted over all its rows" if p in g.copied else "fitted, one figure of the runtime"
+        text += f"; {p}: {how}: {WHY[p]}"
     if held:
         text += f"; {', '.join(held)} held at the default's values ({ROWS_PER_PARAM} rows per fitted figure)"
     if g.at_bounds:
@@ -389,7 +412,9 @@ def _assumed(fits: dict) -> dict:
         if rt in fits or src not in fits:
             continue
         g = next(g for g in fits[src] if g.key == "default")
-        out[rt] = [GroupFit(rt, "default", g.params, f"not fitted (no {rt} rows in the reference): {src}'s default "
+        # the power a kernel draws is the source's NVIDIA boards' figure: not copied
+        params = {p: v for p, v in g.params.items() if p not in RUNTIME_WIDE}
+        out[rt] = [GroupFit(rt, "default", params, f"not fitted (no {rt} rows in the reference): {src}'s default "
                             f"figures, copied by membound.calibrate on {datetime.date.today().isoformat()}; {why}",
                             float("nan"))]
     return out

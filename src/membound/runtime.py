@@ -57,6 +57,10 @@ class RuntimeEntry(BaseModel):
     hop_latency_s: _Secs | None = None   # chip-to-chip (or wafer-to-wafer) latency per hop this
                                          # software reaches, synchronisation included (default: the
                                          # link's own latency from the profile)
+    # board watts per fp32 TFLOP/s (at the rated clock) this software's compute-bound kernels draw: a
+    # chip whose power_w / fp32 TFLOP/s is below it cannot hold its rated clock and computes at
+    # (ratio / this) ** (1/3) of it (`power_factor`); None: no power limit
+    power_limit_w_per_tflop: Annotated[float, Number, Field(gt=0, le=1000, allow_inf_nan=False)] | None = None
     evidence: str = ""
 
 
@@ -165,6 +169,7 @@ class Efficiency:
     hop_latency_s: float | None = None  # per-hop latency the software reaches (None: the link's)
     per_moe_layer_overhead_s: float = 0.0  # more per MoE layer per step (router, gathers, per-expert GEMMs)
     ungraphed_layer_s: float = 0.0   # more per layer in a pass of more than one token (no CUDA graph)
+    power_factor: float = 1.0        # share of the rated clock the board's power sustains (in compute_fraction)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -178,9 +183,10 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
     bw_default = hw.achievable.bandwidth_fraction if rt.use_device_fractions else 1.0
     c_default = hw.achievable.compute_fraction if rt.use_device_fractions else 1.0
     floor = rt.use_latency_floor
+    power = power_factor(entry.power_limit_w_per_tflop, hw)
     return Efficiency(
         bandwidth_fraction=entry.bandwidth_fraction or bw_default,
-        compute_fraction=entry.compute_fraction or c_default,
+        compute_fraction=(entry.compute_fraction or c_default) * power,
         per_step_overhead_s=entry.per_step_overhead_s,
         per_layer_overhead_s=entry.per_layer_overhead_s,
         per_layer_floor_s=hw.latency.per_layer_s if floor else 0.0,
@@ -195,7 +201,21 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         hop_latency_s=entry.hop_latency_s,
         per_moe_layer_overhead_s=entry.per_moe_layer_overhead_s,
         ungraphed_layer_s=entry.ungraphed_layer_s,
+        power_factor=power,
     )
+
+
+def power_factor(limit_w_per_tflop: float | None, hw: Hardware) -> float:
+    """The share of its rated clock (and so of its compute peaks) `hw` sustains under kernels that
+    need `limit_w_per_tflop` board watts per fp32 TFLOP/s at that clock: 1 when its power_w covers
+    them, else (power_w / fp32 TFLOP/s / limit) ** (1/3). A GPU boosts until it meets its power
+    limit; CMOS dynamic power is C V^2 f and near the top of the voltage-frequency curve V rises
+    with f, so power grows as f^3 and the clock a budget sustains as its cube root. 1 without a
+    limit, a power figure or an fp32 rate."""
+    fp32 = hw.compute_flops.get("fp32")
+    if not limit_w_per_tflop or not hw.power_w or not fp32:
+        return 1.0
+    return float(min(1.0, hw.power_w / (fp32 / 1e12) / limit_w_per_tflop) ** (1.0 / 3.0))
 
 
 def _quantized_peak(q: QuantizedGemm | None, hw: Hardware) -> float:
