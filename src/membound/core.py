@@ -172,8 +172,8 @@ class Chip(NamedTuple):
     dequant: Num         # weight-only dequantisation work (fraction): expert GEMMs, dense GEMMs
     dense_dequant: Num
     act_bytes: Num       # bytes per activation element (communication volume)
-    link_bw: float       # the interconnect: bytes/s, seconds per hop, ring (or switch)
-    link_lat: float
+    link_bw: Num         # the links a collective crosses: bytes/s, seconds per hop, ring (or switch)
+    link_lat: Num
     ring: bool
 
 
@@ -259,12 +259,30 @@ def chip_of(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, pinned: M
     Ca = (kn.peak_flops if kn.attn_peak_flops is None else kn.attn_peak_flops) * eff.compute_fraction
     dqd = kn.dequant if kn.dense_dequant is None else kn.dense_dequant
     link = hw.interconnect
-    link_bw = link.bandwidth_bytes_s if link else 1.0
-    link_lat = (link.latency_s if eff.hop_latency_s is None else eff.hop_latency_s) if link else 0.0
+    link_bw, link_lat = collective_link(hw, eff, tp * ep)
     ch = Chip(tp, pp, ep, tp * ep, e_group, share, beat, m, kn.batch / m, kn.w_bytes, wd, wh, kv_pair,
               dense_inv, expert_inv, kv_inv, w_inv, C, Cd, Ca, kn.dequant, dqd, kn.act_bytes,
               link_bw, link_lat, link is None or link.topology == "ring")
     return ch, dense_chip + expert_chip, kv_chip, per_tier
+
+
+def collective_link(hw: Hardware, eff: Efficiency, n: Num) -> tuple[Num, Num]:
+    """(bytes/s, seconds per hop) of a collective over the n = tp x ep chips of a worker: the
+    interconnect inside its scale-up domain of `max_chips`. A worker wider than the domain
+    (allowed where the profile has a `scale_out` network) sends the share f = (n - dom)/(n - 1)
+    of its peer traffic over each chip's NIC, in parallel with the rest over the interconnect, so
+    a byte costs max((1 - f)/link, f/nic) and a hop the NIC's latency."""
+    link, nic = hw.interconnect, hw.scale_out
+    if link is None:
+        return 1.0, 0.0
+    bw, lat = link.bandwidth_bytes_s, (link.latency_s if eff.hop_latency_s is None else eff.hop_latency_s)
+    dom = link.max_chips
+    wide = n > dom
+    if nic is None or wide is False:
+        return bw, lat
+    f = maximum(n - dom, 0.0) / maximum(n - 1.0, 1.0)
+    return (where(wide, 1.0 / maximum((1.0 - f) / bw, f / nic.bandwidth_bytes_s), bw),
+            where(wide, nic.latency_s, lat))
 
 
 def held_weight_bytes(mc: ModelConsts, kn: Knobs, wd: Num, wh: Num, tp: Num, e_group: Num, share: Num

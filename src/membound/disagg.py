@@ -13,8 +13,16 @@ Closed loop of N clients over mean lengths S (prompt) and T (output), D = T - 1:
   steps of c = min(S, token budget) tokens; a worker prefills at most `budget` tokens per full
   step, and the other clients' prompts load it by rho = X (N - 1) / N / W_p S / (budget /
   step_p(budget)), so a prompt waits rho / (2 (1 - rho)) pre on average (M/D/1, as `serve`).
-- TTFT = host time + pre + wait. Moving the prompt's KV cache between the pools is not modelled
-  (a DeepSeek-R1 8k prompt's fp8 MLA cache is ~0.3 GB: milliseconds over RDMA).
+- KV transfer: the prompt's KV cache moves from the prefill worker to the decode worker after
+  the prefill, not overlapped with it: SGLang PD sends once the whole forward is done
+  (sgl-project/sglang PR 23515: "KV cache transfer happens after full prefill computation
+  completes"; layer-wise overlap is an opt-in of unmerged PRs 23515, 28529); assumed the same for
+  Dynamo's TensorRT-LLM and vLLM (NIXL) workers. Each chip sends its own share (a tensor-parallel
+  shard; the whole sequence from the one DP-attention rank holding it) over the interconnect
+  when both pools fit in one scale-up domain (an NVL72 rack), else over its NIC (the profile's
+  `scale_out`): xfer = latency + bytes / bandwidth. The links' load (X S KV bytes per second
+  over all the NICs, well under 1% of them) is not queued.
+- TTFT = host time + pre + wait + xfer.
 - Little's law: N = W_d b + X TTFT, solved by bisection on b. Where b reaches a decode worker's
   cap (its KV cache, max_running), the remaining clients wait: TTFT += (N - N(cap)) / X.
 Throughput per chip divides by the chips of both pools (InferenceMAX's all-GPU figure).
@@ -74,6 +82,7 @@ class DisaggSteady:
     pre: float
     cap: float              # most sequences per decode worker
     u: float                # KV pairs a decoding sequence reads, at the mean context
+    xfer: float = 0.0       # one prompt's KV transfer to its decode worker
 
 
 def solve_disaggregated(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, sched_d: Scheduler, w_p: int, w_d: int,
@@ -84,9 +93,10 @@ def solve_disaggregated(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, sc
     N = np.asarray(concurrency, float)
     u = float(effective_context(sm_d.groups, S + D / 2.0))
     cap = _decode_cap(sm_d, sched_d, S, D, u)
+    xfer = kv_transfer_s(sm_p, w_p * sm_p.n_chips + w_d * sm_d.n_chips, S)
 
     def at(b):
-        return _figures(sm_p, sched_p, sm_d, w_p, w_d, S, D, u, b, N)
+        return _figures(sm_p, sched_p, sm_d, w_p, w_d, S, D, u, b, N, xfer)
     b_cap = np.minimum(N / w_d, cap)
     top = at(b_cap)
     filled = top.ok & (w_d * b_cap + top.x * top.ttft <= N)
@@ -101,7 +111,7 @@ def solve_disaggregated(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, sc
     # past the cap the remaining clients wait for a decode slot (Little: N = W_d b + X TTFT)
     ttft = np.where(filled, fig.ttft + (N - w_d * b - fig.x * fig.ttft) / fig.x, fig.ttft)
     x = N / (ttft + D * fig.step / sm_d.tokens_per_step)       # Little's law, exact at the root
-    return DisaggSteady(b, fig.step, x, ttft, fig.ok, fig.pre, cap, u)
+    return DisaggSteady(b, fig.step, x, ttft, fig.ok, fig.pre, cap, u, xfer)
 
 
 def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: Pool, prompt_tokens=1024,
@@ -133,10 +143,10 @@ def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: 
     tau = step / sm_d.tokens_per_step
     chips = prefill.workers * prefill.n_chips + decode.workers * decode.n_chips
     tok_s = x * T
-    wait = max(ttft - st.pre, 0.0)
+    wait = max(ttft - st.pre - st.xfer, 0.0)
 
-    def ttft_q(q: float) -> float:       # the prompt's own prefill scales with its length; the wait is shared
-        return wait + st.pre * prompt.quantile(q) / S
+    def ttft_q(q: float) -> float:       # the prompt's own prefill and KV transfer scale with its length
+        return wait + (st.pre + st.xfer) * prompt.quantile(q) / S
 
     def e2e_q(q: float) -> float:
         return ttft_q(q) + (output.quantile(q) - 1.0) * tau
@@ -157,6 +167,25 @@ def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: 
         max_running=int(st.cap), scheduler=sched_d)
 
 
+def kv_transfer_s(sm_p: StepModel, chips: int, prompt: float) -> float:
+    """Seconds to move one prompt's KV cache from a prefill worker to a decode worker (module
+    docstring): each chip sends its share over the interconnect when all `chips` of both pools
+    lie in one scale-up domain, else over its NIC."""
+    hw = sm_p.prepared.hardware
+    link, nic = hw.interconnect, hw.scale_out
+    if link is not None and chips <= link.max_chips:
+        bw, lat = link.bandwidth_bytes_s, link.latency_s
+    elif nic is not None:
+        bw, lat = nic.bandwidth_bytes_s, nic.latency_s
+    else:
+        raise InvalidInputError("hardware", hw.name, f"a profile with a scale_out network: the pools' {chips} chips "
+                                f"exceed one scale-up domain ({link.max_chips if link else 1} chips), so the KV cache "
+                                "crosses a NIC")
+    # a chip's share of a sequence: its tensor-parallel shard; under DP attention (ep ranks) one
+    # rank holds the whole sequence (kv_pair_bytes averages a sequence over the ranks)
+    return lat + sm_p.kv_pair_bytes * sm_p.ranks * float(effective_context(sm_p.groups, prompt)) / bw
+
+
 def _hold(sm: StepModel, sched: Scheduler, S: float, D: float, u: float) -> float:
     """KV pairs a decoding sequence holds on average (block-rounded), as `serve.solve`."""
     if sched.preemption == "none":
@@ -175,7 +204,7 @@ def _decode_cap(sm: StepModel, sched: Scheduler, S: float, D: float, u: float) -
 
 
 def _figures(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, w_p: int, w_d: int, S: float, D: float,
-             u: float, b: np.ndarray, N: np.ndarray) -> _Decode:
+             u: float, b: np.ndarray, N: np.ndarray, xfer: float = 0.0) -> _Decode:
     seen = (N - 1.0) / N             # share of the others a client's request meets
     step = sm_d.step(1.0 + b * seen, u)
     x = w_d * b * sm_d.tokens_per_step / (D * step)
@@ -189,4 +218,4 @@ def _figures(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, w_p: int, w_d
     rate = full / float(sm_p.step(0.0, 0.0, full, share * u_S, share * pairs_S, seqs=share))   # tokens/s
     rho = x * seen / w_p * S / rate
     wait = np.minimum(rho, 0.999) / (2.0 * (1.0 - np.minimum(rho, 0.999))) * pre
-    return _Decode(step, x, sm_p.host_s + pre + wait, pre, rho < 1.0)
+    return _Decode(step, x, sm_p.host_s + pre + wait + xfer, pre, rho < 1.0)

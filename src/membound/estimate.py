@@ -231,9 +231,10 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
         layout = (parallel or rule).check(m, N, exact=parallel is not None and parallel != rule)
     if layout.chips > 1 and hw.interconnect is None:
         raise InvalidInputError("n_chips", N, f"1: {hw.name} has no interconnect in its profile")
-    if hw.interconnect is not None and layout.tp * layout.ep > hw.interconnect.max_chips:
+    if hw.interconnect is not None and layout.tp * layout.ep > hw.interconnect.max_chips and hw.scale_out is None:
         raise InvalidInputError("parallel", layout,
-                                f"tp*ep <= {hw.interconnect.max_chips} chips of one {hw.interconnect.name} domain")
+                                f"tp*ep <= {hw.interconnect.max_chips} chips of one {hw.interconnect.name} domain "
+                                f"({hw.name}'s profile has no scale_out network to span domains)")
     q = quantization or Quantization(weight_dtype, kv_dtype, activation_dtype, dense_weights=dense_weight_dtype)
     res = q.resolve(hw)
     price = _check_price(price_usd_per_hour if price_usd_per_hour is not None else hw.price_usd_per_hour)

@@ -113,6 +113,17 @@ class Interconnect(_Strict):
     source: str
 
 
+class ScaleOut(_Strict):
+    """The network beyond the scale-up domain: each chip's RDMA NIC (InfiniBand or RoCE). Used by
+    collectives of a worker wider than `interconnect.max_chips` and by disaggregated serving's KV
+    transfer between pools that are not in one domain."""
+
+    name: str
+    bandwidth_bytes_s: LinkBandwidth   # per chip, one direction (400 Gb/s = 5e10 B/s)
+    latency_s: HopSeconds              # one message, NIC to NIC through the switches
+    source: str
+
+
 class Achievable(_Strict):
     """Fractions of the peaks a well-tuned runtime reaches on this device, with evidence."""
 
@@ -161,6 +172,7 @@ class Hardware(HashableModel):
     compute_flops: dict[str, FlopsPerS]  # dense peak FLOP/s per compute dtype (bf16, fp8, ...)
     compute_source: str
     interconnect: Interconnect | None = None
+    scale_out: ScaleOut | None = None   # the NIC network beyond the interconnect's domain
     power_w: Annotated[float, Number, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
     price_usd_per_hour: Annotated[float, Number, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
     price_source: str | None = None

@@ -413,8 +413,8 @@ TITLES = {"mtp": "MTP rows (speculative decoding, own category): DeepSeek's MTP 
                  + ", ".join(f"{e} {a} ({b} with DP attention)" for e, (a, b) in MTP_DRAFTS.items())
                  + " steps per round",
           "disaggregated": "Disaggregated rows (own category; every one quality 'caution', canonical): a prefill pool's "
-                           "TTFT, a decode pool's TPOT, throughput over all GPUs (membound.disagg); refused = a worker "
-                           "beyond one NVLink domain"}
+                           "TTFT (KV transfer over NVLink or the NIC included), a decode pool's TPOT, throughput over all "
+                           "GPUs (membound.disagg); workers beyond one NVLink domain cross the NIC"}
 
 
 def other_categories(path=None, mtp_acceptance: float = INFERENCEMAX_MTP_ACCEPTANCE) -> dict[str, list[ServedRow]]:
