@@ -83,3 +83,22 @@ def test_disaggregated_rows_are_their_own_caution_category():
     assert any("topology not recorded" in why for _, why in skipped)
     headline, _ = load_rows()
     assert not any(r.kind == "disaggregated" for r in headline)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_the_prefill_pool_queues_on_its_workers_token_rate(workers):
+    # The prefill pool's capacity is its workers x their token budget per step. With an 8192-token
+    # prompt and the ideal runtime's 8192-token budget a full step is one prompt, which alone takes
+    # pre = TTFT(1 client) - KV transfer (3 us + 8192 x 131,072 bytes over 450 GB/s NVLink: all
+    # 2 + W_p chips in one 8-GPU domain). The other N - 1 clients' prompts arrive at X (N - 1)/N
+    # per second over W_p workers: rho = X (N - 1) / N x pre / W_p, and a prompt waits the M/D/1
+    # rho / (2 (1 - rho)) x pre beyond its own prefill.
+    kw = dict(prefill=mb.Pool(workers, 1), decode=mb.Pool(2, 1), prompt_tokens=8192, output_tokens=64,
+              runtime="ideal")
+    one = mb.serve_disaggregated("llama-3.1-8b", "h100-sxm", concurrency=1, **kw)
+    pre = one.ttft.mean - (3e-6 + 8192 * KV_8B / 450e9)
+    n = 16
+    r = mb.serve_disaggregated("llama-3.1-8b", "h100-sxm", concurrency=n, **kw)
+    rho = r.requests_per_s * (n - 1) / n * pre / workers
+    assert 0.5 < rho < 1.0                          # loaded, not saturated
+    assert r.ttft.mean - one.ttft.mean == pytest.approx(rho / (2 * (1 - rho)) * pre, rel=1e-9)

@@ -13,6 +13,9 @@ Closed loop of N clients over mean lengths S (prompt) and T (output), D = T - 1:
   steps of c = min(S, token budget) tokens; a worker prefills at most `budget` tokens per full
   step, and the other clients' prompts load it by rho = X (N - 1) / N / W_p S / (budget /
   step_p(budget)), so a prompt waits rho / (2 (1 - rho)) pre on average (M/D/1, as `serve`).
+  The budget is a whole worker's (per rank x ranks where the engine's limits are per rank:
+  `serve.instance_limits`) and W_p the row's prefill workers, so the pool's capacity is
+  W_p x budget / step_p(budget) tokens per second.
 - KV transfer: the prompt's KV cache moves from the prefill worker to the decode worker after
   the prefill, not overlapped with it: SGLang PD sends once the whole forward is done
   (sgl-project/sglang PR 23515: "KV cache transfer happens after full prefill computation
