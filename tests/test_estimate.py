@@ -121,6 +121,36 @@ def test_prefill_is_compute_bound_and_is_ttft():
     assert r4.prefill_s == pytest.approx(4 * flops / H100_BF16, rel=1e-9)
 
 
+def test_a_runtime_computing_every_positions_logits_runs_the_head_over_the_whole_prompt():
+    # Hugging Face transformers before v4.45 ran the LM head over every prompt position in a
+    # prefill (prefill_logits: all). On the pure roofline with that setting, 2048 tokens of
+    # Llama-3.1-8B on an H100:
+    #   body  = 6,979,588,096 params x 2 FLOPs x 2048 tokens                = 28,588,392,841,216
+    #   head  = 128,256 x 4,096 = 525,336,576 params x 2 x 2048 (not x 1)  =  2,151,778,615,296
+    #   attention 4 x 32 heads x 128 x 32 layers = 524,288 x 2048 x 2047 / 2 = 1,098,974,756,864
+    #   total = 31,839,146,213,376 FLOPs -> 32.193 ms at 989 TFLOP/s (last-token head: 30.02 ms)
+    from membound.runtime import IDEAL
+    s, head, body = 2048, 128256 * 4096, 6_979_588_096
+    flops = 2 * body * s + 2 * head * s + 4 * 32 * 128 * 32 * s * (s - 1) / 2
+    assert flops == 31_839_146_213_376
+    every = IDEAL.model_copy(update={"name": "ideal-all-logits", "prefill_logits": "all"})
+    r = mb.estimate("llama-3.1-8b", "h100-sxm", prompt_tokens=s, output_tokens=1, runtime=every)
+    assert r.prefill_s == pytest.approx(flops / H100_BF16, rel=1e-9)
+    assert r.prefill_s == pytest.approx(32.193e-3, rel=1e-4)
+    last = mb.estimate("llama-3.1-8b", "h100-sxm", prompt_tokens=s, output_tokens=1, runtime="ideal")
+    assert r.prefill_s - last.prefill_s == pytest.approx(2 * head * (s - 1) / H100_BF16, rel=1e-9)
+    # decode steps run the head for their one token either way
+    assert r.tpot_s == last.tpot_s
+
+
+def test_hf_transformers_rows_run_the_head_over_every_position_tinychat_over_the_last():
+    from membound.runtime import load_runtime
+    assert load_runtime("hf-transformers").prefill_logits == "all"
+    assert "v4.45" in load_runtime("hf-transformers").prefill_logits_evidence
+    assert load_runtime("tinychat").prefill_logits == "last"
+    assert load_runtime("vllm").prefill_logits == "last"
+
+
 def test_realistic_default_sits_below_the_ceiling():
     # The check: below 3.35e12 / 16.06e9 ≈ 209 tok/s, within what real systems reach
     # (SGLang on H100, batch 1: 158 tok/s, EAGLE-3 paper; measurements.csv).

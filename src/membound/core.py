@@ -16,9 +16,10 @@ b = B/m each), a decode step is (see roofline.py for the closed-form sums):
                      compute: its kernels do not hide one behind the other)
 
 A prefill of S tokens does the layers' GEMMs for all S and the LM head for the last one only
-(its logits give the first token). pos = 1 for plain decoding, the verified positions for
-speculative decoding. Weights and KV are placed tier by tier, fastest first (or pinned), and
-each tier streams its share at its own achievable bandwidth; the times add (DESIGN.md).
+(its logits give the first token; all S where the runtime's prefill_logits is "all").
+pos = 1 for plain decoding, the verified positions for speculative decoding. Weights and KV
+are placed tier by tier, fastest first (or pinned), and each tier streams its share at its own
+achievable bandwidth; the times add (DESIGN.md).
 
 `evaluate` reads as the list of its concepts, each a function below it: what a chip holds and
 where (`chip_of`, `held_*_bytes`, `placement`), a decode step's bytes and FLOPs (`weights_s`,
@@ -595,11 +596,12 @@ def prefill_compute_s(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip) -> 
     """Seconds of a prefill's FLOPs, and of its LM head's. Every layer's GEMMs run over the S
     prompt tokens; the LM head (vocab x hidden, a dense GEMM) only for the last one, whose logits
     give the first token (llama.cpp outputs only a batch's last token unless asked; vLLM, SGLang
-    and TensorRT-LLM gather the last position of each prompt); expert GEMMs run at
+    and TensorRT-LLM gather the last position of each prompt), or for all S where the runtime
+    computes every position's logits (eff.prefill_logits_all); expert GEMMs run at
     moe_gemm_efficiency of the dense rate: their params count 1/eff times."""
     B, S = kn.batch, kn.prompt
     head_s = 2.0 * mc.vocab * mc.hidden * (1.0 + ch.dense_dequant) / ch.dense_flops   # one token's LM head
-    pre_head_s = B * head_s * minimum(S, 1.0) / ch.group
+    pre_head_s = B * head_s * (S if eff.prefill_logits_all else minimum(S, 1.0)) / ch.group
     pre_gemm_s = B * S * (gemm_s(mc, ch, 1.0 / eff.moe_gemm_efficiency) - head_s) / ch.group + pre_head_s
     pre_attn = B * mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / ch.group
     return pre_gemm_s + pre_attn / ch.attn_flops, pre_head_s

@@ -496,11 +496,12 @@ def predict(sc: Scenario, runtime=None, hw=None) -> float:
     if sc.metric == "prefill_tok_s" or (sc.metric == "ttft_ms"):
         p, r = _run(sc, rt, B, S + d, 1, hw)
         t = r["prefill_s"]
-        if d:   # S new tokens after d cached ones: the FLOPs of d..d+S (one LM head, for the last),
-            # the bytes of S tokens, combined as a prefill pass combines them (the runtime's overlap)
+        if d:   # S new tokens after d cached ones: the FLOPs of d..d+S (the LM head as a prefill
+            # of S runs it), the bytes of S tokens, combined as a prefill pass combines them
             _, r0 = _run(sc, rt, B, d, 1, hw)
             _, rs = _run(sc, rt, B, S, 1, hw)
-            c = r["prefill_compute_s"] - r0["prefill_compute_s"] + rs["prefill_head_s"]
+            c = (r["prefill_compute_s"] - r["prefill_head_s"] - r0["prefill_compute_s"] + r0["prefill_head_s"]
+                 + rs["prefill_head_s"])
             m = rs["prefill_memory_s"]
             serial = 1.0 - p.eff.overlap
             t = max(m + serial * c, c + serial * m, r["latency_s"]) + rs["prefill_overhead_s"] + rs["communication_s"]

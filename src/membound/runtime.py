@@ -134,6 +134,11 @@ class Runtime(HashableModel):
                                          # vendor's own serving software on its own chips)
     served: Served | None = None         # continuous-batching defaults and costs (membound.serve)
     backends: dict[str, str] = {}        # device kind or vendor (lower case) -> backend runtime
+    # the prompt positions a prefill's LM head runs over: "last" (the one whose logits give the
+    # first token: llama.cpp, vLLM, SGLang, TensorRT-LLM) or "all" (logits for every position,
+    # as Hugging Face transformers' generate() before v4.45); `prefill_logits_evidence` says why
+    prefill_logits: Literal["last", "all"] = "last"
+    prefill_logits_evidence: str = ""
 
     def backend_for(self, hw: Hardware) -> Runtime:
         """The runtime that runs on `hw`: this one, or the backend its `backends` name."""
@@ -170,6 +175,7 @@ class Efficiency:
     per_moe_layer_overhead_s: float = 0.0  # more per MoE layer per step (router, gathers, per-expert GEMMs)
     ungraphed_layer_s: float = 0.0   # more per layer in a pass of more than one token (no CUDA graph)
     power_factor: float = 1.0        # share of the rated clock the board's power sustains (in compute_fraction)
+    prefill_logits_all: bool = False  # a prefill's LM head runs over every prompt position (else the last)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -202,6 +208,7 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         per_moe_layer_overhead_s=entry.per_moe_layer_overhead_s,
         ungraphed_layer_s=entry.ungraphed_layer_s,
         power_factor=power,
+        prefill_logits_all=rt.prefill_logits == "all",
     )
 
 
