@@ -74,6 +74,20 @@ def test_a_prefill_chunk_pays_one_lm_head_per_prompt():
     assert sm.gamma == pytest.approx(2 * (L8B - 2 * LOOKUP_8B) / 989e12, rel=1e-9)
 
 
+def test_a_runtime_computing_every_positions_logits_pays_the_head_per_prefill_token():
+    # The same ideal H100 with prefill_logits "all" (transformers before v4.45): the LM head is a
+    # row per prompt token, so the per-token GEMMs are 2 x (8,030,261,248 - 525,336,576) FLOP
+    # (only the untied input embedding, a lookup, is not multiplied) and no row is paid per prompt
+    from membound.runtime import IDEAL
+    every = IDEAL.model_copy(update={"name": "ideal-all-logits", "prefill_logits": "all"})
+    sm, _, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Fixed(1000), output=mb.Fixed(2), runtime=every)
+    assert sm.head == 0.0
+    assert sm.gamma == pytest.approx(2 * (L8B - LOOKUP_8B) / 989e12, rel=1e-9)
+    one = float(sm.step(0.0, 0.0, 1000.0, 1000.0, 0.0, seqs=1.0))
+    two = float(sm.step(0.0, 0.0, 1000.0, 1000.0, 0.0, seqs=2.0))
+    assert two == pytest.approx(one, rel=1e-12)
+
+
 def test_littles_law_in_the_simulator():
     # The integral of the running batch over time equals the sum of the requests' decode
     # residences (L x time = sum of W), with Poisson arrivals and uniform lengths.

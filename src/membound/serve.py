@@ -320,8 +320,9 @@ class StepModel:
         self.kappa = (float(r1["memory_s"]) - self._w[0]) / u_ref      # s per KV pair read
         self.alpha = (float(r1["compute_s"]) - self.phi) / u_ref       # s per attention pair
         # a prefill token's GEMMs; the LM head runs once per prompt in a step (its last token's
-        # logits: vLLM and SGLang take one row per request, partial chunks included)
-        self.head = float(r1["prefill_head_s"])
+        # logits: vLLM and SGLang take one row per request, partial chunks included), or for
+        # every token where the runtime computes all positions' logits (then it is in gamma)
+        self.head = 0.0 if p.eff.prefill_logits_all else float(r1["prefill_head_s"])
         self.gamma = (float(r1["prefill_compute_s"]) - self.head - self.alpha * causal_pairs(self.groups, ref)) / ref
         self.kv_pair_bytes = float(r1["kv_bytes_chip"]) / float(effective_context(self.groups, ref + 1.0))
         self.weights_bytes = float(r1["weights_bytes_chip"]) + float(r1["extra_bytes_chip"])
