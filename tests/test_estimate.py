@@ -275,3 +275,19 @@ def test_cached_setup_gives_the_numbers_of_a_fresh_one():
     # an unhashable argument (a placement dict) is resolved afresh, with the same numbers
     pinned = mb.estimate("llama-3.1-8b", "h100-sxm", placement={"weights": "HBM3"})
     assert pinned.decode_tok_s_per_user == mb.estimate("llama-3.1-8b", "h100-sxm").decode_tok_s_per_user
+
+
+def test_prepared_rebuilds_its_chip_base_when_replaced():
+    # Prepared caches core.chip_base (rates, shares, GEMM seconds per token) per configuration;
+    # dataclasses.replace with other efficiencies or knobs must not reuse the stale one. Every
+    # prefill FLOP runs at peak x compute_fraction, so halving the fraction doubles the prefill's
+    # compute term exactly (x / (c/2) = 2x / c); tp=2 halves it ((2 N + attn) / 2 per chip).
+    import dataclasses
+    from membound.estimate import prepare
+    p = prepare("llama-3.1-8b", "h100-sxm", prompt_tokens=2048)
+    base = p.evaluate()["prefill_compute_s"]
+    slow = dataclasses.replace(p, eff=dataclasses.replace(p.eff, compute_fraction=p.eff.compute_fraction / 2))
+    assert slow.evaluate()["prefill_compute_s"] == pytest.approx(2 * base, rel=1e-12)
+    assert p.evaluate(tp=2.0)["prefill_compute_s"] == pytest.approx(base / 2, rel=1e-12)
+    wide = dataclasses.replace(p, knobs=dataclasses.replace(p.knobs, tp=2.0))
+    assert wide.evaluate()["prefill_compute_s"] == pytest.approx(base / 2, rel=1e-12)

@@ -22,11 +22,12 @@ are placed tier by tier, fastest first (or pinned), and each tier streams its sh
 achievable bandwidth; the times add (DESIGN.md).
 
 `evaluate` reads as the list of its concepts, each a function below it: what a chip holds and
-where (`chip_of`, `held_*_bytes`, `placement`), a decode step's bytes and FLOPs (`weights_s`,
-`gemm_s`, `step_coeffs`, `timed`), the latency floor, communication and overheads (`floor_s`,
-`comm_s`, `step_overhead_s`, `launch_s`), the decode over the output (`decode`) with a
-speculative round's drafter (`drafter`, `draft_model_terms`, `draft_head_terms`), and the prefill
-(`prefill`, `prefill_memory_s`, `prefill_compute_s`). The drafter's physics stays here, not in
+where (`chip_base` once per configuration, `chip_of` per workload, `held_*_bytes`, `placement`),
+a decode step's bytes and FLOPs (`weights_s`, `gemm_s`, `step_coeffs`, `timed`), the latency
+floor, communication and overheads (`floor_s`, `comm_s`, `step_overhead_s`, `launch_s`), the
+decode over the output (`decode`) with a speculative round's drafter (`drafter`,
+`draft_model_terms`, `draft_head_terms`), and the prefill (`prefill`, `prefill_memory_s`,
+`prefill_compute_s`). The drafter's physics stays here, not in
 speculative.py: the core must not import a multiplier.
 """
 from __future__ import annotations
@@ -145,10 +146,12 @@ class Knobs:
                                   # matrix again for each tile (llama.cpp MMQ: 128); 0 = once per pass
 
 
-class Chip(NamedTuple):
-    """One chip of the layout as the terms of a step see it, built once per `evaluate`: its share
-    of the model and of the batch, the bytes of its formats and the rates it streams and computes
-    at. Each field is a float or an array (broadcast)."""
+class ChipBase(NamedTuple):
+    """What one chip of the layout is before any workload: its share of the model, the bytes of
+    its formats, the rates it computes at, its links, and the per-token terms that follow from
+    them alone. Built by `chip_base` once per configuration (`estimate.prepare` caches it), so
+    that each evaluation of a batch, prompt and output builds only the rest of its `Chip`.
+    Each field is a float or an array (broadcast)."""
 
     tp: Num
     pp: Num
@@ -156,17 +159,10 @@ class Chip(NamedTuple):
     group: Num           # tp * ep: the chips a layer's GEMMs are split over
     e_group: Num         # the chips a layer's routed experts are split over (as the fullest chip)
     share: Num           # the largest pipeline stage's share of the layers
-    beat: Num            # a step in passes of one micro-batch through all stages (1 without pp)
-    m: Num               # micro-batches in flight
-    b: Num               # sequences per micro-batch
     w_expert: Num        # bytes per weight: routed experts, dense tensors, LM head and embedding
     w_dense: Num
     w_head: Num
     kv_pair: Num         # KV bytes per (layer, token) pair on this chip
-    dense_inv: Num       # seconds per byte streamed: dense weights, routed experts, KV, all weights
-    expert_inv: Num
-    kv_inv: Num
-    w_inv: Num
     flops: Num           # achievable FLOP/s: expert GEMMs, dense GEMMs (LM head included), attention
     dense_flops: Num
     attn_flops: Num
@@ -176,27 +172,82 @@ class Chip(NamedTuple):
     link_bw: Num         # the links a collective crosses: bytes/s, seconds per hop, ring (or switch)
     link_lat: Num
     ring: bool
+    dense_held: Num      # bytes of weights held (the fullest chip): dense tensors, routed experts
+    expert_held: Num
+    floor: Num           # the shortest pass through the chip's layers (`floor_s`)
+    gemm: Num            # seconds of GEMM work per token, before dividing by tp*ep (`gemm_s`)
+    prefill_gemm: Num    # the same in a prefill (experts at moe_gemm_efficiency), LM head left out
+    head: Num            # one token's LM head, seconds before dividing by tp*ep
+    capacity: Num        # bytes the chip holds, all its memory tiers
+
+
+class Chip(NamedTuple):
+    """One chip of the layout as the terms of a step see it, built once per `evaluate`: its
+    `ChipBase` (the fields up to `head`, in its order) and its share of the batch and where its
+    bytes sit. Each field is a float or an array (broadcast)."""
+
+    tp: Num
+    pp: Num
+    ep: Num
+    group: Num
+    e_group: Num
+    share: Num
+    w_expert: Num
+    w_dense: Num
+    w_head: Num
+    kv_pair: Num
+    flops: Num
+    dense_flops: Num
+    attn_flops: Num
+    dequant: Num
+    dense_dequant: Num
+    act_bytes: Num
+    link_bw: Num
+    link_lat: Num
+    ring: bool
+    dense_held: Num
+    expert_held: Num
+    floor: Num
+    gemm: Num
+    prefill_gemm: Num
+    head: Num
+    capacity: Num
+    m: Num               # micro-batches in flight
+    b: Num               # sequences per micro-batch
+    beat: Num            # a step in passes of one micro-batch through all stages (1 without pp)
+    dense_inv: Num       # seconds per byte streamed: dense weights, routed experts, KV, all weights
+    expert_inv: Num
+    kv_inv: Num
+    w_inv: Num
+
+
+assert Chip._fields[:len(ChipBase._fields)] == ChipBase._fields   # chip_of builds Chip(*base, ...)
 
 
 # ---- one evaluation ---------------------------------------------------------------------
 
 def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, positions: Num = 1.0,
              spec: SpecArgs | None = None, draft: ModelConsts | None = None, pinned: dict[str, str] | None = None,
-             extra_weight_bytes_chip: Num = 0.0, extra_kv_bytes_token_chip: Num = 0.0) -> dict[str, Any]:
+             extra_weight_bytes_chip: Num = 0.0, extra_kv_bytes_token_chip: Num = 0.0,
+             base: ChipBase | None = None) -> dict[str, Any]:
     """Everything `estimate()` reports, as a dict of floats or arrays.
 
     spec: a SpecArgs for speculative decoding, with `positions` verified per round; draft: the
     draft model's ModelConsts (None for a self-drafting head or a draft_cost fraction).
     A round = gamma draft steps + one verify pass; the draft's share is reported as `draft_s`
-    and the drafter's prefill of the prompt is added to TTFT.
+    and the drafter's prefill of the prompt is added to TTFT. base: `chip_base` of these
+    arguments, when the caller has it already (a configuration evaluated again).
     """
     B, S, T = kn.batch, kn.prompt, kn.output
-    ch, w_chip, kv_chip, per_tier = chip_of(mc, hw, eff, kn, pinned, extra_weight_bytes_chip,
-                                            extra_kv_bytes_token_chip)
+    if base is None:
+        base = chip_base(mc, hw, eff, kn)
+    ch, kv_chip, per_tier = chip_of(mc, hw, eff, kn, base, pinned, extra_weight_bytes_chip,
+                                    extra_kv_bytes_token_chip)
+    w_chip = ch.dense_held + ch.expert_held
     act_chip = held_activation_bytes(mc, hw, kn)
     need_chip = w_chip + extra_weight_bytes_chip + kv_chip + act_chip
-    cap_chip = hw.capacity_bytes
-    floor = floor_s(mc, hw, eff, ch, ch.share * mc.n_layers)
+    cap_chip = ch.capacity
+    floor = ch.floor
     step_floor = floor * ch.beat
     overhead = step_overhead_s(mc, eff, ch)
     plain = step_coeffs(mc, ch, 1.0, 1.0)
@@ -232,18 +283,12 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
 
 # ---- memory: what a chip holds, and where ---------------------------------------------------
 
-def chip_of(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, pinned: Mapping[str, str] | None,
-            extra_weight_bytes_chip: Num, extra_kv_bytes_token_chip: Num
-            ) -> tuple[Chip, Num, Num, list[tuple[Num, Num]]]:
-    """The Chip of this layout, with the bytes of weights and of KV it holds (the fullest chip:
-    the largest pipeline stage, the most experts) and its (weights, KV) bytes per memory tier."""
+def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> ChipBase:
+    """The ChipBase of this configuration: kn's fields but batch, prompt and output (the fullest
+    chip: the largest pipeline stage, the most experts)."""
     tp, pp, ep = kn.tp, kn.pp, kn.ep
-    m = minimum(kn.batch, pp)
     # the largest pipeline stage holds ceil(layers / pp) of the layers (stages may be uneven)
     share = ceiling(mc.n_layers / pp) / mc.n_layers
-    # m micro-batches in flight: a full pipeline beats at the largest stage, so a sequence's step
-    # is max(one pass through all stages, m x the largest stage's share of it)
-    beat = 1.0 if isinstance(pp, float) and pp == 1.0 else maximum(1.0, m * share)
     wd = kn.w_bytes if kn.w_bytes_dense is None else kn.w_bytes_dense
     wh = wd if kn.w_bytes_head is None else kn.w_bytes_head
     # ep chips hold the E routed experts of a layer ceil(E / ep) to a chip (ep need not divide E:
@@ -252,19 +297,36 @@ def chip_of(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, pinned: M
     e_group = tp * mc.n_experts / ceiling(mc.n_experts / ep) if mc.n_experts else tp * ep
     dense_chip, expert_chip = held_weight_bytes(mc, kn, wd, wh, tp, e_group, share)
     kv_pair = mc.kv_elems * kn.kv_bytes / minimum(tp, mc.kv_split_max)       # bytes per (layer, token)
-    kv_chip = held_kv_bytes(mc, kn, kv_pair, share, extra_kv_bytes_token_chip)
-    dense_inv, expert_inv, kv_inv, w_inv, per_tier = placement(
-        hw.memory, eff.bandwidth_fraction, dense_chip + extra_weight_bytes_chip, expert_chip, kv_chip, pinned)
     C = kn.peak_flops * eff.compute_fraction
     Cd = C if kn.dense_peak_flops is None else kn.dense_peak_flops * eff.compute_fraction
     Ca = (kn.peak_flops if kn.attn_peak_flops is None else kn.attn_peak_flops) * eff.compute_fraction
     dqd = kn.dequant if kn.dense_dequant is None else kn.dense_dequant
     link = hw.interconnect
     link_bw, link_lat = collective_link(hw, eff, tp * ep)
-    ch = Chip(tp, pp, ep, tp * ep, e_group, share, beat, m, kn.batch / m, kn.w_bytes, wd, wh, kv_pair,
-              dense_inv, expert_inv, kv_inv, w_inv, C, Cd, Ca, kn.dequant, dqd, kn.act_bytes,
-              link_bw, link_lat, link is None or link.topology == "ring")
-    return ch, dense_chip + expert_chip, kv_chip, per_tier
+    head = 2.0 * mc.vocab * mc.hidden * (1.0 + dqd) / Cd      # one token's LM head (a dense GEMM)
+    return ChipBase(tp, pp, ep, tp * ep, e_group, share, kn.w_bytes, wd, wh, kv_pair, C, Cd, Ca, kn.dequant, dqd,
+                    kn.act_bytes, link_bw, link_lat, link is None or link.topology == "ring", dense_chip, expert_chip,
+                    floor_s(mc, hw, eff, tp, kn.act_bytes, share * mc.n_layers),
+                    gemm_s(mc, C, Cd, kn.dequant, dqd),
+                    gemm_s(mc, C, Cd, kn.dequant, dqd, 1.0 / eff.moe_gemm_efficiency) - head, head,
+                    hw.capacity_bytes)
+
+
+def chip_of(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, base: ChipBase,
+            pinned: Mapping[str, str] | None, extra_weight_bytes_chip: Num, extra_kv_bytes_token_chip: Num
+            ) -> tuple[Chip, Num, list[tuple[Num, Num]]]:
+    """The Chip of this layout at this workload, with the bytes of KV it holds (the fullest chip)
+    and its (weights, KV) bytes per memory tier."""
+    pp = base.pp
+    m = minimum(kn.batch, pp)
+    # m micro-batches in flight: a full pipeline beats at the largest stage, so a sequence's step
+    # is max(one pass through all stages, m x the largest stage's share of it)
+    beat = 1.0 if isinstance(pp, float) and pp == 1.0 else maximum(1.0, m * base.share)
+    kv_chip = held_kv_bytes(mc, kn, base.kv_pair, base.share, extra_kv_bytes_token_chip)
+    dense_inv, expert_inv, kv_inv, w_inv, per_tier = placement(
+        hw.memory, eff.bandwidth_fraction, base.dense_held + extra_weight_bytes_chip, base.expert_held, kv_chip,
+        pinned)
+    return Chip(*base, m, kn.batch / m, beat, dense_inv, expert_inv, kv_inv, w_inv), kv_chip, per_tier
 
 
 def collective_link(hw: Hardware, eff: Efficiency, n: Num) -> tuple[Num, Num]:
@@ -368,14 +430,15 @@ def weights_s(mc: ModelConsts, ch: Chip, tokens: Num, touched: Num, dense_passes
         + mc.n_moe_layers * touched * mc.expert_params / ch.e_group * ch.w_expert * ch.expert_inv * expert_passes
 
 
-def gemm_s(mc: ModelConsts, ch: Chip, experts_per: Num = 1.0) -> Num:
-    """Seconds of GEMM work per token on one chip's rates (before dividing by tp*ep): the routed
+def gemm_s(mc: ModelConsts, flops: Num, dense_flops: Num, dequant: Num, dense_dequant: Num,
+           experts_per: Num = 1.0) -> Num:
+    """Seconds of GEMM work per token at a chip's rates (before dividing by tp*ep): the routed
     experts in their path (counted `experts_per` times), the rest (LM head included) in the dense
     path. Matmul params: the active ones less an untied input embedding (a row lookup)."""
     matmul_params = mc.active_params - mc.lookup_params      # 2 FLOPs each per token
     routed_params = mc.n_moe_layers * mc.k * mc.expert_params  # of them in the routed experts
-    return 2.0 * ((matmul_params - routed_params) * (1.0 + ch.dense_dequant) / ch.dense_flops
-                  + routed_params * experts_per * (1.0 + ch.dequant) / ch.flops)
+    return 2.0 * ((matmul_params - routed_params) * (1.0 + dense_dequant) / dense_flops
+                  + routed_params * experts_per * (1.0 + dequant) / flops)
 
 
 def step_coeffs(mc: ModelConsts, ch: Chip, pos: Num, routed: Num) -> Coeffs:
@@ -385,7 +448,7 @@ def step_coeffs(mc: ModelConsts, ch: Chip, pos: Num, routed: Num) -> Coeffs:
     touched = expected_experts(mc.n_experts, mc.k, ch.b * routed)
     beat = ch.beat
     return (beat * weights_s(mc, ch, tokens, touched), beat * ch.b / ch.ep * ch.kv_pair * ch.kv_inv,
-            beat * tokens * gemm_s(mc, ch) / ch.group,
+            beat * tokens * ch.gemm / ch.group,
             beat * tokens * mc.attn_per_pair / (ch.group * ch.attn_flops))
 
 
@@ -399,7 +462,7 @@ def timed(c: Coeffs, serial: float) -> Coeffs:
 
 # ---- latency floor, communication, overheads --------------------------------------------
 
-def mesh_s(c: ModelConsts, hw: Hardware, eff: Efficiency, ch: Chip, layers_per_chip: Num) -> Num:
+def mesh_s(c: ModelConsts, hw: Hardware, eff: Efficiency, tp: Num, act_bytes: Num, layers_per_chip: Num) -> Num:
     """A dataflow wafer's pipeline latency for one pass: each layer's GEMV vectors stream across
     the edge of the sqrt(cores per layer)-wide square it owns, one element per link per element
     time. The tokens of a pass (a batch, verified positions) follow one another through the
@@ -407,14 +470,16 @@ def mesh_s(c: ModelConsts, hw: Hardware, eff: Efficiency, ch: Chip, layers_per_c
     and compute terms."""
     if hw.fabric is None:
         return 0.0
-    cores_per_layer = hw.fabric.cores * ch.tp / layers_per_chip
-    return c.n_layers * c.gemv_elems / ch.tp / cores_per_layer ** 0.5 \
-        * hw.fabric.element_time_s(8.0 * ch.act_bytes) / eff.fabric_efficiency
+    cores_per_layer = hw.fabric.cores * tp / layers_per_chip
+    return c.n_layers * c.gemv_elems / tp / cores_per_layer ** 0.5 \
+        * hw.fabric.element_time_s(8.0 * act_bytes) / eff.fabric_efficiency
 
 
-def floor_s(c: ModelConsts, hw: Hardware, eff: Efficiency, ch: Chip, layers_per_chip: Num) -> Num:
-    """The shortest one pass of model `c` can take: its layers' kernels and the mesh latency."""
-    return c.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s + mesh_s(c, hw, eff, ch, layers_per_chip)
+def floor_s(c: ModelConsts, hw: Hardware, eff: Efficiency, tp: Num, act_bytes: Num, layers_per_chip: Num) -> Num:
+    """The shortest one pass of model `c` can take on tp-way split layers: its layers' kernels
+    and the mesh latency."""
+    return c.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s \
+        + mesh_s(c, hw, eff, tp, act_bytes, layers_per_chip)
 
 
 def comm_s(mc: ModelConsts, ch: Chip, tokens: Num) -> Num:
@@ -501,7 +566,7 @@ def draft_model_terms(d: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, 
     """A draft model on the target's chips, tensor-parallel like it, in the target's formats."""
     B, S = kn.batch, kn.prompt
     coeffs = step_coeffs_draft(d, ch.b, kn, ch.flops, ch.w_inv, ch.kv_inv, ch.tp, ch.attn_flops)
-    fl = floor_s(d, hw, eff, ch, d.n_layers)
+    fl = floor_s(d, hw, eff, ch.tp, ch.act_bytes, d.n_layers)
     over = eff.per_step_overhead_s + d.n_layers * eff.per_layer_overhead_s
     extra = over + draft_comm_s(ch, ch.b, d.hidden, d.n_layers)
     pre = maximum(draft_prefill_s(d, B, S, kn, ch.flops, ch.w_inv, ch.kv_inv, ch.tp, ch.attn_flops), fl)
@@ -520,7 +585,8 @@ def draft_head_terms(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, 
     h_bytes = (spec.head_bytes + spec.head_lm_params * ch.w_head) / tp
     h_flops = 2.0 * (spec.head_params + spec.head_lm_params)
     coeffs = (h_bytes * ch.w_inv, plain[1] / mc.n_layers, ch.b * h_flops / (tp * C), plain[3] / mc.n_layers)
-    fl = eff.per_layer_floor_s + eff.per_step_floor_s + mesh_s(mc, hw, eff, ch, ch.share * mc.n_layers) / mc.n_layers
+    fl = eff.per_layer_floor_s + eff.per_step_floor_s \
+        + mesh_s(mc, hw, eff, ch.tp, ch.act_bytes, ch.share * mc.n_layers) / mc.n_layers
     extra = eff.per_layer_overhead_s + draft_comm_s(ch, ch.b, mc.hidden, 1.0)
     pre_fl = B * (2.0 * spec.head_params * S + 2.0 * spec.head_lm_params
                   + mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / mc.n_layers) / (tp * C)
@@ -598,11 +664,10 @@ def prefill_compute_s(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip) -> 
     give the first token (llama.cpp outputs only a batch's last token unless asked; vLLM, SGLang
     and TensorRT-LLM gather the last position of each prompt), or for all S where the runtime
     computes every position's logits (eff.prefill_logits_all); expert GEMMs run at
-    moe_gemm_efficiency of the dense rate: their params count 1/eff times."""
+    moe_gemm_efficiency of the dense rate: their params count 1/eff times (ch.prefill_gemm)."""
     B, S = kn.batch, kn.prompt
-    head_s = 2.0 * mc.vocab * mc.hidden * (1.0 + ch.dense_dequant) / ch.dense_flops   # one token's LM head
-    pre_head_s = B * head_s * (S if eff.prefill_logits_all else minimum(S, 1.0)) / ch.group
-    pre_gemm_s = B * S * (gemm_s(mc, ch, 1.0 / eff.moe_gemm_efficiency) - head_s) / ch.group + pre_head_s
+    pre_head_s = B * ch.head * (S if eff.prefill_logits_all else minimum(S, 1.0)) / ch.group
+    pre_gemm_s = B * S * ch.prefill_gemm / ch.group + pre_head_s
     pre_attn = B * mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / ch.group
     return pre_gemm_s + pre_attn / ch.attn_flops, pre_head_s
 

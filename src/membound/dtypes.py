@@ -63,7 +63,23 @@ _ALIASES = {"f16": "fp16", "f32": "fp32", "float16": "fp16", "bfloat16": "bf16",
             "float32": "fp32", "e4m3": "fp8", "fp8_e4m3": "fp8", "w4a16": "int4",
             "q4_k": "q4_k_m", "q5_k": "q5_k_m"}
 
-_registry: dict[str, DType] = {d.name: d for d in _BUILTIN}
+
+class _Registry(dict[str, DType]):
+    """name -> DType. Every write or deletion counts in `generation`: estimate.prepare's cache
+    is keyed on it, so it never serves a format replaced since (by register_dtype or by hand)."""
+
+    generation = 0
+
+    def __setitem__(self, key: str, value: DType) -> None:
+        super().__setitem__(key, value)
+        self.generation += 1
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self.generation += 1
+
+
+_registry = _Registry({d.name: d for d in _BUILTIN})
 _BUILTIN_NAMES = frozenset(_registry)
 _lock = threading.Lock()
 
@@ -90,6 +106,12 @@ def register_dtype(name: str, bits: float, compute: str | None = None,
     with _lock:
         _registry[d.name] = d
     return d
+
+
+def generation() -> int:
+    """How many times the registry has changed since import: a cache keyed on it
+    (estimate.prepare's) never serves a format replaced since."""
+    return _registry.generation
 
 
 def get_dtype(name: str | DType) -> DType:

@@ -5,11 +5,11 @@ import functools
 import math
 import numbers
 import operator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import defaults
-from .core import BOUNDS, Knobs, ModelConsts, SpecArgs, evaluate, model_consts
+from . import defaults, dtypes
+from .core import BOUNDS, ChipBase, Knobs, ModelConsts, SpecArgs, chip_base, evaluate, model_consts
 from .dtypes import get_dtype
 from .errors import DoesNotFitError, InvalidInputError, MemboundError
 from .hardware import Hardware, load_hardware
@@ -26,6 +26,7 @@ MAX_COUNT = 10**9
 deployment, and small enough that every product of counts stays exact in float arithmetic
 (10**400 overflowed a float; a prompt of 10**19 tokens lost the decode step to rounding)."""
 
+_WORKLOAD = frozenset(("batch", "prompt", "output"))   # the Knobs fields chip_base does not read
 _TERMS = operator.itemgetter(*(f"{k}_s" for k in BOUNDS))   # core.evaluate's keys of the BOUNDS terms
 
 
@@ -89,7 +90,7 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
     m, hw, layout, price, pinned = p.model, p.hardware, p.layout, p.price, p.pinned
     N, spec_args, positions = p.n_chips, p.spec_args, p.positions
     kn = _with(p.knobs, batch=float(B), prompt=float(S), output=float(T))   # = p.at(B, S, T).evaluate()
-    r = evaluate(p.consts, hw, p.eff, kn, **p.extra)
+    r = evaluate(p.consts, hw, p.eff, kn, base=p.chip_base, **p.extra)
     for key in ("decode_tok_s_per_user", "ttft_s", "e2e_s"):   # a last guard: never NaN/inf/0
         if not (math.isfinite(r[key]) and r[key] > 0):
             raise InvalidInputError(key, r[key], f"a finite positive figure; the inputs ({p.model.name} on "
@@ -141,11 +142,17 @@ class Prepared:
     extra: dict[str, Any]   # core.evaluate's keyword arguments beyond the knobs
     consts: ModelConsts
     labels: dict[str, str | int]  # Result's label fields: model, hardware, runtime, n_chips, parallel, dtypes
+    chip_base: ChipBase = field(init=False)   # core.chip_base of knobs: the same for every batch, prompt
+                                              # and output (rebuilt by dataclasses.replace, not by `at`)
+
+    def __post_init__(self):
+        object.__setattr__(self, "chip_base", chip_base(self.consts, self.hardware, self.eff, self.knobs))
 
     def evaluate(self, **knobs) -> dict:
         """`core.evaluate` on this configuration, with Knobs fields replaced (floats or arrays)."""
         kn = replace(self.knobs, **knobs) if knobs else self.knobs
-        return evaluate(self.consts, self.hardware, self.eff, kn, **self.extra)
+        base = self.chip_base if _WORKLOAD.issuperset(knobs) else None     # else core.evaluate builds it
+        return evaluate(self.consts, self.hardware, self.eff, kn, base=base, **self.extra)
 
     def at(self, batch: int, prompt: int, output: int) -> Prepared:
         """This configuration at another workload (numbers already checked)."""
@@ -203,21 +210,12 @@ def _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype,
     args = (m, hw, rt, N, parallel, weight_dtype, kv_dtype, activation_dtype, speculative, quantization,
             placement, price_usd_per_hour, dense_weight_dtype)
     try:
-        # an unhashable argument raises TypeError here, by design (caught below)
-        base = _resolve_cached(*args, _formats_now(weight_dtype, kv_dtype, activation_dtype, quantization,
-                                                   dense_weight_dtype))
+        # an unhashable argument raises TypeError here, by design (caught below); the formats'
+        # generation is part of the key, so a format re-registered under its name is never served stale
+        base = _resolve_cached(*args, dtypes.generation())
     except (TypeError, MemboundError):  # an unhashable argument (a placement dict) or a bad format name:
         base = _resolve(*args)          # resolve afresh (which raises the error naming the field)
     return base, B, S, T
-
-
-def _formats_now(weight_dtype, kv_dtype, activation_dtype, quantization, dense_weight_dtype=None) -> tuple:
-    """The format objects the names mean now, with the bf16/fp32 defaults: part of the cache key,
-    so a format re-registered under the same name is never served stale."""
-    q = quantization
-    w, kv, a, d, h = (q.weights, q.kv, q.activations, q.dense_weights, q.head_weights) \
-        if isinstance(q, Quantization) else (weight_dtype, kv_dtype, activation_dtype, dense_weight_dtype, None)
-    return tuple(None if x is None else get_dtype(x) for x in (w, kv, a, d, h)) + (get_dtype("bf16"), get_dtype("fp32"))
 
 
 def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtype, activation_dtype, speculative,
