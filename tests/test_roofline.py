@@ -59,3 +59,9 @@ def test_expected_experts():
     assert expected_experts(8.0, 2.0, 2.0) == pytest.approx(8 * (1 - 0.75 ** 2))   # 3.5
     assert expected_experts(0.0, 0.0, 5.0) == 0.0
     assert expected_experts(256.0, 8.0, 1e6) == pytest.approx(256.0)
+    # the plain-float path and the array path are the same arithmetic: equal to the last bit
+    # (8 (1 - 0.75^2) = 3.5 exactly in binary; 0 experts read none, as zeros of the tokens' shape)
+    tokens = np.array([1.0, 2.0, 3.0, 1e6])
+    assert expected_experts(8.0, 2.0, 2.0) == 3.5 == expected_experts(np.float64(8.0), 2.0, 2.0)
+    assert [expected_experts(8.0, 2.0, t) for t in tokens.tolist()] == expected_experts(8.0, 2.0, tokens).tolist()
+    assert expected_experts(0.0, 0.0, tokens).tolist() == [0.0] * 4

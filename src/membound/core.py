@@ -221,7 +221,7 @@ class Chip(NamedTuple):
     w_inv: Num
 
 
-assert Chip._fields[:len(ChipBase._fields)] == ChipBase._fields   # chip_of builds Chip(*base, ...)
+assert Chip._fields[:len(ChipBase._fields)] == ChipBase._fields   # chip_of builds a Chip from (*base, ...)
 
 
 # ---- one evaluation ---------------------------------------------------------------------
@@ -326,7 +326,8 @@ def chip_of(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, base: Chi
     dense_inv, expert_inv, kv_inv, w_inv, per_tier = placement(
         hw.memory, eff.bandwidth_fraction, base.dense_held + extra_weight_bytes_chip, base.expert_held, kv_chip,
         pinned)
-    return Chip(*base, m, kn.batch / m, beat, dense_inv, expert_inv, kv_inv, w_inv), kv_chip, per_tier
+    # tuple.__new__: the fields in Chip's order without its generated __new__'s 32 named arguments
+    return tuple.__new__(Chip, (*base, m, kn.batch / m, beat, dense_inv, expert_inv, kv_inv, w_inv)), kv_chip, per_tier
 
 
 def collective_link(hw: Hardware, eff: Efficiency, n: Num) -> tuple[Num, Num]:

@@ -83,6 +83,11 @@ def clip(x: Num, lo: Num, hi: Num) -> Num:
 def expected_experts(n_experts: Num, k: Num, tokens: Num) -> Num:
     """Expected distinct experts one MoE layer reads when `tokens` tokens each route to `k` of
     `n_experts` uniformly: E * (1 - (1 - k/E)^tokens). Batch 1 reads k; large batches read E."""
+    if type(n_experts) is float and type(k) is float and type(tokens) is float:   # the plain-float path
+        if not n_experts > 0:
+            return 0.0
+        safe = 1 if 1 > n_experts else n_experts        # maximum(n_experts, 1), as below
+        return safe * (1.0 - (1.0 - k / safe) ** tokens)
     safe_e = maximum(n_experts, 1)
     return where(n_experts > 0, safe_e * (1.0 - (1.0 - k / safe_e) ** tokens), 0.0)
 
