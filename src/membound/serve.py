@@ -677,10 +677,8 @@ class _Trace:
     preemptions: int = 0
 
 
-def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.ndarray, *,
-             concurrency: int | None = None, arrivals: np.ndarray | None = None) -> _Trace:
-    """Iteration-level simulation. Closed loop (`concurrency` clients, each sends its next request
-    when the last completes) or given arrival times. Lengths per request are given."""
+def _check_simulable(sm: StepModel, sched: Scheduler) -> None:
+    """What the simulator does not model raises InvalidInputError naming the solver."""
     if sm.draft is not None:
         raise InvalidInputError("engine", "simulate", "'solver' for a speculative step model (the simulator "
                                 "does not model speculative decoding)")
@@ -690,162 +688,210 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
     if _set(sched.recv_interval_steps) > 1:
         raise InvalidInputError("engine", "simulate", "'solver' for a scheduler that takes in requests every "
                                 "few steps (the simulator takes them every step), or Scheduler(recv_interval_steps=1)")
-    n = len(prompts)
-    S = prompts.astype(np.int64)
-    T = outputs.astype(np.int64)
-    groups = sm.groups
-    P, M, blk = _set(sched.token_budget), _set(sched.max_running), _set(sched.kv_block_tokens)
-    cap = sm.kv_pairs_capacity(sched)
-    arrive = np.full(n, np.inf)
-    admit = np.full(n, np.nan)
-    first = np.full(n, np.nan)
-    done = np.full(n, np.nan)
-    h = sm.host_s            # a request reaches the engine h after it is sent
-    if arrivals is not None:
-        arrive[:] = np.asarray(arrivals, float)
-        issued = n
-    else:
-        issued = min(_set(concurrency), n)
-        arrive[:issued] = 0.0
-    pending = [(arrive[i] + h, i) for i in range(issued)]      # (time at the engine, id)
-    heapq.heapify(pending)
-    tr = _Trace(arrive, admit, first, done, [])
 
-    def kv_of(ctx):          # pairs a sequence of ctx tokens holds, block-rounded
-        return effective_context(groups, np.ceil(np.asarray(ctx, float) / blk) * blk)
 
-    def reserve(i):          # pairs held at admission under preemption="none"
-        return float(effective_context(groups, float(S[i] + T[i])))
+class _Simulation:
+    """The state of one `simulate` run: requests by id (pending at the engine, waiting, being
+    prefilled), the decoding batch as arrays (ids, contexts, tokens left), the clock."""
 
-    waiting: deque = deque()
-    pre_done = np.zeros(n, np.int64)          # prompt tokens prefilled
-    need = S.copy()                           # tokens to prefill (a preempted request's context)
-    saved_left = T - 1                        # tokens still to decode after the prefill
-    run_id = np.zeros(0, np.int64)            # decoding sequences
-    run_ctx = np.zeros(0, np.int64)
-    run_left = np.zeros(0, np.int64)
-    prefilling: list = []                     # admitted, prefill not finished (ids)
-    t = 0.0
-    completed = 0
-    reserved = 0.0
+    def __init__(self, sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.ndarray,
+                 concurrency: int | None, arrivals: np.ndarray | None):
+        n = len(prompts)
+        self.sm, self.sched, self.n = sm, sched, n
+        self.S, self.T = prompts.astype(np.int64), outputs.astype(np.int64)
+        self.groups = sm.groups
+        self.P, self.M, self.blk = _set(sched.token_budget), _set(sched.max_running), _set(sched.kv_block_tokens)
+        self.cap = sm.kv_pairs_capacity(sched)
+        self.closed = arrivals is None
+        arrive = np.full(n, np.inf)
+        self.h = sm.host_s            # a request reaches the engine h after it is sent
+        if arrivals is not None:
+            arrive[:] = np.asarray(arrivals, float)
+            self.issued = n
+        else:
+            self.issued = min(_set(concurrency), n)
+            arrive[:self.issued] = 0.0
+        self.pending = [(arrive[i] + self.h, i) for i in range(self.issued)]      # (time at the engine, id)
+        heapq.heapify(self.pending)
+        self.tr = _Trace(arrive, np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan), [])
+        self.waiting: deque[int] = deque()
+        self.pre_done = np.zeros(n, np.int64)          # prompt tokens prefilled
+        self.need = self.S.copy()                      # tokens to prefill (a preempted request's context)
+        self.saved_left = self.T - 1                   # tokens still to decode after the prefill
+        self.run_id = np.zeros(0, np.int64)            # decoding sequences
+        self.run_ctx = np.zeros(0, np.int64)
+        self.run_left = np.zeros(0, np.int64)
+        self.prefilling: list[int] = []                # admitted, prefill not finished (ids)
+        self.t = 0.0
+        self.completed = 0
+        self.reserved = 0.0
+        self.per_token = float(effective_context(self.groups, 1.0))     # most pairs one more token adds
 
-    per_token = float(effective_context(groups, 1.0))     # most pairs one more token adds
+    def kv_of(self, ctx):
+        """Pairs a sequence of ctx tokens holds, block-rounded."""
+        return effective_context(self.groups, np.ceil(np.asarray(ctx, float) / self.blk) * self.blk)
 
-    def held():
-        r = float(np.sum(kv_of(run_ctx))) if run_ctx.size else 0.0
-        return r + float(sum(kv_of(pre_done[i]) for i in prefilling)) if sched.preemption != "none" else reserved
+    def reserve(self, i: int) -> float:
+        """Pairs held at admission under preemption="none"."""
+        return float(effective_context(self.groups, float(self.S[i] + self.T[i])))
 
-    while completed < n:
-        while pending and pending[0][0] <= t:
-            waiting.append(heapq.heappop(pending)[1])
-        if not waiting and not prefilling and run_id.size == 0:
-            if pending:
-                t = float(pending[0][0])
-                continue
-            break
-        # -- admit prompts into this step ---------------------------------------------------
-        b = int(run_id.size)
-        budget = P - b if sched.mixed_steps else P
-        used = held()
-        while waiting and len(prefilling) + b < M:
-            i = waiting[0]
-            if sched.preemption == "none":
-                if used + reserve(i) > cap:
+    def held(self) -> float:
+        if self.sched.preemption == "none":
+            return self.reserved
+        r = float(np.sum(self.kv_of(self.run_ctx))) if self.run_ctx.size else 0.0
+        return r + float(sum(self.kv_of(self.pre_done[i]) for i in self.prefilling))
+
+    def run(self) -> _Trace:
+        while self.completed < self.n:
+            while self.pending and self.pending[0][0] <= self.t:
+                self.waiting.append(heapq.heappop(self.pending)[1])
+            if not self.waiting and not self.prefilling and self.run_id.size == 0:
+                if not self.pending:
                     break
-                used += reserve(i)
-                reserved += reserve(i)
-            elif used + float(kv_of(need[i])) > cap and (b or prefilling):
+                self.t = float(self.pending[0][0])
+                continue
+            b = int(self.run_id.size)
+            used = self._admit(b)
+            chunks = self._chunks(b)
+            if not chunks and b:
+                k_done, c_done = float(self._decode_run(b, used)), 0.0
+            else:
+                k_done, c_done = 1.0, self._prefill_step(b, chunks, used)
+            self._preempt(used, k_done, c_done)
+            self._complete()
+        return self.tr
+
+    def _admit(self, b: int) -> float:
+        """Waiting prompts join the prefilling ones while the batch and the KV cache have room;
+        the KV pairs held after admission."""
+        used = self.held()
+        while self.waiting and len(self.prefilling) + b < self.M:
+            i = self.waiting[0]
+            if self.sched.preemption == "none":
+                if used + self.reserve(i) > self.cap:
+                    break
+                used += self.reserve(i)
+                self.reserved += self.reserve(i)
+            elif used + float(self.kv_of(self.need[i])) > self.cap and (b or self.prefilling):
                 break
-            waiting.popleft()
-            prefilling.append(i)
-            admit[i] = t if np.isnan(admit[i]) else admit[i]
+            self.waiting.popleft()
+            self.prefilling.append(i)
+            admit = self.tr.admit
+            admit[i] = self.t if np.isnan(admit[i]) else admit[i]
+        return used
+
+    def _chunks(self, b: int) -> list[tuple[int, int]]:
+        """(id, tokens) of the prompts this step prefills, within the token budget."""
         chunks: list[tuple[int, int]] = []
-        left = budget
-        if sched.mixed_steps or not run_id.size or prefilling:
-            for i in prefilling:
+        left = self.P - b if self.sched.mixed_steps else self.P
+        if self.sched.mixed_steps or not self.run_id.size or self.prefilling:
+            for i in self.prefilling:
                 if left <= 0:
                     break
-                rest = int(need[i] - pre_done[i])
-                take = rest if not sched.chunked_prefill else min(rest, left)
+                rest = int(self.need[i] - self.pre_done[i])
+                take = rest if not self.sched.chunked_prefill else min(rest, left)
                 if take > left and chunks:
                     break
                 chunks.append((i, take))
                 left -= take
-        decode = sched.mixed_steps or not chunks
-        bd = b if decode else 0
-        u_run = float(np.mean(effective_context(groups, run_ctx.astype(float)))) if bd else 0.0
-        if not chunks and bd:
-            # -- a run of pure decode steps until the next event ------------------------------
-            k = int(run_left.min())
-            if sched.preemption != "none":
-                room = cap - used
-                k = max(1, min(k, int(room // max(b * float(effective_context(groups, 1.0)), 1e-30)) + 1))
-            if waiting and len(prefilling) + b < M:
-                k = 1
+        return chunks
+
+    def _u_run(self) -> float:
+        return float(np.mean(effective_context(self.groups, self.run_ctx.astype(float))))
+
+    def _advance(self, b: int, span: float, used: float) -> None:
+        self.tr.busy += b * span
+        self.tr.kv += min(used / self.cap, 1.0) * span if self.cap > 0 else 0.0
+        self.t += span
+
+    def _decode_run(self, b: int, used: float) -> int:
+        """A run of pure decode steps until the next event (a completion, the KV cache full, an
+        arrival, a prompt that could be admitted); the steps taken."""
+        k = int(self.run_left.min())
+        if self.sched.preemption != "none":
+            room = self.cap - used
+            k = max(1, min(k, int(room // max(b * float(effective_context(self.groups, 1.0)), 1e-30)) + 1))
+        if self.waiting and len(self.prefilling) + b < self.M:
+            k = 1
+        if k > 1:
             js = np.arange(k, dtype=float)
-            u_j = np.mean(effective_context(groups, run_ctx[None, :].astype(float) + js[:, None]), axis=1) \
-                if k > 1 else np.array([u_run])
-            dur = np.asarray(sm.step(float(b), u_j), float) if k > 1 else np.array([sm.step1(float(b), u_run)])
-            if pending:
-                cum = np.cumsum(dur)
-                k2 = int(np.searchsorted(cum, pending[0][0] - t)) + 1
-                if k2 < k:
-                    k, dur = k2, dur[:k2]
-            tr.itl.append((dur, np.full(k, float(b))))
-            span = float(dur.sum())
-            tr.busy += b * span
-            tr.kv += min(used / cap, 1.0) * span if cap > 0 else 0.0
-            t += span
-            run_ctx = run_ctx + k
-            run_left = run_left - k
-            k_done, c_done = float(k), 0.0
+            u_j = np.mean(effective_context(self.groups, self.run_ctx[None, :].astype(float) + js[:, None]), axis=1)
+            dur = np.asarray(self.sm.step(float(b), u_j), float)
         else:
-            cu = sum(float(effective_context(groups, float(pre_done[i] + c))) for i, c in chunks)
-            cp = sum(float(causal_pairs(groups, float(pre_done[i] + c)) - causal_pairs(groups, float(pre_done[i])))
-                     for i, c in chunks)
-            c_tok = float(sum(c for _, c in chunks))
-            k_done, c_done = 1.0, c_tok
-            dt = sm.step1(float(bd), u_run, c_tok, cu, cp, seqs=float(bd + len(chunks)))
-            if bd:
-                tr.itl.append((np.array([dt]), np.array([float(bd)])))
-                run_ctx = run_ctx + 1
-                run_left = run_left - 1
-            tr.busy += b * dt
-            tr.kv += min(used / cap, 1.0) * dt if cap > 0 else 0.0
-            t += dt
-            for i, c in chunks:
-                pre_done[i] += c
-                if pre_done[i] >= need[i]:
-                    prefilling.remove(i)
-                    if np.isnan(first[i]):
-                        first[i] = t
-                    run_id = np.append(run_id, i)
-                    run_ctx = np.append(run_ctx, need[i])
-                    run_left = np.append(run_left, saved_left[i])
-        # -- KV overflow: preempt the newest sequences ----------------------------------------
-        grown = used + per_token * (float(run_ctx.size) * k_done + c_done + blk * (run_ctx.size + 1))
-        if sched.preemption != "none" and run_ctx.size and grown > cap:
-            while run_ctx.size > 1 and held() > cap:
-                i = int(run_id[-1])
-                tr.preemptions += 1
-                need[i], saved_left[i] = run_ctx[-1], run_left[-1]
-                pre_done[i] = 0 if sched.preemption == "recompute" else need[i]
-                run_id, run_ctx, run_left = run_id[:-1], run_ctx[:-1], run_left[:-1]
-                waiting.appendleft(i)      # the tokens already streamed stay streamed
-        # -- completions --------------------------------------------------------------------
-        fin = run_left <= 0
-        if fin.any():
-            for i in run_id[fin]:
-                done[i] = t
-                completed += 1
-                if sched.preemption == "none":
-                    reserved -= reserve(int(i))
-                if arrivals is None and issued < n:
-                    arrive[issued] = t
-                    heapq.heappush(pending, (t + h, issued))
-                    issued += 1
-            run_id, run_ctx, run_left = run_id[~fin], run_ctx[~fin], run_left[~fin]
-    return tr
+            dur = np.array([self.sm.step1(float(b), self._u_run())])
+        if self.pending:
+            k2 = int(np.searchsorted(np.cumsum(dur), self.pending[0][0] - self.t)) + 1
+            if k2 < k:
+                k, dur = k2, dur[:k2]
+        self.tr.itl.append((dur, np.full(k, float(b))))
+        self._advance(b, float(dur.sum()), used)
+        self.run_ctx = self.run_ctx + k
+        self.run_left = self.run_left - k
+        return k
+
+    def _prefill_step(self, b: int, chunks: list[tuple[int, int]], used: float) -> float:
+        """One step of the prefill chunks, with the b decoding sequences where steps mix; the
+        prompt tokens run. A prompt whose prefill ends joins the decoding batch."""
+        g, done = self.groups, self.pre_done
+        bd = b if self.sched.mixed_steps else 0
+        cu = sum(float(effective_context(g, float(done[i] + c))) for i, c in chunks)
+        cp = sum(float(causal_pairs(g, float(done[i] + c)) - causal_pairs(g, float(done[i]))) for i, c in chunks)
+        c_tok = float(sum(c for _, c in chunks))
+        u_run = self._u_run() if bd else 0.0
+        dt = self.sm.step1(float(bd), u_run, c_tok, cu, cp, seqs=float(bd + len(chunks)))
+        if bd:
+            self.tr.itl.append((np.array([dt]), np.array([float(bd)])))
+            self.run_ctx = self.run_ctx + 1
+            self.run_left = self.run_left - 1
+        self._advance(b, dt, used)
+        for i, c in chunks:
+            done[i] += c
+            if done[i] >= self.need[i]:
+                self.prefilling.remove(i)
+                if np.isnan(self.tr.first[i]):
+                    self.tr.first[i] = self.t
+                self.run_id = np.append(self.run_id, i)
+                self.run_ctx = np.append(self.run_ctx, self.need[i])
+                self.run_left = np.append(self.run_left, self.saved_left[i])
+        return c_tok
+
+    def _preempt(self, used: float, k_done: float, c_done: float) -> None:
+        """KV overflow: preempt the newest sequences (the tokens already streamed stay streamed)."""
+        n_run = self.run_ctx.size
+        grown = used + self.per_token * (float(n_run) * k_done + c_done + self.blk * (n_run + 1))
+        if self.sched.preemption == "none" or not n_run or grown <= self.cap:
+            return
+        while self.run_ctx.size > 1 and self.held() > self.cap:
+            i = int(self.run_id[-1])
+            self.tr.preemptions += 1
+            self.need[i], self.saved_left[i] = self.run_ctx[-1], self.run_left[-1]
+            self.pre_done[i] = 0 if self.sched.preemption == "recompute" else self.need[i]
+            self.run_id, self.run_ctx, self.run_left = self.run_id[:-1], self.run_ctx[:-1], self.run_left[:-1]
+            self.waiting.appendleft(i)
+
+    def _complete(self) -> None:
+        """Finished sequences leave the batch; in a closed loop each client sends its next request."""
+        fin = self.run_left <= 0
+        if not fin.any():
+            return
+        for i in self.run_id[fin]:
+            self.tr.done[i] = self.t
+            self.completed += 1
+            if self.sched.preemption == "none":
+                self.reserved -= self.reserve(int(i))
+            if self.closed and self.issued < self.n:
+                self.tr.arrive[self.issued] = self.t
+                heapq.heappush(self.pending, (self.t + self.h, self.issued))
+                self.issued += 1
+        self.run_id, self.run_ctx, self.run_left = self.run_id[~fin], self.run_ctx[~fin], self.run_left[~fin]
+
+
+def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.ndarray, *,
+             concurrency: int | None = None, arrivals: np.ndarray | None = None) -> _Trace:
+    """Iteration-level simulation. Closed loop (`concurrency` clients, each sends its next request
+    when the last completes) or given arrival times. Lengths per request are given."""
+    _check_simulable(sm, sched)
+    return _Simulation(sm, sched, prompts, outputs, concurrency, arrivals).run()
 
 
 # ---- the public entry point ---------------------------------------------------------------
