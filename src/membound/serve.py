@@ -507,21 +507,17 @@ class Steady:
     u_mean: float
 
 
-def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, concurrency=None,
-          arrival_rate=None) -> Steady:
-    """The steady state for mean lengths `prompt`, `output` (see the module docstring).
-    concurrency or arrival_rate may be numpy arrays (vectorised)."""
+def _running_cap(sm: StepModel, sched: Scheduler, prompt: float, output: float, u_mean: float) -> tuple[float, float]:
+    """The most sequences that run at once (the scheduler's cap, the KV cache's, the token
+    budget's) and the KV pairs a chip holds; errors where not one request fits."""
     S, T = float(prompt), float(output)
     D = max(T - 1.0, 1e-9)
-    u_mean = float(effective_context(sm.groups, S + D / 2.0))
-    u_S = effective_context(sm.groups, S)
-    pairs_S = causal_pairs(sm.groups, S)
-    P = float(_set(sched.token_budget))
     kv_pairs = sm.kv_pairs_capacity(sched)
     if sched.preemption == "none":
         hold = float(effective_context(sm.groups, S + T))
     else:
         hold = u_mean + _set(sched.kv_block_tokens) / 2.0 * (u_mean / max(S + D / 2.0, 1.0))
+    P = float(_set(sched.token_budget))
     cap = min(float(_set(sched.max_running)), kv_pairs / max(hold, 1e-30), (P - 1.0) / sm.positions)
     if kv_pairs <= 0.0:
         need = sm.weights_bytes
@@ -531,40 +527,67 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
     if cap < 1.0:
         raise InvalidInputError("prompt_tokens", prompt, f"a workload whose KV cache for one request fits: "
                                 f"{kv_pairs:.3g} KV pairs free per chip, one request needs {hold:.3g}")
-    one_chunk = S if not sched.chunked_prefill else None
+    return cap, kv_pairs
 
-    closed = concurrency is not None
-    ranks, hold_steps = sm.ranks, _set(sched.dp_balance_steps)
-    # a scheduler that takes in requests once every k decode steps makes an arrival wait
-    # (k - 1) / 2 steps on average, while a batch decodes (others >= 1; an idle one polls at once)
-    recv_wait = (_set(sched.recv_interval_steps) - 1.0) / 2.0
 
-    def balance_wait(b, arrivals, step):
-        """Steps' worth of time a prompt waits for DP-attention balancing: prompts are held
-        until every one of the ranks has one (a new request goes to a rank that just finished
-        one, at random: ranks x H(ranks) arrivals, the coupon collector's count) or `hold_steps`
-        steps pass, whichever is first; an arrival waits half that cycle on average. Ranks left
-        without a sequence (b < ranks) take prompts at once. arrivals: requests per step of
-        `step` seconds."""
-        if ranks == 1 or hold_steps == 0:
-            return 0.0
-        collect = ranks * sum(1.0 / i for i in range(1, ranks + 1))
-        cycle = np.minimum(collect / np.maximum(arrivals, 1e-30), float(hold_steps))
-        return np.where(b >= ranks, 0.5 * cycle * step, 0.0)
+def _balance_wait(ranks: int, hold_steps: int, b, arrivals, step):
+    """Steps' worth of time a prompt waits for DP-attention balancing: prompts are held until
+    every one of the ranks has one (a new request goes to a rank that just finished one, at
+    random: ranks x H(ranks) arrivals, the coupon collector's count) or `hold_steps` steps pass,
+    whichever is first; an arrival waits half that cycle on average. Ranks left without a
+    sequence (b < ranks) take prompts at once. arrivals: requests per step of `step` seconds."""
+    if ranks == 1 or hold_steps == 0:
+        return 0.0
+    collect = ranks * sum(1.0 / i for i in range(1, ranks + 1))
+    cycle = np.minimum(collect / np.maximum(arrivals, 1e-30), float(hold_steps))
+    return np.where(b >= ranks, 0.5 * cycle * step, 0.0)
 
-    def state(b, N=1.0):
-        """Figures at a mean of b decoding sequences. An arriving prompt and a decoding sequence
-        see the others: b (N - 1) / N of them in a closed loop of N clients, b in an open one."""
-        others = b * (N - 1.0) / N if closed else b
-        avail = P - (others * sm.positions if sched.mixed_steps else 0.0)
-        c0 = np.minimum(S, avail) if one_chunk is None else S + 0.0 * b
+
+class _State:
+    """The steady figures at a mean of b decoding sequences, for mean lengths S, T."""
+
+    def __init__(self, sm: StepModel, sched: Scheduler, S: float, T: float, closed: bool):
+        self.sm, self.sched, self.S, self.closed = sm, sched, S, closed
+        self.D = max(T - 1.0, 1e-9)
+        self.u_mean = float(effective_context(sm.groups, S + self.D / 2.0))
+        self.u_S = effective_context(sm.groups, S)
+        self.pairs_S = causal_pairs(sm.groups, S)
+        self.P = float(_set(sched.token_budget))
+        # a scheduler that takes in requests once every k decode steps makes an arrival wait
+        # (k - 1) / 2 steps on average, while a batch decodes (others >= 1; an idle one polls at once)
+        self.recv_wait = (_set(sched.recv_interval_steps) - 1.0) / 2.0
+
+    def __call__(self, b, N=1.0):
+        """An arriving prompt and a decoding sequence see the others: b (N - 1) / N of them in a
+        closed loop of N clients, b in an open one. (TPOT, tau_d, tau_m, f, X, TTFT, the
+        prompt's own chunks, whether the prefill work fits the budget.)"""
+        sm, S, D = self.sm, self.S, self.D
+        others = b * (N - 1.0) / N if self.closed else b
+        avail = self.P - (others * sm.positions if self.sched.mixed_steps else 0.0)
+        c0 = np.minimum(S, avail) if self.sched.chunked_prefill else S + 0.0 * b
         pbar = others * S * sm.tokens_per_step / D      # prefill tokens per decode step
         c = np.minimum(np.maximum(c0, pbar), avail)
         f = np.minimum(pbar / np.maximum(c, 1e-30), 1.0)
+        tau, tau_d, tau_m, tau_own = self._steps(b, others, c0, c, f)
+        x = b * sm.tokens_per_step / (D * tau)
+        n_chunks = np.ceil(S / np.maximum(c0, 1.0)) if S > 0 else 1.0
+        pre = n_chunks * tau_own
+        rho = np.minimum(pbar / np.maximum(avail, 1e-30), 0.999)
+        # an arrival waits for the running step to end (half a step on average), except in a
+        # closed loop with no host time, where requests arrive as others complete, at a boundary
+        residual = 0.0 if self.closed and sm.host_s == 0.0 else 0.5 * tau
+        balance = _balance_wait(sm.ranks, _set(self.sched.dp_balance_steps), b, x * tau, tau)
+        ttft = sm.host_s + residual + pre + rho / (2.0 * (1.0 - rho)) * pre + balance \
+            + self.recv_wait * tau * np.minimum(others, 1.0)
+        return tau / sm.tokens_per_step, tau_d, tau_m, f, x, ttft, pre, pbar <= avail
+
+    def _steps(self, b, others, c0, c, f):
+        """The mean step, the decode step, the step with a prefill chunk c, the prompt's own (c0)."""
+        sm, S, u_mean, u_S, pairs_S = self.sm, self.S, self.u_mean, self.u_S, self.pairs_S
         share = c / max(S, 1.0)
         own = c0 / max(S, 1.0)
         tau_d = sm.step(1.0 + others, u_mean)
-        if sched.mixed_steps:
+        if self.sched.mixed_steps:
             tau_m = sm.step(1.0 + others, u_mean, c, share * u_S, share * pairs_S)
             tau = (1.0 - f) * tau_d + f * tau_m
             tau_own = sm.step(others, u_mean, c0, own * u_S, own * pairs_S)
@@ -572,47 +595,53 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
             tau_m = sm.step(0.0 * b, u_mean, c, share * u_S, share * pairs_S, seqs=share)
             tau = tau_d + f * tau_m
             tau_own = sm.step(0.0 * b, u_mean, c0, own * u_S, own * pairs_S, seqs=1.0)
-        x = b * sm.tokens_per_step / (D * tau)
-        n_chunks = np.ceil(S / np.maximum(c0, 1.0)) if S > 0 else 1.0
-        pre = n_chunks * tau_own
-        rho = np.minimum(pbar / np.maximum(avail, 1e-30), 0.999)
-        # an arrival waits for the running step to end (half a step on average), except in a
-        # closed loop with no host time, where requests arrive as others complete, at a boundary
-        residual = 0.0 if closed and sm.host_s == 0.0 else 0.5 * tau
-        ttft = sm.host_s + residual + pre + rho / (2.0 * (1.0 - rho)) * pre + balance_wait(b, x * tau, tau) \
-            + recv_wait * tau * np.minimum(others, 1.0)
-        feasible = pbar <= avail
-        return tau / sm.tokens_per_step, tau_d, tau_m, f, x, ttft, pre, feasible
+        return tau, tau_d, tau_m, tau_own
 
-    if closed:
-        N = np.asarray(concurrency, float)
-        hi = np.minimum(N, cap)
-        tau, _, _, _, x, ttft, _, ok = state(hi, N)
-        capped = ok & (hi + x * ttft <= N)
 
-        def below(b, n):
-            tau, _, _, _, x, ttft, _, ok = state(b, n)
-            return ok & (b + x * ttft < n)
-        b = np.where(capped, hi, _root(below, N * 1e-9, hi, N))
-        tau, tau_d, tau_m, f, x, ttft, pre, _ = state(b, N)
-        ttft = np.where(capped, np.maximum((N - b) / x, ttft), ttft)
-        x = np.where(capped, x, N / (ttft + D * tau))      # Little's law, exact at the root
-    else:
-        lam = np.asarray(arrival_rate, float)
-        grid = cap * np.geomspace(1e-6, 1.0, 200)
-        _, _, _, _, x, _, _, ok = state(grid)
-        capacity = float(np.max(np.where(ok, x, 0.0)))
-        if not np.all(lam < capacity):
-            raise InvalidInputError("arrival_rate", float(np.max(lam)), f"below the engine's capacity, "
-                                    f"{capacity:.4g} requests/s here (the queue would grow without end)")
+def _closed_loop(state: _State, concurrency, cap: float):
+    """N clients hold N = b + X TTFT (Little): b where that holds, or the cap with the rest queued."""
+    N = np.asarray(concurrency, float)
+    hi = np.minimum(N, cap)
+    tau, _, _, _, x, ttft, _, ok = state(hi, N)
+    capped = ok & (hi + x * ttft <= N)
 
-        def below(b, rate):
-            tau, _, _, _, x, ttft, _, ok = state(b)
-            return ok & (x < rate)
-        b = _root(below, np.full(lam.shape, 1e-9), np.full(lam.shape, cap), lam)
-        tau, tau_d, tau_m, f, x, ttft, pre, _ = state(b)
-        x = lam + 0.0 * b
-    return Steady(b, tau, tau_d, tau_m, f, x, ttft, pre, cap, kv_pairs, u_mean)
+    def below(b, n):
+        tau, _, _, _, x, ttft, _, ok = state(b, n)
+        return ok & (b + x * ttft < n)
+    b = np.where(capped, hi, _root(below, N * 1e-9, hi, N))
+    tau, tau_d, tau_m, f, x, ttft, pre, _ = state(b, N)
+    ttft = np.where(capped, np.maximum((N - b) / x, ttft), ttft)
+    x = np.where(capped, x, N / (ttft + state.D * tau))      # Little's law, exact at the root
+    return b, tau, tau_d, tau_m, f, x, ttft, pre
+
+
+def _open_loop(state: _State, arrival_rate, cap: float):
+    """Poisson arrivals at a rate: b where the engine completes that rate (below its capacity)."""
+    lam = np.asarray(arrival_rate, float)
+    grid = cap * np.geomspace(1e-6, 1.0, 200)
+    _, _, _, _, x, _, _, ok = state(grid)
+    capacity = float(np.max(np.where(ok, x, 0.0)))
+    if not np.all(lam < capacity):
+        raise InvalidInputError("arrival_rate", float(np.max(lam)), f"below the engine's capacity, "
+                                f"{capacity:.4g} requests/s here (the queue would grow without end)")
+
+    def below(b, rate):
+        tau, _, _, _, x, ttft, _, ok = state(b)
+        return ok & (x < rate)
+    b = _root(below, np.full(lam.shape, 1e-9), np.full(lam.shape, cap), lam)
+    tau, tau_d, tau_m, f, x, ttft, pre, _ = state(b)
+    return b, tau, tau_d, tau_m, f, lam + 0.0 * b, ttft, pre
+
+
+def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, concurrency=None,
+          arrival_rate=None) -> Steady:
+    """The steady state for mean lengths `prompt`, `output` (see the module docstring).
+    concurrency or arrival_rate may be numpy arrays (vectorised)."""
+    closed = concurrency is not None
+    state = _State(sm, sched, float(prompt), float(output), closed)
+    cap, kv_pairs = _running_cap(sm, sched, prompt, output, state.u_mean)
+    figures = _closed_loop(state, concurrency, cap) if closed else _open_loop(state, arrival_rate, cap)
+    return Steady(*figures, cap, kv_pairs, state.u_mean)
 
 
 def finite_run_share(e2e, tau0: float, output: Length, concurrency, runs: float = 10.0) -> np.ndarray:
