@@ -209,18 +209,9 @@ def _wait_quantile(q: float, c, a, D):
     return 0.5 * np.where(C > 1.0 - q, t, 0.0)
 
 
-def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, prices: dict | None = None,
-         weight_dtypes=("bf16", "fp8"), kv_dtypes=("bf16",), n_chips=(1, 2, 4, 8), batches=DEFAULT_BATCHES,
-         runtime=None, speculative=None, batching: str = "continuous", max_utilisation: float = 0.9,
-         chunk_size: int | None = None) -> PlanResult:
-    """Rank the configurations that carry `workload` within `slo` by cost per million output tokens.
-
-    hardware: candidate device names (prices from their profiles; `prices` {name: USD per
-    chip-hour} overrides). Devices without a price are left out, with a note. Returns a
-    PlanResult; bad input raises InvalidInputError.
-    """
-    import pandas as pd
-
+def _check_plan_args(workload: Workload, slo: SLO, batching: str, max_utilisation: float, hardware,
+                     batches) -> tuple[list[str], list[int]]:
+    """plan()'s argument checks; the candidate devices and the sorted batch sizes."""
     if not isinstance(workload, Workload):
         raise InvalidInputError("workload", workload, "a mb.Workload")
     if not isinstance(slo, SLO):
@@ -235,8 +226,13 @@ def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, pric
     batches = sorted({int(b) for b in ([batches] if isinstance(batches, numbers.Integral) else batches)})
     if not batches or batches[0] < 1:
         raise InvalidInputError("batches", batches, "a non-empty list of batch sizes >= 1")
-    m = load_model(model)
-    price_map, notes = {}, []
+    return devices, batches
+
+
+def _prices(devices: list[str], prices: dict | None) -> tuple[dict[str, float], list[str]]:
+    """USD per chip-hour by device name (`prices` over the profiles'), and notes on those left out."""
+    price_map: dict[str, float] = {}
+    notes: list[str] = []
     for name in devices:
         hw = load_hardware(name)
         p = (prices or {}).get(name, (prices or {}).get(hw.name, hw.price_usd_per_hour))
@@ -249,21 +245,13 @@ def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, pric
     if not price_map:
         raise InvalidInputError("prices", prices, f"a price per chip-hour for at least one of {devices} "
                                 "(none has one in its profile: give prices)")
+    return price_map, notes
 
-    S, T = workload.lengths("prompt_tokens"), workload.lengths("output_tokens")
-    kw: dict[str, Any] = dict(chunk_size=chunk_size) if chunk_size else {}
-    table = sweep(model=m, hardware=list(price_map), batch=sorted({1, *batches}),
-                  prompt_tokens=sorted(set(S.values())), output_tokens=sorted(set(T.values())),
-                  weight_dtype=list(weight_dtypes), kv_dtype=list(kv_dtypes), n_chips=list(n_chips),
-                  runtime=runtime, speculative=speculative, price_usd_per_hour=price_map,
-                  include_unfit=True, on_invalid="skip", **kw)
-    for cfg, why in table.attrs["skipped"]:
-        notes.append(f"skipped {cfg}: {why}")
-    if len(table) == 0:
-        return PlanResult(table, table, "no configuration could run: " + "; ".join(notes), 0, notes)
-    for k in _KEYS:
-        if k != "n_chips":
-            table[k] = table[k].astype(str)
+
+def _lengths_table(table: pd.DataFrame, S: dict, T: dict, batches: list[int]) -> pd.DataFrame:
+    """One row per configuration and batch, with the figures at the mean, p50 and p90 lengths
+    (the prefill of one prompt alone at batch 1), kept where the longest request fits."""
+    import pandas as pd
 
     def at(s, t, cols, batch_one=False):
         sel = table[(table.prompt_tokens == s) & (table.output_tokens == t)]
@@ -281,7 +269,90 @@ def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, pric
                      for q in ("mean", "p50", "p90")], axis=1)
     df = mean.join([tail, med, fit]).reset_index()
     df = df.merge(one.reset_index(), on=_KEYS, how="left")
-    df = df[df.batch.isin(batches) & df.memory_fits_max & df.memory_fits_mean].reset_index(drop=True)
+    return df[df.batch.isin(batches) & df.memory_fits_max & df.memory_fits_mean].reset_index(drop=True)
+
+
+def _seat_times(df: pd.DataFrame, T: dict, batching: str):
+    """(time per output token at the mean and the p90 lengths, a seat's hold time D, TTFT before
+    any queue at p50 and p90), by the batching's serving model (the module docstring)."""
+    if batching == "continuous":
+        tok_time = df.tpot_s_mean.to_numpy() + df.prefill_s_mean.to_numpy() / T["mean"]
+        tok_time_tail = df.tpot_s_p90.to_numpy() + df.prefill_s_p90.to_numpy() / T["p90"]
+        D = df.prefill_s_one_mean.to_numpy() + T["mean"] * tok_time
+        base50 = 0.5 * tok_time + df.prefill_s_one_p50.to_numpy()
+        base90 = 0.9 * tok_time + df.prefill_s_one_p90.to_numpy()
+        return tok_time, tok_time_tail, D, base50, base90
+    return (df.tpot_s_mean.to_numpy(), df.tpot_s_p90.to_numpy(), df.e2e_s_mean.to_numpy(),
+            df.ttft_s_p50.to_numpy(), df.ttft_s_p90.to_numpy())
+
+
+def _fleet(workload: Workload, slo: SLO, B, D, base50, base90, per_user, t_p90: float, tok_time_tail,
+           batching: str, max_utilisation: float):
+    """(replicas, offered load in Erlangs, queue wait at p50, at p90) per configuration: a seat per
+    user, or replicas added (utilisation stepping down) until the TTFT targets hold."""
+    if workload.concurrent_users is not None:
+        users = float(workload.concurrent_users)
+        zero = np.zeros_like(B)      # every user holds a seat: no queue
+        return np.ceil(users / B), np.full_like(B, users), zero, zero
+    assert workload.arrival_rate_rps is not None    # exactly one of the two (Workload)
+    lam = float(workload.arrival_rate_rps)
+    load = lam * D
+    replicas = w50 = w90 = done = None
+    for u in (s for s in _UTILISATION_STEPS if s <= max_utilisation):
+        r_try = np.maximum(np.ceil(load / (B * u)), 1.0)
+        r_try = np.where(r_try * B <= load, r_try + 1.0, r_try)      # stability: c > a
+        c = r_try * B
+        q50, q90 = _wait_quantile(0.5, c, load, D), _wait_quantile(0.9, c, load, D)
+        if batching == "static":
+            lam_r = lam / r_try
+            q50, q90 = q50 + 0.5 * (B - 1) / lam_r, q90 + 0.9 * (B - 1) / lam_r
+        ok = _meets(slo, base50 + q50, base90 + q90, per_user, base90 + q90 + t_p90 * tok_time_tail)
+        if done is None:          # the first step (replicas is None too)
+            replicas, w50, w90 = r_try, q50, q90
+        else:
+            take = ~done & ok
+            replicas, w50, w90 = (np.where(take, r_try, replicas), np.where(take, q50, w50),
+                                  np.where(take, q90, w90))
+        done = ok if done is None else done | ok
+    return replicas, load, w50, w90
+
+
+def _cheapest_text(ranked: pd.DataFrame, total: int) -> str:
+    b = ranked.iloc[0]
+    return (f"{len(ranked)} of {total} configurations meet the SLOs; cheapest: {b.replicas} x "
+            f"{b.n_chips} {b.hardware} ({b.parallel}, batch {b.batch}, {b.weight_dtype} weights, "
+            f"{b.kv_dtype} KV) at ${b.cost_per_million_tokens_usd:.3g} per million output tokens, "
+            f"{b.total_chips} chips, utilisation {b.utilisation:.0%}")
+
+
+def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, prices: dict | None = None,
+         weight_dtypes=("bf16", "fp8"), kv_dtypes=("bf16",), n_chips=(1, 2, 4, 8), batches=DEFAULT_BATCHES,
+         runtime=None, speculative=None, batching: str = "continuous", max_utilisation: float = 0.9,
+         chunk_size: int | None = None) -> PlanResult:
+    """Rank the configurations that carry `workload` within `slo` by cost per million output tokens.
+
+    hardware: candidate device names (prices from their profiles; `prices` {name: USD per
+    chip-hour} overrides). Devices without a price are left out, with a note. Returns a
+    PlanResult; bad input raises InvalidInputError.
+    """
+    devices, batches = _check_plan_args(workload, slo, batching, max_utilisation, hardware, batches)
+    m = load_model(model)
+    price_map, notes = _prices(devices, prices)
+    S, T = workload.lengths("prompt_tokens"), workload.lengths("output_tokens")
+    kw: dict[str, Any] = dict(chunk_size=chunk_size) if chunk_size else {}
+    table = sweep(model=m, hardware=list(price_map), batch=sorted({1, *batches}),
+                  prompt_tokens=sorted(set(S.values())), output_tokens=sorted(set(T.values())),
+                  weight_dtype=list(weight_dtypes), kv_dtype=list(kv_dtypes), n_chips=list(n_chips),
+                  runtime=runtime, speculative=speculative, price_usd_per_hour=price_map,
+                  include_unfit=True, on_invalid="skip", **kw)
+    for cfg, why in table.attrs["skipped"]:
+        notes.append(f"skipped {cfg}: {why}")
+    if len(table) == 0:
+        return PlanResult(table, table, "no configuration could run: " + "; ".join(notes), 0, notes)
+    for k in _KEYS:
+        if k != "n_chips":
+            table[k] = table[k].astype(str)
+    df = _lengths_table(table, S, T, batches)
     if len(df) == 0:
         return PlanResult(df, df, f"nothing fits in memory: {m.name} with a batch's KV cache at "
                           f"{S['max'] + T['max']} tokens of context needs more chips than {list(n_chips)} "
@@ -291,45 +362,10 @@ def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, pric
     nchips = df.n_chips.to_numpy(float)
     price = df.hardware.map(price_map).to_numpy(float)
     watts = df.hardware.map({h: load_hardware(h).power_w or 0.0 for h in price_map}).to_numpy(float)
-    if batching == "continuous":
-        tok_time = df.tpot_s_mean.to_numpy() + df.prefill_s_mean.to_numpy() / T["mean"]
-        tok_time_tail = df.tpot_s_p90.to_numpy() + df.prefill_s_p90.to_numpy() / T["p90"]
-        D = df.prefill_s_one_mean.to_numpy() + T["mean"] * tok_time
-        base50 = 0.5 * tok_time + df.prefill_s_one_p50.to_numpy()
-        base90 = 0.9 * tok_time + df.prefill_s_one_p90.to_numpy()
-    else:
-        tok_time = df.tpot_s_mean.to_numpy()
-        tok_time_tail = df.tpot_s_p90.to_numpy()
-        D = df.e2e_s_mean.to_numpy()
-        base50, base90 = df.ttft_s_p50.to_numpy(), df.ttft_s_p90.to_numpy()
+    tok_time, tok_time_tail, D, base50, base90 = _seat_times(df, T, batching)
     per_user = 1.0 / tok_time_tail
-
-    if workload.concurrent_users is not None:
-        users = float(workload.concurrent_users)
-        replicas = np.ceil(users / B)
-        load = np.full_like(B, users)
-        w50 = w90 = np.zeros_like(B)      # every user holds a seat: no queue
-    else:
-        assert workload.arrival_rate_rps is not None    # exactly one of the two (Workload)
-        lam = float(workload.arrival_rate_rps)
-        load = lam * D
-        replicas = w50 = w90 = done = None
-        for u in (s for s in _UTILISATION_STEPS if s <= max_utilisation):
-            r_try = np.maximum(np.ceil(load / (B * u)), 1.0)
-            r_try = np.where(r_try * B <= load, r_try + 1.0, r_try)      # stability: c > a
-            c = r_try * B
-            q50, q90 = _wait_quantile(0.5, c, load, D), _wait_quantile(0.9, c, load, D)
-            if batching == "static":
-                lam_r = lam / r_try
-                q50, q90 = q50 + 0.5 * (B - 1) / lam_r, q90 + 0.9 * (B - 1) / lam_r
-            ok = _meets(slo, base50 + q50, base90 + q90, per_user, base90 + q90 + T["p90"] * tok_time_tail)
-            if done is None:          # the first step (replicas is None too)
-                replicas, w50, w90 = r_try, q50, q90
-            else:
-                take = ~done & ok
-                replicas, w50, w90 = (np.where(take, r_try, replicas), np.where(take, q50, w50),
-                                      np.where(take, q90, w90))
-            done = ok if done is None else done | ok
+    replicas, load, w50, w90 = _fleet(workload, slo, B, D, base50, base90, per_user, T["p90"], tok_time_tail,
+                                      batching, max_utilisation)
     ttft50, ttft90 = base50 + w50, base90 + w90
     e2e90 = ttft90 + T["p90"] * tok_time_tail
     tok_s = load / D * T["mean"]                                   # output tokens per second delivered
@@ -343,16 +379,8 @@ def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, pric
         power_kw=chips_total * watts / 1e3, price_usd_per_chip_hour=price)
     ok = _meets(slo, ttft50, ttft90, per_user, e2e90)
     ranked = df[ok].sort_values(["cost_per_million_tokens_usd", "total_chips", "ttft_p90_s"]).reset_index(drop=True)
-    frontier = _frontier(df)
-    if len(ranked):
-        b = ranked.iloc[0]
-        text = (f"{len(ranked)} of {len(df)} configurations meet the SLOs; cheapest: {b.replicas} x "
-                f"{b.n_chips} {b.hardware} ({b.parallel}, batch {b.batch}, {b.weight_dtype} weights, "
-                f"{b.kv_dtype} KV) at ${b.cost_per_million_tokens_usd:.3g} per million output tokens, "
-                f"{b.total_chips} chips, utilisation {b.utilisation:.0%}")
-    else:
-        text = _explain_failure(slo, df, ttft50, ttft90, per_user, e2e90)
-    return PlanResult(ranked, frontier, text, len(df), notes)
+    text = _cheapest_text(ranked, len(df)) if len(ranked) else _explain_failure(slo, df, ttft50, ttft90, per_user, e2e90)
+    return PlanResult(ranked, _frontier(df), text, len(df), notes)
 
 
 def _meets(slo: SLO, t50, t90, per_user, e2e):

@@ -640,8 +640,9 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
     closed = concurrency is not None
     state = _State(sm, sched, float(prompt), float(output), closed)
     cap, kv_pairs = _running_cap(sm, sched, prompt, output, state.u_mean)
-    figures = _closed_loop(state, concurrency, cap) if closed else _open_loop(state, arrival_rate, cap)
-    return Steady(*figures, cap, kv_pairs, state.u_mean)
+    b, tau, tau_d, tau_m, f, x, ttft, pre = (_closed_loop(state, concurrency, cap) if closed
+                                             else _open_loop(state, arrival_rate, cap))
+    return Steady(b, tau, tau_d, tau_m, f, x, ttft, pre, cap, kv_pairs, state.u_mean)
 
 
 def finite_run_share(e2e, tau0: float, output: Length, concurrency, runs: float = 10.0) -> np.ndarray:
