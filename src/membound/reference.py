@@ -41,9 +41,13 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import InvalidInputError, MemboundError
 from .names import index
+
+if TYPE_CHECKING:
+    from .hardware import Hardware
 
 # ---- where the data lives ---------------------------------------------------------------
 
@@ -96,8 +100,8 @@ class Scenario:
 
 @dataclass
 class Reference:
-    scenarios: list = field(default_factory=list)
-    skipped: list = field(default_factory=list)   # (id, metric, reason)
+    scenarios: list[Scenario] = field(default_factory=list)
+    skipped: list[tuple[str, str, str]] = field(default_factory=list)   # (id, metric, reason)
 
 
 # ---- text -> names -----------------------------------------------------------------------
@@ -251,150 +255,205 @@ def _category(rt: str, hw_kind: str, metric: str, framework: str, row_id: str, b
     return "other engines, batch 1"
 
 
+class _Skip(Exception):
+    """A reference row membound does not predict; the message says why."""
+
+
 def load_reference(path: str | Path | None = None) -> Reference:
     """Every row of measurements.csv as a Scenario, or skipped with its reason."""
-    from .hardware import load_hardware
-    from .model import load_model
     out = Reference()
     with open(reference_csv(path), newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     for r in rows:
-        rid, metric, framework, notes = r["id"], r["metric"], r["framework"], r["notes"]
-
-        def skip(reason):  # called only within this row's iteration
-            out.skipped.append((rid, metric, reason))  # noqa: B023
-
-        if metric in ("speedup_vs_baseline", "acceptance_length"):
-            skip("a speculative-decoding ratio (the multipliers' validation, not this report)"); continue
-        if "EAGLE" in framework or "Eagle" in framework or "Medusa" in framework:
-            skip("speculative decoding figure (multipliers' validation)"); continue
-        text = r["hardware"]
-        if text.startswith(("GPU (", "OCI ")):
-            skip(f"hardware not disclosed ({text})"); continue
-        if "mixed system" in text:
-            skip("mixed MI300X/MI325X system: not one device"); continue
-        if text.startswith("Cerebras"):
-            hw_name, scale = "cerebras-wse-3", 1.0
-        elif text.startswith("Groq"):
-            hw_name, scale = "groq-lpu", 1.0
-        elif text.startswith("SambaNova"):
-            hw_name, scale = "sambanova-sn40l", 1.0
-        elif text.startswith("Apple"):
-            a = _apple(text)
-            if a is None:
-                skip(f"no bundled profile matches {text!r}"); continue
-            hw_name, scale = a
-        elif text in _HARDWARE:
-            hw_name, scale = _HARDWARE[text], 1.0
-        elif (hit := index("hardware").lookup(text)) is not None:   # names and profile aliases
-            hw_name, scale = hit, 1.0
-        elif re.search(r"Ryzen AI Max\+? 395|Strix Halo|Radeon 8060S", text):
-            hw_name, scale = "ryzen-ai-max-395", 1.0
-        else:
-            skip(f"no bundled profile for {text!r}"); continue
         try:
-            hw = load_hardware(hw_name)
-        except MemboundError:
-            skip(f"no bundled profile {hw_name!r} for {text!r}"); continue
-        model = _MODELS.get(r["model"]) or index("model").lookup(r["model"])
-        if model is None:
-            skip(f"no preset for model {r['model']!r}"); continue
-        load_model(model)
-        wd = _dtype(r["weight_dtype"], hw_name)
-        if wd is None:
-            skip(f"weight format {r['weight_dtype']!r} unknown"); continue
-        rt = next((v for k, v in _RUNTIMES if k in framework), None)
-        if rt == "llama.cpp":
-            backend = llama_cpp_backend(framework, hw.kind, hw.vendor)
-            rt = f"llama.cpp-{backend}"
-            if backend == "cpu" and hw.kind != "cpu":    # the chip's CPU cores, not its GPU
-                if hw_name not in CPU_PROFILE:
-                    skip(f"CPU-backend row: no CPU profile for the cores of {hw_name}"); continue
-                hw_name, scale = CPU_PROFILE[hw_name], 1.0
-                hw = load_hardware(hw_name)
-        if rt is None and rid.startswith("mlperf"):
-            rt = "vllm"     # AMD's MLPerf submissions run a vLLM-based stack
-        if rt is None:
-            skip(f"runtime {framework!r} not modelled"); continue
-        kv = "fp8" if r["kv_dtype"].startswith("fp8") else ("bf16" if wd in ("bf16", "fp8", "int8", "int4") and
-                                                           not r["kv_dtype"] else "fp16")
-        dense = "q8_0" if (wd == "mxfp4" and rt.startswith("llama.cpp")) else None
-        act = None
-        if rt.startswith("llama.cpp") and rt != "llama.cpp-metal" and wd not in ("fp16", "bf16"):
-            # llama.cpp's CUDA/HIP/Vulkan MMQ kernels and its CPU dot products (activations
-            # quantized to q8_0) multiply block-quantized weights as int8
-            act = "int8" if hw.supports("int8") else "fp8"   # same tensor rate where int8 is absent
-        B = _int(r["batch_or_concurrency"].split()[0])
-        S, T = _int(r["prompt_tokens"], 0), _int(r["output_tokens"], 0)
-        n = _int(r["n_chips"].split(".")[0], 1) if r["n_chips"] else 1
-        parallel = (n, 1, 1)
-        depth = 0
-        m_depth = re.search(r"@ d(\d+)", notes)
-        if m_depth:
-            depth = int(m_depth.group(1))
-            if metric != "prefill_tok_s":
-                S = 0    # "tg N @ dD": the prompt column holds the depth D itself (sources.md)
-        per_chip = False
-        note = ""
-        value = float(r["value"])
-
-        if r["batch_or_concurrency"].startswith(("max", "MLPerf")):
-            B = "max"
-        if rid.startswith("mlperf"):
-            S, T, per_chip = 512, 512, True
-            note = "ISL/OSL assumed 512/512 (dataset mean not in the reference)"
-            model_tp = 2 if (model == "llama-2-70b" and hw_name == "h100-sxm") else 1
-            n, parallel = model_tp, (model_tp, 1, 1)
-        if rt == "nemo":
-            tp = re.search(r"TP=(\d+)", notes)
-            n = int(tp.group(1)) if tp else n
-            parallel = (n, 1, 1)
-            S, T = 128, 20
-        if rid.startswith("awq"):
-            if metric == "itl_ms":
-                S, T = 0, 128
-                note = "generation-stage latency: prompt/output lengths not stated, 0/128 assumed"
-            else:
-                hist = re.search(r"with (\d+) history", notes)
-                h = int(hist.group(1)) if hist else 0
-                if rt == "tinychat":
-                    S, depth = 32, h        # reuses the history KV cache
-                else:
-                    S = 32 + h              # re-processes the history
-                T = 1
-        if rid.startswith("eaglefast") or rid == "spec-065":
-            S, T = 128, 256
-            note = "MT-bench: ~128-token prompts and 256 generated tokens assumed"
-        if hw.kind in ("wafer", "lpu", "rdu"):
-            if metric == "ttft_ms":
-                skip("prompt length not stated"); continue
-            if B != 1 and B is not None:
-                skip("aggregate at unstated batch layout"); continue
-            ctx = re.search(r"(\d+)-token context", notes)
-            S, T = (int(ctx.group(1)) // 2 if ctx else 1024), 256
-            try:
-                n, parallel = _special_layout(model, hw, wd, n if r["n_chips"] else None)
-            except MemboundError as e:
-                skip(f"no layout holds it: {e}"); continue
-            from .vendors import ROW_RUNTIME
-            rt = ROW_RUNTIME.get(rid, rt)     # the vendor's software generation at the figure's date
-            note = f"{n} chips (tp={parallel[0]} pp={parallel[1]}): the fewest that hold the weights"
-            if rid in GENERATION_NOTES:
-                note += "; " + GENERATION_NOTES[rid]
-        if B is None:
-            skip(f"batch {r['batch_or_concurrency']!r} not understood"); continue
-        if metric == "decode_tok_s_per_user" and T == 0:
-            T = 128
-        if metric == "decode_tok_s_total" and T == 0:
-            T = 128
-        if metric == "prefill_tok_s" and S == 0:
-            skip("prefill with no prompt"); continue
-        out.scenarios.append(Scenario(
-            id=rid, category=_category(rt, hw.kind, metric, framework, rid, B), metric=metric,
-            measured=value, model=model, hardware=hw_name, runtime=rt, weight_dtype=wd, kv_dtype=kv,
-            dense_dtype=dense, activation_dtype=act, batch=B, prompt_tokens=S, output_tokens=max(T, 1), depth=depth,
-            n_chips=n, parallel=parallel, compute_scale=scale, per_chip=per_chip, note=note))
+            out.scenarios.append(_scenario(r))
+        except _Skip as e:
+            out.skipped.append((r["id"], r["metric"], str(e)))
     return out
+
+
+@dataclass
+class _Shape:
+    """A row's workload as membound runs it: batch, lengths, chips, layout, the note on what
+    was assumed."""
+
+    batch: int | str | None
+    prompt: int
+    output: int
+    n_chips: int
+    parallel: tuple[int, int, int]
+    depth: int = 0
+    per_chip: bool = False
+    note: str = ""
+
+
+def _scenario(r: dict[str, str]) -> Scenario:
+    """One row as a Scenario; _Skip where membound does not predict it."""
+    from .hardware import load_hardware
+    from .model import load_model
+    rid, metric, framework = r["id"], r["metric"], r["framework"]
+    if metric in ("speedup_vs_baseline", "acceptance_length"):
+        raise _Skip("a speculative-decoding ratio (the multipliers' validation, not this report)")
+    if "EAGLE" in framework or "Eagle" in framework or "Medusa" in framework:
+        raise _Skip("speculative decoding figure (multipliers' validation)")
+    hw_name, scale = _device(r["hardware"])
+    try:
+        hw = load_hardware(hw_name)
+    except MemboundError:
+        raise _Skip(f"no bundled profile {hw_name!r} for {r['hardware']!r}") from None
+    model = _MODELS.get(r["model"]) or index("model").lookup(r["model"])
+    if model is None:
+        raise _Skip(f"no preset for model {r['model']!r}")
+    load_model(model)
+    wd = _dtype(r["weight_dtype"], hw_name)
+    if wd is None:
+        raise _Skip(f"weight format {r['weight_dtype']!r} unknown")
+    rt = next((v for k, v in _RUNTIMES if k in framework), None)
+    if rt == "llama.cpp":
+        rt, cores = _llama_cpp(framework, hw_name, hw.kind, hw.vendor)
+        if cores is not None:
+            hw_name, scale, hw = cores, 1.0, load_hardware(cores)
+    if rt is None and rid.startswith("mlperf"):
+        rt = "vllm"     # AMD's MLPerf submissions run a vLLM-based stack
+    if rt is None:
+        raise _Skip(f"runtime {framework!r} not modelled")
+    kv, dense, act = _formats(r["kv_dtype"], wd, rt, hw)
+    value = float(r["value"])
+    shape = _shape(r, model, hw_name, rt)
+    if hw.kind in ("wafer", "lpu", "rdu"):
+        rt = _specialised(r, shape, model, hw, wd, rt)
+    batch = _check_shape(r, shape)
+    return Scenario(
+        id=rid, category=_category(rt, hw.kind, metric, framework, rid, batch), metric=metric,
+        measured=value, model=model, hardware=hw_name, runtime=rt, weight_dtype=wd, kv_dtype=kv,
+        dense_dtype=dense, activation_dtype=act, batch=batch, prompt_tokens=shape.prompt,
+        output_tokens=max(shape.output, 1), depth=shape.depth, n_chips=shape.n_chips, parallel=shape.parallel,
+        compute_scale=scale, per_chip=shape.per_chip, note=shape.note)
+
+
+def _device(text: str) -> tuple[str, float]:
+    """The bundled profile a row's hardware text names, and its compute scale (binned cores)."""
+    if text.startswith(("GPU (", "OCI ")):
+        raise _Skip(f"hardware not disclosed ({text})")
+    if "mixed system" in text:
+        raise _Skip("mixed MI300X/MI325X system: not one device")
+    for prefix, name in (("Cerebras", "cerebras-wse-3"), ("Groq", "groq-lpu"), ("SambaNova", "sambanova-sn40l")):
+        if text.startswith(prefix):
+            return name, 1.0
+    if text.startswith("Apple"):
+        a = _apple(text)
+        if a is None:
+            raise _Skip(f"no bundled profile matches {text!r}")
+        return a
+    if text in _HARDWARE:
+        return _HARDWARE[text], 1.0
+    if (hit := index("hardware").lookup(text)) is not None:   # names and profile aliases
+        return hit, 1.0
+    if re.search(r"Ryzen AI Max\+? 395|Strix Halo|Radeon 8060S", text):
+        return "ryzen-ai-max-395", 1.0
+    raise _Skip(f"no bundled profile for {text!r}")
+
+
+def _llama_cpp(framework: str, hw_name: str, hw_kind: str, vendor: str) -> tuple[str, str | None]:
+    """The llama.cpp backend's runtime, and the profile of the chip's CPU cores where the CPU
+    backend runs on a GPU (else None)."""
+    backend = llama_cpp_backend(framework, hw_kind, vendor)
+    if backend != "cpu" or hw_kind == "cpu":
+        return f"llama.cpp-{backend}", None
+    if hw_name not in CPU_PROFILE:            # the chip's CPU cores, not its GPU
+        raise _Skip(f"CPU-backend row: no CPU profile for the cores of {hw_name}")
+    return f"llama.cpp-{backend}", CPU_PROFILE[hw_name]
+
+
+def _formats(kv_text: str, wd: str, rt: str, hw: Hardware) -> tuple[str, str | None, str | None]:
+    """The KV cache's format, the dense tensors' (where stored apart), the GEMMs' activations'."""
+    kv = "fp8" if kv_text.startswith("fp8") else ("bf16" if wd in ("bf16", "fp8", "int8", "int4") and
+                                                   not kv_text else "fp16")
+    dense = "q8_0" if (wd == "mxfp4" and rt.startswith("llama.cpp")) else None
+    act = None
+    if rt.startswith("llama.cpp") and rt != "llama.cpp-metal" and wd not in ("fp16", "bf16"):
+        # llama.cpp's CUDA/HIP/Vulkan MMQ kernels and its CPU dot products (activations
+        # quantized to q8_0) multiply block-quantized weights as int8
+        act = "int8" if hw.supports("int8") else "fp8"   # same tensor rate where int8 is absent
+    return kv, dense, act
+
+
+def _shape(r: dict[str, str], model: str, hw_name: str, rt: str) -> _Shape:
+    """The row's batch, lengths and layout, with what its source leaves unstated assumed."""
+    rid, metric, notes = r["id"], r["metric"], r["notes"]
+    n = _int(r["n_chips"].split(".")[0], 1) if r["n_chips"] else 1
+    s = _Shape(_int(r["batch_or_concurrency"].split()[0]), _int(r["prompt_tokens"], 0),
+               _int(r["output_tokens"], 0), n, (n, 1, 1))
+    m_depth = re.search(r"@ d(\d+)", notes)
+    if m_depth:
+        s.depth = int(m_depth.group(1))
+        if metric != "prefill_tok_s":
+            s.prompt = 0    # "tg N @ dD": the prompt column holds the depth D itself (sources.md)
+    if r["batch_or_concurrency"].startswith(("max", "MLPerf")):
+        s.batch = "max"
+    if rid.startswith("mlperf"):
+        s.prompt, s.output, s.per_chip = 512, 512, True
+        s.note = "ISL/OSL assumed 512/512 (dataset mean not in the reference)"
+        model_tp = 2 if (model == "llama-2-70b" and hw_name == "h100-sxm") else 1
+        s.n_chips, s.parallel = model_tp, (model_tp, 1, 1)
+    if rt == "nemo":
+        tp = re.search(r"TP=(\d+)", notes)
+        s.n_chips = int(tp.group(1)) if tp else s.n_chips
+        s.parallel = (s.n_chips, 1, 1)
+        s.prompt, s.output = 128, 20
+    if rid.startswith("awq"):
+        _awq(s, metric, notes, rt)
+    if rid.startswith("eaglefast") or rid == "spec-065":
+        s.prompt, s.output = 128, 256
+        s.note = "MT-bench: ~128-token prompts and 256 generated tokens assumed"
+    return s
+
+
+def _awq(s: _Shape, metric: str, notes: str, rt: str) -> None:
+    """The AWQ paper's rows: generation latency at assumed lengths, or a prompt after a history."""
+    if metric == "itl_ms":
+        s.prompt, s.output = 0, 128
+        s.note = "generation-stage latency: prompt/output lengths not stated, 0/128 assumed"
+        return
+    hist = re.search(r"with (\d+) history", notes)
+    h = int(hist.group(1)) if hist else 0
+    if rt == "tinychat":
+        s.prompt, s.depth = 32, h        # reuses the history KV cache
+    else:
+        s.prompt = 32 + h                # re-processes the history
+    s.output = 1
+
+
+def _specialised(r: dict[str, str], s: _Shape, model: str, hw: Hardware, wd: str, rt: str) -> str:
+    """Wafer, LPU and RDU rows: batch 1 at half the stated context, on the fewest chips that hold
+    the weights; the vendor's software generation at the figure's date (its runtime)."""
+    from .vendors import ROW_RUNTIME
+    if r["metric"] == "ttft_ms":
+        raise _Skip("prompt length not stated")
+    if s.batch != 1 and s.batch is not None:
+        raise _Skip("aggregate at unstated batch layout")
+    ctx = re.search(r"(\d+)-token context", r["notes"])
+    s.prompt, s.output = (int(ctx.group(1)) // 2 if ctx else 1024), 256
+    try:
+        s.n_chips, s.parallel = _special_layout(model, hw, wd, s.n_chips if r["n_chips"] else None)
+    except MemboundError as e:
+        raise _Skip(f"no layout holds it: {e}") from None
+    s.note = f"{s.n_chips} chips (tp={s.parallel[0]} pp={s.parallel[1]}): the fewest that hold the weights"
+    if r["id"] in GENERATION_NOTES:
+        s.note += "; " + GENERATION_NOTES[r["id"]]
+    return ROW_RUNTIME.get(r["id"], rt)
+
+
+def _check_shape(r: dict[str, str], s: _Shape) -> int | str:
+    """A batch understood (returned), output lengths for decode figures (128 where unstated), a
+    prompt to prefill."""
+    if s.batch is None:
+        raise _Skip(f"batch {r['batch_or_concurrency']!r} not understood")
+    if r["metric"] in ("decode_tok_s_per_user", "decode_tok_s_total") and s.output == 0:
+        s.output = 128
+    if r["metric"] == "prefill_tok_s" and s.prompt == 0:
+        raise _Skip("prefill with no prompt")
+    return s.batch
 
 
 def _special_layout(model_name, hw, wd, stated):
