@@ -294,7 +294,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="membound", description="Predict LLM inference speed on given hardware.")
     p.add_argument("--version", action="version", version=f"membound {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
+    _add_estimate(sub)
+    _add_compare(sub)
+    _add_sweep(sub)
+    _add_plan(sub)
+    _add_serve(sub)
+    _catalogue(sub, "models", "model", _models)
+    _catalogue(sub, "hardware", "device", _hardware)
+    _add_validate(sub)
+    _add_app(sub)
+    _add_bench_parser(sub)
+    return p
 
+
+def _add_estimate(sub) -> None:
     e = sub.add_parser("estimate", help="one prediction for a model on a device")
     e.add_argument("model")
     e.add_argument("hardware")
@@ -307,6 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=_DENSE_HELP)
     e.set_defaults(func=_estimate)
 
+
+def _add_compare(sub) -> None:
     c = sub.add_parser("compare", help="one model on several devices, side by side")
     c.add_argument("model")
     c.add_argument("devices", nargs="+", metavar="DEVICE[:CHIPS]",
@@ -315,6 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--chips", type=int, default=None, help="chips for every device without ':N'")
     c.set_defaults(func=_compare)
 
+
+def _add_sweep(sub) -> None:
     s = sub.add_parser("sweep", help="a grid of configurations to CSV or Parquet")
     s.add_argument("--models", type=_names, required=True, help="comma-separated model names")
     s.add_argument("--hardware", type=_names, required=True, help="comma-separated device names")
@@ -337,6 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=_sweep)
 
+
+def _add_plan(sub) -> None:
     pl = sub.add_parser("plan", help="the cheapest configurations that meet latency targets")
     pl.add_argument("model")
     pl.add_argument("hardware", nargs="+", help="candidate devices")
@@ -356,6 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(func=_plan)
 
+
+def _add_serve(sub) -> None:
     sv = sub.add_parser("serve", help="a served workload: clients in a closed loop against one engine")
     sv.add_argument("model")
     sv.add_argument("hardware")
@@ -376,9 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--json", action="store_true")
     sv.set_defaults(func=_serve)
 
-    _catalogue(sub, "models", "model", _models)
-    _catalogue(sub, "hardware", "device", _hardware)
 
+def _add_validate(sub) -> None:
     v = sub.add_parser("validate", help="predict every reference measurement and report the error")
     v.add_argument("--plot", default=None, help="write predicted vs measured to this PNG")
     v.add_argument("--csv", default=None, help="write every row's prediction and error to this CSV")
@@ -389,15 +409,12 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=_validate)
 
+
+def _add_app(sub) -> None:
     a = sub.add_parser("app", help="a local web page: compare, serve, plan, explain (needs membound[app])")
     a.add_argument("--port", type=int, default=8000)
     a.add_argument("--host", default="127.0.0.1", help="127.0.0.1 (default) serves this machine only")
     a.set_defaults(func=_app)
-
-    add_bench = globals().get("_add_bench_parser")
-    if add_bench is not None:
-        add_bench(sub)
-    return p
 
 
 def _add_bench_parser(sub) -> None:
