@@ -30,7 +30,7 @@ import argparse
 import math
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,6 +40,9 @@ from .parallel import Parallel
 from .quantization import Quantization
 from .serve import Fixed, Scheduler, Uniform, build, finite_run_share, run_share, solve
 from .speculative import INFERENCEMAX_MTP_ACCEPTANCE, MTP_ACCEPTANCE, SpeculativeDecoding, mtp
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FIT_HARDWARE = ("h200",)
 # The CSV's `hw` labels are CI runner families; names resolve through membound.names, except a
@@ -207,16 +210,33 @@ def _length(mean: float, nominal: float) -> Fixed | Uniform:
     return Fixed(max(int(round(mean)), 2))
 
 
+class _Skip(Exception):
+    """A served row not predicted; the message says why."""
+
+
 def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggregated",),
               mtp_acceptance: float = INFERENCEMAX_MTP_ACCEPTANCE) -> tuple[list[ServedRow], list[tuple[str, str]]]:
     """(rows to predict, [(id, why skipped)]) from the canonical, good served rows of `kinds`
     ("aggregated", the headline; "mtp" and "disaggregated", their own categories). Every
     disaggregated row is quality "caution" (system-level, renormalised to all GPUs): with that
     kind, the canonical caution rows that are disaggregated are taken too."""
+    rows, skipped = [], []
+    drafters: dict[tuple[str, int], SpeculativeDecoding] = {}
+    r: Any     # a CSV row: its columns' types are the file's, not known to the type checker
+    for r in _read_served(path, all_rows, kinds).itertuples(index=False):
+        try:
+            rows.append(_served_row(r, kinds, drafters, mtp_acceptance))
+        except _Skip as e:
+            skipped.append((r.id, str(e)))
+    return rows, skipped
+
+
+def _read_served(path, all_rows: bool, kinds: tuple[str, ...]) -> pd.DataFrame:
+    """The served CSV, its required columns checked, the pool columns filled where absent; the
+    canonical good rows (and the disaggregated caution ones where that kind is asked) unless all."""
     import pandas as pd
 
     from .errors import InvalidInputError
-    from .hardware import load_hardware
     csv = served_csv(path)
     d = pd.read_csv(csv)
     missing = [c for c in REQUIRED if c not in d.columns]
@@ -226,65 +246,78 @@ def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggr
     for c in ("n_prefill_gpus", "prefill_workers", "n_decode_gpus", "decode_workers", "prefill_dp_attention"):
         if c not in d.columns:
             d[c] = math.nan
-    if not all_rows:
-        caution = (d.quality == "caution") & d.disagg.astype(bool) & ("disaggregated" in kinds)
-        d = d[(d.canonical == 1) & ((d.quality == "good") | caution)]
-    rows, skipped = [], []
-    drafters: dict[tuple[str, int], SpeculativeDecoding] = {}
-    r: Any     # a CSV row: its columns' types are the file's, not known to the type checker
-    for r in d.itertuples(index=False):
-        kind = "disaggregated" if bool(r.disagg) else ("mtp" if r.spec_decoding != "none" else "aggregated")
-        model = resolve_model(str(r.model))
-        device = resolve_device(str(r.hw))
-        if model is None:
-            skipped.append((r.id, f"no preset for {r.model}"))
-            continue
-        if device is None:
-            skipped.append((r.id, f"no profile for {r.hw}"))
-            continue
-        if r.precision not in PRECISIONS:
-            skipped.append((r.id, f"precision {r.precision!r} not one of {', '.join(PRECISIONS)}"))
-            continue
-        if r.framework not in RUNTIMES:
-            skipped.append((r.id, f"no runtime for framework {r.framework}"))
-            continue
-        dp = str(r.dp_attention).lower() == "true"
-        spec = None
-        if kind not in kinds:
-            skipped.append((r.id, f"{kind} rows: their own category"))
-            continue
-        if r.spec_decoding != "none":
-            engine = ENGINE.get(r.framework, r.framework)
-            if engine not in MTP_DRAFTS:
-                skipped.append((r.id, f"mtp rows of {r.framework}: draft length unknown"))
-                continue
-            gamma = MTP_DRAFTS[engine][dp]
-            spec = drafters.setdefault((model, gamma), mtp(model, gamma, mtp_acceptance))
-        pools = _pools(r) if kind == "disaggregated" else None
-        if kind == "disaggregated" and pools is None:
-            skipped.append((r.id, "disaggregated: pool topology not recorded"))
-            continue
-        n = int(r.n_gpus)
-        if pools is None:      # one engine instance of n chips
-            tp = int(r.tp)
-            layout, instance = (Parallel(ep=n) if dp and tp == n and n > 1 else Parallel(tp=tp)), n
-        else:                  # the instance is a decode worker
-            layout, instance = pools[1].parallel or Parallel(tp=pools[1].n_chips), pools[1].n_chips
-        if layout.chips != instance:
-            skipped.append((r.id, f"layout tp={layout.tp} on {instance} GPUs"))
-            continue
-        rows.append(ServedRow(
-            id=r.id, framework=r.framework, runtime=RUNTIMES[r.framework], model=model,
-            hw=r.hw, device=device, quantization=formats(r.precision, model, str(getattr(r, "checkpoint", "")),
-                                                         r.hw in AMD or load_hardware(device).vendor == "AMD"),
-            parallel=layout,
-            n_gpus=n, conc=int(r.conc), prompt=_length(float(r.isl), float(r.isl_nominal)),
-            output=_length(float(r.osl), float(r.osl_nominal)), tpot_s=float(r.tpot_median_ms) / 1e3,
-            ttft_s=float(r.ttft_median_ms) / 1e3, tput_per_gpu=float(r.output_tput_per_gpu),
-            date=str(r.date_est), kind=kind, fitted=r.hw in FIT_HARDWARE, spec=spec, pools=pools,
-            scheduler=(WIDE_EP_DECODE.get((r.framework, device)) if layout.ep > 1 else None) if pools
-            else recipe_scheduler(r.framework, device, model, int(r.conc))))
-    return rows, skipped
+    if all_rows:
+        return d
+    caution = (d.quality == "caution") & d.disagg.astype(bool) & ("disaggregated" in kinds)
+    return d[(d.canonical == 1) & ((d.quality == "good") | caution)]
+
+
+def _served_row(r: Any, kinds: tuple[str, ...], drafters: dict[tuple[str, int], SpeculativeDecoding],
+                mtp_acceptance: float) -> ServedRow:
+    """One CSV row as a ServedRow; _Skip where it is not predicted. `drafters` caches the MTP
+    drafts by (model, draft steps)."""
+    from .hardware import load_hardware
+    kind = "disaggregated" if bool(r.disagg) else ("mtp" if r.spec_decoding != "none" else "aggregated")
+    model, device = _resolve_row(r)
+    if kind not in kinds:
+        raise _Skip(f"{kind} rows: their own category")
+    dp = str(r.dp_attention).lower() == "true"
+    spec = _drafter(r, model, dp, drafters, mtp_acceptance) if r.spec_decoding != "none" else None
+    pools = _pools(r) if kind == "disaggregated" else None
+    if kind == "disaggregated" and pools is None:
+        raise _Skip("disaggregated: pool topology not recorded")
+    layout = _instance_layout(r, dp, pools)
+    n = int(r.n_gpus)
+    return ServedRow(
+        id=r.id, framework=r.framework, runtime=RUNTIMES[r.framework], model=model,
+        hw=r.hw, device=device, quantization=formats(r.precision, model, str(getattr(r, "checkpoint", "")),
+                                                     r.hw in AMD or load_hardware(device).vendor == "AMD"),
+        parallel=layout,
+        n_gpus=n, conc=int(r.conc), prompt=_length(float(r.isl), float(r.isl_nominal)),
+        output=_length(float(r.osl), float(r.osl_nominal)), tpot_s=float(r.tpot_median_ms) / 1e3,
+        ttft_s=float(r.ttft_median_ms) / 1e3, tput_per_gpu=float(r.output_tput_per_gpu),
+        date=str(r.date_est), kind=kind, fitted=r.hw in FIT_HARDWARE, spec=spec, pools=pools,
+        scheduler=(WIDE_EP_DECODE.get((r.framework, device)) if layout.ep > 1 else None) if pools
+        else recipe_scheduler(r.framework, device, model, int(r.conc)))
+
+
+def _resolve_row(r: Any) -> tuple[str, str]:
+    """The row's model preset and device profile; _Skip where a name, the precision or the
+    framework is not known."""
+    model = resolve_model(str(r.model))
+    device = resolve_device(str(r.hw))
+    if model is None:
+        raise _Skip(f"no preset for {r.model}")
+    if device is None:
+        raise _Skip(f"no profile for {r.hw}")
+    if r.precision not in PRECISIONS:
+        raise _Skip(f"precision {r.precision!r} not one of {', '.join(PRECISIONS)}")
+    if r.framework not in RUNTIMES:
+        raise _Skip(f"no runtime for framework {r.framework}")
+    return model, device
+
+
+def _drafter(r: Any, model: str, dp: bool, drafters: dict[tuple[str, int], SpeculativeDecoding],
+             mtp_acceptance: float) -> SpeculativeDecoding:
+    """The MTP drafter of an MTP row: its engine recipe's draft steps (with or without DP attention)."""
+    engine = ENGINE.get(r.framework, r.framework)
+    if engine not in MTP_DRAFTS:
+        raise _Skip(f"mtp rows of {r.framework}: draft length unknown")
+    gamma = MTP_DRAFTS[engine][dp]
+    return drafters.setdefault((model, gamma), mtp(model, gamma, mtp_acceptance))
+
+
+def _instance_layout(r: Any, dp: bool, pools: tuple[Pool, Pool] | None) -> Parallel:
+    """The layout of the engine instance: the row's n GPUs (expert parallel under DP attention),
+    or a disaggregated row's decode worker."""
+    if pools is None:      # one engine instance of n chips
+        n, tp = int(r.n_gpus), int(r.tp)
+        layout, instance = (Parallel(ep=n) if dp and tp == n and n > 1 else Parallel(tp=tp)), n
+    else:                  # the instance is a decode worker
+        layout, instance = pools[1].parallel or Parallel(tp=pools[1].n_chips), pools[1].n_chips
+    if layout.chips != instance:
+        raise _Skip(f"layout tp={layout.tp} on {instance} GPUs")
+    return layout
 
 
 def _pools(r) -> tuple[Pool, Pool] | None:
