@@ -30,22 +30,28 @@ Two engines behind one API:
 from __future__ import annotations
 
 import bisect
+import copy
 import heapq
 import math
 import numbers
 from collections import deque
 from dataclasses import asdict, dataclass, field, fields, replace
 from statistics import NormalDist
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from .core import model_consts
 from .errors import DoesNotFitError, InvalidInputError
 from .estimate import Prepared, prepare
+from .model import load_model
+from .parallel import Parallel
 from .roofline import causal_pairs, effective_context, expected_experts
 from .runtime import Served, load_runtime
-from .speculative import SpeculativeDecoding, attach
+from .speculative import SpeculativeDecoding
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 # ---- lengths ------------------------------------------------------------------------------
 
@@ -265,7 +271,7 @@ class StepModel:
     and cp causal attention pairs. Floats or numpy arrays (broadcast).
     """
 
-    def __init__(self, p: Prepared, served: Served | None, max_tokens: int):
+    def __init__(self, p: Prepared, served: Served | None, max_tokens: float):
         mc = model_consts(p.model)
         if served is not None:      # the served block's fractions and costs replace the runtime's
             eff = p.eff
@@ -331,9 +337,10 @@ class StepModel:
         self.ranks = p.layout.ep          # data-parallel attention ranks (expert parallelism)
         self.n_chips = p.n_chips
         self.host_s = served.per_request_s if served is not None else 0.0
-        # speculative decoding (speculative.attach): positions each decoding sequence verifies per
+        # speculative decoding (attach_speculative): positions each decoding sequence verifies per
         # step, the tokens it emits per step on average, and the drafter's seconds per step
-        self.positions, self.tokens_per_step, self.draft = 1.0, 1.0, None
+        self.positions, self.tokens_per_step = 1.0, 1.0
+        self.draft: Callable[..., np.ndarray] | None = None
 
     def kv_pairs_capacity(self, sched: Scheduler) -> float:
         """(layer, token) KV pairs one chip's share of the cache holds: memory_fraction of what
@@ -999,7 +1006,7 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
           activation_dtype=None, n_chips=1, parallel=None, runtime="vllm", scheduler=None,
           price_usd_per_hour=None, speculative=None, dense_weight_dtype=None, quantization=None):
     """(StepModel, resolved Scheduler, Prepared) for a served configuration; with a
-    SpeculativeDecoding, the step verifies drafted tokens (membound.speculative.attach).
+    SpeculativeDecoding, the step verifies drafted tokens (attach_speculative).
     quantization: a mb.Quantization instead of the dtype names (a mixed checkpoint's tensor groups)."""
     rt = load_runtime(runtime)
     sched = (scheduler or Scheduler()).resolved(rt.served or DEFAULT_SERVED)
@@ -1024,8 +1031,57 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
         raise InvalidInputError("speculative", speculative, "None or a mb.SpeculativeDecoding (e.g. mb.mtp(model, 3))")
     most = budget + running * speculative.positions
     sm = StepModel(p, rt.served, most)
-    attach(sm, speculative, rt.served, most)
+    attach_speculative(sm, speculative, rt.served, most)
     return sm, sched, p
+
+
+def attach_speculative(sm: StepModel, spec: SpeculativeDecoding, served: Served | None, max_tokens: float) -> None:
+    """Make a served step model `sm` (plain decoding) a speculative one. Each step, every decoding
+    sequence verifies `spec.positions` tokens (the weights the step touches, its FLOPs, its
+    communication grow with them; its KV is read once) and emits `tokens_per_round` tokens on
+    average; the drafter runs `gamma` passes over the decoding sequences. The first takes every
+    verified position of each sequence (the accepted tokens and their hidden states, padded to
+    `positions` under a CUDA graph: TensorRT-LLM's MTP Eagle feeds all accepted tokens with their
+    hidden states to the first MTP module forward, NVIDIA's tech blog 2 "DeepSeek R1 MTP
+    Implementation and Optimization"; SGLang's EAGLE worker re-runs the draft over the accepted
+    tokens after verifying), so its MoE layer touches the experts of b x positions tokens; it also
+    carries the step's prefill chunk (the drafter keeps a KV cache of the prompt too). The other
+    gamma - 1 passes take one token each. The drafter is a StepModel of the draft model on the
+    target's devices (tensor-parallel like it, in the target's formats) with the engine's per-layer
+    and per-MoE-layer costs; the per-step, per-sequence and per-request host costs are the round's
+    and paid once, by the verify pass. Its weights and its KV (per token, L_draft/L_target of the
+    target's pairs) come out of the KV cache's room. Only a draft model is costed here (a preset, a
+    Model, or `mtp_module(model)`); a head given by head_params/head_vocab or a draft_cost fraction
+    raises InvalidInputError."""
+    if not isinstance(spec, SpeculativeDecoding):
+        raise InvalidInputError("speculative", spec, "a mb.SpeculativeDecoding")
+    if spec.draft is None:
+        given = "draft_cost" if spec.draft_cost is not None else "draft"
+        raise InvalidInputError(f"speculative.{given}", getattr(spec, given),
+                                "a draft model in serve(): a preset name, a Model, or mb.mtp_module(model) for an "
+                                "MTP head (heads given by head_params or draft_cost are costed by estimate() only)")
+    p = sm.prepared
+    dm = load_model(spec.draft)
+    layout = Parallel(tp=p.layout.tp, ep=p.layout.ep if dm.n_experts else 1)
+    res = p.resolved
+    pd = prepare(dm, p.hardware, batch=1, prompt_tokens=p.prompt, output_tokens=p.output,
+                 weight_dtype=res.weights.name, kv_dtype=res.kv.name, activation_dtype=res.activations.name,
+                 n_chips=layout.chips, parallel=layout, runtime=p.runtime, allow_beyond_context=True)
+    if served is not None:
+        served = served.model_copy(update=dict(per_step_s=0.0, per_sequence_s=0.0, per_request_s=0.0))
+    sd = StepModel(pd, served, max_tokens)
+    extend = copy.copy(sd)                      # the first pass: every verified position of a sequence
+    extend.positions = float(spec.positions)
+    r = dm.n_layers / p.model.n_layers          # the drafter's (layer, token) pairs per target pair
+    rest = spec.gamma - 1
+
+    def draft(b, u, c=0.0, cu=0.0, cp=0.0):
+        first = extend.step(b, u * r, c, cu * r, cp * r)
+        return first + rest * np.where(np.asarray(b) > 0, sd.step(b, u * r), 0.0) if rest else first
+
+    sm.positions, sm.tokens_per_step, sm.draft = float(spec.positions), spec.tokens_per_round, draft
+    sm.weights_bytes += sd.weights_bytes
+    sm.kv_pair_bytes += sd.kv_pair_bytes * r
 
 
 def _common(sm: StepModel, p: Prepared, prompt: Length, output: Length, concurrency, arrival_rate, engine: str):

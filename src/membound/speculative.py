@@ -197,7 +197,7 @@ def head_cost(model, layers: int = 1, lm_head: bool = True, vocab: int | None = 
     return head_param_count(model, layers, lm_head, vocab) / load_model(model).active_params
 
 
-# ---- multi-token prediction (DeepSeek-V3/R1) and speculative decoding in serve() ----------
+# ---- multi-token prediction (DeepSeek-V3/R1): the draft module and its acceptance ---------
 
 # Per-token acceptance of DeepSeek-V3's MTP draft: "the acceptance rate of the second token
 # prediction ranges between 85% and 90%" (DeepSeek-V3 Technical Report, arXiv:2412.19437,
@@ -244,60 +244,3 @@ def mtp(model, gamma: int, acceptance_rate: float = MTP_ACCEPTANCE) -> Speculati
     draft steps of the one module per round (TensorRT-LLM's num_nextn_predict_layers, SGLang's
     speculative_num_steps), each token accepted with `acceptance_rate` (default MTP_ACCEPTANCE)."""
     return SpeculativeDecoding(draft=mtp_module(model), gamma=gamma, acceptance_rate=acceptance_rate)
-
-
-def attach(sm, spec: SpeculativeDecoding, served, max_tokens: float) -> None:
-    """Make a served step model `sm` (membound.serve.StepModel, plain decoding) a speculative
-    one. Each step, every decoding sequence verifies `spec.positions` tokens (the weights the
-    step touches, its FLOPs, its communication grow with them; its KV is read once) and emits
-    `tokens_per_round` tokens on average; the drafter runs `gamma` passes over the decoding
-    sequences. The first takes every verified position of each sequence (the accepted tokens and
-    their hidden states, padded to `positions` under a CUDA graph: TensorRT-LLM's MTP Eagle feeds
-    all accepted tokens with their hidden states to the first MTP module forward, NVIDIA's tech
-    blog 2 "DeepSeek R1 MTP Implementation and Optimization"; SGLang's EAGLE worker re-runs the
-    draft over the accepted tokens after verifying), so its MoE layer touches the experts of
-    b x positions tokens; it also carries the step's prefill chunk (the drafter keeps a KV cache
-    of the prompt too). The other gamma - 1 passes take one token each. The drafter is a
-    StepModel of the draft model on the target's devices (tensor-parallel like it, in the
-    target's formats) with the engine's per-layer and per-MoE-layer costs; the per-step,
-    per-sequence and per-request host costs are the round's and paid once, by the verify pass.
-    Its weights and its KV (per token, L_draft/L_target of
-    the target's pairs) come out of the KV cache's room. Only a draft model is costed here (a
-    preset, a Model, or `mtp_module(model)`); a head given by head_params/head_vocab or a
-    draft_cost fraction raises InvalidInputError."""
-    import copy
-
-    import numpy as np
-
-    from .estimate import prepare
-    from .model import load_model
-    from .parallel import Parallel
-    if not isinstance(spec, SpeculativeDecoding):
-        raise InvalidInputError("speculative", spec, "a mb.SpeculativeDecoding")
-    if spec.draft is None:
-        given = "draft_cost" if spec.draft_cost is not None else "draft"
-        raise InvalidInputError(f"speculative.{given}", getattr(spec, given),
-                                "a draft model in serve(): a preset name, a Model, or mb.mtp_module(model) for an "
-                                "MTP head (heads given by head_params or draft_cost are costed by estimate() only)")
-    p = sm.prepared
-    dm = load_model(spec.draft)
-    layout = Parallel(tp=p.layout.tp, ep=p.layout.ep if dm.n_experts else 1)
-    res = p.resolved
-    pd = prepare(dm, p.hardware, batch=1, prompt_tokens=p.prompt, output_tokens=p.output,
-                 weight_dtype=res.weights.name, kv_dtype=res.kv.name, activation_dtype=res.activations.name,
-                 n_chips=layout.chips, parallel=layout, runtime=p.runtime, allow_beyond_context=True)
-    if served is not None:
-        served = served.model_copy(update=dict(per_step_s=0.0, per_sequence_s=0.0, per_request_s=0.0))
-    sd = type(sm)(pd, served, max_tokens)
-    extend = copy.copy(sd)                      # the first pass: every verified position of a sequence
-    extend.positions = float(spec.positions)
-    r = dm.n_layers / p.model.n_layers          # the drafter's (layer, token) pairs per target pair
-    rest = spec.gamma - 1
-
-    def draft(b, u, c=0.0, cu=0.0, cp=0.0):
-        first = extend.step(b, u * r, c, cu * r, cp * r)
-        return first + rest * np.where(np.asarray(b) > 0, sd.step(b, u * r), 0.0) if rest else first
-
-    sm.positions, sm.tokens_per_step, sm.draft = float(spec.positions), spec.tokens_per_round, draft
-    sm.weights_bytes += sd.weights_bytes
-    sm.kv_pair_bytes += sd.kv_pair_bytes * r
