@@ -37,6 +37,19 @@ def _plain(axis, tokens=False, decades_only=False):
     axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
+def _log_log(ax, xlabel: str, ylabel: str, title: str, *, x_base: int = 10, x_tokens: bool = False,
+             x_decades: bool = False, y_decades: bool = False) -> None:
+    """Log-log axes with plain tick labels (`_plain`), their labels, the title, a light grid."""
+    ax.set_xscale("log", base=x_base)
+    ax.set_yscale("log")
+    _plain(ax.xaxis, tokens=x_tokens, decades_only=x_decades)
+    _plain(ax.yaxis, decades_only=y_decades)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+
+
 def _label(hw, n):
     return hw.display_name if n == 1 else f"{n} x {hw.display_name}"
 
@@ -121,14 +134,8 @@ def roofline(hardware, model=None, batches=(1, 8, 64, 512), *, prompt_tokens: in
         pre_ai = pre_flops / (r["prefill_memory_s"][0] * bw_eff)
         ax.plot([pre_ai], [pre_flops / r["prefill_s"][0] / 1e12], "s", color="tab:red", ms=7,
                 label=f"{m.name} prefill of {prompt_tokens} tokens")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    _plain(ax.xaxis, decades_only=True)
-    _plain(ax.yaxis)
-    ax.set_xlabel("arithmetic intensity (FLOP per byte of memory traffic)")
-    ax.set_ylabel("attainable TFLOP/s (one chip)")
-    ax.set_title(f"Roofline: {hw.display_name}")
-    ax.grid(True, which="both", alpha=0.3)
+    _log_log(ax, "arithmetic intensity (FLOP per byte of memory traffic)", "attainable TFLOP/s (one chip)",
+             f"Roofline: {hw.display_name}", x_decades=True)
     ax.legend(fontsize=8, loc="lower right")
     return ax
 
@@ -149,14 +156,8 @@ def context_curve(model, hardwares, contexts=None, *, batch: int = 1, weight_dty
         r = p.evaluate(prompt=L - 1)
         y = np.where(r["fits"], r["decode_tok_s_per_user"], np.nan)
         ax.plot(L, y, "o-", ms=3, label=_label(hw, n))
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    _plain(ax.xaxis, tokens=True)
-    _plain(ax.yaxis)
-    ax.set_xlabel("context length (tokens in the KV cache)")
-    ax.set_ylabel("decode tok/s per user")
-    ax.set_title(f"{m.name}, {weight_dtype} weights, batch {batch}")
-    ax.grid(True, which="both", alpha=0.3)
+    _log_log(ax, "context length (tokens in the KV cache)", "decode tok/s per user",
+             f"{m.name}, {weight_dtype} weights, batch {batch}", x_base=2, x_tokens=True)
     ax.legend(fontsize=8)
     return ax
 
@@ -180,15 +181,9 @@ def interactivity(model, hardwares, batches=None, *, context_tokens: int = 4096,
         for i in (0, len(x) - 1) if len(x) else ():
             ax.annotate(f"B={B[ok][i]:.0f}", (x[i], y[i]), textcoords="offset points", xytext=(4, 4),
                         fontsize=7, color=line.get_color())
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    _plain(ax.xaxis)
-    _plain(ax.yaxis)
+    _log_log(ax, "decode tok/s per user (interactivity)", "decode tok/s per chip (throughput)",
+             f"{m.name}, {weight_dtype}, context {context_tokens}: bigger batches, up and to the left")
     ax.margins(x=0.12, y=0.1)
-    ax.set_xlabel("decode tok/s per user (interactivity)")
-    ax.set_ylabel("decode tok/s per chip (throughput)")
-    ax.set_title(f"{m.name}, {weight_dtype}, context {context_tokens}: bigger batches, up and to the left")
-    ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return ax
 
@@ -262,17 +257,12 @@ def validation(df, *, predicted: str | None = None, measured: str | None = None,
     line = np.array([lo, hi])
     ax.plot(line, line, color="black", lw=1, label="predicted = measured")
     ax.fill_between(line, line / 1.25, line * 1.25, color="gray", alpha=0.15, label="±25%")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    many = bool(np.log10(hi / lo) > 3)          # 1, 2, 5 labels of every decade would collide
+    _log_log(ax, "measured" if mc == "measured" else f"measured ({mc})",
+             "predicted" if pc == "predicted" else f"predicted ({pc})",
+             "membound against published measurements", x_decades=many, y_decades=many)
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    many = np.log10(hi / lo) > 3          # 1, 2, 5 labels of every decade would collide
-    _plain(ax.xaxis, decades_only=many)
-    _plain(ax.yaxis, decades_only=many)
-    ax.set_xlabel("measured" if mc == "measured" else f"measured ({mc})")
-    ax.set_ylabel("predicted" if pc == "predicted" else f"predicted ({pc})")
-    ax.set_title("membound against published measurements")
-    ax.grid(True, which="both", alpha=0.3)
     if len(groups) > 8:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
         ax.figure.tight_layout()
@@ -309,13 +299,7 @@ def served_curve(model, hardwares, *, concurrency=(1, 2, 4, 8, 16, 32, 64, 128, 
         k = int(np.flatnonzero(c.concurrency == c.knee())[0])
         ax.annotate(f"{c.concurrency[k]} clients", (c.tok_s_per_user[k], c.output_tok_s_per_chip[k]),
                     textcoords="offset points", xytext=(4, 4), fontsize=7, color=line.get_color())
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    _plain(ax.xaxis)
-    _plain(ax.yaxis)
-    ax.set_xlabel("tok/s per user (interactivity)")
-    ax.set_ylabel("output tok/s per chip (throughput)")
-    ax.set_title(f"{load_model(model).name}, {weight_dtype}, {runtime}: served, {prompt_tokens}/{output_tokens} tokens")
-    ax.grid(True, which="both", alpha=0.3)
+    _log_log(ax, "tok/s per user (interactivity)", "output tok/s per chip (throughput)",
+             f"{load_model(model).name}, {weight_dtype}, {runtime}: served, {prompt_tokens}/{output_tokens} tokens")
     ax.legend(fontsize=8)
     return ax
