@@ -514,18 +514,16 @@ class Steady:
     u_mean: float
 
 
-def _running_cap(sm: StepModel, sched: Scheduler, prompt: float, output: float, u_mean: float) -> tuple[float, float]:
+def _running_cap(state: _State, prompt: float) -> tuple[float, float]:
     """The most sequences that run at once (the scheduler's cap, the KV cache's, the token
     budget's) and the KV pairs a chip holds; errors where not one request fits."""
-    S, T = float(prompt), float(output)
-    D = max(T - 1.0, 1e-9)
+    sm, sched, S, D, u_mean = state.sm, state.sched, state.S, state.D, state.u_mean
     kv_pairs = sm.kv_pairs_capacity(sched)
     if sched.preemption == "none":
-        hold = float(effective_context(sm.groups, S + T))
+        hold = float(effective_context(sm.groups, S + state.T))
     else:
         hold = u_mean + _set(sched.kv_block_tokens) / 2.0 * (u_mean / max(S + D / 2.0, 1.0))
-    P = float(_set(sched.token_budget))
-    cap = min(float(_set(sched.max_running)), kv_pairs / max(hold, 1e-30), (P - 1.0) / sm.positions)
+    cap = min(float(_set(sched.max_running)), kv_pairs / max(hold, 1e-30), (state.P - 1.0) / sm.positions)
     if kv_pairs <= 0.0:
         need = sm.weights_bytes
         raise DoesNotFitError(need, sm.capacity_bytes, math.ceil(need * sm.n_chips / sm.capacity_bytes) + 1,
@@ -554,7 +552,7 @@ class _State:
     """The steady figures at a mean of b decoding sequences, for mean lengths S, T."""
 
     def __init__(self, sm: StepModel, sched: Scheduler, S: float, T: float, closed: bool):
-        self.sm, self.sched, self.S, self.closed = sm, sched, S, closed
+        self.sm, self.sched, self.S, self.T, self.closed = sm, sched, S, T, closed
         self.D = max(T - 1.0, 1e-9)
         self.u_mean = float(effective_context(sm.groups, S + self.D / 2.0))
         self.u_S = effective_context(sm.groups, S)
@@ -646,7 +644,7 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
     concurrency or arrival_rate may be numpy arrays (vectorised)."""
     closed = concurrency is not None
     state = _State(sm, sched, float(prompt), float(output), closed)
-    cap, kv_pairs = _running_cap(sm, sched, prompt, output, state.u_mean)
+    cap, kv_pairs = _running_cap(state, prompt)
     b, tau, tau_d, tau_m, f, x, ttft, pre = (_closed_loop(state, concurrency, cap) if closed
                                              else _open_loop(state, arrival_rate, cap))
     return Steady(b, tau, tau_d, tau_m, f, x, ttft, pre, cap, kv_pairs, state.u_mean)
@@ -847,7 +845,7 @@ class _Simulation:
         k = int(self.run_left.min())
         if self.sched.preemption != "none":
             room = self.cap - used
-            k = max(1, min(k, int(room // max(b * float(effective_context(self.groups, 1.0)), 1e-30)) + 1))
+            k = max(1, min(k, int(room // max(b * self.per_token, 1e-30)) + 1))
         if self.waiting and len(self.prefilling) + b < self.M:
             k = 1
         if k > 1:
