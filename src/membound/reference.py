@@ -255,8 +255,8 @@ def _category(rt: str, hw_kind: str, metric: str, framework: str, row_id: str, b
     return "other engines, batch 1"
 
 
-class _Skip(Exception):
-    """A reference row membound does not predict; the message says why."""
+class SkipRow(Exception):
+    """A reference row (measured or served) membound does not predict; the message says why."""
 
 
 def load_reference(path: str | Path | None = None) -> Reference:
@@ -267,7 +267,7 @@ def load_reference(path: str | Path | None = None) -> Reference:
     for r in rows:
         try:
             out.scenarios.append(_scenario(r))
-        except _Skip as e:
+        except SkipRow as e:
             out.skipped.append((r["id"], r["metric"], str(e)))
     return out
 
@@ -288,26 +288,26 @@ class _Shape:
 
 
 def _scenario(r: dict[str, str]) -> Scenario:
-    """One row as a Scenario; _Skip where membound does not predict it."""
+    """One row as a Scenario; SkipRow where membound does not predict it."""
     from .hardware import load_hardware
     from .model import load_model
     rid, metric, framework = r["id"], r["metric"], r["framework"]
     if metric in ("speedup_vs_baseline", "acceptance_length"):
-        raise _Skip("a speculative-decoding ratio (the multipliers' validation, not this report)")
+        raise SkipRow("a speculative-decoding ratio (the multipliers' validation, not this report)")
     if "EAGLE" in framework or "Eagle" in framework or "Medusa" in framework:
-        raise _Skip("speculative decoding figure (multipliers' validation)")
+        raise SkipRow("speculative decoding figure (multipliers' validation)")
     hw_name, scale = _device(r["hardware"])
     try:
         hw = load_hardware(hw_name)
     except MemboundError:
-        raise _Skip(f"no bundled profile {hw_name!r} for {r['hardware']!r}") from None
+        raise SkipRow(f"no bundled profile {hw_name!r} for {r['hardware']!r}") from None
     model = _MODELS.get(r["model"]) or index("model").lookup(r["model"])
     if model is None:
-        raise _Skip(f"no preset for model {r['model']!r}")
+        raise SkipRow(f"no preset for model {r['model']!r}")
     load_model(model)
     wd = _dtype(r["weight_dtype"], hw_name)
     if wd is None:
-        raise _Skip(f"weight format {r['weight_dtype']!r} unknown")
+        raise SkipRow(f"weight format {r['weight_dtype']!r} unknown")
     rt = next((v for k, v in _RUNTIMES if k in framework), None)
     if rt == "llama.cpp":
         rt, cores = _llama_cpp(framework, hw_name, hw.kind, hw.vendor)
@@ -316,7 +316,7 @@ def _scenario(r: dict[str, str]) -> Scenario:
     if rt is None and rid.startswith("mlperf"):
         rt = "vllm"     # AMD's MLPerf submissions run a vLLM-based stack
     if rt is None:
-        raise _Skip(f"runtime {framework!r} not modelled")
+        raise SkipRow(f"runtime {framework!r} not modelled")
     kv, dense, act = _formats(r["kv_dtype"], wd, rt, hw)
     value = float(r["value"])
     shape = _shape(r, model, hw_name, rt)
@@ -334,16 +334,16 @@ def _scenario(r: dict[str, str]) -> Scenario:
 def _device(text: str) -> tuple[str, float]:
     """The bundled profile a row's hardware text names, and its compute scale (binned cores)."""
     if text.startswith(("GPU (", "OCI ")):
-        raise _Skip(f"hardware not disclosed ({text})")
+        raise SkipRow(f"hardware not disclosed ({text})")
     if "mixed system" in text:
-        raise _Skip("mixed MI300X/MI325X system: not one device")
+        raise SkipRow("mixed MI300X/MI325X system: not one device")
     for prefix, name in (("Cerebras", "cerebras-wse-3"), ("Groq", "groq-lpu"), ("SambaNova", "sambanova-sn40l")):
         if text.startswith(prefix):
             return name, 1.0
     if text.startswith("Apple"):
         a = _apple(text)
         if a is None:
-            raise _Skip(f"no bundled profile matches {text!r}")
+            raise SkipRow(f"no bundled profile matches {text!r}")
         return a
     if text in _HARDWARE:
         return _HARDWARE[text], 1.0
@@ -351,7 +351,7 @@ def _device(text: str) -> tuple[str, float]:
         return hit, 1.0
     if re.search(r"Ryzen AI Max\+? 395|Strix Halo|Radeon 8060S", text):
         return "ryzen-ai-max-395", 1.0
-    raise _Skip(f"no bundled profile for {text!r}")
+    raise SkipRow(f"no bundled profile for {text!r}")
 
 
 def _llama_cpp(framework: str, hw_name: str, hw_kind: str, vendor: str) -> tuple[str, str | None]:
@@ -361,7 +361,7 @@ def _llama_cpp(framework: str, hw_name: str, hw_kind: str, vendor: str) -> tuple
     if backend != "cpu" or hw_kind == "cpu":
         return f"llama.cpp-{backend}", None
     if hw_name not in CPU_PROFILE:            # the chip's CPU cores, not its GPU
-        raise _Skip(f"CPU-backend row: no CPU profile for the cores of {hw_name}")
+        raise SkipRow(f"CPU-backend row: no CPU profile for the cores of {hw_name}")
     return f"llama.cpp-{backend}", CPU_PROFILE[hw_name]
 
 
@@ -429,15 +429,15 @@ def _specialised(r: dict[str, str], s: _Shape, model: str, hw: Hardware, wd: str
     the weights; the vendor's software generation at the figure's date (its runtime)."""
     from .vendors import ROW_RUNTIME
     if r["metric"] == "ttft_ms":
-        raise _Skip("prompt length not stated")
+        raise SkipRow("prompt length not stated")
     if s.batch != 1 and s.batch is not None:
-        raise _Skip("aggregate at unstated batch layout")
+        raise SkipRow("aggregate at unstated batch layout")
     ctx = re.search(r"(\d+)-token context", r["notes"])
     s.prompt, s.output = (int(ctx.group(1)) // 2 if ctx else 1024), 256
     try:
         s.n_chips, s.parallel = _special_layout(model, hw, wd, s.n_chips if r["n_chips"] else None)
     except MemboundError as e:
-        raise _Skip(f"no layout holds it: {e}") from None
+        raise SkipRow(f"no layout holds it: {e}") from None
     s.note = f"{s.n_chips} chips (tp={s.parallel[0]} pp={s.parallel[1]}): the fewest that hold the weights"
     if r["id"] in GENERATION_NOTES:
         s.note += "; " + GENERATION_NOTES[r["id"]]
@@ -448,11 +448,11 @@ def _check_shape(r: dict[str, str], s: _Shape) -> int | str:
     """A batch understood (returned), output lengths for decode figures (128 where unstated), a
     prompt to prefill."""
     if s.batch is None:
-        raise _Skip(f"batch {r['batch_or_concurrency']!r} not understood")
+        raise SkipRow(f"batch {r['batch_or_concurrency']!r} not understood")
     if r["metric"] in ("decode_tok_s_per_user", "decode_tok_s_total") and s.output == 0:
         s.output = 128
     if r["metric"] == "prefill_tok_s" and s.prompt == 0:
-        raise _Skip("prefill with no prompt")
+        raise SkipRow("prefill with no prompt")
     return s.batch
 
 

@@ -38,6 +38,7 @@ from .disagg import Pool, solve_disaggregated
 from .errors import MemboundError
 from .parallel import Parallel
 from .quantization import Quantization
+from .reference import SkipRow
 from .serve import Fixed, Scheduler, Uniform, build, finite_run_share, run_share, solve
 from .speculative import INFERENCEMAX_MTP_ACCEPTANCE, MTP_ACCEPTANCE, SpeculativeDecoding, mtp
 
@@ -210,10 +211,6 @@ def _length(mean: float, nominal: float) -> Fixed | Uniform:
     return Fixed(max(int(round(mean)), 2))
 
 
-class _Skip(Exception):
-    """A served row not predicted; the message says why."""
-
-
 def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggregated",),
               mtp_acceptance: float = INFERENCEMAX_MTP_ACCEPTANCE) -> tuple[list[ServedRow], list[tuple[str, str]]]:
     """(rows to predict, [(id, why skipped)]) from the canonical, good served rows of `kinds`
@@ -226,7 +223,7 @@ def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggr
     for r in _read_served(path, all_rows, kinds).itertuples(index=False):
         try:
             rows.append(_served_row(r, kinds, drafters, mtp_acceptance))
-        except _Skip as e:
+        except SkipRow as e:
             skipped.append((r.id, str(e)))
     return rows, skipped
 
@@ -254,18 +251,18 @@ def _read_served(path, all_rows: bool, kinds: tuple[str, ...]) -> pd.DataFrame:
 
 def _served_row(r: Any, kinds: tuple[str, ...], drafters: dict[tuple[str, int], SpeculativeDecoding],
                 mtp_acceptance: float) -> ServedRow:
-    """One CSV row as a ServedRow; _Skip where it is not predicted. `drafters` caches the MTP
+    """One CSV row as a ServedRow; SkipRow where it is not predicted. `drafters` caches the MTP
     drafts by (model, draft steps)."""
     from .hardware import load_hardware
     kind = "disaggregated" if bool(r.disagg) else ("mtp" if r.spec_decoding != "none" else "aggregated")
     model, device = _resolve_row(r)
     if kind not in kinds:
-        raise _Skip(f"{kind} rows: their own category")
+        raise SkipRow(f"{kind} rows: their own category")
     dp = str(r.dp_attention).lower() == "true"
     spec = _drafter(r, model, dp, drafters, mtp_acceptance) if r.spec_decoding != "none" else None
     pools = _pools(r) if kind == "disaggregated" else None
     if kind == "disaggregated" and pools is None:
-        raise _Skip("disaggregated: pool topology not recorded")
+        raise SkipRow("disaggregated: pool topology not recorded")
     layout = _instance_layout(r, dp, pools)
     n = int(r.n_gpus)
     return ServedRow(
@@ -282,18 +279,18 @@ def _served_row(r: Any, kinds: tuple[str, ...], drafters: dict[tuple[str, int], 
 
 
 def _resolve_row(r: Any) -> tuple[str, str]:
-    """The row's model preset and device profile; _Skip where a name, the precision or the
+    """The row's model preset and device profile; SkipRow where a name, the precision or the
     framework is not known."""
     model = resolve_model(str(r.model))
     device = resolve_device(str(r.hw))
     if model is None:
-        raise _Skip(f"no preset for {r.model}")
+        raise SkipRow(f"no preset for {r.model}")
     if device is None:
-        raise _Skip(f"no profile for {r.hw}")
+        raise SkipRow(f"no profile for {r.hw}")
     if r.precision not in PRECISIONS:
-        raise _Skip(f"precision {r.precision!r} not one of {', '.join(PRECISIONS)}")
+        raise SkipRow(f"precision {r.precision!r} not one of {', '.join(PRECISIONS)}")
     if r.framework not in RUNTIMES:
-        raise _Skip(f"no runtime for framework {r.framework}")
+        raise SkipRow(f"no runtime for framework {r.framework}")
     return model, device
 
 
@@ -302,7 +299,7 @@ def _drafter(r: Any, model: str, dp: bool, drafters: dict[tuple[str, int], Specu
     """The MTP drafter of an MTP row: its engine recipe's draft steps (with or without DP attention)."""
     engine = ENGINE.get(r.framework, r.framework)
     if engine not in MTP_DRAFTS:
-        raise _Skip(f"mtp rows of {r.framework}: draft length unknown")
+        raise SkipRow(f"mtp rows of {r.framework}: draft length unknown")
     gamma = MTP_DRAFTS[engine][dp]
     return drafters.setdefault((model, gamma), mtp(model, gamma, mtp_acceptance))
 
@@ -316,7 +313,7 @@ def _instance_layout(r: Any, dp: bool, pools: tuple[Pool, Pool] | None) -> Paral
     else:                  # the instance is a decode worker
         layout, instance = pools[1].parallel or Parallel(tp=pools[1].n_chips), pools[1].n_chips
     if layout.chips != instance:
-        raise _Skip(f"layout tp={layout.tp} on {instance} GPUs")
+        raise SkipRow(f"layout tp={layout.tp} on {instance} GPUs")
     return layout
 
 
