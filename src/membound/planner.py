@@ -142,7 +142,7 @@ class PlanResult:
     frontier: pd.DataFrame
     explanation: str
     candidates: int                   # configurations evaluated that fit in memory
-    notes: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def feasible(self) -> bool:

@@ -92,7 +92,7 @@ class Scenario:
     output_tokens: int = 128
     depth: int = 0                   # tokens already in the KV cache (llama-bench -d)
     n_chips: int = 1
-    parallel: tuple = (1, 1, 1)      # tp, pp, ep
+    parallel: tuple[int, int, int] = (1, 1, 1)      # tp, pp, ep
     compute_scale: float = 1.0       # binned GPU cores / profile cores
     per_chip: bool = False           # measured value is per accelerator of a larger system
     note: str = ""

@@ -706,7 +706,7 @@ class _Trace:
     admit: np.ndarray
     first: np.ndarray
     done: np.ndarray
-    itl: list          # (durations, weights) arrays
+    itl: list[tuple[np.ndarray, np.ndarray]]   # (durations, weights) of runs of steps
     busy: float = 0.0  # integral of running batch over time
     kv: float = 0.0    # integral of KV occupancy over time
     preemptions: int = 0

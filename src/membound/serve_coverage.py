@@ -61,8 +61,8 @@ class Coverage:
 
     tried: int = 0
     predicted: int = 0
-    refused: Counter = field(default_factory=Counter)     # reason -> configurations x concurrencies
-    examples: dict = field(default_factory=dict)          # reason -> one configuration
+    refused: Counter[str] = field(default_factory=Counter)     # reason -> configurations x concurrencies
+    examples: dict[str, str] = field(default_factory=dict)     # reason -> one configuration
 
     @property
     def share(self) -> float:
