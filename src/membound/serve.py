@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from .core import model_consts
+from .core import ModelConsts, model_consts
 from .errors import DoesNotFitError, InvalidInputError
 from .estimate import Prepared, prepare
 from .model import load_model
@@ -261,6 +261,30 @@ def moe_expert_s(served: Served, p: Prepared, compute_fraction: float) -> float:
     return 2.0 * served.moe_expert_rows * experts * mc.expert_params / (p.resolved.peak_flops * compute_fraction)
 
 
+def _served_prepared(p: Prepared, served: Served | None, mc: ModelConsts) -> Prepared:
+    """The configuration as an engine serves it: the served block's fractions and costs replace
+    the runtime's, and the residual stream is at least 16-bit."""
+    if served is not None:
+        eff = p.eff
+        allreduce = 2.0 * p.model.n_layers * served.per_allreduce_s if p.layout.tp > 1 else 0.0
+        # expert parallelism (DP attention): a dispatch and a combine per MoE layer, each a
+        # kernel that waits on every rank (beyond the link's hop latency in the core's term)
+        alltoall = 2.0 * mc.n_moe_layers * served.per_alltoall_s if p.layout.ep > 1 else 0.0
+        ach = p.hardware.achievable     # served fractions are shares of what the chip achieves
+        cf = min(served.compute_fraction * ach.compute_fraction, 1.0) if served.compute_fraction \
+            else eff.compute_fraction
+        eff = replace(eff, bandwidth_fraction=min(served.bandwidth_fraction * ach.bandwidth_fraction, 1.0)
+                      if served.bandwidth_fraction else eff.bandwidth_fraction,
+                      compute_fraction=cf,
+                      per_step_overhead_s=served.per_step_s + allreduce + alltoall,
+                      per_layer_overhead_s=served.per_layer_s,
+                      per_moe_layer_overhead_s=moe_expert_s(served, p, cf),
+                      per_sequence_overhead_s=served.per_sequence_s)
+        p = replace(p, eff=eff)
+    # the residual stream an engine all-reduces (and keeps) is 16-bit whatever its GEMMs compute in
+    return replace(p, knobs=replace(p.knobs, act_bytes=max(float(p.knobs.act_bytes), RESIDUAL_BYTES)))
+
+
 class StepModel:
     """Seconds of one engine step as a function of the running decodes and the prefill chunk,
     from `core.evaluate` on the configuration (weights touched by the tokens of the step, KV at
@@ -273,29 +297,25 @@ class StepModel:
 
     def __init__(self, p: Prepared, served: Served | None, max_tokens: float):
         mc = model_consts(p.model)
-        if served is not None:      # the served block's fractions and costs replace the runtime's
-            eff = p.eff
-            allreduce = 2.0 * p.model.n_layers * served.per_allreduce_s if p.layout.tp > 1 else 0.0
-            # expert parallelism (DP attention): a dispatch and a combine per MoE layer, each a
-            # kernel that waits on every rank (beyond the link's hop latency in the core's term)
-            alltoall = 2.0 * mc.n_moe_layers * served.per_alltoall_s if p.layout.ep > 1 else 0.0
-            ach = p.hardware.achievable     # served fractions are shares of what the chip achieves
-            cf = min(served.compute_fraction * ach.compute_fraction, 1.0) if served.compute_fraction \
-                else eff.compute_fraction
-            eff = replace(eff, bandwidth_fraction=min(served.bandwidth_fraction * ach.bandwidth_fraction, 1.0)
-                          if served.bandwidth_fraction else eff.bandwidth_fraction,
-                          compute_fraction=cf,
-                          per_step_overhead_s=served.per_step_s + allreduce + alltoall,
-                          per_layer_overhead_s=served.per_layer_s,
-                          per_moe_layer_overhead_s=moe_expert_s(served, p, cf),
-                          per_sequence_overhead_s=served.per_sequence_s)
-            p = replace(p, eff=eff)
-        # the residual stream an engine all-reduces (and keeps) is 16-bit whatever its GEMMs compute in
-        p = replace(p, knobs=replace(p.knobs, act_bytes=max(float(p.knobs.act_bytes), RESIDUAL_BYTES)))
+        p = _served_prepared(p, served, mc)
         self.prepared = p
-        eff = p.eff
         self.groups = mc.window_groups
-        self.overlap = eff.overlap
+        self.overlap = p.eff.overlap
+        self._fit_decode(p, max_tokens)
+        self._fit_tile_padding(mc, served.moe_tile_tokens if served is not None else 0.0)
+        self._fit_context(p)
+        self.price = p.price
+        self.ranks = p.layout.ep          # data-parallel attention ranks (expert parallelism)
+        self.n_chips = p.n_chips
+        self.host_s = served.per_request_s if served is not None else 0.0
+        # speculative decoding (attach_speculative): positions each decoding sequence verifies per
+        # step, the tokens it emits per step on average, and the drafter's seconds per step
+        self.positions, self.tokens_per_step = 1.0, 1.0
+        self.draft: Callable[..., np.ndarray] | None = None
+
+    def _fit_decode(self, p: Prepared, max_tokens: float) -> None:
+        """Weights' stream time and communication on a grid of tokens per step (interpolated by
+        `terms`), the overheads per step and per sequence, the latency floor, a token's GEMMs."""
         grid = np.unique(np.round(np.geomspace(1.0, max(float(max_tokens), 2.0), 40)))
         r0 = p.evaluate(batch=grid, prompt=0.0, output=1.0)         # weights, per-token FLOPs
         self._grid = grid
@@ -310,9 +330,11 @@ class StepModel:
             self._grid = grid
         self._grid_list, self._w_list, self._comm_list = grid.tolist(), self._w.tolist(), self._comm.tolist()
         self.phi = float(np.asarray(r0["compute_s"], float)[0])      # decode GEMMs, s per token
-        # expert GEMMs padded to a tile: X(t) experts touched by t tokens each compute at least
-        # `tile` rows; the rows beyond the t k routed ones cost what a token's GEMM row costs
-        tile = served.moe_tile_tokens if served is not None else 0.0
+
+    def _fit_tile_padding(self, mc: ModelConsts, tile: float) -> None:
+        """Expert GEMMs padded to a tile: X(t) experts touched by t tokens each compute at least
+        `tile` rows; the rows beyond the t k routed ones cost what a token's GEMM row costs."""
+        grid = self._grid
         self._pad = np.zeros_like(grid)
         if tile and mc.n_moe_layers:
             touched = expected_experts(mc.n_experts, mc.k, grid)
@@ -320,6 +342,10 @@ class StepModel:
             share = mc.expert_params / (mc.active_params - mc.lookup_params)   # of a token's GEMM
             self._pad = mc.n_moe_layers * rows * share * self.phi
         self._pad_list = self._pad.tolist()
+
+    def _fit_context(self, p: Prepared) -> None:
+        """What a context costs, from one sequence at 4,096 tokens: seconds per KV pair read, per
+        attention pair, per prefill token's GEMMs, the LM head per prompt; the bytes per chip."""
         ref = 4096.0
         r1 = p.evaluate(batch=1.0, prompt=ref, output=1.0)
         u_ref = effective_context(self.groups, ref)
@@ -333,14 +359,6 @@ class StepModel:
         self.kv_pair_bytes = float(r1["kv_bytes_chip"]) / float(effective_context(self.groups, ref + 1.0))
         self.weights_bytes = float(r1["weights_bytes_chip"]) + float(r1["extra_bytes_chip"])
         self.capacity_bytes = float(r1["capacity_bytes_chip"])
-        self.price = p.price
-        self.ranks = p.layout.ep          # data-parallel attention ranks (expert parallelism)
-        self.n_chips = p.n_chips
-        self.host_s = served.per_request_s if served is not None else 0.0
-        # speculative decoding (attach_speculative): positions each decoding sequence verifies per
-        # step, the tokens it emits per step on average, and the drafter's seconds per step
-        self.positions, self.tokens_per_step = 1.0, 1.0
-        self.draft: Callable[..., np.ndarray] | None = None
 
     def kv_pairs_capacity(self, sched: Scheduler) -> float:
         """(layer, token) KV pairs one chip's share of the cache holds: memory_fraction of what
