@@ -426,6 +426,16 @@ SERVED_CHIPS = (1, 2, 4, 8)
 SERVED_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
+def _served_replicas(users: int | None, rate: float | None, max_utilisation: float, clients: float,
+                     e2e: float, x: float, output_mean: float) -> tuple[int, float]:
+    """Replicas of `clients` clients each (x requests/s, e2e s per request) that carry `users`
+    clients or `rate` requests/s, and the output tokens per second they deliver."""
+    if users is not None:
+        return math.ceil(users / clients), users / e2e * output_mean
+    assert rate is not None         # exactly one of users or rate (checked by plan_served)
+    return math.ceil(rate / (max_utilisation * x)), rate * output_mean
+
+
 def plan_served(model, slo: SLO, *, users: int | None = None, rate: float | None = None,
                 prompt_tokens=2048, output_tokens=256, hardware=DEFAULT_HARDWARE, weight_dtypes=("bf16", "fp8"),
                 kv_dtype: str | None = "fp8", chips=SERVED_CHIPS, concurrency=SERVED_CONCURRENCY,
@@ -463,30 +473,23 @@ def plan_served(model, slo: SLO, *, users: int | None = None, rate: float | None
                 except MemboundError as e:
                     notes.append(f"{hw.name} x{n} {wd}: {str(e)[:120]}")
                     continue
-                tok_user = 1.0 / st.tau
-                e2e = st.ttft + (output.mean - 1.0) * st.tau
-                per_chip = st.x * output.mean / n
+                tok_user, e2e, per_chip = 1.0 / st.tau, st.ttft + (output.mean - 1.0) * st.tau, st.x * output.mean / n
                 frontier += [dict(hardware=hw.name, n_chips=n, weight_dtype=wd, concurrency=int(c),
                                   tok_s_per_user=float(u), output_tok_s_per_chip=float(t))
                              for c, u, t in zip(conc, tok_user, per_chip)]
                 ok = _meets(slo, st.ttft, st.ttft, tok_user, e2e)
-                if not np.any(ok):
-                    continue
-                i = int(np.flatnonzero(ok)[-1])          # the most clients per replica that pass
-                if users is not None:
-                    replicas = math.ceil(users / conc[i])
-                    tok_s = users / e2e[i] * output.mean
-                else:
-                    assert rate is not None         # exactly one of users or rate (checked above)
-                    replicas = math.ceil(rate / (max_utilisation * st.x[i]))
-                    tok_s = rate * output.mean
-                usd_h = replicas * n * price
-                rows.append(dict(model=p.model.name, hardware=hw.name, runtime=p.runtime.name, n_chips=n,
-                                 parallel=f"tp={p.layout.tp} pp={p.layout.pp} ep={p.layout.ep}", weight_dtype=wd,
-                                 clients_per_replica=int(conc[i]), replicas=replicas, chips_total=replicas * n,
-                                 ttft_s=float(st.ttft[i]), tpot_s=float(st.tau[i]), tok_s_per_user=float(tok_user[i]),
-                                 e2e_s=float(e2e[i]), output_tok_s_per_chip=float(per_chip[i]),
-                                 usd_per_hour=usd_h, cost_per_million_output_tokens_usd=usd_h / 3600.0 / tok_s * 1e6))
+                if np.any(ok):
+                    i = int(np.flatnonzero(ok)[-1])          # the most clients per replica that pass
+                    replicas, tok_s = _served_replicas(users, rate, max_utilisation, conc[i], float(e2e[i]),
+                                                       float(st.x[i]), output.mean)
+                    usd_h = replicas * n * price
+                    rows.append(dict(model=p.model.name, hardware=hw.name, runtime=p.runtime.name, n_chips=n,
+                                     parallel=f"tp={p.layout.tp} pp={p.layout.pp} ep={p.layout.ep}", weight_dtype=wd,
+                                     clients_per_replica=int(conc[i]), replicas=replicas, chips_total=replicas * n,
+                                     ttft_s=float(st.ttft[i]), tpot_s=float(st.tau[i]),
+                                     tok_s_per_user=float(tok_user[i]), e2e_s=float(e2e[i]),
+                                     output_tok_s_per_chip=float(per_chip[i]), usd_per_hour=usd_h,
+                                     cost_per_million_output_tokens_usd=usd_h / 3600.0 / tok_s * 1e6))
     ranked = pd.DataFrame(rows)
     if len(ranked):
         ranked = ranked.sort_values("cost_per_million_output_tokens_usd", ignore_index=True)
