@@ -41,7 +41,7 @@ import numpy as np
 from .errors import InvalidInputError
 from .parallel import Parallel
 from .roofline import causal_pairs, effective_context
-from .serve import Quantiles, Scheduler, ServeResult, StepModel, _set, as_length, build
+from .serve import Quantiles, Scheduler, ServeResult, StepModel, _common, _set, as_length, build
 
 
 @dataclass(frozen=True)
@@ -117,6 +117,14 @@ def solve_disaggregated(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, sc
     return DisaggSteady(b, fig.step, x, ttft, fig.ok, fig.pre, cap, u, xfer)
 
 
+def _check_pools(concurrency, prefill: Pool, decode: Pool) -> None:
+    if isinstance(concurrency, bool) or not isinstance(concurrency, numbers.Integral) or concurrency < 1:
+        raise InvalidInputError("concurrency", concurrency, "an integer >= 1 (clients in a closed loop)")
+    for name, pool in (("prefill", prefill), ("decode", decode)):
+        if not isinstance(pool, Pool):
+            raise InvalidInputError(name, pool, "a mb.Pool(workers, n_chips)")
+
+
 def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: Pool, prompt_tokens=1024,
                         output_tokens=1024, weight_dtype: str = "bf16", kv_dtype: str | None = None,
                         activation_dtype: str | None = None, runtime="vllm", scheduler: Scheduler | None = None,
@@ -126,11 +134,7 @@ def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: 
     module docstring). The scheduler's knobs apply to the workers of both pools; speculative
     (solver physics of `serve`) applies to the decode pool, and its drafter also prefills.
     dense_weight_dtype: the non-expert tensors' format, as serve()'s."""
-    if isinstance(concurrency, bool) or not isinstance(concurrency, numbers.Integral) or concurrency < 1:
-        raise InvalidInputError("concurrency", concurrency, "an integer >= 1 (clients in a closed loop)")
-    for name, pool in (("prefill", prefill), ("decode", decode)):
-        if not isinstance(pool, Pool):
-            raise InvalidInputError(name, pool, "a mb.Pool(workers, n_chips)")
+    _check_pools(concurrency, prefill, decode)
     prompt = as_length("prompt_tokens", prompt_tokens, 1)     # a prefill pool needs a prompt
     output = as_length("output_tokens", output_tokens, 2)
     kw = dict(prompt=prompt, output=output, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
@@ -140,7 +144,7 @@ def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: 
     sm_d, sched_d, p = build(model, hardware, n_chips=decode.n_chips, parallel=decode.parallel, **kw)
     st = solve_disaggregated(sm_p, sched_p, sm_d, sched_d, prefill.workers, decode.workers, prompt.mean,
                              output.mean, np.array([float(concurrency)]))
-    S, T, N = prompt.mean, output.mean, float(concurrency)
+    S, T = prompt.mean, output.mean
     D = T - 1.0
     b, ttft, step, x = float(st.b[0]), float(st.ttft[0]), float(st.step[0]), float(st.x[0])
     tau = step / sm_d.tokens_per_step
@@ -154,13 +158,11 @@ def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: 
     def e2e_q(q: float) -> float:
         return ttft_q(q) + (output.quantile(q) - 1.0) * tau
     price = p.price
+    labels = _common(sm_d, p, prompt, output, concurrency, None, "disaggregated")
+    labels.update(n_chips=chips, parallel=f"prefill {prefill.workers} x {sm_p.prepared.layout}, "
+                                          f"decode {decode.workers} x {p.layout}")
     return ServeResult(
-        model=p.model.name, hardware=p.hardware.name, runtime=p.runtime.name, engine="disaggregated",
-        n_chips=chips, parallel=f"prefill {prefill.workers} x {sm_p.prepared.layout}, decode {decode.workers} x "
-                                f"{p.layout}",
-        concurrency=N, arrival_rate=None, prompt_tokens=S, output_tokens=T, weight_dtype=p.resolved.weights.name,
-        kv_dtype=p.resolved.kv.name, activation_dtype=p.resolved.activations.name,
-        ttft=Quantiles(ttft_q(0.5), ttft_q(0.9), ttft_q(0.99), ttft), tpot=Quantiles(tau, tau, tau, tau),
+        **labels, ttft=Quantiles(ttft_q(0.5), ttft_q(0.9), ttft_q(0.99), ttft), tpot=Quantiles(tau, tau, tau, tau),
         itl=Quantiles(step, step, step, tau),
         e2e=Quantiles(e2e_q(0.5), e2e_q(0.9), e2e_q(0.99), ttft + D * tau),
         output_tok_s=tok_s, output_tok_s_per_chip=tok_s / chips, tok_s_per_user=1.0 / tau, requests_per_s=x,
