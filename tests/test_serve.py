@@ -504,3 +504,30 @@ def test_a_scheduler_that_takes_requests_every_k_steps_makes_them_wait_half_of_k
     assert recipe_scheduler("sglang", "mi300x", "deepseek-r1", 64).recv_interval_steps == 4
     assert recipe_scheduler("sglang", "h200", "deepseek-r1", 64) is None
     assert recipe_scheduler("vllm", "b200", "deepseek-r1", 64) is None
+
+
+def test_a_b300_sglang_deepseek_row_waits_for_its_recipes_recv_interval():
+    # InferenceX single_node/dsr1_fp8_b300.sh (the B200 recipe reused): --scheduler-recv-interval 30
+    # from 16 clients, 10 below. A row of 64 clients gets 30; a request arriving while a batch
+    # decodes waits (30 - 1) / 2 = 14.5 decode steps for the next poll (below 16 clients:
+    # (10 - 1) / 2 = 4.5). The MI325X and MI355X recipes run 4 decode steps back to back
+    # (--num-continuous-decode-steps 4) at any concurrency; a chip without a recipe entry: none.
+    from membound.serve import Scheduler, solve
+    from membound.serve_validate import recipe_scheduler
+    rs = recipe_scheduler("sglang", "b300", "deepseek-r1", 64)
+    assert rs == Scheduler(recv_interval_steps=30)
+    assert recipe_scheduler("sglang", "b300", "deepseek-r1", 15) == Scheduler(recv_interval_steps=10)
+    assert recipe_scheduler("sglang", "mi355x", "deepseek-r1", 256) == Scheduler(recv_interval_steps=4)
+    assert recipe_scheduler("sglang", "mi325x", "deepseek-r1", 4) == Scheduler(recv_interval_steps=4)
+    assert recipe_scheduler("sglang", "gb300", "deepseek-r1", 64) is None
+    assert recipe_scheduler("sglang", "b300", "gpt-oss-120b", 64) is None
+    kw = dict(prompt=mb.Fixed(1000), output=mb.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8", n_chips=8,
+              runtime="sglang")
+    st = {}
+    for name, sch in (("recipe", rs), ("every step", Scheduler(recv_interval_steps=1))):
+        sm, sched, _ = build("deepseek-r1", "b300", scheduler=sch, **kw)
+        st[name] = solve(sm, sched, 1000.0, 1000.0, arrival_rate=np.array([2.0]))
+    step = st["every step"].tau[0]      # no speculation: the mean step is the time per output token
+    assert st["every step"].b[0] > 1.0  # a batch is decoding when a request arrives
+    wait = st["recipe"].ttft[0] - st["every step"].ttft[0]
+    assert wait == pytest.approx((30 - 1) / 2 * step, rel=1e-6)

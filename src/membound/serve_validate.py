@@ -74,19 +74,31 @@ ENGINE = {"dynamo-trtllm": "trtllm", "dynamo-sglang": "sglang", "mori-sglang": "
 WIDE_EP_DECODE = {("dynamo-sglang", "gb200"): Scheduler(max_running=18432, token_budget=1572864)}
 
 
+# The decode steps between the SGLang scheduler's polls for new requests in the recipes that set
+# them (--scheduler-recv-interval, or --num-continuous-decode-steps: the same wait), as (below 16
+# clients, from 16 clients), keyed by (framework, model, device); SemiAnalysisAI/InferenceX benchmarks/:
+# - b200: dsr1_fp8_b200.sh, dsr1_fp4_b200.sh, dsr1_fp8_b200_mtp.sh: 10 below 16 clients, 30 from 16;
+# - b300: single_node/dsr1_fp8_b300.sh and dsr1_fp4_b300.sh (commit 563248391c29, "reuses the B200
+#   recipe"): the same 10 / 30 (the fp8 script's TP=4 branch, 8192/256 tokens only, keeps 10);
+# - mi300x, mi325x, mi355x: --num-continuous-decode-steps 4 (dsr1_fp8_mi300x.sh; dsr1_fp8_mi325x.sh,
+#   dsr1_fp8_mi355x.sh, dsr1_fp4_mi355x.sh at commit 1fc5d73cdd31).
+# H200 (dsr1_fp8_h200.sh) sets neither.
+RECIPE_RECV_INTERVAL: dict[tuple[str, str, str], tuple[int, int]] = {
+    ("sglang", "deepseek-r1", "b200"): (10, 30),
+    ("sglang", "deepseek-r1", "b300"): (10, 30),
+    ("sglang", "deepseek-r1", "mi300x"): (4, 4),
+    ("sglang", "deepseek-r1", "mi325x"): (4, 4),
+    ("sglang", "deepseek-r1", "mi355x"): (4, 4),
+}
+
+
 def recipe_scheduler(framework: str, device: str, model: str, conc: int) -> Scheduler | None:
-    """An aggregated row's scheduler flags its recipe sets beyond the runtime's defaults: SGLang
-    DeepSeek-R1 on B200 polls for new requests every 30 decode steps at 16 clients or more, every
-    10 below (--scheduler-recv-interval; InferenceX dsr1_fp8_b200.sh, dsr1_fp4_b200.sh and the MTP
-    recipe dsr1_fp8_b200_mtp.sh); on MI300X it runs 4 decode steps back to back
-    (--num-continuous-decode-steps 4, dsr1_fp8_mi300x.sh). The H200 recipe sets neither."""
-    if framework != "sglang" or model != "deepseek-r1":
+    """An aggregated row's scheduler flags its recipe sets beyond the runtime's defaults
+    (RECIPE_RECV_INTERVAL), or None."""
+    steps = RECIPE_RECV_INTERVAL.get((framework, model, device))
+    if steps is None:
         return None
-    if device == "b200":
-        return Scheduler(recv_interval_steps=30 if conc >= 16 else 10)
-    if device == "mi300x":
-        return Scheduler(recv_interval_steps=4)
-    return None
+    return Scheduler(recv_interval_steps=steps[conc >= 16])
 
 
 @dataclass
