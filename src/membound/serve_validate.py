@@ -78,10 +78,14 @@ WIDE_EP_DECODE = {("dynamo-sglang", "gb200"): Scheduler(max_running=18432, token
 # them (--scheduler-recv-interval, or --num-continuous-decode-steps: the same wait), as (below 16
 # clients, from 16 clients), keyed by (framework, model, device); SemiAnalysisAI/InferenceX benchmarks/:
 # - b200: dsr1_fp8_b200.sh, dsr1_fp4_b200.sh, dsr1_fp8_b200_mtp.sh: 10 below 16 clients, 30 from 16;
-# - b300: single_node/dsr1_fp8_b300.sh and dsr1_fp4_b300.sh (commit 563248391c29, "reuses the B200
-#   recipe"): the same 10 / 30 (the fp8 script's TP=4 branch, 8192/256 tokens only, keeps 10);
+# - b300: single_node/dsr1_fp8_b300.sh, dsr1_fp4_b300.sh and dsr1_fp8_b300_mtp.sh (commit 563248391c29,
+#   "reuses the B200 recipe"): the same 10 / 30 (the fp8 script's TP=4 branch, 8192/256 tokens only,
+#   keeps 10);
 # - mi300x, mi325x, mi355x: --num-continuous-decode-steps 4 (dsr1_fp8_mi300x.sh; dsr1_fp8_mi325x.sh,
-#   dsr1_fp8_mi355x.sh, dsr1_fp4_mi355x.sh at commit 1fc5d73cdd31).
+#   dsr1_fp8_mi355x.sh, dsr1_fp4_mi355x.sh at commit 1fc5d73cdd31, and still in single_node/
+#   dsr1_fp8_mi355x.sh at 285b6628b8b1 and dsr1_fp4_mi355x.sh at 1d3f38dab34d).
+# Not found in the index, so without entries: SGLang recipes for gb200/gb300 aggregated rows,
+# and the b300 TensorRT-LLM scripts (their attention-DP balancing stays the runtime default).
 # H200 (dsr1_fp8_h200.sh) sets neither.
 RECIPE_RECV_INTERVAL: dict[tuple[str, str, str], tuple[int, int]] = {
     ("sglang", "deepseek-r1", "b200"): (10, 30),
