@@ -322,6 +322,12 @@ def test_finite_run_share_by_hand():
     # a million clients: m = 4.9, 4.9 x 3.162 x 59.5 = 922 steps > half an output (460.75): capped
     assert finite_run_share(5.0, 0.004, out, [10 ** 6])[0] == pytest.approx(50.0 / (50.0 + 0.004 * 460.75), rel=1e-12)
     assert finite_run_share(5.0, 0.004, mb.Fixed(1000), [64])[0] == 1.0     # equal lengths stay in phase
+    # one request per client (runs may vary with the clients): 4 clients end 1.0491 x sqrt(1) x
+    # 59.466 = 62.39 steps apart, so 5 / (5 + 0.004 x 62.39) = 0.95246
+    share = finite_run_share(5.0, 0.004, out, [4, 4], runs=[1.0, 10.0])
+    assert share[0] == pytest.approx(5.0 / (5.0 + 0.004 * m4 * 3536.25 ** 0.5), rel=1e-12)
+    assert share[0] == pytest.approx(0.95246, abs=1e-5)
+    assert share[1] == pytest.approx(50.0 / (50.0 + 0.004 * spread), rel=1e-12)
 
 
 def test_finite_run_share_matches_the_simulated_run():

@@ -141,3 +141,26 @@ def test_a_csv_without_the_served_columns_is_a_clear_error(tmp_path):
     bad.write_text("id,hw\n1,h200\n")
     with pytest.raises(mb.InvalidInputError, match="tpot_median_ms"):
         load_rows(bad)
+
+
+def test_a_row_run_with_one_request_per_client_is_measured_over_that_run(tmp_path):
+    # Newer single-node scripts run --num-prompts $CONC (one request per client): a row's
+    # num_requests / conc sets the run; the CI default 10 stands where the file does not record it.
+    # Latencies are the steady state's either way; the throughput over one request per client
+    # loses more of the run to the drain: share = k e2e / (k e2e + tau0 spread), spread ~ sqrt(k).
+    import pandas as pd
+    path = _relabel(tmp_path, [{}, {}, {}])
+    d = pd.read_csv(path)
+    one, unknown = d.id.str.endswith("-1"), d.id.str.endswith("-2")
+    d.loc[one, "num_requests"] = d.loc[one, "conc"]
+    d.loc[unknown, "num_requests"] = float("nan")
+    d.to_csv(path, index=False)
+    rows, _ = load_rows(path)
+    by = {k: [r for r in rows if r.id.endswith(k)] for k in ("-0", "-1", "-2")}
+    assert [r.runs for r in by["-0"]] == [10.0, 10.0]      # 40 / 4 and 80 / 8 in the shipped file
+    assert [r.runs for r in by["-1"]] == [1.0, 1.0]
+    assert [r.runs for r in by["-2"]] == [10.0, 10.0]      # not recorded: the CI default
+    predict(rows)
+    for ten, single in zip(by["-0"], by["-1"]):
+        assert ten.pred["tpot_s"] == single.pred["tpot_s"] and ten.pred["ttft_s"] == single.pred["ttft_s"]
+        assert single.pred["tput_per_gpu"] < ten.pred["tput_per_gpu"]

@@ -668,10 +668,11 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
     return Steady(b, tau, tau_d, tau_m, f, x, ttft, pre, cap, kv_pairs, state.u_mean)
 
 
-def finite_run_share(e2e, tau0: float, output: Length, concurrency, runs: float = 10.0) -> np.ndarray:
+def finite_run_share(e2e, tau0: float, output: Length, concurrency, runs=10.0) -> np.ndarray:
     """Share of the steady throughput that a finite closed-loop run measures over its whole
     duration: N clients send `runs` x N requests, the first N at once, and the throughput is
     the output tokens over the time until the last request completes (InferenceMAX's protocol).
+    `runs` (requests per client) may be an array over the concurrency values.
     e2e: the steady end-to-end time of a request; tau0: one sequence's decode step (seconds).
 
     The clients start together, so their requests stay nearly in phase: after k = `runs`
@@ -684,14 +685,14 @@ def finite_run_share(e2e, tau0: float, output: Length, concurrency, runs: float 
     CDF from -m_N sigma to m_N sigma). So the run lasts k e2e + tau0 m_N sigma per client
     instead of k e2e."""
     n = np.asarray(concurrency, float)
-    k = float(runs)
+    k = np.asarray(runs, float)
     m = np.vectorize(lambda v: NormalDist().inv_cdf((v - 0.375) / (v + 0.25)))(n)
-    spread = np.minimum(m * math.sqrt(k) * output.std, output.mean / 2.0)
+    spread = np.minimum(m * np.sqrt(k) * output.std, output.mean / 2.0)
     e2e = np.asarray(e2e, float)
     return k * e2e / (k * e2e + tau0 * spread)
 
 
-def run_share(sm: StepModel, st: Steady, output: Length, concurrency, runs: float = 10.0) -> np.ndarray:
+def run_share(sm: StepModel, st: Steady, output: Length, concurrency, runs=10.0) -> np.ndarray:
     """`finite_run_share` for a solved steady state (its e2e; tau0 = one sequence's decode step
     per token it emits)."""
     e2e = st.ttft + (output.mean - 1.0) * st.tau

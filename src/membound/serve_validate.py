@@ -63,7 +63,9 @@ PRECISIONS = ("fp8", "fp4", "bf16", "fp16", "int4")
 # dsr1_fp4_b200_trt_mtp.sh); SGLang EAGLE speculative_num_steps 2, 3 draft tokens, top-k 1
 # (dsr1_fp8_b200_mtp.sh). (drafts without DP attention, with it)
 MTP_DRAFTS = {"trtllm": (3, 1), "sglang": (2, 2)}
-RUNS_PER_CLIENT = 10.0   # num_prompts = 10 x conc; throughput is over that finite run (serve.finite_run_share)
+RUNS_PER_CLIENT = 10.0   # num_prompts = 10 x conc (the CI default); throughput is over that finite run
+                         # (serve.finite_run_share). A row's num_requests / conc replaces it where the
+                         # file records it (newer single-node scripts run --num-prompts $CONC: 1 each)
 # a disaggregated row's workers (assumed to draft as their engine's recipe)
 ENGINE = {"dynamo-trtllm": "trtllm", "dynamo-sglang": "sglang", "mori-sglang": "sglang"}
 # The GB200 dynamo-sglang recipes' wide-EP decode workers (DP attention over all their GPUs) launch
@@ -131,6 +133,7 @@ class ServedRow:
     pools: tuple[Pool, Pool] | None = None    # (prefill, decode) of a disaggregated row
     scheduler: Scheduler | None = None   # the recipe's flags beyond the runtime's defaults (the decode
                                          # workers' for a disaggregated row: WIDE_EP_DECODE)
+    runs: float = RUNS_PER_CLIENT        # requests per client in the run (num_requests / conc)
     pred: dict = field(default_factory=dict)
 
     @property
@@ -291,7 +294,14 @@ def _served_row(r: Any, kinds: tuple[str, ...], drafters: dict[tuple[str, int], 
         ttft_s=float(r.ttft_median_ms) / 1e3, tput_per_gpu=float(r.output_tput_per_gpu),
         date=str(r.date_est), kind=kind, fitted=r.hw in FIT_HARDWARE, spec=spec, pools=pools,
         scheduler=(WIDE_EP_DECODE.get((r.framework, device)) if layout.ep > 1 else None) if pools
-        else recipe_scheduler(r.framework, device, model, int(r.conc)))
+        else recipe_scheduler(r.framework, device, model, int(r.conc)), runs=_runs(r))
+
+
+def _runs(r: Any) -> float:
+    """Requests per client in the row's run: its num_requests / conc where recorded, else the CI
+    default RUNS_PER_CLIENT (a benchmark setting, like the lengths, not a measured speed)."""
+    v = float(getattr(r, "num_requests", math.nan)) / float(r.conc)
+    return v if math.isfinite(v) and v > 0 else RUNS_PER_CLIENT
 
 
 def _resolve_row(r: Any) -> tuple[str, str]:
@@ -360,13 +370,14 @@ def predict(rows: list[ServedRow], runtimes: dict | None = None) -> list[ServedR
     for (rt, model, device, q, layout, n, prompt, output, spec, pools, dsched), members in groups.items():
         runtime = (runtimes or {}).get(rt, rt)
         conc = np.array([m.conc for m in members], float)
+        runs = np.array([m.runs for m in members], float)
         kw = dict(prompt=prompt, output=output, quantization=q, runtime=runtime, speculative=spec)
         try:
             sm, sched, _ = build(model, device, n_chips=layout.chips, parallel=layout, scheduler=dsched, **kw)
             if pools is None:
                 st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
                 tpot, ttft, x, chips = st.tau, st.ttft, st.x, n
-                share = run_share(sm, st, output, conc, RUNS_PER_CLIENT)
+                share = run_share(sm, st, output, conc, runs)
             else:      # a decode pool of `sm` workers behind a prefill pool
                 pre, pool = pools
                 sm_p, sched_p, _ = build(model, device, n_chips=pre.n_chips, parallel=pre.parallel, **kw)
@@ -374,7 +385,7 @@ def predict(rows: list[ServedRow], runtimes: dict | None = None) -> list[ServedR
                                           output.mean, conc)
                 tpot, ttft, x, chips = dst.step / sm.tokens_per_step, dst.ttft, dst.x, n
                 tau0 = float(sm.step(1.0, dst.u)) / sm.tokens_per_step     # the decode workers drain
-                share = finite_run_share(ttft + (output.mean - 1.0) * tpot, tau0, output, conc, RUNS_PER_CLIENT)
+                share = finite_run_share(ttft + (output.mean - 1.0) * tpot, tau0, output, conc, runs)
         except MemboundError as e:
             for m in members:
                 m.pred = {"error": str(e)}
