@@ -155,7 +155,8 @@ def test_disaggregated_decode_pool_drafts_too():
 def test_the_mtp_rows_run_this_workloads_acceptance_and_mtp_keeps_the_cited_one():
     # InferenceMAX's random-token prompts: one per-token acceptance for the data set (fitted on the
     # H200 MTP rows), while mb.mtp() keeps DeepSeek-V3's natural-text 0.85 (public default).
-    from membound.speculative import INFERENCEMAX_MTP_ACCEPTANCE, MTP_ACCEPTANCE
+    from membound.serve_validate import INFERENCEMAX_MTP_ACCEPTANCE
+    from membound.speculative import MTP_ACCEPTANCE
     assert MTP_ACCEPTANCE == 0.85 and mb.mtp("deepseek-r1", 3).acceptance_rate == 0.85
     a = INFERENCEMAX_MTP_ACCEPTANCE
     assert a == 0.52
@@ -193,7 +194,7 @@ def test_the_bundled_mtp_acceptance_is_the_fit_on_the_20_h200_mtp_rows():
     # names the rows: 20 canonical good H200 MTP rows (SGLang 8, TensorRT-LLM 12), 2026-01-14 ..
     # 2026-05-20; the fit lands inside (0, 0.99), not on a bound
     from membound.serve_calibrate import fit_mtp_acceptance
-    from membound.speculative import INFERENCEMAX_MTP_ACCEPTANCE
+    from membound.serve_validate import INFERENCEMAX_MTP_ACCEPTANCE
     fit = fit_mtp_acceptance()
     assert fit["n"] == 20 and fit["dates"] == ("2026-01-14", "2026-05-20") and not fit["on_bound"]
     assert fit["acceptance"] == INFERENCEMAX_MTP_ACCEPTANCE

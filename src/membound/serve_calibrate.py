@@ -33,7 +33,7 @@ figures), Levenberg-Marquardt within bounds (calibrate.fit_bounded).
 Apart, `--mtp` fits one figure of the workload, not of an engine: the per-token acceptance of
 DeepSeek-R1's MTP drafts on InferenceMAX's random-token prompts (fit_mtp_acceptance), on the H200
 MTP rows only with the engines' served costs as bundled; it prints the figure, which lives in
-membound.speculative.INFERENCEMAX_MTP_ACCEPTANCE.
+membound.serve_validate.INFERENCEMAX_MTP_ACCEPTANCE.
 
     python -m membound.serve_calibrate [--out DIR | --write-bundled] [--mtp]   (prints only by default)
 """
@@ -199,7 +199,7 @@ def main(argv=None) -> int:
                        help="maintainers: rewrite the runtime files bundled in this source checkout")
     ap.add_argument("--engine", action="append", choices=ENGINES)
     ap.add_argument("--mtp", action="store_true", help="fit only the MTP rows' per-token acceptance (printed; the "
-                    "figure lives in membound.speculative.INFERENCEMAX_MTP_ACCEPTANCE)")
+                    "figure lives in membound.serve_validate.INFERENCEMAX_MTP_ACCEPTANCE)")
     a = ap.parse_args(argv)
     if a.mtp:
         m = fit_mtp_acceptance()

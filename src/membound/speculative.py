@@ -207,21 +207,6 @@ def head_cost(model, layers: int = 1, lm_head: bool = True, vocab: int | None = 
 # token on this law). It is not fitted to any served row; the InferenceMAX rows use random prompts.
 MTP_ACCEPTANCE = 0.85
 
-# Per-token acceptance of DeepSeek-R1's MTP module on InferenceMAX's workload (random-token
-# prompts, `--random-range-ratio 0.8 --ignore-eos`): a constant of that data set, not of a chip
-# or of natural text (the data README: "MTP acceptance on random tokens is unrepresentative").
-# Fitted by `python -m membound.serve_calibrate --mtp` (serve_calibrate.fit_mtp_acceptance: least
-# squares on log(pred / meas) of TPOT, TTFT and throughput per GPU) on the 20 canonical good H200
-# MTP rows only (DeepSeek-R1-0528 fp8 on 8 x H200: SGLang 8 rows at 2 drafts, TensorRT-LLM 9 at 3
-# drafts and 3 with DP attention at 1; dates 2026-01-14 .. 2026-05-20), the served engine costs
-# held as bundled; the B200 MTP rows are held out. Engine by engine the same fit gives SGLang
-# 0.39, TensorRT-LLM 0.58 on H200 (0.34 and 0.47 on B200, a diagnosis only): TensorRT-LLM's MTP
-# recipes send the prompts through the chat template (`--use-chat-template` in InferenceX
-# dsr1_fp8_h200_trt_mtp.sh, dsr1_fp4_b200_trt_mtp.sh: R1 then writes its reasoning), SGLang's
-# (dsr1_fp8_b200_mtp.sh) sends the raw random tokens. serve_validate predicts the MTP rows with it;
-# `mtp()` keeps MTP_ACCEPTANCE, the natural-text figure.
-INFERENCEMAX_MTP_ACCEPTANCE = 0.52
-
 
 def mtp_module(model) -> Model:
     """A model's multi-token-prediction module as a draft `Model`: one decoder layer of the
