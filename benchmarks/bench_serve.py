@@ -7,9 +7,7 @@ as sweep and the planner call it), the simulator <= 1 s for 2,000 requests, a pl
 """
 import os
 import platform
-import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -17,17 +15,9 @@ import membound as mb
 from membound.planner import plan_served
 from membound.serve import build, simulate, solve
 
+from _timing import median_s
+
 QUICK = "--quick" in sys.argv
-
-
-def median_s(fn, repeats):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main():

@@ -6,35 +6,19 @@ machine; one estimate() call < 50 microseconds median (profiles and models parse
 """
 import os
 import platform
-import statistics
 import sys
-import time
 
 import numpy as np
 
 import membound as mb
 
+from _timing import median_call_us, median_s
+
 QUICK = "--quick" in sys.argv
 
 
-def per_call_us(fn, calls):
-    fn()
-    samples = []
-    for _ in range(calls):
-        t = time.perf_counter_ns()
-        fn()
-        samples.append(time.perf_counter_ns() - t)
-    return statistics.median(samples) / 1e3
-
-
 def rate(fn, points, repeats):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return points / statistics.median(times)
+    return points / median_s(fn, repeats)
 
 
 def main():
@@ -44,11 +28,11 @@ def main():
     calls = 2000 if QUICK else 20000
     m, hw = mb.load_model("llama-3.1-8b"), mb.load_hardware("h100-sxm")
     kw = dict(batch=1, prompt_tokens=2048, output_tokens=256)
-    t_names = per_call_us(lambda: mb.estimate('llama-3.1-8b', 'h100-sxm', **kw), calls)
+    t_names = median_call_us(lambda: mb.estimate('llama-3.1-8b', 'h100-sxm', **kw), calls)
     print(f"estimate(), names   : {t_names:7.1f} us median ({calls} calls)")
-    print(f"estimate(), objects : {per_call_us(lambda: mb.estimate(m, hw, **kw), calls):7.1f} us median")
+    print(f"estimate(), objects : {median_call_us(lambda: mb.estimate(m, hw, **kw), calls):7.1f} us median")
     spec = mb.SpeculativeDecoding(draft="llama-3.2-1b", gamma=4, acceptance_rate=0.8)
-    t_big = per_call_us(lambda: mb.estimate('llama-3.1-70b', 'h100-sxm', n_chips=8, batch=16, prompt_tokens=2048,
+    t_big = median_call_us(lambda: mb.estimate('llama-3.1-70b', 'h100-sxm', n_chips=8, batch=16, prompt_tokens=2048,
                                             output_tokens=512, weight_dtype='int4', kv_dtype='fp8', speculative=spec,
                                             runtime='vllm'), calls)
     print(f"estimate(), 70B tp=8 int4/fp8 + draft: {t_big:7.1f} us median")
