@@ -16,13 +16,21 @@ README = ROOT / "README.md"
 START, END = "<!-- fast-chips:start -->", "<!-- fast-chips:end -->"
 
 
-def example():
-    """examples/fast_chips.py as a module."""
-    spec = importlib.util.spec_from_file_location("fast_chips_example", ROOT / "examples" / "fast_chips.py")
+def _module(path: Path, name: str):
+    """A file as a module (registered in sys.modules: dataclasses look their module up there)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod          # dataclasses look their module up there
+    sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def example():
+    """examples/fast_chips.py as a module."""
+    return _module(ROOT / "examples" / "fast_chips.py", "fast_chips_example")
+
+
+_readme = _module(ROOT / "scripts" / "readme_tables.py", "readme_tables")   # README section helpers
 
 
 def section() -> str:
@@ -40,21 +48,11 @@ def section() -> str:
 
 def render(text: str) -> str:
     """`text` with the block between the markers regenerated."""
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return head + START + section() + END + tail
+    return _readme.replace_section(text, START, END, section())
 
 
 def main(argv: list[str]) -> int:
-    text = README.read_text()
-    new = render(text)
-    if "--check" in argv:
-        if new != text:
-            print("README.md's fast-chips section is stale: run python scripts/fast_chips_readme.py")
-            return 1
-        return 0
-    README.write_text(new)
-    return 0
+    return _readme.write_or_check(argv, render, "fast_chips_readme.py")
 
 
 if __name__ == "__main__":

@@ -27,24 +27,34 @@ def tables() -> str:
             f"### Models\n\n{models}\n")
 
 
+def replace_section(text: str, start: str, end: str, body: str) -> str:
+    """`text` with what stands between the markers `start` and `end` replaced by `body`."""
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return head + start + body + end + tail
+
+
 def render(text: str) -> str:
     """`text` with the block between the markers regenerated."""
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return head + START + tables() + END + tail
+    return replace_section(text, START, END, tables())
 
 
-def main(argv: list[str]) -> int:
+def write_or_check(argv: list[str], render, script: str) -> int:
+    """Rewrite README.md through `render`, or with --check exit 1 when it is stale."""
     text = README.read_text()
     new = render(text)
     if "--check" in argv:
         if new != text:
-            print(f"{README} is stale: run python scripts/readme_tables.py", file=sys.stderr)
+            print(f"{README} is stale: run python scripts/{script}", file=sys.stderr)
             return 1
         return 0
     README.write_text(new)
     print(f"updated {README}")
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return write_or_check(argv, render, "readme_tables.py")
 
 
 if __name__ == "__main__":
