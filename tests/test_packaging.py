@@ -9,13 +9,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _build(kind: str, out: Path) -> Path:
+    """`python -m build --wheel|--sdist` of this checkout into `out`; the artifact's path."""
+    pytest.importorskip("build")
+    run = subprocess.run([sys.executable, "-m", "build", f"--{kind}", "--outdir", str(out), str(ROOT)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return next(out.glob("membound-*.whl" if kind == "wheel" else "membound-*.tar.gz"))
+
+
 @pytest.mark.skipif(not (ROOT / "pyproject.toml").exists(), reason="needs the source tree")
 def test_wheel_contains_data(tmp_path):
-    pytest.importorskip("build")
-    out = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path), str(ROOT)],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    wheel = next(tmp_path.glob("membound-*.whl"))
+    wheel = _build("wheel", tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     profiles = {Path(n).stem for n in names if n.startswith("membound/hardware_profiles/") and n.endswith(".yaml")}
     bundled = {p.stem for p in (ROOT / "hardware_profiles").glob("*.yaml")}
@@ -30,11 +35,7 @@ def test_wheel_contains_data(tmp_path):
 def test_sdist_carries_examples_and_passes_its_own_tests(tmp_path):
     import os
     import tarfile
-    pytest.importorskip("build")
-    out = subprocess.run([sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path), str(ROOT)],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    sdist = next(tmp_path.glob("membound-*.tar.gz"))
+    sdist = _build("sdist", tmp_path)
     with tarfile.open(sdist) as tar:
         tar.extractall(tmp_path / "x", filter="data")
     top = next((tmp_path / "x").iterdir())
