@@ -86,3 +86,23 @@ def test_voice_turn_text_by_hand():
     # 300 ms + 200 ms = 500 ms against the 250 ms gap given: 250 ms too slow
     assert str(mb.voice_turn(0.3, other_s=0.2, gap_s=0.25)) == \
         "voice turn: TTFT 300 ms + other 200 ms = 500 ms against a 250 ms gap: 250 ms too slow"
+
+
+@pytest.mark.parametrize("module", ["validate", "calibrate", "vendors"])
+def test_python_dash_m_entry_points_run_without_a_double_import_warning(module):
+    # `import membound` must not import these modules itself: runpy would then warn that
+    # 'membound.<module>' was found in sys.modules before it ran (as it did for these three)
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "PYTHONWARNINGS": "error::RuntimeWarning"}
+    r = subprocess.run([sys.executable, "-m", f"membound.{module}", "--help"], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "RuntimeWarning" not in r.stderr
+
+
+def test_validation_report_is_imported_on_first_use():
+    assert callable(mb.validation_report) and mb.validation_report.__module__ == "membound.validate"
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        mb.no_such_name  # noqa: B018

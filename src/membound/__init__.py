@@ -28,11 +28,20 @@ from .disagg import Pool, serve_disaggregated
 from .product import VoiceTurn, agent_loop_s, reasoning_time_s, thinking_tokens, voice_turn
 
 from .reference import Scenario, load_reference, predict, reference_dir
-from .validate import validation_report
 from .explore import explore   # ipywidgets is imported only when the explorer is built
 from . import defaults
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """`validation_report` is imported on first use: importing membound.validate (and through
+    it calibrate and vendors) with the package would make `python -m membound.validate` warn that
+    the module was already imported before it ran."""
+    if name == "validation_report":
+        from .validate import validation_report
+        return validation_report
+    raise AttributeError(f"module 'membound' has no attribute {name!r}")
 
 __all__ = [
     # predict
