@@ -195,3 +195,14 @@ def test_the_cuda_power_limit_is_one_figure_of_the_runtime():
     fit = fit_group("llama.cpp-cuda", "nvidia-consumer", _synthetic_rows(truth), iters=3,
                     fixed=dict(power_limit_w_per_tflop=6.0))
     assert fit.params["power_limit_w_per_tflop"] == 6.0 and "power_limit_w_per_tflop" in fit.copied
+
+
+def test_llama_cpp_vulkan_overlap_is_set_from_the_shader_not_fitted():
+    # ggml-vulkan's mul_mm loads a tile to shared memory, barrier()s, multiplies, barrier()s: no overlap;
+    # every bundled entry holds 0 and its evidence says why
+    from membound.calibrate import FIXED
+    from membound.runtime import load_runtime
+    value, why = FIXED["llama.cpp-vulkan"]["overlap"]
+    assert value == 0.0 and "mul_mm.comp" in why
+    classes = load_runtime("llama.cpp-vulkan").classes
+    assert classes and all(e.overlap == 0.0 and "overlap=0 set, not fitted" in e.evidence for e in classes.values())

@@ -183,3 +183,28 @@ def test_the_power_limit_slows_prefill_not_the_weight_stream():
     dec = dict(batch=1, prompt_tokens=0, output_tokens=1, weight_dtype="bf16")
     assert mb.estimate("llama-3.1-8b", "dgx-spark", runtime=limited, **dec).decode_tok_s_per_user \
         == pytest.approx(mb.estimate("llama-3.1-8b", "dgx-spark", runtime=free, **dec).decode_tok_s_per_user)
+
+
+def test_quantized_gemms_run_at_the_vector_rate_where_the_backend_has_no_matrix_path():
+    # a device in vector_devices: vector_multiple x fp32 instead of fp32_multiple x fp32 (capped by int8)
+    qg = QuantizedGemm(fp32_multiple=4.0, vector_devices=("arc-a770",), vector_multiple=2.0)
+    kw = dict(batch=1, prompt_tokens=512, output_tokens=1, weight_dtype="q4_0", activation_dtype="int8")
+    vec = _pre("llama-2-7b", "arc-a770", runtime=_rt(quantized_gemm=qg), **kw)
+    mat = _pre("llama-2-7b", "arc-a770", runtime=_rt(quantized_gemm=QuantizedGemm(fp32_multiple=4.0)), **kw)
+    # Arc A770: fp32 17.2 TFLOP/s -> 2 x 17.2 = 34.4 (vector) vs 4 x 17.2 = 68.8 (below its int8 275.3);
+    # the GEMMs as in the test above (dequantization +15%); attention at the fp16 XMX peak 137.6 either way
+    gemm = 2 * ((6_738_415_616 - 2 * 32000 * 4096) * 512 + 32000 * 4096) * 1.15
+    attn = 4 * 32 * 128 * 32 * 512 * 511 / 2
+    assert vec == pytest.approx(gemm / 34.4e12 + attn / 137.6e12, rel=1e-9)
+    assert mat == pytest.approx(gemm / 68.8e12 + attn / 137.6e12, rel=1e-9)
+    # another device keeps the matrix peak: RX 9070 XT min(4 x 48.7, int8 389.3) = 194.8 TFLOP/s
+    xt = mb.load_hardware("rx-9070-xt")
+    assert _rt(quantized_gemm=qg).efficiency(xt).quantized_peak_flops == pytest.approx(194.8e12)
+
+
+def test_llama_cpp_vulkan_on_an_arc_a770_runs_its_gemms_on_the_vector_engines():
+    # the bundled Vulkan backend: no cooperative matrices on Alchemist -> 2 x 17.2 = 34.4 TFLOP/s;
+    # an RTX 4090 keeps 4 x 82.6 = 330.4
+    rt = mb.load_runtime("llama.cpp-vulkan")
+    assert rt.efficiency(mb.load_hardware("arc-a770")).quantized_peak_flops == pytest.approx(34.4e12)
+    assert rt.efficiency(mb.load_hardware("rtx-4090")).quantized_peak_flops == pytest.approx(330.4e12)

@@ -87,6 +87,10 @@ FIXED = {
                                              "(PR 6766); a dense 32-layer 9B on a GTX 1080 58 us (PR 27721); "
                                              "the median, set, not fitted: a free fit takes 100-175 us and "
                                              "trades it against compute_fraction on prefill rows")},
+    "llama.cpp-vulkan": {"overlap": (0.0, "ggml-vulkan's mul_mm shader loads a tile of A and B into shared "
+                                    "memory, barrier()s, multiplies (cooperative matrices or FMAs), barrier()s "
+                                    "(vulkan-shaders/mul_mm.comp main loop: no double buffering), so its loads "
+                                    "and math do not overlap, as CUDA's MMQ")},
 }
 # backends with no rows in the reference: another backend's default figures, said so in the file
 ASSUMED_FROM = {"llama.cpp-hip": ("llama.cpp-cuda", "HIP compiles the CUDA backend's kernels through hipify")}

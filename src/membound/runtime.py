@@ -77,6 +77,12 @@ class QuantizedGemm(BaseModel):
     # tokens per column tile: each tile of a prefill GEMM streams the whole weight matrix again
     # (MMQ's 128 x 128 output tiles); None = the weights are streamed once per pass
     tile_tokens: Annotated[int, Number, Field(ge=1, le=4096)] | None = None
+    # devices on which the backend reaches no matrix unit (it enables no cooperative-matrix or
+    # integer-dot GEMM path there), so these GEMMs run on the vector ALUs: their peak is
+    # `vector_multiple` x fp32 (2: packed fp16 FMAs) instead
+    vector_devices: tuple[str, ...] = ()
+    vector_multiple: Annotated[float, Number, Field(gt=0, le=64, allow_inf_nan=False)] = 2.0
+    vector_evidence: str = ""
     evidence: str = ""
 
 
@@ -228,9 +234,12 @@ def power_factor(limit_w_per_tflop: float | None, hw: Hardware) -> float:
 def _quantized_peak(q: QuantizedGemm | None, hw: Hardware) -> float:
     """fp32_multiple x the fp32 rate, never above the chip's own int8 peak (the multiple was
     measured on NVIDIA chips, whose int8 tensor peaks are far above it; on RDNA 3 the dual-issue
-    fp32 rate x 4 is twice the int8 WMMA peak)."""
+    fp32 rate x 4 is twice the int8 WMMA peak); vector_multiple x fp32 on the `vector_devices`,
+    where the backend uses no matrix unit."""
     if q is None or hw.kind not in q.device_kinds or "fp32" not in hw.compute_flops:
         return 0.0
+    if hw.name in q.vector_devices:     # no matrix path: the vector ALUs' packed rate
+        return q.vector_multiple * hw.compute_flops["fp32"]
     peak = q.fp32_multiple * hw.compute_flops["fp32"]
     return min(peak, hw.compute_flops["int8"]) if "int8" in hw.compute_flops else peak
 
