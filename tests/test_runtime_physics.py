@@ -208,3 +208,22 @@ def test_llama_cpp_vulkan_on_an_arc_a770_runs_its_gemms_on_the_vector_engines():
     rt = mb.load_runtime("llama.cpp-vulkan")
     assert rt.efficiency(mb.load_hardware("arc-a770")).quantized_peak_flops == pytest.approx(34.4e12)
     assert rt.efficiency(mb.load_hardware("rtx-4090")).quantized_peak_flops == pytest.approx(330.4e12)
+
+
+def test_a_dequantising_vector_mat_vec_costs_its_instructions_per_weight_at_the_fp32_lane_rate():
+    # vector_gemv_ops=5 on arc-a770: a decode step's mat-vec runs at fp32 / 5 = 17.2e12 / 5 = 3.44e12
+    # FLOP/s (2 per weight, dequantisation included); overlap 0 adds it to the weights' stream
+    qg = QuantizedGemm(fp32_multiple=4.0, vector_devices=("arc-a770",), vector_gemv_ops=5.0)
+    m = mb.load_model("llama-2-7b")
+    kw = dict(batch=1, prompt_tokens=0, output_tokens=1, weight_dtype="q4_0", activation_dtype="int8")
+    r = mb.estimate(m, "arc-a770", runtime=_rt(quantized_gemm=qg, overlap=0.0), **kw)
+    lookup = 32000 * 4096
+    mem = (m.total_params - lookup + 4096) * 4.5 / 8 / 560e9          # q4_0: 4.5 bits; 560 GB/s
+    cmp = 2 * (m.active_params - lookup) / (17.2e12 / 5)               # the matmul weights, 2 FLOPs each
+    # (no context: no KV read, no attention FLOPs)
+    assert 1 / r.decode_tok_s_per_user == pytest.approx(mem + cmp, rel=1e-9)
+    # the same runtime on a device not listed keeps the GEMMs' peak (RTX 4090: 4 x 82.6e12, +15% dequant)
+    r2 = mb.estimate(m, "rtx-4090", runtime=_rt(quantized_gemm=qg, overlap=0.0), **kw)
+    mem2 = (m.total_params - lookup + 4096) * 4.5 / 8 / 1008e9
+    cmp2 = 2 * (m.active_params - lookup) * 1.15 / 330.4e12
+    assert 1 / r2.decode_tok_s_per_user == pytest.approx(mem2 + cmp2, rel=1e-9)

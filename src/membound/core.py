@@ -144,6 +144,9 @@ class Knobs:
                                         # 16- or 8-bit format, never fp4); None = peak_flops
     gemm_tile_tokens: Num = 0.0   # tokens per column tile of a GEMM that streams the whole weight
                                   # matrix again for each tile (llama.cpp MMQ: 128); 0 = once per pass
+    gemv_peak_flops: Num | None = None  # FLOP/s (2 per weight, dequantisation included) of a decode
+                                        # step's mat-vec where it takes another path than the GEMMs (a
+                                        # dequantising shader on the vector ALUs); None = the GEMMs' rates
 
 
 class ChipBase(NamedTuple):
@@ -307,7 +310,9 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
     return ChipBase(tp, pp, ep, tp * ep, e_group, share, kn.w_bytes, wd, wh, kv_pair, C, Cd, Ca, kn.dequant, dqd,
                     kn.act_bytes, link_bw, link_lat, link is None or link.topology == "ring", dense_chip, expert_chip,
                     floor_s(mc, hw, eff, tp, kn.act_bytes, share * mc.n_layers),
-                    gemm_s(mc, C, Cd, kn.dequant, dqd),
+                    gemm_s(mc, C, Cd, kn.dequant, dqd) if kn.gemv_peak_flops is None else
+                    gemm_s(mc, kn.gemv_peak_flops * eff.compute_fraction, kn.gemv_peak_flops * eff.compute_fraction,
+                           0.0, 0.0),
                     gemm_s(mc, C, Cd, kn.dequant, dqd, 1.0 / eff.moe_gemm_efficiency) - head, head,
                     hw.capacity_bytes)
 

@@ -259,10 +259,11 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
             extra_kv = dm.kv_bytes_per_token(res.kv.name) / min(layout.tp, draft_mc.kv_split_max)
 
     eff = rt.efficiency(hw)
-    peak, tile = res.peak_flops, 0.0
+    peak, tile, gemv = res.peak_flops, 0.0, None
     w, a = res.weights, res.activations
     if eff.quantized_peak_flops and a.bits <= 8 and w.compute != a.compute:   # 8-bit GEMM on other weights: MMQ
         peak, tile = eff.quantized_peak_flops, eff.quantized_tile_tokens
+        gemv = eff.gemv_peak_flops or None
     mixed: dict[str, float] = {}
     if res.mixed:       # the tensors that are not routed experts: their own bytes and compute path
         d_peak = res.dense_peak_flops
@@ -275,7 +276,7 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
                kv_bytes=res.kv.bytes, act_bytes=2.0 if res.activations.bits > 16 else res.activations.bytes,
                peak_flops=peak, dequant=res.dequant, tp=float(layout.tp), pp=float(layout.pp),
                ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0,
-               attn_peak_flops=res.attn_peak_flops, gemm_tile_tokens=tile, **mixed)
+               attn_peak_flops=res.attn_peak_flops, gemm_tile_tokens=tile, gemv_peak_flops=gemv, **mixed)
     return Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
                     dict(positions=positions, spec=spec_args, draft=draft_mc, pinned=pinned,
                          extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv), model_consts(m),

@@ -82,6 +82,10 @@ class QuantizedGemm(BaseModel):
     # `vector_multiple` x fp32 (2: packed fp16 FMAs) instead
     vector_devices: tuple[str, ...] = ()
     vector_multiple: Annotated[float, Number, Field(gt=0, le=64, allow_inf_nan=False)] = 2.0
+    # on those devices a decode step's mat-vec dequantises and multiplies on the vector ALUs: its
+    # instructions per weight, each one lane-clock (an fp32 FMA's 2 FLOPs issue in one); None: the
+    # mat-vec runs at the GEMMs' peak
+    vector_gemv_ops: Annotated[float, Number, Field(gt=0, le=1000, allow_inf_nan=False)] | None = None
     vector_evidence: str = ""
     evidence: str = ""
 
@@ -182,6 +186,8 @@ class Efficiency:
     ungraphed_layer_s: float = 0.0   # more per layer in a pass of more than one token (no CUDA graph)
     power_factor: float = 1.0        # share of the rated clock the board's power sustains (in compute_fraction)
     prefill_logits_all: bool = False  # a prefill's LM head runs over every prompt position (else the last)
+    gemv_peak_flops: float = 0.0     # FLOP/s (2 per weight, dequantisation included) of a decode step's
+                                     # block-quantized mat-vec on the vector ALUs (0: at quantized_peak_flops)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -215,6 +221,7 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         ungraphed_layer_s=entry.ungraphed_layer_s,
         power_factor=power,
         prefill_logits_all=rt.prefill_logits == "all",
+        gemv_peak_flops=_gemv_peak(rt.quantized_gemm, hw),
     )
 
 
@@ -242,6 +249,15 @@ def _quantized_peak(q: QuantizedGemm | None, hw: Hardware) -> float:
         return q.vector_multiple * hw.compute_flops["fp32"]
     peak = q.fp32_multiple * hw.compute_flops["fp32"]
     return min(peak, hw.compute_flops["int8"]) if "int8" in hw.compute_flops else peak
+
+
+def _gemv_peak(q: QuantizedGemm | None, hw: Hardware) -> float:
+    """fp32 FLOP/s / vector_gemv_ops on the `vector_devices`, else 0: the mat-vec issues that many
+    instructions per weight at one per lane per clock (fp32 FLOP/s / 2), so it does 2 FLOPs per weight
+    at (fp32 / 2) / ops x 2 = fp32 / ops FLOP/s."""
+    if q is None or q.vector_gemv_ops is None or hw.name not in q.vector_devices or "fp32" not in hw.compute_flops:
+        return 0.0
+    return hw.compute_flops["fp32"] / q.vector_gemv_ops
 
 
 IDEAL = Runtime(name="ideal", description="pure roofline: peak bandwidth and compute, no floor, no overhead",
