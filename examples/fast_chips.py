@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import membound as mb
+from membound import vendors
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ def table(rows: list[Claim]) -> str:
 def main():
     rows = claims()
     print(table(rows))
-    rep_rows, held, fitted = mb.vendors.vendor_report()
+    rep_rows, held, fitted = vendors.vendor_report()
     print(f"\nVendor rows no fit used: median |error| {100 * held:.0f}% (n={sum(not r.fitted for r in rep_rows)}); "
           f"fitted rows {100 * fitted:.0f}% (n={sum(r.fitted for r in rep_rows)}) - python -m membound.vendors")
 
