@@ -67,6 +67,10 @@ def test_every_alias_resolves_to_its_own_profile():
     ("h100sxm", "hardware", "h100-sxm"), ("H100 SXM", "hardware", "h100-sxm"),
     ("Q4_K_M", "dtype", "q4_k_m"), ("BFloat16", "dtype", "bf16"),
     ("TRT-LLM", "runtime", "tensorrt-llm"), ("Llama.CPP", "runtime", "llama.cpp"),
+    # vendor words and a trailing memory size dropped (no alias spells these out)
+    ("NVIDIA H100 SXM", "hardware", "h100-sxm"), ("NVIDIA A100 80GB", "hardware", "a100-80gb"),
+    ("AMD Radeon RX 7900 XTX", "hardware", "rx-7900-xtx"), ("Intel Arc A770", "hardware", "arc-a770"),
+    ("NVIDIA L4 24GB", "hardware", "l4"), ("Meta Llama 3.1 8B", "model", "llama-3.1-8b"),
 ])
 def test_outside_spellings_resolve(text, kind, name):
     assert mb.resolve_name(kind, text) == name
@@ -85,6 +89,14 @@ def test_a_miss_suggests_the_intended_name_on_one_line(kind, text, wanted):
     assert wanted in e.value.suggestions and "did you mean" in msg and repr(wanted) in msg
     assert "\n" not in msg and len(e.value.suggestions) <= 3
     assert len(msg) < 200       # never the whole catalogue (51 devices are ~600 characters)
+
+
+@pytest.mark.parametrize("text", ["NVIDIA H100", "NVIDIA A100", "NVIDIA H200 NVL 141GB", "NVIDIA"])
+def test_dropping_vendor_words_never_guesses_between_form_factors(text):
+    # "NVIDIA H100" is "h100" once the vendor is dropped: SXM, PCIe or NVL, so it stays a miss;
+    # an H200 NVL is not the H200 SXM profile, whatever the memory size says
+    with pytest.raises(UnknownNameError):
+        mb.resolve_name("hardware", text)
 
 
 def test_h100_suggests_every_h100_and_no_guess():

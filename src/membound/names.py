@@ -7,7 +7,10 @@ A name resolves, in this order:
    when the part after the last `/` is itself a known name (`meta-llama/Llama-3.1-8B`);
 3. through the `aliases:` a profile or preset carries (vendor spellings such as
    "NVIDIA H200 SXM 141GB", marketing names, Hugging Face ids such as
-   "meta-llama/Llama-3.3-70B-Instruct"), also compared after normalisation.
+   "meta-llama/Llama-3.3-70B-Instruct"), also compared after normalisation;
+4. as 2 and 3 once leading vendor words (NVIDIA, GeForce, AMD, Instinct, Radeon, Intel, Apple,
+   Meta) and a trailing memory size ("80GB", "141GB HBM3e") are dropped: "NVIDIA H100 SXM" is
+   "H100 SXM". A name this leaves ambiguous ("NVIDIA H100": SXM, PCIe or NVL) still misses.
 
 Normalisation is only used where it is safe: when two different names (or aliases) of one kind
 normalise to the same key, that key resolves to neither (the exact names still do), and an
@@ -32,6 +35,8 @@ from pathlib import Path
 from .errors import InvalidInputError, ProfileError, UnknownNameError
 
 _DROP = re.compile(r"[\s\-_.]+")
+_VENDOR = re.compile(r"^(?:(?:nvidia|geforce|amd|instinct|radeon|intel|apple|meta)[\s\-_]+)+", re.IGNORECASE)
+_MEMORY = re.compile(r"[\s\-_]+\d+\s*gb(?:[\s\-_]*(?:hbm|gddr|lpddr)\w*)?$", re.IGNORECASE)
 KINDS = ("model", "hardware", "runtime", "dtype")
 
 
@@ -110,6 +115,10 @@ class NameIndex:
         hit = self.keys.get(normalise(text))
         if hit is None and "/" in text:           # an HF id whose last part is a known name
             hit = self.keys.get(normalise(text.rsplit("/", 1)[1]))
+        if hit is None:                           # a vendor's spelling: "NVIDIA A100 80GB", "NVIDIA H100 SXM5 80GB"
+            unbranded = _VENDOR.sub("", text.strip())
+            for bare in (unbranded, _MEMORY.sub("", unbranded)):
+                hit = hit or self.keys.get(normalise(bare))
         return hit
 
     def suggest(self, text: str, n: int = 3) -> list[str]:
