@@ -291,3 +291,23 @@ def test_prepared_rebuilds_its_chip_base_when_replaced():
     assert p.evaluate(tp=2.0)["prefill_compute_s"] == pytest.approx(base / 2, rel=1e-12)
     wide = dataclasses.replace(p, knobs=dataclasses.replace(p.knobs, tp=2.0))
     assert wide.evaluate()["prefill_compute_s"] == pytest.approx(base / 2, rel=1e-12)
+
+
+@pytest.mark.parametrize("pp, batch, fill", [
+    (2, 2, (2 + 2 - 1) * 16 / 32),    # 2 micro-batches of 1 prompt; a stage holds 16 of 32 layers
+    (3, 3, (3 + 3 - 1) * 11 / 32),    # uneven stages: the largest holds ceil(32 / 3) = 11 layers
+    (2, 1, (1 + 2 - 1) * 16 / 32),    # one prompt passes the two stages one after the other: 1
+    (4, 8, (4 + 4 - 1) * 8 / 32),     # m = min(8, 4) = 4 micro-batches of 2 prompts
+])
+def test_a_pipelined_prefill_overlaps_its_micro_batches(pp, batch, fill):
+    # B prompts on pp stages go through in m = min(B, pp) micro-batches of B/m prompts; the last
+    # leaves the last stage m + pp - 1 stage-times after the first entered, a stage-time being the
+    # largest stage's share of one micro-batch's pass. So the prefill's compute and memory terms are
+    # those of one micro-batch's pass through the whole model times (m + pp - 1) x share.
+    from membound.estimate import prepare
+    m = min(batch, pp)
+    one = prepare("llama-2-7b", "h100-sxm", batch=batch // m, prompt_tokens=1024, runtime="ideal").evaluate()
+    piped = prepare("llama-2-7b", "h100-sxm", batch=batch, prompt_tokens=1024, runtime="ideal", n_chips=pp,
+                    parallel=mb.Parallel(tp=1, pp=pp)).evaluate()
+    assert piped["prefill_compute_s"] == pytest.approx(fill * one["prefill_compute_s"], rel=1e-12)
+    assert piped["prefill_memory_s"] == pytest.approx(fill * one["prefill_memory_s"], rel=1e-12)

@@ -117,3 +117,22 @@ def test_prefill_at_depth_combines_memory_and_compute_as_the_runtime_does():
     over = 32 * 1e-5
     assert predict(sc, runtime=rt(0.0)) == pytest.approx(512 / (m + c + over), rel=1e-9)
     assert predict(sc, runtime=rt(1.0)) == pytest.approx(512 / (c + over), rel=1e-9)
+
+
+@pytest.mark.parametrize("notes, n, layout", [
+    ("TP1,PP8; 'Total Output Throughput'", 8, (1, 8, 1)),   # TensorRT-LLM's RTX PRO 6000 rows
+    ("TP4; uniform synthetic ISL/OSL", 4, (4, 1, 1)),
+    ("NeMo, TP=2 PP=1", 2, (2, 1, 1)),
+    ("PP4 only", 8, (2, 4, 1)),            # the tensor degree is what the 8 chips leave: 8 / 4
+    ("TP3 on 8 chips", 8, (8, 1, 1)),      # 3 x 1 != 8: not a layout of these chips
+    ("no layout stated", 4, (4, 1, 1)),
+])
+def test_a_layout_stated_in_the_notes_is_the_rows_layout(tmp_path, notes, n, layout):
+    # before, every row ran tensor-parallel over all its chips: "TP1,PP8" became tp=8
+    ref = _ref(tmp_path, dict(id="x-1", hardware="NVIDIA H100 SXM", n_chips=str(n), model="Llama-3.1-8B",
+                              weight_dtype="bf16", prompt_tokens="128", output_tokens="128",
+                              metric="decode_tok_s_per_user", value="100",
+                              framework="TensorRT-LLM (PyTorch backend, trtllm-bench)", notes=notes))
+    assert not ref.skipped, ref.skipped
+    [sc] = ref.scenarios
+    assert sc.parallel == layout and sc.n_chips == n

@@ -33,7 +33,7 @@ speculative.py: the core must not import a multiplier.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from .parallel import communication_s
@@ -641,8 +641,18 @@ def prefill(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, floor: Num, o
     """A prefill of B prompts of S tokens: (seconds (0 without a prompt), its memory, compute,
     LM-head and overhead terms)."""
     B, S = kn.batch, kn.prompt
-    pre_mem = prefill_memory_s(mc, kn, ch)
-    pre_compute, pre_head_s = prefill_compute_s(mc, eff, kn, ch)
+    if isinstance(ch.pp, float) and ch.pp == 1.0:
+        pre_mem = prefill_memory_s(mc, kn, ch)
+        pre_compute, pre_head_s = prefill_compute_s(mc, eff, kn, ch)
+    else:
+        # pipeline stages: the B prompts go through in m = min(B, pp) micro-batches; a stage's
+        # share of one micro-batch's pass takes `share` of that pass, and the last micro-batch
+        # leaves the last stage m + pp - 1 such stage-times after the first one entered
+        # (a single prompt, m = 1, still passes the stages one after the other)
+        one = replace(kn, batch=B / ch.m)
+        fill = (ch.m + ch.pp - 1.0) * ch.share
+        pre_mem = prefill_memory_s(mc, one, ch) * fill
+        pre_compute, pre_head_s = (t * fill for t in prefill_compute_s(mc, eff, one, ch))
     pre_m, _, pre_c, _ = timed((pre_mem, 0.0, pre_compute, 0.0), 1.0 - eff.overlap)
     pre_over = overhead + launch_s(mc, eff, B * S)
     prefill_s = where(S > 0, maximum(maximum(pre_m, pre_c), floor) + comm_s(mc, ch, B * S) + pre_over, 0.0)

@@ -378,12 +378,25 @@ def _formats(kv_text: str, wd: str, rt: str, hw: Hardware) -> tuple[str, str | N
     return kv, dense, act
 
 
+def _stated_layout(notes: str, n: int) -> tuple[int, int, int]:
+    """(tp, pp, ep) as the notes state it ("TP1,PP8", "TP=2 PP=1", "TP4"): a degree left unstated
+    is what the chip count leaves; a layout that does not multiply to the n chips, or none stated,
+    is tensor parallelism over all of them."""
+    tp_m, pp_m = re.search(r"\bTP=?(\d+)", notes), re.search(r"\bPP=?(\d+)", notes)
+    if not (tp_m or pp_m):
+        return n, 1, 1
+    pp = int(pp_m.group(1)) if pp_m else 0
+    tp = int(tp_m.group(1)) if tp_m else (n // pp if pp else 0)
+    pp = pp or (n // tp if tp else 0)
+    return (tp, pp, 1) if tp > 0 and pp > 0 and tp * pp == n else (n, 1, 1)
+
+
 def _shape(r: dict[str, str], model: str, hw_name: str, rt: str) -> _Shape:
     """The row's batch, lengths and layout, with what its source leaves unstated assumed."""
     rid, metric, notes = r["id"], r["metric"], r["notes"]
     n = _int(r["n_chips"].split(".")[0], 1) if r["n_chips"] else 1
     s = _Shape(_int(r["batch_or_concurrency"].split()[0]), _int(r["prompt_tokens"], 0),
-               _int(r["output_tokens"], 0), n, (n, 1, 1))
+               _int(r["output_tokens"], 0), n, _stated_layout(notes, n))
     m_depth = re.search(r"@ d(\d+)", notes)
     if m_depth:
         s.depth = int(m_depth.group(1))
@@ -397,9 +410,6 @@ def _shape(r: dict[str, str], model: str, hw_name: str, rt: str) -> _Shape:
         model_tp = 2 if (model == "llama-2-70b" and hw_name == "h100-sxm") else 1
         s.n_chips, s.parallel = model_tp, (model_tp, 1, 1)
     if rt == "nemo":
-        tp = re.search(r"TP=(\d+)", notes)
-        s.n_chips = int(tp.group(1)) if tp else s.n_chips
-        s.parallel = (s.n_chips, 1, 1)
         s.prompt, s.output = 128, 20
     if rid.startswith("awq"):
         _awq(s, metric, notes, rt)
