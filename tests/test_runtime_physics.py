@@ -227,3 +227,52 @@ def test_a_dequantising_vector_mat_vec_costs_its_instructions_per_weight_at_the_
     mem2 = (m.total_params - lookup + 4096) * 4.5 / 8 / 1008e9
     cmp2 = 2 * (m.active_params - lookup) * 1.15 / 330.4e12
     assert 1 / r2.decode_tok_s_per_user == pytest.approx(mem2 + cmp2, rel=1e-9)
+
+
+def test_a_per_layer_floor_in_cycles_takes_less_time_on_a_faster_clock():
+    # an eager engine's small kernels each last a floor of GPU cycles: 2e5 cycles per layer take
+    # 2e5 / 1.80e9 = 111.1 us on an RTX A6000 (1800 MHz: 38.71 TFLOP/s fp32 / (2 x 10752 cores))
+    # and 2e5 / 2.52e9 = 79.37 us on an RTX 4090 (2520 MHz: 82.58 / (2 x 16384)), 1.4 x less
+    a6000, rtx4090 = mb.load_hardware("rtx-a6000"), mb.load_hardware("rtx-4090")
+    assert a6000.compute_flops["fp32"] / (2 * 10752) == pytest.approx(1.80e9, rel=1e-3)
+    assert rtx4090.compute_flops["fp32"] / (2 * 16384) == pytest.approx(2.52e9, rel=1e-3)
+    rt = _rt(per_layer_overhead_cycles=2e5)
+    assert rt.efficiency(a6000).per_layer_overhead_s == pytest.approx(1.1111e-4, rel=1e-4)
+    assert rt.efficiency(rtx4090).per_layer_overhead_s == pytest.approx(7.9365e-5, rel=1e-4)
+    # it adds to a per-layer figure in seconds: 1e-5 + 7.9365e-5 = 8.9365e-5 s
+    both = _rt(per_layer_overhead_s=1e-5, per_layer_overhead_cycles=2e5)
+    assert both.efficiency(rtx4090).per_layer_overhead_s == pytest.approx(8.9365e-5, rel=1e-4)
+    # a decode step of llama-2-7b (32 layers) pays 32 x 7.9365e-5 = 2.5397e-3 s of it on the 4090
+    r = mb.estimate("llama-2-7b", "rtx-4090", output_tokens=1, weight_dtype="fp16", runtime=rt)
+    assert r.step_terms_s["overhead"] == pytest.approx(32 * 2e5 / 2.52e9, rel=1e-9)
+    # a profile without a clock is timed at runtime.DEFAULT_CLOCK_HZ, 1.8 GHz: 2e5 / 1.8e9 s
+    from membound.runtime import DEFAULT_CLOCK_HZ
+    spark = mb.load_hardware("dgx-spark")
+    assert spark.clock_hz is None and DEFAULT_CLOCK_HZ == 1.8e9
+    assert rt.efficiency(spark).per_layer_overhead_s == pytest.approx(2e5 / 1.8e9, rel=1e-12)
+
+
+def test_weight_only_gemm_tiles_stream_the_layer_weights_once_per_tile_of_tokens():
+    # TinyChat's W4A16 GEMM runs 16 token rows per tile (gemm_cuda.cu, CTA_M = 16 up to 64 tokens):
+    # a 32-token prompt streams the layers' int4 weights ceil(32 / 16) = 2 times, the LM head once.
+    # llama-2-7b: 6,738,415,616 params less its untied embedding and LM head (32000 x 4096 each):
+    # 6,738,415,616 - 2 x 131,072,000 = 6,476,271,616 layer weights x 4.125 bits / 8 = 3,339,327,552
+    # bytes more, at an RTX 4090's 1.008e12 B/s (fraction 1): 3.339327552e9 / 1.008e12 = 3.3128e-3 s
+    m = mb.load_model("llama-2-7b")
+    assert (m.total_params, m.vocab_size, m.hidden_size, m.tied_embeddings) == (6738415616, 32000, 4096, False)
+    tiled = _rt().model_copy(update={"weight_only_tile_tokens": 16})
+    kw = dict(batch=1, prompt_tokens=32, output_tokens=1, weight_dtype="int4", activation_dtype="fp16")
+    a, b = (prepare("llama-2-7b", "rtx-4090", runtime=r, **kw).evaluate()["prefill_memory_s"] for r in (tiled, _rt()))
+    assert a - b == pytest.approx(6476271616 * 4.125 / 8 / 1.008e12, rel=1e-9)
+    # 16 tokens are one tile: the weights once, as without tiles
+    kw16 = dict(kw, prompt_tokens=16)
+    a, b = (prepare("llama-2-7b", "rtx-4090", runtime=r, **kw16).evaluate()["prefill_memory_s"] for r in (tiled, _rt()))
+    assert a == pytest.approx(b, rel=1e-12)
+    # 16-bit weights are not a weight-only format: no tiles (fp16 on fp16: the weights once)
+    kwf = dict(kw, weight_dtype="fp16")
+    a, b = (prepare("llama-2-7b", "rtx-4090", runtime=r, **kwf).evaluate()["prefill_memory_s"] for r in (tiled, _rt()))
+    assert a == pytest.approx(b, rel=1e-12)
+    # a decode step (one token) never tiles
+    dec = dict(kw, prompt_tokens=0)
+    assert mb.estimate("llama-2-7b", "rtx-4090", runtime=tiled, **dec).decode_tok_s_per_user \
+        == pytest.approx(mb.estimate("llama-2-7b", "rtx-4090", runtime=_rt(), **dec).decode_tok_s_per_user)

@@ -51,12 +51,14 @@ if TYPE_CHECKING:
     from .runtime import Runtime
 
 PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_s", "overlap",
-          "moe_gemm_efficiency", "per_sequence_overhead_s", "per_moe_layer_overhead_s", "power_limit_w_per_tflop")
+          "moe_gemm_efficiency", "per_sequence_overhead_s", "per_moe_layer_overhead_s", "power_limit_w_per_tflop",
+          "per_layer_overhead_cycles")
 BOUNDS = {"bandwidth_fraction": (0.05, 1.0), "compute_fraction": (0.01, 1.0), "overlap": (0.0, 1.0),
           "moe_gemm_efficiency": (0.05, 1.0),
           "per_step_overhead_s": (0.0, 0.05), "per_layer_overhead_s": (0.0, 1e-3),
           "per_sequence_overhead_s": (0.0, 1e-3), "per_moe_layer_overhead_s": (0.0, 1e-3),
-          "per_layer_s": (0.0, 1e-3), "hop_latency_s": (0.0, 1e-2), "power_limit_w_per_tflop": (1.0, 50.0)}
+          "per_layer_s": (0.0, 1e-3), "hop_latency_s": (0.0, 1e-2), "power_limit_w_per_tflop": (1.0, 50.0),
+          "per_layer_overhead_cycles": (0.0, 2e6)}
 _LLAMA_CPP = ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s", "overlap", "moe_gemm_efficiency",
               "per_moe_layer_overhead_s")
 FIT = {
@@ -68,9 +70,11 @@ FIT = {
     # at maximum load thousands of sequences share a step: the host's work grows with them
     # (the PyTorch backend schedules and samples each request), so the overhead is per sequence
     "tensorrt-llm": ("compute_fraction", "per_sequence_overhead_s"),
-    "nemo": ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_s"),
-    "hf-transformers": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s"),
-    "tinychat": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s"),
+    # eager PyTorch engines: a layer's many small kernels each last a floor of GPU cycles, so their
+    # per-layer cost is fitted in cycles and timed at each chip's clock (runtime.per_layer_s)
+    "nemo": ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_cycles"),
+    "hf-transformers": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_cycles"),
+    "tinychat": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_cycles"),
 }
 # figures set from how the kernels work, not fitted (in every entry of the runtime)
 FIXED = {
@@ -104,6 +108,7 @@ WHY = {"power_limit_w_per_tflop": (
     "(runtime.power_factor): DGX Spark's 140 W SoC (4.5 W per TFLOP/s) and the RTX PRO 6000 (4.8) "
     "below an RTX 3060 (13.3) or a Jetson AGX Orin (11.3)")}
 MIN_ROWS = 4
+LOW_COMPUTE_START = 0.3   # the second starting compute_fraction of a cold fit (`fit_group`)
 ROWS_PER_PARAM = 2   # a device class fits one figure per this many of its rows (fractions first) and
                      # holds the rest at the default's values: four rows for four figures fit
                      # exactly, and land on bounds
@@ -259,6 +264,8 @@ def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: d
             x0.append(0.5)
         elif p == "power_limit_w_per_tflop":
             x0.append(8.0)
+        elif p == "per_layer_overhead_cycles":
+            x0.append(1e5)
         else:
             x0.append(1e-5 if "layer" in p else 1e-4)
     lo = [BOUNDS[p][0] for p in names]
@@ -269,7 +276,14 @@ def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: d
         rt = _runtime_with(base, key, {**fixed, **dict(zip(names, map(float, x)))}, others or {})
         return np.log([predict(s, runtime=rt) for s in rows]) - meas
 
-    x = fit_bounded(res, x0, lo, hi, iters=iters, rtol=rtol) if names else np.array([])
+    x = np.array([])
+    if names:
+        # a cold fit also starts from a low compute share: a prefill row is memory- or compute-bound
+        # on either side of it, and a fit from the device's share can settle on the wrong side
+        starts = [x0] + ([[LOW_COMPUTE_START if p == "compute_fraction" else v for p, v in zip(names, x0)]]
+                         if not start and "compute_fraction" in names else [])
+        x = min((fit_bounded(res, s0, lo, hi, iters=iters, rtol=rtol) for s0 in starts),
+                key=lambda v: float(np.sum(res(v) ** 2)))
     params = {p: float(v) for p, v in zip(names, x)}
     err = float(np.median(np.abs(np.exp(res(x)) - 1.0))) if names else float("nan")
     return GroupFit(rt_name, key, {**fixed, **params}, [s.id for s in rows], err, _at_bounds(params),

@@ -174,6 +174,9 @@ class Hardware(HashableModel):
     interconnect: Interconnect | None = None
     scale_out: ScaleOut | None = None   # the NIC network beyond the interconnect's domain
     power_w: Annotated[float, Number, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
+    # the SM (shader) boost clock: a small kernel's floor is a count of its cycles (launch, ramp,
+    # dependent loads, tail), so a runtime's per-layer kernel floor in cycles takes 1/clock seconds each
+    clock_hz: Annotated[float, Number, Field(gt=1e7, le=1e11, allow_inf_nan=False)] | None = None
     price_usd_per_hour: Annotated[float, Number, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
     price_source: str | None = None
     activation_chunk_tokens: Annotated[int, Number, Field(ge=1, le=10**7)] = 8192  # tokens whose activations

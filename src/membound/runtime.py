@@ -39,6 +39,9 @@ class RuntimeEntry(BaseModel):
     compute_fraction: _Frac | None = None
     per_step_overhead_s: _Secs = 0.0     # added to every decode step (sampling, scheduling, host)
     per_layer_overhead_s: _Secs = 0.0    # added per layer per step (kernel launches not hidden)
+    # more per layer per step, in the chip's clock cycles (`per_layer_s`): an eager engine's small
+    # kernels (norms, rotary, adds, casts) each last a floor of cycles, not of seconds
+    per_layer_overhead_cycles: Annotated[float, Number, Field(ge=0, le=1e8, allow_inf_nan=False)] = 0.0
     per_moe_layer_overhead_s: _Secs = 0.0  # more per MoE layer per step: its extra kernels (router,
                                          # top-k, gathers, one GEMM per expert and a weighted sum)
     per_sequence_overhead_s: _Secs = 0.0  # added per sequence in the pass per step (host-side
@@ -149,6 +152,10 @@ class Runtime(HashableModel):
     # as Hugging Face transformers' generate() before v4.45); `prefill_logits_evidence` says why
     prefill_logits: Literal["last", "all"] = "last"
     prefill_logits_evidence: str = ""
+    # token rows per tile of the runtime's weight-only GEMMs (16-bit activations on 4-bit weights):
+    # each tile streams and unpacks the whole weight matrix again; None: the weights once per pass
+    weight_only_tile_tokens: Annotated[int, Number, Field(ge=1, le=4096)] | None = None
+    weight_only_tile_evidence: str = ""
 
     def backend_for(self, hw: Hardware) -> Runtime:
         """The runtime that runs on `hw`: this one, or the backend its `backends` name."""
@@ -188,6 +195,7 @@ class Efficiency:
     prefill_logits_all: bool = False  # a prefill's LM head runs over every prompt position (else the last)
     gemv_peak_flops: float = 0.0     # FLOP/s (2 per weight, dequantisation included) of a decode step's
                                      # block-quantized mat-vec on the vector ALUs (0: at quantized_peak_flops)
+    weight_only_tile_tokens: float = 0.0  # token rows per tile of a weight-only GEMM (0: weights once)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -206,7 +214,7 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         bandwidth_fraction=entry.bandwidth_fraction or bw_default,
         compute_fraction=(entry.compute_fraction or c_default) * power,
         per_step_overhead_s=entry.per_step_overhead_s,
-        per_layer_overhead_s=entry.per_layer_overhead_s,
+        per_layer_overhead_s=per_layer_s(entry, hw),
         per_layer_floor_s=hw.latency.per_layer_s if floor else 0.0,
         per_step_floor_s=hw.latency.per_step_s if floor else 0.0,
         overlap=1.0 if entry.overlap is None else entry.overlap,
@@ -222,7 +230,20 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         power_factor=power,
         prefill_logits_all=rt.prefill_logits == "all",
         gemv_peak_flops=_gemv_peak(rt.quantized_gemm, hw),
+        weight_only_tile_tokens=float(rt.weight_only_tile_tokens or 0),
     )
+
+
+# the clock a per-layer cycle count is timed at on a chip whose profile gives none (a typical GPU
+# boost clock: RTX A6000 1.80 GHz, H100 SXM 1.98 GHz by their fp32 rates / (2 x CUDA cores))
+DEFAULT_CLOCK_HZ = 1.8e9
+
+
+def per_layer_s(entry: RuntimeEntry, hw: Hardware) -> float:
+    """The seconds `entry` adds per layer per step on `hw`: its per_layer_overhead_s and its
+    per_layer_overhead_cycles at the chip's clock (DEFAULT_CLOCK_HZ where the profile has none)."""
+    cycles = entry.per_layer_overhead_cycles
+    return entry.per_layer_overhead_s + (cycles / (hw.clock_hz or DEFAULT_CLOCK_HZ) if cycles else 0.0)
 
 
 def power_factor(limit_w_per_tflop: float | None, hw: Hardware) -> float:
