@@ -213,7 +213,8 @@ def test_llama_cpp_vulkan_on_an_arc_a770_runs_its_gemms_on_the_vector_engines():
 def test_a_dequantising_vector_mat_vec_costs_its_instructions_per_weight_at_the_fp32_lane_rate():
     # vector_gemv_ops=5 on arc-a770: a decode step's mat-vec runs at fp32 / 5 = 17.2e12 / 5 = 3.44e12
     # FLOP/s (2 per weight, dequantisation included); overlap 0 adds it to the weights' stream
-    qg = QuantizedGemm(fp32_multiple=4.0, vector_devices=("arc-a770",), vector_gemv_ops=5.0)
+    qg = QuantizedGemm(fp32_multiple=4.0, vector_devices=("arc-a770",), vector_gemv_ops=5.0,
+                       vector_gemv_formats=("q4_0",))
     m = mb.load_model("llama-2-7b")
     kw = dict(batch=1, prompt_tokens=0, output_tokens=1, weight_dtype="q4_0", activation_dtype="int8")
     r = mb.estimate(m, "arc-a770", runtime=_rt(quantized_gemm=qg, overlap=0.0), **kw)
@@ -227,6 +228,11 @@ def test_a_dequantising_vector_mat_vec_costs_its_instructions_per_weight_at_the_
     mem2 = (m.total_params - lookup + 4096) * 4.5 / 8 / 1008e9
     cmp2 = 2 * (m.active_params - lookup) * 1.15 / 330.4e12
     assert 1 / r2.decode_tok_s_per_user == pytest.approx(mem2 + cmp2, rel=1e-9)
+    # a format not listed (q8_0: 8.5 bits) keeps the GEMMs' path on the A770: 2 x 17.2e12 vector peak, +dequant
+    r3 = mb.estimate(m, "arc-a770", runtime=_rt(quantized_gemm=qg, overlap=0.0), **{**kw, "weight_dtype": "q8_0"})
+    mem3 = (m.total_params - lookup + 4096) * 8.5 / 8 / 560e9
+    cmp3 = 2 * (m.active_params - lookup) * 1.15 / 34.4e12       # weight-only dequantisation: +15%
+    assert 1 / r3.decode_tok_s_per_user == pytest.approx(mem3 + cmp3, rel=1e-9)
 
 
 def test_a_per_layer_floor_in_cycles_takes_less_time_on_a_faster_clock():

@@ -263,7 +263,7 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
     w, a = res.weights, res.activations
     if eff.quantized_peak_flops and a.bits <= 8 and w.compute != a.compute:   # 8-bit GEMM on other weights: MMQ
         peak, tile = eff.quantized_peak_flops, eff.quantized_tile_tokens
-        gemv = eff.gemv_peak_flops or None
+        gemv = eff.gemv_peak_flops if eff.gemv_peak_flops and w.name in eff.gemv_formats and not res.mixed else None
     elif eff.weight_only_tile_tokens and a.bits >= 16 and w.bits < a.bits:   # 16-bit activations on
         tile = eff.weight_only_tile_tokens            # narrower weights (W4A16): tiled over the tokens
     mixed: dict[str, float] = {}

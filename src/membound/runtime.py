@@ -85,10 +85,11 @@ class QuantizedGemm(BaseModel):
     # `vector_multiple` x fp32 (2: packed fp16 FMAs) instead
     vector_devices: tuple[str, ...] = ()
     vector_multiple: Annotated[float, Number, Field(gt=0, le=64, allow_inf_nan=False)] = 2.0
-    # on those devices a decode step's mat-vec dequantises and multiplies on the vector ALUs: its
-    # instructions per weight, each one lane-clock (an fp32 FMA's 2 FLOPs issue in one); None: the
-    # mat-vec runs at the GEMMs' peak
+    # on those devices a decode step's mat-vec of weights in `vector_gemv_formats` dequantises and
+    # multiplies on the vector ALUs: its instructions per weight, each one lane-clock (an fp32 FMA's
+    # 2 FLOPs issue in one); None: the mat-vec runs at the GEMMs' peak
     vector_gemv_ops: Annotated[float, Number, Field(gt=0, le=1000, allow_inf_nan=False)] | None = None
+    vector_gemv_formats: tuple[str, ...] = ()
     vector_evidence: str = ""
     evidence: str = ""
 
@@ -196,6 +197,7 @@ class Efficiency:
     gemv_peak_flops: float = 0.0     # FLOP/s (2 per weight, dequantisation included) of a decode step's
                                      # block-quantized mat-vec on the vector ALUs (0: at quantized_peak_flops)
     weight_only_tile_tokens: float = 0.0  # token rows per tile of a weight-only GEMM (0: weights once)
+    gemv_formats: tuple[str, ...] = ()   # the weight formats whose mat-vec runs there
 
 
 @functools.lru_cache(maxsize=4096)
@@ -231,6 +233,7 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         prefill_logits_all=rt.prefill_logits == "all",
         gemv_peak_flops=_gemv_peak(rt.quantized_gemm, hw),
         weight_only_tile_tokens=float(rt.weight_only_tile_tokens or 0),
+        gemv_formats=rt.quantized_gemm.vector_gemv_formats if rt.quantized_gemm is not None else (),
     )
 
 
