@@ -19,7 +19,9 @@ HOLDOUT_MEDIAN_MAX = {           # leave-one-chip-out median |error| -> threshol
     "llama.cpp CUDA batched decode": 0.17,       # 13.2% (one chip: DGX Spark, refitted without it)
     "llama.cpp Vulkan decode": 0.19,             # 14.6% (6 chips, NVIDIA/AMD/Intel)
     "llama.cpp Vulkan prefill": 0.25,            # 20.6%
-    "TensorRT-LLM max-load throughput": 0.30,    # 26.2% (4 chips)
+    "TensorRT-LLM max-load throughput": 0.13,    # 10.1% (4 chips; nothing fitted on these rows: serve's
+                                                 # continuous batching with the InferenceMAX H200 costs)
+    "MLPerf (assumed lengths)": 0.30,            # 24.7% (H100, MI300X; the engines' served defaults)
     "NeMo throughput (batch 1-8, TP 1-8)": 0.19,  # 15.4% (A100 from H100 and back)
     "quantized kernels / HF (ITL)": 0.22,        # 18.3% (MPT-7B/30B and Falcon-7B rows included)
     "quantized kernels / HF (TTFT)": 0.30,       # 25.4% (one chip, refitted without it)
@@ -111,10 +113,10 @@ def test_gpt_oss_gguf_dense_tensors_at_q8_0_by_hand():
     assert r["weights_bytes_chip"] / 2**30 == pytest.approx(11.27, rel=0.01)
 
 
-def test_max_load_calibration_keeps_batch_one_physical():
-    # TensorRT-LLM is calibrated on maximum-load rows only; its overhead must not wreck the
-    # interactive case: llama-3.1-8b bf16 at batch 1 on an H100 sits between 60% of the
-    # bandwidth ceiling and the ceiling (3.35e12 / 15.0e9 B streamed = 223 tok/s)
+def test_tensorrt_llm_at_batch_one_stays_physical():
+    # nothing is fitted to TensorRT-LLM's estimate() entries now (its maximum-load rows are
+    # predicted by membound.offline): llama-3.1-8b bf16 at batch 1 on an H100 sits between 60% of
+    # the bandwidth ceiling and the ceiling (3.35e12 / 15.0e9 B streamed = 223 tok/s)
     r = mb.estimate("llama-3.1-8b", "h100-sxm", prompt_tokens=128, output_tokens=128, runtime="tensorrt-llm")
     ceiling = 3.35e12 / (2 * (8_030_261_248 - 128256 * 4096 + 4096))
     assert 0.6 * ceiling < r.decode_tok_s_per_user < ceiling

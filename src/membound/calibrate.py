@@ -67,9 +67,6 @@ FIT = {
     # SoC, the RTX PRO 6000) compute below their rated peaks
     "llama.cpp-metal": _LLAMA_CPP, "llama.cpp-cuda": _LLAMA_CPP + ("power_limit_w_per_tflop",),
     "llama.cpp-vulkan": _LLAMA_CPP,
-    # at maximum load thousands of sequences share a step: the host's work grows with them
-    # (the PyTorch backend schedules and samples each request), so the overhead is per sequence
-    "tensorrt-llm": ("compute_fraction", "per_sequence_overhead_s"),
     # eager PyTorch engines: a layer's many small kernels each last a floor of GPU cycles, so their
     # per-layer cost is fitted in cycles and timed at each chip's clock (runtime.per_layer_s)
     "nemo": ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_cycles"),

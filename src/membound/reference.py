@@ -23,10 +23,12 @@ Mapping choices (each is an assumption a reader can check):
   = B*S / prefill seconds (at depth d: the extra prefill time from d to d+S tokens);
   itl_ms = 1000 / per-user tok/s; ttft_ms = prefill; throughput_tok_s_total at a fixed batch =
   B*T / e2e; at "max" load see `max_load_throughput`.
-- Server at maximum load (trtllm-bench, MLPerf): the batch is the largest that fits memory
-  (weights + KV of S+T tokens per sequence + activations), capped by the runtime's max_batch;
-  prefill and decode share each step (in-flight batching), so the time for B requests is
-  max(all FLOPs / compute, all bytes / bandwidth) + per-step overheads.
+- Server at maximum load (trtllm-bench, MLPerf): every request queued at once, an engine with
+  continuous batching kept full (`membound.offline`, on serve's step model and solver with the
+  runtime's served costs): the running batch is what the KV cache (whole prompt + output
+  reserved), the engine's batch limit or its tokens per step allow; trtllm-bench rows take the
+  limits its tuning heuristic sets (`offline.trtllm_bench_scheduler`), MLPerf rows the engine's
+  served defaults.
 - Specialised chips (chip counts undisclosed): the fewest chips whose memory holds the weights
   (and 8k tokens of KV; SambaNova: one 16-socket rack), laid out by the one layout rule
   (`parallel.layout_for`: wafers pipeline, LPUs tensor-parallel inside a node of 8 then
@@ -86,6 +88,7 @@ class Scenario:
     weight_dtype: str
     kv_dtype: str = "fp16"
     dense_dtype: str | None = None   # non-expert tensors, when stored in another format
+    head_dtype: str | None = None    # LM head and embedding, when stored in another format
     activation_dtype: str | None = None   # the GEMM dtype (None: membound's default)
     batch: int | str = 1             # "max": the largest batch that fits (server at max load)
     prompt_tokens: int = 0
@@ -95,6 +98,7 @@ class Scenario:
     parallel: tuple[int, int, int] = (1, 1, 1)      # tp, pp, ep
     compute_scale: float = 1.0       # binned GPU cores / profile cores
     per_chip: bool = False           # measured value is per accelerator of a larger system
+    harness: str = ""                # the benchmark tool, where its settings matter ("trtllm-bench")
     note: str = ""
 
 
@@ -326,9 +330,17 @@ def _scenario(r: dict[str, str]) -> Scenario:
     return Scenario(
         id=rid, category=_category(rt, hw.kind, metric, framework, rid, batch), metric=metric,
         measured=value, model=model, hardware=hw_name, runtime=rt, weight_dtype=wd, kv_dtype=kv,
-        dense_dtype=dense, activation_dtype=act, batch=batch, prompt_tokens=shape.prompt,
+        dense_dtype=dense, head_dtype=_head_dtype(r["notes"]), activation_dtype=act, batch=batch, prompt_tokens=shape.prompt,
         output_tokens=max(shape.output, 1), depth=shape.depth, n_chips=shape.n_chips, parallel=shape.parallel,
-        compute_scale=scale, per_chip=shape.per_chip, note=shape.note)
+        compute_scale=scale, per_chip=shape.per_chip, harness="trtllm-bench" if "trtllm-bench" in framework else "",
+        note=shape.note)
+
+
+def _head_dtype(notes: str) -> str | None:
+    """NVIDIA's ModelOpt FP8/FP4 checkpoints quantize only the linear layers inside the
+    transformer blocks (model cards of nvidia/Llama-3.3-70B-Instruct-FP4 and -FP8): the LM head
+    and embedding stay bf16 (as `serve_validate.formats` prices them)."""
+    return "bf16" if "ModelOpt checkpoints" in notes else None
 
 
 def _device(text: str) -> tuple[str, float]:
@@ -525,35 +537,26 @@ def _run(sc, runtime, batch, prompt, output, hw=None):
     return p, p.evaluate()
 
 
-@functools.lru_cache(maxsize=1024)
-def largest_batch(sc: Scenario, cap: int = 4096) -> int:
-    """The largest batch whose weights, KV (prompt+output tokens each) and activations fit
-    (memory does not depend on the runtime's efficiencies, so this is cached per scenario)."""
-    runtime, hw = "ideal", None
-    lo, hi = 1, cap
-    _, r = _run(sc, runtime, 1, sc.prompt_tokens, sc.output_tokens, hw)
-    if not r["fits"]:
-        return 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        _, r = _run(sc, runtime, mid, sc.prompt_tokens, sc.output_tokens, hw)
-        lo, hi = (mid, hi) if r["fits"] else (lo, mid - 1)
-    return lo
-
-
 def max_load_throughput(sc: Scenario, runtime, hw=None) -> float:
-    """Output tok/s of a server kept full: batch = largest that fits, capped by the runtime's
-    max_batch; prefill and decode share steps, so B requests take
-    max(prefill + decode FLOP time, prefill + decode byte time) + T x (communication + overhead)."""
-    from .runtime import load_runtime
-    rt = load_runtime(runtime)
-    B = min(largest_batch(sc), rt.max_batch or 4096)
-    _, r = _run(sc, rt, B, sc.prompt_tokens, sc.output_tokens, hw)
-    T = sc.output_tokens
-    busy = max(r["prefill_compute_s"] + T * r["compute_s"], r["prefill_memory_s"] + T * r["memory_s"])
-    t = busy + T * (r["communication_s"] + r["overhead_s"])
-    total = B * T / t
-    return total / sc.n_chips if sc.per_chip else total
+    """Output tok/s of an offline run at maximum load (every request queued at once): the
+    engine's continuous batching kept full, the step costs of the runtime's served block
+    (`membound.offline`). trtllm-bench rows run the engine limits its tuning heuristic sets for
+    the row's lengths (`offline.trtllm_bench_scheduler`); other rows (MLPerf) the engine's served
+    defaults."""
+    from .offline import offline_throughput, trtllm_bench_scheduler
+    from .parallel import Parallel
+    from .quantization import Quantization
+    tp, pp, ep = sc.parallel
+    q = Quantization(sc.weight_dtype, sc.kv_dtype, activations=sc.activation_dtype, dense_weights=sc.dense_dtype,
+                     head_weights=sc.head_dtype)
+    device = hw or _hardware(sc)
+    sched = trtllm_bench_scheduler(sc.model, device, prompt_tokens=sc.prompt_tokens, output_tokens=sc.output_tokens,
+                                   weight_dtype=sc.weight_dtype, kv_dtype=sc.kv_dtype, tp=tp, pp=pp) \
+        if sc.harness == "trtllm-bench" else None
+    r = offline_throughput(sc.model, device, prompt_tokens=sc.prompt_tokens, output_tokens=sc.output_tokens,
+                           runtime=runtime, scheduler=sched, quantization=q, n_chips=sc.n_chips,
+                           parallel=Parallel(tp=tp, pp=pp, ep=ep))
+    return r.output_tok_s / sc.n_chips if sc.per_chip else r.output_tok_s
 
 
 def predict(sc: Scenario, runtime=None, hw=None) -> float:

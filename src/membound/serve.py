@@ -633,8 +633,12 @@ def _closed_loop(state: _State, concurrency, cap: float):
         return ok & (b + x * ttft < n)
     b = np.where(capped, hi, _root(below, N * 1e-9, hi, N))
     tau, tau_d, tau_m, f, x, ttft, pre, _ = state(b, N)
-    ttft = np.where(capped, np.maximum((N - b) / x, ttft), ttft)
-    x = np.where(capped, x, N / (ttft + state.D * tau))      # Little's law, exact at the root
+    # the prefill budget binds before the clients are all served (b + X TTFT < N where the
+    # root stopped at the budget's edge): b is the most the budget sustains and the rest queue,
+    # as at the cap (Little's law over all N clients would count the queue as decoding)
+    full = capped | (b + x * ttft < N * (1.0 - 1e-6))
+    ttft = np.where(full, np.maximum((N - b) / x, ttft), ttft)
+    x = np.where(full, x, N / (ttft + state.D * tau))      # Little's law, exact at the root
     return b, tau, tau_d, tau_m, f, x, ttft, pre
 
 
