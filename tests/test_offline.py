@@ -119,3 +119,26 @@ def test_a_closed_loop_beyond_the_token_budget_queues_the_rest():
     assert r.mean_running == pytest.approx(20.0 * 5000 / 4999, rel=1e-6)
     assert r.requests_per_s == pytest.approx(r.mean_running / (10 * r.tpot.mean), rel=1e-6)
     assert r.ttft.mean == pytest.approx((5000 - r.mean_running) / r.requests_per_s, rel=1e-6)
+
+
+def test_a_pipeline_runs_at_its_largest_stage():
+    # Llama-3.1-8B over pp = 4 stages of tp = 2: a stage holds ceil(32 / 4) = 8 layers with the
+    # embedding and the LM head. A layer: attention 4096 x (4096 + 2 x 1024 + 4096) = 41,943,040,
+    # FFN 3 x 4096 x 14336 = 176,160,768, two norms 8,192: 218,112,000; outside the layers
+    # 8,030,261,248 - 32 x 218,112,000 = 1,050,677,248 (embedding, head, final norm). The stage:
+    # 1,050,677,248 + 8 x 218,112,000 = 2,795,573,248. Each chip caches its layers' KV for all 4
+    # micro-batches: a micro-batch has a quarter of the cache's share of memory (0.8 / 4 = 0.2).
+    from membound.offline import pipeline_stage
+    stage, sched, n, layout = pipeline_stage("llama-3.1-8b", mb.Scheduler(memory_fraction=0.8), "tensorrt-llm",
+                                             mb.Parallel(tp=2, pp=4))
+    assert stage.n_layers == 8 and stage.total_params == 2_795_573_248
+    assert sched.memory_fraction == pytest.approx(0.2) and sched.max_running == 2048   # TRT's served default
+    assert (n, layout.tp, layout.pp) == (2, 2, 1)
+    # the pipeline's throughput is the stage's: 8 layers on 2 chips with a quarter of the cache
+    a = offline_throughput("llama-3.1-8b", "h100-sxm", prompt_tokens=500, output_tokens=500, n_chips=8,
+                           parallel=mb.Parallel(tp=2, pp=4), scheduler=mb.Scheduler(memory_fraction=0.8), **BIG)
+    b = offline_throughput(stage, "h100-sxm", prompt_tokens=500, output_tokens=500, n_chips=2, scheduler=sched,
+                           **BIG)
+    assert a.output_tok_s == pytest.approx(b.output_tok_s, rel=1e-12)
+    with pytest.raises(InvalidInputError, match="parallel.pp"):
+        pipeline_stage("mixtral-8x7b", None, "tensorrt-llm", mb.Parallel(pp=2))

@@ -19,7 +19,7 @@ HOLDOUT_MEDIAN_MAX = {           # leave-one-chip-out median |error| -> threshol
     "llama.cpp CUDA batched decode": 0.17,       # 13.2% (one chip: DGX Spark, refitted without it)
     "llama.cpp Vulkan decode": 0.19,             # 14.6% (6 chips, NVIDIA/AMD/Intel)
     "llama.cpp Vulkan prefill": 0.25,            # 20.6%
-    "TensorRT-LLM max-load throughput": 0.13,    # 10.1% (4 chips; nothing fitted on these rows: serve's
+    "TensorRT-LLM max-load throughput": 0.13,    # 10.6% (4 chips; nothing fitted on these rows: serve's
                                                  # continuous batching with the InferenceMAX H200 costs)
     "MLPerf (assumed lengths)": 0.30,            # 24.7% (H100, MI300X; the engines' served defaults)
     "NeMo throughput (batch 1-8, TP 1-8)": 0.19,  # 15.4% (A100 from H100 and back)

@@ -24,7 +24,7 @@ tables' commands do), come from its tuning heuristic (`trtllm_bench_scheduler`, 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -106,8 +106,11 @@ def offline_throughput(model, hardware, *, prompt_tokens: int, output_tokens: in
     prompt, output = Fixed(int(prompt_tokens)), Fixed(int(output_tokens))
     if output.n < 2:
         raise InvalidInputError("output_tokens", output_tokens, "at least 2 (one decode step after the prefill)")
+    layout = parallel or Parallel(tp=n_chips)
+    if layout.pp > 1:       # the pipeline's pace is its largest stage's: see pipeline_stage
+        model, scheduler, n_chips, layout = pipeline_stage(model, scheduler, runtime, layout)
     sm, sched, _ = build(model, hardware, prompt=prompt, output=output, runtime=runtime, scheduler=scheduler,
-                         quantization=quantization or Quantization(), n_chips=n_chips, parallel=parallel)
+                         quantization=quantization or Quantization(), n_chips=n_chips, parallel=layout)
     st = solve(sm, sched, prompt.mean, output.mean, concurrency=np.array([SATURATED]))
     b, tau, x = float(st.b[0]), float(st.tau[0]), float(st.x[0])
     budget, most = float(sched.token_budget or 0), float(sched.max_running or 0)
@@ -116,3 +119,26 @@ def offline_throughput(model, hardware, *, prompt_tokens: int, output_tokens: in
     else:
         limit = "max batch" if st.cap >= most else "kv cache"
     return Offline(x * output.mean, x, b, tau, limit, sched)
+
+
+def pipeline_stage(model, scheduler: Scheduler | None, runtime, layout: Parallel) -> tuple[Model, Scheduler, int, Parallel]:
+    """A pipeline of pp stages kept full, as the one stage that sets its pace. pp micro-batches of
+    m sequences are in flight; each stage runs ceil(L / pp) layers of one micro-batch at a time
+    (the last stage with the LM head, the largest), so a micro-batch gains a token every pp stage
+    steps and the pipeline emits m tokens per stage step: the throughput of the stage's model
+    (ceil(L / pp) layers, embedding and head) on one stage's tp chips with a batch of m. Each
+    chip caches the KV of its layers for all pp micro-batches, so a micro-batch has 1 / pp of
+    the cache (memory_fraction / pp); max_running and token_budget are per micro-batch (as
+    trtllm-bench's heuristic divides its batch by pp). The activations handed from stage to stage
+    (hidden size x 2 B per token) are not costed; nor is a ramp, the queue never empties."""
+    from .runtime import load_runtime
+    m = load_model(model)
+    pp = layout.pp
+    if m.n_experts or m.layer_windows or m.full_attention_interval:
+        raise InvalidInputError("parallel.pp", pp, "1 for MoE, sliding-window or linear-attention models "
+                                "(pipeline stages are modelled for uniform dense stacks only)")
+    stage = m.model_copy(update={"name": f"{m.name}-stage-of-{pp}", "n_layers": math.ceil(m.n_layers / pp)})
+    served = load_runtime(runtime).served
+    sched = (scheduler or Scheduler()).resolved(served) if served is not None else (scheduler or Scheduler())
+    fraction = sched.memory_fraction if sched.memory_fraction is not None else 0.9
+    return stage, replace(sched, memory_fraction=fraction / pp), layout.tp, Parallel(tp=layout.tp)
