@@ -19,6 +19,15 @@ def test_bounded_least_squares_on_a_line_and_at_a_bound():
     assert a == pytest.approx(1.5, abs=1e-6)
 
 
+def _truth(params: dict) -> Runtime:
+    """llama.cpp's CUDA backend (its MMQ path and int8 activations) with these figures on the RTX 4090's class."""
+    from membound.runtime import load_runtime
+    cuda = load_runtime("llama.cpp-cuda")
+    return Runtime(name="llama.cpp-cuda", quantized_gemm=cuda.quantized_gemm,
+                   quantized_activations=cuda.quantized_activations,
+                   classes={"nvidia-consumer": RuntimeEntry(**params)})
+
+
 def _synthetic_rows(truth: Runtime):
     rows = []
     for i, (wd, metric, S, T) in enumerate([("fp16", "decode_tok_s_per_user", 0, 128),
@@ -36,10 +45,8 @@ def _synthetic_rows(truth: Runtime):
 
 
 def test_fit_recovers_known_parameters():
-    from membound.runtime import load_runtime
     params = dict(bandwidth_fraction=0.7, compute_fraction=0.4, per_layer_overhead_s=3e-5, overlap=0.6)
-    truth = Runtime(name="llama.cpp-cuda", quantized_gemm=load_runtime("llama.cpp-cuda").quantized_gemm,
-                    classes={"nvidia-consumer": RuntimeEntry(**params)})
+    truth = _truth(params)
     fit = fit_group("llama.cpp-cuda", "nvidia-consumer", _synthetic_rows(truth),
                     start=dict(bandwidth_fraction=0.9, compute_fraction=0.9, per_layer_overhead_s=1e-5))
     assert fit.params["overlap"] == pytest.approx(0.6, rel=1e-2)
@@ -125,10 +132,8 @@ def test_a_class_with_few_rows_fits_its_fractions_and_holds_the_rest():
     # 12 synthetic rows made with overlap 0.6 and 30 us per layer: holding those two at their true
     # values, the fit recovers the two fractions; the held figures are in the entry, not fitted,
     # and a held figure on a bound is not reported as the fit's
-    from membound.runtime import load_runtime
     params = dict(bandwidth_fraction=0.7, compute_fraction=0.4, per_layer_overhead_s=3e-5, overlap=0.6)
-    truth = Runtime(name="llama.cpp-cuda", quantized_gemm=load_runtime("llama.cpp-cuda").quantized_gemm,
-                    classes={"nvidia-consumer": RuntimeEntry(**params)})
+    truth = _truth(params)
     fit = fit_group("llama.cpp-cuda", "nvidia-consumer", _synthetic_rows(truth),
                     start=dict(bandwidth_fraction=0.9, compute_fraction=0.9),
                     fixed=dict(per_layer_overhead_s=3e-5, overlap=0.6))
@@ -169,9 +174,7 @@ def test_llama_cpp_cuda_overlap_is_set_from_the_kernel_not_fitted():
     # made with overlap 0.6 do not move it: the entry holds 0 and says why
     from membound.calibrate import FIXED, _evidence, calibrate_runtimes
     from membound.runtime import load_runtime
-    truth = Runtime(name="llama.cpp-cuda", quantized_gemm=load_runtime("llama.cpp-cuda").quantized_gemm,
-                    classes={"nvidia-consumer": RuntimeEntry(bandwidth_fraction=0.7, compute_fraction=0.4,
-                                                             per_layer_overhead_s=3e-5, overlap=0.6)})
+    truth = _truth(dict(bandwidth_fraction=0.7, compute_fraction=0.4, per_layer_overhead_s=3e-5, overlap=0.6))
     [g] = calibrate_runtimes(_synthetic_rows(truth), runtimes=["llama.cpp-cuda"], iters=5)["llama.cpp-cuda"]
     assert g.params["overlap"] == 0.0 and "overlap" in g.copied
     assert "overlap" not in " ".join(g.at_bounds)
@@ -190,8 +193,7 @@ def test_the_cuda_power_limit_is_one_figure_of_the_runtime():
     limit = cuda["default"].power_limit_w_per_tflop
     assert limit is not None and all(e.power_limit_w_per_tflop == limit for e in cuda.values())
     assert all(e.power_limit_w_per_tflop is None for e in load_runtime("llama.cpp-hip").classes.values())
-    truth = Runtime(name="llama.cpp-cuda", quantized_gemm=load_runtime("llama.cpp-cuda").quantized_gemm,
-                    classes={"nvidia-consumer": RuntimeEntry(bandwidth_fraction=0.7, compute_fraction=0.4)})
+    truth = _truth(dict(bandwidth_fraction=0.7, compute_fraction=0.4))
     fit = fit_group("llama.cpp-cuda", "nvidia-consumer", _synthetic_rows(truth), iters=3,
                     fixed=dict(power_limit_w_per_tflop=6.0))
     assert fit.params["power_limit_w_per_tflop"] == 6.0 and "power_limit_w_per_tflop" in fit.copied

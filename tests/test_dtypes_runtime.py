@@ -49,3 +49,21 @@ def test_ideal_runtime_is_the_pure_roofline():
     e = mb.load_runtime("ideal").efficiency(hw)
     assert (e.bandwidth_fraction, e.compute_fraction, e.per_layer_floor_s, e.per_step_overhead_s) == (1, 1, 0, 0)
     assert set(mb.list_runtimes()) >= {"ideal", "device", "llama.cpp", "vllm", "tensorrt-llm"}
+
+
+def test_llama_cpp_quantizes_activations_to_int8_for_block_quantized_weights():
+    # llama.cpp's CUDA backend quantizes activations to q8_1 and multiplies q4_0 weights as int8
+    # (MMQ): estimate() with no activation_dtype must price that path, as the explicit int8 does;
+    # before, only the reference loader knew it and a user's estimate() ran q4_0 at the bf16 peak
+    kw = dict(weight_dtype="q4_0", prompt_tokens=512, output_tokens=1, runtime="llama.cpp-cuda")
+    implied = mb.estimate("llama-2-7b", "rtx-4090", **kw)
+    assert implied.activation_dtype == "int8"
+    assert implied.prefill_s == mb.estimate("llama-2-7b", "rtx-4090", activation_dtype="int8", **kw).prefill_s
+    # the dispatcher picks the backend first: llama.cpp on NVIDIA is llama.cpp-cuda
+    assert mb.estimate("llama-2-7b", "rtx-4090", **{**kw, "runtime": "llama.cpp"}).activation_dtype == "int8"
+    # 16-bit weights multiply in 16 bits; Metal has no such rule; an explicit format wins
+    assert mb.estimate("llama-2-7b", "rtx-4090", **{**kw, "weight_dtype": "fp16"}).activation_dtype != "int8"
+    assert mb.estimate("llama-2-7b", "apple-m4-max", **{**kw, "runtime": "llama.cpp-metal"}).activation_dtype != "int8"
+    assert mb.estimate("llama-2-7b", "rtx-4090", activation_dtype="fp8", **kw).activation_dtype == "fp8"
+    # vLLM has no rule: q4_0 activations follow the formats' default
+    assert mb.load_runtime("vllm").default_activations("q4_0", mb.load_hardware("rtx-4090")) is None

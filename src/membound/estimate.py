@@ -233,6 +233,8 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
         raise InvalidInputError("parallel", layout,
                                 f"tp*ep <= {hw.interconnect.max_chips} chips of one {hw.interconnect.name} domain "
                                 f"({hw.name}'s profile has no scale_out network to span domains)")
+    if quantization is None and activation_dtype is None:   # the runtime's own, where it has one (llama.cpp: int8)
+        activation_dtype = rt.default_activations(weight_dtype, hw)
     q = quantization or Quantization(weight_dtype, kv_dtype, activation_dtype, dense_weights=dense_weight_dtype)
     res = q.resolve(hw)
     price = _check_price(price_usd_per_hour if price_usd_per_hour is not None else hw.price_usd_per_hour)

@@ -382,12 +382,10 @@ def _formats(kv_text: str, wd: str, rt: str, hw: Hardware) -> tuple[str, str | N
     kv = "fp8" if kv_text.startswith("fp8") else ("bf16" if wd in ("bf16", "fp8", "int8", "int4") and
                                                    not kv_text else "fp16")
     dense = "q8_0" if (wd == "mxfp4" and rt.startswith("llama.cpp")) else None
-    act = None
-    if rt.startswith("llama.cpp") and rt != "llama.cpp-metal" and wd not in ("fp16", "bf16"):
-        # llama.cpp's CUDA/HIP/Vulkan MMQ kernels and its CPU dot products (activations
-        # quantized to q8_0) multiply block-quantized weights as int8
-        act = "int8" if hw.supports("int8") else "fp8"   # same tensor rate where int8 is absent
-    return kv, dense, act
+    # llama.cpp's CUDA/HIP/Vulkan MMQ kernels and its CPU dot products quantize activations to
+    # q8_1/q8_0 and multiply block-quantized weights as int8: the runtime says so, as estimate() asks it
+    from .runtime import load_runtime
+    return kv, dense, load_runtime(rt).default_activations(wd, hw)
 
 
 def _stated_layout(notes: str, n: int) -> tuple[int, int, int]:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ._data import HashableModel, Number, read_yaml, validate
 from . import names
+from .dtypes import get_dtype
 from .errors import InvalidInputError
 from .hardware import Fraction, Hardware, StepSeconds
 
@@ -157,6 +158,19 @@ class Runtime(HashableModel):
     # each tile streams and unpacks the whole weight matrix again; None: the weights once per pass
     weight_only_tile_tokens: Annotated[int, Number, Field(ge=1, le=4096)] | None = None
     weight_only_tile_evidence: str = ""
+    # the format the runtime quantizes activations to before it multiplies weights stored in fewer
+    # than 16 bits (llama.cpp's CUDA, HIP, Vulkan and CPU backends: q8_1/q8_0 blocks, int8 dot
+    # products); None: activations follow the formats' own default (mb.Quantization)
+    quantized_activations: Literal["int8"] | None = None
+
+    def default_activations(self, weights: str | None, hw: Hardware) -> str | None:
+        """The activation format this runtime (its backend on `hw`) uses with `weights`, where it
+        decides one: `quantized_activations` for weights below 16 bits, as int8 where the device
+        has an int8 rate and fp8 (the same tensor rate) where it has not; else None."""
+        rt = self.backend_for(hw)
+        if rt.quantized_activations is None or weights is None or get_dtype(weights).bits >= 16:
+            return None
+        return next((a for a in (rt.quantized_activations, "fp8") if hw.supports(a)), None)
 
     def backend_for(self, hw: Hardware) -> Runtime:
         """The runtime that runs on `hw`: this one, or the backend its `backends` name."""
