@@ -222,3 +222,14 @@ def test_dgx_spark_tensor_rates_are_geforce_blackwell_with_fp32_accumulate():
     for name in ("rtx-5090", "rtx-5080", "dgx-spark"):
         p = mb.load_hardware(name)
         assert p.peak_flops("fp4") == pytest.approx(8 * p.peak_flops("bf16"), rel=0.01), name
+
+
+def test_a_profiles_clock_and_fp32_rate_agree_on_whole_streaming_multiprocessors():
+    # fp32 FLOP/s = 2 x CUDA cores x clock, and NVIDIA's SMs hold 128 fp32 lanes: fp32 / (2 x clock x 128)
+    # is a whole number of SMs (RTX 4090: 82.6e12 / (2 x 2.52e9 x 128) = 128.04 -> 128; A100:
+    # 19.5e12 / (2 x 1.41e9 x 128) = 54.02 -> 54), within 1% (profiles round their fp32 rates)
+    with_clock = [mb.load_hardware(n) for n in mb.list_hardware() if mb.load_hardware(n).clock_hz]
+    assert {"rtx-a6000", "rtx-4090", "a100-80gb", "h100-sxm"} <= {h.name for h in with_clock}
+    for hw in with_clock:
+        sms = hw.compute_flops["fp32"] / (2 * hw.clock_hz * 128)
+        assert abs(sms - round(sms)) < 0.01 * sms, (hw.name, sms)
