@@ -69,7 +69,8 @@ FIT = {
     "llama.cpp-vulkan": _LLAMA_CPP,
     # eager PyTorch engines: a layer's many small kernels each last a floor of GPU cycles, so their
     # per-layer cost is fitted in cycles and timed at each chip's clock (runtime.per_layer_s)
-    "nemo": ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_cycles"),
+    "nemo": ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_cycles",
+             "per_sequence_overhead_s"),
     "hf-transformers": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_cycles"),
     "tinychat": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_cycles"),
 }
