@@ -208,3 +208,26 @@ def test_llama_cpp_vulkan_overlap_is_set_from_the_shader_not_fitted():
     assert value == 0.0 and "mul_mm.comp" in why
     classes = load_runtime("llama.cpp-vulkan").classes
     assert classes and all(e.overlap == 0.0 and "overlap=0 set, not fitted" in e.evidence for e in classes.values())
+
+
+def test_llama_cpp_vulkan_dispatch_cost_is_fitted_in_gpu_cycles():
+    # Vulkan's per-layer dispatch and barrier cost is a floor of GPU cycles, timed at each chip's clock
+    from membound.calibrate import FIT
+    from membound.runtime import load_runtime
+    assert "per_layer_overhead_cycles" in FIT["llama.cpp-vulkan"] and "per_layer_overhead_s" not in FIT["llama.cpp-vulkan"]
+    rt = load_runtime("llama.cpp-vulkan")
+    cyc = rt.classes["nvidia-consumer"].per_layer_overhead_cycles
+    assert cyc > 0 and rt.classes["nvidia-consumer"].per_layer_overhead_s == 0.0
+    # RTX 5090 at 2.407 GHz, RTX 4090 at 2.52 GHz: cycles / clock seconds per layer
+    for name, clock in (("rtx-5090", 2.407e9), ("rtx-4090", 2.52e9)):
+        assert rt.efficiency(mb.load_hardware(name)).per_layer_overhead_s == pytest.approx(cyc / clock, rel=1e-12)
+    # the evidence (lcpp-026/028, Llama-2-7B q4_0 tg128): time per token less its bytes at peak bandwidth.
+    # Bytes: (6,738,415,616 - 32000 x 4096 + 4096) weights x 4.5 / 8 = 3,716,637,184, plus the KV at the
+    # mean context 63.5 x 32 layers x 2 x 4096 x 2 B = 33,292,288 -> 3,749,929,472 B.
+    # RTX 4090: 1/187.97 - 3.749929472e9/1.008e12 = 5.31999e-3 - 3.72017e-3 = 1.59982e-3 s;
+    # RTX 5090: 1/263.63 - 3.749929472e9/1.792e12 = 3.79319e-3 - 2.09259e-3 = 1.70060e-3 s;
+    # their ratio 1.0630 is the clocks' 2.52 / 2.407 = 1.0469 within 2%, not 1 (a cost in seconds)
+    w = (6738415616 - 32000 * 4096 + 4096) * 4.5 / 8 + 63.5 * 32 * 2 * 4096 * 2
+    r4090, r5090 = 1 / 187.97 - w / 1.008e12, 1 / 263.63 - w / 1.792e12
+    assert r5090 / r4090 == pytest.approx(1.0630, abs=1e-3)
+    assert abs(r5090 / r4090 / (2.52 / 2.407) - 1) < 0.02 < abs(r5090 / r4090 - 1)

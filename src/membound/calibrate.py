@@ -66,7 +66,11 @@ FIT = {
     # figure over all its chips (RUNTIME_WIDE): GeForce boards that cannot feed it (DGX Spark's 140 W
     # SoC, the RTX PRO 6000) compute below their rated peaks
     "llama.cpp-metal": _LLAMA_CPP, "llama.cpp-cuda": _LLAMA_CPP + ("power_limit_w_per_tflop",),
-    "llama.cpp-vulkan": _LLAMA_CPP,
+    # Vulkan: every op is a dispatch recorded in a command buffer, with a pipeline barrier before each
+    # dependent one: the GPU drains, the next dispatch launches and ramps, a floor of GPU cycles per
+    # layer (timed at each chip's clock: RTX 4090 and 5090 decode leave 1.60 and 1.70 ms per token over
+    # their weight and KV bytes, in the ratio of their clocks 2.52 / 2.41 GHz), not of seconds
+    "llama.cpp-vulkan": tuple(p if p != "per_layer_overhead_s" else "per_layer_overhead_cycles" for p in _LLAMA_CPP),
     # eager PyTorch engines: a layer's many small kernels each last a floor of GPU cycles, so their
     # per-layer cost is fitted in cycles and timed at each chip's clock (runtime.per_layer_s)
     "nemo": ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_cycles",
