@@ -93,6 +93,7 @@ PUBLISHED = [
     # issue 14 part 7 (sources in each preset's header and tests/test_model_coverage.py)
     ("glm-4.5", 355.0, None, 0.01), ("glm-4.6", 355.0, None, 0.01),     # MTP layer not described
     ("minimax-m2", 230.0, None, 0.01), ("deepseek-v3.1", 671.0, None, 0.01),
+    ("deepseek-v3.2", 671.0, None, 0.01),     # V3.1 + its indexer, 0.85B (the card's 685B counts the MTP module)
     ("llama-4-maverick", 400.0, None, 0.01), ("mistral-small-24b", 23.6, None, 0.01),
     ("mistral-large-2", 123.0, None, 0.01), ("mpt-7b", 6.7, None, 0.01), ("mpt-30b", 29.95, None, 0.01),
     # NOT within 1%, each gap explained: Kimi's report says 1.04T, its config's tensors give 1.026T (-1.3%);

@@ -105,6 +105,7 @@ def test_llama4_interleaving_and_chunked_attention():
     ("MiniMaxAI/MiniMax-M2.5", "minimax-m2"), ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "llama-4-scout"),
     ("mistralai/Mistral-Large-Instruct-2411", "mistral-large-2"), ("tiiuae/falcon-40b", "falcon-40b"),
     ("mosaicml/mpt-30b", "mpt-30b"), ("deepseek-ai/DeepSeek-V3.1", "deepseek-v3.1"),
+    ("deepseek-ai/DeepSeek-V3.2", "deepseek-v3.2"), ("deepseek-ai/DeepSeek-V3.2-Exp", "deepseek-v3.2"),
     ("Qwen/Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b"), ("Qwen/Qwen3.5-35B-A3B", "qwen3.5-35b-a3b"),
     ("Qwen/Qwen3.5-397B-A17B", "qwen3.5-397b-a17b"), ("Qwen/Qwen3.5-122B-A10B-FP8", "qwen3.5-122b-a10b"),
 ])
@@ -159,6 +160,10 @@ CONFIGS = {
         "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "vocab_size": 248320,
         "max_position_embeddings": 262144, "tie_word_embeddings": False}},
 }
+CONFIGS["deepseek-v3.2"] = {**CONFIGS["kimi-k2"], "model_type": "deepseek_v32", "num_attention_heads": 128,
+                            "num_key_value_heads": 128, "n_routed_experts": 256, "first_k_dense_replace": 3,
+                            "vocab_size": 129280, "max_position_embeddings": 163840, "index_topk": 2048,
+                            "index_n_heads": 64, "index_head_dim": 128}
 CONFIGS["qwen3.5-35b-a3b"]["text_config"]["layer_types"] *= 10
 CONFIGS["qwen3.5-397b-a17b"] = {"model_type": "qwen3_5_moe", "text_config": {
     **CONFIGS["qwen3.5-35b-a3b"]["text_config"], "hidden_size": 4096, "num_hidden_layers": 60,
@@ -187,9 +192,10 @@ def test_config_json_reproduces_the_preset(preset):
     from membound import Model
     m, p = Model.from_hf_config(CONFIGS[preset], name=preset), load_model(preset)
     for attr in ("total_params", "active_params", "dense_params", "n_moe_layers",
-                 "kv_elements_per_token_per_layer", "attn_flops_per_ctx_token_per_layer"):
+                 "kv_elements_per_token_per_layer", "attn_flops_per_ctx_token_per_layer",
+                 "index_bytes_per_token_per_layer", "index_flops_per_ctx_token_per_layer"):
         assert getattr(m, attr) == getattr(p, attr), attr
-    assert m.window_groups() == p.window_groups()
+    assert m.window_groups() == p.window_groups() and m.attended_groups() == p.attended_groups()
 
 
 def test_qwen3_next_by_hand():

@@ -69,7 +69,10 @@ class ModelConsts:
     kv_split_max: float        # the most ways KV can be split by tensor parallelism
     attn_per_pair: float       # FLOPs per (layer, cached token) pair per new token (decode)
     prefill_attn_per_pair: float  # the same per (query, key) pair in prefill (MLA: decompressed form)
-    window_groups: tuple[tuple[int | None, int], ...]   # (window or None, layers)
+    window_groups: tuple[tuple[int | None, int], ...]   # (window or None, layers): the tokens attended
+    held_groups: tuple[tuple[int | None, int], ...]     # the same for the tokens held (all, under sparse attention)
+    index_bytes: float         # a sparse-attention indexer's key bytes per (layer, token), held and read (0: none)
+    index_flops: float         # its FLOPs per (layer, cached token) per query (0: none)
     pieces: tuple[tuple[float, float, float, float], ...]  # roofline.context_pieces
     vocab: float
     gemv_elems: float          # input + output elements of a layer's GEMVs in sequence (qkv, o,
@@ -80,7 +83,7 @@ class ModelConsts:
 
 @functools.lru_cache(maxsize=512)
 def model_consts(model: Model) -> ModelConsts:
-    groups = tuple(model.window_groups())
+    groups = tuple(model.attended_groups())
     mla = getattr(model, "kv_lora_rank", 0) > 0
     return ModelConsts(
         name=model.name, n_layers=float(model.n_layers), hidden=float(model.hidden_size),
@@ -93,7 +96,9 @@ def model_consts(model: Model) -> ModelConsts:
         kv_split_max=1.0 if mla else float(model.n_kv_heads),
         attn_per_pair=float(model.attn_flops_per_ctx_token_per_layer),
         prefill_attn_per_pair=float(model.prefill_attn_flops_per_pair),
-        window_groups=groups, pieces=tuple(context_pieces(groups, model.n_layers)),
+        window_groups=groups, held_groups=tuple(model.window_groups()),
+        index_bytes=model.index_bytes_per_token_per_layer, index_flops=model.index_flops_per_ctx_token_per_layer,
+        pieces=tuple(context_pieces(groups, model.n_layers)),
         vocab=float(model.vocab_size),
         gemv_elems=float(4 * model.hidden_size + 2 * model.n_heads * model.head_dim
                          + model.kv_elements_per_token_per_layer
@@ -255,9 +260,12 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     overhead = step_overhead_s(mc, eff, ch)
     plain = step_coeffs(mc, ch, 1.0, 1.0)
     plain_extra = comm_s(mc, ch, ch.b * 1.0) + overhead + launch_s(mc, eff, ch.b * 1.0)
-    u_mid = effective_context(mc.window_groups, S + (T - 1.0) / 2.0)   # the mean of contexts S .. S+T-1
+    L_mid = S + (T - 1.0) / 2.0                        # the mean of contexts S .. S+T-1
+    u_mid = effective_context(mc.window_groups, L_mid)
+    index = index_terms(mc, ch, 1.0 if spec is None else positions, L_mid)   # linear in L: its mean
     coeffs, extra, step_over, decode_s, draft_mid, draft_pre = decode(
-        mc, hw, eff, kn, ch, plain, plain_extra, step_floor, overhead, u_mid, positions, spec, draft)
+        mc, hw, eff, kn, ch, plain, plain_extra, step_floor, overhead, u_mid, positions, spec, draft,
+        maximum(index[0], index[1]))
     per_token_div = 1.0 if spec is None else spec.tokens_per_round
     prefill_s, pre_mem, pre_compute, pre_head_s, pre_over = prefill(mc, eff, kn, ch, floor, overhead)
     first = timed(plain, 1.0 - eff.overlap)
@@ -271,8 +279,8 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
         "decode_tok_s_per_user": per_user, "decode_tok_s_total": B * per_user, "ttft_s": ttft,
         "prefill_s": prefill_s, "e2e_s": e2e, "tpot_s": decode_s / tokens_out, "decode_s": decode_s,
         # the step's terms at the mean context, per token: which bound won
-        "memory_s": (coeffs[0] + coeffs[1] * u_mid) / per_token_div,
-        "compute_s": (coeffs[2] + coeffs[3] * u_mid) / per_token_div,
+        "memory_s": (coeffs[0] + coeffs[1] * u_mid + index[0]) / per_token_div,
+        "compute_s": (coeffs[2] + coeffs[3] * u_mid + index[1]) / per_token_div,
         "latency_s": step_floor / per_token_div, "communication_s": (extra - step_over) / per_token_div,
         "overhead_s": step_over / per_token_div, "draft_s": draft_mid,
         "prefill_memory_s": pre_mem, "prefill_compute_s": pre_compute, "prefill_head_s": pre_head_s,
@@ -367,8 +375,8 @@ def held_weight_bytes(mc: ModelConsts, kn: Knobs, wd: Num, wh: Num, tp: Num, e_g
 def held_kv_bytes(mc: ModelConsts, kn: Knobs, kv_pair: Num, share: Num, extra_kv_bytes_token_chip: Num) -> Num:
     """Bytes of KV cache one chip holds at the longest context (prompt + output), its B/ep sequences."""
     B, L, ep = kn.batch, kn.prompt + kn.output, kn.ep
-    u_max = effective_context(mc.window_groups, L)
-    return (B / ep) * u_max * kv_pair * share + B / ep * L * extra_kv_bytes_token_chip
+    u_max = effective_context(mc.held_groups, L)
+    return (B / ep) * u_max * (kv_pair + mc.index_bytes) * share + B / ep * L * extra_kv_bytes_token_chip
 
 
 def held_activation_bytes(mc: ModelConsts, hw: Hardware, kn: Knobs) -> Num:
@@ -458,6 +466,17 @@ def step_coeffs(mc: ModelConsts, ch: Chip, pos: Num, routed: Num) -> Coeffs:
             beat * tokens * mc.attn_per_pair / (ch.group * ch.attn_flops))
 
 
+def index_terms(mc: ModelConsts, ch: Chip, pos: Num, context: Num) -> tuple[Num, Num]:
+    """(memory, compute) seconds of a decode step's sparse-attention indexer at `context` cached
+    tokens, `pos` queries per sequence: it reads every cached token's index key and scores it for
+    each query, before (and apart from) the attention over the top-k it picks. Every tensor-
+    parallel rank runs it whole, as it holds MLA's whole latent cache. (0, 0) without an indexer."""
+    if not mc.index_flops:
+        return 0.0, 0.0
+    pairs = ch.beat * ch.b / ch.ep * mc.n_layers * context
+    return pairs * mc.index_bytes * ch.kv_inv, pairs * pos * mc.index_flops / ch.attn_flops
+
+
 def timed(c: Coeffs, serial: float) -> Coeffs:
     """(memory, compute) coefficients with the non-overlapped share (serial = 1 - overlap) of the
     other added: w*max(m, c) + (1-w)*(m + c) = max(m + (1-w)c, c + (1-w)m), both affine in u(L)."""
@@ -520,20 +539,21 @@ def launch_s(mc: ModelConsts, eff: Efficiency, tokens: Num) -> Num:
 
 def decode(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, plain: Coeffs, plain_extra: Num,
            step_floor: Num, overhead: Num, u_mid: Num, positions: Num, spec: SpecArgs | None,
-           draft: ModelConsts | None) -> tuple[Coeffs, Num, Num, Num, Num, Num]:
+           draft: ModelConsts | None, index_s: Num = 0.0) -> tuple[Coeffs, Num, Num, Num, Num, Num]:
     """The T decode steps from context S: (a step's (memory, compute) coefficients, its additive
     terms, its overhead share of them, the seconds of all T tokens, the drafter's share per token
     at the mean context, the drafter's prefill). A speculative round is gamma draft steps and one
-    verify pass of `positions` positions, and yields tokens_per_round tokens."""
+    verify pass of `positions` positions, and yields tokens_per_round tokens. index_s: a sparse-
+    attention indexer's kernel at the mean context (`index_terms`), run before each step's attention."""
     S, T, serial = kn.prompt, kn.output, 1.0 - eff.overlap
     if spec is None:
         step_over = overhead + launch_s(mc, eff, ch.b * 1.0)
-        total = sum_over_context(mc.pieces, *timed(plain, serial), step_floor, S, T) + plain_extra * T
+        total = sum_over_context(mc.pieces, *timed(plain, serial), step_floor, S, T) + (plain_extra + index_s) * T
         return plain, plain_extra, step_over, total, 0.0, 0.0
     coeffs = step_coeffs(mc, ch, positions, 1.0 + (positions - 1.0) * (1.0 - spec.route_correlation))
     step_over = overhead + launch_s(mc, eff, ch.b * positions)
     extra = comm_s(mc, ch, ch.b * positions) + step_over
-    verify_sum = sum_over_context(mc.pieces, *timed(coeffs, serial), step_floor, S, T) + extra * T
+    verify_sum = sum_over_context(mc.pieces, *timed(coeffs, serial), step_floor, S, T) + (extra + index_s) * T
     draft_sum, draft_mid, draft_pre = drafter(mc, hw, eff, kn, ch, spec, draft, plain, plain_extra, step_floor,
                                               u_mid)
     gamma, tpr = spec.gamma, spec.tokens_per_round
@@ -665,7 +685,7 @@ def prefill_memory_s(mc: ModelConsts, kn: Knobs, ch: Chip) -> Num:
     B, S = kn.batch, kn.prompt
     n_pre = B * S
     touched = expected_experts(mc.n_experts, mc.k, n_pre)
-    kv_write = B / ch.ep * effective_context(mc.window_groups, S) * ch.kv_pair
+    kv_write = B / ch.ep * effective_context(mc.held_groups, S) * (ch.kv_pair + mc.index_bytes)
     if isinstance(kn.gemm_tile_tokens, float) and kn.gemm_tile_tokens == 0.0:
         return weights_s(mc, ch, n_pre, touched) + kv_write * ch.kv_inv
     tile = maximum(kn.gemm_tile_tokens, 1e-30)
@@ -685,7 +705,10 @@ def prefill_compute_s(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip) -> 
     pre_head_s = B * ch.head * (S if eff.prefill_logits_all else minimum(S, 1.0)) / ch.group
     pre_gemm_s = B * S * ch.prefill_gemm / ch.group + pre_head_s
     pre_attn = B * mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / ch.group
-    return pre_gemm_s + pre_attn / ch.attn_flops, pre_head_s
+    # a sparse-attention indexer scores every earlier token for each prompt token; every tensor-
+    # parallel rank runs it whole (each needs the same top-k), so it is split over ep only
+    pre_index = B * mc.index_flops * causal_pairs(mc.held_groups, S) / ch.ep if mc.index_flops else 0.0
+    return pre_gemm_s + (pre_attn + pre_index) / ch.attn_flops, pre_head_s
 
 
 BOUNDS = ("memory", "compute", "latency", "communication", "overhead", "draft")

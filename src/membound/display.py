@@ -101,6 +101,9 @@ def model_rows(m) -> list[tuple[str, str]]:
     if m.layer_windows and any(w is not None for w in m.layer_windows):
         rows.append(("sliding windows", ", ".join(f"{n} layers {'global' if w is None else f'window {w}'}"
                                                   for w, n in m.window_groups())))
+    if m.index_topk:
+        rows.append(("sparse attention", f"top {m.index_topk:,} tokens per query, picked by an indexer of "
+                                         f"{m.index_n_heads} heads x {m.index_head_dim}"))
     if m.max_context:
         rows.append(("max context", f"{m.max_context:,} tokens"))
     return rows

@@ -1,6 +1,6 @@
 """Transformer descriptions: the shapes that decide how many bytes and FLOPs a token costs.
 
-A `Model` holds the architecture (layers, widths, GQA, MoE, MLA, sliding windows) and derives
+A `Model` holds the architecture (layers, widths, GQA, MoE, MLA, sparse attention, sliding windows) and derives
 parameter counts, KV-cache bytes and FLOPs from it; nothing is typed in twice. Counts are
 parameters (floats, not billions); bytes are bytes; FLOPs count a multiply-add as 2.
 Presets live in `membound/data/models/*.yaml`; `Model.from_hf_config` reads a local
@@ -73,6 +73,13 @@ class Model(BaseModel):
     linear_value_head_dim: NonNeg = 0
     linear_conv_kernel: NonNeg = 0
     attn_output_gate: Flag = False  # q_proj also yields a sigmoid gate on the attention output (2x q)
+    # DeepSeek Sparse Attention (DeepSeek-V3.2): index_topk > 0 makes each query attend only the
+    # index_topk cached tokens a lightning indexer scores highest; the indexer scores every cached
+    # token with index_n_heads heads of index_head_dim over its own key cache (fp8, one fp32 scale
+    # per 128 elements). The main KV cache still holds every token.
+    index_topk: NonNeg = 0
+    index_n_heads: NonNeg = 0
+    index_head_dim: NonNeg = 0
     shared_expert_gate: Flag = False  # a hidden -> 1 gate on the shared expert (Qwen MoE)
     max_context: Pos | None = None  # max_position_embeddings, tokens
     source: str = ""
@@ -133,6 +140,12 @@ class Model(BaseModel):
                       "linear_conv_kernel"):
                 if getattr(self, f) <= 0:
                     bad(f, "> 0 when full_attention_interval > 0 (linear attention)")
+        if self.index_topk:
+            for f in ("index_n_heads", "index_head_dim", "q_lora_rank"):
+                if getattr(self, f) <= 0:
+                    bad(f, "> 0 when index_topk > 0 (DeepSeek Sparse Attention's indexer reads MLA's q latent)")
+            if self.layer_windows or self.full_attention_interval:
+                bad("index_topk", "0 with sliding windows or linear attention (one sparse pattern a model)")
         moe = [self._is_moe(i) for i in range(self.n_layers)]
         if not all(moe) and self.ffn_size <= 0:
             bad("ffn_size", "> 0: some layers use the dense FFN")
@@ -175,6 +188,10 @@ class Model(BaseModel):
             kv_el = 2 * kvh * hd
             attn_flops = prefill_attn_flops = 4.0 * nh * hd
         attn += nh * self.attn_sinks
+        # the lightning indexer: wq_b from the q latent to its heads, wk from the hidden state to its
+        # one key, that key's LayerNorm (weight and bias), weights_proj to one weight per head
+        ih, idim = self.index_n_heads, self.index_head_dim
+        attn += self.q_lora_rank * ih * idim + h * idim + 2 * idim + h * ih if self.index_topk else 0
         n_lin = sum(self._is_linear(i) for i in range(self.n_layers))
         lin_attn, state = self._linear_attention()
         common = attn + self.norms_per_layer * h
@@ -262,6 +279,19 @@ class Model(BaseModel):
         return self._d["state_window"]
 
     @property
+    def index_bytes_per_token_per_layer(self) -> float:
+        """Bytes of the sparse-attention indexer's key cache per token per layer: fp8 keys and one
+        fp32 scale per 128 (DeepSeek-V3.2's inference code: k_cache float8_e4m3fn, k_scale_cache
+        float32 of head_dim // 128); 0 without an indexer. Held and read whatever the KV format."""
+        return float(self.index_head_dim + 4 * -(-self.index_head_dim // 128)) if self.index_topk else 0.0
+
+    @property
+    def index_flops_per_ctx_token_per_layer(self) -> float:
+        """FLOPs the indexer spends scoring one cached token for one query in one layer: a dot
+        product of index_head_dim per index head (2 per MAC); 0 without an indexer."""
+        return 2.0 * self.index_n_heads * self.index_head_dim if self.index_topk else 0.0
+
+    @property
     def is_moe(self) -> bool:
         return self.n_experts > 0
 
@@ -288,10 +318,17 @@ class Model(BaseModel):
             groups[w] = groups.get(w, 0) + 1
         return tuple(groups.items())
 
-    def context_layer_tokens(self, context):
-        """Sum over layers of min(context, window): cached tokens attended, all layers (array ok)."""
+    def attended_groups(self) -> tuple[tuple[int | None, int], ...]:
+        """As `window_groups`, for the tokens a query attends to: with sparse attention every layer
+        attends at most index_topk tokens (as a window of that size would), though it holds all."""
+        return ((self.index_topk, self.n_layers),) if self.index_topk else self.window_groups()
+
+    def context_layer_tokens(self, context, held: bool = False):
+        """Sum over layers of the cached tokens a query attends to at `context` (min(context, window);
+        with `held`, the tokens the cache holds, all of them under sparse attention). Arrays ok."""
         c = _check_context(context)
-        out = sum(n * (c if w is None else np.minimum(c, w)) for w, n in self.window_groups())
+        groups = self.window_groups() if held else self.attended_groups()
+        out = sum(n * (c if w is None else np.minimum(c, w)) for w, n in groups)
         return float(out) if np.ndim(out) == 0 else out
 
     def weight_bytes(self, dtype="bf16") -> float:
@@ -299,14 +336,17 @@ class Model(BaseModel):
         return self.total_params * get_dtype(dtype).bytes
 
     def kv_bytes_per_token(self, kv_dtype="bf16", context=None):
-        """KV bytes of one token over all layers; with `context`, of a whole sequence of that
-        many tokens, sliding-window layers holding at most their window."""
-        per = self.kv_elements_per_token_per_layer * get_dtype(kv_dtype).bytes
-        return per * (self.n_layers if context is None else self.context_layer_tokens(context))
+        """KV bytes of one token over all layers (a sparse-attention indexer's keys included); with
+        `context`, of a whole sequence of that many tokens, sliding-window layers holding at most
+        their window."""
+        per = self.kv_elements_per_token_per_layer * get_dtype(kv_dtype).bytes + self.index_bytes_per_token_per_layer
+        return per * (self.n_layers if context is None else self.context_layer_tokens(context, held=True))
 
     def flops_per_token(self, context=0):
-        """FLOPs to produce one token with `context` cached tokens: 2*active + attention."""
-        return 2.0 * self.active_params + self.attn_flops_per_ctx_token_per_layer * self.context_layer_tokens(context)
+        """FLOPs to produce one token with `context` cached tokens: 2*active + attention (+ the
+        sparse-attention indexer scoring every cached token)."""
+        return (2.0 * self.active_params + self.attn_flops_per_ctx_token_per_layer * self.context_layer_tokens(context)
+                + self.index_flops_per_ctx_token_per_layer * self.context_layer_tokens(context, held=True))
 
     def __repr__(self) -> str:
         moe = f", {self.experts_per_token}/{self.n_experts} experts" if self.n_experts else ""
@@ -349,7 +389,7 @@ def _check_context(context):
 # ---- Hugging Face configs -----------------------------------------------------------------
 _FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
              "qwen3_5_moe_text", "glm4_moe", "kimi_k2", "minimax_m2", "llama4_text", "falcon", "mpt",
-             "deepseek_v2", "deepseek_v3", "gemma3", "gemma3_text", "phi3", "gpt_oss")
+             "deepseek_v2", "deepseek_v3", "deepseek_v32", "gemma3", "gemma3_text", "phi3", "gpt_oss")
 # transformers' Gemma3TextConfig defaults: the released config.json files omit these keys
 _GEMMA3_DEFAULTS = dict(vocab_size=262_208, num_attention_heads=8, num_key_value_heads=4,
                         head_dim=256, sliding_window=4096, sliding_window_pattern=6,
@@ -442,6 +482,9 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
             d.update(n_kv_heads=heads, head_dim=nope + rope, q_lora_rank=get("q_lora_rank", 0, positive=False),
                      kv_lora_rank=get("kv_lora_rank"), qk_nope_head_dim=nope, qk_rope_head_dim=rope,
                      v_head_dim=get("v_head_dim"))
+        if mt == "deepseek_v32":   # DeepSeek Sparse Attention
+            d.update(index_topk=get("index_topk"), index_n_heads=get("index_n_heads"),
+                     index_head_dim=get("index_head_dim"))
         d.update(n_experts=get("n_routed_experts", 0, positive=False),
                  n_shared_experts=get("n_shared_experts", 0, positive=False))
         if d["n_experts"]:

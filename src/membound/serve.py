@@ -1047,6 +1047,9 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
                 dense_weight_dtype=dense_weight_dtype, quantization=quantization)
     if p.layout.pp > 1:
         raise InvalidInputError("parallel.pp", p.layout.pp, "1 for served workloads (pipeline stages are not modelled in serve)")
+    if p.model.index_topk:
+        raise InvalidInputError("model", p.model.name, "a model without sparse attention for served workloads (the "
+                                "step model has no term for DeepSeek Sparse Attention's indexer; estimate() has)")
     sched = instance_limits(sched, rt.served or DEFAULT_SERVED, p.layout.ep)
     budget, running = _set(sched.token_budget), _set(sched.max_running)
     if speculative is None:
