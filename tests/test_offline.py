@@ -142,3 +142,13 @@ def test_a_pipeline_runs_at_its_largest_stage():
     assert a.output_tok_s == pytest.approx(b.output_tok_s, rel=1e-12)
     with pytest.raises(InvalidInputError, match="parallel.pp"):
         pipeline_stage("mixtral-8x7b", None, "tensorrt-llm", mb.Parallel(pp=2))
+
+
+@pytest.mark.parametrize("field, value", [("prompt_tokens", 1.5), ("prompt_tokens", float("nan")),
+                                          ("prompt_tokens", True), ("prompt_tokens", -5), ("output_tokens", 1)])
+def test_bad_lengths_are_refused_by_name(field, value):
+    # a fractional, NaN or boolean length was truncated (1.5 -> 1, True -> 1) or raised a bare
+    # ValueError; -5 was reported as "n"
+    kw = {"prompt_tokens": 128, "output_tokens": 128, field: value}
+    with pytest.raises(InvalidInputError, match=field):
+        offline_throughput("llama-3.1-8b", "h100-sxm", **kw)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .errors import InvalidInputError
+from .estimate import check_int
 from .hardware import Hardware, load_hardware
 from .model import Model, load_model
 from .parallel import Parallel
@@ -103,9 +104,8 @@ def offline_throughput(model, hardware, *, prompt_tokens: int, output_tokens: in
     """Throughput of `model` on `n_chips` x `hardware` with every request of uniform lengths
     queued at once: `serve.solve` saturated (see the module docstring). scheduler: the engine's
     limits (default: the runtime's served defaults; `trtllm_bench_scheduler` for trtllm-bench)."""
-    prompt, output = Fixed(int(prompt_tokens)), Fixed(int(output_tokens))
-    if output.n < 2:
-        raise InvalidInputError("output_tokens", output_tokens, "at least 2 (one decode step after the prefill)")
+    prompt = Fixed(check_int("prompt_tokens", prompt_tokens, 0))
+    output = Fixed(check_int("output_tokens", output_tokens, 2))   # one decode step after the prefill
     layout = parallel or Parallel(tp=n_chips)
     if layout.pp > 1:       # the pipeline's pace is its largest stage's: see pipeline_stage
         model, scheduler, n_chips, layout = pipeline_stage(model, scheduler, runtime, layout)
