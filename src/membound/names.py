@@ -115,7 +115,8 @@ class NameIndex:
         hit = self.keys.get(normalise(text))
         if hit is None and "/" in text:           # an HF id whose last part is a known name
             hit = self.keys.get(normalise(text.rsplit("/", 1)[1]))
-        if hit is None:                           # a vendor's spelling: "NVIDIA A100 80GB", "NVIDIA H100 SXM5 80GB"
+        if hit is None and len(text) <= 200:      # a vendor's spelling: "NVIDIA A100 80GB", "NVIDIA H100 SXM5 80GB"
+            # (no name is longer: the trailing-memory pattern backtracks quadratically on long runs of spaces)
             unbranded = _VENDOR.sub("", text.strip())
             for bare in (unbranded, _MEMORY.sub("", unbranded)):
                 hit = hit or self.keys.get(normalise(bare))
