@@ -54,11 +54,6 @@ def test_the_memory_check_counts_the_index_keys():
     assert r.memory.kv_bytes == 4 * 32_000 * 43_188
 
 
-def test_served_workloads_refuse_sparse_attention_by_name():
-    with pytest.raises(InvalidInputError, match="deepseek-v3.2.*sparse attention"):
-        mb.serve("deepseek-v3.2", "h200", n_chips=8, weight_dtype="fp8", concurrency=8)
-
-
 def test_a_sparse_attention_model_needs_its_indexer_and_mla():
     d = mb.load_model("deepseek-v3.2").model_dump() | {"name": "x", "index_n_heads": 0}
     with pytest.raises(InvalidInputError, match="index_n_heads"):

@@ -40,7 +40,7 @@ import numpy as np
 
 from .errors import InvalidInputError
 from .parallel import Parallel
-from .roofline import causal_pairs, effective_context
+from .roofline import causal_pairs
 from .serve import Quantiles, Scheduler, ServeResult, StepModel, _common, _set, as_length, build
 
 
@@ -86,6 +86,7 @@ class DisaggSteady:
     cap: float              # most sequences per decode worker
     u: float                # KV pairs a decoding sequence reads, at the mean context
     xfer: float = 0.0       # one prompt's KV transfer to its decode worker
+    h: float = 0.0          # KV pairs it holds there (u but under sparse attention)
 
 
 def solve_disaggregated(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, sched_d: Scheduler, w_p: int, w_d: int,
@@ -94,12 +95,12 @@ def solve_disaggregated(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, sc
     a geometric bisection on b, all client counts at once."""
     S, D = float(prompt), float(output) - 1.0
     N = np.asarray(concurrency, float)
-    u = float(effective_context(sm_d.groups, S + D / 2.0))
-    cap = _decode_cap(sm_d, sched_d, S, D, u)
+    u, h = float(sm_d.attended(S + D / 2.0)), float(sm_d.held(S + D / 2.0))
+    cap = _decode_cap(sm_d, sched_d, S, D, h)
     xfer = kv_transfer_s(sm_p, w_p * sm_p.n_chips + w_d * sm_d.n_chips, S)
 
     def at(b):
-        return _figures(sm_p, sched_p, sm_d, w_p, w_d, S, D, u, b, N, xfer)
+        return _figures(sm_p, sched_p, sm_d, w_p, w_d, S, D, u, b, N, xfer, h)
     b_cap = np.minimum(N / w_d, cap)
     top = at(b_cap)
     filled = top.ok & (w_d * b_cap + top.x * top.ttft <= N)
@@ -114,7 +115,7 @@ def solve_disaggregated(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, sc
     # past the cap the remaining clients wait for a decode slot (Little: N = W_d b + X TTFT)
     ttft = np.where(filled, fig.ttft + (N - w_d * b - fig.x * fig.ttft) / fig.x, fig.ttft)
     x = N / (ttft + D * fig.step / sm_d.tokens_per_step)       # Little's law, exact at the root
-    return DisaggSteady(b, fig.step, x, ttft, fig.ok, fig.pre, cap, u, xfer)
+    return DisaggSteady(b, fig.step, x, ttft, fig.ok, fig.pre, cap, u, xfer, h)
 
 
 def _check_pools(concurrency, prefill: Pool, decode: Pool) -> None:
@@ -166,8 +167,8 @@ def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: 
         itl=Quantiles(step, step, step, tau),
         e2e=Quantiles(e2e_q(0.5), e2e_q(0.9), e2e_q(0.99), ttft + D * tau),
         output_tok_s=tok_s, output_tok_s_per_chip=tok_s / chips, tok_s_per_user=1.0 / tau, requests_per_s=x,
-        mean_running=b, kv_occupancy=min(b * _hold(sm_d, sched_d, S, D, st.u) / sm_d.kv_pairs_capacity(sched_d), 1.0),
-        queueing_s=wait, preemptions=0, bound=sm_d.bound(b, st.u),
+        mean_running=b, kv_occupancy=min(b * _hold(sm_d, sched_d, S, D, st.h) / sm_d.kv_pairs_capacity(sched_d), 1.0),
+        queueing_s=wait, preemptions=0, bound=sm_d.bound(b, st.u, h=st.h),
         cost_per_million_output_tokens_usd=None if price is None else chips * price / 3600.0 / tok_s * 1e6,
         max_running=int(st.cap), scheduler=sched_d)
 
@@ -188,19 +189,20 @@ def kv_transfer_s(sm_p: StepModel, chips: int, prompt: float) -> float:
                                 "crosses a NIC")
     # a chip's share of a sequence: its tensor-parallel shard; under DP attention (ep ranks) one
     # rank holds the whole sequence (kv_pair_bytes averages a sequence over the ranks)
-    return lat + sm_p.kv_pair_bytes * sm_p.ranks * float(effective_context(sm_p.groups, prompt)) / bw
+    return lat + sm_p.kv_pair_bytes * sm_p.ranks * float(sm_p.held(prompt)) / bw
 
 
-def _hold(sm: StepModel, sched: Scheduler, S: float, D: float, u: float) -> float:
-    """KV pairs a decoding sequence holds on average (block-rounded), as `serve.solve`."""
+def _hold(sm: StepModel, sched: Scheduler, S: float, D: float, h: float) -> float:
+    """KV pairs a decoding sequence holds on average (block-rounded), as `serve.solve`; h: those
+    it holds at the mean context."""
     if sched.preemption == "none":
-        return float(effective_context(sm.groups, S + D + 1.0))
-    return u + _set(sched.kv_block_tokens) / 2.0 * (u / max(S + D / 2.0, 1.0))
+        return float(sm.held(S + D + 1.0))
+    return h + _set(sched.kv_block_tokens) / 2.0 * (h / max(S + D / 2.0, 1.0))
 
 
-def _decode_cap(sm: StepModel, sched: Scheduler, S: float, D: float, u: float) -> float:
+def _decode_cap(sm: StepModel, sched: Scheduler, S: float, D: float, h: float) -> float:
     """Most sequences one decode worker runs: its scheduler, its KV cache, its token budget."""
-    kv = sm.kv_pairs_capacity(sched) / max(_hold(sm, sched, S, D, u), 1e-30)
+    kv = sm.kv_pairs_capacity(sched) / max(_hold(sm, sched, S, D, h), 1e-30)
     cap = min(float(_set(sched.max_running)), kv, _set(sched.token_budget) / sm.positions)
     if cap < 1.0:
         raise InvalidInputError("prompt_tokens", S, f"a workload whose KV cache for one request fits a decode worker "
@@ -209,18 +211,22 @@ def _decode_cap(sm: StepModel, sched: Scheduler, S: float, D: float, u: float) -
 
 
 def _figures(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, w_p: int, w_d: int, S: float, D: float,
-             u: float, b: np.ndarray, N: np.ndarray, xfer: float = 0.0) -> _Decode:
+             u: float, b: np.ndarray, N: np.ndarray, xfer: float = 0.0, h: float = 0.0) -> _Decode:
+    """u, h: the (layer, token) pairs a decoding sequence attends to and holds (its indexer's) at
+    the mean context."""
     seen = (N - 1.0) / N             # share of the others a client's request meets
-    step = sm_d.step(1.0 + b * seen, u)
+    step = sm_d.step(1.0 + b * seen, u, h=h)
     x = w_d * b * sm_d.tokens_per_step / (D * step)
-    u_S, pairs_S = float(effective_context(sm_p.groups, S)), float(causal_pairs(sm_p.groups, S))
+    # a prompt's KV (held: read and written), its attention's and its indexer's causal pairs
+    u_S, pairs_S = float(sm_p.held(S)), float(causal_pairs(sm_p.groups, S))
+    idx_S = float(causal_pairs(sm_p.held_groups, S))
     budget = float(_set(sched_p.token_budget))
     c0 = min(S, budget) if sched_p.chunked_prefill else S
     own = c0 / S
-    pre = math.ceil(S / c0) * float(sm_p.step(0.0, 0.0, c0, own * u_S, own * pairs_S, seqs=1.0))
+    pre = math.ceil(S / c0) * float(sm_p.step(0.0, 0.0, c0, own * u_S, own * pairs_S, seqs=1.0, hp=own * idx_S))
     full = budget if sched_p.chunked_prefill else S * max(math.floor(budget / S), 1)
     share = full / S
-    rate = full / float(sm_p.step(0.0, 0.0, full, share * u_S, share * pairs_S, seqs=share))   # tokens/s
+    rate = full / float(sm_p.step(0.0, 0.0, full, share * u_S, share * pairs_S, seqs=share, hp=share * idx_S))
     rho = x * seen / w_p * S / rate
     wait = np.minimum(rho, 0.999) / (2.0 * (1.0 - np.minimum(rho, 0.999))) * pre
     return _Decode(step, x, sm_p.host_s + pre + wait + xfer, pre, rho < 1.0)

@@ -293,13 +293,23 @@ class StepModel:
     step(b, u, c, cu, cp): b decoding sequences whose contexts give u (layer, token) pairs on
     average; c prefill tokens in the step, whose prompts hold cu pairs of KV (read and written)
     and cp causal attention pairs. Floats or numpy arrays (broadcast).
+
+    Under sparse attention (DeepSeek-V3.2's DSA) a query attends at most top-k tokens, but the
+    cache holds them all: u and cp count the pairs attended (`attended`, as a top-k window would),
+    cu and the capacity the pairs held (`held`, each with its index key). The indexer is its own
+    kernel before the attention (`index_s`, as `core.index_terms`): it reads every held pair's
+    index key and scores it for each query, h held pairs per decoding sequence on average; a
+    prefill chunk's indexer FLOPs (hp held causal pairs) join its attention's. h = hp = 0 and the
+    indexer's coefficients are 0 without one (then held = attended).
     """
 
     def __init__(self, p: Prepared, served: Served | None, max_tokens: float):
         mc = model_consts(p.model)
         p = _served_prepared(p, served, mc)
         self.prepared = p
-        self.groups = mc.window_groups
+        self.groups = mc.window_groups          # the tokens a query attends (core's attended groups)
+        self.held_groups = mc.held_groups       # the tokens the cache holds
+        self.indexed = bool(mc.index_flops)     # a sparse-attention indexer runs each step
         self.overlap = p.eff.overlap
         self._fit_decode(p, max_tokens)
         self._fit_tile_padding(mc, served.moe_tile_tokens if served is not None else 0.0)
@@ -345,20 +355,56 @@ class StepModel:
 
     def _fit_context(self, p: Prepared) -> None:
         """What a context costs, from one sequence at 4,096 tokens: seconds per KV pair read, per
-        attention pair, per prefill token's GEMMs, the LM head per prompt; the bytes per chip."""
+        attention pair, per prefill token's GEMMs, the LM head per prompt; the bytes per chip
+        (per pair held). With a sparse-attention indexer, also per held pair its kernel reads
+        (index_mem) and scores per query (index_comp), from a second sequence beyond top-k."""
         ref = 4096.0
         r1 = p.evaluate(batch=1.0, prompt=ref, output=1.0)
+        mem, comp = float(r1["memory_s"]) - self._w[0], float(r1["compute_s"]) - self.phi
         u_ref = effective_context(self.groups, ref)
-        self.kappa = (float(r1["memory_s"]) - self._w[0]) / u_ref      # s per KV pair read
-        self.alpha = (float(r1["compute_s"]) - self.phi) / u_ref       # s per attention pair
+        self.kappa = mem / u_ref                                        # s per KV pair read
+        self.alpha = comp / u_ref                                       # s per attention pair
+        self.index_mem = self.index_comp = 0.0
+        if self.indexed:
+            self._fit_indexer(p, ref, mem, comp)
         # a prefill token's GEMMs; the LM head runs once per prompt in a step (its last token's
         # logits: vLLM and SGLang take one row per request, partial chunks included), or for
         # every token where the runtime computes all positions' logits (then it is in gamma)
         self.head = 0.0 if p.eff.prefill_logits_all else float(r1["prefill_head_s"])
-        self.gamma = (float(r1["prefill_compute_s"]) - self.head - self.alpha * causal_pairs(self.groups, ref)) / ref
-        self.kv_pair_bytes = float(r1["kv_bytes_chip"]) / float(effective_context(self.groups, ref + 1.0))
+        self.gamma = (float(r1["prefill_compute_s"]) - self.head - self.alpha * causal_pairs(self.groups, ref)
+                      - self.index_comp * causal_pairs(self.held_groups, ref)) / ref
+        self.kv_pair_bytes = float(r1["kv_bytes_chip"]) / float(self.held(ref + 1.0))
         self.weights_bytes = float(r1["weights_bytes_chip"]) + float(r1["extra_bytes_chip"])
         self.capacity_bytes = float(r1["capacity_bytes_chip"])
+
+    def _fit_indexer(self, p: Prepared, ref: float, mem: float, comp: float) -> None:
+        """Split a decode step's context terms at `ref` (mem, comp: seconds beyond the weights and
+        GEMMs) into the attention's (per attended pair) and the indexer's (per held pair), with a
+        second step at twice the widest attended span, where the two counts differ in ratio:
+        mem_i = kappa A_i + index_mem H_i (A attended, H held pairs), the same for compute."""
+        ref2 = 2.0 * max(ref, max(float(w) for w, _ in self.groups if w is not None))
+        r2 = p.evaluate(batch=1.0, prompt=ref2, output=1.0)
+        mem2, comp2 = float(r2["memory_s"]) - self._w[0], float(r2["compute_s"]) - self.phi
+        a1, a2 = float(self.attended(ref)), float(self.attended(ref2))
+        h1, h2 = float(self.held(ref)), float(self.held(ref2))
+        det = a1 * h2 - a2 * h1
+        self.kappa, self.index_mem = (mem * h2 - mem2 * h1) / det, (a1 * mem2 - a2 * mem) / det
+        self.alpha, self.index_comp = (comp * h2 - comp2 * h1) / det, (a1 * comp2 - a2 * comp) / det
+
+    def attended(self, ctx):
+        """(layer, token) pairs a sequence of `ctx` tokens attends to (floats or arrays)."""
+        return effective_context(self.groups, ctx)
+
+    def held(self, ctx):
+        """(layer, token) pairs of KV a sequence of `ctx` tokens holds (all of them under sparse
+        attention; as `attended` otherwise)."""
+        return effective_context(self.held_groups, ctx)
+
+    def index_s(self, b, h):
+        """Seconds of the sparse-attention indexer's kernel in a step of b decoding sequences
+        holding h pairs on average (`core.index_terms`): it reads each held pair's index key and
+        scores it for each of the positions a sequence verifies; 0 without an indexer."""
+        return np.maximum(self.index_mem * b * h, self.index_comp * b * h * self.positions)
 
     def kv_pairs_capacity(self, sched: Scheduler) -> float:
         """(layer, token) KV pairs one chip's share of the cache holds: memory_fraction of what
@@ -368,27 +414,29 @@ class StepModel:
         free = _set(sched.memory_fraction) * (self.capacity_bytes - self.weights_bytes - act)
         return max(free, 0.0) / self.kv_pair_bytes
 
-    def terms(self, b, u, c=0.0, cu=0.0, cp=0.0, prompts=None):
-        """(memory, compute) seconds of a step, before floor, communication and overheads.
-        prompts: the prompts the c prefill tokens belong to (default one if c > 0)."""
+    def terms(self, b, u, c=0.0, cu=0.0, cp=0.0, prompts=None, hp=0.0):
+        """(memory, compute) seconds of a step, before floor, communication, overheads and the
+        decoding sequences' indexer kernel. prompts: the prompts the c prefill tokens belong to
+        (default one if c > 0)."""
         v = self.positions
         tokens = np.maximum(b * v + c, 1.0)
         w = np.interp(tokens, self._grid, self._w)
-        mem = w + self.kappa * (b * u + cu)
+        mem = w + self.kappa * (b * u + cu) + self.index_mem * cu
         comp = self.phi * b * v + self.gamma * c + self.head * ((c > 0) if prompts is None else prompts) \
-            + self.alpha * (b * u * v + cp) + np.interp(tokens, self._grid, self._pad)
+            + self.alpha * (b * u * v + cp) + self.index_comp * hp + np.interp(tokens, self._grid, self._pad)
         return mem, comp
 
-    def step(self, b, u, c=0.0, cu=0.0, cp=0.0, seqs=None):
+    def step(self, b, u, c=0.0, cu=0.0, cp=0.0, seqs=None, h=0.0, hp=0.0):
         n = b + (c > 0) if seqs is None else seqs
-        mem, comp = self.terms(b, u, c, cu, cp, n - b)
+        mem, comp = self.terms(b, u, c, cu, cp, n - b, hp)
         core = np.maximum(np.maximum(mem, comp) + (1.0 - self.overlap) * np.minimum(mem, comp), self.floor)
         tokens = np.maximum(b * self.positions + c, 1.0)
         comm = np.interp(tokens, self._grid, self._comm)
-        drafted = 0.0 if self.draft is None else self.draft(b, u, c, cu, cp)
-        return core + comm + self.per_step + self.per_seq * n + drafted
+        drafted = 0.0 if self.draft is None else self.draft(b, u, c, cu, cp, h, hp)
+        return core + comm + self.per_step + self.per_seq * n + drafted + self.index_s(b, h)
 
-    def step1(self, b: float, u: float, c: float = 0.0, cu: float = 0.0, cp: float = 0.0, seqs: float | None = None) -> float:
+    def step1(self, b: float, u: float, c: float = 0.0, cu: float = 0.0, cp: float = 0.0, seqs: float | None = None,
+              h: float = 0.0, hp: float = 0.0) -> float:
         """`step` for plain floats, without numpy's per-call cost (the simulator's inner loop)."""
         tokens = max(b + c, 1.0)
         g = self._grid_list
@@ -396,15 +444,17 @@ class StepModel:
         frac = (tokens - g[j]) / (g[j + 1] - g[j])
         w = self._w_list[j] + frac * (self._w_list[j + 1] - self._w_list[j])
         comm = self._comm_list[j] + frac * (self._comm_list[j + 1] - self._comm_list[j])
-        mem = w + self.kappa * (b * u + cu)
+        mem = w + self.kappa * (b * u + cu) + self.index_mem * cu
         n = b + (c > 0) if seqs is None else seqs
-        comp = self.phi * b + self.gamma * c + self.head * (n - b) + self.alpha * (b * u + cp) \
+        comp = self.phi * b + self.gamma * c + self.head * (n - b) + self.alpha * (b * u + cp) + self.index_comp * hp \
             + self._pad_list[j] + frac * (self._pad_list[j + 1] - self._pad_list[j])
         core = max(max(mem, comp) + (1.0 - self.overlap) * min(mem, comp), self.floor)
-        return core + comm + self.per_step + self.per_seq * n
+        return core + comm + self.per_step + self.per_seq * n + max(self.index_mem * b * h, self.index_comp * b * h)
 
-    def bound(self, b, u, c=0.0, cu=0.0, cp=0.0) -> str:
-        mem, comp = (float(np.asarray(x).mean()) for x in self.terms(b, u, c, cu, cp))
+    def bound(self, b, u, c=0.0, cu=0.0, cp=0.0, h=0.0, hp=0.0) -> str:
+        mem, comp = (float(np.asarray(x).mean()) for x in self.terms(b, u, c, cu, cp, None, hp))
+        mem += float(np.mean(self.index_mem * b * h))          # the indexer kernel's reads and FLOPs
+        comp += float(np.mean(self.index_comp * b * h * self.positions))
         tokens = max(float(b * self.positions + c), 1.0)
         other = {"communication": float(np.interp(tokens, self._grid, self._comm)),
                  "overhead": self.per_step + self.per_seq * float(b), "latency": self.floor}
@@ -529,18 +579,19 @@ class Steady:
     prefill: np.ndarray      # the prompt's own chunks, no waiting
     cap: float               # running-sequence cap (scheduler, KV cache)
     kv_cap_pairs: float
-    u_mean: float
+    u_mean: float            # (layer, token) pairs a decoding sequence attends to, at the mean context
+    h_mean: float            # the pairs it holds there (u_mean but under sparse attention)
 
 
 def _running_cap(state: _State, prompt: float) -> tuple[float, float]:
     """The most sequences that run at once (the scheduler's cap, the KV cache's, the token
     budget's) and the KV pairs a chip holds; errors where not one request fits."""
-    sm, sched, S, D, u_mean = state.sm, state.sched, state.S, state.D, state.u_mean
+    sm, sched, S, D, h_mean = state.sm, state.sched, state.S, state.D, state.h_mean
     kv_pairs = sm.kv_pairs_capacity(sched)
     if sched.preemption == "none":
-        hold = float(effective_context(sm.groups, S + state.T))
+        hold = float(sm.held(S + state.T))
     else:
-        hold = u_mean + _set(sched.kv_block_tokens) / 2.0 * (u_mean / max(S + D / 2.0, 1.0))
+        hold = h_mean + _set(sched.kv_block_tokens) / 2.0 * (h_mean / max(S + D / 2.0, 1.0))
     cap = min(float(_set(sched.max_running)), kv_pairs / max(hold, 1e-30), (state.P - 1.0) / sm.positions)
     if kv_pairs <= 0.0:
         need = sm.weights_bytes
@@ -572,9 +623,11 @@ class _State:
     def __init__(self, sm: StepModel, sched: Scheduler, S: float, T: float, closed: bool):
         self.sm, self.sched, self.S, self.T, self.closed = sm, sched, S, T, closed
         self.D = max(T - 1.0, 1e-9)
-        self.u_mean = float(effective_context(sm.groups, S + self.D / 2.0))
-        self.u_S = effective_context(sm.groups, S)
-        self.pairs_S = causal_pairs(sm.groups, S)
+        self.u_mean = float(sm.attended(S + self.D / 2.0))
+        self.h_mean = float(sm.held(S + self.D / 2.0))
+        self.u_S = sm.held(S)                                  # a prompt's KV, read and written
+        self.pairs_S = causal_pairs(sm.groups, S)              # its attention's causal pairs
+        self.index_S = causal_pairs(sm.held_groups, S)         # its indexer's
         self.P = float(_set(sched.token_budget))
         # a scheduler that takes in requests once every k decode steps makes an arrival wait
         # (k - 1) / 2 steps on average, while a batch decodes (others >= 1; an idle one polls at once)
@@ -607,17 +660,18 @@ class _State:
     def _steps(self, b, others, c0, c, f):
         """The mean step, the decode step, the step with a prefill chunk c, the prompt's own (c0)."""
         sm, S, u_mean, u_S, pairs_S = self.sm, self.S, self.u_mean, self.u_S, self.pairs_S
+        h, idx_S = self.h_mean, self.index_S
         share = c / max(S, 1.0)
         own = c0 / max(S, 1.0)
-        tau_d = sm.step(1.0 + others, u_mean)
+        tau_d = sm.step(1.0 + others, u_mean, h=h)
         if self.sched.mixed_steps:
-            tau_m = sm.step(1.0 + others, u_mean, c, share * u_S, share * pairs_S)
+            tau_m = sm.step(1.0 + others, u_mean, c, share * u_S, share * pairs_S, h=h, hp=share * idx_S)
             tau = (1.0 - f) * tau_d + f * tau_m
-            tau_own = sm.step(others, u_mean, c0, own * u_S, own * pairs_S)
+            tau_own = sm.step(others, u_mean, c0, own * u_S, own * pairs_S, h=h, hp=own * idx_S)
         else:
-            tau_m = sm.step(0.0 * b, u_mean, c, share * u_S, share * pairs_S, seqs=share)
+            tau_m = sm.step(0.0 * b, u_mean, c, share * u_S, share * pairs_S, seqs=share, hp=share * idx_S)
             tau = tau_d + f * tau_m
-            tau_own = sm.step(0.0 * b, u_mean, c0, own * u_S, own * pairs_S, seqs=1.0)
+            tau_own = sm.step(0.0 * b, u_mean, c0, own * u_S, own * pairs_S, seqs=1.0, hp=own * idx_S)
         return tau, tau_d, tau_m, tau_own
 
 
@@ -669,7 +723,7 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
     cap, kv_pairs = _running_cap(state, prompt)
     b, tau, tau_d, tau_m, f, x, ttft, pre = (_closed_loop(state, concurrency, cap) if closed
                                              else _open_loop(state, arrival_rate, cap))
-    return Steady(b, tau, tau_d, tau_m, f, x, ttft, pre, cap, kv_pairs, state.u_mean)
+    return Steady(b, tau, tau_d, tau_m, f, x, ttft, pre, cap, kv_pairs, state.u_mean, state.h_mean)
 
 
 def finite_run_share(e2e, tau0: float, output: Length, concurrency, runs=10.0) -> np.ndarray:
@@ -700,7 +754,7 @@ def run_share(sm: StepModel, st: Steady, output: Length, concurrency, runs=10.0)
     """`finite_run_share` for a solved steady state (its e2e; tau0 = one sequence's decode step
     per token it emits)."""
     e2e = st.ttft + (output.mean - 1.0) * st.tau
-    tau0 = float(sm.step(1.0, st.u_mean)) / sm.tokens_per_step
+    tau0 = float(sm.step(1.0, st.u_mean, h=st.h_mean)) / sm.tokens_per_step
     return finite_run_share(e2e, tau0, output, concurrency, runs)
 
 
@@ -760,7 +814,7 @@ class _Simulation:
         n = len(prompts)
         self.sm, self.sched, self.n = sm, sched, n
         self.S, self.T = prompts.astype(np.int64), outputs.astype(np.int64)
-        self.groups = sm.groups
+        self.groups, self.held_groups = sm.groups, sm.held_groups     # attended, held
         self.P, self.M, self.blk = _set(sched.token_budget), _set(sched.max_running), _set(sched.kv_block_tokens)
         self.cap = sm.kv_pairs_capacity(sched)
         self.closed = arrivals is None
@@ -786,15 +840,15 @@ class _Simulation:
         self.t = 0.0
         self.completed = 0
         self.reserved = 0.0
-        self.per_token = float(effective_context(self.groups, 1.0))     # most pairs one more token adds
+        self.per_token = float(effective_context(self.held_groups, 1.0))     # most pairs one more token adds
 
     def kv_of(self, ctx):
         """Pairs a sequence of ctx tokens holds, block-rounded."""
-        return effective_context(self.groups, np.ceil(np.asarray(ctx, float) / self.blk) * self.blk)
+        return effective_context(self.held_groups, np.ceil(np.asarray(ctx, float) / self.blk) * self.blk)
 
     def reserve(self, i: int) -> float:
         """Pairs held at admission under preemption="none"."""
-        return float(effective_context(self.groups, float(self.S[i] + self.T[i])))
+        return float(effective_context(self.held_groups, float(self.S[i] + self.T[i])))
 
     def held(self) -> float:
         if self.sched.preemption == "none":
@@ -860,6 +914,11 @@ class _Simulation:
     def _u_run(self) -> float:
         return float(np.mean(effective_context(self.groups, self.run_ctx.astype(float))))
 
+    def _h_run(self) -> float:
+        """Held pairs per decoding sequence, for a sparse-attention indexer (0 without one)."""
+        return float(np.mean(effective_context(self.held_groups, self.run_ctx.astype(float)))) if self.sm.indexed \
+            else 0.0
+
     def _advance(self, b: int, span: float, used: float) -> None:
         self.tr.busy += b * span
         self.tr.kv += min(used / self.cap, 1.0) * span if self.cap > 0 else 0.0
@@ -876,10 +935,12 @@ class _Simulation:
             k = 1
         if k > 1:
             js = np.arange(k, dtype=float)
-            u_j = np.mean(effective_context(self.groups, self.run_ctx[None, :].astype(float) + js[:, None]), axis=1)
-            dur = np.asarray(self.sm.step(float(b), u_j), float)
+            ctx = self.run_ctx[None, :].astype(float) + js[:, None]
+            u_j = np.mean(effective_context(self.groups, ctx), axis=1)
+            h_j = np.mean(effective_context(self.held_groups, ctx), axis=1) if self.sm.indexed else 0.0
+            dur = np.asarray(self.sm.step(float(b), u_j, h=h_j), float)
         else:
-            dur = np.array([self.sm.step1(float(b), self._u_run())])
+            dur = np.array([self.sm.step1(float(b), self._u_run(), h=self._h_run())])
         if self.pending:
             k2 = int(np.searchsorted(np.cumsum(dur), self.pending[0][0] - self.t)) + 1
             if k2 < k:
@@ -893,13 +954,15 @@ class _Simulation:
     def _prefill_step(self, b: int, chunks: list[tuple[int, int]], used: float) -> float:
         """One step of the prefill chunks, with the b decoding sequences where steps mix; the
         prompt tokens run. A prompt whose prefill ends joins the decoding batch."""
-        g, done = self.groups, self.pre_done
+        g, held, done = self.groups, self.held_groups, self.pre_done
         bd = b if self.sched.mixed_steps else 0
-        cu = sum(float(effective_context(g, float(done[i] + c))) for i, c in chunks)
+        cu = sum(float(effective_context(held, float(done[i] + c))) for i, c in chunks)
         cp = sum(float(causal_pairs(g, float(done[i] + c)) - causal_pairs(g, float(done[i]))) for i, c in chunks)
+        hp = sum(float(causal_pairs(held, float(done[i] + c)) - causal_pairs(held, float(done[i])))
+                 for i, c in chunks) if self.sm.indexed else 0.0
         c_tok = float(sum(c for _, c in chunks))
-        u_run = self._u_run() if bd else 0.0
-        dt = self.sm.step1(float(bd), u_run, c_tok, cu, cp, seqs=float(bd + len(chunks)))
+        u_run, h_run = (self._u_run(), self._h_run()) if bd else (0.0, 0.0)
+        dt = self.sm.step1(float(bd), u_run, c_tok, cu, cp, seqs=float(bd + len(chunks)), h=h_run, hp=hp)
         if bd:
             self.tr.itl.append((np.array([dt]), np.array([float(bd)])))
             self.run_ctx = self.run_ctx + 1
@@ -1047,9 +1110,6 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
                 dense_weight_dtype=dense_weight_dtype, quantization=quantization)
     if p.layout.pp > 1:
         raise InvalidInputError("parallel.pp", p.layout.pp, "1 for served workloads (pipeline stages are not modelled in serve)")
-    if p.model.index_topk:
-        raise InvalidInputError("model", p.model.name, "a model without sparse attention for served workloads (the "
-                                "step model has no term for DeepSeek Sparse Attention's indexer; estimate() has)")
     sched = instance_limits(sched, rt.served or DEFAULT_SERVED, p.layout.ep)
     budget, running = _set(sched.token_budget), _set(sched.max_running)
     if speculative is None:
@@ -1102,9 +1162,9 @@ def attach_speculative(sm: StepModel, spec: SpeculativeDecoding, served: Served 
     r = dm.n_layers / p.model.n_layers          # the drafter's (layer, token) pairs per target pair
     rest = spec.gamma - 1
 
-    def draft(b, u, c=0.0, cu=0.0, cp=0.0):
-        first = extend.step(b, u * r, c, cu * r, cp * r)
-        return first + rest * np.where(np.asarray(b) > 0, sd.step(b, u * r), 0.0) if rest else first
+    def draft(b, u, c=0.0, cu=0.0, cp=0.0, h=0.0, hp=0.0):
+        first = extend.step(b, u * r, c, cu * r, cp * r, h=h * r, hp=hp * r)
+        return first + rest * np.where(np.asarray(b) > 0, sd.step(b, u * r, h=h * r), 0.0) if rest else first
 
     sm.positions, sm.tokens_per_step, sm.draft = float(spec.positions), spec.tokens_per_round, draft
     sm.weights_bytes += sd.weights_bytes
@@ -1145,12 +1205,13 @@ def _from_solver(sm, sched, p, st: Steady, prompt, output, concurrency, arrival_
     e50, e90, e99 = (ttft_q(q) + (output.quantile(q) - 1.0) * tau for q in (0.5, 0.9, 0.99))
     e2e = Quantiles(e50, e90, e99, ttft + D * tau)
     tok_s = x * output.mean
-    kv_occ = b * st.u_mean / st.kv_cap_pairs if st.kv_cap_pairs > 0 else 0.0
+    kv_occ = b * st.h_mean / st.kv_cap_pairs if st.kv_cap_pairs > 0 else 0.0
     return ServeResult(
         **_common(sm, p, prompt, output, concurrency, arrival_rate, "solver"),
         ttft=ttft_qs, tpot=tpot, itl=itl, e2e=e2e, output_tok_s=tok_s, output_tok_s_per_chip=tok_s / sm.n_chips,
         tok_s_per_user=1.0 / tau, requests_per_s=x, mean_running=b, kv_occupancy=min(kv_occ, 1.0),
-        queueing_s=wait, preemptions=0, bound=sm.bound(b, st.u_mean), cost_per_million_output_tokens_usd=_cost(sm, tok_s),
+        queueing_s=wait, preemptions=0, bound=sm.bound(b, st.u_mean, h=st.h_mean),
+        cost_per_million_output_tokens_usd=_cost(sm, tok_s),
         max_running=int(st.cap), scheduler=sched)
 
 
@@ -1193,7 +1254,8 @@ def _from_trace(sm, sched, p, tr: _Trace, S, T, prompt, output, concurrency, arr
         output_tok_s=tok_s, output_tok_s_per_chip=tok_s / sm.n_chips, tok_s_per_user=1.0 / tp.median,
         requests_per_s=x, mean_running=b_mean, kv_occupancy=tr.kv / total_t,
         queueing_s=float(np.nanmean(tr.admit - tr.arrive)) - sm.host_s, preemptions=tr.preemptions,
-        bound=sm.bound(b_mean, effective_context(sm.groups, prompt.mean + output.mean / 2.0)),
+        bound=sm.bound(b_mean, sm.attended(prompt.mean + output.mean / 2.0),
+                       h=sm.held(prompt.mean + output.mean / 2.0)),
         cost_per_million_output_tokens_usd=_cost(sm, tok_s), max_running=int(_set(sched.max_running)), scheduler=sched)
 
 

@@ -398,7 +398,7 @@ def predict(rows: list[ServedRow], runtimes: dict | None = None) -> list[ServedR
                 dst = solve_disaggregated(sm_p, sched_p, sm, sched, pre.workers, pool.workers, prompt.mean,
                                           output.mean, conc)
                 tpot, ttft, x, chips = dst.step / sm.tokens_per_step, dst.ttft, dst.x, n
-                tau0 = float(sm.step(1.0, dst.u)) / sm.tokens_per_step     # the decode workers drain
+                tau0 = float(sm.step(1.0, dst.u, h=dst.h)) / sm.tokens_per_step     # the decode workers drain
                 share = finite_run_share(ttft + (output.mean - 1.0) * tpot, tau0, output, conc, runs)
         except MemboundError as e:
             for m in members:
