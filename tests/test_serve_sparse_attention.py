@@ -2,11 +2,14 @@
 tokens an indexer picks (the attention's reads and FLOPs stop growing past 2048), the indexer is
 its own kernel reading every cached token's 132-byte index key, and the cache holds every token
 with its key. Numbers by hand; 8 x H200 (4.8 TB/s, 1,979 TFLOP/s fp8), fp8 weights and KV."""
+import functools
 import json
 import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import membound as mb
 from membound.offline import offline_throughput
@@ -20,6 +23,11 @@ INDEX_PAIR = 2 * 64 * 128  # the indexer's FLOPs per (layer, cached token, query
 BW = 4.8e12
 FP8 = 1979e12
 IDEAL = dict(prompt=Fixed(8192), output=Fixed(1024), n_chips=8, weight_dtype="fp8", kv_dtype="fp8", runtime="ideal")
+
+
+@functools.cache
+def _ideal_step_model():
+    return build("deepseek-v3.2", "h200", **IDEAL)[0]
 
 
 def _decode_step(sm, b, context):
@@ -140,3 +148,15 @@ def test_cli_serve_and_served_plan_take_the_preset(capsys):
     assert main(["plan", "deepseek-v3.2", "h200", "--users", "64", "--ttft", "10", "--tok-s", "10",
                  "--weights", "fp8", "--served"]) == 0
     assert "meet the SLO" in capsys.readouterr().out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 64), st.integers(1, 150_000), st.integers(0, 150_000))
+def test_a_longer_context_never_makes_a_step_faster(b, context, more):
+    # the attention's share grows up to top-k and is flat beyond; the indexer's grows: never down
+    sm = _ideal_step_model()
+    assert _decode_step(sm, b, context + more) >= _decode_step(sm, b, context)
+    if context >= TOPK:      # beyond top-k, all the growth is the indexer kernel's
+        grown = float(sm.index_s(b, sm.held(context + more)) - sm.index_s(b, sm.held(context)))
+        assert _decode_step(sm, b, context + more) - _decode_step(sm, b, context) == \
+            pytest.approx(grown, rel=1e-9, abs=1e-15)
