@@ -112,6 +112,9 @@ class Served(BaseModel):
     dp_balance_steps: Annotated[int, Number, Field(ge=0, le=10**6)] = 0   # DP attention holds new prompts
                                          # until every rank has one, at most this many steps
     recv_interval_steps: _Count = 1      # decode steps between the scheduler's intakes of new requests
+    batch_wait_steps: Annotated[int, Number, Field(ge=0, le=10**6)] = 0   # new prompts held while a batch
+                                         # decodes, at most this many steps (TensorRT-LLM batch waiting)
+    batch_wait_ratio: _Unit = 0.0        # ... or until the step's tokens reach this share of token_budget
     rank_limits: bool = False            # max_running and token_budget are each data-parallel attention
                                          # rank's (the instance runs ep times them), not the instance's
     bandwidth_fraction: _Frac | None = None   # served kernels' share of what the chip achieves

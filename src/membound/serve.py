@@ -189,7 +189,11 @@ class Scheduler:
     one to prefill, or this many steps pass (TensorRT-LLM attention_dp_config enable_balance,
     timeout_iters); 0: prompts go as they come; recv_interval_steps: while a batch decodes,
     the scheduler takes in new requests once every this many decode steps (SGLang
-    --scheduler-recv-interval; --num-continuous-decode-steps alike); 1: every step.
+    --scheduler-recv-interval; --num-continuous-decode-steps alike); 1: every step;
+    batch_wait_steps, batch_wait_ratio: while sequences decode, new prompts are held until the
+    step's tokens (held prompts' and decode tokens) reach batch_wait_ratio x token_budget, or
+    batch_wait_steps steps pass, then prefilled together (TensorRT-LLM batch_wait_timeout_iters,
+    batch_wait_max_tokens_ratio; it waits only where both are set, and not under attention DP).
     """
 
     max_running: int | None = None
@@ -201,6 +205,8 @@ class Scheduler:
     preemption: str | None = None
     dp_balance_steps: int | None = None
     recv_interval_steps: int | None = None
+    batch_wait_steps: int | None = None
+    batch_wait_ratio: float | None = None
 
     def __post_init__(self):
         for name in ("max_running", "token_budget", "kv_block_tokens", "recv_interval_steps"):
@@ -214,9 +220,13 @@ class Scheduler:
         f = self.memory_fraction
         if f is not None and (isinstance(f, bool) or not isinstance(f, numbers.Real) or not 0 < f <= 1):
             raise InvalidInputError("scheduler.memory_fraction", f, "None or a fraction in (0, 1]")
-        v = self.dp_balance_steps
-        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0):
-            raise InvalidInputError("scheduler.dp_balance_steps", v, "None or an integer >= 0")
+        for name in ("dp_balance_steps", "batch_wait_steps"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0):
+                raise InvalidInputError(f"scheduler.{name}", v, "None or an integer >= 0")
+        r = self.batch_wait_ratio
+        if r is not None and (isinstance(r, bool) or not isinstance(r, numbers.Real) or not 0 <= r <= 1):
+            raise InvalidInputError("scheduler.batch_wait_ratio", r, "None or a fraction in [0, 1]")
         if self.preemption not in (None, "recompute", "swap", "none"):
             raise InvalidInputError("scheduler.preemption", self.preemption, "'recompute', 'swap' or 'none'")
         if self.max_running is not None and self.token_budget is not None and self.token_budget < self.max_running:
@@ -617,6 +627,46 @@ def _balance_wait(ranks: int, hold_steps: int, b, arrivals, step):
     return np.where(b >= ranks, 0.5 * cycle * step, 0.0)
 
 
+def batch_wait(hold_steps: int, threshold: float, budget: float, prompt: float, gen, arrivals):
+    """Batch waiting (TensorRT-LLM's PyExecutor._waiting_requests): while sequences decode, new
+    prompts are held until the step's tokens, the held prompts' plus the `gen` decode tokens,
+    reach `threshold`, or `hold_steps` steps pass; then all go in one step (as many as `budget`
+    tokens take). Prompts of `prompt` tokens arrive as a Poisson stream, `arrivals` per step.
+    Returns (steps a prompt is held, prompts released with it), each the mean as a prompt sees it.
+
+    A hold starts at a prompt's arrival and ends at min(K, T_m): K = hold_steps, T_m the
+    arrival of the m-th prompt after it, m = (threshold - gen) / prompt - 1 (fractional m:
+    linear between the whole counts on either side, as prompts' lengths vary about the mean;
+    m = infinity where the prompts needed would not fit the budget, so only the steps end it).
+    With N(t) the arrivals after t steps (Poisson, mean a t) and q_j = P(N(K) > j):
+      E[hold] = sum_{j<m} q_j / a,  E[sum of the others' shorter holds] = sum_{j<m} j q_j / a,
+      prompts per release k = 1 + min(N(K), m): E[k] = 1 + sum_{j<m} q_j and
+      E[k^2] = 1 + sum_{j<m} (2 j + 3) q_j (E[X^2] = sum_j (2 j + 1) P(X > j)).
+    A prompt's mean hold is E[hold + sum of others'] / E[k] = sum_{j<m} (j + 1) q_j / (a E[k])
+    (K when prompts are rare), and the release it sees holds E[k^2] / E[k] prompts (a step's
+    cost is linear in its prompts, so the size-biased mean prices the step a prompt sees)."""
+    gen = np.asarray(gen, float)
+    a = np.maximum(np.asarray(arrivals, float), 1e-12)
+    mu = a * hold_steps
+    shape = np.broadcast(gen, mu).shape
+    need = (threshold - gen) / max(prompt, 1e-30)          # prompts whose tokens reach the threshold
+    fits = np.floor((budget - gen) / max(prompt, 1e-30))   # prompts one step takes beside the decodes
+    top = float(np.max(mu))
+    J = int(math.ceil(top + 12.0 * math.sqrt(top) + 30.0))  # N(K) > J has probability < 1e-16
+    m = np.where(np.ceil(need) > fits, float(J), np.clip(need - 1.0, 0.0, float(J)))
+    m = np.broadcast_to(m, shape)
+    j = np.arange(J + 1, dtype=float).reshape((-1,) + (1,) * len(shape))
+    logpmf = j * np.log(np.maximum(mu, 1e-300)) - mu - np.cumsum(np.log(np.maximum(j, 1.0)), axis=0)
+    pmf = np.exp(logpmf)
+    q = np.flip(np.cumsum(np.flip(pmf, 0), 0), 0) - pmf     # P(N > j), summed from the tail
+    lo = np.floor(m)
+    w = np.where(j < lo, 1.0, np.where(j < lo + 1.0, m - lo, 0.0))   # j < m, linear at the fraction
+    s0, s1 = np.sum(w * q, axis=0), np.sum(w * j * q, axis=0)
+    steps = (s0 + s1) / (a * (1.0 + s0))
+    k = (1.0 + 2.0 * s1 + 3.0 * s0) / (1.0 + s0)
+    return steps, k
+
+
 class _State:
     """The steady figures at a mean of b decoding sequences, for mean lengths S, T."""
 
@@ -653,9 +703,31 @@ class _State:
         # closed loop with no host time, where requests arrive as others complete, at a boundary
         residual = 0.0 if self.closed and sm.host_s == 0.0 else 0.5 * tau
         balance = _balance_wait(sm.ranks, _set(self.sched.dp_balance_steps), b, x * tau, tau)
+        held, released = self._held(others, x * tau, tau_d, c0, avail, tau_own)
         ttft = sm.host_s + residual + pre + rho / (2.0 * (1.0 - rho)) * pre + balance \
-            + self.recv_wait * tau * np.minimum(others, 1.0)
+            + self.recv_wait * tau * np.minimum(others, 1.0) + held + released
+        pre = pre + released
         return tau / sm.tokens_per_step, tau_d, tau_m, f, x, ttft, pre, pbar <= avail
+
+    def _held(self, others, arrivals, tau_d, c0, avail, tau_own):
+        """Batch waiting (Scheduler.batch_wait_*): the seconds a prompt is held while the others
+        decode (steps of tau_d), and what its first prefill step costs beyond tau_own for the
+        prompts released with it (`batch_wait`: k of them, as a prompt sees it). Both are weighted
+        by min(others, 1): with nothing decoding, prompts go at once. arrivals: per step."""
+        sm, sched = self.sm, self.sched
+        hold, ratio = _set(sched.batch_wait_steps), _set(sched.batch_wait_ratio)
+        if not (hold and ratio) or sm.ranks > 1:       # TensorRT-LLM waits only with both, never under DP
+            return 0.0, 0.0
+        gen = others * sm.positions
+        steps, k = batch_wait(hold, ratio * self.P, self.P, self.S, gen, arrivals)
+        c = np.minimum(k * c0, np.maximum(avail, c0))     # the released prompts' first chunks
+        share = c / max(self.S, 1.0)
+        if sched.mixed_steps:
+            tau_rel = sm.step(others, self.u_mean, c, share * self.u_S, share * self.pairs_S, seqs=others + k)
+        else:
+            tau_rel = sm.step(0.0 * others, self.u_mean, c, share * self.u_S, share * self.pairs_S, seqs=k)
+        gate = np.minimum(others, 1.0)
+        return gate * steps * tau_d, gate * (tau_rel - tau_own)
 
     def _steps(self, b, others, c0, c, f):
         """The mean step, the decode step, the step with a prefill chunk c, the prompt's own (c0)."""
@@ -803,6 +875,9 @@ def _check_simulable(sm: StepModel, sched: Scheduler) -> None:
     if _set(sched.recv_interval_steps) > 1:
         raise InvalidInputError("engine", "simulate", "'solver' for a scheduler that takes in requests every "
                                 "few steps (the simulator takes them every step), or Scheduler(recv_interval_steps=1)")
+    if _set(sched.batch_wait_steps) and _set(sched.batch_wait_ratio):
+        raise InvalidInputError("engine", "simulate", "'solver' for a scheduler that holds new prompts to batch "
+                                "them (the simulator does not hold prompts), or Scheduler(batch_wait_steps=0)")
 
 
 class _Simulation:

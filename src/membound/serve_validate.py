@@ -112,9 +112,26 @@ RECIPE_RECV_INTERVAL: dict[tuple[str, str, str], tuple[int, int]] = {
 }
 
 
-def recipe_scheduler(framework: str, device: str, model: str, conc: int) -> Scheduler | None:
+# TensorRT-LLM Llama-3.3-70B recipes (benchmarks/70b_fp8_h200_trt_slurm.sh, 70b_fp8_b200_trt_slurm.sh,
+# 70b_fp4_b200_trt_slurm.sh; the versions in faradawn/InferenceMAX 9596d23d, jyothisambolu/InferenceMAX
+# 1b563c85 and SemiAnalysisAI/InferenceX a267b4bd, of the v1 runs (TRT-LLM 1.1.0rc, Oct 2025)):
+# `--max_num_tokens 16384`, and for 1k/1k below TP 8 `batch_wait_max_tokens_ratio: 0.9`,
+# `batch_wait_timeout_iters: 20` ("will improve the performance"). Later versions (InferenceX
+# 73ef9225) pass `--max_num_tokens $MAX_MODEL_LEN` instead (2048 at 1k/1k): not these rows, whose
+# 1k/1k TTFT is 20 decode steps above 1k/8k's at 4 clients (TP 1 on H200: 547 against 152 ms, TPOT
+# 20.1 ms: 395 ms = 19.7 steps), as a hold ended by the steps alone gives (batch_wait).
+RECIPE_TRT_LLAMA = {("trtllm", "llama-3.3-70b", "h200"), ("trtllm", "llama-3.3-70b", "b200")}
+TRT_LLAMA_TOKENS = 16384
+TRT_LLAMA_BATCH_WAIT = (20, 0.9)     # (batch_wait_timeout_iters, batch_wait_max_tokens_ratio) at 1k/1k, tp < 8
+
+
+def recipe_scheduler(framework: str, device: str, model: str, conc: int, *, isl: int = 0, osl: int = 0,
+                     tp: int = 1) -> Scheduler | None:
     """An aggregated row's scheduler flags its recipe sets beyond the runtime's defaults
-    (RECIPE_RECV_INTERVAL), or None."""
+    (RECIPE_RECV_INTERVAL, RECIPE_TRT_LLAMA; isl, osl: the nominal lengths), or None."""
+    if (framework, model, device) in RECIPE_TRT_LLAMA:
+        wait = TRT_LLAMA_BATCH_WAIT if (isl, osl) == (1024, 1024) and tp < 8 else (0, 0.0)
+        return Scheduler(token_budget=TRT_LLAMA_TOKENS, batch_wait_steps=wait[0], batch_wait_ratio=wait[1])
     steps = RECIPE_RECV_INTERVAL.get((framework, model, device))
     if steps is None:
         return None
@@ -308,7 +325,8 @@ def _served_row(r: Any, kinds: tuple[str, ...], drafters: dict[tuple[str, int], 
         ttft_s=float(r.ttft_median_ms) / 1e3, tput_per_gpu=float(r.output_tput_per_gpu),
         date=str(r.date_est), kind=kind, fitted=r.hw in FIT_HARDWARE, spec=spec, pools=pools,
         scheduler=(WIDE_EP_DECODE.get((r.framework, device)) if layout.ep > 1 else None) if pools
-        else recipe_scheduler(r.framework, device, model, int(r.conc)), runs=_runs(r))
+        else recipe_scheduler(r.framework, device, model, int(r.conc), isl=int(r.isl_nominal),
+                              osl=int(r.osl_nominal), tp=int(r.tp)), runs=_runs(r))
 
 
 def _runs(r: Any) -> float:
