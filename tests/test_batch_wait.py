@@ -76,6 +76,30 @@ def test_held_prompts_wait_twenty_decode_steps_at_low_load():
         rel=1e-12)
 
 
+def test_the_released_step_is_priced_as_the_prompts_own_step_under_sparse_attention():
+    # DeepSeek-V3.2 (its prefill also runs the indexer over every earlier token: 16000^2 / 2 pairs
+    # a prompt here) on 8 x H200, 16,000-token prompts, a budget of 32,768 and a threshold of all
+    # of it: 3 prompts would be needed (2 x 16,000 + the decodes < 32,768) and only 2 fit, so the
+    # 20 steps alone end every hold (as in the first test). The step that releases k held prompts
+    # costs the prompt's own prefill step plus the other k - 1 prompts' work, indexer included:
+    # TTFT rises by wait + (k - 1) x (prefill / tau_d) decode steps (a = x tau of the plain state).
+    kw = dict(prompt=mb.Fixed(16000), output=mb.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8",
+              runtime="tensorrt-llm", n_chips=8)
+    st = {}
+    for hold, ratio in ((20, 1.0), (0, 0.0)):
+        sm, sched, _ = build("deepseek-v3.2", "h200", scheduler=Scheduler(
+            token_budget=32768, batch_wait_steps=hold, batch_wait_ratio=ratio), **kw)
+        st[hold] = solve(sm, sched, 16000.0, 1000.0, concurrency=np.array([4.0]))
+    s0 = st[0]
+    mu = 20 * float(s0.x[0] * s0.tau[0])
+    wait = 20 * (1 + mu / 2) / (1 + mu)
+    k = (1 + 3 * mu + mu * mu) / (1 + mu)
+    release = (k - 1) * float(s0.prefill[0] / s0.tau_d[0])
+    assert release > 4.0          # the extra prompts' prefill is several decode steps here
+    extra = float((st[20].ttft[0] - s0.ttft[0]) / s0.tau_d[0])
+    assert extra == pytest.approx(wait + release, rel=0.03)
+
+
 def test_batch_wait_knobs_are_checked_and_the_simulator_refuses_them():
     with pytest.raises(mb.MemboundError, match="batch_wait_steps"):
         Scheduler(batch_wait_steps=-1)

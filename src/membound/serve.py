@@ -722,10 +722,12 @@ class _State:
         steps, k = batch_wait(hold, ratio * self.P, self.P, self.S, gen, arrivals)
         c = np.minimum(k * c0, np.maximum(avail, c0))     # the released prompts' first chunks
         share = c / max(self.S, 1.0)
-        if sched.mixed_steps:
-            tau_rel = sm.step(others, self.u_mean, c, share * self.u_S, share * self.pairs_S, seqs=others + k)
+        hp = share * self.index_S
+        if sched.mixed_steps:       # as `_steps` prices the prompt's own step (tau_own), with k prompts
+            tau_rel = sm.step(others, self.u_mean, c, share * self.u_S, share * self.pairs_S, seqs=others + k,
+                              h=self.h_mean, hp=hp)
         else:
-            tau_rel = sm.step(0.0 * others, self.u_mean, c, share * self.u_S, share * self.pairs_S, seqs=k)
+            tau_rel = sm.step(0.0 * others, self.u_mean, c, share * self.u_S, share * self.pairs_S, seqs=k, hp=hp)
         gate = np.minimum(others, 1.0)
         return gate * steps * tau_d, gate * (tau_rel - tau_own)
 
