@@ -222,6 +222,32 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
              quantization, placement, price_usd_per_hour, dense_weight_dtype=None) -> Prepared:
     """`prepare` less the workload: a Prepared at batch 1, prompt 0, output 1."""
     B, S, T = 1, 0, 1
+    layout = _layout(m, hw, N, parallel)
+    if quantization is None and activation_dtype is None:   # the runtime's own, where it has one (llama.cpp: int8)
+        activation_dtype = rt.default_activations(weight_dtype, hw)
+    q = quantization or Quantization(weight_dtype, kv_dtype, activation_dtype, dense_weights=dense_weight_dtype)
+    res = q.resolve(hw)
+    price = _check_price(price_usd_per_hour if price_usd_per_hour is not None else hw.price_usd_per_hour)
+    pinned = _check_placement(placement, hw)
+    spec_args, draft_mc, extra_w, extra_kv, positions = _speculative(speculative, m, res, layout)
+    eff = rt.efficiency(hw)
+    peak, tile, gemv, mixed = _compute_paths(eff, res)
+    kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
+               kv_bytes=res.kv.bytes, act_bytes=2.0 if res.activations.bits > 16 else res.activations.bytes,
+               peak_flops=peak, dequant=res.dequant, tp=float(layout.tp), pp=float(layout.pp),
+               ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0,
+               attn_peak_flops=res.attn_peak_flops, gemm_tile_tokens=tile, gemv_peak_flops=gemv, **mixed)
+    return Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
+                    dict(positions=positions, spec=spec_args, draft=draft_mc, pinned=pinned,
+                         extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv), model_consts(m),
+                    dict(model=m.name, hardware=hw.name, runtime=rt.name, n_chips=N,
+                         parallel=f"tp={layout.tp} pp={layout.pp} ep={layout.ep}", weight_dtype=res.weights.name,
+                         kv_dtype=res.kv.name, activation_dtype=res.activations.name))
+
+
+def _layout(m: Model, hw: Hardware, N: int, parallel) -> Parallel:
+    """The layout given (checked against the model and N chips), else the one layout rule's; one
+    that needs an interconnect the device lacks, or spans more of it than one domain, is refused."""
     if parallel is not None and parallel.chips == N:
         layout = parallel.check(m, N)
     else:   # the one layout rule (its own layout may leave chips idle)
@@ -233,34 +259,40 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
         raise InvalidInputError("parallel", layout,
                                 f"tp*ep <= {hw.interconnect.max_chips} chips of one {hw.interconnect.name} domain "
                                 f"({hw.name}'s profile has no scale_out network to span domains)")
-    if quantization is None and activation_dtype is None:   # the runtime's own, where it has one (llama.cpp: int8)
-        activation_dtype = rt.default_activations(weight_dtype, hw)
-    q = quantization or Quantization(weight_dtype, kv_dtype, activation_dtype, dense_weights=dense_weight_dtype)
-    res = q.resolve(hw)
-    price = _check_price(price_usd_per_hour if price_usd_per_hour is not None else hw.price_usd_per_hour)
-    pinned = _check_placement(placement, hw)
+    return layout
 
-    spec_args, draft_mc, extra_w, extra_kv, positions = None, None, 0.0, 0.0, 1.0
-    if speculative is not None:
-        if not isinstance(speculative, SpeculativeDecoding):
-            raise InvalidInputError("speculative", speculative, "a mb.SpeculativeDecoding")
-        positions = float(speculative.positions)
-        own, lm = speculative.head(m)                  # a self-drafting head's parameters
-        head_bytes = own * get_dtype(speculative.head_dtype).bytes
-        cost = speculative.draft_cost
-        spec_args = SpecArgs(float(speculative.gamma), speculative.tokens_per_round,
-                             None if cost is None else float(cost), head_bytes, own, lm,
-                             float(speculative.route_correlation))
-        if own or lm:                                   # the head, split like the target, and
-            extra_w = head_bytes / layout.tp            # the KV cache of its one layer
-            extra_kv = m.kv_bytes_per_token(res.kv.name) / m.n_layers / min(layout.tp, model_consts(m).kv_split_max)
-        if speculative.draft is not None:               # a draft model, split over tp too
-            dm = load_model(speculative.draft)
-            draft_mc = model_consts(dm)
-            extra_w = dm.total_params * res.weights.bytes / layout.tp
-            extra_kv = dm.kv_bytes_per_token(res.kv.name) / min(layout.tp, draft_mc.kv_split_max)
 
-    eff = rt.efficiency(hw)
+def _speculative(speculative: SpeculativeDecoding | None, m: Model, res: Resolved, layout: Parallel
+                 ) -> tuple[SpecArgs | None, ModelConsts | None, float, float, float]:
+    """(SpecArgs, the draft model's consts, extra weight bytes and KV bytes per token per chip,
+    positions verified per round) of a SpeculativeDecoding, or the plain step's (None, None, 0, 0, 1)."""
+    if speculative is None:
+        return None, None, 0.0, 0.0, 1.0
+    if not isinstance(speculative, SpeculativeDecoding):
+        raise InvalidInputError("speculative", speculative, "a mb.SpeculativeDecoding")
+    own, lm = speculative.head(m)                  # a self-drafting head's parameters
+    head_bytes = own * get_dtype(speculative.head_dtype).bytes
+    cost = speculative.draft_cost
+    spec_args = SpecArgs(float(speculative.gamma), speculative.tokens_per_round,
+                         None if cost is None else float(cost), head_bytes, own, lm,
+                         float(speculative.route_correlation))
+    draft_mc, extra_w, extra_kv = None, 0.0, 0.0
+    if own or lm:                                   # the head, split like the target, and
+        extra_w = head_bytes / layout.tp            # the KV cache of its one layer
+        extra_kv = m.kv_bytes_per_token(res.kv.name) / m.n_layers / min(layout.tp, model_consts(m).kv_split_max)
+    if speculative.draft is not None:               # a draft model, split over tp too
+        dm = load_model(speculative.draft)
+        draft_mc = model_consts(dm)
+        extra_w = dm.total_params * res.weights.bytes / layout.tp
+        extra_kv = dm.kv_bytes_per_token(res.kv.name) / min(layout.tp, draft_mc.kv_split_max)
+    return spec_args, draft_mc, extra_w, extra_kv, float(speculative.positions)
+
+
+def _compute_paths(eff: Efficiency, res: Resolved) -> tuple[float, float, float | None, dict[str, float]]:
+    """(the GEMMs' peak FLOP/s, token rows per weight-streaming tile (0: once a pass), the decode
+    mat-vec's peak (None: the GEMMs'), the dense tensors' own bytes and peaks when the formats are
+    mixed) on this runtime's kernel paths: block-quantized weights with 8-bit activations on its
+    quantized GEMMs (llama.cpp's MMQ), 16-bit activations on narrower weights tiled over the tokens."""
     peak, tile, gemv = res.peak_flops, 0.0, None
     w, a = res.weights, res.activations
     if eff.quantized_peak_flops and a.bits <= 8 and w.compute != a.compute:   # 8-bit GEMM on other weights: MMQ
@@ -276,17 +308,7 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
             d_peak = eff.quantized_peak_flops
         mixed = dict(w_bytes_dense=res.dense_weights.bytes, w_bytes_head=res.head_weights.bytes,
                      dense_peak_flops=d_peak, dense_dequant=res.dense_dequant)
-    kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
-               kv_bytes=res.kv.bytes, act_bytes=2.0 if res.activations.bits > 16 else res.activations.bytes,
-               peak_flops=peak, dequant=res.dequant, tp=float(layout.tp), pp=float(layout.pp),
-               ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0,
-               attn_peak_flops=res.attn_peak_flops, gemm_tile_tokens=tile, gemv_peak_flops=gemv, **mixed)
-    return Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
-                    dict(positions=positions, spec=spec_args, draft=draft_mc, pinned=pinned,
-                         extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv), model_consts(m),
-                    dict(model=m.name, hardware=hw.name, runtime=rt.name, n_chips=N,
-                         parallel=f"tp={layout.tp} pp={layout.pp} ep={layout.ep}", weight_dtype=res.weights.name,
-                         kv_dtype=res.kv.name, activation_dtype=res.activations.name))
+    return peak, tile, gemv, mixed
 
 
 @functools.lru_cache(maxsize=1024)
