@@ -454,43 +454,9 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
     d.update(qkv_bias=bias or mt in ("qwen2", "qwen2_moe"), attn_out_bias=bias and mt != "glm4_moe")
     qwen_hybrid = mt in ("qwen3_next", "qwen3_5_moe_text")
     if mt in ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "minimax_m2", "llama4_text") or qwen_hybrid:
-        local = mt in ("mixtral", "gpt_oss", "minimax_m2", "llama4_text")
-        n_exp = get("num_local_experts" if local else "num_experts",
-                    cfg.get("num_experts", nothing) if mt == "gpt_oss" else nothing)
-        k = get("num_experts_per_tok", cfg.get("experts_per_token", nothing) if mt == "gpt_oss" else nothing)
-        eff = get("moe_intermediate_size" if "qwen" in mt else "intermediate_size")
-        d.update(n_experts=n_exp, experts_per_token=k, expert_ffn_size=eff,
-                 moe_layer_interval=get("interleave_moe_layer_step" if mt == "llama4_text" else "decoder_sparse_step", 1))
-        dense_only = cfg.get("mlp_only_layers") or []
-        if not isinstance(dense_only, list) or list(dense_only) != list(range(len(dense_only))):
-            raise ProfileError(src, "mlp_only_layers", f"value {short_repr(dense_only)}: expected a list of "
-                                                      "leading layer indices [0, 1, ..., k-1]")
-        d["first_dense_layers"] = len(dense_only)
-        if mt == "qwen2_moe" or qwen_hybrid:
-            shared = get("shared_expert_intermediate_size", 0, positive=False)
-            if shared % eff:
-                raise ProfileError(src, "shared_expert_intermediate_size", f"value {shared}: expected a multiple of {eff}")
-            d["n_shared_experts"] = shared // eff
-            d["shared_expert_gate"] = qwen_hybrid
-        if mt == "llama4_text":
-            d["n_shared_experts"] = 1      # Llama 4: one shared expert of the routed experts' size
-        if qwen_hybrid:
-            d.update(_linear_attention_fields(cfg, get, n_layers, src))
+        d.update(_moe_fields(cfg, mt, get, n_layers, src))
     elif mt.startswith("deepseek") or mt in ("kimi_k2", "glm4_moe"):
-        if mt != "glm4_moe":   # MLA (GLM-4.5 keeps GQA attention with DeepSeek-style MoE keys)
-            nope, rope = get("qk_nope_head_dim"), get("qk_rope_head_dim")
-            d.update(n_kv_heads=heads, head_dim=nope + rope, q_lora_rank=get("q_lora_rank", 0, positive=False),
-                     kv_lora_rank=get("kv_lora_rank"), qk_nope_head_dim=nope, qk_rope_head_dim=rope,
-                     v_head_dim=get("v_head_dim"))
-        if mt == "deepseek_v32":   # DeepSeek Sparse Attention
-            d.update(index_topk=get("index_topk"), index_n_heads=get("index_n_heads"),
-                     index_head_dim=get("index_head_dim"))
-        d.update(n_experts=get("n_routed_experts", 0, positive=False),
-                 n_shared_experts=get("n_shared_experts", 0, positive=False))
-        if d["n_experts"]:
-            d.update(experts_per_token=get("num_experts_per_tok"), expert_ffn_size=get("moe_intermediate_size"),
-                     first_dense_layers=get("first_k_dense_replace", 0, positive=False),
-                     moe_layer_interval=get("moe_layer_freq", 1))
+        d.update(_deepseek_fields(mt, get, heads))
     if mt == "falcon":
         d.update(_falcon_fields(cfg, get, heads, hidden))
     elif mt == "mpt":
@@ -506,6 +472,60 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
     if mt == "gpt_oss":
         d.update(mlp_bias=True, attn_sinks=True)
     d["layer_windows"] = _windows(cfg, mt, n_layers, get, src)
+    return d
+
+
+def _moe_fields(cfg: dict, mt: str, get, n_layers: int, src: str) -> dict:
+    """Routed experts of the Mixtral, Qwen MoE, gpt-oss, MiniMax and Llama 4 families (Qwen3-Next /
+    Qwen3.5: with their shared expert and Gated DeltaNet layers)."""
+    qwen_hybrid = mt in ("qwen3_next", "qwen3_5_moe_text")
+    d: dict = {}
+
+    def key(usual: str, gpt_oss: str) -> int:   # gpt-oss's config.json may spell it its own way
+        return get(gpt_oss) if mt == "gpt_oss" and usual not in cfg and gpt_oss in cfg else get(usual)
+
+    local = mt in ("mixtral", "gpt_oss", "minimax_m2", "llama4_text")
+    n_exp = key("num_local_experts" if local else "num_experts", "num_experts")
+    k = key("num_experts_per_tok", "experts_per_token")
+    eff = get("moe_intermediate_size" if "qwen" in mt else "intermediate_size")
+    d.update(n_experts=n_exp, experts_per_token=k, expert_ffn_size=eff,
+             moe_layer_interval=get("interleave_moe_layer_step" if mt == "llama4_text" else "decoder_sparse_step", 1))
+    dense_only = cfg.get("mlp_only_layers") or []
+    if not isinstance(dense_only, list) or list(dense_only) != list(range(len(dense_only))):
+        raise ProfileError(src, "mlp_only_layers", f"value {short_repr(dense_only)}: expected a list of "
+                                                  "leading layer indices [0, 1, ..., k-1]")
+    d["first_dense_layers"] = len(dense_only)
+    if mt == "qwen2_moe" or qwen_hybrid:
+        shared = get("shared_expert_intermediate_size", 0, positive=False)
+        if shared % eff:
+            raise ProfileError(src, "shared_expert_intermediate_size", f"value {shared}: expected a multiple of {eff}")
+        d["n_shared_experts"] = shared // eff
+        d["shared_expert_gate"] = qwen_hybrid
+    if mt == "llama4_text":
+        d["n_shared_experts"] = 1      # Llama 4: one shared expert of the routed experts' size
+    if qwen_hybrid:
+        d.update(_linear_attention_fields(cfg, get, n_layers, src))
+    return d
+
+
+def _deepseek_fields(mt: str, get, heads: int) -> dict:
+    """DeepSeek-style MoE keys (DeepSeek V2/V3/V3.2, Kimi K2, GLM-4.5) and, but for GLM, MLA
+    (V3.2: with DeepSeek Sparse Attention's indexer)."""
+    d: dict = {}
+    if mt != "glm4_moe":   # MLA (GLM-4.5 keeps GQA attention with DeepSeek-style MoE keys)
+        nope, rope = get("qk_nope_head_dim"), get("qk_rope_head_dim")
+        d.update(n_kv_heads=heads, head_dim=nope + rope, q_lora_rank=get("q_lora_rank", 0, positive=False),
+                 kv_lora_rank=get("kv_lora_rank"), qk_nope_head_dim=nope, qk_rope_head_dim=rope,
+                 v_head_dim=get("v_head_dim"))
+    if mt == "deepseek_v32":   # DeepSeek Sparse Attention
+        d.update(index_topk=get("index_topk"), index_n_heads=get("index_n_heads"),
+                 index_head_dim=get("index_head_dim"))
+    d.update(n_experts=get("n_routed_experts", 0, positive=False),
+             n_shared_experts=get("n_shared_experts", 0, positive=False))
+    if d["n_experts"]:
+        d.update(experts_per_token=get("num_experts_per_tok"), expert_ffn_size=get("moe_intermediate_size"),
+                 first_dense_layers=get("first_k_dense_replace", 0, positive=False),
+                 moe_layer_interval=get("moe_layer_freq", 1))
     return d
 
 
