@@ -183,20 +183,37 @@ def test_llama_cpp_cuda_overlap_is_set_from_the_kernel_not_fitted():
 
 
 def test_the_cuda_power_limit_is_one_figure_of_the_runtime():
-    # fitted over all of llama.cpp-cuda's rows (the default group), held at that value in every
-    # device-class entry (a class's rows cannot pin a law across chips) and not copied to the HIP
-    # backend (the watts per TFLOP/s of NVIDIA boards); a class fit never moves it
-    from membound.calibrate import RUNTIME_WIDE
+    # set from public SGEMM measurements (FIXED), held at that value in every device-class entry (a
+    # class's rows cannot pin a law across chips) and not copied to the HIP backend (the watts per
+    # TFLOP/s of NVIDIA boards); rows made with another limit do not move it
+    from membound.calibrate import FIXED, RUNTIME_WIDE, _evidence, calibrate_runtimes
     from membound.runtime import load_runtime
     assert RUNTIME_WIDE == ("power_limit_w_per_tflop",)
+    value, why = FIXED["llama.cpp-cuda"]["power_limit_w_per_tflop"]
+    assert "torch-performance-test-data" in why
     cuda = load_runtime("llama.cpp-cuda").classes
-    limit = cuda["default"].power_limit_w_per_tflop
-    assert limit is not None and all(e.power_limit_w_per_tflop == limit for e in cuda.values())
+    assert all(e.power_limit_w_per_tflop == value for e in cuda.values())
     assert all(e.power_limit_w_per_tflop is None for e in load_runtime("llama.cpp-hip").classes.values())
-    truth = _truth(dict(bandwidth_fraction=0.7, compute_fraction=0.4))
-    fit = fit_group("llama.cpp-cuda", "nvidia-consumer", _synthetic_rows(truth), iters=3,
-                    fixed=dict(power_limit_w_per_tflop=6.0))
-    assert fit.params["power_limit_w_per_tflop"] == 6.0 and "power_limit_w_per_tflop" in fit.copied
+    truth = _truth(dict(bandwidth_fraction=0.7, compute_fraction=0.4, power_limit_w_per_tflop=9.0))
+    [g] = calibrate_runtimes(_synthetic_rows(truth), runtimes=["llama.cpp-cuda"], iters=3)["llama.cpp-cuda"]
+    assert g.params["power_limit_w_per_tflop"] == value and "power_limit_w_per_tflop" in g.copied
+    assert f"power_limit_w_per_tflop={value:g} set, not fitted" in _evidence(g, "2026-12-01")
+
+
+def test_the_cuda_power_limit_is_derived_from_the_cited_sgemm_rates():
+    # torch.mm fp32 medians: RTX 3090 24.79 of 35.58 TFLOP/s = 0.696740 (power to spare). A board's
+    # share over that is (w / limit)^(1/3), so limit = w / ratio^3:
+    #   RTX 4090  54.69 / 82.6 = 0.662107; / 0.696740 = 0.950292; ^3 = 0.858167; 450 / 82.6 = 5.447942 -> 6.3483
+    #   RTX 5090  (69.16 + 67.57) / 2 = 68.365; / 104.8 = 0.652338; 0.936272; 0.820740; 575 / 104.8 = 5.486641 -> 6.6850
+    #   RTX PRO 6000  (77.24 + 74.03) / 2 = 75.635; / 125 = 0.605080; 0.868445; 0.654978; 600 / 125 = 4.8 -> 7.3285
+    # the median: 6.6850, the figure FIXED holds
+    from membound.calibrate import FIXED, power_limit_from_sgemm
+    assert power_limit_from_sgemm() == pytest.approx(6.6850, abs=5e-4)
+    assert FIXED["llama.cpp-cuda"]["power_limit_w_per_tflop"][0] == pytest.approx(power_limit_from_sgemm(), abs=5e-4)
+    # a board whose share equals the spare board's sits exactly at the limit: its own watts per TFLOP/s
+    # (RTX 5090: 575 / 104.8 = 5.486641 at 0.696740 x 104.8 = 73.018 TFLOP/s)
+    same = {"rtx-3090": (24.79,), "rtx-5090": (0.696740 * 104.8,)}
+    assert power_limit_from_sgemm(same) == pytest.approx(575 / 104.8, rel=1e-5)
 
 
 def test_llama_cpp_vulkan_overlap_is_set_from_the_shader_not_fitted():

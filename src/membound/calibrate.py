@@ -13,10 +13,10 @@ What is fitted (never one figure per row):
   parameters `FIT[runtime]` names (a class fits one per `ROWS_PER_PARAM` of its rows, in that
   order, and holds the rest at the default's values), out of
   bandwidth_fraction, compute_fraction (both in (0, 1]), overlap, moe_gemm_efficiency,
-  per_step/per_layer/per_moe_layer/per_sequence overheads (>= 0), and for llama.cpp CUDA the
-  board power its kernels need per fp32 TFLOP/s (`RUNTIME_WIDE`: fitted once over all the
-  runtime's rows, held in every class entry); a parameter is fitted only when the group has rows
-  that depend on it. A fit that ends on a bound is flagged.
+  per_step/per_layer/per_moe_layer/per_sequence overheads (>= 0); a parameter is fitted only when
+  the group has rows that depend on it. A fit that ends on a bound is flagged. Figures set from
+  cited facts, not fitted (`FIXED`), are held in every entry: among them llama.cpp CUDA's board
+  power per fp32 TFLOP/s (`power_limit_from_sgemm`, one figure of the runtime: `RUNTIME_WIDE`).
 - per specialised chip: `latency.per_layer_s` (and, for Cerebras, the wafer-to-wafer hop
   latency `interconnect.latency_s`), from the named rows.
 - `ASSUMED_FROM`: backends without rows get another backend's default, marked as not fitted.
@@ -63,8 +63,8 @@ _LLAMA_CPP = ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s", 
               "per_moe_layer_overhead_s")
 FIT = {
     # CUDA: the board power its MMQ/attention kernels need per fp32 TFLOP/s at the rated clock, one
-    # figure over all its chips (RUNTIME_WIDE): GeForce boards that cannot feed it (DGX Spark's 140 W
-    # SoC, the RTX PRO 6000) compute below their rated peaks
+    # figure over all its chips (RUNTIME_WIDE), set from public SGEMM measurements (FIXED): boards that
+    # cannot feed it (DGX Spark's 140 W SoC, the RTX PRO 6000) compute below their rated peaks
     "llama.cpp-metal": _LLAMA_CPP, "llama.cpp-cuda": _LLAMA_CPP + ("power_limit_w_per_tflop",),
     # Vulkan: every op is a dispatch recorded in a command buffer, with a pipeline barrier before each
     # dependent one: the GPU drains, the next dispatch launches and ramps, a floor of GPU cycles per
@@ -92,7 +92,24 @@ FIXED = {
                                              "116.31 -> 128.27 t/s = 25.1 us per layer, RTX 4090 13.1 us "
                                              "(PR 6766); a dense 32-layer 9B on a GTX 1080 58 us (PR 27721); "
                                              "the median, set, not fitted: a free fit takes 100-175 us and "
-                                             "trades it against compute_fraction on prefill rows")},
+                                             "trades it against compute_fraction on prefill rows"),
+                       "power_limit_w_per_tflop": (6.685, "set from public SGEMM measurements, not fitted "
+                                                   "(power_limit_from_sgemm): torch.mm fp32 (TF32 off), the "
+                                                   "best of 1024-10240 square matrices, median of each board's "
+                                                   "entries (github.com/zzc0721/torch-performance-test-data, "
+                                                   "database.md and issue 160): RTX 3090 24.79 TFLOP/s = 0.697 "
+                                                   "of its 35.58 peak with power to spare (9.8 W per TFLOP/s); "
+                                                   "RTX 4090 54.69 = 0.950 of that share at 5.45 W per TFLOP/s, "
+                                                   "RTX 5090 68.37 = 0.936 at 5.49, RTX PRO 6000 75.64 = 0.868 "
+                                                   "at 4.80; a share s at w W per TFLOP/s puts the limit at "
+                                                   "w / s^3: 6.35, 6.69, 7.33, the median (a free fit over the "
+                                                   "rows took 6.92). Not explained: RTX A6000 and L40S SGEMM "
+                                                   "run 11% below the law (blower and passive coolers), RTX "
+                                                   "4070 SUPER 3% above it; DGX Spark (4.5 W per TFLOP/s: 0.88 "
+                                                   "of 2.52 GHz) has no public clock log under a compute-bound "
+                                                   "load (under a llama.cpp benchmark it held ~2.4 GHz at 31-36 W: "
+                                                   "ggml-org/llama.cpp discussion 18254, quoted in "
+                                                   "tonyd2wild/DeepSeek-V4.1-Flash-vLLM-DGX-Spark issue 1)")},
     "llama.cpp-vulkan": {"overlap": (0.0, "ggml-vulkan's mul_mm shader loads a tile of A and B into shared "
                                     "memory, barrier()s, multiplies (cooperative matrices or FMAs), barrier()s "
                                     "(vulkan-shaders/mul_mm.comp main loop: no double buffering), so its loads "
@@ -100,8 +117,9 @@ FIXED = {
 }
 # backends with no rows in the reference: another backend's default figures, said so in the file
 ASSUMED_FROM = {"llama.cpp-hip": ("llama.cpp-cuda", "HIP compiles the CUDA backend's kernels through hipify")}
-# figures of the whole runtime, fitted over all its rows (the `default` group) and held at that value in
-# every device-class entry: a law across chips that one class's rows cannot pin
+# figures of the whole runtime, held at one value in every device-class entry (a law across chips that one
+# class's rows cannot pin) and not copied to a backend ASSUMED_FROM another; fitted over all its rows (the
+# `default` group) unless FIXED sets them
 RUNTIME_WIDE = ("power_limit_w_per_tflop",)
 WHY = {"power_limit_w_per_tflop": (
     "a GPU raises its clock until it meets its power limit; CMOS dynamic power is C V^2 f and near the "
@@ -109,6 +127,36 @@ WHY = {"power_limit_w_per_tflop": (
     "the rated clock) is below what the kernels draw runs at the cube root of the ratio "
     "(runtime.power_factor): DGX Spark's 140 W SoC (4.5 W per TFLOP/s) and the RTX PRO 6000 (4.8) "
     "below an RTX 3060 (13.3) or a Jetson AGX Orin (11.3)")}
+# torch.mm fp32 TFLOP/s (TF32 off; the best of 1024-10240 square matrices), every entry per board, from
+# github.com/zzc0721/torch-performance-test-data (database.md; RTX PRO 6000 74.03: issue 160). An SGEMM
+# keeps the SMs' fp32 lanes busy as MMQ keeps them with dequantisation and dp4a: its share of the rated
+# fp32 peak falls, against a board with power to spare, as the clock its power sustains
+SGEMM_TFLOPS = {"rtx-3090": (24.46, 24.84, 24.79),                  # 9.8 W per TFLOP/s: power to spare
+                "rtx-4090": (54.69, 55.01, 54.77, 46.48, 54.67),    # the 24 GB boards
+                "rtx-5090": (69.16, 67.57),
+                "rtx-pro-6000-blackwell": (77.24, 74.03)}
+SGEMM_SPARE = "rtx-3090"
+
+
+def power_limit_from_sgemm(tflops: dict | None = None, spare: str = SGEMM_SPARE) -> float:
+    """The board watts per fp32 TFLOP/s (at the rated clock) below which a board computes under its
+    rated clock, from measured SGEMM rates: each board's median share of its fp32 peak over the
+    `spare` board's share is the clock its power sustains, (w / limit) ** (1/3) at w watts per
+    TFLOP/s (runtime.power_factor), so limit = w / ratio ** 3; the median over the power-short boards."""
+    from .hardware import load_hardware
+    tflops = tflops or SGEMM_TFLOPS
+
+    def share(name: str) -> float:
+        return float(np.median(tflops[name])) / (load_hardware(name).compute_flops["fp32"] / 1e12)
+
+    limits = []
+    for name in (n for n in tflops if n != spare):
+        hw = load_hardware(name)
+        w = (hw.power_w or 0.0) / (hw.compute_flops["fp32"] / 1e12)
+        limits.append(w / (share(name) / share(spare)) ** 3)
+    return float(np.median(limits))
+
+
 MIN_ROWS = 4
 LOW_COMPUTE_START = 0.3   # the second starting compute_fraction of a cold fit (`fit_group`)
 ROWS_PER_PARAM = 2   # a device class fits one figure per this many of its rows (fractions first) and
@@ -374,7 +422,7 @@ def _evidence(g: GroupFit, today: str) -> str:
     why = FIXED.get(g.runtime, {})
     held = [p for p in g.copied if p not in why and p not in RUNTIME_WIDE]
     text += "".join(f"; {p}={v:g} set, not fitted: {r}" for p, (v, r) in why.items() if p in g.copied)
-    for p in (p for p in RUNTIME_WIDE if p in g.params):
+    for p in (p for p in RUNTIME_WIDE if p in g.params and p not in why):
         how = "the runtime's figure, fitted over all its rows" if p in g.copied else "fitted, one figure of the runtime"
         text += f"; {p}: {how}: {WHY[p]}"
     if held:
