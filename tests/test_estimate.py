@@ -175,6 +175,26 @@ def test_tensor_parallel_divides_bytes_and_adds_all_reduces():
     assert r.step_terms_s["communication"] == pytest.approx(comm, rel=1e-9)
 
 
+def test_fp8_and_fp4_gemms_still_all_reduce_the_16_bit_residual():
+    # The GEMMs compute in fp8 (fp4), quantizing their inputs inside the kernel; what the row-parallel
+    # layer all-reduces is their 16-bit output (quantization.Resolved.residual_bytes, cited there).
+    # Llama-3.1-70B fp8 on 8 x H100 (NVLink 450 GB/s each way, 3 us per hop, switched: 2 hops),
+    # batch 256, one token each: 80 layers x 2 all-reduces, each chip moving 2 x 7/8 of
+    # 256 x 8192 x 2 B = 4,194,304 B: 160 x (7,340,032 / 4.5e11 + 6e-6) = 160 x 22.311 us = 3.570 ms
+    # (at fp8's 1 byte it would be 160 x (3,670,016 / 4.5e11 + 6e-6) = 2.265 ms)
+    r = mb.estimate("llama-3.1-70b", "h100-sxm", n_chips=8, weight_dtype="fp8", batch=256, prompt_tokens=0,
+                    output_tokens=1, runtime="ideal")
+    assert r.activation_dtype == "fp8" and r.parallel == "tp=8 pp=1 ep=1"
+    assert r.step_terms_s["communication"] == pytest.approx(160 * (7_340_032 / 4.5e11 + 6e-6), rel=1e-9)
+    assert r.step_terms_s["communication"] == pytest.approx(3.570e-3, rel=1e-3)
+    # nvfp4 on 8 x B200 (NVLink 5: 900 GB/s each way, 3 us per hop), batch 64:
+    # 160 x (2 x 7/8 x 64 x 8192 x 2 B / 9e11 + 6e-6) = 160 x (1,835,008 / 9e11 + 6e-6) = 160 x 8.039 us = 1.286 ms
+    b = mb.estimate("llama-3.1-70b", "b200", n_chips=8, weight_dtype="nvfp4", batch=64, prompt_tokens=0,
+                    output_tokens=1, runtime="ideal")
+    assert b.activation_dtype == "nvfp4"
+    assert b.step_terms_s["communication"] == pytest.approx(160 * (1_835_008 / 9e11 + 6e-6), rel=1e-9)
+
+
 def test_does_not_fit_says_how_much_and_how_many_chips():
     with pytest.raises(mb.DoesNotFitError) as e:
         mb.estimate("llama-3.1-70b", "h100-sxm", prompt_tokens=2048, output_tokens=256)

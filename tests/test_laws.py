@@ -128,3 +128,16 @@ def test_chips_needed_never_fall_when_the_model_grows(layers, width, more_layers
     except mb.DoesNotFitError:
         return                                   # needing more than the cap is "more"
     assert n_big >= n_small
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(MODELS), st.sampled_from(["h100-sxm", "h200", "b200", "mi300x"]), st.sampled_from([2, 4, 8]),
+       st.integers(1, 256), st.integers(0, 8192))
+def test_what_an_engine_all_reduces_does_not_depend_on_the_gemms_format(model, hw, n, batch, prompt):
+    # the residual stream is 16-bit on a GPU: fp8 GEMMs move and hold the same bytes as bf16 ones
+    kw = dict(model=model, hardware=hw, n_chips=n, batch=batch, prompt_tokens=prompt, output_tokens=16,
+              weight_dtype="fp8")
+    r, bf16 = run(activation_dtype="fp8", **kw), run(activation_dtype="bf16", **kw)
+    assert r.activation_dtype == "fp8" and r.parallel == bf16.parallel and r.step_terms_s["communication"] > 0
+    assert r.step_terms_s["communication"] == bf16.step_terms_s["communication"]
+    assert r.memory.activation_bytes == bf16.memory.activation_bytes

@@ -83,3 +83,16 @@ def test_fewer_bits_never_add_bytes(a, b, model):
     assert r_lo.memory.kv_bytes <= r_hi.memory.kv_bytes
     # at batch 1 the step is memory-bound, so fewer bytes never slow it down
     assert r_lo.decode_tok_s_per_user >= r_hi.decode_tok_s_per_user * (1 - 1e-9)
+
+
+def test_the_residual_stream_is_16_bit_where_an_engine_keeps_it_and_the_chips_own_on_a_dataflow_chip():
+    # GPU engines keep and all-reduce the hidden state in 16 bits whatever the GEMMs compute in (fp8,
+    # int8, fp4: quantized inside the kernel); CPUs computing in fp32 are counted at 16 bits too.
+    # Groq's compiler streams its int8 activations (1 byte); Cerebras and SambaNova compute in 16 bits.
+    cases = [("h100-sxm", "fp8", None, 2.0), ("b200", "nvfp4", None, 2.0), ("a100-80gb", "int8", "int8", 2.0),
+             ("h100-sxm", "bf16", None, 2.0), ("apple-m1-max-cpu", "q4_0", None, 2.0),
+             ("groq-lpu", "int8", None, 1.0), ("groq-lpu", "fp16", None, 2.0),
+             ("cerebras-wse-3", "fp8", None, 2.0), ("sambanova-sn40l", "int8", None, 2.0)]
+    for hw, weights, acts, residual in cases:
+        res = mb.Quantization(weights, activations=acts).resolve(mb.load_hardware(hw))
+        assert res.residual_bytes == residual, (hw, weights, res.activations.name)

@@ -131,7 +131,8 @@ class Knobs:
     output: Num
     w_bytes: Num          # bytes per weight (block scales included)
     kv_bytes: Num         # bytes per KV element
-    act_bytes: Num        # bytes per activation element (communication volume)
+    act_bytes: Num        # bytes per element of the residual stream: what collectives move and activation
+                          # buffers hold (quantization.Resolved.residual_bytes: 16-bit on GPUs)
     peak_flops: Num       # dense peak FLOP/s of the compute dtype
     dequant: Num          # extra GEMM work for weight-only formats (fraction)
     tp: Num

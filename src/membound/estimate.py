@@ -233,7 +233,7 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
     eff = rt.efficiency(hw)
     peak, tile, gemv, mixed = _compute_paths(eff, res)
     kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
-               kv_bytes=res.kv.bytes, act_bytes=2.0 if res.activations.bits > 16 else res.activations.bytes,
+               kv_bytes=res.kv.bytes, act_bytes=res.residual_bytes,
                peak_flops=peak, dequant=res.dequant, tp=float(layout.tp), pp=float(layout.pp),
                ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0,
                attn_peak_flops=res.attn_peak_flops, gemm_tile_tokens=tile, gemv_peak_flops=gemv, **mixed)

@@ -82,6 +82,9 @@ Fraction = Annotated[float, Number, Field(allow_inf_nan=False), _ranged(
     else "expected a fraction of peak between 0.01 and 1")]
 
 DeviceKind = Literal["gpu", "tpu", "apple", "cpu", "apu", "wafer", "lpu", "rdu", "npu"]
+# chips whose compiler streams activations chip to chip in the format it computes in, with no GPU
+# engine between (Cerebras' wafer, Groq's LPU, SambaNova's RDU): `Quantization.resolve`'s residual
+DATAFLOW_KINDS: tuple[DeviceKind, ...] = ("wafer", "lpu", "rdu")
 
 
 _CAPACITY = operator.attrgetter("capacity_bytes")

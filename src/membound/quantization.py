@@ -22,6 +22,22 @@ Each group streams its own bytes. The GEMMs compute in their group's path, resol
 rule as the weights: routed experts in the experts' path, every other GEMM (the LM head
 included) and attention in the dense format's path (bf16 attention and projections beside fp4
 experts on a Blackwell chip). A format given as `activations` applies to both paths.
+
+The residual stream (the hidden state between layers) is what a step's collectives move (the
+tensor-parallel all-reduce, pipeline hops, the expert all-to-all) and its activation buffers
+hold: `Resolved.residual_bytes` per element, decided once here for every caller (`estimate`,
+`serve`, the planner, sweeps). On GPUs and every chip an engine schedules it is 16-bit
+(`RESIDUAL_BYTES`) whatever the GEMMs compute in: an fp8/int8 GEMM quantizes its input inside
+the kernel and writes the model's 16-bit dtype (vLLM `w8a8_utils.apply_fp8_linear` and
+`apply_int8_linear`: `out_dtype=input.dtype`; SGLang's block-fp8 GEMMs in
+`layers/quantization/fp8_utils.py` likewise), and the row-parallel layer all-reduces that output
+(`linear.RowParallelLinear.forward`); TensorRT-LLM moves it in fp8 only behind its opt-in PCIe
+"Low-Precision-AllReduce", which quantizes FP16/BF16 data to FP8 for the transfer
+(nvidia.github.io/TensorRT-LLM/legacy/advanced/lowprecision-pcie-allreduce.html). A dataflow chip
+(`hardware.DATAFLOW_KINDS`) streams it in the format it computes in: Groq's compiler stores
+activations in FP8 where error-tolerant (groq.com/blog/inside-the-lpu-deconstructing-groq-speed,
+TruePoint numerics); Cerebras' wafer and SambaNova's RDU compute only in 16 bits, so theirs is
+16-bit. 32-bit compute (CPUs without bf16) is counted at 16 bits, as before.
 """
 from __future__ import annotations
 
@@ -31,7 +47,9 @@ from dataclasses import dataclass
 
 from .dtypes import DType, get_dtype
 from .errors import InvalidInputError, MemboundError
+from .hardware import DATAFLOW_KINDS
 
+RESIDUAL_BYTES = 2.0   # bf16/fp16: the residual stream an engine keeps and all-reduces (module docstring)
 DEFAULT_DEQUANT_OVERHEAD = 0.15   # Marlin-class kernels: near-ideal to batch ~16-32, then ~fp16 GEMM speed less a little
 
 
@@ -79,7 +97,15 @@ class Quantization:
         else:       # the dense GEMMs and attention compute in the dense format's own path
             d_act, d_peak, attn_peak = _compute_dtypes(dense, kv, act_asked, hw, bf16, fp32)
         return Resolved(w, kv, act, peak, _dequant(w, act, dq), attn_peak, dense, head, d_act, d_peak,
-                        _dequant(dense, d_act, dq))
+                        _dequant(dense, d_act, dq), _residual_bytes(act, hw.kind))
+
+
+def _residual_bytes(act: DType, kind: str) -> float:
+    """Bytes per element of the residual stream on a chip of this kind (module docstring): 16-bit
+    where an engine keeps it, the activations' own format (at most 16 bits) on a dataflow chip."""
+    if kind in DATAFLOW_KINDS and act.bits <= 16:
+        return act.bytes
+    return RESIDUAL_BYTES
 
 
 def _dequant(w: DType, act: DType, overhead: float) -> float:
@@ -122,6 +148,7 @@ class Resolved:
     dense_activations: DType
     dense_peak_flops: float
     dense_dequant: float
+    residual_bytes: float   # per element of the hidden state between layers (module docstring)
 
     @property
     def mixed(self) -> bool:

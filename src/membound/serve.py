@@ -251,7 +251,6 @@ def _set(knob: _K | None) -> _K:
     return knob
 
 
-RESIDUAL_BYTES = 2.0   # bf16 activations between layers: what tensor parallelism all-reduces
 DEFAULT_SERVED = Served(generation="generic continuous batching (no engine costs fitted)")
 
 # ---- one step, from the core --------------------------------------------------------------
@@ -273,7 +272,8 @@ def moe_expert_s(served: Served, p: Prepared, compute_fraction: float) -> float:
 
 def _served_prepared(p: Prepared, served: Served | None, mc: ModelConsts) -> Prepared:
     """The configuration as an engine serves it: the served block's fractions and costs replace
-    the runtime's, and the residual stream is at least 16-bit."""
+    the runtime's (the 16-bit residual stream its all-reduces move is `estimate`'s, from
+    `quantization.Resolved.residual_bytes`)."""
     if served is not None:
         eff = p.eff
         allreduce = 2.0 * p.model.n_layers * served.per_allreduce_s if p.layout.tp > 1 else 0.0
@@ -291,8 +291,7 @@ def _served_prepared(p: Prepared, served: Served | None, mc: ModelConsts) -> Pre
                       per_moe_layer_overhead_s=moe_expert_s(served, p, cf),
                       per_sequence_overhead_s=served.per_sequence_s)
         p = replace(p, eff=eff)
-    # the residual stream an engine all-reduces (and keeps) is 16-bit whatever its GEMMs compute in
-    return replace(p, knobs=replace(p.knobs, act_bytes=max(float(p.knobs.act_bytes), RESIDUAL_BYTES)))
+    return p
 
 
 class StepModel:
