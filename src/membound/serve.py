@@ -301,7 +301,9 @@ class StepModel:
 
     step(b, u, c, cu, cp): b decoding sequences whose contexts give u (layer, token) pairs on
     average; c prefill tokens in the step, whose prompts hold cu pairs of KV (read and written)
-    and cp causal attention pairs. Floats or numpy arrays (broadcast).
+    and cp causal attention pairs. Floats or numpy arrays (broadcast). A decode's pair costs
+    `alpha`, a prefill's `alpha_pre`, each at core's own FLOPs per pair (MLA: absorbed in decode,
+    decompressed in prefill), so a lone prompt's step is core's prefill at every length.
 
     Under sparse attention (DeepSeek-V3.2's DSA) a query attends at most top-k tokens, but the
     cache holds them all: u and cp count the pairs attended (`attended`, as a top-k window would),
@@ -380,7 +382,12 @@ class StepModel:
         # logits: vLLM and SGLang take one row per request, partial chunks included), or for
         # every token where the runtime computes all positions' logits (then it is in gamma)
         self.head = 0.0 if p.eff.prefill_logits_all else float(r1["prefill_head_s"])
-        self.gamma = (float(r1["prefill_compute_s"]) - self.head - self.alpha * causal_pairs(self.groups, ref)
+        # a prefill's attention pair at core's prefill rate (`core.prefill_compute_s`): its own
+        # FLOPs per pair (MLA: the decompressed form, not decode's absorbed one) at the attention
+        # peak, split over the chips a layer's GEMMs are; its indexer's per held pair as decode's
+        base = p.chip_base
+        self.alpha_pre = float(p.consts.prefill_attn_per_pair / (base.group * base.attn_flops))
+        self.gamma = (float(r1["prefill_compute_s"]) - self.head - self.alpha_pre * causal_pairs(self.groups, ref)
                       - self.index_comp * causal_pairs(self.held_groups, ref)) / ref
         self.kv_pair_bytes = float(r1["kv_bytes_chip"]) / float(self.held(ref + 1.0))
         self.weights_bytes = float(r1["weights_bytes_chip"]) + float(r1["extra_bytes_chip"])
@@ -432,7 +439,7 @@ class StepModel:
         w = np.interp(tokens, self._grid, self._w)
         mem = w + self.kappa * (b * u + cu) + self.index_mem * cu
         comp = self.phi * b * v + self.gamma * c + self.head * ((c > 0) if prompts is None else prompts) \
-            + self.alpha * (b * u * v + cp) + self.index_comp * hp + np.interp(tokens, self._grid, self._pad)
+            + self.alpha * b * u * v + self.alpha_pre * cp + self.index_comp * hp + np.interp(tokens, self._grid, self._pad)
         return mem, comp
 
     def step(self, b, u, c=0.0, cu=0.0, cp=0.0, seqs=None, h=0.0, hp=0.0):
@@ -455,7 +462,8 @@ class StepModel:
         comm = self._comm_list[j] + frac * (self._comm_list[j + 1] - self._comm_list[j])
         mem = w + self.kappa * (b * u + cu) + self.index_mem * cu
         n = b + (c > 0) if seqs is None else seqs
-        comp = self.phi * b + self.gamma * c + self.head * (n - b) + self.alpha * (b * u + cp) + self.index_comp * hp \
+        comp = self.phi * b + self.gamma * c + self.head * (n - b) + self.alpha * b * u + self.alpha_pre * cp \
+            + self.index_comp * hp \
             + self._pad_list[j] + frac * (self._pad_list[j + 1] - self._pad_list[j])
         core = max(max(mem, comp) + (1.0 - self.overlap) * min(mem, comp), self.floor)
         return core + comm + self.per_step + self.per_seq * n + max(self.index_mem * b * h, self.index_comp * b * h)
@@ -695,8 +703,7 @@ class _State:
         f = np.minimum(pbar / np.maximum(c, 1e-30), 1.0)
         tau, tau_d, tau_m, tau_own = self._steps(b, others, c0, c, f)
         x = b * sm.tokens_per_step / (D * tau)
-        n_chunks = np.ceil(S / np.maximum(c0, 1.0)) if S > 0 else 1.0
-        pre = n_chunks * tau_own
+        pre = self._own_chunks(others, c0, tau_own)
         rho = np.minimum(pbar / np.maximum(avail, 1e-30), 0.999)
         # an arrival waits for the running step to end (half a step on average), except in a
         # closed loop with no host time, where requests arrive as others complete, at a boundary
@@ -730,22 +737,43 @@ class _State:
         gate = np.minimum(others, 1.0)
         return gate * steps * tau_d, gate * (tau_rel - tau_own)
 
+    def _own_chunks(self, others, c0, tau_own):
+        """Seconds of the prompt's own prefill steps: S // c0 full chunks (tau_own each) and a last
+        one of the S mod c0 tokens left (one step of c0 where S = 0). Each chunk carries its share
+        of the prompt's KV and attention pairs (by its tokens), so the chunks' pairs sum to the
+        prompt's: a prompt within the budget is one step, core's prefill of it."""
+        S = self.S
+        if S <= 0:
+            return tau_own
+        c0 = np.maximum(c0, 1.0)
+        full = np.floor(S / c0)
+        rest = S - full * c0
+        last = self._own_step(others, rest)
+        return full * tau_own + np.where(rest > 0.0, last, 0.0)
+
+    def _own_step(self, others, c):
+        """A step carrying c tokens of the prompt (its share of the KV and the pairs) beside the
+        others' decodes where steps mix (alone where they do not)."""
+        sm, S = self.sm, max(self.S, 1.0)
+        share = c / S
+        kw = dict(cu=share * self.u_S, cp=share * self.pairs_S, hp=share * self.index_S)
+        if self.sched.mixed_steps:
+            return sm.step(others, self.u_mean, c, h=self.h_mean, **kw)
+        return sm.step(0.0 * others, self.u_mean, c, seqs=1.0, **kw)
+
     def _steps(self, b, others, c0, c, f):
         """The mean step, the decode step, the step with a prefill chunk c, the prompt's own (c0)."""
         sm, S, u_mean, u_S, pairs_S = self.sm, self.S, self.u_mean, self.u_S, self.pairs_S
         h, idx_S = self.h_mean, self.index_S
         share = c / max(S, 1.0)
-        own = c0 / max(S, 1.0)
         tau_d = sm.step(1.0 + others, u_mean, h=h)
         if self.sched.mixed_steps:
             tau_m = sm.step(1.0 + others, u_mean, c, share * u_S, share * pairs_S, h=h, hp=share * idx_S)
             tau = (1.0 - f) * tau_d + f * tau_m
-            tau_own = sm.step(others, u_mean, c0, own * u_S, own * pairs_S, h=h, hp=own * idx_S)
         else:
             tau_m = sm.step(0.0 * b, u_mean, c, share * u_S, share * pairs_S, seqs=share, hp=share * idx_S)
             tau = tau_d + f * tau_m
-            tau_own = sm.step(0.0 * b, u_mean, c0, own * u_S, own * pairs_S, seqs=1.0, hp=own * idx_S)
-        return tau, tau_d, tau_m, tau_own
+        return tau, tau_d, tau_m, self._own_step(others, c0)
 
 
 def _closed_loop(state: _State, concurrency, cap: float):
