@@ -58,3 +58,22 @@ def test_a_sparse_attention_model_needs_its_indexer_and_mla():
     d = mb.load_model("deepseek-v3.2").model_dump() | {"name": "x", "index_n_heads": 0}
     with pytest.raises(InvalidInputError, match="index_n_heads"):
         mb.Model(**d)
+
+
+def test_the_indexer_scores_at_the_fp8_rate_whatever_the_kv_format():
+    # DeepSeek-V3.2's indexer keeps fp8 keys and scores in fp8 (its inference code's fp8_index), so
+    # with a bf16 KV cache (attention at the bf16 rate) it still runs at H200's 1,979 TFLOP/s. Doubling
+    # its heads (64 -> 128) adds, to a 4,096-token prefill on 8 x H200 (fp8 weights, pure roofline):
+    # the GEMMs of 61 x (1536 x 64 x 128 + 7168 x 64) more parameters, 2 FLOPs each per token, split
+    # over tp 8 at the fp8 rate; and 16,384 more FLOPs per (layer, causal pair), on every rank
+    from membound.estimate import prepare
+    S, fp8 = 4096, 1.979e15
+    m = mb.load_model("deepseek-v3.2")
+    wide = mb.Model(**(m.model_dump() | {"name": "v32-wide-indexer", "index_n_heads": 128}))
+    kw = dict(n_chips=8, weight_dtype="fp8", kv_dtype="bf16", prompt_tokens=S, runtime="ideal")
+    extra_params = N_LAYERS * (1536 * 64 * 128 + 7168 * 64)
+    pairs = N_LAYERS * S * (S - 1) / 2
+    expected = 2 * extra_params * S / (8 * fp8) + INDEX_PAIR * pairs / fp8
+    delta = prepare(wide, "h200", **kw).evaluate()["prefill_compute_s"] \
+        - prepare(m, "h200", **kw).evaluate()["prefill_compute_s"]
+    assert delta == pytest.approx(expected, rel=1e-9)

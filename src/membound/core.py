@@ -153,6 +153,9 @@ class Knobs:
     gemv_peak_flops: Num | None = None  # FLOP/s (2 per weight, dequantisation included) of a decode
                                         # step's mat-vec where it takes another path than the GEMMs (a
                                         # dequantising shader on the vector ALUs); None = the GEMMs' rates
+    index_peak_flops: Num | None = None  # dense peak FLOP/s of a sparse-attention indexer's scoring (fp8
+                                         # keys and queries: the fp8 rate where the chip has one); None =
+                                         # attention's
 
 
 class ChipBase(NamedTuple):
@@ -175,6 +178,7 @@ class ChipBase(NamedTuple):
     flops: Num           # achievable FLOP/s: expert GEMMs, dense GEMMs (LM head included), attention
     dense_flops: Num
     attn_flops: Num
+    index_flops: Num     # a sparse-attention indexer's scoring (`index_terms`)
     dequant: Num         # weight-only dequantisation work (fraction): expert GEMMs, dense GEMMs
     dense_dequant: Num
     act_bytes: Num       # bytes per activation element (communication volume)
@@ -208,6 +212,7 @@ class Chip(NamedTuple):
     flops: Num
     dense_flops: Num
     attn_flops: Num
+    index_flops: Num
     dequant: Num
     dense_dequant: Num
     act_bytes: Num
@@ -312,11 +317,12 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
     C = kn.peak_flops * eff.compute_fraction
     Cd = C if kn.dense_peak_flops is None else kn.dense_peak_flops * eff.compute_fraction
     Ca = (kn.peak_flops if kn.attn_peak_flops is None else kn.attn_peak_flops) * eff.compute_fraction
+    Ci = Ca if kn.index_peak_flops is None else kn.index_peak_flops * eff.compute_fraction
     dqd = kn.dequant if kn.dense_dequant is None else kn.dense_dequant
     link = hw.interconnect
     link_bw, link_lat = collective_link(hw, eff, tp * ep)
     head = 2.0 * mc.vocab * mc.hidden * (1.0 + dqd) / Cd      # one token's LM head (a dense GEMM)
-    return ChipBase(tp, pp, ep, tp * ep, e_group, share, kn.w_bytes, wd, wh, kv_pair, C, Cd, Ca, kn.dequant, dqd,
+    return ChipBase(tp, pp, ep, tp * ep, e_group, share, kn.w_bytes, wd, wh, kv_pair, C, Cd, Ca, Ci, kn.dequant, dqd,
                     kn.act_bytes, link_bw, link_lat, link is None or link.topology == "ring", dense_chip, expert_chip,
                     floor_s(mc, hw, eff, tp, kn.act_bytes, share * mc.n_layers),
                     gemm_s(mc, C, Cd, kn.dequant, dqd) if kn.gemv_peak_flops is None else
@@ -470,12 +476,13 @@ def step_coeffs(mc: ModelConsts, ch: Chip, pos: Num, routed: Num) -> Coeffs:
 def index_terms(mc: ModelConsts, ch: Chip, pos: Num, context: Num) -> tuple[Num, Num]:
     """(memory, compute) seconds of a decode step's sparse-attention indexer at `context` cached
     tokens, `pos` queries per sequence: it reads every cached token's index key and scores it for
-    each query, before (and apart from) the attention over the top-k it picks. Every tensor-
-    parallel rank runs it whole, as it holds MLA's whole latent cache. (0, 0) without an indexer."""
+    each query, before (and apart from) the attention over the top-k it picks, at the indexer's
+    fp8 rate. Every tensor-parallel rank runs it whole (vLLM's Indexer: ReplicatedLinear, "no
+    tensor parallelism, just replicated"; each rank needs the same top-k). (0, 0) without one."""
     if not mc.index_flops:
         return 0.0, 0.0
     pairs = ch.beat * ch.b / ch.ep * mc.n_layers * context
-    return pairs * mc.index_bytes * ch.kv_inv, pairs * pos * mc.index_flops / ch.attn_flops
+    return pairs * mc.index_bytes * ch.kv_inv, pairs * pos * mc.index_flops / ch.index_flops
 
 
 def timed(c: Coeffs, serial: float) -> Coeffs:
@@ -709,7 +716,7 @@ def prefill_compute_s(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip) -> 
     # a sparse-attention indexer scores every earlier token for each prompt token; every tensor-
     # parallel rank runs it whole (each needs the same top-k), so it is split over ep only
     pre_index = B * mc.index_flops * causal_pairs(mc.held_groups, S) / ch.ep if mc.index_flops else 0.0
-    return pre_gemm_s + (pre_attn + pre_index) / ch.attn_flops, pre_head_s
+    return pre_gemm_s + pre_attn / ch.attn_flops + pre_index / ch.index_flops, pre_head_s
 
 
 BOUNDS = ("memory", "compute", "latency", "communication", "overhead", "draft")

@@ -236,7 +236,8 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
                kv_bytes=res.kv.bytes, act_bytes=res.residual_bytes,
                peak_flops=peak, dequant=res.dequant, tp=float(layout.tp), pp=float(layout.pp),
                ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0,
-               attn_peak_flops=res.attn_peak_flops, gemm_tile_tokens=tile, gemv_peak_flops=gemv, **mixed)
+               attn_peak_flops=res.attn_peak_flops, gemm_tile_tokens=tile, gemv_peak_flops=gemv,
+               index_peak_flops=hw.peak_flops("fp8") if m.index_topk and hw.supports("fp8") else None, **mixed)
     return Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
                     dict(positions=positions, spec=spec_args, draft=draft_mc, pinned=pinned,
                          extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv), model_consts(m),
