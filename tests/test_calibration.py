@@ -248,3 +248,38 @@ def test_llama_cpp_vulkan_dispatch_cost_is_fitted_in_gpu_cycles():
     r4090, r5090 = 1 / 187.97 - w / 1.008e12, 1 / 263.63 - w / 1.792e12
     assert r5090 / r4090 == pytest.approx(1.0630, abs=1e-3)
     assert abs(r5090 / r4090 / (2.52 / 2.407) - 1) < 0.02 < abs(r5090 / r4090 - 1)
+
+
+def test_a_class_without_moe_prefill_rows_takes_the_defaults_moe_gemm_rate():
+    # synthetic llama.cpp CUDA rows made with one entry for every chip: expert GEMMs at 0.3 of the
+    # dense rate. DGX Spark (class 'edge') has gpt-oss-20b prefill rows; the RTX 4090 (class
+    # 'nvidia-consumer') only dense rows, which cannot pin the MoE rate. The default group (all
+    # rows) recovers 0.3, and the 4090's class entry holds that figure, copied, not fitted: left
+    # unset it would read 1.0, and a gpt-oss prefill there would run its expert GEMMs
+    # 1 / 0.3 = 3.3x faster than the rows say
+    from membound.calibrate import calibrate_runtimes, runtime_from_fits
+    from membound.runtime import load_runtime
+    cuda = load_runtime("llama.cpp-cuda")
+    entry = RuntimeEntry(bandwidth_fraction=0.8, compute_fraction=0.7, per_layer_overhead_s=3e-5, overlap=0.0,
+                         moe_gemm_efficiency=0.3, per_moe_layer_overhead_s=2e-5, ungraphed_layer_s=25e-6,
+                         power_limit_w_per_tflop=6.685)
+    truth = Runtime(name="llama.cpp-cuda", quantized_gemm=cuda.quantized_gemm,
+                    quantized_activations=cuda.quantized_activations, classes={"default": entry})
+    shapes = [("dgx-spark", "gpt-oss-20b", "mxfp4", m, S, T) for m, S, T in
+              [("prefill_tok_s", 512, 1), ("prefill_tok_s", 2048, 1), ("decode_tok_s_per_user", 0, 32),
+               ("decode_tok_s_per_user", 4096, 32)]] + \
+             [(hw, "llama-2-7b", "q4_0", m, S, T) for hw in ("dgx-spark", "rtx-4090") for m, S, T in
+              [("prefill_tok_s", 512, 1), ("prefill_tok_s", 2048, 1), ("decode_tok_s_per_user", 0, 128),
+               ("decode_tok_s_per_user", 4096, 32)]]
+    rows = []
+    for i, (hw, model, wd, metric, S, T) in enumerate(shapes):
+        sc = Scenario(id=f"moe-{i}", category="synthetic", metric=metric, measured=1.0, model=model, hardware=hw,
+                      runtime="llama.cpp-cuda", weight_dtype=wd, prompt_tokens=S, output_tokens=T)
+        rows.append(Scenario(**{**sc.__dict__, "measured": predict(sc, runtime=truth)}))
+    fits = {g.key: g for g in calibrate_runtimes(rows, runtimes=["llama.cpp-cuda"])["llama.cpp-cuda"]}
+    assert fits["default"].params["moe_gemm_efficiency"] == pytest.approx(0.3, rel=1e-3)
+    consumer = fits["nvidia-consumer"]
+    assert "moe_gemm_efficiency" in consumer.copied
+    assert consumer.params["moe_gemm_efficiency"] == fits["default"].params["moe_gemm_efficiency"]
+    fitted = runtime_from_fits("llama.cpp-cuda", fits.values())
+    assert fitted.efficiency(mb.load_hardware("rtx-4090")).moe_gemm_efficiency == pytest.approx(0.3, rel=1e-3)

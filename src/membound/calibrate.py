@@ -376,7 +376,11 @@ def calibrate_runtimes(scenarios, runtimes=None, warm: bool = False, iters: int 
                 # rest stay at the default's values
                 wanted = _params_for(rt, rs)
                 free = [p for p in wanted if p not in set_ and p not in RUNTIME_WIDE]
-                fixed = {**set_, **{p: default_entry[p] for p in free[len(rs) // ROWS_PER_PARAM:]
+                # figures no row of the class can pin (an MoE GEMM rate without MoE prefill rows)
+                # are the default's too, not the entry's unset value (1.0, 0): the class's chips
+                # run those kernels as the runtime's other chips do
+                unpinned = [p for p in FIT.get(rt, ()) if p not in wanted and p not in set_]
+                fixed = {**set_, **{p: default_entry[p] for p in free[len(rs) // ROWS_PER_PARAM:] + unpinned
                                     if p in default_entry},
                          **{p: default_entry[p] for p in RUNTIME_WIDE if p in default_entry}}
                 fits.append(fit_group(rt, cls, rs, start=start.get(cls, default_entry), iters=iters, rtol=rtol,
