@@ -41,7 +41,9 @@ import numpy as np
 from .errors import InvalidInputError
 from .parallel import Parallel
 from .roofline import causal_pairs
-from .serve import Quantiles, Scheduler, ServeResult, StepModel, _common, _set, as_length, build
+from .serve import Quantiles, Scheduler, ServeResult, StepModel, as_length, build
+from .serve.api import _common
+from .serve.scheduler import _set
 
 
 @dataclass(frozen=True)

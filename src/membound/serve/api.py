@@ -1,0 +1,265 @@
+"""The entry points: `serve()` and `build()` (a configuration as an engine serves it)."""
+from __future__ import annotations
+
+import copy
+import math
+import numbers
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..estimate import Prepared, prepare
+from ..model import load_model
+from ..parallel import Parallel
+from ..runtime import Served, load_runtime
+from ..speculative import SpeculativeDecoding
+from .lengths import Length, as_length
+from .result import Quantiles, ServeResult
+from .scheduler import DEFAULT_SERVED, Scheduler, _set
+from .simulator import _Trace, simulate
+from .solver import Steady, solve
+from .step import StepModel
+
+if TYPE_CHECKING:
+    pass
+
+
+
+def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: float | None = None,
+          prompt_tokens=1024, output_tokens=1024, weight_dtype: str = "bf16", kv_dtype: str | None = None,
+          activation_dtype: str | None = None, n_chips: int = 1, parallel=None, runtime="vllm",
+          scheduler: Scheduler | None = None, speculative=None, engine: str = "solver", seed: int = 0,
+          n_requests: int | None = None, price_usd_per_hour: float | None = None,
+          dense_weight_dtype: str | None = None) -> ServeResult:
+    """A served workload: `concurrency` clients in a closed loop, or Poisson arrivals at
+    `arrival_rate` requests/s, against one engine instance of `n_chips` chips.
+
+    prompt_tokens / output_tokens: a count or a distribution (mb.Fixed, mb.Uniform, mb.Samples).
+    runtime: an engine with a `served` block (vllm, sglang, tensorrt-llm) gives the scheduler
+    defaults and the engine costs; scheduler overrides knobs. engine: "solver" (steady state,
+    percentiles from the length distributions) or "simulate" (seeded, n_requests requests;
+    default 10 per client as InferenceMAX runs, at least 200). speculative: a mb.SpeculativeDecoding
+    with a draft model (mb.mtp(model, gamma) for an MTP head; solver only): each step verifies
+    gamma + 1 tokens per sequence, runs the drafter gamma times, emits tokens_per_round.
+    dense_weight_dtype: the format of the tensors that are not routed experts, as estimate()'s
+    (gpt-oss: weight_dtype="mxfp4", dense_weight_dtype="bf16"); None = weight_dtype.
+    """
+    if (concurrency is None) == (arrival_rate is None):
+        raise InvalidInputError("concurrency", concurrency, "exactly one of concurrency or arrival_rate")
+    if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, numbers.Integral)
+                                    or concurrency < 1):
+        raise InvalidInputError("concurrency", concurrency, "an integer >= 1 (clients in a closed loop)")
+    if arrival_rate is not None and (isinstance(arrival_rate, bool) or not isinstance(arrival_rate, numbers.Real)
+                                     or not math.isfinite(arrival_rate) or arrival_rate <= 0):
+        raise InvalidInputError("arrival_rate", arrival_rate, "a finite rate > 0 requests per second")
+    if engine not in ("solver", "simulate"):
+        raise InvalidInputError("engine", engine, "'solver' or 'simulate'")
+    if speculative is not None and engine == "simulate":
+        raise InvalidInputError("engine", engine, "'solver' with speculative=: the simulator does not model "
+                                "speculative decoding (the solver does)")
+    if scheduler is not None and not isinstance(scheduler, Scheduler):
+        raise InvalidInputError("scheduler", scheduler, "a mb.Scheduler")
+    if n_requests is not None and (isinstance(n_requests, bool) or not isinstance(n_requests, numbers.Integral)
+                                   or n_requests < 1):
+        raise InvalidInputError("n_requests", n_requests, "an integer >= 1")
+    prompt = as_length("prompt_tokens", prompt_tokens, 0)
+    output = as_length("output_tokens", output_tokens, 2)
+    sm, sched, p = build(model, hardware, prompt=prompt, output=output, weight_dtype=weight_dtype,
+                         kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips,
+                         parallel=parallel, runtime=runtime, scheduler=scheduler,
+                         price_usd_per_hour=price_usd_per_hour, speculative=speculative,
+                         dense_weight_dtype=dense_weight_dtype)
+    if engine == "solver":
+        st = solve(sm, sched, prompt.mean, output.mean, concurrency=concurrency, arrival_rate=arrival_rate)
+        return _from_solver(sm, sched, p, st, prompt, output, concurrency, arrival_rate)
+    n = n_requests if n_requests is not None else max(200, 10 * (concurrency or 20))
+    rng = np.random.default_rng(seed)
+    S, T = prompt.sample(rng, n), output.sample(rng, n)
+    arrivals = None if arrival_rate is None else np.cumsum(rng.exponential(1.0 / arrival_rate, n))
+    tr = simulate(sm, sched, S, T, concurrency=concurrency, arrivals=arrivals)
+    return _from_trace(sm, sched, p, tr, S, T, prompt, output, concurrency, arrival_rate)
+
+
+def instance_limits(sched: Scheduler, served: Served, ranks: int) -> Scheduler:
+    """The engine instance's limits under data-parallel attention over `ranks` (the layout's ep)
+    ranks, each scheduling its own sequences: an engine whose served block has `rank_limits`
+    takes max_running and token_budget per rank (TensorRT-LLM's max_batch_size and
+    max_num_tokens; vLLM's per data-parallel engine core), so the instance runs `ranks` times
+    them; otherwise they are the instance's already (SGLang divides --max-running-requests and
+    --chunked-prefill-size by dp_size under --enable-dp-attention: server_args.py
+    _handle_data_parallelism, model_executor/model_runner.py)."""
+    if not served.rank_limits or ranks == 1:
+        return sched
+    return replace(sched, max_running=_set(sched.max_running) * ranks, token_budget=_set(sched.token_budget) * ranks)
+
+
+def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16", kv_dtype=None,
+          activation_dtype=None, n_chips=1, parallel=None, runtime="vllm", scheduler=None,
+          price_usd_per_hour=None, speculative=None, dense_weight_dtype=None, quantization=None):
+    """(StepModel, resolved Scheduler, Prepared) for a served configuration; with a
+    SpeculativeDecoding, the step verifies drafted tokens (attach_speculative).
+    quantization: a mb.Quantization instead of the dtype names (a mixed checkpoint's tensor groups)."""
+    rt = load_runtime(runtime)
+    sched = (scheduler or Scheduler()).resolved(rt.served or DEFAULT_SERVED)
+    budget, running = _set(sched.token_budget), _set(sched.max_running)
+    if budget < running:
+        raise InvalidInputError("scheduler.token_budget", budget,
+                                f"at least max_running ({running}): one decode token per running sequence")
+    if not sched.chunked_prefill and prompt.high > budget:
+        raise InvalidInputError("scheduler.token_budget", budget,
+                                f"at least the longest prompt ({prompt.high}) without chunked prefill")
+    p = prepare(model, hardware, batch=1, prompt_tokens=int(prompt.high), output_tokens=int(output.high),
+                weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips,
+                parallel=parallel, runtime=rt, price_usd_per_hour=price_usd_per_hour,
+                dense_weight_dtype=dense_weight_dtype, quantization=quantization)
+    if p.layout.pp > 1:
+        raise InvalidInputError("parallel.pp", p.layout.pp, "1 for served workloads (pipeline stages are not modelled in serve)")
+    sched = instance_limits(sched, rt.served or DEFAULT_SERVED, p.layout.ep)
+    budget, running = _set(sched.token_budget), _set(sched.max_running)
+    if speculative is None:
+        return StepModel(p, rt.served, budget + running), sched, p
+    if not isinstance(speculative, SpeculativeDecoding):
+        raise InvalidInputError("speculative", speculative, "None or a mb.SpeculativeDecoding (e.g. mb.mtp(model, 3))")
+    most = budget + running * speculative.positions
+    sm = StepModel(p, rt.served, most)
+    attach_speculative(sm, speculative, rt.served, most)
+    return sm, sched, p
+
+
+def attach_speculative(sm: StepModel, spec: SpeculativeDecoding, served: Served | None, max_tokens: float) -> None:
+    """Make a served step model `sm` (plain decoding) a speculative one. Each step, every decoding
+    sequence verifies `spec.positions` tokens (the weights the step touches, its FLOPs, its
+    communication grow with them; its KV is read once) and emits `tokens_per_round` tokens on
+    average; the drafter runs `gamma` passes over the decoding sequences. The first takes every
+    verified position of each sequence (the accepted tokens and their hidden states, padded to
+    `positions` under a CUDA graph: TensorRT-LLM's MTP Eagle feeds all accepted tokens with their
+    hidden states to the first MTP module forward, NVIDIA's tech blog 2 "DeepSeek R1 MTP
+    Implementation and Optimization"; SGLang's EAGLE worker re-runs the draft over the accepted
+    tokens after verifying), so its MoE layer touches the experts of b x positions tokens; it also
+    carries the step's prefill chunk (the drafter keeps a KV cache of the prompt too). The other
+    gamma - 1 passes take one token each. The drafter is a StepModel of the draft model on the
+    target's devices (tensor-parallel like it, in the target's formats) with the engine's per-layer
+    and per-MoE-layer costs; the per-step, per-sequence and per-request host costs are the round's
+    and paid once, by the verify pass. Its weights and its KV (per token, L_draft/L_target of the
+    target's pairs) come out of the KV cache's room. Only a draft model is costed here (a preset, a
+    Model, or `mtp_module(model)`); a head given by head_params/head_vocab or a draft_cost fraction
+    raises InvalidInputError."""
+    if not isinstance(spec, SpeculativeDecoding):
+        raise InvalidInputError("speculative", spec, "a mb.SpeculativeDecoding")
+    if spec.draft is None:
+        given = "draft_cost" if spec.draft_cost is not None else "draft"
+        raise InvalidInputError(f"speculative.{given}", getattr(spec, given),
+                                "a draft model in serve(): a preset name, a Model, or mb.mtp_module(model) for an "
+                                "MTP head (heads given by head_params or draft_cost are costed by estimate() only)")
+    p = sm.prepared
+    dm = load_model(spec.draft)
+    layout = Parallel(tp=p.layout.tp, ep=p.layout.ep if dm.n_experts else 1)
+    res = p.resolved
+    pd = prepare(dm, p.hardware, batch=1, prompt_tokens=p.prompt, output_tokens=p.output,
+                 weight_dtype=res.weights.name, kv_dtype=res.kv.name, activation_dtype=res.activations.name,
+                 n_chips=layout.chips, parallel=layout, runtime=p.runtime, allow_beyond_context=True)
+    if served is not None:
+        served = served.model_copy(update=dict(per_step_s=0.0, per_sequence_s=0.0, per_request_s=0.0))
+    sd = StepModel(pd, served, max_tokens)
+    extend = copy.copy(sd)                      # the first pass: every verified position of a sequence
+    extend.positions = float(spec.positions)
+    r = dm.n_layers / p.model.n_layers          # the drafter's (layer, token) pairs per target pair
+    rest = spec.gamma - 1
+
+    def draft(b, u, c=0.0, cu=0.0, cp=0.0, h=0.0, hp=0.0):
+        first = extend.step(b, u * r, c, cu * r, cp * r, h=h * r, hp=hp * r)
+        return first + rest * np.where(np.asarray(b) > 0, sd.step(b, u * r, h=h * r), 0.0) if rest else first
+
+    sm.positions, sm.tokens_per_step, sm.draft = float(spec.positions), spec.tokens_per_round, draft
+    sm.weights_bytes += sd.weights_bytes
+    sm.kv_pair_bytes += sd.kv_pair_bytes * r
+
+
+def _common(sm: StepModel, p: Prepared, prompt: Length, output: Length, concurrency, arrival_rate, engine: str):
+    res = p.resolved
+    return dict(model=p.model.name, hardware=p.hardware.name, runtime=p.runtime.name, engine=engine,
+                n_chips=p.n_chips, parallel=f"tp={p.layout.tp} pp={p.layout.pp} ep={p.layout.ep}",
+                concurrency=None if concurrency is None else float(concurrency),
+                arrival_rate=None if arrival_rate is None else float(arrival_rate),
+                prompt_tokens=prompt.mean, output_tokens=output.mean, weight_dtype=res.weights.name,
+                kv_dtype=res.kv.name, activation_dtype=res.activations.name)
+
+
+def _cost(sm: StepModel, tok_s: float) -> float | None:
+    if sm.price is None or tok_s <= 0:
+        return None
+    return sm.n_chips * sm.price / 3600.0 / tok_s * 1e6
+
+
+def _from_solver(sm, sched, p, st: Steady, prompt, output, concurrency, arrival_rate) -> ServeResult:
+    b, tau, x, ttft = (float(np.asarray(v)) for v in (st.b, st.tau, st.x, st.ttft))
+    tau_d, tau_m, f, pre = (float(np.asarray(v)) for v in (st.tau_d, st.tau_m, st.f, st.prefill))
+    D = output.mean - 1.0
+    wait = max(ttft - pre, 0.0)
+
+    def ttft_q(q):       # the prompt's own chunks scale with its length; the wait is shared
+        return wait + pre * (prompt.quantile(q) / prompt.mean if prompt.mean else 0.0)
+    ttft_qs = Quantiles(ttft_q(0.5), ttft_q(0.9), ttft_q(0.99), ttft)
+    tpot = Quantiles(tau, tau, tau, tau)
+    gap = tau_m if sched.mixed_steps else tau_d + tau_m
+
+    def itl_q(q):        # a share f of the gaps carries a prefill chunk
+        return gap if f > 1.0 - q else tau_d
+    itl = Quantiles(itl_q(0.5), itl_q(0.9), itl_q(0.99), tau)
+    e50, e90, e99 = (ttft_q(q) + (output.quantile(q) - 1.0) * tau for q in (0.5, 0.9, 0.99))
+    e2e = Quantiles(e50, e90, e99, ttft + D * tau)
+    tok_s = x * output.mean
+    kv_occ = b * st.h_mean / st.kv_cap_pairs if st.kv_cap_pairs > 0 else 0.0
+    return ServeResult(
+        **_common(sm, p, prompt, output, concurrency, arrival_rate, "solver"),
+        ttft=ttft_qs, tpot=tpot, itl=itl, e2e=e2e, output_tok_s=tok_s, output_tok_s_per_chip=tok_s / sm.n_chips,
+        tok_s_per_user=1.0 / tau, requests_per_s=x, mean_running=b, kv_occupancy=min(kv_occ, 1.0),
+        queueing_s=wait, preemptions=0, bound=sm.bound(b, st.u_mean, h=st.h_mean),
+        cost_per_million_output_tokens_usd=_cost(sm, tok_s),
+        max_running=int(st.cap), scheduler=sched)
+
+
+def _quantiles(v: np.ndarray, w: np.ndarray | None = None) -> Quantiles:
+    v = np.asarray(v, float)
+    if w is None:
+        q50, q90, q99 = (float(np.quantile(v, q)) for q in (0.5, 0.9, 0.99))
+        return Quantiles(q50, q90, q99, float(v.mean()))
+    order = np.argsort(v)
+    v, w = v[order], np.asarray(w, float)[order]
+    cdf = np.cumsum(w) / w.sum()
+    q50, q90, q99 = (float(v[min(int(np.searchsorted(cdf, q)), len(v) - 1)]) for q in (0.5, 0.9, 0.99))
+    return Quantiles(q50, q90, q99, float(np.sum(v * w) / w.sum()))
+
+
+def _from_trace(sm, sched, p, tr: _Trace, S, T, prompt, output, concurrency, arrival_rate) -> ServeResult:
+    ttft = tr.first - tr.arrive
+    tpot = (tr.done - tr.first) / np.maximum(T - 1, 1)
+    e2e = tr.done - tr.arrive
+    n = len(S)
+    # throughput over the steady window: after the ramp-up and before the drain
+    k = min(int(concurrency), n // 4) if concurrency is not None else n // 10
+    ends = np.sort(tr.done)
+    lo, hi = (ends[k], ends[n - 1 - k]) if n - 1 - k > k else (0.0, ends[-1])
+    inside = (tr.done > lo) & (tr.done <= hi)
+    span = hi - lo
+    tok_s = float(T[inside].sum() / span) if span > 0 and inside.any() else float(T.sum() / ends[-1])
+    x = float(inside.sum() / span) if span > 0 and inside.any() else n / float(ends[-1])
+    durs = np.concatenate([d for d, _ in tr.itl]) if tr.itl else np.zeros(1)
+    wts = np.concatenate([w for _, w in tr.itl]) if tr.itl else np.ones(1)
+    total_t = float(ends[-1])
+    tp = _quantiles(tpot)
+    # running batch over the same window (Little: the integral of the batch is the sum of the
+    # requests' decode residences, here clipped to the window)
+    inside_s = np.clip(np.minimum(tr.done, hi) - np.maximum(tr.first, lo), 0.0, None).sum()
+    b_mean = float(inside_s / span) if span > 0 else tr.busy / total_t
+    return ServeResult(
+        **_common(sm, p, prompt, output, concurrency, arrival_rate, "simulate"),
+        ttft=_quantiles(ttft), tpot=tp, itl=_quantiles(durs, wts), e2e=_quantiles(e2e),
+        output_tok_s=tok_s, output_tok_s_per_chip=tok_s / sm.n_chips, tok_s_per_user=1.0 / tp.median,
+        requests_per_s=x, mean_running=b_mean, kv_occupancy=tr.kv / total_t,
+        queueing_s=float(np.nanmean(tr.admit - tr.arrive)) - sm.host_s, preemptions=tr.preemptions,
+        bound=sm.bound(b_mean, sm.attended(prompt.mean + output.mean / 2.0),
+                       h=sm.held(prompt.mean + output.mean / 2.0)),
+        cost_per_million_output_tokens_usd=_cost(sm, tok_s), max_running=int(_set(sched.max_running)), scheduler=sched)

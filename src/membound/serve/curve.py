@@ -1,0 +1,128 @@
+"""The served curve: `serve_curve()` over concurrencies, and the fast mode it offers."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from .api import build
+from .lengths import as_length
+from .solver import solve
+
+if TYPE_CHECKING:
+    pass
+
+
+
+@dataclass(frozen=True)
+class ServeCurve:
+    """Throughput per chip against speed per user over client counts (InferenceMAX's chart),
+    from one vectorised solve. Arrays indexed like `concurrency`."""
+
+    model: str
+    hardware: str
+    runtime: str
+    n_chips: int
+    concurrency: np.ndarray
+    tok_s_per_user: np.ndarray
+    output_tok_s_per_chip: np.ndarray
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+    mean_running: np.ndarray
+    cost_per_million_output_tokens_usd: np.ndarray | None
+
+    def to_pandas(self):
+        import pandas as pd
+        return pd.DataFrame({k: getattr(self, k) for k in ("concurrency", "tok_s_per_user", "output_tok_s_per_chip",
+                                                           "ttft_s", "tpot_s", "mean_running")}
+                            | ({"cost_per_million_output_tokens_usd": self.cost_per_million_output_tokens_usd}
+                               if self.cost_per_million_output_tokens_usd is not None else {}))
+
+
+    def _at_speed(self, tok_s_user: float) -> tuple[float, float, float]:
+        """(clients, tok/s per chip, $/Mtok) where the curve reaches `tok_s_user`, log-interpolated."""
+        u, t, c = (np.log(np.asarray(v, float)) for v in (self.tok_s_per_user, self.output_tok_s_per_chip,
+                                                             self.concurrency))
+        order = np.argsort(u)
+        x = math.log(tok_s_user)
+        if not u.min() <= x <= u.max():
+            raise InvalidInputError("speedup", tok_s_user, f"a speed on the curve: {math.exp(u.min()):.3g} to "
+                                    f"{math.exp(u.max()):.3g} tok/s per user (give more client counts)")
+        ti = float(np.exp(np.interp(x, u[order], t[order])))
+        ci = float(np.exp(np.interp(x, u[order], c[order])))
+        return ci, ti, (self._price / 3600.0 / ti * 1e6 if self._price else math.nan)
+
+    @property
+    def _price(self) -> float | None:
+        cost = self.cost_per_million_output_tokens_usd
+        return None if cost is None else float(cost[0] * self.output_tok_s_per_chip[0] * 3600.0 / 1e6)
+
+    def knee(self, share: float = 0.8) -> int:
+        """The fewest clients whose throughput per chip reaches `share` of the curve's best (past
+        it, more clients buy little throughput and cost every user speed)."""
+        t = np.asarray(self.output_tok_s_per_chip, float)
+        return int(self.concurrency[int(np.flatnonzero(t >= share * t.max())[0])])
+
+    def fast_mode(self, speedup: float = 2.5, standard_concurrency: int | None = None) -> ServedFastMode:
+        """Read a fast lane off the curve: where the speed per user is `speedup` times the standard
+        lane's (default: the knee). The price ratio is the ratio of throughputs per chip (a
+        chip-hour costs the same whoever rides)."""
+        if not (isinstance(speedup, (int, float)) and math.isfinite(speedup) and speedup > 1):
+            raise InvalidInputError("speedup", speedup, "a finite ratio > 1")
+        std = self.knee() if standard_concurrency is None else standard_concurrency
+        hits = np.flatnonzero(np.asarray(self.concurrency) == std)
+        if not hits.size:
+            raise InvalidInputError("standard_concurrency", standard_concurrency,
+                                    f"one of the curve's client counts {list(self.concurrency)}")
+        i = int(hits[0])
+        base = float(self.tok_s_per_user[i])
+        c, t, _ = self._at_speed(base * speedup)
+        return ServedFastMode(float(c), int(std), float(speedup), float(self.output_tok_s_per_chip[i] / t),
+                              base * speedup, base)
+
+    def bus_fare(self, concurrency: int) -> float:
+        """How many times the full bus's price per token a rider pays at `concurrency` clients
+        (the full bus: the curve's highest throughput per chip)."""
+        c = np.asarray(self.concurrency, float)
+        t = float(np.exp(np.interp(math.log(concurrency), np.log(c), np.log(self.output_tok_s_per_chip))))
+        return float(np.max(self.output_tok_s_per_chip) / t)
+
+
+@dataclass(frozen=True)
+class ServedFastMode:
+    """A fast lane read off the served curve against the standard lane (its best throughput)."""
+
+    fast_concurrency: float     # clients per instance in the fast lane (interpolated)
+    slow_concurrency: int
+    speedup: float              # tok/s per user, fast / slow
+    price_ratio: float          # USD per output token, fast / slow
+    fast_tok_s_per_user: float
+    slow_tok_s_per_user: float
+
+    def __str__(self) -> str:
+        return (f"fast lane ~{self.fast_concurrency:.1f} clients ({self.fast_tok_s_per_user:,.0f} tok/s per user) vs "
+                f"standard {self.slow_concurrency} clients ({self.slow_tok_s_per_user:,.0f}): "
+                f"{self.speedup:.2f}x the speed for {self.price_ratio:.2f}x the price per token")
+
+
+DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+def serve_curve(model, hardware, *, concurrency=DEFAULT_CONCURRENCY, prompt_tokens=1024, output_tokens=1024,
+                **kwargs) -> ServeCurve:
+    """The served curve: `serve()`'s steady state at each client count, in one solve.
+    kwargs as serve() (dtypes, n_chips, parallel, runtime, scheduler, price_usd_per_hour)."""
+    conc = np.asarray(list(concurrency), float)
+    if conc.ndim != 1 or conc.size == 0 or np.any(conc < 1) or np.any(conc != np.floor(conc)):
+        raise InvalidInputError("concurrency", concurrency, "a non-empty sequence of integers >= 1")
+    prompt = as_length("prompt_tokens", prompt_tokens, 0)
+    output = as_length("output_tokens", output_tokens, 2)
+    sm, sched, p = build(model, hardware, prompt=prompt, output=output, **kwargs)
+    st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
+    per_chip = st.x * output.mean / sm.n_chips
+    cost = None if sm.price is None else sm.price / 3600.0 / per_chip * 1e6
+    return ServeCurve(p.model.name, p.hardware.name, p.runtime.name, sm.n_chips, conc.astype(int), 1.0 / st.tau,
+                      per_chip, st.ttft, st.tau, st.b, cost)

@@ -1,0 +1,259 @@
+"""The iteration-level simulator: a seeded run of the same engine over sampled requests."""
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..roofline import causal_pairs, effective_context
+from .scheduler import Scheduler, _set
+from .step import StepModel
+
+if TYPE_CHECKING:
+    pass
+
+
+
+@dataclass
+class _Trace:
+    arrive: np.ndarray
+    admit: np.ndarray
+    first: np.ndarray
+    done: np.ndarray
+    itl: list[tuple[np.ndarray, np.ndarray]]   # (durations, weights) of runs of steps
+    busy: float = 0.0  # integral of running batch over time
+    kv: float = 0.0    # integral of KV occupancy over time
+    preemptions: int = 0
+
+
+def _check_simulable(sm: StepModel, sched: Scheduler) -> None:
+    """What the simulator does not model raises InvalidInputError naming the solver."""
+    if sm.draft is not None:
+        raise InvalidInputError("engine", "simulate", "'solver' for a speculative step model (the simulator "
+                                "does not model speculative decoding)")
+    if sm.ranks > 1 and _set(sched.dp_balance_steps):
+        raise InvalidInputError("engine", "simulate", "'solver' for data-parallel attention with prompt balancing "
+                                "(the simulator does not hold prompts), or Scheduler(dp_balance_steps=0)")
+    if _set(sched.recv_interval_steps) > 1:
+        raise InvalidInputError("engine", "simulate", "'solver' for a scheduler that takes in requests every "
+                                "few steps (the simulator takes them every step), or Scheduler(recv_interval_steps=1)")
+    if _set(sched.batch_wait_steps) and _set(sched.batch_wait_ratio):
+        raise InvalidInputError("engine", "simulate", "'solver' for a scheduler that holds new prompts to batch "
+                                "them (the simulator does not hold prompts), or Scheduler(batch_wait_steps=0)")
+
+
+class _Simulation:
+    """The state of one `simulate` run: requests by id (pending at the engine, waiting, being
+    prefilled), the decoding batch as arrays (ids, contexts, tokens left), the clock."""
+
+    def __init__(self, sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.ndarray,
+                 concurrency: int | None, arrivals: np.ndarray | None):
+        n = len(prompts)
+        self.sm, self.sched, self.n = sm, sched, n
+        self.S, self.T = prompts.astype(np.int64), outputs.astype(np.int64)
+        self.groups, self.held_groups = sm.groups, sm.held_groups     # attended, held
+        self.P, self.M, self.blk = _set(sched.token_budget), _set(sched.max_running), _set(sched.kv_block_tokens)
+        self.cap = sm.kv_pairs_capacity(sched)
+        self.closed = arrivals is None
+        arrive = np.full(n, np.inf)
+        self.h = sm.host_s            # a request reaches the engine h after it is sent
+        if arrivals is not None:
+            arrive[:] = np.asarray(arrivals, float)
+            self.issued = n
+        else:
+            self.issued = min(_set(concurrency), n)
+            arrive[:self.issued] = 0.0
+        self.pending = [(arrive[i] + self.h, i) for i in range(self.issued)]      # (time at the engine, id)
+        heapq.heapify(self.pending)
+        self.tr = _Trace(arrive, np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan), [])
+        self.waiting: deque[int] = deque()
+        self.pre_done = np.zeros(n, np.int64)          # prompt tokens prefilled
+        self.need = self.S.copy()                      # tokens to prefill (a preempted request's context)
+        self.saved_left = self.T - 1                   # tokens still to decode after the prefill
+        self.run_id = np.zeros(0, np.int64)            # decoding sequences
+        self.run_ctx = np.zeros(0, np.int64)
+        self.run_left = np.zeros(0, np.int64)
+        self.prefilling: list[int] = []                # admitted, prefill not finished (ids)
+        self.t = 0.0
+        self.completed = 0
+        self.reserved = 0.0
+        self.per_token = float(effective_context(self.held_groups, 1.0))     # most pairs one more token adds
+
+    def kv_of(self, ctx):
+        """Pairs a sequence of ctx tokens holds, block-rounded."""
+        return effective_context(self.held_groups, np.ceil(np.asarray(ctx, float) / self.blk) * self.blk)
+
+    def reserve(self, i: int) -> float:
+        """Pairs held at admission under preemption="none"."""
+        return float(effective_context(self.held_groups, float(self.S[i] + self.T[i])))
+
+    def held(self) -> float:
+        if self.sched.preemption == "none":
+            return self.reserved
+        r = float(np.sum(self.kv_of(self.run_ctx))) if self.run_ctx.size else 0.0
+        return r + float(sum(self.kv_of(self.pre_done[i]) for i in self.prefilling))
+
+    def run(self) -> _Trace:
+        while self.completed < self.n:
+            while self.pending and self.pending[0][0] <= self.t:
+                self.waiting.append(heapq.heappop(self.pending)[1])
+            if not self.waiting and not self.prefilling and self.run_id.size == 0:
+                if not self.pending:
+                    break
+                self.t = float(self.pending[0][0])
+                continue
+            b = int(self.run_id.size)
+            used = self._admit(b)
+            chunks = self._chunks(b)
+            if not chunks and b:
+                k_done, c_done = float(self._decode_run(b, used)), 0.0
+            else:
+                k_done, c_done = 1.0, self._prefill_step(b, chunks, used)
+            self._preempt(used, k_done, c_done)
+            self._complete()
+        return self.tr
+
+    def _admit(self, b: int) -> float:
+        """Waiting prompts join the prefilling ones while the batch and the KV cache have room;
+        the KV pairs held after admission."""
+        used = self.held()
+        while self.waiting and len(self.prefilling) + b < self.M:
+            i = self.waiting[0]
+            if self.sched.preemption == "none":
+                if used + self.reserve(i) > self.cap:
+                    break
+                used += self.reserve(i)
+                self.reserved += self.reserve(i)
+            elif used + float(self.kv_of(self.need[i])) > self.cap and (b or self.prefilling):
+                break
+            self.waiting.popleft()
+            self.prefilling.append(i)
+            admit = self.tr.admit
+            admit[i] = self.t if np.isnan(admit[i]) else admit[i]
+        return used
+
+    def _chunks(self, b: int) -> list[tuple[int, int]]:
+        """(id, tokens) of the prompts this step prefills, within the token budget."""
+        chunks: list[tuple[int, int]] = []
+        left = self.P - b if self.sched.mixed_steps else self.P
+        if self.sched.mixed_steps or not self.run_id.size or self.prefilling:
+            for i in self.prefilling:
+                if left <= 0:
+                    break
+                rest = int(self.need[i] - self.pre_done[i])
+                take = rest if not self.sched.chunked_prefill else min(rest, left)
+                if take > left and chunks:
+                    break
+                chunks.append((i, take))
+                left -= take
+        return chunks
+
+    def _u_run(self) -> float:
+        return float(np.mean(effective_context(self.groups, self.run_ctx.astype(float))))
+
+    def _h_run(self) -> float:
+        """Held pairs per decoding sequence, for a sparse-attention indexer (0 without one)."""
+        return float(np.mean(effective_context(self.held_groups, self.run_ctx.astype(float)))) if self.sm.indexed \
+            else 0.0
+
+    def _advance(self, b: int, span: float, used: float) -> None:
+        self.tr.busy += b * span
+        self.tr.kv += min(used / self.cap, 1.0) * span if self.cap > 0 else 0.0
+        self.t += span
+
+    def _decode_run(self, b: int, used: float) -> int:
+        """A run of pure decode steps until the next event (a completion, the KV cache full, an
+        arrival, a prompt that could be admitted); the steps taken."""
+        k = int(self.run_left.min())
+        if self.sched.preemption != "none":
+            room = self.cap - used
+            k = max(1, min(k, int(room // max(b * self.per_token, 1e-30)) + 1))
+        if self.waiting and len(self.prefilling) + b < self.M:
+            k = 1
+        if k > 1:
+            js = np.arange(k, dtype=float)
+            ctx = self.run_ctx[None, :].astype(float) + js[:, None]
+            u_j = np.mean(effective_context(self.groups, ctx), axis=1)
+            h_j = np.mean(effective_context(self.held_groups, ctx), axis=1) if self.sm.indexed else 0.0
+            dur = np.asarray(self.sm.step(float(b), u_j, h=h_j), float)
+        else:
+            dur = np.array([self.sm.step1(float(b), self._u_run(), h=self._h_run())])
+        if self.pending:
+            k2 = int(np.searchsorted(np.cumsum(dur), self.pending[0][0] - self.t)) + 1
+            if k2 < k:
+                k, dur = k2, dur[:k2]
+        self.tr.itl.append((dur, np.full(k, float(b))))
+        self._advance(b, float(dur.sum()), used)
+        self.run_ctx = self.run_ctx + k
+        self.run_left = self.run_left - k
+        return k
+
+    def _prefill_step(self, b: int, chunks: list[tuple[int, int]], used: float) -> float:
+        """One step of the prefill chunks, with the b decoding sequences where steps mix; the
+        prompt tokens run. A prompt whose prefill ends joins the decoding batch."""
+        g, held, done = self.groups, self.held_groups, self.pre_done
+        bd = b if self.sched.mixed_steps else 0
+        cu = sum(float(effective_context(held, float(done[i] + c))) for i, c in chunks)
+        cp = sum(float(causal_pairs(g, float(done[i] + c)) - causal_pairs(g, float(done[i]))) for i, c in chunks)
+        hp = sum(float(causal_pairs(held, float(done[i] + c)) - causal_pairs(held, float(done[i])))
+                 for i, c in chunks) if self.sm.indexed else 0.0
+        c_tok = float(sum(c for _, c in chunks))
+        u_run, h_run = (self._u_run(), self._h_run()) if bd else (0.0, 0.0)
+        dt = self.sm.step1(float(bd), u_run, c_tok, cu, cp, seqs=float(bd + len(chunks)), h=h_run, hp=hp)
+        if bd:
+            self.tr.itl.append((np.array([dt]), np.array([float(bd)])))
+            self.run_ctx = self.run_ctx + 1
+            self.run_left = self.run_left - 1
+        self._advance(b, dt, used)
+        for i, c in chunks:
+            done[i] += c
+            if done[i] >= self.need[i]:
+                self.prefilling.remove(i)
+                if np.isnan(self.tr.first[i]):
+                    self.tr.first[i] = self.t
+                self.run_id = np.append(self.run_id, i)
+                self.run_ctx = np.append(self.run_ctx, self.need[i])
+                self.run_left = np.append(self.run_left, self.saved_left[i])
+        return c_tok
+
+    def _preempt(self, used: float, k_done: float, c_done: float) -> None:
+        """KV overflow: preempt the newest sequences (the tokens already streamed stay streamed)."""
+        n_run = self.run_ctx.size
+        grown = used + self.per_token * (float(n_run) * k_done + c_done + self.blk * (n_run + 1))
+        if self.sched.preemption == "none" or not n_run or grown <= self.cap:
+            return
+        while self.run_ctx.size > 1 and self.held() > self.cap:
+            i = int(self.run_id[-1])
+            self.tr.preemptions += 1
+            self.need[i], self.saved_left[i] = self.run_ctx[-1], self.run_left[-1]
+            self.pre_done[i] = 0 if self.sched.preemption == "recompute" else self.need[i]
+            self.run_id, self.run_ctx, self.run_left = self.run_id[:-1], self.run_ctx[:-1], self.run_left[:-1]
+            self.waiting.appendleft(i)
+
+    def _complete(self) -> None:
+        """Finished sequences leave the batch; in a closed loop each client sends its next request."""
+        fin = self.run_left <= 0
+        if not fin.any():
+            return
+        for i in self.run_id[fin]:
+            self.tr.done[i] = self.t
+            self.completed += 1
+            if self.sched.preemption == "none":
+                self.reserved -= self.reserve(int(i))
+            if self.closed and self.issued < self.n:
+                self.tr.arrive[self.issued] = self.t
+                heapq.heappush(self.pending, (self.t + self.h, self.issued))
+                self.issued += 1
+        self.run_id, self.run_ctx, self.run_left = self.run_id[~fin], self.run_ctx[~fin], self.run_left[~fin]
+
+
+def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.ndarray, *,
+             concurrency: int | None = None, arrivals: np.ndarray | None = None) -> _Trace:
+    """Iteration-level simulation. Closed loop (`concurrency` clients, each sends its next request
+    when the last completes) or given arrival times. Lengths per request are given."""
+    _check_simulable(sm, sched)
+    return _Simulation(sm, sched, prompts, outputs, concurrency, arrivals).run()
