@@ -156,6 +156,10 @@ class Knobs:
     index_peak_flops: Num | None = None  # dense peak FLOP/s of a sparse-attention indexer's scoring (fp8
                                          # keys and queries: the fp8 rate where the chip has one); None =
                                          # attention's
+    matrix_peak_flops: Num | None = None  # peak FLOP/s of the matrix units a prefill GEMM's multiply-
+                                          # accumulates run on while the rest of its work stays on the
+                                          # shader ALUs, whose rate peak_flops then is (`on_matrix_units`;
+                                          # runtime.MatrixUnits); None: the GEMMs run at peak_flops
 
 
 class ChipBase(NamedTuple):
@@ -322,13 +326,18 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
     link = hw.interconnect
     link_bw, link_lat = collective_link(hw, eff, tp * ep)
     head = 2.0 * mc.vocab * mc.hidden * (1.0 + dqd) / Cd      # one token's LM head (a dense GEMM)
+    Cp, Cdp = C, Cd     # a prefill GEMM's rates: its multiply-accumulates on matrix units where it has them
+    if kn.matrix_peak_flops is not None:
+        Cp = on_matrix_units(C, kn.matrix_peak_flops, eff.compute_fraction, kn.dequant)
+        Cdp = on_matrix_units(Cd, kn.matrix_peak_flops, eff.compute_fraction, dqd)
     return ChipBase(tp, pp, ep, tp * ep, e_group, share, kn.w_bytes, wd, wh, kv_pair, C, Cd, Ca, Ci, kn.dequant, dqd,
                     kn.act_bytes, link_bw, link_lat, link is None or link.topology == "ring", dense_chip, expert_chip,
                     floor_s(mc, hw, eff, tp, kn.act_bytes, share * mc.n_layers),
                     gemm_s(mc, C, Cd, kn.dequant, dqd) if kn.gemv_peak_flops is None else
                     gemm_s(mc, kn.gemv_peak_flops * eff.compute_fraction, kn.gemv_peak_flops * eff.compute_fraction,
                            0.0, 0.0),
-                    gemm_s(mc, C, Cd, kn.dequant, dqd, 1.0 / eff.moe_gemm_efficiency) - head, head,
+                    gemm_s(mc, Cp, Cdp, kn.dequant, dqd, 1.0 / eff.moe_gemm_efficiency)
+                    - 2.0 * mc.vocab * mc.hidden * (1.0 + dqd) / Cdp, head,
                     hw.capacity_bytes)
 
 
@@ -348,6 +357,17 @@ def chip_of(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, base: Chi
         pinned)
     # tuple.__new__: the fields in Chip's order without its generated __new__'s 32 named arguments
     return tuple.__new__(Chip, (*base, m, kn.batch / m, beat, dense_inv, expert_inv, kv_inv, w_inv)), kv_chip, per_tier
+
+
+def on_matrix_units(shader: Num, matrix_peak: Num, fraction: Num, dequant: Num) -> Num:
+    """Achievable FLOP/s of a GEMM whose multiply-accumulates run on matrix units of `matrix_peak`
+    FLOP/s while the rest of its work stays on the shader ALUs, in series (runtime.MatrixUnits).
+    On the shader ALUs alone (achievable `shader` = fraction x their peak) a GEMM of F FLOPs takes
+    F (1 + dequant) / shader: F / (shader / fraction) of multiply-accumulates, the rest
+    F (1 + dequant - fraction) / shader of other work. The matrix units take the first part over:
+    F / matrix_peak + F (1 + dequant - fraction) / shader, returned as the rate that gives it to
+    F (1 + dequant) FLOPs. Units no faster than the ALUs give `shader` back."""
+    return (1.0 + dequant) / (1.0 / matrix_peak + (1.0 + dequant - fraction) / shader)
 
 
 def collective_link(hw: Hardware, eff: Efficiency, n: Num) -> tuple[Num, Num]:

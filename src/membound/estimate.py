@@ -231,12 +231,13 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
     pinned = _check_placement(placement, hw)
     spec_args, draft_mc, extra_w, extra_kv, positions = _speculative(speculative, m, res, layout)
     eff = rt.efficiency(hw)
-    peak, tile, gemv, mixed = _compute_paths(eff, res)
+    peak, tile, gemv, mixed = _compute_paths(eff, res, hw)
     kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
                kv_bytes=res.kv.bytes, act_bytes=res.residual_bytes,
                peak_flops=peak, dequant=res.dequant, tp=float(layout.tp), pp=float(layout.pp),
                ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0,
-               attn_peak_flops=res.attn_peak_flops, gemm_tile_tokens=tile, gemv_peak_flops=gemv,
+               attn_peak_flops=mixed.pop("attn_peak_flops", res.attn_peak_flops), gemm_tile_tokens=tile,
+               gemv_peak_flops=gemv,
                index_peak_flops=hw.peak_flops("fp8") if m.index_topk and hw.supports("fp8") else None, **mixed)
     return Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
                     dict(positions=positions, spec=spec_args, draft=draft_mc, pinned=pinned,
@@ -289,11 +290,13 @@ def _speculative(speculative: SpeculativeDecoding | None, m: Model, res: Resolve
     return spec_args, draft_mc, extra_w, extra_kv, float(speculative.positions)
 
 
-def _compute_paths(eff: Efficiency, res: Resolved) -> tuple[float, float, float | None, dict[str, float]]:
+def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> tuple[float, float, float | None, dict[str, float]]:
     """(the GEMMs' peak FLOP/s, token rows per weight-streaming tile (0: once a pass), the decode
     mat-vec's peak (None: the GEMMs'), the dense tensors' own bytes and peaks when the formats are
-    mixed) on this runtime's kernel paths: block-quantized weights with 8-bit activations on its
-    quantized GEMMs (llama.cpp's MMQ), 16-bit activations on narrower weights tiled over the tokens."""
+    mixed, and the Knobs of matrix units) on this runtime's kernel paths: block-quantized weights with
+    8-bit activations on its quantized GEMMs (llama.cpp's MMQ), 16-bit activations on narrower
+    weights tiled over the tokens, and 16-bit GEMMs on matrix units beside the shader ALUs
+    (`_matrix_units`)."""
     peak, tile, gemv = res.peak_flops, 0.0, None
     w, a = res.weights, res.activations
     if eff.quantized_peak_flops and a.bits <= 8 and w.compute != a.compute:   # 8-bit GEMM on other weights: MMQ
@@ -309,7 +312,27 @@ def _compute_paths(eff: Efficiency, res: Resolved) -> tuple[float, float, float 
             d_peak = eff.quantized_peak_flops
         mixed = dict(w_bytes_dense=res.dense_weights.bytes, w_bytes_head=res.head_weights.bytes,
                      dense_peak_flops=d_peak, dense_dequant=res.dense_dequant)
+    units = _matrix_units(eff, res, hw) if peak == res.peak_flops else None
+    if units is not None:
+        peak, attn, mixed["matrix_peak_flops"] = units
+        if res.mixed:
+            mixed["dense_peak_flops"] = peak
+        mixed["attn_peak_flops"] = attn
     return peak, tile, gemv, mixed
+
+
+def _matrix_units(eff: Efficiency, res: Resolved, hw: Hardware) -> tuple[float, float, float] | None:
+    """(the shader ALUs' peak, attention's peak, the matrix units' peak) where the runtime runs 16-bit
+    GEMMs on matrix units the device has beside its shader ALUs (runtime.MatrixUnits, Hardware.
+    shader_flops): decode and the rest of a GEMM's work at the shader rate, a prefill GEMM's
+    multiply-accumulates at the matrix units' (core.on_matrix_units), attention at the shader rate
+    unless the runtime runs it there too; else None."""
+    a, units = res.activations, eff.matrix_units
+    shader = hw.shader_peak_flops(a.compute) if units is not None and a.compute else None
+    if units is None or shader is None or a.bits < 16 or res.dense_activations.bits < 16:
+        return None
+    attn = res.attn_peak_flops if units.attention else hw.shader_peak_flops("bf16") or res.attn_peak_flops
+    return shader, attn, res.peak_flops
 
 
 @functools.lru_cache(maxsize=1024)

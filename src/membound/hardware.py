@@ -174,6 +174,11 @@ class Hardware(HashableModel):
     memory: tuple[MemoryTier, ...]  # ordered fastest first after validation
     compute_flops: dict[str, FlopsPerS]  # dense peak FLOP/s per compute dtype (bf16, fp8, ...)
     compute_source: str
+    # the shader ALUs' FLOP/s for a 16-bit dtype whose `compute_flops` peak is reached only by kernels
+    # written for the chip's matrix units (Apple M5: a Neural Accelerator in each GPU core, programmed
+    # through Metal 4 TensorOps); a runtime's `matrix_units` rule says which of its kernels reach them.
+    # Empty: every kernel runs at compute_flops
+    shader_flops: dict[str, FlopsPerS] = {}
     interconnect: Interconnect | None = None
     scale_out: ScaleOut | None = None   # the NIC network beyond the interconnect's domain
     power_w: Annotated[float, Number, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
@@ -207,6 +212,9 @@ class Hardware(HashableModel):
     def _has_bf16(self):
         if not self.compute_flops:
             raise ValueError("compute_flops: expected at least one dtype peak")
+        for k, v in self.shader_flops.items():
+            if not self.supports(k) or v > self.peak_flops(k):
+                raise ValueError(f"shader_flops[{k!r}]: expected a dtype of compute_flops at most its peak, got {v:g}")
         return self
 
     # ---- derived -------------------------------------------------------------------------
@@ -228,6 +236,14 @@ class Hardware(HashableModel):
         raise InvalidInputError("activation_dtype", compute_dtype,
                                 f"a dtype {self.name} computes in: {sorted(self.compute_flops)}",
                                 where=self.name)
+
+    def shader_peak_flops(self, compute_dtype: str) -> float | None:
+        """The shader ALUs' FLOP/s for `compute_dtype` where the profile gives it apart from the matrix
+        units' (`shader_flops`; fp16/bf16 stand in for each other), else None."""
+        for key in (compute_dtype, {"fp16": "bf16", "bf16": "fp16"}.get(compute_dtype, "")):
+            if key in self.shader_flops:
+                return self.shader_flops[key]
+        return None
 
     def supports(self, compute_dtype: str) -> bool:
         try:

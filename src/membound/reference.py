@@ -515,7 +515,7 @@ def _prepared(sc: Scenario, runtime, batch, prompt, output, hw=None):
     rt = load_runtime(runtime)
     hw = hw or _hardware(sc)
     backend = rt.backend_for(hw)
-    key = (sc, backend.name, backend.quantized_gemm, batch, prompt, output, hw)
+    key = (sc, backend.name, backend.quantized_gemm, backend.matrix_units, batch, prompt, output, hw)
     p = _PREPARED.get(key)
     if p is None:
         tp, pp, ep = sc.parallel

@@ -95,6 +95,21 @@ class QuantizedGemm(BaseModel):
     evidence: str = ""
 
 
+class MatrixUnits(BaseModel):
+    """How a runtime's kernels use matrix units that sit beside the shader ALUs (a device whose
+    profile gives `shader_flops`: Apple M5's GPU Neural Accelerators). Its prefill GEMMs do their
+    multiply-accumulates on them, at the profile's `compute_flops`; the rest of the work its fitted
+    compute_fraction covers on a chip without them (dequantising and staging tiles between
+    barriers, the weight-only dequantisation, the small kernels between GEMMs) stays on the shader
+    ALUs, in series, so a GEMM of F FLOPs takes F/P_matrix + F((1 + dequant)/c - 1)/P_shader
+    (estimate._compute_paths). The decode mat-vec, and attention unless `attention`, stay on the
+    shader ALUs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    attention: bool = False              # attention's matmuls also run on the matrix units
+    evidence: str = ""
+
+
 class Served(BaseModel):
     """How the engine serves under load (continuous batching): its usual launch flags and the
     costs a served step pays beyond the core's roofline. Each block names the software
@@ -165,6 +180,8 @@ class Runtime(HashableModel):
     # than 16 bits (llama.cpp's CUDA, HIP, Vulkan and CPU backends: q8_1/q8_0 blocks, int8 dot
     # products); None: activations follow the formats' own default (mb.Quantization)
     quantized_activations: Literal["int8"] | None = None
+    # prefill GEMMs on matrix units beside the shader ALUs, where the device has them (MatrixUnits)
+    matrix_units: MatrixUnits | None = None
 
     def default_activations(self, weights: str | None, hw: Hardware) -> str | None:
         """The activation format this runtime (its backend on `hw`) uses with `weights`, where it
@@ -215,6 +232,8 @@ class Efficiency:
                                      # block-quantized mat-vec on the vector ALUs (0: at quantized_peak_flops)
     weight_only_tile_tokens: float = 0.0  # token rows per tile of a weight-only GEMM (0: weights once)
     gemv_formats: tuple[str, ...] = ()   # the weight formats whose mat-vec runs there
+    matrix_units: MatrixUnits | None = None  # the runtime's use of matrix units the device has beside
+                                     # its shader ALUs (None: none, or the device has none)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -251,6 +270,7 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         gemv_peak_flops=_gemv_peak(rt.quantized_gemm, hw),
         weight_only_tile_tokens=float(rt.weight_only_tile_tokens or 0),
         gemv_formats=rt.quantized_gemm.vector_gemv_formats if rt.quantized_gemm is not None else (),
+        matrix_units=rt.matrix_units if hw.shader_flops else None,
     )
 
 
