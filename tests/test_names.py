@@ -71,6 +71,10 @@ def test_every_alias_resolves_to_its_own_profile():
     ("NVIDIA H100 SXM", "hardware", "h100-sxm"), ("NVIDIA A100 80GB", "hardware", "a100-80gb"),
     ("AMD Radeon RX 7900 XTX", "hardware", "rx-7900-xtx"), ("Intel Arc A770", "hardware", "arc-a770"),
     ("NVIDIA L4 24GB", "hardware", "l4"), ("Meta Llama 3.1 8B", "model", "llama-3.1-8b"),
+    # a fine-tune by its variant words: the base preset's architecture
+    ("Llama-3.1-8B-Instruct", "model", "llama-3.1-8b"), ("gemma-3-27b-it", "model", "gemma-3-27b"),
+    ("Llama-2-7b-chat-hf", "model", "llama-2-7b"), ("Mistral-7B-Instruct-v0.3", "model", "mistral-7b"),
+    ("Qwen3-30B-A3B-Instruct-2507", "model", "qwen3-30b-a3b"),
 ])
 def test_outside_spellings_resolve(text, kind, name):
     assert mb.resolve_name(kind, text) == name
@@ -91,7 +95,7 @@ def test_a_miss_suggests_the_intended_name_on_one_line(kind, text, wanted):
     assert len(msg) < 200       # never the whole catalogue (51 devices are ~600 characters)
 
 
-@pytest.mark.parametrize("text", ["NVIDIA H100", "NVIDIA A100", "NVIDIA H200 NVL 141GB", "NVIDIA"])
+@pytest.mark.parametrize("text", ["NVIDIA H100", "NVIDIA A100", "NVIDIA H200 NVL 141GB", "NVIDIA", "H100 SXM chat"])
 def test_dropping_vendor_words_never_guesses_between_form_factors(text):
     # "NVIDIA H100" is "h100" once the vendor is dropped: SXM, PCIe or NVL, so it stays a miss;
     # an H200 NVL is not the H200 SXM profile, whatever the memory size says

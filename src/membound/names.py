@@ -10,7 +10,10 @@ A name resolves, in this order:
    "meta-llama/Llama-3.3-70B-Instruct"), also compared after normalisation;
 4. as 2 and 3 once leading vendor words (NVIDIA, GeForce, AMD, Instinct, Radeon, Intel, Apple,
    Meta) and a trailing memory size ("80GB", "141GB HBM3e") are dropped: "NVIDIA H100 SXM" is
-   "H100 SXM". A name this leaves ambiguous ("NVIDIA H100": SXM, PCIe or NVL) still misses.
+   "H100 SXM". A name this leaves ambiguous ("NVIDIA H100": SXM, PCIe or NVL) still misses;
+5. for models, as 2 to 4 once trailing variant words are dropped: a fine-tune keeps its base's
+   architecture ("Llama-3.1-8B-Instruct", "gemma-3-27b-it", "Llama-2-7b-chat-hf",
+   "Mistral-7B-Instruct-v0.3", "Qwen3-30B-A3B-Instruct-2507" are their base presets).
 
 Normalisation is only used where it is safe: when two different names (or aliases) of one kind
 normalise to the same key, that key resolves to neither (the exact names still do), and an
@@ -36,6 +39,7 @@ from .errors import InvalidInputError, ProfileError, UnknownNameError
 
 _DROP = re.compile(r"[\s\-_.]+")
 _VENDOR = re.compile(r"^(?:(?:nvidia|geforce|amd|instinct|radeon|intel|apple|meta)[\s\-_]+)+", re.IGNORECASE)
+_VARIANT = re.compile(r"[\s\-_.]+(?:instruct|chat|it|base|hf|v\d+(?:\.\d+)*|\d{4})$", re.IGNORECASE)
 _MEMORY = re.compile(r"[\s\-_]+\d+\s*gb(?:[\s\-_]*(?:hbm|gddr|lpddr)\w*)?$", re.IGNORECASE)
 KINDS = ("model", "hardware", "runtime", "dtype")
 
@@ -120,6 +124,9 @@ class NameIndex:
             unbranded = _VENDOR.sub("", text.strip())
             for bare in (unbranded, _MEMORY.sub("", unbranded)):
                 hit = hit or self.keys.get(normalise(bare))
+            while hit is None and self.kind == "model" and _VARIANT.search(unbranded):
+                unbranded = _VARIANT.sub("", unbranded)          # "Llama-2-7b-chat-hf" -> "Llama-2-7b"
+                hit = self.keys.get(normalise(unbranded))
         return hit
 
     def suggest(self, text: str, n: int = 3) -> list[str]:

@@ -162,9 +162,9 @@ BACKEND_LABEL = {"metal": "Metal", "cuda": "CUDA", "hip": "HIP", "vulkan": "Vulk
 # the CPU cores of a chip whose GPU has its own profile (llama.cpp's CPU backend runs there)
 CPU_PROFILE = {"ryzen-ai-max-395": "ryzen-ai-max-395-cpu", "apple-m1-max": "apple-m1-max-cpu"}
 
-_RUNTIMES = [("llama.cpp", "llama.cpp"), ("TensorRT-LLM", "tensorrt-llm"), ("NeMo", "nemo"),
-             ("HuggingFace transformers", "hf-transformers"), ("TinyChat", "tinychat"),
-             ("SGLang v0.4.4 (no speculation)", "sglang"), ("gpt-fast", "device"),
+_RUNTIMES = [("llama.cpp", "llama.cpp"), ("Ollama", "llama.cpp"), ("TensorRT-LLM", "tensorrt-llm"),
+             ("NeMo", "nemo"), ("HuggingFace transformers", "hf-transformers"), ("TinyChat", "tinychat"),
+             ("SGLang", "sglang"), ("vLLM", "vllm"), ("gpt-fast", "device"),
              ("Cerebras", "device"), ("Groq", "device"), ("SambaNova", "device")]
 
 SPECIALISED = ("cerebras-wse-3", "groq-lpu", "sambanova-sn40l")
@@ -190,7 +190,8 @@ def _dtype(text: str, hw: str) -> str | None:
         return "int8"
     if "bf16" in t or "16-bit" in t or t.startswith("not stated"):
         return "bf16"
-    return None
+    dtypes = index("dtype")           # any registered format by its names: "Q4_K_M", "Q6_K", "FP16"
+    return dtypes.lookup(text.strip()) or (dtypes.lookup(text.split()[0]) if text.split() else None)
 
 
 def _apple(text: str):
@@ -312,7 +313,8 @@ def _scenario(r: dict[str, str]) -> Scenario:
     wd = _dtype(r["weight_dtype"], hw_name)
     if wd is None:
         raise SkipRow(f"weight format {r['weight_dtype']!r} unknown")
-    rt = next((v for k, v in _RUNTIMES if k in framework), None)
+    rt = next((v for k, v in _RUNTIMES if k in framework), None) \
+        or index("runtime").lookup(framework.split(" (")[0].split()[0] if framework.split() else framework)
     if rt == "llama.cpp":
         rt, cores = _llama_cpp(framework, hw_name, hw.kind, hw.vendor)
         if cores is not None:
@@ -354,6 +356,8 @@ def _device(text: str) -> tuple[str, float]:
             return name, 1.0
     if text.startswith("Apple"):
         a = _apple(text)
+        if a is None and (hit := index("hardware").lookup(text)) is not None:   # "Apple M4 Max"
+            return hit, 1.0
         if a is None:
             raise SkipRow(f"no bundled profile matches {text!r}")
         return a
