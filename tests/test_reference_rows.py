@@ -161,3 +161,10 @@ def test_outside_spellings_of_formats_devices_engines_and_fine_tunes_are_predict
     r = mb.estimate("llama-3.1-8b", "rtx-4090", weight_dtype="q4_k_m", kv_dtype="fp16", prompt_tokens=0,
                     output_tokens=128, runtime="llama.cpp-cuda", activation_dtype="int8")
     assert mb.predict(s) == pytest.approx(r.decode_tok_s_per_user, rel=1e-12)
+
+
+def test_a_llama_cpp_row_on_a_chip_it_has_no_backend_for_is_skipped_not_priced_as_cuda(tmp_path):
+    # llama.cpp names no backend for a Google TPU: the row was priced with CUDA's figures
+    ref = _ref(tmp_path, dict(id="t-1", hardware="Google TPU v5e", output_tokens="128",
+                              metric="decode_tok_s_per_user", value="100", framework="llama.cpp"))
+    assert not ref.scenarios and "no backend" in ref.skipped[0][2]

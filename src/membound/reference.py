@@ -236,7 +236,10 @@ def llama_cpp_backend(framework: str, hw_kind: str, vendor: str) -> str:
             return backend
     from .runtime import load_runtime
     native = load_runtime("llama.cpp").backends
-    return (native.get(hw_kind) or native.get(vendor.lower()) or "llama.cpp-cuda").removeprefix("llama.cpp-")
+    backend = native.get(hw_kind) or native.get(vendor.lower())
+    if backend is None:       # as the runtime refuses it: no backend of llama.cpp runs there (a TPU)
+        raise SkipRow(f"llama.cpp has no backend for a {vendor} {hw_kind}")
+    return backend.removeprefix("llama.cpp-")
 
 
 def _category(rt: str, hw_kind: str, metric: str, framework: str, row_id: str, batch) -> str:
