@@ -168,3 +168,18 @@ def test_a_llama_cpp_row_on_a_chip_it_has_no_backend_for_is_skipped_not_priced_a
     ref = _ref(tmp_path, dict(id="t-1", hardware="Google TPU v5e", output_tokens="128",
                               metric="decode_tok_s_per_user", value="100", framework="llama.cpp"))
     assert not ref.scenarios and "no backend" in ref.skipped[0][2]
+
+
+def test_other_spellings_of_a_metric_are_converted_and_unknown_ones_skipped_by_name(tmp_path):
+    # tpot_ms is itl_ms; ttft_s is ttft_ms / 1000 (0.05 s -> 50 ms); an e2e latency has no
+    # prediction: it is skipped naming the metrics a row may give (it was "prediction failed")
+    base = dict(hardware="NVIDIA RTX 4090", model="Llama-3.1-8B", weight_dtype="Q4_K_M",
+                framework="llama.cpp (CUDA)")
+    ref = _ref(tmp_path, dict(base, id="a-1", output_tokens="128", metric="tpot_ms", value="6.5"),
+               dict(base, id="a-2", prompt_tokens="512", metric="ttft_s", value="0.05"),
+               dict(base, id="a-3", prompt_tokens="512", output_tokens="128", metric="e2e_latency_s", value="1.2"))
+    got = {s.id: (s.metric, s.measured, s.category) for s in ref.scenarios}
+    assert got == {"a-1": ("itl_ms", 6.5, "llama.cpp CUDA decode"),
+                   "a-2": ("ttft_ms", 50.0, "llama.cpp CUDA prefill")}      # a TTFT row is a prefill row
+    [(rid, metric, why)] = ref.skipped
+    assert (rid, metric) == ("a-3", "e2e_latency_s") and "itl_ms" in why and "tpot_ms" in why

@@ -236,10 +236,10 @@ def llama_cpp_backend(framework: str, hw_kind: str, vendor: str) -> str:
             return backend
     from .runtime import load_runtime
     native = load_runtime("llama.cpp").backends
-    backend = native.get(hw_kind) or native.get(vendor.lower())
-    if backend is None:       # as the runtime refuses it: no backend of llama.cpp runs there (a TPU)
+    native_rt = native.get(hw_kind) or native.get(vendor.lower())
+    if native_rt is None:     # as the runtime refuses it: no backend of llama.cpp runs there (a TPU)
         raise SkipRow(f"llama.cpp has no backend for a {vendor} {hw_kind}")
-    return backend.removeprefix("llama.cpp-")
+    return native_rt.removeprefix("llama.cpp-")
 
 
 def _category(rt: str, hw_kind: str, metric: str, framework: str, row_id: str, batch) -> str:
@@ -247,7 +247,7 @@ def _category(rt: str, hw_kind: str, metric: str, framework: str, row_id: str, b
         return "specialised chips"
     if rt.startswith("llama.cpp-"):
         where = BACKEND_LABEL[rt.removeprefix("llama.cpp-")]
-        if metric == "prefill_tok_s":
+        if metric in ("prefill_tok_s", "ttft_ms"):
             return f"llama.cpp {where} prefill"
         if metric == "decode_tok_s_total":
             return f"llama.cpp {where} batched decode"
@@ -267,6 +267,30 @@ class SkipRow(Exception):
     """A reference row (measured or served) membound does not predict; the message says why."""
 
 
+# the metrics a row may give (measurements.csv's), and other spellings of them: (metric, factor to it)
+METRICS = ("decode_tok_s_per_user", "decode_tok_s_total", "prefill_tok_s", "ttft_ms", "itl_ms",
+           "throughput_tok_s_total", "speedup_vs_baseline", "acceptance_length")
+METRIC_ALIASES = {"tpot_ms": ("itl_ms", 1.0), "itl_s": ("itl_ms", 1e3), "tpot_s": ("itl_ms", 1e3),
+                  "ttft_s": ("ttft_ms", 1e3), "decode_tok_s": ("decode_tok_s_per_user", 1.0),
+                  "prompt_tok_s": ("prefill_tok_s", 1.0), "output_tok_s_total": ("throughput_tok_s_total", 1.0)}
+
+
+def _canonical_metric(r: dict[str, str]) -> dict[str, str]:
+    """The row with its metric in measurements.csv's spelling (an alias's value converted), or
+    SkipRow naming the metrics it may give."""
+    metric = (r.get("metric") or "").strip()
+    if metric in METRICS:
+        return r
+    if metric in METRIC_ALIASES:
+        name, factor = METRIC_ALIASES[metric]
+        try:
+            value = float(r["value"]) * factor
+        except (TypeError, ValueError):
+            raise SkipRow(f"value {r.get('value')!r} is not a number") from None
+        return {**r, "metric": name, "value": repr(value)}
+    raise SkipRow(f"metric {metric!r} is none of {', '.join(METRICS + tuple(METRIC_ALIASES))}")
+
+
 def load_reference(path: str | Path | None = None) -> Reference:
     """Every row of measurements.csv as a Scenario, or skipped with its reason."""
     out = Reference()
@@ -274,7 +298,7 @@ def load_reference(path: str | Path | None = None) -> Reference:
         rows = list(csv.DictReader(f))
     for r in rows:
         try:
-            out.scenarios.append(_scenario(r))
+            out.scenarios.append(_scenario(_canonical_metric(r)))
         except SkipRow as e:
             out.skipped.append((r["id"], r["metric"], str(e)))
     return out
