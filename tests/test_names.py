@@ -140,6 +140,22 @@ def test_alias_colliding_with_another_name_or_alias_is_a_profile_error():
     assert NameIndex.build("hardware", [Entry("a-1", ("A 1", "a1"))]).resolve("A_1") == "a-1"
 
 
+
+def test_an_hf_id_alias_answers_to_its_repository_name_unless_two_share_it():
+    idx = NameIndex.build("model", [
+        Entry("base-7b", ("org/Base-7B", "lab/Distill-Base-7B", "a/Twin-1B")),
+        Entry("other-1b", ("b/Twin-1B", "base-7b-chat")),
+        Entry("distill-base-7b-x")])
+    # the part after '/' resolves, as benchmark tables write it, with variant words dropped as usual
+    assert idx.resolve("Distill-Base-7B") == idx.resolve("distill base 7b instruct") == "base-7b"
+    # two entries' ids share "Twin-1B": neither gets it (the full ids still resolve)
+    with pytest.raises(UnknownNameError):
+        idx.resolve("Twin-1B")
+    assert idx.resolve("a/Twin-1B") == "base-7b" and idx.resolve("b/Twin-1B") == "other-1b"
+    # a name or a plain alias wins over a repository name
+    idx = NameIndex.build("model", [Entry("a-7b", ("org/B-7B",)), Entry("b-7b")])
+    assert idx.resolve("B-7B") == "b-7b"
+
 def test_names_that_normalise_alike_resolve_only_exactly():
     idx = NameIndex.build("model", [Entry("m-1.5"), Entry("m15")])
     assert idx.resolve("m-1.5") == "m-1.5" and idx.resolve("m15") == "m15"

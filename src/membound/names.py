@@ -7,7 +7,8 @@ A name resolves, in this order:
    when the part after the last `/` is itself a known name (`meta-llama/Llama-3.1-8B`);
 3. through the `aliases:` a profile or preset carries (vendor spellings such as
    "NVIDIA H200 SXM 141GB", marketing names, Hugging Face ids such as
-   "meta-llama/Llama-3.3-70B-Instruct"), also compared after normalisation;
+   "meta-llama/Llama-3.3-70B-Instruct"), also compared after normalisation; an HF-id alias also
+   answers to its part after the '/' ("DeepSeek-R1-Distill-Llama-8B") unless two entries share it;
 4. as 2 and 3 once leading vendor words (NVIDIA, GeForce, AMD, Instinct, Radeon, Intel, Apple,
    Meta) and a trailing memory size ("80GB", "141GB HBM3e") are dropped: "NVIDIA H100 SXM" is
    "H100 SXM". A name this leaves ambiguous ("NVIDIA H100": SXM, PCIe or NVL) still misses;
@@ -73,6 +74,24 @@ class Entry:
     source: str = ""
 
 
+def _repo_names(entries: list[Entry], keys: dict[str, str]) -> dict[str, str]:
+    """An alias that is a Hugging Face id ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B") also answers
+    to its part after the '/' ("DeepSeek-R1-Distill-Llama-8B"), the way benchmark tables write it,
+    unless that is already a name or alias, or two entries' ids would share it (then neither)."""
+    out: dict[str, str] = {}
+    clash: set[str] = set()
+    for e in entries:
+        for alias in e.aliases:
+            if "/" not in alias:
+                continue
+            k = normalise(alias.rsplit("/", 1)[1])
+            if not k or k in keys:
+                continue
+            if out.setdefault(k, e.name) != e.name:
+                clash.add(k)
+    return {k: v for k, v in out.items() if k not in clash}
+
+
 @dataclass(frozen=True)
 class NameIndex:
     """The names of one kind, ready to resolve and to suggest from."""
@@ -81,6 +100,7 @@ class NameIndex:
     names: frozenset[str]
     keys: dict[str, str] = field(default_factory=dict)           # normalised key -> canonical name
     ambiguous: dict[str, tuple[str, ...]] = field(default_factory=dict)   # key -> clashing names
+    repo_names: dict[str, str] = field(default_factory=dict)     # key of an alias's part after '/' -> name
 
     @classmethod
     def build(cls, kind: str, entries: Iterable[Entry]) -> NameIndex:
@@ -110,24 +130,28 @@ class NameIndex:
                 owner.setdefault(k, e)
         for k in ambiguous:
             keys.pop(k, None)
-        return cls(kind, names, keys, {k: tuple(sorted(v)) for k, v in ambiguous.items()})
+        return cls(kind, names, keys, {k: tuple(sorted(v)) for k, v in ambiguous.items()}, _repo_names(entries, keys))
 
     def lookup(self, text: str) -> str | None:
         """The canonical name `text` stands for, or None."""
         if text in self.names:
             return text
-        hit = self.keys.get(normalise(text))
+        hit = self._get(normalise(text))
         if hit is None and "/" in text:           # an HF id whose last part is a known name
-            hit = self.keys.get(normalise(text.rsplit("/", 1)[1]))
+            hit = self._get(normalise(text.rsplit("/", 1)[1]))
         if hit is None and len(text) <= 200:      # a vendor's spelling: "NVIDIA A100 80GB", "NVIDIA H100 SXM5 80GB"
             # (no name is longer: the trailing-memory pattern backtracks quadratically on long runs of spaces)
             unbranded = _VENDOR.sub("", text.strip())
             for bare in (unbranded, _MEMORY.sub("", unbranded)):
-                hit = hit or self.keys.get(normalise(bare))
+                hit = hit or self._get(normalise(bare))
             while hit is None and self.kind == "model" and _VARIANT.search(unbranded):
                 unbranded = _VARIANT.sub("", unbranded)          # "Llama-2-7b-chat-hf" -> "Llama-2-7b"
-                hit = self.keys.get(normalise(unbranded))
+                hit = self._get(normalise(unbranded))
         return hit
+
+    def _get(self, key: str) -> str | None:
+        """A name or alias by its key, else an HF-id alias by its part after the '/'."""
+        return self.keys.get(key) or self.repo_names.get(key)
 
     def suggest(self, text: str, n: int = 3) -> list[str]:
         """Up to `n` canonical names nearest to `text`: names the query starts or is contained
