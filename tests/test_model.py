@@ -106,6 +106,17 @@ PUBLISHED = [
     # Kimi-K2.5's text decoder is Kimi-K2's (the card rounds to "1T"; the vision encoder is not described)
     ("kimi-k2.5", 1040.0, None, 0.015),
     ("falcon-7b", 7.0, None, 0.012), ("falcon-40b", 40.0, None, 0.035),
+    # models common in published benchmark tables (sources in each preset; arithmetic in
+    # tests/test_model_coverage.py). Qwen's cards: 0.49/1.54/3.09/14.7/32.5B (the 32B's 32.5B is 0.8% under
+    # the 32.76B its config gives; the HF page says 32.8B), Qwen3-0.6B "0.6B" (0.596B)
+    ("qwen2.5-0.5b", 0.49, None, 0.01), ("qwen2.5-1.5b", 1.54, None, 0.01), ("qwen2.5-3b", 3.09, None, 0.01),
+    ("qwen2.5-14b", 14.7, None, 0.01), ("qwen2.5-32b", 32.5, None, 0.01), ("qwen3-0.6b", 0.6, None, 0.01),
+    ("deepseek-r1-distill-qwen-1.5b", 1.78, None, 0.01),       # HF page; untied lm_head
+    ("gemma-2-2b", 2.61, None, 0.01), ("gemma-2-9b", 9.24, None, 0.01), ("gemma-2-27b", 27.2, None, 0.01),
+    # Gemma 3 1B is text only; 12B: HF's 12.2B less the ~0.42B SigLIP tower (as for the 4B and 27B)
+    ("gemma-3-1b", 1.0, None, 0.01), ("gemma-3-12b", 12.2 - 0.42, None, 0.01),
+    ("mistral-nemo-12b", 12.2, None, 0.01), ("phi-3-mini", 3.8, None, 0.01), ("phi-3-medium", 14.0, None, 0.01),
+    ("mixtral-8x22b", 141.0, 39.0, 0.01),
 ]
 
 

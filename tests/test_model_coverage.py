@@ -171,6 +171,60 @@ CONFIGS["qwen3.5-397b-a17b"] = {"model_type": "qwen3_5_moe", "text_config": {
     "linear_num_value_heads": 64, "num_experts": 512, "num_experts_per_tok": 10, "moe_intermediate_size": 1024,
     "shared_expert_intermediate_size": 1024}}
 
+# models common in published benchmark tables (llama.cpp, vLLM, SGLang); sources in each preset
+_QWEN25 = {"model_type": "qwen2", "use_sliding_window": False, "max_position_embeddings": 32768, "vocab_size": 151936}
+CONFIGS.update({
+    "qwen2.5-0.5b": {**_QWEN25, "hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14,
+                     "num_key_value_heads": 2, "intermediate_size": 4864, "tie_word_embeddings": True},
+    "qwen2.5-1.5b": {**_QWEN25, "hidden_size": 1536, "num_hidden_layers": 28, "num_attention_heads": 12,
+                     "num_key_value_heads": 2, "intermediate_size": 8960, "tie_word_embeddings": True},
+    "qwen2.5-3b": {**_QWEN25, "hidden_size": 2048, "num_hidden_layers": 36, "num_attention_heads": 16,
+                   "num_key_value_heads": 2, "intermediate_size": 11008, "tie_word_embeddings": True},
+    "qwen2.5-14b": {**_QWEN25, "hidden_size": 5120, "num_hidden_layers": 48, "num_attention_heads": 40,
+                    "num_key_value_heads": 8, "intermediate_size": 13824, "vocab_size": 152064,
+                    "tie_word_embeddings": False},
+    "qwen2.5-32b": {**_QWEN25, "hidden_size": 5120, "num_hidden_layers": 64, "num_attention_heads": 40,
+                    "num_key_value_heads": 8, "intermediate_size": 27648, "vocab_size": 152064,
+                    "tie_word_embeddings": False},
+    "deepseek-r1-distill-qwen-1.5b": {**_QWEN25, "hidden_size": 1536, "num_hidden_layers": 28,
+                                      "num_attention_heads": 12, "num_key_value_heads": 2, "intermediate_size": 8960,
+                                      "tie_word_embeddings": False, "max_position_embeddings": 131072,
+                                      "sliding_window": 4096, "max_window_layers": 21},
+    "qwen3-0.6b": {"model_type": "qwen3", "hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,
+                   "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072, "vocab_size": 151936,
+                   "tie_word_embeddings": True, "max_position_embeddings": 40960, "use_sliding_window": False},
+    "gemma-2-2b": {"model_type": "gemma2", "hidden_size": 2304, "num_hidden_layers": 26, "num_attention_heads": 8,
+                   "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 9216, "vocab_size": 256000,
+                   "sliding_window": 4096, "max_position_embeddings": 8192},
+    "gemma-2-9b": {"model_type": "gemma2", "hidden_size": 3584, "num_hidden_layers": 42, "num_attention_heads": 16,
+                   "num_key_value_heads": 8, "head_dim": 256, "intermediate_size": 14336, "vocab_size": 256000,
+                   "sliding_window": 4096, "max_position_embeddings": 8192},
+    "gemma-2-27b": {"model_type": "gemma2", "hidden_size": 4608, "num_hidden_layers": 46, "num_attention_heads": 32,
+                    "num_key_value_heads": 16, "head_dim": 128, "intermediate_size": 36864, "vocab_size": 256000,
+                    "sliding_window": 4096, "max_position_embeddings": 8192},
+    "gemma-3-1b": {"model_type": "gemma3_text", "hidden_size": 1152, "num_hidden_layers": 26,
+                   "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 6912,
+                   "vocab_size": 262144, "sliding_window": 512, "sliding_window_pattern": 6,
+                   "max_position_embeddings": 32768},
+    "gemma-3-12b": {"model_type": "gemma3", "text_config": {
+        "model_type": "gemma3_text", "hidden_size": 3840, "num_hidden_layers": 48, "num_attention_heads": 16,
+        "num_key_value_heads": 8, "intermediate_size": 15360, "sliding_window": 1024}},
+    "mistral-nemo-12b": {"model_type": "mistral", "hidden_size": 5120, "num_hidden_layers": 40,
+                         "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                         "intermediate_size": 14336, "vocab_size": 131072, "sliding_window": None,
+                         "tie_word_embeddings": False},
+    "phi-3-mini": {"model_type": "phi3", "hidden_size": 3072, "num_hidden_layers": 32, "num_attention_heads": 32,
+                   "num_key_value_heads": 32, "intermediate_size": 8192, "vocab_size": 32064,
+                   "max_position_embeddings": 131072, "sliding_window": 262144, "tie_word_embeddings": False},
+    "phi-3-medium": {"model_type": "phi3", "hidden_size": 5120, "num_hidden_layers": 40, "num_attention_heads": 40,
+                     "num_key_value_heads": 10, "intermediate_size": 17920, "vocab_size": 32064,
+                     "max_position_embeddings": 131072, "sliding_window": 131072, "tie_word_embeddings": False},
+    "mixtral-8x22b": {"model_type": "mixtral", "hidden_size": 6144, "num_hidden_layers": 56, "num_attention_heads": 48,
+                      "num_key_value_heads": 8, "intermediate_size": 16384, "vocab_size": 32000,
+                      "num_local_experts": 8, "num_experts_per_tok": 2, "max_position_embeddings": 65536,
+                      "sliding_window": None, "tie_word_embeddings": False},
+})
+
 
 def test_qwen35_397b_by_hand():
     # h=4096; DeltaNet with 16 key heads and 64 value heads of 128: qkvz h x (2*2048 + 2*8192), ba h x 128,
@@ -222,3 +276,117 @@ def test_a_hybrid_layer_pattern_other_than_the_interval_is_refused():
     cfg = {**CONFIGS["qwen3.5-35b-a3b"]["text_config"], "layer_types": ["full_attention"] * 40}
     with pytest.raises(ProfileError, match="layer_types"):
         Model.from_hf_config(cfg)
+
+
+# ---- models common in published benchmark tables (llama.cpp, vLLM, SGLang) ----------------------
+
+
+@pytest.mark.parametrize("name, h, layers, heads, kv, ffn, vocab, tied, total", [
+    # Qwen2.5: head_dim 128 (64 for 0.5B), q/k/v biases, SwiGLU, 2 RMSNorms a layer, final norm
+    ("qwen2.5-0.5b", 896, 24, 14, 2, 4864, 151936, True, 494_032_768),
+    ("qwen2.5-1.5b", 1536, 28, 12, 2, 8960, 151936, True, 1_543_714_304),
+    ("qwen2.5-3b", 2048, 36, 16, 2, 11008, 151936, True, 3_085_938_688),
+    ("qwen2.5-14b", 5120, 48, 40, 8, 13824, 152064, False, 14_770_033_664),
+    ("qwen2.5-32b", 5120, 64, 40, 8, 27648, 152064, False, 32_763_876_352),
+    # the 1.5B's shape with its own lm_head: 151936 x 1536 = 233,373,696 more
+    ("deepseek-r1-distill-qwen-1.5b", 1536, 28, 12, 2, 8960, 151936, False, 1_543_714_304 + 233_373_696),
+])
+def test_qwen25_by_hand(name, h, layers, heads, kv, ffn, vocab, tied, total):
+    hd = h // heads
+    attn = 2 * h * heads * hd + 2 * h * kv * hd + (heads + 2 * kv) * hd
+    layer = attn + 3 * h * ffn + 2 * h
+    assert layers * layer + vocab * h * (1 if tied else 2) + h == total
+    assert load_model(name).total_params == total
+
+
+def test_gemma2_by_hand():
+    # google/gemma-2-9b: 16 query heads and 8 KV heads of 256, GeGLU 14336, four RMSNorms a layer,
+    # tied 256000-token embeddings; layers 0, 2, 4, ... attend 4096 tokens, 1, 3, 5, ... all
+    h = 3584
+    layer = 2 * h * 16 * 256 + 2 * h * 8 * 256 + 3 * h * 14336 + 4 * h
+    total = 42 * layer + 256000 * h + h
+    m = load_model("gemma-2-9b")
+    assert m.total_params == total == 9_241_705_984
+    assert m.window_groups() == ((4096, 21), (None, 21))
+    assert m.kv_bytes_per_token("bf16", context=8192) == (21 * 4096 + 21 * 8192) * 2 * 8 * 256 * 2
+    # 27B: head_dim 128, 32/16 heads, 46 layers
+    h = 4608
+    layer = 2 * h * 32 * 128 + 2 * h * 16 * 128 + 3 * h * 36864 + 4 * h
+    assert load_model("gemma-2-27b").total_params == 46 * layer + 256000 * h + h == 27_227_128_320
+
+
+def test_gemma3_1b_and_12b_by_hand():
+    # 1B: 4 query heads and one KV head of 256, q/k norms (256 each), 4 norms a layer, vocab 262144,
+    # every 6th layer global and the others a 512-token window: 26 layers -> 4 global, 22 local
+    h = 1152
+    layer = 2 * h * 4 * 256 + 2 * h * 1 * 256 + 2 * 256 + 3 * h * 6912 + 4 * h
+    m = load_model("gemma-3-1b")
+    assert m.total_params == 26 * layer + 262144 * h + h == 999_885_952
+    assert m.window_groups() == ((512, 22), (None, 4))
+    # 12B text decoder: 16/8 heads of 256, ffn 15360, 48 layers (8 global), vocab 262208
+    h = 3840
+    layer = 2 * h * 16 * 256 + 2 * h * 8 * 256 + 2 * 256 + 3 * h * 15360 + 4 * h
+    m = load_model("gemma-3-12b")
+    assert m.total_params == 48 * layer + 262208 * h + h == 11_766_034_176
+    assert m.window_groups() == ((1024, 40), (None, 8))
+
+
+def test_phi3_and_nemo_by_hand():
+    # Phi-3-mini: multi-head attention (32 KV heads of 96), SwiGLU 8192, untied 32064-token embeddings
+    h = 3072
+    assert load_model("phi-3-mini").total_params == 32 * (4 * h * h + 3 * h * 8192 + 2 * h) + 2 * 32064 * h + h
+    assert load_model("phi-3-mini").kv_elements_per_token_per_layer == 2 * 32 * 96
+    # Phi-3-medium: phi-4's layers (40/10 heads of 128, ffn 17920) with the 32064-token vocabulary
+    h = 5120
+    layer = 2 * h * 40 * 128 + 2 * h * 10 * 128 + 3 * h * 17920 + 2 * h
+    assert load_model("phi-3-medium").total_params == 40 * layer + 2 * 32064 * h + h == 13_960_238_080
+    # Mistral-Nemo: 32/8 heads of 128 (4096 < hidden 5120), ffn 14336, vocab 131072, untied
+    layer = 2 * h * 32 * 128 + 2 * h * 8 * 128 + 3 * h * 14336 + 2 * h
+    assert load_model("mistral-nemo-12b").total_params == 40 * layer + 2 * 131072 * h + h == 12_247_782_400
+
+
+def test_mixtral_8x22b_by_hand():
+    h, e = 6144, 3 * 6144 * 16384
+    layer = 2 * h * 48 * 128 + 2 * h * 8 * 128 + 2 * h + 8 * e + h * 8      # 8 experts and the router
+    total = 56 * layer + 2 * 32000 * h + h
+    m = load_model("mixtral-8x22b")
+    assert m.total_params == total == 140_620_634_112
+    assert m.active_params == total - 56 * 6 * e == 39_152_031_744         # 2 of 8 experts a token
+
+
+def test_qwen3_06b_by_hand():
+    # 16 query heads of 128 = 2048 > hidden 1024, 8 KV heads, q/k norms, tied embeddings
+    h = 1024
+    layer = 2 * h * 16 * 128 + 2 * h * 8 * 128 + 2 * 128 + 3 * h * 3072 + 2 * h
+    assert load_model("qwen3-0.6b").total_params == 28 * layer + 151936 * h + h == 596_049_920
+
+
+@pytest.mark.parametrize("spelling, preset", [
+    ("Qwen/Qwen2.5-Coder-32B-Instruct", "qwen2.5-32b"), ("Qwen2.5-Coder-32B-Instruct", "qwen2.5-32b"),
+    ("Qwen/QwQ-32B", "qwen2.5-32b"), ("QwQ-32B", "qwen2.5-32b"), ("Qwen2.5-14B-Instruct", "qwen2.5-14b"),
+    ("DeepSeek-R1-Distill-Qwen-1.5B", "deepseek-r1-distill-qwen-1.5b"),
+    ("DeepSeek-R1-Distill-Qwen-7B", "qwen2.5-7b"), ("deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", "qwen2.5-14b"),
+    ("DeepSeek-R1-Distill-Qwen-32B", "qwen2.5-32b"), ("DeepSeek-R1-Distill-Llama-8B", "llama-3.1-8b"),
+    ("DeepSeek-R1-Distill-Llama-70B", "llama-3.3-70b"), ("Qwen2.5-Math-1.5B-Instruct", "qwen2.5-1.5b"),
+    ("Qwen2.5-Math-7B", "qwen2.5-7b"), ("Qwen2.5-0.5B-Instruct", "qwen2.5-0.5b"), ("Qwen/Qwen3-0.6B", "qwen3-0.6b"),
+    ("google/gemma-2-9b-it", "gemma-2-9b"), ("gemma-2-27b-it", "gemma-2-27b"), ("gemma-3-1b-it", "gemma-3-1b"),
+    ("google/gemma-3-12b-it", "gemma-3-12b"), ("Mistral-Nemo-Instruct-2407", "mistral-nemo-12b"),
+    ("microsoft/Phi-3-mini-4k-instruct", "phi-3-mini"), ("Phi-3.5-mini-instruct", "phi-3-mini"),
+    ("Phi-3-medium-128k-instruct", "phi-3-medium"), ("mistralai/Mixtral-8x22B-Instruct-v0.1", "mixtral-8x22b"),
+])
+def test_benchmark_table_spellings_resolve(spelling, preset):
+    assert resolve_name("model", spelling) == preset
+
+
+def test_phi3_sliding_window_is_not_applied():
+    # Phi-3-mini-4k's config gives sliding_window 2047 and no layers it covers; llama.cpp disables it
+    from membound import Model
+    m = Model.from_hf_config({**CONFIGS["phi-3-mini"], "max_position_embeddings": 4096, "sliding_window": 2047})
+    assert m.window_groups() == ((None, 32),) and m.total_params == load_model("phi-3-mini").total_params
+
+
+def test_gemma2_layer_types_override_the_alternation():
+    from membound import Model
+    types = ["full_attention"] * 2 + ["sliding_attention"] * 24
+    m = Model.from_hf_config({**CONFIGS["gemma-2-2b"], "layer_types": types})
+    assert m.window_groups() == ((None, 2), (4096, 24)) and m.norms_per_layer == 4 and m.tied_embeddings

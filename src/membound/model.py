@@ -389,7 +389,7 @@ def _check_context(context):
 # ---- Hugging Face configs -----------------------------------------------------------------
 _FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
              "qwen3_5_moe_text", "glm4_moe", "kimi_k2", "minimax_m2", "llama4_text", "falcon", "mpt",
-             "deepseek_v2", "deepseek_v3", "deepseek_v32", "gemma3", "gemma3_text", "phi3", "gpt_oss")
+             "deepseek_v2", "deepseek_v3", "deepseek_v32", "gemma2", "gemma3", "gemma3_text", "phi3", "gpt_oss")
 # transformers' Gemma3TextConfig defaults: the released config.json files omit these keys
 _GEMMA3_DEFAULTS = dict(vocab_size=262_208, num_attention_heads=8, num_key_value_heads=4,
                         head_dim=256, sliding_window=4096, sliding_window_pattern=6,
@@ -448,7 +448,7 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
         name=str(name or mt).rstrip("/").split("/")[-1].lower().replace(" ", "-"),
         n_layers=n_layers, hidden_size=hidden, n_heads=heads,
         n_kv_heads=get("num_key_value_heads", heads), head_dim=get("head_dim", hidden // heads),
-        vocab_size=get("vocab_size"), tied_embeddings=get("tie_word_embeddings", mt == "gemma3_text", kind=bool),
+        vocab_size=get("vocab_size"), tied_embeddings=get("tie_word_embeddings", mt in ("gemma2", "gemma3_text"), kind=bool),
         max_context=get("max_position_embeddings", None), source=f"Hugging Face config {src} ({mt})")
     bias = get("attention_bias", mt == "gpt_oss", kind=bool)
     d.update(qkv_bias=bias or mt in ("qwen2", "qwen2_moe"), attn_out_bias=bias and mt != "glm4_moe")
@@ -467,8 +467,8 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
         d["qk_norm"] = True
     if mt in ("glm4_moe", "minimax_m2"):
         d["qk_norm"] = get("use_qk_norm", mt == "minimax_m2", kind=bool)
-    if mt == "gemma3_text":
-        d["norms_per_layer"] = 4
+    if mt in ("gemma2", "gemma3_text"):
+        d["norms_per_layer"] = 4    # input, post-attention, pre- and post-feedforward RMSNorms
     if mt == "gpt_oss":
         d.update(mlp_bias=True, attn_sinks=True)
     d["layer_windows"] = _windows(cfg, mt, n_layers, get, src)
@@ -582,7 +582,9 @@ def _has_dense(d: dict) -> bool:
 def _windows(cfg, mt, n_layers, get, src) -> tuple:
     if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and not cfg.get("use_sliding_window", False):
         return ()
-    if mt in ("qwen3_next", "qwen3_5_moe_text", "mpt", "falcon"):
+    # phi3: the configs give one sliding_window (2047 in the 4k models, at or past the context in the
+    # 128k ones) but no layers it applies to; llama.cpp disables it for the family (PR 13676)
+    if mt in ("qwen3_next", "qwen3_5_moe_text", "mpt", "falcon", "phi3"):
         return ()
     if mt == "llama4_text":
         return _llama4_chunks(cfg, get, n_layers, src)
@@ -601,7 +603,7 @@ def _windows(cfg, mt, n_layers, get, src) -> tuple:
     elif mt == "gemma3_text":
         pattern = get("sliding_window_pattern", 6)
         out = tuple(None if (i + 1) % pattern == 0 else w for i in range(n_layers))
-    elif mt == "gpt_oss":
+    elif mt in ("gpt_oss", "gemma2"):    # even layers slide, odd layers are global
         out = tuple(w if i % 2 == 0 else None for i in range(n_layers))
     elif mt.startswith("qwen"):
         first = get("max_window_layers", n_layers, positive=False)
