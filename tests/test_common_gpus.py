@@ -124,7 +124,7 @@ def test_mi250x_is_profiled_per_gcd_and_the_module_is_two_of_them():
     ("NVIDIA RTX A5000", "rtx-a5000"), ("NVIDIA RTX A4000", "rtx-a4000"),
     ("AMD Instinct MI210", "mi210"), ("AMD Instinct MI250X", "mi250x"), ("AMD Instinct MI250X module", "mi250x-module"),
     ("AMD Radeon RX 7800 XT", "rx-7800-xt"), ("AMD Radeon RX 7600 XT", "rx-7600-xt"),
-    ("AMD Radeon RX 6800 XT", "rx-6800-xt"), ("AMD Radeon RX 6900 XT", "rx-6900-xt"),
+    ("AMD Radeon RX 6800 XT", "rx-6800-xt"), ("AMD Radeon RX 6900 XT", "rx-6900-xt"), ("NVIDIA H20", "h20"),
 ])
 def test_vendor_spellings_resolve(spelling, name):
     assert mb.resolve_name("hardware", spelling) == name
@@ -136,6 +136,18 @@ def test_spellings_of_neighbours_stay_apart():
     assert mb.resolve_name("hardware", "NVIDIA A100 80GB") == "a100-80gb"
     assert mb.resolve_name("hardware", "NVIDIA RTX PRO 6000 Blackwell") == "rtx-pro-6000-blackwell"
     assert mb.resolve_name("hardware", "AMD Radeon RX 7900 XT") == "rx-7900-xt"
+
+
+def test_h20_is_a_memory_rich_compute_capped_hopper():
+    h20, h100 = mb.load_hardware("h20"), mb.load_hardware("h100-sxm")
+    assert h20.bandwidth_bytes_s == 4.0e12 > h100.bandwidth_bytes_s              # 4.0 against 3.35 TB/s
+    assert h20.peak_flops("bf16") == 148e12 and h20.peak_flops("fp8") == 2 * 148e12
+    # the ridge point (FLOP per byte where compute and bandwidth take equal time) is 148e12 / 4e12 = 37,
+    # against the H100's 989e12 / 3.35e12 = 295: prefill turns compute-bound ~8x earlier
+    assert h20.peak_flops("bf16") / h20.bandwidth_bytes_s == pytest.approx(37.0)
+    assert h100.peak_flops("bf16") / h100.bandwidth_bytes_s == pytest.approx(295, rel=0.01)
+    assert h20.clock_hz is None                      # 44 TFLOPS fp32 / (2 x 78 x 128) = 2.2 GHz: not a Hopper clock
+    assert h20.interconnect.bandwidth_bytes_s == 900e9 / 2 and h20.interconnect.max_chips == 8
 
 
 def test_the_reference_a10_row_names_a_profile_now():
