@@ -219,6 +219,23 @@ CONFIGS.update({
     "phi-3-medium": {"model_type": "phi3", "hidden_size": 5120, "num_hidden_layers": 40, "num_attention_heads": 40,
                      "num_key_value_heads": 10, "intermediate_size": 17920, "vocab_size": 32064,
                      "max_position_embeddings": 131072, "sliding_window": 131072, "tie_word_embeddings": False},
+    "gemma-7b": {"model_type": "gemma", "hidden_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
+                 "num_key_value_heads": 16, "head_dim": 256, "intermediate_size": 24576, "vocab_size": 256000,
+                 "max_position_embeddings": 8192},
+    "phi-4-mini": {"model_type": "phi3", "hidden_size": 3072, "num_hidden_layers": 32, "num_attention_heads": 24,
+                   "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 200064,
+                   "max_position_embeddings": 131072, "sliding_window": 262144, "partial_rotary_factor": 0.75,
+                   "tie_word_embeddings": True},
+    "codellama-34b": {"model_type": "llama", "hidden_size": 8192, "num_hidden_layers": 48, "num_attention_heads": 64,
+                      "num_key_value_heads": 8, "intermediate_size": 22016, "vocab_size": 32000,
+                      "max_position_embeddings": 16384, "rope_theta": 1000000, "tie_word_embeddings": False},
+    "deepseek-v2-lite": {"model_type": "deepseek_v2", "hidden_size": 2048, "num_hidden_layers": 27,
+                         "num_attention_heads": 16, "num_key_value_heads": 16, "q_lora_rank": None,
+                         "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+                         "intermediate_size": 10944, "moe_intermediate_size": 1408, "n_routed_experts": 64,
+                         "n_shared_experts": 2, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
+                         "moe_layer_freq": 1, "vocab_size": 102400, "max_position_embeddings": 163840,
+                         "tie_word_embeddings": False},
     "mixtral-8x22b": {"model_type": "mixtral", "hidden_size": 6144, "num_hidden_layers": 56, "num_attention_heads": 48,
                       "num_key_value_heads": 8, "intermediate_size": 16384, "vocab_size": 32000,
                       "num_local_experts": 8, "num_experts_per_tok": 2, "max_position_embeddings": 65536,
@@ -354,6 +371,45 @@ def test_mixtral_8x22b_by_hand():
     assert m.active_params == total - 56 * 6 * e == 39_152_031_744         # 2 of 8 experts a token
 
 
+def test_gemma_v1_by_hand():
+    # gemma: GeGLU, 2 RMSNorms a layer, tied 256000-token embeddings; the Gemma report's non-embedding
+    # counts (7,751,248,896 and 1,981,884,416) are the layers plus the final norm
+    h = 3072                          # 7B: 16 heads of 256 for queries, keys and values alike
+    layer = 4 * h * 16 * 256 + 3 * h * 24576 + 2 * h
+    assert 28 * layer + h == 7_751_248_896
+    assert load_model("gemma-7b").total_params == 28 * layer + h + 256000 * h
+    h = 2048                          # 2B: 8 query heads, one KV head of 256
+    layer = 2 * h * 8 * 256 + 2 * h * 256 + 3 * h * 16384 + 2 * h
+    assert 18 * layer + h == 1_981_884_416
+    assert load_model("gemma-2b").total_params == 18 * layer + h + 256000 * h
+
+
+def test_phi4_mini_and_codellama_34b_by_hand():
+    h = 3072                          # 24 query heads and 8 KV heads of 128, tied 200064-token embeddings
+    layer = 2 * h * 24 * 128 + 2 * h * 8 * 128 + 3 * h * 8192 + 2 * h
+    assert load_model("phi-4-mini").total_params == 32 * layer + 200064 * h + h == 3_836_021_760
+    h = 8192                          # 64 query heads and 8 KV heads of 128, ffn 22016, untied 32000-token embeddings
+    layer = 2 * h * 64 * 128 + 2 * h * 8 * 128 + 3 * h * 22016 + 2 * h
+    assert load_model("codellama-34b").total_params == 48 * layer + 2 * 32000 * h + h == 33_743_970_304
+
+
+def test_deepseek_v2_lite_by_hand():
+    # MLA without q compression: q h x 16*(128+64), kv_a h x (512+64) with its 512 norm, kv_b 512 x 16*(128+128),
+    # o 16*128 x h; layer 0 dense (10944), layers 1-26: 64 routed + 2 shared experts of 1408, router h x 64
+    h = 2048
+    attn = h * 16 * 192 + h * (512 + 64) + 512 + 512 * 16 * 256 + 16 * 128 * h
+    e = 3 * h * 1408
+    dense = attn + 2 * h + 3 * h * 10944
+    moe = attn + 2 * h + 66 * e + h * 64
+    total = dense + 26 * moe + 2 * 102400 * h + h
+    m = load_model("deepseek-v2-lite")
+    assert m.total_params == total == 15_706_484_224                     # "15.7B total"
+    assert m.active_params == total - 26 * 58 * e
+    # DeepSeek's "2.4B activated": 2.45B here without the input embedding (2.1% over), 2.66B with it
+    assert (m.active_params - 102400 * h) / 1e9 == pytest.approx(2.4, rel=0.025)
+    assert m.kv_elements_per_token_per_layer == 512 + 64
+
+
 def test_qwen3_06b_by_hand():
     # 16 query heads of 128 = 2048 > hidden 1024, 8 KV heads, q/k norms, tied embeddings
     h = 1024
@@ -372,7 +428,11 @@ def test_qwen3_06b_by_hand():
     ("google/gemma-2-9b-it", "gemma-2-9b"), ("gemma-2-27b-it", "gemma-2-27b"), ("gemma-3-1b-it", "gemma-3-1b"),
     ("google/gemma-3-12b-it", "gemma-3-12b"), ("Mistral-Nemo-Instruct-2407", "mistral-nemo-12b"),
     ("microsoft/Phi-3-mini-4k-instruct", "phi-3-mini"), ("Phi-3.5-mini-instruct", "phi-3-mini"),
-    ("Phi-3-medium-128k-instruct", "phi-3-medium"), ("mistralai/Mixtral-8x22B-Instruct-v0.1", "mixtral-8x22b"),
+    ("Phi-3-medium-128k-instruct", "phi-3-medium"), ("Phi-4-mini-instruct", "phi-4-mini"),
+    ("Qwen2-7B-Instruct", "qwen2.5-7b"), ("Qwen/Qwen2-72B-Instruct", "qwen2.5-72b"), ("Qwen2-1.5B", "qwen2.5-1.5b"),
+    ("Qwen3-Coder-30B-A3B-Instruct", "qwen3-30b-a3b"), ("CodeLlama-34b-Instruct-hf", "codellama-34b"),
+    ("gemma-7b-it", "gemma-7b"), ("google/gemma-1.1-2b-it", "gemma-2b"), ("DeepSeek-Coder-V2-Lite-Instruct", "deepseek-v2-lite"),
+    ("mistralai/Mixtral-8x22B-Instruct-v0.1", "mixtral-8x22b"),
 ])
 def test_benchmark_table_spellings_resolve(spelling, preset):
     assert resolve_name("model", spelling) == preset
