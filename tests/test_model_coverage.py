@@ -236,6 +236,10 @@ CONFIGS.update({
                          "n_shared_experts": 2, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
                          "moe_layer_freq": 1, "vocab_size": 102400, "max_position_embeddings": 163840,
                          "tie_word_embeddings": False},
+    "command-r": {"model_type": "cohere", "hidden_size": 8192, "num_hidden_layers": 40, "num_attention_heads": 64,
+                  "num_key_value_heads": 64, "intermediate_size": 22528, "vocab_size": 256000,
+                  "use_qk_norm": False, "logit_scale": 0.0625,
+                  "tie_word_embeddings": True},
     "mixtral-8x22b": {"model_type": "mixtral", "hidden_size": 6144, "num_hidden_layers": 56, "num_attention_heads": 48,
                       "num_key_value_heads": 8, "intermediate_size": 16384, "vocab_size": 32000,
                       "num_local_experts": 8, "num_experts_per_tok": 2, "max_position_embeddings": 65536,
@@ -410,6 +414,16 @@ def test_deepseek_v2_lite_by_hand():
     assert m.kv_elements_per_token_per_layer == 512 + 64
 
 
+def test_command_r_by_hand():
+    # 64 heads of 128 for q, k, v (MHA), SwiGLU 22528, one weight-only LayerNorm a layer, tied embeddings
+    h = 8192
+    layer = 4 * h * h + 3 * h * 22528 + h
+    assert load_model("command-r").total_params == 40 * layer + 256000 * h + h == 34_980_831_232
+    from membound import Model, ProfileError
+    with pytest.raises(ProfileError, match="use_qk_norm"):     # Command R+'s per-head norms are not described
+        Model.from_hf_config({**CONFIGS["command-r"], "use_qk_norm": True})
+
+
 def test_qwen3_06b_by_hand():
     # 16 query heads of 128 = 2048 > hidden 1024, 8 KV heads, q/k norms, tied embeddings
     h = 1024
@@ -431,6 +445,7 @@ def test_qwen3_06b_by_hand():
     ("Phi-3-medium-128k-instruct", "phi-3-medium"), ("Phi-4-mini-instruct", "phi-4-mini"),
     ("Qwen2-7B-Instruct", "qwen2.5-7b"), ("Qwen/Qwen2-72B-Instruct", "qwen2.5-72b"), ("Qwen2-1.5B", "qwen2.5-1.5b"),
     ("Qwen3-Coder-30B-A3B-Instruct", "qwen3-30b-a3b"), ("CodeLlama-34b-Instruct-hf", "codellama-34b"),
+    ("c4ai-command-r-v01", "command-r"),
     ("gemma-7b-it", "gemma-7b"), ("google/gemma-1.1-2b-it", "gemma-2b"), ("DeepSeek-Coder-V2-Lite-Instruct", "deepseek-v2-lite"),
     ("mistralai/Mixtral-8x22B-Instruct-v0.1", "mixtral-8x22b"),
 ])

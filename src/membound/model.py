@@ -389,7 +389,8 @@ def _check_context(context):
 # ---- Hugging Face configs -----------------------------------------------------------------
 _FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
              "qwen3_5_moe_text", "glm4_moe", "kimi_k2", "minimax_m2", "llama4_text", "falcon", "mpt",
-             "deepseek_v2", "deepseek_v3", "deepseek_v32", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "gpt_oss")
+             "deepseek_v2", "deepseek_v3", "deepseek_v32", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "gpt_oss",
+             "cohere")
 # transformers' Gemma3TextConfig defaults: the released config.json files omit these keys
 _GEMMA3_DEFAULTS = dict(vocab_size=262_208, num_attention_heads=8, num_key_value_heads=4,
                         head_dim=256, sliding_window=4096, sliding_window_pattern=6,
@@ -449,7 +450,7 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
         n_layers=n_layers, hidden_size=hidden, n_heads=heads,
         n_kv_heads=get("num_key_value_heads", heads), head_dim=get("head_dim", hidden // heads),
         vocab_size=get("vocab_size"),
-        tied_embeddings=get("tie_word_embeddings", mt in ("gemma", "gemma2", "gemma3_text"), kind=bool),
+        tied_embeddings=get("tie_word_embeddings", mt in ("gemma", "gemma2", "gemma3_text", "cohere"), kind=bool),
         max_context=get("max_position_embeddings", None), source=f"Hugging Face config {src} ({mt})")
     bias = get("attention_bias", mt == "gpt_oss", kind=bool)
     d.update(qkv_bias=bias or mt in ("qwen2", "qwen2_moe"), attn_out_bias=bias and mt != "glm4_moe")
@@ -470,6 +471,10 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
         d["qk_norm"] = get("use_qk_norm", mt == "minimax_m2", kind=bool)
     if mt in ("gemma2", "gemma3_text"):
         d["norms_per_layer"] = 4    # input, post-attention, pre- and post-feedforward RMSNorms
+    if mt == "cohere":
+        if get("use_qk_norm", False, kind=bool):    # Command R+: per-head LayerNorms on q and k, not described
+            raise ProfileError(src, "use_qk_norm", "value True is not supported for model_type 'cohere'; expected false")
+        d["norms_per_layer"] = 1    # one LayerNorm (weight only) feeds the parallel attention and FFN
     if mt == "gpt_oss":
         d.update(mlp_bias=True, attn_sinks=True)
     d["layer_windows"] = _windows(cfg, mt, n_layers, get, src)
