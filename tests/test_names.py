@@ -155,6 +155,9 @@ def test_an_hf_id_alias_answers_to_its_repository_name_unless_two_share_it():
     # a name or a plain alias wins over a repository name
     idx = NameIndex.build("model", [Entry("a-7b", ("org/B-7B",)), Entry("b-7b")])
     assert idx.resolve("B-7B") == "b-7b"
+    # only models carry HF ids: a device's "X / Y" alias does not make "Y" a name of it
+    with pytest.raises(UnknownNameError):
+        NameIndex.build("hardware", [Entry("mi250x", ("AMD Instinct MI250X / MI250",))]).resolve("MI250")
 
 def test_names_that_normalise_alike_resolve_only_exactly():
     idx = NameIndex.build("model", [Entry("m-1.5"), Entry("m15")])

@@ -7,8 +7,8 @@ A name resolves, in this order:
    when the part after the last `/` is itself a known name (`meta-llama/Llama-3.1-8B`);
 3. through the `aliases:` a profile or preset carries (vendor spellings such as
    "NVIDIA H200 SXM 141GB", marketing names, Hugging Face ids such as
-   "meta-llama/Llama-3.3-70B-Instruct"), also compared after normalisation; an HF-id alias also
-   answers to its part after the '/' ("DeepSeek-R1-Distill-Llama-8B") unless two entries share it;
+   "meta-llama/Llama-3.3-70B-Instruct"), also compared after normalisation; a model's HF-id alias
+   also answers to its part after the '/' ("DeepSeek-R1-Distill-Llama-8B") unless two entries share it;
 4. as 2 and 3 once leading vendor words (NVIDIA, GeForce, AMD, Instinct, Radeon, Intel, Apple,
    Meta) and a trailing memory size ("80GB", "141GB HBM3e") are dropped: "NVIDIA H100 SXM" is
    "H100 SXM". A name this leaves ambiguous ("NVIDIA H100": SXM, PCIe or NVL) still misses;
@@ -75,7 +75,7 @@ class Entry:
 
 
 def _repo_names(entries: list[Entry], keys: dict[str, str]) -> dict[str, str]:
-    """An alias that is a Hugging Face id ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B") also answers
+    """A model's alias that is a Hugging Face id ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B") also answers
     to its part after the '/' ("DeepSeek-R1-Distill-Llama-8B"), the way benchmark tables write it,
     unless that is already a name or alias, or two entries' ids would share it (then neither)."""
     out: dict[str, str] = {}
@@ -130,7 +130,8 @@ class NameIndex:
                 owner.setdefault(k, e)
         for k in ambiguous:
             keys.pop(k, None)
-        return cls(kind, names, keys, {k: tuple(sorted(v)) for k, v in ambiguous.items()}, _repo_names(entries, keys))
+        return cls(kind, names, keys, {k: tuple(sorted(v)) for k, v in ambiguous.items()},
+                   _repo_names(entries, keys) if kind == "model" else {})
 
     def lookup(self, text: str) -> str | None:
         """The canonical name `text` stands for, or None."""
