@@ -5,7 +5,6 @@ import copy
 import math
 import numbers
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,10 +20,6 @@ from .scheduler import DEFAULT_SERVED, Scheduler, _set
 from .simulator import _Trace, simulate
 from .solver import Steady, solve
 from .step import StepModel
-
-if TYPE_CHECKING:
-    pass
-
 
 
 def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: float | None = None,

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -11,10 +10,6 @@ from ..errors import InvalidInputError
 from .api import build
 from .lengths import as_length
 from .solver import solve
-
-if TYPE_CHECKING:
-    pass
-
 
 
 @dataclass(frozen=True)

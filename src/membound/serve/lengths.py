@@ -4,16 +4,10 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import InvalidInputError
-
-if TYPE_CHECKING:
-    pass
-
-
 
 
 @dataclass(frozen=True)

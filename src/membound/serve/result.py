@@ -2,13 +2,8 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING
 
 from .scheduler import Scheduler
-
-if TYPE_CHECKING:
-    pass
-
 
 
 @dataclass(frozen=True, slots=True)

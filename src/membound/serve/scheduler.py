@@ -3,15 +3,10 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from ..errors import InvalidInputError
 from ..runtime import Served
-
-if TYPE_CHECKING:
-    pass
-
-
 
 
 @dataclass(frozen=True)

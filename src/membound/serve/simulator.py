@@ -4,7 +4,6 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,10 +11,6 @@ from ..errors import InvalidInputError
 from ..roofline import causal_pairs, effective_context
 from .scheduler import Scheduler, _set
 from .step import StepModel
-
-if TYPE_CHECKING:
-    pass
-
 
 
 @dataclass

@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,10 +12,6 @@ from ..roofline import causal_pairs
 from .lengths import Length
 from .scheduler import Scheduler, _set
 from .step import StepModel
-
-if TYPE_CHECKING:
-    pass
-
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 
-
 def moe_expert_s(served: Served, p: Prepared, compute_fraction: float) -> float:
     """Seconds an MoE layer adds to every step: `moe_expert_rows` rows of each of its experts'
     GEMMs, 2 x rows x experts x expert params FLOPs, at the MoE's compute rate (the activation
