@@ -75,6 +75,7 @@ def test_every_alias_resolves_to_its_own_profile():
     ("Llama-3.1-8B-Instruct", "model", "llama-3.1-8b"), ("gemma-3-27b-it", "model", "gemma-3-27b"),
     ("Llama-2-7b-chat-hf", "model", "llama-2-7b"), ("Mistral-7B-Instruct-v0.3", "model", "mistral-7b"),
     ("Qwen3-30B-A3B-Instruct-2507", "model", "qwen3-30b-a3b"),
+    ("some-org/Qwen3-8B-Instruct-2507", "model", "qwen3-8b"),     # an HF id: its repository name's base
 ])
 def test_outside_spellings_resolve(text, kind, name):
     assert mb.resolve_name(kind, text) == name

@@ -140,22 +140,23 @@ def test_a_layout_stated_in_the_notes_is_the_rows_layout(tmp_path, notes, n, lay
 
 def test_outside_spellings_of_formats_devices_engines_and_fine_tunes_are_predicted(tmp_path):
     # rows as other people's benchmark tables write them: a K-quant GGUF, an Apple chip without its
-    # core count, an engine by its own name, a fine-tune by its Hugging Face name. Each was skipped
+    # core count, an engine by its own name, a fine-tune by its Hugging Face name (a quantized upload's
+    # too: the row's weight format says what it is). Each was skipped
     # ("weight format 'Q4_K_M' unknown", "no bundled profile matches 'Apple M4 Max'", "runtime
     # 'vLLM' not modelled", "no preset for model"); each is now the same scenario as its plain spelling
     rows = [dict(id="k-1", hardware="NVIDIA RTX 4090", model="Llama-3.1-8B-Instruct", weight_dtype="Q4_K_M",
                  output_tokens="128", metric="decode_tok_s_per_user", value="150", framework="llama.cpp (CUDA)"),
             dict(id="k-2", hardware="Apple M4 Max", model="Llama-2-7b-chat-hf", weight_dtype="Q8_0",
                  output_tokens="128", metric="decode_tok_s_per_user", value="60", framework="Ollama"),
-            dict(id="k-3", hardware="NVIDIA H100 SXM 80GB", model="meta-llama/Llama-3.1-8B-Instruct",
-                 weight_dtype="bf16", kv_dtype="bf16", prompt_tokens="1024", output_tokens="128",
+            dict(id="k-3", hardware="NVIDIA H100 SXM 80GB", model="meta-llama/Llama-3.1-8B-Instruct-FP8",
+                 weight_dtype="fp8", kv_dtype="bf16", prompt_tokens="1024", output_tokens="128",
                  metric="decode_tok_s_per_user", value="150", framework="vLLM 0.6.3")]
     ref = _ref(tmp_path, *rows)
     assert not ref.skipped, ref.skipped
     got = {s.id: (s.model, s.hardware, s.weight_dtype, s.runtime) for s in ref.scenarios}
     assert got == {"k-1": ("llama-3.1-8b", "rtx-4090", "q4_k_m", "llama.cpp-cuda"),
                    "k-2": ("llama-2-7b", "apple-m4-max", "q8_0", "llama.cpp-metal"),   # Ollama runs llama.cpp
-                   "k-3": ("llama-3.1-8b", "h100-sxm", "bf16", "vllm")}
+                   "k-3": ("llama-3.1-8b", "h100-sxm", "fp8", "vllm")}
     # the K-quant row is priced as estimate() prices the format: tg128 = 1 / the mean step
     s = ref.scenarios[0]
     r = mb.estimate("llama-3.1-8b", "rtx-4090", weight_dtype="q4_k_m", kv_dtype="fp16", prompt_tokens=0,

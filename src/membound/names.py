@@ -14,7 +14,9 @@ A name resolves, in this order:
    "H100 SXM". A name this leaves ambiguous ("NVIDIA H100": SXM, PCIe or NVL) still misses;
 5. for models, as 2 to 4 once trailing variant words are dropped: a fine-tune keeps its base's
    architecture ("Llama-3.1-8B-Instruct", "gemma-3-27b-it", "Llama-2-7b-chat-hf",
-   "Mistral-7B-Instruct-v0.3", "Qwen3-30B-A3B-Instruct-2507" are their base presets).
+   "Mistral-7B-Instruct-v0.3", "Qwen3-30B-A3B-Instruct-2507" are their base presets). A quantized
+   upload ("-AWQ", "-GGUF") is not its base: its weights are another format (the reference loader,
+   whose rows state the format apart, reads it as the base: `reference.QUANTIZED_UPLOAD`).
 
 Normalisation is only used where it is safe: when two different names (or aliases) of one kind
 normalise to the same key, that key resolves to neither (the exact names still do), and an
@@ -145,9 +147,10 @@ class NameIndex:
             unbranded = _VENDOR.sub("", text.strip())
             for bare in (unbranded, _MEMORY.sub("", unbranded)):
                 hit = hit or self._get(normalise(bare))
-            while hit is None and self.kind == "model" and _VARIANT.search(unbranded):
-                unbranded = _VARIANT.sub("", unbranded)          # "Llama-2-7b-chat-hf" -> "Llama-2-7b"
-                hit = self._get(normalise(unbranded))
+            bare = unbranded.rsplit("/", 1)[-1]      # an HF id's repository name
+            while hit is None and self.kind == "model" and _VARIANT.search(bare):
+                bare = _VARIANT.sub("", bare)            # "Llama-2-7b-chat-hf" -> "Llama-2-7b"
+                hit = self._get(normalise(bare))
         return hit
 
     def _get(self, key: str) -> str | None:

@@ -153,6 +153,10 @@ _HARDWARE = {
     "Intel Arc A770": "arc-a770", "AMD MI300X 192GB": "mi300x", "NVIDIA A10 (ECC disabled)": "a10",
 }
 
+# a quantized upload's suffix ("-GGUF", "-AWQ", "-4bit"): a row states its weight format apart, so
+# its model is the base preset's
+QUANTIZED_UPLOAD = re.compile(r"[\s\-_.]+(?:gguf|awq|gptq|mlx|fp8|fp4|nvfp4|int4|int8|bf16|fp16|\d+bit)$", re.IGNORECASE)
+
 _APPLE = re.compile(r"Apple (M\d)(?: (Pro|Max|Ultra))? \((?:(\d+)-core GPU)?(?:, )?(?:(\d+) GB/s)?")
 
 # llama.cpp's backend, from the framework text "llama.cpp (CUDA)": each is its own runtime
@@ -333,7 +337,8 @@ def _scenario(r: dict[str, str]) -> Scenario:
         hw = load_hardware(hw_name)
     except MemboundError:
         raise SkipRow(f"no bundled profile {hw_name!r} for {r['hardware']!r}") from None
-    model = _MODELS.get(r["model"]) or index("model").lookup(r["model"])
+    model = _MODELS.get(r["model"]) or index("model").lookup(r["model"]) \
+        or index("model").lookup(QUANTIZED_UPLOAD.sub("", r["model"].strip()))
     if model is None:
         raise SkipRow(f"no preset for model {r['model']!r}")
     load_model(model)
