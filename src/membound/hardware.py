@@ -224,6 +224,12 @@ class Hardware(HashableModel):
         return sum(map(_CAPACITY, self.memory))      # = sum(t.capacity_bytes ...), without a generator frame
 
     @property
+    def physical_memory_bytes(self) -> float | None:
+        """A discrete GPU's memory as its name states it (its usable bytes: what nvidia-smi or the
+        datasheet reports); None for the others, whose usable share of a shared memory varies."""
+        return self.capacity_bytes if self.kind == "gpu" else None
+
+    @property
     def bandwidth_bytes_s(self) -> float:
         """Peak bandwidth of the fastest tier (the one decode streams from when weights fit)."""
         return self.memory[0].bandwidth_bytes_s
@@ -367,10 +373,11 @@ def _index(bundled: Path, users: tuple, stamps: tuple) -> names.NameIndex:
     entries = []
     for name, f in _catalogue(bundled, users, stamps).items():
         try:
-            aliases = _load_cached(f, f.stat().st_mtime).aliases
+            hw = _load_cached(f, f.stat().st_mtime)
+            aliases, memory = hw.aliases, hw.physical_memory_bytes
         except (ProfileError, OSError):
-            aliases = ()             # a broken file keeps its name; loading it says what is wrong
-        entries.append(names.Entry(name, aliases, str(f)))
+            aliases, memory = (), None   # a broken file keeps its name; loading it says what is wrong
+        entries.append(names.Entry(name, aliases, str(f), memory))
     return names.NameIndex.build("hardware", entries)
 
 

@@ -11,7 +11,8 @@ A name resolves, in this order:
    also answers to its part after the '/' ("DeepSeek-R1-Distill-Llama-8B") unless two entries share it;
 4. as 2 and 3 once leading vendor words (NVIDIA, GeForce, AMD, Instinct, Radeon, Intel, Apple,
    Meta) and a trailing memory size ("80GB", "141GB HBM3e") are dropped: "NVIDIA H100 SXM" is
-   "H100 SXM". A name this leaves ambiguous ("NVIDIA H100": SXM, PCIe or NVL) still misses;
+   "H100 SXM". A name this leaves ambiguous ("NVIDIA H100": SXM, PCIe or NVL) still misses, and so
+   does a memory size that is not the device's ("RTX 3080 12GB" is not the 10 GB card's profile);
 5. for models, as 2 to 4 once trailing variant words are dropped: a fine-tune keeps its base's
    architecture ("Llama-3.1-8B-Instruct", "gemma-3-27b-it", "Llama-2-7b-chat-hf",
    "Mistral-7B-Instruct-v0.3", "Qwen3-30B-A3B-Instruct-2507" are their base presets). A quantized
@@ -43,7 +44,7 @@ from .errors import InvalidInputError, ProfileError, UnknownNameError
 _DROP = re.compile(r"[\s\-_.]+")
 _VENDOR = re.compile(r"^(?:(?:nvidia|geforce|amd|instinct|radeon|intel|apple|meta)[\s\-_]+)+", re.IGNORECASE)
 _VARIANT = re.compile(r"[\s\-_.]+(?:instruct|chat|it|base|hf|v\d+(?:\.\d+)*|\d{4})$", re.IGNORECASE)
-_MEMORY = re.compile(r"[\s\-_]+\d+\s*gb(?:[\s\-_]*(?:hbm|gddr|lpddr)\w*)?$", re.IGNORECASE)
+_MEMORY = re.compile(r"[\s\-_]+(\d+)\s*gb(?:[\s\-_]*(?:hbm|gddr|lpddr)\w*)?$", re.IGNORECASE)
 KINDS = ("model", "hardware", "runtime", "dtype")
 
 
@@ -74,6 +75,7 @@ class Entry:
     name: str
     aliases: tuple[str, ...] = ()
     source: str = ""
+    memory_bytes: float | None = None   # a device's physical memory: what a memory size in a name must match
 
 
 def _repo_names(entries: list[Entry], keys: dict[str, str]) -> dict[str, str]:
@@ -103,6 +105,7 @@ class NameIndex:
     keys: dict[str, str] = field(default_factory=dict)           # normalised key -> canonical name
     ambiguous: dict[str, tuple[str, ...]] = field(default_factory=dict)   # key -> clashing names
     repo_names: dict[str, str] = field(default_factory=dict)     # key of an alias's part after '/' -> name
+    memory: dict[str, float] = field(default_factory=dict)       # name -> physical memory bytes (devices)
 
     @classmethod
     def build(cls, kind: str, entries: Iterable[Entry]) -> NameIndex:
@@ -133,7 +136,8 @@ class NameIndex:
         for k in ambiguous:
             keys.pop(k, None)
         return cls(kind, names, keys, {k: tuple(sorted(v)) for k, v in ambiguous.items()},
-                   _repo_names(entries, keys) if kind == "model" else {})
+                   _repo_names(entries, keys) if kind == "model" else {},
+                   {e.name: e.memory_bytes for e in entries if e.memory_bytes})
 
     def lookup(self, text: str) -> str | None:
         """The canonical name `text` stands for, or None."""
@@ -145,13 +149,24 @@ class NameIndex:
         if hit is None and len(text) <= 200:      # a vendor's spelling: "NVIDIA A100 80GB", "NVIDIA H100 SXM5 80GB"
             # (no name is longer: the trailing-memory pattern backtracks quadratically on long runs of spaces)
             unbranded = _VENDOR.sub("", text.strip())
-            for bare in (unbranded, _MEMORY.sub("", unbranded)):
-                hit = hit or self._get(normalise(bare))
+            hit = self._get(normalise(unbranded)) or self._sized(unbranded)
             bare = unbranded.rsplit("/", 1)[-1]      # an HF id's repository name
             while hit is None and self.kind == "model" and _VARIANT.search(bare):
                 bare = _VARIANT.sub("", bare)            # "Llama-2-7b-chat-hf" -> "Llama-2-7b"
                 hit = self._get(normalise(bare))
         return hit
+
+    def _sized(self, text: str) -> str | None:
+        """The device `text` names once its trailing memory size is dropped, if that size is the
+        device's (within 8%: GB against GiB): "RTX 3080 12GB" is not the 10 GB card's profile."""
+        m = _MEMORY.search(text)
+        if m is None:
+            return None
+        hit = self._get(normalise(text[:m.start()]))
+        if hit is None or hit not in self.memory:
+            return hit
+        stated = float(m.group(1)) * 1e9                      # "80GB" -> 8e10 bytes
+        return hit if abs(stated - self.memory[hit]) <= 0.08 * self.memory[hit] else None
 
     def _get(self, key: str) -> str | None:
         """A name or alias by its key, else an HF-id alias by its part after the '/'."""
