@@ -183,19 +183,17 @@ GENERATION_NOTES = {
 
 
 def _dtype(text: str, hw: str) -> str | None:
-    t = text.lower()
-    if t in ("f16",):
-        return "fp16"
-    if t in ("q8_0", "q4_0", "mxfp4", "nvfp4", "fp8") or t.startswith("fp8 typical"):
-        return t.split()[0]
-    if t.startswith("int4"):
-        return "int4"
-    if "8-bit" in t or (hw == "groq-lpu"):
+    """The weight format a row's text states: any registered format by its names ("f16", "Q4_K_M",
+    "int4 (AWQ W4A16)" by its first word), 8-bit for Groq's figures (SambaNova's footnote), else
+    bf16 where the text says 16 bits or nothing; None for anything else."""
+    if hw == "groq-lpu" or "8-bit" in text:
         return "int8"
-    if "bf16" in t or "16-bit" in t or t.startswith("not stated"):
-        return "bf16"
-    dtypes = index("dtype")           # any registered format by its names: "Q4_K_M", "Q6_K", "FP16"
-    return dtypes.lookup(text.strip()) or (dtypes.lookup(text.split()[0]) if text.split() else None)
+    dtypes = index("dtype")
+    named = dtypes.lookup(text.strip()) or (dtypes.lookup(text.split()[0]) if text.split() else None)
+    if named is not None:
+        return named
+    t = text.lower()
+    return "bf16" if "bf16" in t or "16-bit" in t or t.startswith("not stated") else None
 
 
 def _apple(text: str):
