@@ -231,14 +231,11 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
     pinned = _check_placement(placement, hw)
     spec_args, draft_mc, extra_w, extra_kv, positions = _speculative(speculative, m, res, layout)
     eff = rt.efficiency(hw)
-    peak, tile, gemv, mixed = _compute_paths(eff, res, hw)
     kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
-               kv_bytes=res.kv.bytes, act_bytes=res.residual_bytes,
-               peak_flops=peak, dequant=res.dequant, tp=float(layout.tp), pp=float(layout.pp),
-               ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0,
-               attn_peak_flops=mixed.pop("attn_peak_flops", res.attn_peak_flops), gemm_tile_tokens=tile,
-               gemv_peak_flops=gemv,
-               index_peak_flops=hw.peak_flops("fp8") if m.index_topk and hw.supports("fp8") else None, **mixed)
+               kv_bytes=res.kv.bytes, act_bytes=res.residual_bytes, dequant=res.dequant, tp=float(layout.tp),
+               pp=float(layout.pp), ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0,
+               index_peak_flops=hw.peak_flops("fp8") if m.index_topk and hw.supports("fp8") else None,
+               **_compute_paths(eff, res, hw))
     return Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
                     dict(positions=positions, spec=spec_args, draft=draft_mc, pinned=pinned,
                          extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv), model_consts(m),
@@ -290,35 +287,35 @@ def _speculative(speculative: SpeculativeDecoding | None, m: Model, res: Resolve
     return spec_args, draft_mc, extra_w, extra_kv, float(speculative.positions)
 
 
-def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> tuple[float, float, float | None, dict[str, float]]:
-    """(the GEMMs' peak FLOP/s, token rows per weight-streaming tile (0: once a pass), the decode
-    mat-vec's peak (None: the GEMMs'), the dense tensors' own bytes and peaks when the formats are
-    mixed, and the Knobs of matrix units) on this runtime's kernel paths: block-quantized weights with
-    8-bit activations on its quantized GEMMs (llama.cpp's MMQ), 16-bit activations on narrower
-    weights tiled over the tokens, and 16-bit GEMMs on matrix units beside the shader ALUs
-    (`_matrix_units`)."""
-    peak, tile, gemv = res.peak_flops, 0.0, None
+def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, Any]:
+    """The Knobs of this runtime's kernel paths (peak_flops, gemm_tile_tokens, gemv_peak_flops,
+    attn_peak_flops and, where they apply, the dense tensors' and the matrix units'): block-quantized
+    weights with 8-bit activations on its quantized GEMMs (llama.cpp's MMQ), 16-bit activations on
+    narrower weights tiled over the tokens, 16-bit GEMMs on matrix units beside the shader ALUs
+    (`_matrix_units`), and the dense tensors' own bytes and peaks when the formats are mixed."""
+    paths: dict[str, Any] = dict(peak_flops=res.peak_flops, gemm_tile_tokens=0.0, gemv_peak_flops=None,
+                                 attn_peak_flops=res.attn_peak_flops)
     w, a = res.weights, res.activations
     if eff.quantized_peak_flops and a.bits <= 8 and w.compute != a.compute:   # 8-bit GEMM on other weights: MMQ
-        peak, tile = eff.quantized_peak_flops, eff.quantized_tile_tokens
-        gemv = eff.gemv_peak_flops if eff.gemv_peak_flops and w.name in eff.gemv_formats and not res.mixed else None
+        paths.update(peak_flops=eff.quantized_peak_flops, gemm_tile_tokens=eff.quantized_tile_tokens)
+        if eff.gemv_peak_flops and w.name in eff.gemv_formats and not res.mixed:
+            paths["gemv_peak_flops"] = eff.gemv_peak_flops
     elif eff.weight_only_tile_tokens and a.bits >= 16 and w.bits < a.bits:   # 16-bit activations on
-        tile = eff.weight_only_tile_tokens            # narrower weights (W4A16): tiled over the tokens
-    mixed: dict[str, float] = {}
+        paths["gemm_tile_tokens"] = eff.weight_only_tile_tokens              # narrower weights (W4A16)
     if res.mixed:       # the tensors that are not routed experts: their own bytes and compute path
         d_peak = res.dense_peak_flops
         if eff.quantized_peak_flops and res.dense_activations.bits <= 8 \
                 and res.dense_weights.compute != res.dense_activations.compute:
             d_peak = eff.quantized_peak_flops
-        mixed = dict(w_bytes_dense=res.dense_weights.bytes, w_bytes_head=res.head_weights.bytes,
+        paths.update(w_bytes_dense=res.dense_weights.bytes, w_bytes_head=res.head_weights.bytes,
                      dense_peak_flops=d_peak, dense_dequant=res.dense_dequant)
-    units = _matrix_units(eff, res, hw) if peak == res.peak_flops else None
+    units = _matrix_units(eff, res, hw) if paths["peak_flops"] == res.peak_flops else None
     if units is not None:
-        peak, attn, mixed["matrix_peak_flops"] = units
+        shader, attn, matrix = units
+        paths.update(peak_flops=shader, attn_peak_flops=attn, matrix_peak_flops=matrix)
         if res.mixed:
-            mixed["dense_peak_flops"] = peak
-        mixed["attn_peak_flops"] = attn
-    return peak, tile, gemv, mixed
+            paths["dense_peak_flops"] = shader
+    return paths
 
 
 def _matrix_units(eff: Efficiency, res: Resolved, hw: Hardware) -> tuple[float, float, float] | None:
