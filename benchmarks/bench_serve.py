@@ -1,4 +1,4 @@
-"""Speed of served workloads (membound.serve).
+"""Speed of served workloads (membound.serving).
 
 Run: python benchmarks/bench_serve.py [--quick]
 Targets (issue 12): the steady-state solver <= 1 ms per workload (vectorised over client counts,
@@ -13,7 +13,7 @@ import numpy as np
 
 import membound as mb
 from membound.planner import plan_served
-from membound.serve import build, simulate, solve
+from membound.serving import build, simulate, solve
 
 from _timing import median_s
 

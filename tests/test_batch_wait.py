@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import membound as mb
-from membound.serve import Scheduler, batch_wait, build, solve
+from membound.serving import Scheduler, batch_wait, build, solve
 
 
 def test_a_hold_ended_by_the_steps_alone():

@@ -6,7 +6,7 @@ import pytest
 import membound as mb
 from membound.errors import InvalidInputError
 from membound.offline import offline_throughput, trtllm_bench_scheduler
-from membound.serve import build, simulate
+from membound.serving import build, simulate
 
 L8B, L70B = 8_030_261_248, 70_553_706_496       # Llama-3.1-8B, Llama-3.3-70B parameters
 H100_BYTES, B200_BYTES = 85_520_809_984, 1.8e11  # the profiles' usable memory

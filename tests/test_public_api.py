@@ -106,3 +106,10 @@ def test_validation_report_is_imported_on_first_use():
     assert callable(mb.validation_report) and mb.validation_report.__module__ == "membound.validate"
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         mb.no_such_name  # noqa: B018
+
+
+def test_the_served_package_is_not_shadowed_by_the_serve_function():
+    # `import membound.X as m` binds the attribute membound.X: a package named like the public
+    # function it exports would bind the function. The package is `serving`, the function `serve`.
+    import membound.serving as serving
+    assert isinstance(serving, types.ModuleType) and serving.serve is mb.serve

@@ -7,7 +7,7 @@ from membound._data import validate
 from membound.disagg import kv_transfer_s
 from membound.estimate import prepare
 from membound.hardware import Hardware
-from membound.serve import as_length, build
+from membound.serving import as_length, build
 
 NIC = 400e9 / 8            # ConnectX-7: 400 Gb/s = 50 GB/s each way
 NIC_LAT = 5e-6             # the profiles' assumed NIC-to-NIC message latency

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import membound as mb
-from membound.serve import build, simulate
+from membound.serving import build, simulate
 
 H100_BW = 3.35e12                 # B/s
 L8B = 8_030_261_248               # Llama-3.1-8B parameters
@@ -244,7 +244,7 @@ def test_served_planner_rows_are_serve_results_under_the_slo():
 
 
 def test_serve_curve_is_serve_at_each_concurrency():
-    from membound.serve import serve_curve
+    from membound.serving import serve_curve
     c = serve_curve("llama-3.1-8b", "h100-sxm", concurrency=[1, 8, 64], prompt_tokens=512, output_tokens=128)
     for i, n in enumerate([1, 8, 64]):
         r = mb.serve("llama-3.1-8b", "h100-sxm", concurrency=n, prompt_tokens=512, output_tokens=128)
@@ -307,7 +307,7 @@ def test_length_std_by_hand():
 def test_finite_run_share_by_hand():
     from statistics import NormalDist
 
-    from membound.serve import finite_run_share
+    from membound.serving import finite_run_share
     out = mb.Uniform(819, 1024)                 # std 59.466 tokens (above), mean 921.5
     # N = 4 clients, 10 requests each: m_4 = Phi^-1((4 - 0.375) / (4 + 0.25)) = Phi^-1(0.852941) = 1.0491;
     # the last client ends 1.0491 x sqrt(10) x 59.466 = 197.3 decode steps after the median one; at
@@ -333,7 +333,7 @@ def test_finite_run_share_by_hand():
 def test_finite_run_share_matches_the_simulated_run():
     # The same protocol simulated request by request: 16 clients, 160 requests sent 16 at once,
     # output tokens over the time the last one ends, against the solver's steady rate x share.
-    from membound.serve import run_share, solve
+    from membound.serving import run_share, solve
     P, out = mb.Uniform(819, 1024), mb.Uniform(819, 1024)
     sm, sched, _ = build("llama-3.3-70b", "h200", prompt=P, output=out, weight_dtype="fp8", kv_dtype="fp8",
                          n_chips=8, runtime="vllm")
@@ -364,7 +364,7 @@ def test_moe_expert_rows_are_work_at_the_moes_compute_rate():
     # gpt-oss-120b: 128 experts of 3 x 2880 x 2880 + 3 x 2880 (biases) = 24,891,840 params. 4 rows of
     # every expert: 2 x 4 x 128 x 24,891,840 = 1024 x 24,891,840 = 2.54892e10 FLOPs per MoE layer per step.
     from membound.runtime import Served
-    from membound.serve import moe_expert_s
+    from membound.serving import moe_expert_s
     served = Served(moe_expert_rows=4.0)
     flops = 2 * 4 * 128 * (3 * 2880 * 2880 + 3 * 2880)
     assert flops == pytest.approx(2.54892e10, rel=1e-5)
@@ -421,7 +421,7 @@ def test_scheduler_limits_per_rank_or_per_instance_as_each_engine_counts_them():
     # TensorRT-LLM's max_batch_size / max_num_tokens are each attention-DP rank's: 4 ranks of
     # 100 sequences and 1000 tokens run 400 and 4000. SGLang divides its flags over the DP ranks:
     # the instance keeps 100 and 1000. Without DP attention (tp=4) both are the instance's.
-    from membound.serve import Scheduler
+    from membound.serving import Scheduler
     sched = Scheduler(max_running=100, token_budget=1000)
     kw = dict(prompt=mb.Fixed(500), output=mb.Fixed(100), weight_dtype="fp8", kv_dtype="fp8", n_chips=4,
               scheduler=sched)
@@ -456,7 +456,7 @@ def test_dp_attention_balancing_holds_prompts_until_every_rank_has_one():
     # step is over 21.743 / (60 x 15) = 24.2 ms), so the wait is 0.7248 s, whatever the step.
     # At 2 requests/s the 60-step timeout comes first: the wait is 30 steps. At 0.05 requests/s
     # fewer than 8 sequences run, an idle rank takes the prompt at once: no wait.
-    from membound.serve import Scheduler, solve
+    from membound.serving import Scheduler, solve
     kw = dict(prompt=mb.Fixed(1000), output=mb.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8", n_chips=8,
               parallel=mb.Parallel(ep=8), runtime="tensorrt-llm")
     collect = 8 * sum(1 / i for i in range(1, 9))
@@ -486,7 +486,7 @@ def test_a_scheduler_that_takes_requests_every_k_steps_makes_them_wait_half_of_k
     # SGLang --scheduler-recv-interval 10: while a batch decodes, new requests are taken in every
     # 10 decode steps; one arriving at a random time waits (10 - 1) / 2 = 4.5 steps on average.
     # A lone client (closed loop of 1) finds the scheduler idle, polling at once: no wait.
-    from membound.serve import Scheduler, solve
+    from membound.serving import Scheduler, solve
     kw = dict(prompt=mb.Fixed(1000), output=mb.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8", n_chips=8,
               runtime="sglang")
     st, one = {}, {}
@@ -518,7 +518,7 @@ def test_a_b300_sglang_deepseek_row_waits_for_its_recipes_recv_interval():
     # decodes waits (30 - 1) / 2 = 14.5 decode steps for the next poll (below 16 clients:
     # (10 - 1) / 2 = 4.5). The MI325X and MI355X recipes run 4 decode steps back to back
     # (--num-continuous-decode-steps 4) at any concurrency; a chip without a recipe entry: none.
-    from membound.serve import Scheduler, solve
+    from membound.serving import Scheduler, solve
     from membound.serve_validate import recipe_scheduler
     rs = recipe_scheduler("sglang", "b300", "deepseek-r1", 64)
     assert rs == Scheduler(recv_interval_steps=30)

@@ -4,7 +4,7 @@ import pytest
 
 import membound as mb
 from membound.roofline import causal_pairs
-from membound.serve import build
+from membound.serving import build
 
 H100, H200 = 989e12, 989e12      # dense 16-bit FLOP/s (H100 SXM, H200: the same Hopper die)
 L8B = 8_030_261_248              # Llama-3.1-8B parameters

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import membound as mb
 from membound.offline import offline_throughput
 from membound.roofline import causal_pairs
-from membound.serve import Fixed, Scheduler, build
+from membound.serving import Fixed, Scheduler, build
 
 N_LAYERS, TOPK = 61, 2048
 LATENT = 512 + 64          # MLA's fp8 latent per (layer, token): not split by tensor parallelism

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import membound as mb
-from membound.serve import build
+from membound.serving import build
 from membound.serve_validate import MTP_DRAFTS, load_rows
 
 H100_BW = 3.35e12                      # B/s

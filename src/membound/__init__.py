@@ -23,7 +23,7 @@ from .batching import BatchCurve, BusFare, FastMode, batch_curve, bus_fare, fast
 from .levers import LeverReport, QuantSpeedup, best_gamma, explain_levers, quantization_speedup, speculative_speedup
 from .sweep import iter_sweep, pareto_front, sweep
 from .planner import SLO, PlanResult, Workload, plan
-from .serve import Fixed, Samples, Scheduler, ServeCurve, ServeResult, Uniform, serve, serve_curve
+from .serving import Fixed, Samples, Scheduler, ServeCurve, ServeResult, Uniform, serve, serve_curve
 from .disagg import Pool, serve_disaggregated
 from .product import VoiceTurn, agent_loop_s, reasoning_time_s, thinking_tokens, voice_turn
 

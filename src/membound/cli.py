@@ -85,7 +85,7 @@ def _compare(args) -> int:
 def _serve(args) -> int:
     from .display import grid
     from .parallel import Parallel
-    from .serve import serve
+    from .serving import serve
     par = Parallel(tp=args.tp, ep=args.ep) if args.tp or args.ep else None
     rows = [serve(args.model, args.hardware, concurrency=c, prompt_tokens=args.prompt, output_tokens=args.output,
                   weight_dtype=args.weights, kv_dtype=args.kv, activation_dtype=args.activations, n_chips=args.chips,

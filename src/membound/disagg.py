@@ -41,9 +41,9 @@ import numpy as np
 from .errors import InvalidInputError
 from .parallel import Parallel
 from .roofline import causal_pairs
-from .serve import Quantiles, Scheduler, ServeResult, StepModel, as_length, build
-from .serve.api import _common
-from .serve.scheduler import _set
+from .serving import Quantiles, Scheduler, ServeResult, StepModel, as_length, build
+from .serving.api import _common
+from .serving.scheduler import _set
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from .errors import MemboundError
 from .hardware import list_hardware
 from .model import list_models
 from .result import Result
-from .serve import ServeResult, serve
+from .serving import ServeResult, serve
 
 WEIGHT_DTYPES = ("bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4", "q8_0", "q4_k_m")
 KV_DTYPES = ("bf16", "fp8")

@@ -34,7 +34,7 @@ from .hardware import Hardware, load_hardware
 from .model import Model, load_model
 from .parallel import Parallel
 from .quantization import Quantization
-from .serve import Fixed, Scheduler, build, solve
+from .serving import Fixed, Scheduler, build, solve
 
 # trtllm-bench throughput (NVIDIA/TensorRT-LLM v1.0, tensorrt_llm/bench/benchmark/throughput.py):
 # --kv_cache_free_gpu_mem_fraction defaults to 0.90, and the perf-overview tables "in many cases"

@@ -420,7 +420,7 @@ def _frontier(df):
     return pd.concat(parts)[cols].reset_index(drop=True) if parts else df[cols]
 
 
-# ---- served physics (membound.serve) ------------------------------------------------------
+# ---- served physics (membound.serving) ------------------------------------------------------
 
 SERVED_CHIPS = (1, 2, 4, 8)
 SERVED_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -450,7 +450,7 @@ def plan_served(model, slo: SLO, *, users: int | None = None, rate: float | None
     import pandas as pd
 
     from .errors import MemboundError
-    from .serve import as_length, build, solve
+    from .serving import as_length, build, solve
     _check_load("users", users, "rate", rate)
     prompt = as_length("prompt_tokens", prompt_tokens, 0)
     output = as_length("output_tokens", output_tokens, 2)

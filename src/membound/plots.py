@@ -287,7 +287,7 @@ def served_curve(model, hardwares, *, concurrency=(1, 2, 4, 8, 16, 32, 64, 128, 
     """The served interactivity curve (InferenceMAX's chart): output tok/s per chip against tok/s
     per user as clients grow, continuous batching (membound.serve_curve), one line per device;
     hardwares: names or (name, chips) pairs. The knee (80% of the best throughput) is marked."""
-    from .serve import serve_curve
+    from .serving import serve_curve
     ax = _axes(ax)
     conc = _axis_values(concurrency, None, "concurrency", "a non-empty list of client counts >= 1")
     for item in ([hardwares] if isinstance(hardwares, str) else list(hardwares)):

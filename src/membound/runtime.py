@@ -165,7 +165,7 @@ class Runtime(HashableModel):
     quantized_gemm: QuantizedGemm | None = None  # block-quantized GEMMs off the tensor cores
     default_for: tuple[str, ...] = ()    # devices that use this runtime when none is named (a
                                          # vendor's own serving software on its own chips)
-    served: Served | None = None         # continuous-batching defaults and costs (membound.serve)
+    served: Served | None = None         # continuous-batching defaults and costs (membound.serving)
     backends: dict[str, str] = {}        # device kind or vendor (lower case) -> backend runtime
     # the prompt positions a prefill's LM head runs over: "last" (the one whose logits give the
     # first token: llama.cpp, vLLM, SGLang, TensorRT-LLM) or "all" (logits for every position,

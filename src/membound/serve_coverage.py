@@ -30,7 +30,7 @@ from .errors import MemboundError
 from .hardware import load_hardware
 from .model import load_model
 from .parallel import Parallel
-from .serve import Uniform, build, solve
+from .serving import Uniform, build, solve
 from .speculative import mtp
 
 WEIGHT_SHARE = 0.85

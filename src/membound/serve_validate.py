@@ -39,7 +39,7 @@ from .errors import MemboundError
 from .parallel import Parallel
 from .quantization import Quantization
 from .reference import SkipRow
-from .serve import Fixed, Scheduler, Uniform, build, finite_run_share, run_share, solve
+from .serving import Fixed, Scheduler, Uniform, build, finite_run_share, run_share, solve
 from .speculative import MTP_ACCEPTANCE, SpeculativeDecoding, mtp
 
 if TYPE_CHECKING:

@@ -628,7 +628,7 @@ def _served(model, hardware, concurrency, scheduler, kw: dict):
     """sweep(concurrency=[...]): `serve_curve` (the steady-state solver, vectorised over the
     client counts) for every group and (prompt, output) pair, as one table."""
     import pandas as pd
-    from .serve import serve_curve
+    from .serving import serve_curve
     clients = _int_axis("concurrency", concurrency, 1).astype(np.int64)
     S = _int_axis("prompt_tokens", kw["prompt_tokens"], 0).astype(np.int64)
     T = _int_axis("output_tokens", kw["output_tokens"], 2).astype(np.int64)

@@ -326,8 +326,8 @@ def serve(body: dict) -> dict[str, Any]:
     knee), and for how many times the price per token."""
     from ..capacity import layout_for, min_chips
     try:
-        from ..serve import serve as run_serve
-        from ..serve import serve_curve
+        from ..serving import serve as run_serve
+        from ..serving import serve_curve
     except ImportError:
         raise BadRequest("the Serve panel needs membound.serve, which this version of membound lacks") from None
     model = model_of(body)
