@@ -210,6 +210,25 @@ def test_llama_cpp_vulkan_on_an_arc_a770_runs_its_gemms_on_the_vector_engines():
     assert rt.efficiency(mb.load_hardware("rtx-4090")).quantized_peak_flops == pytest.approx(330.4e12)
 
 
+def test_llama_cpp_vulkan_gemm_peak_is_the_fp16_matrix_rate_of_the_path_it_takes():
+    # ggml-vulkan dequantises q4_0 to fp16 and multiplies on cooperative matrices (coopmat2 on NVIDIA,
+    # KHR coopmat WMMA on RDNA 4), so the peak is the fp16 matrix rate, = 4 x fp32 on these chips:
+    # GeForce FP16-accumulate tensor rate (4090: 16384 lanes x 2 x 2.52 GHz = 82.58e12 fp32; 330.3e12
+    # dense fp16 in the Ada whitepaper; 5090 21760 x 2 x 2.407 GHz = 104.75e12, 419e12), not the
+    # profiles' FP32-accumulate fp16 fields (165.2e12, 209.5e12); RDNA 4 WMMA 1024 FLOP per CU per clock
+    # = 4 x 256 (RX 9070: 56 CUs x 1024 x 2.52 GHz = 144.5e12; AMD: 1156 TOPS int4 sparse / 8)
+    rt = mb.load_runtime("llama.cpp-vulkan")
+    peak = {n: rt.efficiency(mb.load_hardware(n)).quantized_peak_flops for n in
+            ("rtx-4090", "rtx-5090", "rx-9070", "rx-9070-xt", "radeon-ai-pro-r9700")}
+    assert peak["rtx-4090"] == pytest.approx(330.3e12, rel=1e-3)
+    assert peak["rtx-5090"] == pytest.approx(419.0e12, rel=1e-3)
+    assert peak["rtx-5090"] > mb.load_hardware("rtx-5090").compute_flops["fp16"] * 1.99
+    assert peak["rx-9070"] == pytest.approx(56 * 1024 * 2.52e9, rel=1e-3)
+    assert peak["rx-9070"] == pytest.approx(1156e12 / 8, rel=1e-3)
+    assert peak["rx-9070-xt"] == pytest.approx(64 * 1024 * 2.97e9, rel=1e-3)          # 194.7e12
+    assert peak["radeon-ai-pro-r9700"] == pytest.approx(64 * 1024 * 2.92e9, rel=2e-3)  # 191.4e12
+
+
 def test_a_dequantising_vector_mat_vec_costs_its_instructions_per_weight_at_the_fp32_lane_rate():
     # vector_gemv_ops=5 on arc-a770: a decode step's mat-vec runs at fp32 / 5 = 17.2e12 / 5 = 3.44e12
     # FLOP/s (2 per weight, dequantisation included); overlap 0 adds it to the weights' stream
