@@ -301,3 +301,25 @@ def test_weight_only_gemm_tiles_stream_the_layer_weights_once_per_tile_of_tokens
     dec = dict(kw, prompt_tokens=0)
     assert mb.estimate("llama-2-7b", "rtx-4090", runtime=tiled, **dec).decode_tok_s_per_user \
         == pytest.approx(mb.estimate("llama-2-7b", "rtx-4090", runtime=_rt(), **dec).decode_tok_s_per_user)
+
+
+def test_a_context_stage_of_more_kernels_pays_the_per_layer_floor_that_many_times():
+    # TinyChat's decode layer launches 12 kernels, its context-stage layer 19 (tinychat.yaml evidence):
+    # with a floor of 2e5 cycles per decode layer, a prefill layer pays 2e5 x 19 / 12 = 316,666.7 cycles.
+    # llama-2-7b (32 layers) on an RTX 4090 (2.52 GHz): 32 x 2e5 / 2.52e9 = 2.5397e-3 s for a decode
+    # step, 32 x 316,666.7 / 2.52e9 = 4.0212e-3 s for a prefill, 1.4815e-3 s more
+    plain = _rt(per_layer_overhead_cycles=2e5)
+    ctx = plain.model_copy(update={"prefill_layer_kernels": 19 / 12})
+    kw = dict(batch=1, prompt_tokens=32, output_tokens=1, weight_dtype="fp16")
+    a, b = (prepare("llama-2-7b", "rtx-4090", runtime=r, **kw).evaluate() for r in (ctx, plain))
+    assert b["prefill_overhead_s"] == pytest.approx(32 * 2e5 / 2.52e9, rel=1e-9)
+    assert a["prefill_overhead_s"] == pytest.approx(32 * 2e5 * 19 / 12 / 2.52e9, rel=1e-9)
+    assert a["prefill_s"] - b["prefill_s"] == pytest.approx(1.4815e-3, rel=1e-4)
+    # a decode step keeps its 12 kernels: the same step either way
+    dec = dict(kw, prompt_tokens=0)
+    assert mb.estimate("llama-2-7b", "rtx-4090", runtime=ctx, **dec).step_terms_s["overhead"] \
+        == pytest.approx(32 * 2e5 / 2.52e9, rel=1e-9)
+    # TinyChat's file gives the count from the kernels its context stage launches
+    from membound.runtime import load_runtime
+    assert load_runtime("tinychat").prefill_layer_kernels == pytest.approx(19 / 12, rel=1e-4)
+    assert load_runtime("hf-transformers").prefill_layer_kernels == 1.0

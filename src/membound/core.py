@@ -563,6 +563,13 @@ def launch_s(mc: ModelConsts, eff: Efficiency, tokens: Num) -> Num:
     return where(tokens > 1.0, ungraphed, 0.0) if ungraphed else 0.0
 
 
+def context_kernels_s(mc: ModelConsts, eff: Efficiency) -> float:
+    """The per-layer floor a prefill pays beyond a decode step's: its layers launch
+    `prefill_layer_kernels` times the decode path's kernels, each lasting the same floor, so the
+    pass adds (that multiple - 1) x the runtime's per-layer overhead per layer."""
+    return mc.n_layers * eff.per_layer_overhead_s * (eff.prefill_layer_kernels - 1.0)
+
+
 # ---- decode over the output: plain or speculative ----------------------------------------
 
 def decode(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, plain: Coeffs, plain_extra: Num,
@@ -702,7 +709,7 @@ def prefill(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, floor: Num, o
         pre_mem = prefill_memory_s(mc, one, ch) * fill
         pre_compute, pre_head_s = (t * fill for t in prefill_compute_s(mc, eff, one, ch))
     pre_m, _, pre_c, _ = timed((pre_mem, 0.0, pre_compute, 0.0), 1.0 - eff.overlap)
-    pre_over = overhead + launch_s(mc, eff, B * S)
+    pre_over = overhead + launch_s(mc, eff, B * S) + context_kernels_s(mc, eff)
     prefill_s = where(S > 0, maximum(maximum(pre_m, pre_c), floor) + comm_s(mc, ch, B * S) + pre_over, 0.0)
     return prefill_s, pre_mem, pre_compute, pre_head_s, pre_over
 

@@ -176,6 +176,13 @@ class Runtime(HashableModel):
     # each tile streams and unpacks the whole weight matrix again; None: the weights once per pass
     weight_only_tile_tokens: Annotated[int, Number, Field(ge=1, le=4096)] | None = None
     weight_only_tile_evidence: str = ""
+    # kernels a layer launches in a pass of several tokens per sequence (a prefill) against a decode
+    # step's: an eager engine whose decode path is fused (one attention kernel with the rotary
+    # embedding, the KV write and the softmax) and whose context path is not (rotary, KV-cache
+    # copies, a FlashAttention call as separate kernels) pays its per-layer floor this many times
+    # in a prefill; 1: the same kernels; `prefill_layer_kernels_evidence` counts them
+    prefill_layer_kernels: Annotated[float, Number, Field(ge=1, le=100, allow_inf_nan=False)] = 1.0
+    prefill_layer_kernels_evidence: str = ""
     # the format the runtime quantizes activations to before it multiplies weights stored in fewer
     # than 16 bits (llama.cpp's CUDA, HIP, Vulkan and CPU backends: q8_1/q8_0 blocks, int8 dot
     # products); None: activations follow the formats' own default (mb.Quantization)
@@ -231,6 +238,7 @@ class Efficiency:
     gemv_peak_flops: float = 0.0     # FLOP/s (2 per weight, dequantisation included) of a decode step's
                                      # block-quantized mat-vec on the vector ALUs (0: at quantized_peak_flops)
     weight_only_tile_tokens: float = 0.0  # token rows per tile of a weight-only GEMM (0: weights once)
+    prefill_layer_kernels: float = 1.0   # a prefill layer's kernels / a decode layer's (its per-layer floor x this)
     gemv_formats: tuple[str, ...] = ()   # the weight formats whose mat-vec runs there
     matrix_units: MatrixUnits | None = None  # the runtime's use of matrix units the device has beside
                                      # its shader ALUs (None: none, or the device has none)
@@ -269,6 +277,7 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         prefill_logits_all=rt.prefill_logits == "all",
         gemv_peak_flops=_gemv_peak(rt.quantized_gemm, hw),
         weight_only_tile_tokens=float(rt.weight_only_tile_tokens or 0),
+        prefill_layer_kernels=rt.prefill_layer_kernels,
         gemv_formats=rt.quantized_gemm.vector_gemv_formats if rt.quantized_gemm is not None else (),
         matrix_units=rt.matrix_units if hw.shader_flops else None,
     )
