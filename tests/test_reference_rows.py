@@ -184,3 +184,23 @@ def test_other_spellings_of_a_metric_are_converted_and_unknown_ones_skipped_by_n
                    "a-2": ("ttft_ms", 50.0, "llama.cpp CUDA prefill")}      # a TTFT row is a prefill row
     [(rid, metric, why)] = ref.skipped
     assert (rid, metric) == ("a-3", "e2e_latency_s") and "itl_ms" in why and "tpot_ms" in why
+
+
+def test_an_awq_w4a16_rows_lm_head_streams_in_fp16(tmp_path):
+    # llm-awq quantizes only the linears inside the decoder blocks (real_quantize_model_weight): the
+    # LM head stays fp16. Llama-3-8B on an RTX 4090 at one token (pure roofline, no KV at context 0):
+    # its 128256 x 4096 = 525,336,576-param head and one row of its untied input table (4096) at 2 B,
+    # the other 8,030,261,248 - 2 x 525,336,576 = 6,979,588,096 params at int4's 4.125 bits:
+    # 6,979,588,096 x 4.125 / 8 + 525,340,672 x 2 = 3,598,849,112 + 1,050,681,344 = 4,649,530,456 B,
+    # 4.61263e-3 s at 1.008e12 B/s (int4 head too: 3,869,730,730 B, 0.78 GB less)
+    ref = _ref(tmp_path, dict(id="awq-x", hardware="NVIDIA RTX 4090 24GB", model="LLaMA-3-8B",
+                              weight_dtype="int4 (AWQ W4A16, g128)", metric="itl_ms", value="6.66",
+                              framework="TinyChat (AWQ W4A16 kernels)", notes="per-token latency"))
+    [sc] = ref.scenarios
+    assert (sc.weight_dtype, sc.head_dtype) == ("int4", "fp16")
+    m = mb.load_model("llama-3-8b")
+    assert (m.total_params, m.vocab_size, m.hidden_size, m.tied_embeddings) == (8030261248, 128256, 4096, False)
+    step = 4_649_530_456 / 1.008e12
+    from dataclasses import replace
+    ideal_one = replace(sc, prompt_tokens=0, output_tokens=1)
+    assert mb.predict(ideal_one, runtime="ideal") == pytest.approx(1e3 * step, rel=1e-6)

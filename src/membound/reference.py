@@ -362,17 +362,23 @@ def _scenario(r: dict[str, str]) -> Scenario:
     return Scenario(
         id=rid, category=_category(rt, hw.kind, metric, framework, rid, batch), metric=metric,
         measured=value, model=model, hardware=hw_name, runtime=rt, weight_dtype=wd, kv_dtype=kv,
-        dense_dtype=dense, head_dtype=_head_dtype(r["notes"]), activation_dtype=act, batch=batch, prompt_tokens=shape.prompt,
+        dense_dtype=dense, head_dtype=_head_dtype(r["notes"], r["weight_dtype"]), activation_dtype=act, batch=batch,
+        prompt_tokens=shape.prompt,
         output_tokens=max(shape.output, 1), depth=shape.depth, n_chips=shape.n_chips, parallel=shape.parallel,
         compute_scale=scale, per_chip=shape.per_chip, harness="trtllm-bench" if "trtllm-bench" in framework else "",
         note=shape.note)
 
 
-def _head_dtype(notes: str) -> str | None:
+def _head_dtype(notes: str, weights: str = "") -> str | None:
     """NVIDIA's ModelOpt FP8/FP4 checkpoints quantize only the linear layers inside the
     transformer blocks (model cards of nvidia/Llama-3.3-70B-Instruct-FP4 and -FP8): the LM head
-    and embedding stay bf16 (as `serve_validate.formats` prices them)."""
-    return "bf16" if "ModelOpt checkpoints" in notes else None
+    and embedding stay bf16 (as `serve_validate.formats` prices them). AWQ's W4A16 checkpoints
+    likewise: llm-awq's real_quantize_model_weight replaces the named linears of the decoder
+    blocks (get_blocks) with WQLinear and nothing else, so TinyChat's lm_head stays an fp16
+    nn.Linear (awq/quantize/quantizer.py; tinychat/models/llama.py)."""
+    if "ModelOpt checkpoints" in notes:
+        return "bf16"
+    return "fp16" if "AWQ" in weights else None
 
 
 def _device(text: str) -> tuple[str, float]:
@@ -552,11 +558,17 @@ def _prepared(sc: Scenario, runtime, batch, prompt, output, hw=None):
     key = (sc, backend.name, backend.quantized_gemm, backend.matrix_units, batch, prompt, output, hw)
     p = _PREPARED.get(key)
     if p is None:
+        from .quantization import Quantization
         tp, pp, ep = sc.parallel
+        # a row whose LM head is stored apart (sc.head_dtype) says so through a Quantization
+        formats = dict(weight_dtype=sc.weight_dtype, kv_dtype=sc.kv_dtype, activation_dtype=sc.activation_dtype,
+                       dense_weight_dtype=sc.dense_dtype) if sc.head_dtype is None else dict(
+            quantization=Quantization(sc.weight_dtype, sc.kv_dtype, activations=sc.activation_dtype,
+                                      dense_weights=sc.dense_dtype, head_weights=sc.head_dtype),
+            dense_weight_dtype=None)
         p = prepare(sc.model, hw, allow_beyond_context=True, batch=int(batch), prompt_tokens=int(prompt),
-                    output_tokens=int(output), weight_dtype=sc.weight_dtype, kv_dtype=sc.kv_dtype,
-                    activation_dtype=sc.activation_dtype, dense_weight_dtype=sc.dense_dtype,
-                    n_chips=sc.n_chips, parallel=Parallel(tp=tp, pp=pp, ep=ep), runtime=rt)
+                    output_tokens=int(output), n_chips=sc.n_chips, parallel=Parallel(tp=tp, pp=pp, ep=ep),
+                    runtime=rt, **formats)
         if len(_PREPARED) > 20000:
             _PREPARED.clear()
         _PREPARED[key] = p
