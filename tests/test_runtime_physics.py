@@ -192,14 +192,32 @@ def test_quantized_gemms_run_at_the_vector_rate_where_the_backend_has_no_matrix_
     vec = _pre("llama-2-7b", "arc-a770", runtime=_rt(quantized_gemm=qg), **kw)
     mat = _pre("llama-2-7b", "arc-a770", runtime=_rt(quantized_gemm=QuantizedGemm(fp32_multiple=4.0)), **kw)
     # Arc A770: fp32 17.2 TFLOP/s -> 2 x 17.2 = 34.4 (vector) vs 4 x 17.2 = 68.8 (below its int8 275.3);
-    # the GEMMs as in the test above (dequantization +15%); attention at the fp16 XMX peak 137.6 either way
-    gemm = 2 * ((6_738_415_616 - 2 * 32000 * 4096) * 512 + 32000 * 4096) * 1.15
+    # the GEMMs as in the test above, their dequantization +15% on the matrix path and 15% x 2/4 = 7.5%
+    # on the vector one (it runs at the fp32 lane rate either way); attention at the fp16 XMX peak 137.6
+    flops = 2 * ((6_738_415_616 - 2 * 32000 * 4096) * 512 + 32000 * 4096)
     attn = 4 * 32 * 128 * 32 * 512 * 511 / 2
-    assert vec == pytest.approx(gemm / 34.4e12 + attn / 137.6e12, rel=1e-9)
-    assert mat == pytest.approx(gemm / 68.8e12 + attn / 137.6e12, rel=1e-9)
+    assert vec == pytest.approx(flops * 1.075 / 34.4e12 + attn / 137.6e12, rel=1e-9)
+    assert mat == pytest.approx(flops * 1.15 / 68.8e12 + attn / 137.6e12, rel=1e-9)
     # another device keeps the matrix peak: RX 9070 XT min(4 x 48.7, int8 389.3) = 194.8 TFLOP/s
     xt = mb.load_hardware("rx-9070-xt")
     assert _rt(quantized_gemm=qg).efficiency(xt).quantized_peak_flops == pytest.approx(194.8e12)
+
+
+def test_dequantisation_costs_the_share_of_a_gemm_its_path_peak_gives_it():
+    # dequantising runs on the vector ALUs at the fp32 lane rate whatever multiplies: its share of a
+    # GEMM scales with the path's peak over fp32 -> vector_multiple / fp32_multiple on a vector device
+    from membound.runtime import dequant_scale
+    a770, xt = mb.load_hardware("arc-a770"), mb.load_hardware("rx-9070-xt")
+    qg = QuantizedGemm(fp32_multiple=4.0, vector_devices=("arc-a770",), vector_multiple=2.0)
+    assert dequant_scale(qg, a770) == 2.0 / 4.0
+    assert dequant_scale(qg, xt) == 1.0                      # not a vector device: the matrix path's share
+    assert dequant_scale(QuantizedGemm(fp32_multiple=4.0, vector_devices=("arc-a770",), vector_multiple=1.0),
+                         a770) == 1.0 / 4.0
+    assert dequant_scale(None, a770) == 1.0
+    # the bundled Vulkan backend: half the share on the A770 (q4_0: 0.15 -> 0.075), the whole on an RX 9070 XT
+    rt = mb.load_runtime("llama.cpp-vulkan")
+    assert rt.efficiency(a770).quantized_dequant_scale == 0.5
+    assert rt.efficiency(xt).quantized_dequant_scale == 1.0
 
 
 def test_llama_cpp_vulkan_on_an_arc_a770_runs_its_gemms_on_the_vector_engines():
@@ -250,7 +268,7 @@ def test_a_dequantising_vector_mat_vec_costs_its_instructions_per_weight_at_the_
     # a format not listed (q8_0: 8.5 bits) keeps the GEMMs' path on the A770: 2 x 17.2e12 vector peak, +dequant
     r3 = mb.estimate(m, "arc-a770", runtime=_rt(quantized_gemm=qg, overlap=0.0), **{**kw, "weight_dtype": "q8_0"})
     mem3 = (m.total_params - lookup + 4096) * 8.5 / 8 / 560e9
-    cmp3 = 2 * (m.active_params - lookup) * 1.15 / 34.4e12       # weight-only dequantisation: +15%
+    cmp3 = 2 * (m.active_params - lookup) * 1.075 / 34.4e12    # dequantisation 15% x 2/4 on the vector path
     assert 1 / r3.decode_tok_s_per_user == pytest.approx(mem3 + cmp3, rel=1e-9)
 
 

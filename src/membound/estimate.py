@@ -232,7 +232,7 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
     spec_args, draft_mc, extra_w, extra_kv, positions = _speculative(speculative, m, res, layout)
     eff = rt.efficiency(hw)
     kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
-               kv_bytes=res.kv.bytes, act_bytes=res.residual_bytes, dequant=res.dequant, tp=float(layout.tp),
+               kv_bytes=res.kv.bytes, act_bytes=res.residual_bytes, tp=float(layout.tp),
                pp=float(layout.pp), ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0,
                index_peak_flops=hw.peak_flops("fp8") if m.index_topk and hw.supports("fp8") else None,
                **_compute_paths(eff, res, hw))
@@ -288,27 +288,29 @@ def _speculative(speculative: SpeculativeDecoding | None, m: Model, res: Resolve
 
 
 def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, Any]:
-    """The Knobs of this runtime's kernel paths (peak_flops, gemm_tile_tokens, gemv_peak_flops,
+    """The Knobs of this runtime's kernel paths (peak_flops, dequant, gemm_tile_tokens, gemv_peak_flops,
     attn_peak_flops and, where they apply, the dense tensors' and the matrix units'): block-quantized
-    weights with 8-bit activations on its quantized GEMMs (llama.cpp's MMQ), 16-bit activations on
+    weights with 8-bit activations on its quantized GEMMs (llama.cpp's MMQ; their dequantisation's
+    share scaled to the path, runtime.dequant_scale), 16-bit activations on
     narrower weights tiled over the tokens, 16-bit GEMMs on matrix units beside the shader ALUs
     (`_matrix_units`), and the dense tensors' own bytes and peaks when the formats are mixed."""
     paths: dict[str, Any] = dict(peak_flops=res.peak_flops, gemm_tile_tokens=0.0, gemv_peak_flops=None,
-                                 attn_peak_flops=res.attn_peak_flops)
+                                 attn_peak_flops=res.attn_peak_flops, dequant=res.dequant)
     w, a = res.weights, res.activations
     if eff.quantized_peak_flops and a.bits <= 8 and w.compute != a.compute:   # 8-bit GEMM on other weights: MMQ
-        paths.update(peak_flops=eff.quantized_peak_flops, gemm_tile_tokens=eff.quantized_tile_tokens)
+        paths.update(peak_flops=eff.quantized_peak_flops, gemm_tile_tokens=eff.quantized_tile_tokens,
+                     dequant=res.dequant * eff.quantized_dequant_scale)
         if eff.gemv_peak_flops and w.name in eff.gemv_formats and not res.mixed:
             paths["gemv_peak_flops"] = eff.gemv_peak_flops
     elif eff.weight_only_tile_tokens and a.bits >= 16 and w.bits < a.bits:   # 16-bit activations on
         paths["gemm_tile_tokens"] = eff.weight_only_tile_tokens              # narrower weights (W4A16)
     if res.mixed:       # the tensors that are not routed experts: their own bytes and compute path
-        d_peak = res.dense_peak_flops
+        d_peak, d_dequant = res.dense_peak_flops, res.dense_dequant
         if eff.quantized_peak_flops and res.dense_activations.bits <= 8 \
                 and res.dense_weights.compute != res.dense_activations.compute:
-            d_peak = eff.quantized_peak_flops
+            d_peak, d_dequant = eff.quantized_peak_flops, res.dense_dequant * eff.quantized_dequant_scale
         paths.update(w_bytes_dense=res.dense_weights.bytes, w_bytes_head=res.head_weights.bytes,
-                     dense_peak_flops=d_peak, dense_dequant=res.dense_dequant)
+                     dense_peak_flops=d_peak, dense_dequant=d_dequant)
     units = _matrix_units(eff, res, hw) if paths["peak_flops"] == res.peak_flops else None
     if units is not None:
         shader, attn, matrix = units

@@ -83,7 +83,9 @@ class QuantizedGemm(BaseModel):
     tile_tokens: Annotated[int, Number, Field(ge=1, le=4096)] | None = None
     # devices on which the backend reaches no matrix unit (it enables no cooperative-matrix or
     # integer-dot GEMM path there), so these GEMMs run on the vector ALUs: their peak is
-    # `vector_multiple` x fp32 (2: packed fp16 FMAs) instead
+    # `vector_multiple` x fp32 (2: packed fp16 FMAs) instead, and their dequantisation, which runs
+    # on the same vector ALUs at the fp32 lane rate on every path, costs vector_multiple /
+    # fp32_multiple of its share of a GEMM on the matrix path (`dequant_scale`)
     vector_devices: tuple[str, ...] = ()
     vector_multiple: Annotated[float, Number, Field(gt=0, le=64, allow_inf_nan=False)] = 2.0
     # on those devices a decode step's mat-vec of weights in `vector_gemv_formats` dequantises and
@@ -240,6 +242,8 @@ class Efficiency:
     weight_only_tile_tokens: float = 0.0  # token rows per tile of a weight-only GEMM (0: weights once)
     prefill_layer_kernels: float = 1.0   # a prefill layer's kernels / a decode layer's (its per-layer floor x this)
     gemv_formats: tuple[str, ...] = ()   # the weight formats whose mat-vec runs there
+    quantized_dequant_scale: float = 1.0  # the weight-only dequantisation's share of those GEMMs, relative
+                                     # to the matrix path's (`dequant_scale`)
     matrix_units: MatrixUnits | None = None  # the runtime's use of matrix units the device has beside
                                      # its shader ALUs (None: none, or the device has none)
 
@@ -279,6 +283,7 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         weight_only_tile_tokens=float(rt.weight_only_tile_tokens or 0),
         prefill_layer_kernels=rt.prefill_layer_kernels,
         gemv_formats=rt.quantized_gemm.vector_gemv_formats if rt.quantized_gemm is not None else (),
+        quantized_dequant_scale=dequant_scale(rt.quantized_gemm, hw),
         matrix_units=rt.matrix_units if hw.shader_flops else None,
     )
 
@@ -321,6 +326,18 @@ def _quantized_peak(q: QuantizedGemm | None, hw: Hardware) -> float:
         return q.vector_multiple * hw.compute_flops["fp32"]
     peak = q.fp32_multiple * hw.compute_flops["fp32"]
     return min(peak, hw.compute_flops["int8"]) if "int8" in hw.compute_flops else peak
+
+
+def dequant_scale(q: QuantizedGemm | None, hw: Hardware) -> float:
+    """The weight-only dequantisation's share of a quantized GEMM on `hw`, relative to the matrix
+    path's: vector_multiple / fp32_multiple on the `vector_devices`, else 1. A GEMM tile's weights are
+    dequantised on the vector ALUs at the fp32 lane rate whichever unit multiplies them, so against
+    multiply-accumulates at m x fp32 that work costs a share proportional to m: the dequant fraction a
+    format carries on the matrix path (fp32_multiple x fp32) is vector_multiple / fp32_multiple of it
+    on the vector path (Arc A770 under ggml-vulkan: 2 / 4, q4_0's 15% becomes 7.5%)."""
+    if q is None or hw.name not in q.vector_devices or hw.kind not in q.device_kinds:
+        return 1.0
+    return q.vector_multiple / q.fp32_multiple
 
 
 def _gemv_peak(q: QuantizedGemm | None, hw: Hardware) -> float:
