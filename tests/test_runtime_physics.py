@@ -341,3 +341,21 @@ def test_a_context_stage_of_more_kernels_pays_the_per_layer_floor_that_many_time
     from membound.runtime import load_runtime
     assert load_runtime("tinychat").prefill_layer_kernels == pytest.approx(19 / 12, rel=1e-4)
     assert load_runtime("hf-transformers").prefill_layer_kernels == 1.0
+
+
+def test_hf_transformers_per_layer_floor_is_host_time_the_same_on_every_gpu():
+    # HF's eager decode is host-dispatch bound: its per-layer floor is fitted in seconds, so a
+    # layer costs the same on an RTX A6000 (1.80 GHz) and an RTX 4090 (2.52 GHz); a 32-layer step
+    # pays 32 x that figure on both (with 2.04e-4 s: 6.528e-3 s), where a cycles floor would be
+    # 1.4 x less on the faster clock
+    from membound.calibrate import FIT
+    from membound.runtime import load_runtime
+    assert "per_layer_overhead_s" in FIT["hf-transformers"] and "per_layer_overhead_cycles" not in FIT["hf-transformers"]
+    hf = load_runtime("hf-transformers")
+    assert hf.classes["default"].per_layer_overhead_cycles == 0.0
+    a, b = (hf.efficiency(mb.load_hardware(n)).per_layer_overhead_s for n in ("rtx-a6000", "rtx-4090"))
+    assert a == b == hf.classes["default"].per_layer_overhead_s > 0
+    rt = _rt(per_layer_overhead_s=2.04e-4)
+    for dev in ("rtx-a6000", "rtx-4090"):
+        r = mb.estimate("llama-2-7b", dev, output_tokens=1, weight_dtype="fp16", runtime=rt)
+        assert r.step_terms_s["overhead"] == pytest.approx(6.528e-3, rel=1e-9)

@@ -71,11 +71,17 @@ FIT = {
     # layer (timed at each chip's clock: RTX 4090 and 5090 decode leave 1.60 and 1.70 ms per token over
     # their weight and KV bytes, in the ratio of their clocks 2.52 / 2.41 GHz), not of seconds
     "llama.cpp-vulkan": tuple(p if p != "per_layer_overhead_s" else "per_layer_overhead_cycles" for p in _LLAMA_CPP),
-    # eager PyTorch engines: a layer's many small kernels each last a floor of GPU cycles, so their
-    # per-layer cost is fitted in cycles and timed at each chip's clock (runtime.per_layer_s)
+    # eager PyTorch engines with fused layers (NeMo, TinyChat: a dozen kernels a layer): each small
+    # kernel lasts a floor of GPU cycles, so their per-layer cost is fitted in cycles and timed at each
+    # chip's clock (runtime.per_layer_s)
     "nemo": ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_cycles",
              "per_sequence_overhead_s"),
-    "hf-transformers": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_cycles"),
+    # Hugging Face transformers' eager decode dispatches ~40 unfused ops a layer (norms, rotary, cache
+    # concatenation, repeat_kv) from Python: the host, not the GPU, sets its per-layer floor, so it is
+    # fitted in seconds. PyTorch's own eager Llama-7B ran at 25.5 tok/s on an A100 ('heavily CPU overhead
+    # bound', pytorch.org/blog/accelerating-generative-ai-2); without the Falcon-7B rows, the RTX A6000's
+    # rows alone and the RTX 4090's alone fit 153 and 154 us a layer in seconds (275k against 388k cycles)
+    "hf-transformers": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s"),
     "tinychat": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_cycles"),
 }
 # figures set from how the kernels work, not fitted (in every entry of the runtime)
