@@ -359,3 +359,33 @@ def test_hf_transformers_per_layer_floor_is_host_time_the_same_on_every_gpu():
     for dev in ("rtx-a6000", "rtx-4090"):
         r = mb.estimate("llama-2-7b", dev, output_tokens=1, weight_dtype="fp16", runtime=rt)
         assert r.step_terms_s["overhead"] == pytest.approx(6.528e-3, rel=1e-9)
+
+
+def test_no_runtime_streams_faster_than_the_chips_measured_reads(tmp_path):
+    # DGX Spark: 273 GB/s LPDDR5x peak, a saturating-read kernel measures 232 GB/s (read_bytes_s):
+    # a runtime fitted at 0.95 of the peak elsewhere streams at min(0.95, 232 / 273 = 0.8498) of it
+    m = mb.load_model("llama-2-7b")
+    lookup = 32000 * 4096
+    rt = Runtime(name="t", use_latency_floor=False,
+                 classes={"default": RuntimeEntry(bandwidth_fraction=0.95, compute_fraction=1.0)})
+    assert rt.efficiency(mb.load_hardware("dgx-spark")).bandwidth_fraction == pytest.approx(232 / 273, rel=1e-12)
+    kw = dict(batch=1, prompt_tokens=0, output_tokens=1, weight_dtype="bf16")
+    step = (m.total_params - lookup + 4096) * 2 / 232e9           # bf16 weights at 232 GB/s
+    assert 1 / mb.estimate(m, "dgx-spark", runtime=rt, **kw).decode_tok_s_per_user == pytest.approx(step, rel=1e-9)
+    # below the ceiling a fraction stands (0.80 x 273 GB/s); the pure roofline keeps the peak
+    low = Runtime(name="t", use_latency_floor=False,
+                  classes={"default": RuntimeEntry(bandwidth_fraction=0.8, compute_fraction=1.0)})
+    assert low.efficiency(mb.load_hardware("dgx-spark")).bandwidth_fraction == 0.8
+    ideal = mb.estimate(m, "dgx-spark", runtime="ideal", **kw).decode_tok_s_per_user
+    assert 1 / ideal == pytest.approx((m.total_params - lookup + 4096) * 2 / 273e9, rel=1e-9)
+    # a chip without a measured read rate: the fraction as fitted (RTX 4090, 0.95)
+    assert rt.efficiency(mb.load_hardware("rtx-4090")).bandwidth_fraction == 0.95
+    # a read rate above the peak, or without its source, is refused naming the field
+    from membound.hardware import load_hardware_file
+    text = (mb.hardware.bundled_profiles_dir() / "dgx-spark.yaml").read_text()
+    for bad, field in ((text.replace("read_bytes_s: 2.32e+11", "read_bytes_s: 3.0e+11"), "read_bytes_s"),
+                       (text.replace("read_source:", "#"), "read_source")):
+        f = tmp_path / "dgx-spark.yaml"
+        f.write_text(bad)
+        with pytest.raises(mb.MemboundError, match=field):
+            load_hardware_file(f)

@@ -101,6 +101,20 @@ class MemoryTier(_Strict):
     capacity_bytes: Bytes               # usable bytes per chip
     bandwidth_bytes_s: MemoryBandwidth  # peak, decimal B/s, per chip
     source: str
+    # what a kernel that only streams reads from this tier measures (a saturating-read probe), where
+    # it falls short of the peak by more than a runtime's kernels do elsewhere (LPDDR5x shared by a
+    # CPU and a GPU): no runtime's weight and KV streams go faster (`Hardware.read_ceiling`)
+    read_bytes_s: MemoryBandwidth | None = None
+    read_source: str = ""
+
+    @model_validator(mode="after")
+    def _read_below_peak(self):
+        if self.read_bytes_s is not None and self.read_bytes_s > self.bandwidth_bytes_s:
+            raise ValueError(f"read_bytes_s: expected at most the peak bandwidth_bytes_s "
+                             f"{self.bandwidth_bytes_s:g}, got {self.read_bytes_s:g}")
+        if self.read_bytes_s is not None and not self.read_source:
+            raise ValueError("read_source: expected the measurement read_bytes_s comes from")
+        return self
 
 
 class Interconnect(_Strict):
@@ -233,6 +247,13 @@ class Hardware(HashableModel):
     def bandwidth_bytes_s(self) -> float:
         """Peak bandwidth of the fastest tier (the one decode streams from when weights fit)."""
         return self.memory[0].bandwidth_bytes_s
+
+    @property
+    def read_ceiling(self) -> float:
+        """The share of the fastest tier's peak a saturating-read kernel measures (its
+        `read_bytes_s`), the most any runtime's streams reach; 1 where the profile gives none."""
+        t = self.memory[0]
+        return t.read_bytes_s / t.bandwidth_bytes_s if t.read_bytes_s else 1.0
 
     def peak_flops(self, compute_dtype: str) -> float:
         """Dense peak FLOP/s for `compute_dtype`; fp16/bf16 stand in for each other."""

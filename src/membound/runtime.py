@@ -261,7 +261,9 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
     floor = rt.use_latency_floor
     power = power_factor(entry.power_limit_w_per_tflop, hw)
     return Efficiency(
-        bandwidth_fraction=entry.bandwidth_fraction or bw_default,
+        # no runtime streams faster than the chip's measured reads (a fit elsewhere may say more)
+        bandwidth_fraction=min(entry.bandwidth_fraction or bw_default, hw.read_ceiling)
+        if rt.use_device_fractions else entry.bandwidth_fraction or bw_default,
         compute_fraction=(entry.compute_fraction or c_default) * power,
         per_step_overhead_s=entry.per_step_overhead_s,
         per_layer_overhead_s=per_layer_s(entry, hw),
