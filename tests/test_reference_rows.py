@@ -204,3 +204,23 @@ def test_an_awq_w4a16_rows_lm_head_streams_in_fp16(tmp_path):
     from dataclasses import replace
     ideal_one = replace(sc, prompt_tokens=0, output_tokens=1)
     assert mb.predict(ideal_one, runtime="ideal") == pytest.approx(1e3 * step, rel=1e-6)
+
+
+def test_tinychats_falcon_rows_are_group_64(tmp_path):
+    # TinyChat's README quantizes Falcon-7B with q_group_size 64 (4544 = 35.5 x 128): 4 + 16/64 = 4.25
+    # bits a weight. Falcon-7B: 32 layers of 4544 x 4672 (fused QKV) + 4544^2 + 2 x 4544 x 18176 + 2 x 4544
+    # (LayerNorm) = 207,070,080 params, the final norm's 4544 and the tied 65024 x 4544 = 295,469,056-param
+    # head (fp16 as every AWQ head): 6,626,242,560 + 4,544 = 6,626,247,104 params x 4.25 / 8 =
+    # 3,520,193,774.5 B, + 295,469,056 x 2 = 590,938,112 B: 4,111,131,886.5 B a token at 1.008e12 B/s
+    ref = _ref(tmp_path, dict(id="awq-x", hardware="NVIDIA RTX 4090 24GB", model="Falcon-7B",
+                              weight_dtype="int4 (AWQ W4A16, g128)", metric="itl_ms", value="8.02",
+                              framework="TinyChat (AWQ W4A16 kernels)", notes="per-token latency"),
+               dict(id="awq-y", hardware="NVIDIA RTX 4090 24GB", model="LLaMA-2-7B",
+                    weight_dtype="int4 (AWQ W4A16, g128)", metric="itl_ms", value="6.02",
+                    framework="TinyChat (AWQ W4A16 kernels)", notes="per-token latency"))
+    falcon, llama = ref.scenarios
+    assert (falcon.weight_dtype, llama.weight_dtype) == ("int4_g64", "int4")
+    assert mb.load_model("falcon-7b").total_params == 32 * 207_070_080 + 4_544 + 295_469_056
+    from dataclasses import replace
+    one = replace(falcon, prompt_tokens=0, output_tokens=1)
+    assert mb.predict(one, runtime="ideal") == pytest.approx(1e3 * 4_111_131_886.5 / 1.008e12, rel=1e-6)

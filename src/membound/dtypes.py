@@ -50,6 +50,7 @@ _BUILTIN = (
     DType("int8", 8, "int8", "int8 with per-channel scales"),
     DType("int4", 4 + 16 / 128, None, "int4, group 128, fp16 scales (AWQ/GPTQ style)"),
     DType("int4_g32", 4 + 16 / 32, None, "int4, group 32, bf16 scales (Kimi-K2 / K2.5 native INT4 experts)"),
+    DType("int4_g64", 4 + 16 / 64, None, "int4, group 64, fp16 scales (AWQ's Falcon-7B: 4544 is no multiple of 128)"),
     DType("fp4", 4, "fp4", "bare fp4 e2m1"),
     DType("mxfp4", 4 + 8 / 32, "fp4", "OCP MX fp4: 32 elements share an 8-bit scale"),
     DType("nvfp4", 4 + 8 / 16, "fp4", "NVIDIA fp4: 16 elements share an fp8 scale"),
