@@ -389,3 +389,32 @@ def test_no_runtime_streams_faster_than_the_chips_measured_reads(tmp_path):
         f.write_text(bad)
         with pytest.raises(mb.MemboundError, match=field):
             load_hardware_file(f)
+
+
+def test_a_pass_of_two_to_eight_tokens_adds_the_mat_vec_instructions_of_each_further_column():
+    # llama.cpp CUDA: up to 8 tokens (MMVQ_MAX_BATCH_SIZE) each weight is streamed once and every token
+    # (column) issues its own dot-product instructions: 0.875 per q4_0 weight at one lane-instruction
+    # per CUDA core per clock, fp32 / 2 = 82.6e12 / 2 = 41.3e12 lane-instructions/s on an RTX 4090. A
+    # batch-1 step keeps its own figure (one token at the GEMMs' 4 x 82.6e12 = 330.4e12 FLOP/s, +15%
+    # dequantisation; the fitted batch-1 fractions hold its column), each further column adds
+    # P x 0.875 / 41.3e12; above 8 tokens the tiled GEMM (MMQ) at 330.4e12 for every token
+    qg = QuantizedGemm(fp32_multiple=4.0, mmvq_max_tokens=8, mmvq_column_ops={"q4_0": 0.875})
+    m = mb.load_model("llama-2-7b")
+    lookup = 32000 * 4096
+    P = m.active_params - lookup                       # the matmul weights
+    one = 2 * P * 1.15 / 330.4e12                      # 0.0484 ms
+    kw = dict(prompt_tokens=0, output_tokens=1, weight_dtype="q4_0", activation_dtype="int8")
+    for B, cmp in ((1, one), (2, one + P * 0.875 / 41.3e12), (8, one + 7 * P * 0.875 / 41.3e12),
+                   (16, 16 * one)):
+        r = mb.estimate(m, "rtx-4090", batch=B, runtime=_rt(quantized_gemm=qg, overlap=0.0), **kw)
+        mem = (m.total_params - lookup + B * 4096) * 4.5 / 8 / 1008e9     # q4_0 4.5 bits; 1008 GB/s
+        assert B / r.decode_tok_s_total == pytest.approx(mem + cmp, rel=1e-9)
+    # batch 8: 7 x 6.61e9 x 0.875 / 41.3e12 = 0.98 ms of columns against the GEMM's 7 x 0.0484 = 0.34 ms
+    # a format without a count (q8_0 here) keeps the GEMMs' rate and their dequantisation
+    r = mb.estimate(m, "rtx-4090", batch=8, runtime=_rt(quantized_gemm=qg, overlap=0.0), **{**kw, "weight_dtype": "q8_0"})
+    mem = (m.total_params - lookup + 8 * 4096) * 8.5 / 8 / 1008e9
+    assert 8 / r.decode_tok_s_total == pytest.approx(mem + 8 * one, rel=1e-9)
+    # the bundled CUDA backend has the path; Apple's Metal backend has no quantized_gemm at all
+    from membound.runtime import load_runtime
+    q = load_runtime("llama.cpp-cuda").quantized_gemm
+    assert q is not None and q.mmvq_max_tokens == 8 and q.mmvq_column_ops["q8_0"] == 1.25

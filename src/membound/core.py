@@ -156,6 +156,11 @@ class Knobs:
     index_peak_flops: Num | None = None  # dense peak FLOP/s of a sparse-attention indexer's scoring (fp8
                                          # keys and queries: the fp8 rate where the chip has one); None =
                                          # attention's
+    mmvq_tokens: Num = 0.0        # a pass of at most this many tokens multiplies in a mat-vec kernel that
+                                  # streams each weight once and issues, per token, what the rates below
+                                  # say (llama.cpp CUDA's mmvq); 0: never
+    mmvq_flops: Num = 0.0         # its FLOP/s per token (2 per weight): routed experts (or all weights),
+    mmvq_dense_flops: Num = 0.0   # the other tensors; 0 = that format keeps the GEMMs' rate
     matrix_peak_flops: Num | None = None  # peak FLOP/s of the matrix units a prefill GEMM's multiply-
                                           # accumulates run on while the rest of its work stays on the
                                           # shader ALUs, whose rate peak_flops then is (`on_matrix_units`;
@@ -196,6 +201,8 @@ class ChipBase(NamedTuple):
     prefill_gemm: Num    # the same in a prefill (experts at moe_gemm_efficiency), LM head left out
     head: Num            # one token's LM head, seconds before dividing by tp*ep
     capacity: Num        # bytes the chip holds, all its memory tiers
+    mmvq_tokens: Num     # a pass of at most this many tokens runs its GEMMs as mat-vecs (0: never)
+    mmvq: Num            # their seconds per token, before dividing by tp*ep (`mmvq_s`)
 
 
 class Chip(NamedTuple):
@@ -230,6 +237,8 @@ class Chip(NamedTuple):
     prefill_gemm: Num
     head: Num
     capacity: Num
+    mmvq_tokens: Num
+    mmvq: Num
     m: Num               # micro-batches in flight
     b: Num               # sequences per micro-batch
     beat: Num            # a step in passes of one micro-batch through all stages (1 without pp)
@@ -338,7 +347,18 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
                            0.0, 0.0),
                     gemm_s(mc, Cp, Cdp, kn.dequant, dqd, 1.0 / eff.moe_gemm_efficiency)
                     - 2.0 * mc.vocab * mc.hidden * (1.0 + dqd) / Cdp, head,
-                    hw.capacity_bytes)
+                    hw.capacity_bytes, kn.mmvq_tokens, mmvq_s(mc, kn, C, Cd, dqd))
+
+
+def mmvq_s(mc: ModelConsts, kn: Knobs, C: Num, Cd: Num, dense_dequant: Num) -> Num:
+    """Seconds per token of a pass's GEMMs in the mat-vec kernel (`Knobs.mmvq_flops`: its
+    instructions per weight per token, dequantisation included); a format without that rate at the
+    GEMMs' (C, Cd). 0 without the path."""
+    if isinstance(kn.mmvq_tokens, float) and kn.mmvq_tokens == 0.0:
+        return 0.0
+    on, on_dense = kn.mmvq_flops > 0.0, kn.mmvq_dense_flops > 0.0
+    return gemm_s(mc, where(on, kn.mmvq_flops, C), where(on_dense, kn.mmvq_dense_flops, Cd),
+                  where(on, 0.0, kn.dequant), where(on_dense, 0.0, dense_dequant))
 
 
 def chip_of(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, base: ChipBase,
@@ -489,8 +509,19 @@ def step_coeffs(mc: ModelConsts, ch: Chip, pos: Num, routed: Num) -> Coeffs:
     touched = expected_experts(mc.n_experts, mc.k, ch.b * routed)
     beat = ch.beat
     return (beat * weights_s(mc, ch, tokens, touched), beat * ch.b / ch.ep * ch.kv_pair * ch.kv_inv,
-            beat * tokens * ch.gemm / ch.group,
+            beat * gemm_pass_s(ch, tokens) / ch.group,
             beat * tokens * mc.attn_per_pair / (ch.group * ch.attn_flops))
+
+
+def gemm_pass_s(ch: Chip, tokens: Num) -> Num:
+    """Seconds of GEMM work of a pass of `tokens` tokens (before dividing by tp*ep): the tiled
+    GEMMs' per token, except a pass small enough for the mat-vec kernel (llama.cpp CUDA: at most 8
+    tokens, MMVQ_MAX_BATCH_SIZE), which adds its per-column instructions (`ChipBase.mmvq`) for each
+    token beyond the first: a batch-1 step's own column is in the fitted batch-1 figures already."""
+    if isinstance(ch.mmvq_tokens, float) and ch.mmvq_tokens == 0.0:
+        return tokens * ch.gemm
+    small = (tokens <= ch.mmvq_tokens) & (ch.mmvq_tokens > 0.0)
+    return where(small, ch.gemm + (tokens - 1.0) * ch.mmvq, tokens * ch.gemm)
 
 
 def index_terms(mc: ModelConsts, ch: Chip, pos: Num, context: Num) -> tuple[Num, Num]:

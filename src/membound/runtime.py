@@ -68,7 +68,7 @@ class RuntimeEntry(BaseModel):
     evidence: str = ""
 
 
-class QuantizedGemm(BaseModel):
+class QuantizedGemm(HashableModel):
     """Where a runtime multiplies block-quantized weights (an 8-bit GEMM format, int8 or fp8 standing
     in, on weights of another format) on the SMs' integer/fp32 pipes rather
     than at the tensor-core peak (llama.cpp's MMQ kernels: tile loads and dequantisation bind,
@@ -94,6 +94,14 @@ class QuantizedGemm(BaseModel):
     vector_gemv_ops: Annotated[float, Number, Field(gt=0, le=1000, allow_inf_nan=False)] | None = None
     vector_gemv_formats: tuple[str, ...] = ()
     vector_evidence: str = ""
+    # a pass of at most `mmvq_max_tokens` tokens multiplies these weights in a mat-vec kernel
+    # (llama.cpp CUDA's mmvq) rather than the tiled GEMM: it streams each weight once and issues,
+    # for every token (column), `mmvq_column_ops[format]` instructions per weight on the SMs'
+    # integer/fp32 pipes (one lane-instruction per CUDA core per clock: fp32 FLOP/s / 2); formats
+    # not listed keep the GEMM's rate. None / empty: no such path
+    mmvq_max_tokens: Annotated[int, Number, Field(ge=1, le=4096)] | None = None
+    mmvq_column_ops: dict[str, Annotated[float, Number, Field(gt=0, le=1000, allow_inf_nan=False)]] = {}
+    mmvq_evidence: str = ""
     evidence: str = ""
 
 
@@ -244,6 +252,10 @@ class Efficiency:
     gemv_formats: tuple[str, ...] = ()   # the weight formats whose mat-vec runs there
     quantized_dequant_scale: float = 1.0  # the weight-only dequantisation's share of those GEMMs, relative
                                      # to the matrix path's (`dequant_scale`)
+    mmvq_max_tokens: float = 0.0     # most tokens in a pass whose GEMMs run as mat-vecs (0: never)
+    mmvq_issue_rate: float = 0.0     # lane-instructions per second they issue at (fp32 / 2, at the clock
+                                     # the board's power sustains)
+    mmvq_column_ops: tuple[tuple[str, float], ...] = ()   # (weight format, instructions per weight per token)
     matrix_units: MatrixUnits | None = None  # the runtime's use of matrix units the device has beside
                                      # its shader ALUs (None: none, or the device has none)
 
@@ -260,6 +272,7 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
     c_default = hw.achievable.compute_fraction if rt.use_device_fractions else 1.0
     floor = rt.use_latency_floor
     power = power_factor(entry.power_limit_w_per_tflop, hw)
+    mmvq = _mmvq(rt.quantized_gemm, hw, power)
     return Efficiency(
         # no runtime streams faster than the chip's measured reads (a fit elsewhere may say more)
         bandwidth_fraction=min(entry.bandwidth_fraction or bw_default, hw.read_ceiling)
@@ -286,6 +299,7 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         prefill_layer_kernels=rt.prefill_layer_kernels,
         gemv_formats=rt.quantized_gemm.vector_gemv_formats if rt.quantized_gemm is not None else (),
         quantized_dequant_scale=dequant_scale(rt.quantized_gemm, hw),
+        mmvq_max_tokens=mmvq[0], mmvq_issue_rate=mmvq[1], mmvq_column_ops=mmvq[2],
         matrix_units=rt.matrix_units if hw.shader_flops else None,
     )
 
@@ -340,6 +354,16 @@ def dequant_scale(q: QuantizedGemm | None, hw: Hardware) -> float:
     if q is None or hw.name not in q.vector_devices or hw.kind not in q.device_kinds:
         return 1.0
     return q.vector_multiple / q.fp32_multiple
+
+
+def _mmvq(q: QuantizedGemm | None, hw: Hardware, power: float) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+    """The mat-vec path's (mmvq_max_tokens, mmvq_issue_rate, mmvq_column_ops) on `hw`: none (0, 0,
+    ()) off the backend's device kinds, on its vector devices (their own mat-vec, `_gemv_peak`) or
+    without an fp32 rate."""
+    if q is None or not q.mmvq_max_tokens or not q.mmvq_column_ops or hw.kind not in q.device_kinds \
+            or hw.name in q.vector_devices or "fp32" not in hw.compute_flops:
+        return 0.0, 0.0, ()
+    return float(q.mmvq_max_tokens), hw.compute_flops["fp32"] / 2.0 * power, tuple(sorted(q.mmvq_column_ops.items()))
 
 
 def _gemv_peak(q: QuantizedGemm | None, hw: Hardware) -> float:
