@@ -224,3 +224,22 @@ def test_tinychats_falcon_rows_are_group_64(tmp_path):
     from dataclasses import replace
     one = replace(falcon, prompt_tokens=0, output_tokens=1)
     assert mb.predict(one, runtime="ideal") == pytest.approx(1e3 * 4_111_131_886.5 / 1.008e12, rel=1e-6)
+
+
+def test_an_itl_row_measured_after_a_long_prompt_decodes_after_it(tmp_path):
+    # TinyChat's README: LLaMA-2-7B's per-token latency was measured after a prompt of more than 500
+    # tokens (its footnote; the row's notes say so): its decode reads 500 cached tokens more than the
+    # rows that state no lengths (0 assumed). Llama-2-7B's f16 KV: 2 x 32 layers x 4096 x 2 B = 524,288
+    # B a token; 128 steps from context 500 to 627 read 524,288 x (500 + 627) x 128 / 2 B more than
+    # 128 steps from 0 to 127 read 524,288 x 127 x 128 / 2: 524,288 x 500 x 128 = 3.3554e10 B more
+    notes = "per-token latency of generation stage (ms/token); LLaMA-2-7B measured with >500-token prompt"
+    ref = _ref(tmp_path, dict(id="awq-x", hardware="NVIDIA RTX 4090 24GB", model="LLaMA-2-7B",
+                              weight_dtype="f16", metric="itl_ms", value="16.17",
+                              framework="HuggingFace transformers (FP16 baseline)", notes=notes),
+               dict(id="awq-y", hardware="NVIDIA RTX 4090 24GB", model="Vicuna-7B",
+                    weight_dtype="f16", metric="itl_ms", value="15.81",
+                    framework="HuggingFace transformers (FP16 baseline)", notes="per-token latency"))
+    long, short = ref.scenarios
+    assert (long.prompt_tokens, long.output_tokens, short.prompt_tokens, short.output_tokens) == (500, 128, 0, 128)
+    a, b = (mb.predict(s, runtime="ideal") for s in (long, short))     # ms per token, pure roofline
+    assert (a - b) * 128 / 1e3 == pytest.approx(524_288 * 500 * 128 / 1.008e12, rel=1e-6)

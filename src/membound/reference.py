@@ -477,8 +477,12 @@ def _shape(r: dict[str, str], model: str, hw_name: str, rt: str) -> _Shape:
 def _awq(s: _Shape, metric: str, notes: str, rt: str) -> None:
     """The AWQ paper's rows: generation latency at assumed lengths, or a prompt after a history."""
     if metric == "itl_ms":
-        s.prompt, s.output = 0, 128
-        s.note = "generation-stage latency: prompt/output lengths not stated, 0/128 assumed"
+        # LLaMA-2-7B's rows ran after a prompt of more than 500 tokens (the README's footnote): its
+        # bound stands for it; the other rows state no lengths
+        longer = re.search(r">(\d+)-token prompt", notes)
+        s.prompt, s.output = (int(longer.group(1)) if longer else 0), 128
+        s.note = ("generation-stage latency after a prompt of more than that many tokens; 128 generated assumed"
+                  if longer else "generation-stage latency: prompt/output lengths not stated, 0/128 assumed")
         return
     hist = re.search(r"with (\d+) history", notes)
     h = int(hist.group(1)) if hist else 0
