@@ -418,3 +418,21 @@ def test_a_pass_of_two_to_eight_tokens_adds_the_mat_vec_instructions_of_each_fur
     from membound.runtime import load_runtime
     q = load_runtime("llama.cpp-cuda").quantized_gemm
     assert q is not None and q.mmvq_max_tokens == 8 and q.mmvq_column_ops["q8_0"] == 1.25
+
+
+def test_a_weight_only_runtime_keeps_the_lm_head_in_16_bits():
+    # TinyChat runs AWQ checkpoints, whose LM head stays fp16 (weight_only_head): Llama-3-8B int4 on an
+    # RTX 4090 streams its 128256 x 4096 = 525,336,576-param head and one 4096-wide embedding row at 2 B
+    # instead of 4.125/8 B: 525,340,672 x (2 - 0.515625) = 779,802,560 B = 7.7361e-4 s more a step at
+    # 1.008e12 B/s; 16-bit weights are unchanged
+    plain = _rt()
+    awq = plain.model_copy(update={"weight_only_head": "fp16"})
+    kw = dict(output_tokens=1, prompt_tokens=0, weight_dtype="int4")
+    a, b = (mb.estimate("llama-3-8b", "rtx-4090", runtime=r, **kw).step_terms_s["memory"] for r in (awq, plain))
+    assert a - b == pytest.approx(779_802_560 / 1.008e12, rel=1e-9)
+    kw16 = dict(kw, weight_dtype="fp16")
+    a, b = (mb.estimate("llama-3-8b", "rtx-4090", runtime=r, **kw16).step_terms_s["memory"] for r in (awq, plain))
+    assert a == pytest.approx(b, rel=1e-12)
+    from membound.runtime import load_runtime
+    assert load_runtime("tinychat").weight_only_head == "fp16"
+    assert load_runtime("tinychat").default_head("int4", mb.load_hardware("rtx-4090")) == "fp16"

@@ -193,6 +193,11 @@ class Runtime(HashableModel):
     # in a prefill; 1: the same kernels; `prefill_layer_kernels_evidence` counts them
     prefill_layer_kernels: Annotated[float, Number, Field(ge=1, le=100, allow_inf_nan=False)] = 1.0
     prefill_layer_kernels_evidence: str = ""
+    # the format the LM head (and input embedding) stays in when the runtime runs weights stored in
+    # fewer than 16 bits (AWQ's W4A16 checkpoints quantize only the decoder blocks' linears: TinyChat);
+    # None: the head follows the formats' own default (mb.Quantization)
+    weight_only_head: Literal["fp16", "bf16"] | None = None
+    weight_only_head_evidence: str = ""
     # the format the runtime quantizes activations to before it multiplies weights stored in fewer
     # than 16 bits (llama.cpp's CUDA, HIP, Vulkan and CPU backends: q8_1/q8_0 blocks, int8 dot
     # products); None: activations follow the formats' own default (mb.Quantization)
@@ -208,6 +213,14 @@ class Runtime(HashableModel):
         if rt.quantized_activations is None or weights is None or get_dtype(weights).bits >= 16:
             return None
         return next((a for a in (rt.quantized_activations, "fp8") if hw.supports(a)), None)
+
+    def default_head(self, weights: str | None, hw: Hardware) -> str | None:
+        """The LM head's format this runtime (its backend on `hw`) keeps beside `weights`, where it
+        decides one: `weight_only_head` for weights below 16 bits; else None."""
+        rt = self.backend_for(hw)
+        if rt.weight_only_head is None or weights is None or get_dtype(weights).bits >= 16:
+            return None
+        return rt.weight_only_head
 
     def backend_for(self, hw: Hardware) -> Runtime:
         """The runtime that runs on `hw`: this one, or the backend its `backends` name."""
