@@ -78,9 +78,10 @@ FIT = {
              "per_sequence_overhead_s"),
     # Hugging Face transformers' eager decode dispatches ~40 unfused ops a layer (norms, rotary, cache
     # concatenation, repeat_kv) from Python: the host, not the GPU, sets its per-layer floor, so it is
-    # fitted in seconds. PyTorch's own eager Llama-7B ran at 25.5 tok/s on an A100 ('heavily CPU overhead
-    # bound', pytorch.org/blog/accelerating-generative-ai-2); without the Falcon-7B rows, the RTX A6000's
-    # rows alone and the RTX 4090's alone fit 153 and 154 us a layer in seconds (275k against 388k cycles)
+    # fitted in seconds of host time, which no GPU clock changes. PyTorch's own eager Llama-7B ran at 25.5
+    # tok/s on an A100 ('heavily CPU overhead bound', pytorch.org/blog/accelerating-generative-ai-2).
+    # The reference's two machines' hosts differ and no profile knows a host: without the Falcon-7B rows,
+    # the RTX A6000's decode rows alone fit 143 us a layer, the RTX 4090's 90 us (its TTFT rows ~150 us)
     "hf-transformers": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s"),
     "tinychat": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_cycles"),
 }
