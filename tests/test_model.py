@@ -415,3 +415,22 @@ def test_deepseek_decode_attention_flops_reach_the_core_by_hand():
     peak = load_hardware("h200").compute_flops["bf16"]
     assert peak == 989e12
     assert compute_s(8192) - compute_s(4096) == pytest.approx(61 * 4096 * 278_528 / 8 / peak, rel=1e-6)
+
+
+def test_a_release_with_a_longer_context_keeps_the_architecture_and_gets_its_own_window():
+    # Qwen3-30B-A3B (April 2025): max_position_embeddings 40960; its Instruct-2507 release has the
+    # same weights' shapes and 262,144 positions (model card). Loading by the release's id gives the
+    # release's window; the preset by its own name keeps 40960.
+    base = load_model("qwen3-30b-a3b")
+    release = load_model("Qwen/Qwen3-30B-A3B-Instruct-2507")
+    assert (base.max_context, release.max_context) == (40960, 262144)
+    assert release.model_copy(update={"max_context": 40960}) == base
+    assert load_model("Qwen3-4B-Thinking-2507").max_context == 262144      # the repository name alone
+    assert load_model("Qwen/Qwen3-4B").max_context == 40960
+
+
+def test_a_variant_context_must_name_one_of_the_presets_aliases():
+    from membound import InvalidInputError
+    fields = dict(load_model("qwen3-4b").model_dump(), variant_contexts={"Qwen/Qwen3-4B-2507-typo": 262144})
+    with pytest.raises(InvalidInputError, match="variant_contexts"):
+        Model(**fields)

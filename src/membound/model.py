@@ -84,6 +84,10 @@ class Model(BaseModel):
     max_context: Pos | None = None  # max_position_embeddings, tokens
     source: str = ""
     aliases: tuple[str, ...] = ()   # Hugging Face ids and other spellings (membound.names)
+    # aliases that name a release with the same weights' shapes but a context window of its own
+    # (Qwen3's 2507 releases: 262144 positions where the April 2025 ones have 40960): loading the
+    # preset by that alias gives the release's max_context (`load_model`)
+    variant_contexts: dict[str, Annotated[int, Field(gt=0, strict=True)]] = {}
 
     _d: dict = PrivateAttr(default_factory=dict)
 
@@ -118,6 +122,8 @@ class Model(BaseModel):
             raise InvalidInputError(field, getattr(self, field), expected, where=self.name)
         if self.n_heads % self.n_kv_heads:
             bad("n_kv_heads", f"a divisor of n_heads={self.n_heads}")
+        if set(self.variant_contexts) - set(self.aliases):
+            bad("variant_contexts", f"keys among the aliases {list(self.aliases)}")
         if self.layer_windows and len(self.layer_windows) != self.n_layers:
             bad("layer_windows", f"{self.n_layers} entries (one per layer) or none")
         if self.first_dense_layers > self.n_layers:
@@ -696,7 +702,19 @@ def load_model(name_or_path_or_model) -> Model:
         kind = "yaml" if s.endswith((".yaml", ".yml")) else "hf"
         return _load_cached(kind, str(target.resolve()), target.stat().st_mtime)
     key = s if s in _catalogue() else _index().resolve(s)
-    m = _presets_by_name[s] = _load_cached("preset", key, 0.0)
+    m = _load_cached("preset", key, 0.0)
+    m = _presets_by_name[s] = _variant(m, s)
+    return m
+
+
+def _variant(m: Model, text: str) -> Model:
+    """The preset as the release `text` names: its own max_context where `text` is one of the
+    preset's `variant_contexts` aliases (compared as the resolver does: the whole id, or its
+    repository name), else the preset itself."""
+    asked = {names.normalise(text), names.normalise(text.rsplit("/", 1)[-1])}
+    for alias, context in m.variant_contexts.items():
+        if names.normalise(alias) in asked or names.normalise(alias.rsplit("/", 1)[-1]) in asked:
+            return m.model_copy(update={"max_context": context})
     return m
 
 
