@@ -33,9 +33,10 @@ def test_tg_at_depth_counts_the_context_once(tmp_path):
     [sc] = ref.scenarios
     assert (sc.prompt_tokens, sc.depth, sc.output_tokens) == (0, 4096, 32)
     # by hand, pure roofline on the 4090 (1008 GB/s): weights (6.738e9 params less the 32000 x 4096
-    # input table, one row read) x 4.5/8 B, plus 2*32*4096*2 = 524,288 B of f16 KV per cached token
+    # input table, one row read) x 4.5/8 B, the 32000 x 4096 LM head at q6_K's 6.5625 bits (llama.cpp's
+    # quantizer: quantization.py), plus 2*32*4096*2 = 524,288 B of f16 KV per cached token
     m = mb.load_model("llama-2-7b")
-    w = (m.total_params - 32000 * 4096 + 4096) * 4.5 / 8
+    w = (m.total_params - 32000 * 4096 + 4096) * 4.5 / 8 + 32000 * 4096 * (6.5625 - 4.5) / 8
     steps = [(w + 524_288 * L) / 1008e9 for L in range(4096, 4096 + 32)]
     assert mb.predict(sc, runtime="ideal") == pytest.approx(32 / sum(steps), rel=1e-6)
 
@@ -56,9 +57,10 @@ def test_a_cpu_backend_row_runs_on_the_cpu_cores_not_the_igpu(tmp_path):
     [sc] = ref.scenarios
     assert (sc.hardware, sc.runtime, sc.category) == ("ryzen-ai-max-395-cpu", "llama.cpp-cpu", "llama.cpp CPU decode")
     # one token, no context, the CPU profile's own fractions (no CPU rows to fit): bandwidth 0.5 x 256 GB/s,
-    # plus its 2 us x 32 layers floor only where it is larger than the stream (it is not)
+    # plus its 2 us x 32 layers floor only where it is larger than the stream (it is not); q4_0 weights,
+    # the 32000 x 4096 LM head q6_K (llama.cpp's quantizer: quantization.py)
     m = mb.load_model("llama-2-7b")
-    w = (m.total_params - 32000 * 4096 + 4096) * 4.5 / 8
+    w = (m.total_params - 32000 * 4096 + 4096) * 4.5 / 8 + 32000 * 4096 * (6.5625 - 4.5) / 8
     assert mb.predict(sc) == pytest.approx(0.5 * 256e9 / w, rel=1e-6)
 
 

@@ -256,16 +256,17 @@ def test_a_dequantising_vector_mat_vec_costs_its_instructions_per_weight_at_the_
     kw = dict(batch=1, prompt_tokens=0, output_tokens=1, weight_dtype="q4_0", activation_dtype="int8")
     r = mb.estimate(m, "arc-a770", runtime=_rt(quantized_gemm=qg, overlap=0.0), **kw)
     lookup = 32000 * 4096
-    mem = (m.total_params - lookup + 4096) * 4.5 / 8 / 560e9          # q4_0: 4.5 bits; 560 GB/s
+    # q4_0: 4.5 bits, the LM head q6_K's 6.5625 (llama.cpp's quantizer: quantization.py); 560 GB/s
+    mem = ((m.total_params - lookup + 4096) * 4.5 + lookup * (6.5625 - 4.5)) / 8 / 560e9
     cmp = 2 * (m.active_params - lookup) / (17.2e12 / 5)               # the matmul weights, 2 FLOPs each
     # (no context: no KV read, no attention FLOPs)
     assert 1 / r.decode_tok_s_per_user == pytest.approx(mem + cmp, rel=1e-9)
     # the same runtime on a device not listed keeps the GEMMs' peak (RTX 4090: 4 x 82.6e12, +15% dequant)
     r2 = mb.estimate(m, "rtx-4090", runtime=_rt(quantized_gemm=qg, overlap=0.0), **kw)
-    mem2 = (m.total_params - lookup + 4096) * 4.5 / 8 / 1008e9
+    mem2 = ((m.total_params - lookup + 4096) * 4.5 + lookup * (6.5625 - 4.5)) / 8 / 1008e9
     cmp2 = 2 * (m.active_params - lookup) * 1.15 / 330.4e12
     assert 1 / r2.decode_tok_s_per_user == pytest.approx(mem2 + cmp2, rel=1e-9)
-    # a format not listed (q8_0: 8.5 bits) keeps the GEMMs' path on the A770: 2 x 17.2e12 vector peak, +dequant
+    # a format not listed (q8_0: 8.5 bits, its head too) keeps the GEMMs' path on the A770: 2 x 17.2e12 vector peak, +dequant
     r3 = mb.estimate(m, "arc-a770", runtime=_rt(quantized_gemm=qg, overlap=0.0), **{**kw, "weight_dtype": "q8_0"})
     mem3 = (m.total_params - lookup + 4096) * 8.5 / 8 / 560e9
     cmp3 = 2 * (m.active_params - lookup) * 1.075 / 34.4e12    # dequantisation 15% x 2/4 on the vector path
@@ -407,10 +408,11 @@ def test_a_pass_of_two_to_eight_tokens_adds_the_mat_vec_instructions_of_each_fur
     for B, cmp in ((1, one), (2, one + P * 0.875 / 41.3e12), (8, one + 7 * P * 0.875 / 41.3e12),
                    (16, 16 * one)):
         r = mb.estimate(m, "rtx-4090", batch=B, runtime=_rt(quantized_gemm=qg, overlap=0.0), **kw)
-        mem = (m.total_params - lookup + B * 4096) * 4.5 / 8 / 1008e9     # q4_0 4.5 bits; 1008 GB/s
+        # q4_0 4.5 bits, the LM head q6_K's 6.5625 (llama.cpp's quantizer: quantization.py); 1008 GB/s
+        mem = ((m.total_params - lookup + B * 4096) * 4.5 + lookup * (6.5625 - 4.5)) / 8 / 1008e9
         assert B / r.decode_tok_s_total == pytest.approx(mem + cmp, rel=1e-9)
     # batch 8: 7 x 6.61e9 x 0.875 / 41.3e12 = 0.98 ms of columns against the GEMM's 7 x 0.0484 = 0.34 ms
-    # a format without a count (q8_0 here) keeps the GEMMs' rate and their dequantisation
+    # a format without a count (q8_0 here, its head too) keeps the GEMMs' rate and their dequantisation
     r = mb.estimate(m, "rtx-4090", batch=8, runtime=_rt(quantized_gemm=qg, overlap=0.0), **{**kw, "weight_dtype": "q8_0"})
     mem = (m.total_params - lookup + 8 * 4096) * 8.5 / 8 / 1008e9
     assert 8 / r.decode_tok_s_total == pytest.approx(mem + 8 * one, rel=1e-9)

@@ -143,6 +143,9 @@ class Knobs:
     w_bytes_dense: Num | None = None  # bytes per weight of the non-expert tensors when they differ
                                       # (gpt-oss GGUF: experts mxfp4, the rest q8_0); None = w_bytes
     w_bytes_head: Num | None = None   # of the LM head and input embedding; None = w_bytes_dense
+    w_bytes_embed: Num | None = None  # of an untied input embedding where it differs from the head's
+                                      # (a llama.cpp file: token_embd in the file type, output.weight
+                                      # q6_K); None = w_bytes_head
     dense_peak_flops: Num | None = None  # peak FLOP/s of the non-expert GEMMs (their format's path,
                                          # Quantization); None = peak_flops
     dense_dequant: Num | None = None     # their weight-only dequantisation work; None = dequant
@@ -180,9 +183,10 @@ class ChipBase(NamedTuple):
     group: Num           # tp * ep: the chips a layer's GEMMs are split over
     e_group: Num         # the chips a layer's routed experts are split over (as the fullest chip)
     share: Num           # the largest pipeline stage's share of the layers
-    w_expert: Num        # bytes per weight: routed experts, dense tensors, LM head and embedding
+    w_expert: Num        # bytes per weight: routed experts, dense tensors, LM head, untied embedding
     w_dense: Num
     w_head: Num
+    w_embed: Num
     kv_pair: Num         # KV bytes per (layer, token) pair on this chip
     flops: Num           # achievable FLOP/s: expert GEMMs, dense GEMMs (LM head included), attention
     dense_flops: Num
@@ -219,6 +223,7 @@ class Chip(NamedTuple):
     w_expert: Num
     w_dense: Num
     w_head: Num
+    w_embed: Num
     kv_pair: Num
     flops: Num
     dense_flops: Num
@@ -321,11 +326,12 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
     share = ceiling(mc.n_layers / pp) / mc.n_layers
     wd = kn.w_bytes if kn.w_bytes_dense is None else kn.w_bytes_dense
     wh = wd if kn.w_bytes_head is None else kn.w_bytes_head
+    we = wh if kn.w_bytes_embed is None else kn.w_bytes_embed
     # ep chips hold the E routed experts of a layer ceil(E / ep) to a chip (ep need not divide E:
     # wide-EP engines run 48 ranks on 256 experts); the fullest chip sets memory and the step, as
     # if the experts were split over tp * E / ceil(E / ep) chips (tp * ep when ep divides E)
     e_group = tp * mc.n_experts / ceiling(mc.n_experts / ep) if mc.n_experts else tp * ep
-    dense_chip, expert_chip = held_weight_bytes(mc, kn, wd, wh, tp, e_group, share)
+    dense_chip, expert_chip = held_weight_bytes(mc, kn, wd, wh, we, tp, e_group, share)
     kv_pair = mc.kv_elems * kn.kv_bytes / minimum(tp, mc.kv_split_max)       # bytes per (layer, token)
     C = kn.peak_flops * eff.compute_fraction
     Cd = C if kn.dense_peak_flops is None else kn.dense_peak_flops * eff.compute_fraction
@@ -339,7 +345,7 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
     if kn.matrix_peak_flops is not None:
         Cp = on_matrix_units(C, kn.matrix_peak_flops, eff.compute_fraction, kn.dequant)
         Cdp = on_matrix_units(Cd, kn.matrix_peak_flops, eff.compute_fraction, dqd)
-    return ChipBase(tp, pp, ep, tp * ep, e_group, share, kn.w_bytes, wd, wh, kv_pair, C, Cd, Ca, Ci, kn.dequant, dqd,
+    return ChipBase(tp, pp, ep, tp * ep, e_group, share, kn.w_bytes, wd, wh, we, kv_pair, C, Cd, Ca, Ci, kn.dequant, dqd,
                     kn.act_bytes, link_bw, link_lat, link is None or link.topology == "ring", dense_chip, expert_chip,
                     floor_s(mc, hw, eff, tp, kn.act_bytes, share * mc.n_layers),
                     gemm_s(mc, C, Cd, kn.dequant, dqd) if kn.gemv_peak_flops is None else
@@ -409,13 +415,14 @@ def collective_link(hw: Hardware, eff: Efficiency, n: Num) -> tuple[Num, Num]:
             where(wide, nic.latency_s, lat))
 
 
-def held_weight_bytes(mc: ModelConsts, kn: Knobs, wd: Num, wh: Num, tp: Num, e_group: Num, share: Num
-                      ) -> tuple[Num, Num]:
+def held_weight_bytes(mc: ModelConsts, kn: Knobs, wd: Num, wh: Num, we: Num, tp: Num, e_group: Num,
+                      share: Num) -> tuple[Num, Num]:
     """Bytes of (dense, routed-expert) weights one chip holds: the dense tensors in their format
     split over tp (the LM head and an untied input embedding in theirs), the experts over e_group."""
     all_expert = mc.n_moe_layers * mc.n_experts * mc.expert_params
-    head_all = mc.vocab * mc.hidden + mc.lookup_params       # LM head (+ an untied input embedding)
-    dense_chip = ((mc.total_params - all_expert - head_all) * wd + head_all * wh) / tp * share
+    head = mc.vocab * mc.hidden
+    dense_chip = ((mc.total_params - all_expert - head - mc.lookup_params) * wd + head * wh
+                  + mc.lookup_params * we) / tp * share
     return dense_chip, all_expert / e_group * kn.w_bytes * share
 
 
@@ -486,7 +493,7 @@ def weights_s(mc: ModelConsts, ch: Chip, tokens: Num, touched: Num, dense_passes
     rows = minimum(tokens, mc.vocab) * mc.hidden if mc.lookup_params else 0.0
     head = mc.vocab * mc.hidden
     layers = mc.total_params - mc.n_moe_layers * mc.n_experts * mc.expert_params - mc.lookup_params - head
-    dense = (layers * dense_passes * ch.w_dense + (head + rows) * ch.w_head) / ch.tp
+    dense = (layers * dense_passes * ch.w_dense + head * ch.w_head + rows * ch.w_embed) / ch.tp
     return dense * ch.dense_inv \
         + mc.n_moe_layers * touched * mc.expert_params / ch.e_group * ch.w_expert * ch.expert_inv * expert_passes
 

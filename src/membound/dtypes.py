@@ -35,9 +35,14 @@ class DType:
 
 
 # Sources: llama.cpp ggml-common.h block layouts (q8_0: 32 int8 + fp16 scale = 34 bytes / 32;
-# q4_0: 16 bytes + fp16 scale = 18 bytes / 32; q4_K: 144 bytes / 256 = 4.5 bpw, q6_K: 210 bytes
-# / 256 = 6.5625 bpw; q4_K_M mixes q4_K and q6_K tensors, ~4.85 bpw as llama.cpp's quantize
-# reports for 7B models); OCP MX spec v1.0 (mxfp4: 32 fp4 + one 8-bit shared scale = 4.25);
+# q4_0: 16 bytes + fp16 scale = 18 bytes / 32; q4_K: 144 bytes / 256 = 4.5 bpw, q5_K: 176 / 256
+# = 5.5, q6_K: 210 bytes / 256 = 6.5625 bpw). A Q4_K_M or Q5_K_M file's layers mix q4_K (q5_K) with
+# q6_K: llama-quant.cpp (llama_tensor_get_type_impl) gives attn_v and ffn_down q6_K in half the
+# layers (use_more_bits: the first and last eighth, and every third between); in Llama-2-7B's
+# 202.4M-weight layer those are (16.8M + 45.1M) / 2 = 15.3%, so 4.5 + 0.153 x 2.0625 = 4.81 and
+# 5.5 + 0.153 x 1.0625 = 5.66 bpw. The output tensor is apart (q6_K: quantization.GGUF_OUTPUT);
+# with it Llama-2-7B Q4_K_M holds 6.607e9 x 4.81/8 + 131.1e6 x 6.5625/8 = 4.080e9 B = 3.80 GiB,
+# as llama-bench reports for the file. OCP MX spec v1.0 (mxfp4: 32 fp4 + one 8-bit shared scale = 4.25);
 # NVIDIA NVFP4 (16 fp4 + fp8 e4m3 scale = 4.5, plus a per-tensor fp32 scale, negligible);
 # AWQ/GPTQ int4 with group 128 and fp16 scales: 4 + 16/128 = 4.125 (zero points, when packed
 # at 4 bits, add 4/128 more; we use the scale-only figure DESIGN.md names).
@@ -56,9 +61,9 @@ _BUILTIN = (
     DType("nvfp4", 4 + 8 / 16, "fp4", "NVIDIA fp4: 16 elements share an fp8 scale"),
     DType("q8_0", 8 + 16 / 32, None, "llama.cpp q8_0: 32 int8 + fp16 scale"),
     DType("q4_0", 4 + 16 / 32, None, "llama.cpp q4_0: 32 4-bit + fp16 scale"),
-    DType("q4_k_m", 4.85, None, "llama.cpp Q4_K_M mix of q4_K and q6_K tensors (~4.85 bpw)"),
+    DType("q4_k_m", 4.81, None, "llama.cpp Q4_K_M layers: q4_K with some q6_K tensors (~4.81 bpw)"),
     DType("q6_k", 6.5625, None, "llama.cpp q6_K: 210 bytes per 256 weights"),
-    DType("q5_k_m", 5.69, None, "llama.cpp Q5_K_M mix (~5.69 bpw)"),
+    DType("q5_k_m", 5.66, None, "llama.cpp Q5_K_M layers: q5_K with some q6_K tensors (~5.66 bpw)"),
 )
 _ALIASES = {"f16": "fp16", "f32": "fp32", "float16": "fp16", "bfloat16": "bf16",
             "float32": "fp32", "e4m3": "fp8", "fp8_e4m3": "fp8", "w4a16": "int4",

@@ -227,7 +227,7 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
         activation_dtype = rt.default_activations(weight_dtype, hw)
     q = quantization or Quantization(weight_dtype, kv_dtype, activation_dtype, dense_weights=dense_weight_dtype,
                                      head_weights=rt.default_head(weight_dtype, hw))
-    res = q.resolve(hw)
+    res = q.resolve(hw, m)
     price = _check_price(price_usd_per_hour if price_usd_per_hour is not None else hw.price_usd_per_hour)
     pinned = _check_placement(placement, hw)
     spec_args, draft_mc, extra_w, extra_kv, positions = _speculative(speculative, m, res, layout)
@@ -294,7 +294,8 @@ def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, An
     weights with 8-bit activations on its quantized GEMMs (llama.cpp's MMQ; their dequantisation's
     share scaled to the path, runtime.dequant_scale), 16-bit activations on
     narrower weights tiled over the tokens, 16-bit GEMMs on matrix units beside the shader ALUs
-    (`_matrix_units`), and the dense tensors' own bytes and peaks when the formats are mixed."""
+    (`_matrix_units`), the dense tensors' own bytes and peaks when the formats are mixed, and
+    the LM head's and input embedding's own bytes (a llama.cpp file's q6_K output tensor)."""
     paths: dict[str, Any] = dict(peak_flops=res.peak_flops, gemm_tile_tokens=0.0, gemv_peak_flops=None,
                                  attn_peak_flops=res.attn_peak_flops, dequant=res.dequant)
     w, a = res.weights, res.activations
@@ -315,8 +316,9 @@ def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, An
         if eff.quantized_peak_flops and res.dense_activations.bits <= 8 \
                 and res.dense_weights.compute != res.dense_activations.compute:
             d_peak, d_dequant = eff.quantized_peak_flops, res.dense_dequant * eff.quantized_dequant_scale
-        paths.update(w_bytes_dense=res.dense_weights.bytes, w_bytes_head=res.head_weights.bytes,
-                     dense_peak_flops=d_peak, dense_dequant=d_dequant)
+        paths.update(w_bytes_dense=res.dense_weights.bytes, dense_peak_flops=d_peak, dense_dequant=d_dequant)
+    if res.own_head:    # the LM head and input embedding: their own bytes, on the dense tensors' path
+        paths.update(w_bytes_head=res.head_weights.bytes, w_bytes_embed=res.embed_weights.bytes)
     units = _matrix_units(eff, res, hw) if paths["peak_flops"] == res.peak_flops else None
     if units is not None:
         shader, attn, matrix = units

@@ -82,6 +82,8 @@ class Model(BaseModel):
     index_head_dim: NonNeg = 0
     shared_expert_gate: Flag = False  # a hidden -> 1 gate on the shared expert (Qwen MoE)
     max_context: Pos | None = None  # max_position_embeddings, tokens
+    model_type: str = ""            # the Hugging Face config's model_type ("falcon"): llama.cpp's quantizer
+                                    # picks a Falcon's output-tensor format by it (quantization.py); "" = not given
     source: str = ""
     aliases: tuple[str, ...] = ()   # Hugging Face ids and other spellings (membound.names)
     # aliases that name a release with the same weights' shapes but a context window of its own
@@ -457,7 +459,8 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
         n_kv_heads=get("num_key_value_heads", heads), head_dim=get("head_dim", hidden // heads),
         vocab_size=get("vocab_size"),
         tied_embeddings=get("tie_word_embeddings", mt in ("gemma", "gemma2", "gemma3_text", "cohere"), kind=bool),
-        max_context=get("max_position_embeddings", None), source=f"Hugging Face config {src} ({mt})")
+        max_context=get("max_position_embeddings", None), source=f"Hugging Face config {src} ({mt})",
+        model_type=mt)
     bias = get("attention_bias", mt == "gpt_oss", kind=bool)
     d.update(qkv_bias=bias or mt in ("qwen2", "qwen2_moe"), attn_out_bias=bias and mt != "glm4_moe")
     qwen_hybrid = mt in ("qwen3_next", "qwen3_5_moe_text")

@@ -17,11 +17,25 @@ Mixed checkpoints quantize only some tensors. Three groups may each have a forma
   router, norms, the LM head and the input embedding); default: `weights`
   (`defaults.DENSE_WEIGHT_DTYPE`, None). gpt-oss-120b: Quantization("mxfp4", dense_weights="bf16");
 - `head_weights`: the LM head and the input embedding only; default: `dense_weights`
-  (NVIDIA's NVFP4 Llama keeps lm_head in bf16: Quantization("nvfp4", head_weights="bf16")).
+  (NVIDIA's NVFP4 Llama keeps lm_head in bf16: Quantization("nvfp4", head_weights="bf16")),
+  except in a llama.cpp file (below).
 Each group streams its own bytes. The GEMMs compute in their group's path, resolved by the same
 rule as the weights: routed experts in the experts' path, every other GEMM (the LM head
 included) and attention in the dense format's path (bf16 attention and projections beside fp4
 experts on a Blackwell chip). A format given as `activations` applies to both paths.
+
+A llama.cpp (GGUF) file is not stored in its file type throughout: llama.cpp's quantizer gives the
+output tensor (`output.weight`, or `token_embd.weight` where the embeddings are tied) a type of its
+own (ggml-org/llama.cpp src/llama-quant.cpp, llama_tensor_get_type_impl): q8_0 for a Falcon or
+where the row length n_embd is not a multiple of the k-quants' super-block QK_K = 256 (a q6_K row
+is whole super-blocks: its fallback is q8_0), a q8_0 file's stays q8_0, and q6_K for every other
+block format of membound's (q4_0, q4_K_M, q5_K_M, q6_K); f16/bf16 files are not quantized. An
+untied input embedding keeps the file type. So `Quantization("q4_0").resolve(hw, model)` gives a
+q6_K LM head (`gguf_output_format`): Llama-2-7B's 131M-parameter head at 6.5625 instead of 4.5
+bits, which llama-bench's 3.56 GiB for its Q4_0 file shows (a pure q4_0 file would be 3.53 GiB).
+An explicit `head_weights` wins (llama-quantize --output-tensor-type, or --pure). The head's
+GEMM stays on the dense tensors' compute path: llama.cpp runs q6_K and q8_0 through the same
+quantized mat-vec and GEMM kernels (int8 activations) as the file type.
 
 The residual stream (the hidden state between layers) is what a step's collectives move (the
 tensor-parallel all-reduce, pipeline hops, the expert all-to-all) and its activation buffers
@@ -48,7 +62,12 @@ from dataclasses import dataclass
 from .dtypes import DType, get_dtype
 from .errors import InvalidInputError, MemboundError
 from .hardware import DATAFLOW_KINDS
+from .model import Model
 
+QK_K = 256   # weights per k-quant super-block (ggml-common.h): a q6_K row is whole super-blocks
+GGUF_OUTPUT = {"q4_0": "q6_k", "q4_k_m": "q6_k", "q5_k_m": "q6_k", "q6_k": "q6_k", "q8_0": "q8_0"}
+"""The output tensor's format llama.cpp's quantizer gives a file of each block type (module
+docstring), where the model is no Falcon and its hidden size a multiple of QK_K."""
 RESIDUAL_BYTES = 2.0   # bf16/fp16: the residual stream an engine keeps and all-reduces (module docstring)
 DEFAULT_DEQUANT_OVERHEAD = 0.15   # Marlin-class kernels: near-ideal to batch ~16-32, then ~fp16 GEMM speed less a little
 
@@ -82,8 +101,9 @@ class Quantization:
         if d is not None and not (isinstance(d, (int, float)) and math.isfinite(d) and d >= 0):
             raise InvalidInputError("dequant_overhead", d, "a finite fraction >= 0")
 
-    def resolve(self, hw) -> Resolved:
-        """Bytes and compute peaks on device `hw`."""
+    def resolve(self, hw, model: Model | None = None) -> Resolved:
+        """Bytes and compute peaks on device `hw`; with the `model`, a llama.cpp file's own output
+        tensor format (module docstring)."""
         w = get_dtype(self.weights)
         kv = get_dtype(self.kv or "bf16")
         act_asked = get_dtype(self.activations) if self.activations is not None else None
@@ -91,13 +111,29 @@ class Quantization:
         act, peak, attn_peak = _compute_dtypes(w, kv, act_asked, hw, bf16, fp32)
         dq = self.dequant_overhead if self.dequant_overhead is not None else DEFAULT_DEQUANT_OVERHEAD
         dense = w if self.dense_weights is None else get_dtype(self.dense_weights)
-        head = dense if self.head_weights is None else get_dtype(self.head_weights)
+        if self.head_weights is not None:
+            head = embed = get_dtype(self.head_weights)
+        else:
+            head, embed = gguf_output_format(dense, model) or dense, dense
         if dense == w:
             d_act, d_peak = act, peak
         else:       # the dense GEMMs and attention compute in the dense format's own path
             d_act, d_peak, attn_peak = _compute_dtypes(dense, kv, act_asked, hw, bf16, fp32)
         return Resolved(w, kv, act, peak, _dequant(w, act, dq), attn_peak, dense, head, d_act, d_peak,
-                        _dequant(dense, d_act, dq), _residual_bytes(act, hw.kind))
+                        _dequant(dense, d_act, dq), _residual_bytes(act, hw.kind), embed)
+
+
+def gguf_output_format(dense: DType, model: Model | None = None) -> DType | None:
+    """The format llama.cpp's quantizer gives the output tensor of a file whose tensors are
+    `dense` (module docstring): q8_0 for a Falcon (`Model.model_type` "falcon") or a hidden size
+    that is not a multiple of QK_K, else GGUF_OUTPUT's; None where `dense` is no llama.cpp block
+    format of GGUF_OUTPUT (bf16, fp16: not quantized) or no model is given."""
+    out = GGUF_OUTPUT.get(dense.name)
+    if out is None or model is None:
+        return None
+    if model.model_type == "falcon" or model.hidden_size % QK_K:
+        out = "q8_0"
+    return get_dtype(out)
 
 
 def _residual_bytes(act: DType, kind: str) -> float:
@@ -149,8 +185,16 @@ class Resolved:
     dense_peak_flops: float
     dense_dequant: float
     residual_bytes: float   # per element of the hidden state between layers (module docstring)
+    embed_weights: DType    # an untied input embedding: the head's where given, else the dense tensors'
 
     @property
     def mixed(self) -> bool:
-        """Whether any tensor group has a format of its own."""
-        return self.dense_weights != self.weights or self.head_weights != self.weights
+        """Whether the tensors that are not routed experts have a format (and so a compute path) of
+        their own. An LM head and embedding of their own format only stream their own bytes
+        (`own_head`): their GEMM runs on the dense tensors' path."""
+        return self.dense_weights != self.weights
+
+    @property
+    def own_head(self) -> bool:
+        """Whether the LM head or the input embedding is stored apart from the dense tensors."""
+        return self.head_weights != self.dense_weights or self.embed_weights != self.dense_weights
