@@ -35,6 +35,7 @@ def test_llama_2_7b_q4_0_streams_its_lm_head_in_q6_k():
     assert got == pytest.approx(step, rel=1e-9)
     # 0.9% more than a pure q4_0 file's 3,716,633,088 bytes (the head at 4.5 bits)
     assert step / ((layers + H7 + V7 * H7) * Q4_0) == pytest.approx(1.00909, abs=1e-5)
+    assert mb.bandwidth_ceiling("llama-2-7b", "h100-sxm", "q4_0") == pytest.approx(3.35e12 / step, rel=1e-9)
     # held: the untied input embedding keeps the file's q4_0 (the quantizer changes only output.weight):
     # (6,738,415,616 - 131,072,000) x 18/32 + 131,072,000 x 210/256 = 3,824,150,784 B = 3.5615 GiB, the
     # 3.56 GiB llama-bench reports for Llama-2 7B Q4_0 (reference rows lcpp-*; pure q4_0: 3.53 GiB)
@@ -59,6 +60,8 @@ def test_llama_3_2_1b_q4_0_streams_its_tied_head_in_q6_k():
     # docs/backend/snapdragon/README.md; pure q4_0 would be 662.9 MiB)
     assert step / (P1 * Q4_0) == pytest.approx(1.09742, abs=1e-5)
     assert round(step / 2**20, 1) == 727.5
+    # the pure bandwidth ceiling streams the same bytes: 3.35e12 / 762,864,768 = 4,391 tok/s on an H100
+    assert mb.bandwidth_ceiling("llama-3.2-1b", "h100-sxm", "q4_0") == pytest.approx(3.35e12 / step, rel=1e-9)
 
 
 def test_q6_k_becomes_q8_0_for_a_falcon_or_a_hidden_size_not_a_multiple_of_256():
@@ -140,3 +143,20 @@ def test_k_quant_mixes_count_their_layers_and_the_q6_k_head_apart():
     held = (P7 - V7 * H7) * 4.81 / 8 + V7 * H7 * Q6_K
     assert r.memory.weights_bytes == pytest.approx(held, rel=1e-12)
     assert round(held / 2**30, 2) == 3.80
+
+
+def test_a_llama_cpp_draft_model_streams_its_own_q6_k_head():
+    # llama-3.1-8b target + llama-3.2-1b draft, both q4_0 files, batch 1, context 0, ideal H100
+    # (3.35e12 B/s): a round streams the draft 4 times (762,864,768 B each: its tied head in q6_K, as
+    # above) and the target once: its layers and 5 rows of its untied input table (the 5 verified
+    # positions) in q4_0, its 128256 x 4096 = 525,336,576-weight head in q6_K; 3.3616 tokens a round
+    # (gamma 4, acceptance 0.8: (1 - 0.8^5) / 0.2)
+    P8, V8, H8 = 8_030_261_248, 128256, 4096
+    assert mb.load_model("llama-3.1-8b").total_params == P8
+    draft_step = (P1 - V1 * H1) * Q4_0 + V1 * H1 * Q6_K
+    target_step = (P8 - 2 * V8 * H8 + 5 * H8) * Q4_0 + V8 * H8 * Q6_K
+    spec = mb.SpeculativeDecoding(draft="llama-3.2-1b", gamma=4, acceptance_rate=0.8)
+    r = mb.estimate("llama-3.1-8b", "h100-sxm", weight_dtype="q4_0", speculative=spec, **ONE_TOKEN)
+    assert r.decode_tok_s_per_user == pytest.approx(3.3616 / ((4 * draft_step + target_step) / 3.35e12), rel=1e-3)
+    # the draft held beside the target: 762,864,768 B (its whole tied table is the q6_K head)
+    assert r.memory.other_bytes == pytest.approx(draft_step, rel=1e-12)

@@ -116,6 +116,8 @@ class SpecArgs(NamedTuple):
     head_params: float = 0.0        # its own parameters (2 FLOPs each per token)
     head_lm_params: float = 0.0     # target LM-head parameters it re-reads (target's format)
     route_correlation: float = 0.0  # rho: verified positions of a sequence route like 1+(v-1)(1-rho) tokens
+    draft_head_bytes: float | None = None  # bytes per weight of a draft model's LM head where its format is
+                                           # its own (a llama.cpp draft file's q6_K); None = the weights'
 
 
 # a decode step as affine functions of u(L): (memory_a, memory_b, compute_a, compute_b) seconds
@@ -647,7 +649,8 @@ def drafter(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip,
         mid = maximum(maximum(plain[0] + plain[1] * u_mid, plain[2] + plain[3] * u_mid), step_floor) + plain_extra
         return spec.draft_cost * plain_sum, spec.draft_cost * mid, 0.0
     if draft is not None:
-        c, fl, extra, pieces, u, pre = draft_model_terms(draft, hw, eff, kn, ch, S + (T - 1.0) / 2.0)
+        c, fl, extra, pieces, u, pre = draft_model_terms(draft, hw, eff, kn, ch, S + (T - 1.0) / 2.0,
+                                                         spec.draft_head_bytes)
     else:
         c, fl, extra, pieces, u, pre = draft_head_terms(mc, hw, eff, kn, ch, spec, plain, u_mid)
     c = timed(c, serial)
@@ -661,14 +664,16 @@ def drafter(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip,
 DraftTerms: TypeAlias = tuple[Coeffs, Num, Num, tuple[tuple[float, float, float, float], ...], Num, Num]
 
 
-def draft_model_terms(d: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, L_mid: Num) -> DraftTerms:
-    """A draft model on the target's chips, tensor-parallel like it, in the target's formats."""
+def draft_model_terms(d: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, L_mid: Num,
+                      w_head: Num | None = None) -> DraftTerms:
+    """A draft model on the target's chips, tensor-parallel like it, in the target's formats (its LM
+    head in `w_head` bytes per weight where its file gives it its own)."""
     B, S = kn.batch, kn.prompt
-    coeffs = step_coeffs_draft(d, ch.b, kn, ch.flops, ch.w_inv, ch.kv_inv, ch.tp, ch.attn_flops)
+    coeffs = step_coeffs_draft(d, ch.b, kn, ch.flops, ch.w_inv, ch.kv_inv, ch.tp, ch.attn_flops, w_head)
     fl = floor_s(d, hw, eff, ch.tp, ch.act_bytes, d.n_layers)
     over = eff.per_step_overhead_s + d.n_layers * eff.per_layer_overhead_s
     extra = over + draft_comm_s(ch, ch.b, d.hidden, d.n_layers)
-    pre = maximum(draft_prefill_s(d, B, S, kn, ch.flops, ch.w_inv, ch.kv_inv, ch.tp, ch.attn_flops), fl)
+    pre = maximum(draft_prefill_s(d, B, S, kn, ch.flops, ch.w_inv, ch.kv_inv, ch.tp, ch.attn_flops, w_head), fl)
     pre_extra = over + draft_comm_s(ch, B * S, d.hidden, d.n_layers)
     return coeffs, fl, extra, d.pieces, effective_context(d.window_groups, L_mid), pre + pre_extra
 
@@ -696,19 +701,20 @@ def draft_head_terms(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, 
     return coeffs, fl, extra, mc.pieces, u_mid, pre + pre_extra
 
 
-def draft_weight_bytes(d: ModelConsts, tokens: Num, kn: Knobs) -> Num:
+def draft_weight_bytes(d: ModelConsts, tokens: Num, kn: Knobs, w_head: Num | None = None) -> Num:
     """Bytes of a draft model's weights one pass of `tokens` tokens reads (experts touched only;
-    the input embedding, a lookup, left out)."""
+    the input embedding, a lookup, left out); its LM head at `w_head` bytes per weight where given."""
     touched = expected_experts(d.n_experts, d.k, tokens)
-    return (d.total_params - d.lookup_params - d.n_moe_layers * (d.n_experts - touched) * d.expert_params) * kn.w_bytes
+    w = (d.total_params - d.lookup_params - d.n_moe_layers * (d.n_experts - touched) * d.expert_params) * kn.w_bytes
+    return w if w_head is None else w + d.vocab * d.hidden * (w_head - kn.w_bytes)
 
 
 def step_coeffs_draft(d: ModelConsts, b: Num, kn: Knobs, C: Num, w_inv: Num, kv_inv: Num, tp: Num = 1.0,
-                      Ca: Num | None = None) -> Coeffs:
+                      Ca: Num | None = None, w_head: Num | None = None) -> Coeffs:
     """A draft model's decode step on one chip of the same device, at the target's weight and
     KV dtypes, batch b, split over tp chips like the target: (mem_a, mem_b, cmp_a, cmp_b) as
     affine functions of u(L)."""
-    w = draft_weight_bytes(d, b, kn)
+    w = draft_weight_bytes(d, b, kn, w_head)
     kv_split = minimum(tp, d.kv_split_max)
     return (w / tp * w_inv, b * d.kv_elems * kn.kv_bytes / kv_split * kv_inv,
             b * 2.0 * (d.active_params - d.lookup_params) * (1.0 + kn.dequant) / (tp * C),
@@ -716,10 +722,10 @@ def step_coeffs_draft(d: ModelConsts, b: Num, kn: Knobs, C: Num, w_inv: Num, kv_
 
 
 def draft_prefill_s(d: ModelConsts, B: Num, S: Num, kn: Knobs, C: Num, w_inv: Num, kv_inv: Num, tp: Num,
-                   Ca: Num) -> Num:
+                   Ca: Num, w_head: Num | None = None) -> Num:
     """A draft model's prefill of B prompts of S tokens on one chip (before communication and
     overhead): max(weights + KV written, FLOPs, floor is added by the caller)."""
-    w = draft_weight_bytes(d, B * S, kn)
+    w = draft_weight_bytes(d, B * S, kn, w_head)
     kv = B * effective_context(d.window_groups, S) * d.kv_elems * kn.kv_bytes / minimum(tp, d.kv_split_max)
     head = d.vocab * d.hidden     # the LM head for each prompt's last token only (as `evaluate`)
     gemm = B * 2.0 * ((d.active_params - d.lookup_params - head) * S + head * minimum(S, 1.0)) * (1.0 + kn.dequant)

@@ -230,7 +230,7 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
     res = q.resolve(hw, m)
     price = _check_price(price_usd_per_hour if price_usd_per_hour is not None else hw.price_usd_per_hour)
     pinned = _check_placement(placement, hw)
-    spec_args, draft_mc, extra_w, extra_kv, positions = _speculative(speculative, m, res, layout)
+    spec_args, draft_mc, extra_w, extra_kv, positions = _speculative(speculative, m, q, hw, res, layout)
     eff = rt.efficiency(hw)
     kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
                kv_bytes=res.kv.bytes, act_bytes=res.residual_bytes, tp=float(layout.tp),
@@ -262,10 +262,12 @@ def _layout(m: Model, hw: Hardware, N: int, parallel) -> Parallel:
     return layout
 
 
-def _speculative(speculative: SpeculativeDecoding | None, m: Model, res: Resolved, layout: Parallel
-                 ) -> tuple[SpecArgs | None, ModelConsts | None, float, float, float]:
+def _speculative(speculative: SpeculativeDecoding | None, m: Model, q: Quantization, hw: Hardware, res: Resolved,
+                 layout: Parallel) -> tuple[SpecArgs | None, ModelConsts | None, float, float, float]:
     """(SpecArgs, the draft model's consts, extra weight bytes and KV bytes per token per chip,
-    positions verified per round) of a SpeculativeDecoding, or the plain step's (None, None, 0, 0, 1)."""
+    positions verified per round) of a SpeculativeDecoding, or the plain step's (None, None, 0, 0, 1).
+    A draft model is in the target's formats (`q`), its LM head and input embedding as `q` gives
+    them for the draft (a llama.cpp draft file's own q6_K output tensor)."""
     if speculative is None:
         return None, None, 0.0, 0.0, 1.0
     if not isinstance(speculative, SpeculativeDecoding):
@@ -283,8 +285,13 @@ def _speculative(speculative: SpeculativeDecoding | None, m: Model, res: Resolve
     if speculative.draft is not None:               # a draft model, split over tp too
         dm = load_model(speculative.draft)
         draft_mc = model_consts(dm)
-        extra_w = dm.total_params * res.weights.bytes / layout.tp
+        d_res = q.resolve(hw, dm)
+        head, table = dm.vocab_size * dm.hidden_size, draft_mc.lookup_params
+        extra_w = ((dm.total_params - head - table) * res.weights.bytes + head * d_res.head_weights.bytes
+                   + table * d_res.embed_weights.bytes) / layout.tp
         extra_kv = dm.kv_bytes_per_token(res.kv.name) / min(layout.tp, draft_mc.kv_split_max)
+        if d_res.head_weights != res.weights:
+            spec_args = spec_args._replace(draft_head_bytes=d_res.head_weights.bytes)
     return spec_args, draft_mc, extra_w, extra_kv, float(speculative.positions)
 
 
@@ -375,12 +382,17 @@ def _check_fit(mem: Memory, hw: Hardware, pinned, m: Model, n_chips: int, layout
 def bandwidth_ceiling(model, hardware, weight_dtype: str = "bf16", n_chips: int = 1) -> float:
     """The pure bandwidth ceiling in tok/s for one user: aggregate peak bandwidth over the
     bytes one token streams (every active weight; of an untied input embedding only the one
-    row looked up), ignoring capacity, KV, compute and every overhead.
+    row looked up), ignoring capacity, KV, compute and every overhead. The LM head streams in its
+    own format where the file gives it one (a llama.cpp q4_0 file's q6_K: mb.Quantization).
     70B at 16 bits on one H100: 3.35e12 / 139 GB ≈ 24 tok/s (the seed's 141 GB counts the
     input embedding table too)."""
-    from .dtypes import get_dtype
     m = load_model(model)
     hw = load_hardware(hardware)
     N = check_int("n_chips", n_chips, 1)
-    lookup = 0 if m.tied_embeddings else m.vocab_size * m.hidden_size - m.hidden_size
-    return N * hw.bandwidth_bytes_s / ((m.active_params - lookup) * get_dtype(weight_dtype).bytes)
+    res = Quantization(weight_dtype).resolve(hw, m)
+    head = m.vocab_size * m.hidden_size
+    table = 0 if m.tied_embeddings else head          # an untied input embedding: one row read
+    row = 0 if m.tied_embeddings else m.hidden_size
+    streamed = (m.active_params - head - table) * res.weights.bytes + head * res.head_weights.bytes \
+        + row * res.embed_weights.bytes
+    return N * hw.bandwidth_bytes_s / streamed
