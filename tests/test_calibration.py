@@ -285,3 +285,24 @@ def test_a_class_without_moe_prefill_rows_takes_the_defaults_moe_gemm_rate():
     assert consumer.params["moe_gemm_efficiency"] == fits["default"].params["moe_gemm_efficiency"]
     fitted = runtime_from_fits("llama.cpp-cuda", fits.values())
     assert fitted.efficiency(mb.load_hardware("rtx-4090")).moe_gemm_efficiency == pytest.approx(0.3, rel=1e-3)
+
+
+def test_a_batched_moe_row_is_beyond_physics_only_past_the_fewest_experts_its_batch_can_read():
+    # gpt-oss-20b: 32 experts, 4 per token. Sixteen sequences that route independently touch
+    # 32 x (1 - (1 - 4/32)^16) = 28.2 experts a layer on average (estimate()'s assumption); sixteen
+    # that route alike read the 4 one token reads. Physics bounds the row by the latter: the
+    # weights of one token's step, streamed once for all sixteen.
+    from membound.calibrate import fewest_experts
+    assert 32 * (1 - (1 - 4 / 32) ** 16) == pytest.approx(28.2, abs=0.05)
+    sc = Scenario(id="x", category="c", metric="decode_tok_s_total", measured=1.0, model="gpt-oss-20b",
+                  hardware="dgx-spark", runtime="llama.cpp-cuda", weight_dtype="mxfp4", batch=16, output_tokens=1)
+    assert fewest_experts(sc).n_experts == 4 and fewest_experts(Scenario(**{**sc.__dict__, "batch": 1})) is None
+    uniform = predict(sc, runtime="ideal")
+    alike = predict(sc, runtime="ideal", model=fewest_experts(sc))
+    one = predict(Scenario(**{**sc.__dict__, "batch": 1}), runtime="ideal")
+    # one token's weights per step for all sixteen: 16 x the batch-1 rate, less the fifteen other
+    # sequences' KV reads and activations (a token of context each: under 0.1% here)
+    assert alike == pytest.approx(16 * one, rel=2e-3) and alike > 2 * uniform
+    between = Scenario(**{**sc.__dict__, "measured": 1.3 * uniform})      # DGX Spark's gpt-oss rows sit here
+    assert beats_physics(between) is None
+    assert "faster than the pure roofline" in beats_physics(Scenario(**{**sc.__dict__, "measured": 1.01 * alike}))

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .model import Model, load_model
 from .reference import SPECIALISED, Scenario, load_reference, predict
 from .vendors import FITS as VENDOR_FITS
 from .vendors import fit as vendor_fit
@@ -187,9 +188,10 @@ _PER_TOKEN = ("decode_tok_s_per_user", "decode_tok_s_total", "prefill_tok_s", "t
 
 def beats_physics(sc: Scenario) -> str | None:
     """The reason `sc` is set aside, when its measured figure is faster than the pure roofline
-    (peak bandwidth and compute, no floor, no overhead); else None."""
+    (peak bandwidth and compute, no floor, no overhead, and the fewest weight bytes its batch can
+    read: `fewest_experts`); else None."""
     try:
-        ideal = predict(sc, runtime="ideal")
+        ideal = predict(sc, runtime="ideal", model=fewest_experts(sc))
     except Exception:   # noqa: BLE001 - a row membound cannot lay out is reported by validate
         return None
     faster = sc.measured > ideal if sc.metric in _PER_TOKEN else sc.measured < ideal
@@ -197,6 +199,18 @@ def beats_physics(sc: Scenario) -> str | None:
         return None
     return (f"faster than the pure roofline: measured {sc.measured:.4g} against at best {ideal:.4g} "
             f"({sc.metric}) on {sc.hardware}'s peak figures")
+
+
+def fewest_experts(sc: Scenario) -> Model | None:
+    """The model whose bytes bound a batch of `sc` from below: an MoE whose sequences all route to
+    the same experts_per_token experts (correlated or identical inputs) reads no more experts than
+    one token does, where `estimate()` assumes independent routing and counts the expected
+    distinct experts of the whole batch; a faster row is beyond membound's routing assumption,
+    not beyond physics. The preset itself for a dense model or one token at a time (None)."""
+    m = load_model(sc.model)
+    if not m.n_experts or sc.batch == 1:
+        return None
+    return m.model_copy(update={"n_experts": m.experts_per_token})
 
 
 # ---- the optimiser -----------------------------------------------------------------------
@@ -263,7 +277,6 @@ def _at_bounds(params: dict) -> list:
 
 
 def _is_moe(model: str) -> bool:
-    from .model import load_model
     return load_model(model).n_experts > 0
 
 

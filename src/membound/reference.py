@@ -553,7 +553,7 @@ def _hardware(sc: Scenario):
 _PREPARED: dict = {}
 
 
-def _prepared(sc: Scenario, runtime, batch, prompt, output, hw=None):
+def _prepared(sc: Scenario, runtime, batch, prompt, output, hw=None, model=None):
     """`estimate.prepare` for `sc`; cached per (scenario, backend, lengths, device), the runtime's
     efficiencies swapped in (a fit evaluates the same rows under many runtimes)."""
     from dataclasses import replace
@@ -564,7 +564,7 @@ def _prepared(sc: Scenario, runtime, batch, prompt, output, hw=None):
     rt = load_runtime(runtime)
     hw = hw or _hardware(sc)
     backend = rt.backend_for(hw)
-    key = (sc, backend.name, backend.quantized_gemm, backend.matrix_units, batch, prompt, output, hw)
+    key = (sc, backend.name, backend.quantized_gemm, backend.matrix_units, batch, prompt, output, hw, model)
     p = _PREPARED.get(key)
     if p is None:
         from .quantization import Quantization
@@ -575,7 +575,7 @@ def _prepared(sc: Scenario, runtime, batch, prompt, output, hw=None):
             quantization=Quantization(sc.weight_dtype, sc.kv_dtype, activations=sc.activation_dtype,
                                       dense_weights=sc.dense_dtype, head_weights=sc.head_dtype),
             dense_weight_dtype=None)
-        p = prepare(sc.model, hw, allow_beyond_context=True, batch=int(batch), prompt_tokens=int(prompt),
+        p = prepare(model or sc.model, hw, allow_beyond_context=True, batch=int(batch), prompt_tokens=int(prompt),
                     output_tokens=int(output), n_chips=sc.n_chips, parallel=Parallel(tp=tp, pp=pp, ep=ep),
                     runtime=rt, **formats)
         if len(_PREPARED) > 20000:
@@ -585,12 +585,12 @@ def _prepared(sc: Scenario, runtime, batch, prompt, output, hw=None):
     return replace(p, runtime=rt, eff=rt.efficiency(hw))
 
 
-def _run(sc, runtime, batch, prompt, output, hw=None):
-    p = _prepared(sc, runtime, batch, prompt, output, hw)
+def _run(sc, runtime, batch, prompt, output, hw=None, model=None):
+    p = _prepared(sc, runtime, batch, prompt, output, hw, model)
     return p, p.evaluate()
 
 
-def max_load_throughput(sc: Scenario, runtime, hw=None) -> float:
+def max_load_throughput(sc: Scenario, runtime, hw=None, model=None) -> float:
     """Output tok/s of an offline run at maximum load (every request queued at once): the
     engine's continuous batching kept full, the step costs of the runtime's served block
     (`membound.offline`). trtllm-bench rows run the engine limits its tuning heuristic sets for
@@ -603,35 +603,36 @@ def max_load_throughput(sc: Scenario, runtime, hw=None) -> float:
     q = Quantization(sc.weight_dtype, sc.kv_dtype, activations=sc.activation_dtype, dense_weights=sc.dense_dtype,
                      head_weights=sc.head_dtype)
     device = hw or _hardware(sc)
-    sched = trtllm_bench_scheduler(sc.model, device, prompt_tokens=sc.prompt_tokens, output_tokens=sc.output_tokens,
+    sched = trtllm_bench_scheduler(model or sc.model, device, prompt_tokens=sc.prompt_tokens, output_tokens=sc.output_tokens,
                                    weight_dtype=sc.weight_dtype, kv_dtype=sc.kv_dtype, tp=tp, pp=pp) \
         if sc.harness == "trtllm-bench" else None
-    r = offline_throughput(sc.model, device, prompt_tokens=sc.prompt_tokens, output_tokens=sc.output_tokens,
+    r = offline_throughput(model or sc.model, device, prompt_tokens=sc.prompt_tokens, output_tokens=sc.output_tokens,
                            runtime=runtime, scheduler=sched, quantization=q, n_chips=sc.n_chips,
                            parallel=Parallel(tp=tp, pp=pp, ep=ep))
     return r.output_tok_s / sc.n_chips if sc.per_chip else r.output_tok_s
 
 
-def predict(sc: Scenario, runtime=None, hw=None) -> float:
-    """membound's figure for `sc`, in the unit of `sc.metric`. runtime overrides sc.runtime."""
+def predict(sc: Scenario, runtime=None, hw=None, model=None) -> float:
+    """membound's figure for `sc`, in the unit of `sc.metric`. runtime, hw (a Hardware) and model
+    (a Model) stand in for the row's own."""
     rt = sc.runtime if runtime is None else runtime
     B, S, T, d = sc.batch, sc.prompt_tokens, sc.output_tokens, sc.depth
     if sc.metric == "throughput_tok_s_total" and B == "max":
-        return max_load_throughput(sc, rt, hw)
+        return max_load_throughput(sc, rt, hw, model)
     if sc.metric == "prefill_tok_s" or (sc.metric == "ttft_ms"):
-        p, r = _run(sc, rt, B, S + d, 1, hw)
+        p, r = _run(sc, rt, B, S + d, 1, hw, model)
         t = r["prefill_s"]
         if d:   # S new tokens after d cached ones: the FLOPs of d..d+S (the LM head as a prefill
             # of S runs it), the bytes of S tokens, combined as a prefill pass combines them
-            _, r0 = _run(sc, rt, B, d, 1, hw)
-            _, rs = _run(sc, rt, B, S, 1, hw)
+            _, r0 = _run(sc, rt, B, d, 1, hw, model)
+            _, rs = _run(sc, rt, B, S, 1, hw, model)
             c = (r["prefill_compute_s"] - r["prefill_head_s"] - r0["prefill_compute_s"] + r0["prefill_head_s"]
                  + rs["prefill_head_s"])
             m = rs["prefill_memory_s"]
             serial = 1.0 - p.eff.overlap
             t = max(m + serial * c, c + serial * m, r["latency_s"]) + rs["prefill_overhead_s"] + rs["communication_s"]
         return B * S / t if sc.metric == "prefill_tok_s" else 1e3 * t
-    _, r = _run(sc, rt, B, S + d, T, hw)
+    _, r = _run(sc, rt, B, S + d, T, hw, model)
     per_user = float(r["decode_tok_s_per_user"])
     if sc.metric == "decode_tok_s_per_user":
         return per_user
