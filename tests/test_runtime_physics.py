@@ -1,6 +1,7 @@
 """Runtime physics beyond fractions: memory/compute overlap, quantized GEMMs off the tensor
 cores (llama.cpp MMQ), and the MoE expert-GEMM efficiency. Numbers derived by hand."""
 import pytest
+from hypothesis import given, strategies as st
 
 import membound as mb
 from membound.estimate import prepare
@@ -438,3 +439,77 @@ def test_a_weight_only_runtime_keeps_the_lm_head_in_16_bits():
     from membound.runtime import load_runtime
     assert load_runtime("tinychat").weight_only_head == "fp16"
     assert load_runtime("tinychat").default_head("int4", mb.load_hardware("rtx-4090")) == "fp16"
+
+
+def test_a_mat_vec_column_takes_the_longer_of_its_issue_and_its_dp4a_on_the_int32_lanes():
+    # Llama-2-7B q4_0, the second token (column) of a pass in llama.cpp CUDA's mat-vec: 0.875
+    # instructions per weight, of which the dp4a are 0.25 (4 of the 14 per call of 16 weights). The
+    # dp4a run on INT32 lanes only: half the FP32 lanes on an RTX 4090 (Ada), all of them on an RTX 5090
+    # (Blackwell). One instruction issues per clock to either datapath, so a column takes
+    # max(0.875, 0.25 / share) lane-clocks per weight: 0.875 on both (0.25 / 0.5 = 0.5 < 0.875), i.e.
+    #   RTX 4090: P x 0.875 / (82.6e12 / 2)  = 6.607e9 x 0.875 / 41.3e12 = 0.140 ms
+    #   RTX 5090: P x 0.875 / (104.8e12 / 2) = 6.607e9 x 0.875 / 52.4e12 = 0.110 ms (x 82.6 / 104.8)
+    # A kernel whose column were all dp4a (0.5 of 0.5) would be INT32-bound on Ada only:
+    #   RTX 4090: P x 0.5 / 0.5 / 41.3e12 = 0.160 ms;  RTX 5090: P x 0.5 / 52.4e12 = 0.063 ms
+    m = mb.load_model("llama-2-7b")
+    lookup = 32000 * 4096
+    P = m.active_params - lookup                       # the matmul weights, 6.607e9
+    # fp8 activations stand in for llama.cpp's int8 ones (the RTX 5090 profile lists no int8 peak)
+    kw = dict(prompt_tokens=0, output_tokens=1, weight_dtype="q4_0", activation_dtype="fp8")
+    for ops, int_ops, col_4090, col_5090 in ((0.875, 0.25, P * 0.875 / 41.3e12, P * 0.875 / 52.4e12),
+                                             (0.5, 0.5, P * 0.5 / 0.5 / 41.3e12, P * 0.5 / 52.4e12)):
+        qg = QuantizedGemm(fp32_multiple=4.0, mmvq_max_tokens=8, mmvq_column_ops={"q4_0": ops},
+                           mmvq_column_int_ops={"q4_0": int_ops})
+        for chip, fp32, bw, col in (("rtx-4090", 82.6e12, 1008e9, col_4090), ("rtx-5090", 104.8e12, 1792e9, col_5090)):
+            one = 2 * P * 1.15 / (4 * fp32)            # the first column at the GEMMs' 4 x fp32, +15% dequant
+            # q4_0 4.5 bits, the LM head q6_K's 6.5625, 2 embedding rows
+            mem = ((m.total_params - lookup + 2 * 4096) * 4.5 + lookup * (6.5625 - 4.5)) / 8 / bw
+            r = mb.estimate(m, chip, batch=2, runtime=_rt(quantized_gemm=qg, overlap=0.0), **kw)
+            assert 2 / r.decode_tok_s_total == pytest.approx(mem + one + col, rel=1e-9)
+    assert P * 0.875 / 41.3e12 == pytest.approx(0.140e-3, rel=2e-3)
+    # the bundled CUDA backend: dp4a 0.25 per weight in each format; on an Ada, Ampere GA10x or Hopper
+    # chip (INT32 on half the lanes) no format's column is INT32-bound (0.5 < 0.8125..1.25) ...
+    from membound.runtime import load_runtime
+    cuda = load_runtime("llama.cpp-cuda")
+    assert cuda.quantized_gemm is not None and dict(cuda.quantized_gemm.mmvq_column_int_ops) == \
+        {"q8_0": 0.25, "q4_0": 0.25, "mxfp4": 0.25}
+    for chip in ("rtx-4090", "rtx-3090", "h100-sxm", "rtx-5090", "dgx-spark", "a100-80gb"):
+        assert dict(cuda.efficiency(mb.load_hardware(chip)).mmvq_column_ops) == \
+            {"q8_0": 1.25, "q4_0": 0.875, "mxfp4": 0.8125}
+    # ... it would be on a chip with INT32 on a fifth of its lanes: q4_0 0.25 / 0.2 = 1.25 > 0.875
+    fifth = mb.load_hardware("rtx-4090").with_overrides(int32_lanes_per_fp32=0.2, int32_source="a test")
+    assert dict(cuda.efficiency(fifth).mmvq_column_ops) == pytest.approx(
+        {"q8_0": 1.25, "q4_0": 1.25, "mxfp4": 1.25}, rel=1e-12)
+
+
+def test_the_int32_lane_share_is_sourced_and_the_int32_ops_are_part_of_the_column(tmp_path):
+    from membound._data import validate
+    from membound.hardware import load_hardware_file
+    assert mb.load_hardware("rtx-4090").int32_lanes_per_fp32 == 0.5      # Ada: 64 INT32 of 128 lanes per SM
+    assert mb.load_hardware("h100-sxm").int32_lanes_per_fp32 == 0.5      # Hopper: 64 INT32, 128 FP32 per SM
+    assert mb.load_hardware("rtx-5090").int32_lanes_per_fp32 == 1.0      # Blackwell: all lanes FP32/INT32
+    assert mb.load_hardware("a100-80gb").int32_lanes_per_fp32 == 1.0     # GA100: 64 INT32 beside 64 FP32
+    text = (mb.hardware.bundled_profiles_dir() / "rtx-4090.yaml").read_text()
+    for bad, field in ((text.replace("int32_source:", "#"), "int32_source"),
+                       (text.replace("int32_lanes_per_fp32: 0.5", "int32_lanes_per_fp32: 2"), "int32_lanes_per_fp32"),
+                       (text.replace("int32_lanes_per_fp32: 0.5", "int32_lanes_per_fp32: 0"), "int32_lanes_per_fp32")):
+        f = tmp_path / "rtx-4090.yaml"
+        f.write_text(bad)
+        with pytest.raises(mb.MemboundError, match=field):
+            load_hardware_file(f)
+    for bad_int in ({"q4_0": 0.9}, {"q8_0": 0.25}):        # more than the column's, or a format it lacks
+        with pytest.raises(mb.MemboundError, match="mmvq_column_int_ops"):
+            validate(QuantizedGemm, {"fp32_multiple": 4.0, "mmvq_max_tokens": 8, "mmvq_column_ops": {"q4_0": 0.875},
+                                     "mmvq_column_int_ops": bad_int}, "a runtime")
+
+
+@given(ops=st.floats(0.01, 100.0), frac=st.floats(0.0, 1.0), share=st.floats(0.01, 1.0))
+def test_a_column_is_bound_by_its_issue_or_by_its_int32_work_whichever_is_longer(ops, frac, share):
+    # law: the INT32 lanes bind exactly where the column's INT32 share of instructions exceeds the
+    # device's INT32 share of lanes; with every lane INT32-capable (share 1) the issue always binds
+    from membound.runtime import _column_clocks
+    int_ops = frac * ops
+    c = _column_clocks(ops, int_ops, share)
+    assert c >= ops and c >= int_ops / share
+    assert c == pytest.approx(ops if frac <= share else int_ops / share, rel=1e-12)
+    assert _column_clocks(ops, int_ops, 1.0) == ops

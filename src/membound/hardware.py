@@ -199,6 +199,13 @@ class Hardware(HashableModel):
     # the SM (shader) boost clock: a small kernel's floor is a count of its cycles (launch, ramp,
     # dependent loads, tail), so a runtime's per-layer kernel floor in cycles takes 1/clock seconds each
     clock_hz: Annotated[float, Number, Field(gt=1e7, le=1e11, allow_inf_nan=False)] | None = None
+    # INT32 lanes per FP32 lane (CUDA core): integer multiply-adds and dot products (IMAD, dp4a) issue
+    # at this share of the fp32 lane rate (fp32 FLOP/s / 2). 1 where every FP32 lane also executes
+    # them (Blackwell) or separate INT32 units equal the FP32 ones in number (Volta, Turing, GA100);
+    # 0.5 on GA10x, Ada and Hopper, whose SM partitions run INT32 on 16 of their 32 FP32 lanes
+    # (`int32_source` says where from)
+    int32_lanes_per_fp32: Annotated[float, Number, Field(gt=0, le=1, allow_inf_nan=False)] = 1.0
+    int32_source: str = ""
     price_usd_per_hour: Annotated[float, Number, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
     price_source: str | None = None
     activation_chunk_tokens: Annotated[int, Number, Field(ge=1, le=10**7)] = 8192  # tokens whose activations
@@ -221,6 +228,13 @@ class Hardware(HashableModel):
         if not tiers:
             raise ValueError("expected at least one memory tier")
         return tuple(sorted(tiers, key=lambda t: -t.bandwidth_bytes_s))
+
+    @model_validator(mode="after")
+    def _int32_sourced(self):
+        if self.int32_lanes_per_fp32 != 1.0 and not self.int32_source:
+            raise ValueError(f"int32_source: expected where int32_lanes_per_fp32={self.int32_lanes_per_fp32:g} "
+                             "comes from (a whitepaper or the CUDA throughput table)")
+        return self
 
     @model_validator(mode="after")
     def _has_bf16(self):

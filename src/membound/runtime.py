@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._data import HashableModel, Number, read_yaml, validate
 from . import names
@@ -97,12 +97,23 @@ class QuantizedGemm(HashableModel):
     # a pass of at most `mmvq_max_tokens` tokens multiplies these weights in a mat-vec kernel
     # (llama.cpp CUDA's mmvq) rather than the tiled GEMM: it streams each weight once and issues,
     # for every token (column), `mmvq_column_ops[format]` instructions per weight on the SMs'
-    # integer/fp32 pipes (one lane-instruction per CUDA core per clock: fp32 FLOP/s / 2); formats
-    # not listed keep the GEMM's rate. None / empty: no such path
+    # integer/fp32 pipes (one lane-instruction per CUDA core per clock: fp32 FLOP/s / 2), of which
+    # `mmvq_column_int_ops[format]` run only on the INT32 lanes (dp4a), at the device's
+    # `int32_lanes_per_fp32` share of that rate, beside the rest (`_mmvq`); formats not listed keep
+    # the GEMM's rate. None / empty: no such path
     mmvq_max_tokens: Annotated[int, Number, Field(ge=1, le=4096)] | None = None
     mmvq_column_ops: dict[str, Annotated[float, Number, Field(gt=0, le=1000, allow_inf_nan=False)]] = {}
+    mmvq_column_int_ops: dict[str, Annotated[float, Number, Field(gt=0, le=1000, allow_inf_nan=False)]] = {}
     mmvq_evidence: str = ""
     evidence: str = ""
+
+    @model_validator(mode="after")
+    def _int_ops_within_ops(self):
+        for f, n in self.mmvq_column_int_ops.items():
+            if n > self.mmvq_column_ops.get(f, 0.0):
+                raise ValueError(f"mmvq_column_int_ops[{f!r}]: expected a part of mmvq_column_ops[{f!r}] "
+                                 f"({self.mmvq_column_ops.get(f, 'absent')}), got {n:g}")
+        return self
 
 
 class MatrixUnits(BaseModel):
@@ -268,7 +279,9 @@ class Efficiency:
     mmvq_max_tokens: float = 0.0     # most tokens in a pass whose GEMMs run as mat-vecs (0: never)
     mmvq_issue_rate: float = 0.0     # lane-instructions per second they issue at (fp32 / 2, at the clock
                                      # the board's power sustains)
-    mmvq_column_ops: tuple[tuple[str, float], ...] = ()   # (weight format, instructions per weight per token)
+    mmvq_column_ops: tuple[tuple[str, float], ...] = ()   # (weight format, lane-clocks per weight per token:
+                                     # its instructions, or its INT32-only ones over the device's INT32
+                                     # lane share where those take longer, `_mmvq`)
     matrix_units: MatrixUnits | None = None  # the runtime's use of matrix units the device has beside
                                      # its shader ALUs (None: none, or the device has none)
 
@@ -370,13 +383,24 @@ def dequant_scale(q: QuantizedGemm | None, hw: Hardware) -> float:
 
 
 def _mmvq(q: QuantizedGemm | None, hw: Hardware, power: float) -> tuple[float, float, tuple[tuple[str, float], ...]]:
-    """The mat-vec path's (mmvq_max_tokens, mmvq_issue_rate, mmvq_column_ops) on `hw`: none (0, 0,
-    ()) off the backend's device kinds, on its vector devices (their own mat-vec, `_gemv_peak`) or
-    without an fp32 rate."""
+    """The mat-vec path's (mmvq_max_tokens, mmvq_issue_rate, mmvq_column_ops) on `hw`, each column's
+    instructions as lane-clocks on this device (`_column_clocks`): none (0, 0, ()) off the backend's
+    device kinds, on its vector devices (their own mat-vec, `_gemv_peak`) or without an fp32 rate."""
     if q is None or not q.mmvq_max_tokens or not q.mmvq_column_ops or hw.kind not in q.device_kinds \
             or hw.name in q.vector_devices or "fp32" not in hw.compute_flops:
         return 0.0, 0.0, ()
-    return float(q.mmvq_max_tokens), hw.compute_flops["fp32"] / 2.0 * power, tuple(sorted(q.mmvq_column_ops.items()))
+    return (float(q.mmvq_max_tokens), hw.compute_flops["fp32"] / 2.0 * power,
+            tuple(sorted((f, _column_clocks(n, q.mmvq_column_int_ops.get(f, 0.0), hw.int32_lanes_per_fp32))
+                         for f, n in q.mmvq_column_ops.items())))
+
+
+def _column_clocks(ops: float, int_ops: float, int32_share: float) -> float:
+    """Lane-clocks per weight of a mat-vec column that issues `ops` instructions per weight, `int_ops`
+    of them on the INT32 lanes only: one warp scheduler issues one instruction per clock to either
+    datapath, and the INT32 datapath takes `int32_share` of the lanes, so the column takes the
+    longer of its issue (`ops`) and its INT32 work (`int_ops / int32_share`). On GA10x, Ada and
+    Hopper (share 0.5) the INT32 lanes bind only where more than half the instructions are theirs."""
+    return max(ops, int_ops / int32_share)
 
 
 def _gemv_peak(q: QuantizedGemm | None, hw: Hardware) -> float:
