@@ -513,3 +513,82 @@ def test_a_column_is_bound_by_its_issue_or_by_its_int32_work_whichever_is_longer
     assert c >= ops and c >= int_ops / share
     assert c == pytest.approx(ops if frac <= share else int_ops / share, rel=1e-12)
     assert _column_clocks(ops, int_ops, 1.0) == ops
+
+
+def _mv(overlap: float, matvec: float | None, max_tokens: int | None = 8) -> Runtime:
+    """A pure-roofline runtime whose tiled GEMMs overlap by `overlap` and whose mat-vec kernels (passes
+    of at most `max_tokens` tokens) by `matvec`."""
+    return Runtime(name="t", use_latency_floor=False, use_device_fractions=False, matvec_max_tokens=max_tokens,
+                   matvec_overlap=matvec,
+                   classes={"default": RuntimeEntry(bandwidth_fraction=1.0, compute_fraction=1.0, overlap=overlap)})
+
+
+@pytest.mark.parametrize("B, step", [
+    # llama-3.1-8b bf16 on an H100 at context 0: the weights less the untied embedding (525,336,576 of
+    # 8,030,261,248 params) and B embedding rows at 2 bytes over 3.35e12 B/s; 2 FLOPs per matmul weight
+    # per token at 989e12 FLOP/s. A pass of at most 8 tokens runs mat-vecs (overlap 1: the larger term),
+    # above 8 the tiled GEMMs (overlap 0: both terms)
+    (1, (8030261248 - 525336576 + 4096) * 2 / 3.35e12),                       # 4.4806 ms of bytes
+    (8, (8030261248 - 525336576 + 8 * 4096) * 2 / 3.35e12),                   # bytes still the larger
+    (9, (8030261248 - 525336576 + 9 * 4096) * 2 / 3.35e12 + 9 * 2 * (8030261248 - 525336576) / 989e12),
+    (64, (8030261248 - 525336576 + 64 * 4096) * 2 / 3.35e12 + 64 * 2 * (8030261248 - 525336576) / 989e12),
+])
+def test_a_pass_of_at_most_matvec_max_tokens_overlaps_as_its_mat_vec_kernels_do(B, step):
+    r = mb.estimate("llama-3.1-8b", "h100-sxm", batch=B, prompt_tokens=0, output_tokens=1, weight_dtype="bf16",
+                    runtime=_mv(overlap=0.0, matvec=1.0))
+    assert B / r.decode_tok_s_total == pytest.approx(step, rel=1e-9)
+
+
+def test_the_mat_vec_overlap_defaults_to_the_entrys_and_governs_small_prefills_and_verify_passes():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    # unset: every pass overlaps as the entry says (the runtimes that name no mat-vec path are unchanged)
+    kw = dict(prompt_tokens=0, output_tokens=1, weight_dtype="bf16")
+    for B in (1, 8, 9):
+        a, b = (mb.estimate("llama-3.1-8b", "h100-sxm", batch=B, runtime=rt, **kw).decode_tok_s_total
+                for rt in (_mv(0.0, None), _rt(overlap=0.0)))
+        assert a == b
+    # a prefill is one pass of B x S tokens: 4 tokens run as mat-vecs (the larger of bytes and FLOPs),
+    # 512 as tiled GEMMs (their sum)
+    for S, law in ((4, max), (512, lambda m, c: m + c)):
+        r = prepare("llama-3.1-8b", "h100-sxm", batch=1, prompt_tokens=S, output_tokens=1, weight_dtype="bf16",
+                    runtime=_mv(0.0, 1.0)).evaluate()
+        assert r["prefill_s"] == pytest.approx(law(r["prefill_memory_s"], r["prefill_compute_s"]), rel=1e-12)
+
+    # law: at any batch, the step is max(m, c) as mat-vecs and m + c as tiled GEMMs, m and c the step's
+    # own bytes and FLOPs terms (no floor, overhead or communication in this runtime)
+    @settings(max_examples=25, deadline=None)
+    @given(st.integers(1, 40), st.sampled_from([1, 4, 8, 16]))
+    def law(B, limit):
+        r = mb.estimate("llama-3.2-1b", "h100-sxm", batch=B, runtime=_mv(0.0, 1.0, limit), **kw)
+        m, c = r.step_terms_s["memory"], r.step_terms_s["compute"]
+        assert B / r.decode_tok_s_total == pytest.approx(max(m, c) if B <= limit else m + c, rel=1e-9)
+
+    law()
+
+
+def test_a_sweep_splits_mat_vec_and_tiled_passes_as_estimate_does():
+    from membound.sweep import sweep
+    t = sweep(model="llama-3.1-8b", hardware="h100-sxm", batch=[1, 8, 9, 32], prompt_tokens=[0, 4, 512],
+              output_tokens=4, weight_dtype="bf16", runtime=_mv(0.0, 1.0), as_frame=False)
+    assert len(t["batch"]) == 12
+    for B, S, tok, ttft in zip(t["batch"], t["prompt_tokens"], t["decode_tok_s_per_user"], t["ttft_s"]):
+        r = mb.estimate("llama-3.1-8b", "h100-sxm", batch=int(B), prompt_tokens=int(S), output_tokens=4,
+                        weight_dtype="bf16", runtime=_mv(0.0, 1.0))
+        assert tok == pytest.approx(r.decode_tok_s_per_user, rel=1e-9)
+        assert ttft == pytest.approx(r.ttft_s, rel=1e-9)
+
+
+def test_llama_cpp_mat_vec_passes_are_set_serial_from_the_rows_that_measure_them():
+    # ggml-cuda's mmvq/mmvf and ggml-vulkan's mul_mat_vec shaders take passes of at most 8 tokens
+    # (MMVQ_MAX_BATCH_SIZE, MMVF_MAX_BATCH_SIZE, mul_mat_vec_max_cols); their loops have no barrier, but
+    # DGX Spark's 2-8 sequence steps and the A770's dequantising mat-vec add their instructions to their
+    # bytes: overlap 0, as the tiled GEMMs', each with its own evidence
+    from membound.runtime import load_runtime
+    for name in ("llama.cpp-cuda", "llama.cpp-hip", "llama.cpp-vulkan"):
+        rt = load_runtime(name)
+        assert (rt.matvec_max_tokens, rt.matvec_overlap) == (8, 0.0)
+        assert "no __syncthreads" in rt.matvec_evidence or "no barrier()" in rt.matvec_evidence
+    assert "spark-062" in load_runtime("llama.cpp-cuda").matvec_evidence
+    assert "lcpp-040" in load_runtime("llama.cpp-vulkan").matvec_evidence

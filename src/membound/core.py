@@ -13,7 +13,9 @@ b = B/m each), a decode step is (see roofline.py for the closed-form sums):
   step             = max(memory, compute, floor) + communication + overhead
                      (overhead: per step, per layer, and per sequence of one rank's b/ep;
                      a runtime with overlap < 1 adds that share of the smaller of memory and
-                     compute: its kernels do not hide one behind the other)
+                     compute: its kernels do not hide one behind the other; a pass of at most
+                     matvec_tokens tokens per micro-batch runs mat-vec kernels, with their own
+                     matvec_overlap: `serial_share`)
 
 A prefill of S tokens does the layers' GEMMs for all S and the LM head for the last one only
 (its logits give the first token; all S where the runtime's prefill_logits is "all").
@@ -294,7 +296,7 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
         maximum(index[0], index[1]))
     per_token_div = 1.0 if spec is None else spec.tokens_per_round
     prefill_s, pre_mem, pre_compute, pre_head_s, pre_over = prefill(mc, eff, kn, ch, floor, overhead)
-    first = timed(plain, 1.0 - eff.overlap)
+    first = timed(plain, serial_share(eff, ch.b * 1.0))
     first_step = maximum(maximum(first[0], first[2]), floor) + plain_extra
     ttft = where(S > 0, prefill_s + draft_pre, first_step)
     tokens_out = maximum(T, 1.0)
@@ -545,10 +547,20 @@ def index_terms(mc: ModelConsts, ch: Chip, pos: Num, context: Num) -> tuple[Num,
     return pairs * mc.index_bytes * ch.kv_inv, pairs * pos * mc.index_flops / ch.index_flops
 
 
-def timed(c: Coeffs, serial: float) -> Coeffs:
+def serial_share(eff: Efficiency, tokens: Num) -> Num:
+    """The share of the smaller of memory and compute a pass of `tokens` tokens per micro-batch does
+    not hide (1 - overlap): the mat-vec kernels' (eff.matvec_overlap) for a pass of at most
+    eff.matvec_tokens, which stream each weight once with no barrier in their loop, else the tiled
+    GEMMs' (eff.overlap), which load a tile, synchronise, multiply, synchronise."""
+    if eff.matvec_tokens == 0.0 or eff.matvec_overlap == eff.overlap:
+        return 1.0 - eff.overlap
+    return where(tokens <= eff.matvec_tokens, 1.0 - eff.matvec_overlap, 1.0 - eff.overlap)
+
+
+def timed(c: Coeffs, serial: Num) -> Coeffs:
     """(memory, compute) coefficients with the non-overlapped share (serial = 1 - overlap) of the
     other added: w*max(m, c) + (1-w)*(m + c) = max(m + (1-w)c, c + (1-w)m), both affine in u(L)."""
-    if serial == 0.0:
+    if isinstance(serial, float) and serial == 0.0:
         return c
     return (c[0] + serial * c[2], c[1] + serial * c[3], c[2] + serial * c[0], c[3] + serial * c[1])
 
@@ -620,7 +632,7 @@ def decode(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, 
     at the mean context, the drafter's prefill). A speculative round is gamma draft steps and one
     verify pass of `positions` positions, and yields tokens_per_round tokens. index_s: a sparse-
     attention indexer's kernel at the mean context (`index_terms`), run before each step's attention."""
-    S, T, serial = kn.prompt, kn.output, 1.0 - eff.overlap
+    S, T, serial = kn.prompt, kn.output, serial_share(eff, ch.b * 1.0)
     if spec is None:
         step_over = overhead + launch_s(mc, eff, ch.b * 1.0)
         total = sum_over_context(mc.pieces, *timed(plain, serial), step_floor, S, T) + (plain_extra + index_s) * T
@@ -628,7 +640,8 @@ def decode(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, 
     coeffs = step_coeffs(mc, ch, positions, 1.0 + (positions - 1.0) * (1.0 - spec.route_correlation))
     step_over = overhead + launch_s(mc, eff, ch.b * positions)
     extra = comm_s(mc, ch, ch.b * positions) + step_over
-    verify_sum = sum_over_context(mc.pieces, *timed(coeffs, serial), step_floor, S, T) + (extra + index_s) * T
+    verify_sum = sum_over_context(mc.pieces, *timed(coeffs, serial_share(eff, ch.b * positions)), step_floor, S, T) \
+        + (extra + index_s) * T
     draft_sum, draft_mid, draft_pre = drafter(mc, hw, eff, kn, ch, spec, draft, plain, plain_extra, step_floor,
                                               u_mid)
     gamma, tpr = spec.gamma, spec.tokens_per_round
@@ -643,7 +656,7 @@ def drafter(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip,
     """A speculative round's drafting: (one draft step summed over the T decode steps, one at the
     mean context, the drafter's prefill of the prompt (0 without a prompt)). A draft model and a
     self-drafting head are costed by their own physics; a draft_cost is a fraction of a plain step."""
-    S, T, serial = kn.prompt, kn.output, 1.0 - eff.overlap
+    S, T, serial = kn.prompt, kn.output, serial_share(eff, ch.b * 1.0)    # a draft step: b tokens
     if draft is None and spec.draft_cost is not None:      # legacy: a fixed fraction of a plain step
         plain_sum = sum_over_context(mc.pieces, *timed(plain, serial), step_floor, S, T) + plain_extra * T
         mid = maximum(maximum(plain[0] + plain[1] * u_mid, plain[2] + plain[3] * u_mid), step_floor) + plain_extra
@@ -752,7 +765,7 @@ def prefill(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, floor: Num, o
         fill = (ch.m + ch.pp - 1.0) * ch.share
         pre_mem = prefill_memory_s(mc, one, ch) * fill
         pre_compute, pre_head_s = (t * fill for t in prefill_compute_s(mc, eff, one, ch))
-    pre_m, _, pre_c, _ = timed((pre_mem, 0.0, pre_compute, 0.0), 1.0 - eff.overlap)
+    pre_m, _, pre_c, _ = timed((pre_mem, 0.0, pre_compute, 0.0), serial_share(eff, ch.b * S))
     pre_over = overhead + launch_s(mc, eff, B * S) + context_kernels_s(mc, eff)
     prefill_s = where(S > 0, maximum(maximum(pre_m, pre_c), floor) + comm_s(mc, ch, B * S) + pre_over, 0.0)
     return prefill_s, pre_mem, pre_compute, pre_head_s, pre_over

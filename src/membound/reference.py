@@ -45,6 +45,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .core import serial_share
 from .errors import InvalidInputError, MemboundError
 from .names import index
 
@@ -629,7 +630,7 @@ def predict(sc: Scenario, runtime=None, hw=None, model=None) -> float:
             c = (r["prefill_compute_s"] - r["prefill_head_s"] - r0["prefill_compute_s"] + r0["prefill_head_s"]
                  + rs["prefill_head_s"])
             m = rs["prefill_memory_s"]
-            serial = 1.0 - p.eff.overlap
+            serial = float(serial_share(p.eff, float(int(B) * S)))
             t = max(m + serial * c, c + serial * m, r["latency_s"]) + rs["prefill_overhead_s"] + rs["communication_s"]
         return B * S / t if sc.metric == "prefill_tok_s" else 1e3 * t
     _, r = _run(sc, rt, B, S + d, T, hw, model)

@@ -215,6 +215,13 @@ class Runtime(HashableModel):
     quantized_activations: Literal["int8"] | None = None
     # prefill GEMMs on matrix units beside the shader ALUs, where the device has them (MatrixUnits)
     matrix_units: MatrixUnits | None = None
+    # a pass of at most `matvec_max_tokens` tokens per micro-batch (a decode step, a small batch or
+    # verify pass) multiplies its weights in mat-vec kernels rather than the tiled GEMMs, and those
+    # overlap their loads and math by `matvec_overlap` instead of the entries' `overlap` (which then
+    # describes the tiled GEMMs of larger passes: a prefill); None: every pass overlaps as the entry says
+    matvec_max_tokens: Annotated[int, Number, Field(ge=1, le=4096)] | None = None
+    matvec_overlap: _Unit | None = None
+    matvec_evidence: str = ""
 
     def default_activations(self, weights: str | None, hw: Hardware) -> str | None:
         """The activation format this runtime (its backend on `hw`) uses with `weights`, where it
@@ -284,6 +291,9 @@ class Efficiency:
                                      # lane share where those take longer, `_mmvq`)
     matrix_units: MatrixUnits | None = None  # the runtime's use of matrix units the device has beside
                                      # its shader ALUs (None: none, or the device has none)
+    matvec_tokens: float = 0.0       # most tokens per micro-batch of a pass whose GEMMs run as mat-vecs,
+                                     # which overlap as matvec_overlap says (0: every pass as `overlap`)
+    matvec_overlap: float = 1.0      # memory/compute overlap of such a pass
 
 
 @functools.lru_cache(maxsize=4096)
@@ -327,6 +337,8 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         quantized_dequant_scale=dequant_scale(rt.quantized_gemm, hw),
         mmvq_max_tokens=mmvq[0], mmvq_issue_rate=mmvq[1], mmvq_column_ops=mmvq[2],
         matrix_units=rt.matrix_units if hw.shader_flops else None,
+        matvec_tokens=float(rt.matvec_max_tokens or 0) if rt.matvec_overlap is not None else 0.0,
+        matvec_overlap=1.0 if rt.matvec_overlap is None else rt.matvec_overlap,
     )
 
 
