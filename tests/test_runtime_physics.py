@@ -547,7 +547,7 @@ def test_the_mat_vec_overlap_defaults_to_the_entrys_and_governs_small_prefills_a
     kw = dict(prompt_tokens=0, output_tokens=1, weight_dtype="bf16")
     for B in (1, 8, 9):
         a, b = (mb.estimate("llama-3.1-8b", "h100-sxm", batch=B, runtime=rt, **kw).decode_tok_s_total
-                for rt in (_mv(0.0, None), _rt(overlap=0.0)))
+                for rt in (_mv(0.0, None, None), _rt(overlap=0.0)))
         assert a == b
     # a prefill is one pass of B x S tokens: 4 tokens run as mat-vecs (the larger of bytes and FLOPs),
     # 512 as tiled GEMMs (their sum)

@@ -109,10 +109,14 @@ class MemoryTier(_Strict):
 
     @model_validator(mode="after")
     def _read_below_peak(self):
-        if self.read_bytes_s is not None and self.read_bytes_s > self.bandwidth_bytes_s:
-            raise ValueError(f"read_bytes_s: expected at most the peak bandwidth_bytes_s "
-                             f"{self.bandwidth_bytes_s:g}, got {self.read_bytes_s:g}")
-        if self.read_bytes_s is not None and not self.read_source:
+        # a read rate under the fractions' floor (0.01 of peak) is a slip, not a measurement: 1e9
+        # typed for 1e11 would make every runtime stream at 0.4% of a DGX Spark's peak
+        if self.read_bytes_s is not None and not 0.01 * self.bandwidth_bytes_s <= self.read_bytes_s \
+                <= self.bandwidth_bytes_s:
+            raise ValueError(f"read_bytes_s: expected a measured read rate between 0.01 x and the peak "
+                             f"bandwidth_bytes_s {_g(self.bandwidth_bytes_s)}, got {_g(self.read_bytes_s)} "
+                             f"({_g(self.read_bytes_s / self.bandwidth_bytes_s)} x the peak)")
+        if self.read_bytes_s is not None and not self.read_source.strip():
             raise ValueError("read_source: expected the measurement read_bytes_s comes from")
         return self
 
@@ -204,7 +208,9 @@ class Hardware(HashableModel):
     # them (Blackwell) or separate INT32 units equal the FP32 ones in number (Volta, Turing, GA100);
     # 0.5 on GA10x, Ada and Hopper, whose SM partitions run INT32 on 16 of their 32 FP32 lanes
     # (`int32_source` says where from)
-    int32_lanes_per_fp32: Annotated[float, Number, Field(gt=0, le=1, allow_inf_nan=False)] = 1.0
+    int32_lanes_per_fp32: Annotated[float, Number, Field(allow_inf_nan=False), _ranged(
+        0.01, 1.0, "", lambda v: "expected INT32 lanes per FP32 lane between 0.01 and 1 (half of them = 0.5)",
+        lambda v: "expected INT32 lanes per FP32 lane between 0.01 and 1 (half of them = 0.5)")] = 1.0
     int32_source: str = ""
     price_usd_per_hour: Annotated[float, Number, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
     price_source: str | None = None
@@ -231,7 +237,7 @@ class Hardware(HashableModel):
 
     @model_validator(mode="after")
     def _int32_sourced(self):
-        if self.int32_lanes_per_fp32 != 1.0 and not self.int32_source:
+        if self.int32_lanes_per_fp32 != 1.0 and not self.int32_source.strip():
             raise ValueError(f"int32_source: expected where int32_lanes_per_fp32={self.int32_lanes_per_fp32:g} "
                              "comes from (a whitepaper or the CUDA throughput table)")
         return self

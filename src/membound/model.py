@@ -9,6 +9,7 @@ Hugging Face config.json (no network, no transformers).
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -82,16 +83,25 @@ class Model(BaseModel):
     index_head_dim: NonNeg = 0
     shared_expert_gate: Flag = False  # a hidden -> 1 gate on the shared expert (Qwen MoE)
     max_context: Pos | None = None  # max_position_embeddings, tokens
-    model_type: str = ""            # the Hugging Face config's model_type ("falcon"): llama.cpp's quantizer
-                                    # picks a Falcon's output-tensor format by it (quantization.py); "" = not given
+    # the Hugging Face config's model_type ("falcon"), spelled as there (lower case: "Falcon" would never
+    # match): llama.cpp's quantizer picks a Falcon's output-tensor format by it (quantization.py); "" = not given
+    model_type: str = ""
     source: str = ""
     aliases: tuple[str, ...] = ()   # Hugging Face ids and other spellings (membound.names)
     # aliases that name a release with the same weights' shapes but a context window of its own
     # (Qwen3's 2507 releases: 262144 positions where the April 2025 ones have 40960): loading the
     # preset by that alias gives the release's max_context (`load_model`)
-    variant_contexts: dict[str, Annotated[int, Field(gt=0, strict=True)]] = {}
+    variant_contexts: dict[str, Pos] = {}
 
     _d: dict = PrivateAttr(default_factory=dict)
+
+    @field_validator("model_type")
+    @classmethod
+    def _model_type_as_spelled(cls, v: str) -> str:
+        if not re.fullmatch(r"[a-z0-9_\-]{0,64}", v):
+            raise InvalidInputError("model_type", v, "the Hugging Face config's model_type as spelled there: "
+                                    "lower case letters, digits, '_' or '-' (e.g. 'falcon'), or '' (not given)")
+        return v
 
     def __init__(self, **data: Any):
         """Build and validate; a bad field raises InvalidInputError naming it."""

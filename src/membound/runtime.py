@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ._data import HashableModel, Number, read_yaml, validate
 from . import names
 from .dtypes import get_dtype
-from .errors import InvalidInputError
+from .errors import InvalidInputError, MemboundError, short_repr
 from .hardware import Fraction, Hardware, StepSeconds
 
 _Frac = Fraction                     # 0.01 .. 1, with a hint for percentages
@@ -109,11 +109,29 @@ class QuantizedGemm(HashableModel):
 
     @model_validator(mode="after")
     def _int_ops_within_ops(self):
+        for field in ("mmvq_column_ops", "mmvq_column_int_ops", "vector_gemv_formats"):
+            for f in getattr(self, field):
+                _format_name(field, f)
+        if (self.mmvq_max_tokens is None) != (not self.mmvq_column_ops):
+            raise ValueError("mmvq_max_tokens and mmvq_column_ops: expected both (the mat-vec path's token "
+                             f"limit and its instructions per weight) or neither, got mmvq_max_tokens="
+                             f"{self.mmvq_max_tokens} and mmvq_column_ops={dict(self.mmvq_column_ops)}")
         for f, n in self.mmvq_column_int_ops.items():
             if n > self.mmvq_column_ops.get(f, 0.0):
                 raise ValueError(f"mmvq_column_int_ops[{f!r}]: expected a part of mmvq_column_ops[{f!r}] "
                                  f"({self.mmvq_column_ops.get(f, 'absent')}), got {n:g}")
         return self
+
+
+def _format_name(field: str, name: str) -> None:
+    """A weight format named in a runtime file: the canonical name of a registered dtype, as the
+    formats a prediction resolves are compared (a typo or an alias would never match: silently unused)."""
+    try:
+        canonical = get_dtype(name).name
+    except MemboundError as e:
+        raise ValueError(f"{field}[{short_repr(name)}]: expected a registered weight format ({e})") from None
+    if canonical != name:
+        raise ValueError(f"{field}[{short_repr(name)}]: expected the format's canonical name {canonical!r}")
 
 
 class MatrixUnits(BaseModel):
@@ -222,6 +240,14 @@ class Runtime(HashableModel):
     matvec_max_tokens: Annotated[int, Number, Field(ge=1, le=4096)] | None = None
     matvec_overlap: _Unit | None = None
     matvec_evidence: str = ""
+
+    @model_validator(mode="after")
+    def _matvec_pair(self):
+        if (self.matvec_max_tokens is None) != (self.matvec_overlap is None):
+            raise ValueError("matvec_max_tokens and matvec_overlap: expected both (the mat-vec passes' token limit "
+                             f"and their overlap) or neither, got matvec_max_tokens={self.matvec_max_tokens} and "
+                             f"matvec_overlap={self.matvec_overlap}")
+        return self
 
     def default_activations(self, weights: str | None, hw: Hardware) -> str | None:
         """The activation format this runtime (its backend on `hw`) uses with `weights`, where it

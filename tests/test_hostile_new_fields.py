@@ -1,0 +1,125 @@
+"""Hostile inputs to the data-file fields added after the hardening issues (Model.variant_contexts
+and model_type, MemoryTier.read_bytes_s, Hardware.int32_lanes_per_fp32, the runtimes' mat-vec
+fields): each becomes the library's own error naming the field, the value and what was expected;
+never a silently unused figure or a wrong number."""
+from pathlib import Path
+
+import pytest
+import yaml
+
+import membound as mb
+from membound import InvalidInputError, ProfileError
+from membound.bench import load_runtime_file
+from membound.hardware import bundled_profiles_dir
+from membound.model import Model, load_model
+from membound.runtime import runtimes_dir
+
+
+def _yaml(tmp_path: Path, name: str, data: dict) -> str:
+    p = tmp_path / name
+    p.write_text(yaml.safe_dump(data))
+    return str(p)
+
+
+# ---- models ------------------------------------------------------------------------------
+
+def test_a_variant_context_is_bounded_as_max_context_is():
+    fields = dict(load_model("qwen3-4b").model_dump(), variant_contexts={"Qwen/Qwen3-4B-Base": 10**30})
+    with pytest.raises(InvalidInputError, match=r"variant_contexts.*10{30}.*less than or equal to 1000000000"):
+        Model(**fields)
+
+
+def test_a_model_type_is_spelled_as_the_hugging_face_config_spells_it(tmp_path):
+    # quantization.gguf_output_format compares model_type with "falcon": "Falcon" would silently
+    # give a Falcon a q6_K output tensor instead of llama.cpp's q8_0
+    data = yaml.safe_load((Path(mb.model.__file__).parent / "data/models/falcon-7b.yaml").read_text())
+    assert data["model_type"] == "falcon"
+    for bad in ("Falcon", " falcon", "x" * 65):
+        with pytest.raises(ProfileError, match=r"model_type.*expected the Hugging Face config's model_type"):
+            mb.load_model(_yaml(tmp_path, "m.yaml", dict(data, model_type=bad)))
+    assert mb.load_model(_yaml(tmp_path, "ok.yaml", dict(data, model_type="gpt_neox"))).model_type == "gpt_neox"
+
+
+# ---- hardware ----------------------------------------------------------------------------
+
+def _spark() -> dict:
+    return yaml.safe_load((bundled_profiles_dir() / "dgx-spark.yaml").read_text())
+
+
+def test_a_read_rate_far_below_the_peak_is_a_slip_not_a_ceiling(tmp_path):
+    # 1e9 B/s typed for 2.32e11 passed the 1e9 unit floor and made every runtime stream at
+    # 1e9 / 2.73e11 = 0.0037 of the peak (0.2 tok/s for Llama-2-7B q4_0); the fractions' floor is 0.01
+    data = _spark()
+    assert data["memory"][0]["bandwidth_bytes_s"] == 2.73e11
+    data["memory"][0]["read_bytes_s"] = 1e9
+    with pytest.raises(ProfileError, match=r"read_bytes_s: expected a measured read rate between 0.01 x and the "
+                                           r"peak bandwidth_bytes_s 2.73e11, got 1e9 \(0.003663 x the peak\)"):
+        mb.load_hardware(_yaml(tmp_path, "h.yaml", data))
+    data["memory"][0]["read_bytes_s"] = 2.73e9          # exactly 0.01 x 2.73e11: allowed
+    assert mb.load_hardware(_yaml(tmp_path, "h2.yaml", data)).read_ceiling == pytest.approx(0.01)
+
+
+@pytest.mark.parametrize("field, value, source_field", [
+    ("read", "   ", "read_source"), ("int32", "  ", "int32_source")])
+def test_a_blank_source_is_no_source(tmp_path, field, value, source_field):
+    data = _spark()
+    if field == "read":
+        data["memory"][0]["read_source"] = value
+    else:
+        data.update(int32_lanes_per_fp32=0.5, int32_source=value)
+    with pytest.raises(ProfileError, match=source_field + ": expected"):
+        mb.load_hardware(_yaml(tmp_path, "h.yaml", data))
+
+
+@pytest.mark.parametrize("value, words", [
+    (1e-300, "int32_lanes_per_fp32=1e-300 is below 0.01"), (50, "int32_lanes_per_fp32=50 is above 1"),
+    (0, "int32_lanes_per_fp32=0 is below 0.01")])
+def test_int32_lanes_per_fp32_is_a_share_of_the_lanes(tmp_path, value, words):
+    # 1e-300 made a mat-vec column's dp4a take 0.25 / 1e-300 lane-clocks per weight
+    data = dict(_spark(), int32_lanes_per_fp32=value, int32_source="a test")
+    with pytest.raises(ProfileError, match=words + ": expected INT32 lanes per FP32 lane between 0.01 and 1"):
+        mb.load_hardware(_yaml(tmp_path, "h.yaml", data))
+
+
+# ---- runtimes ----------------------------------------------------------------------------
+
+def _cuda() -> dict:
+    return yaml.safe_load((runtimes_dir() / "llama.cpp-cuda.yaml").read_text())
+
+
+@pytest.mark.parametrize("key, words", [
+    ("q4_O", r"mmvq_column_ops\['q4_O'\]: expected a registered weight format \(unknown dtype 'q4_O': did you mean 'q4_0'"),
+    ("Q8_0", r"mmvq_column_ops\['Q8_0'\]: expected the format's canonical name 'q8_0'"),
+    ("f16", r"mmvq_column_ops\['f16'\]: expected the format's canonical name 'fp16'")])
+def test_mmvq_column_ops_name_formats_as_predictions_compare_them(tmp_path, key, words):
+    # a format a prediction never resolves to was silently unused: q4_0 weights kept the GEMM's rate
+    data = _cuda()
+    data["quantized_gemm"]["mmvq_column_ops"][key] = 1.0
+    with pytest.raises(ProfileError, match=words):
+        load_runtime_file(_yaml(tmp_path, "r.yaml", data))
+
+
+def test_vector_gemv_formats_name_registered_formats(tmp_path):
+    data = _cuda()
+    data["quantized_gemm"]["vector_gemv_formats"] = ["q4_0", "q4-0x"]
+    with pytest.raises(ProfileError, match=r"vector_gemv_formats\['q4-0x'\]: expected a registered weight format"):
+        load_runtime_file(_yaml(tmp_path, "r.yaml", data))
+
+
+def test_the_mat_vec_fields_come_in_pairs(tmp_path):
+    # either half alone was silently ignored (runtime._mmvq, _efficiency's matvec_tokens)
+    data = _cuda()
+    del data["quantized_gemm"]["mmvq_max_tokens"]
+    with pytest.raises(ProfileError, match=r"mmvq_max_tokens and mmvq_column_ops: expected both .* or neither, "
+                                           r"got mmvq_max_tokens=None"):
+        load_runtime_file(_yaml(tmp_path, "a.yaml", data))
+    data = _cuda()
+    del data["quantized_gemm"]["mmvq_column_ops"], data["quantized_gemm"]["mmvq_column_int_ops"]
+    with pytest.raises(ProfileError, match=r"got mmvq_max_tokens=8 and mmvq_column_ops=\{\}"):
+        load_runtime_file(_yaml(tmp_path, "b.yaml", data))
+    for gone, shown in (("matvec_overlap", "matvec_max_tokens=8 and matvec_overlap=None"),
+                        ("matvec_max_tokens", "matvec_max_tokens=None and matvec_overlap=0.0")):
+        data = _cuda()
+        del data[gone]
+        with pytest.raises(ProfileError, match=r"matvec_max_tokens and matvec_overlap: expected both .* " + shown):
+            load_runtime_file(_yaml(tmp_path, f"{gone}.yaml", data))
