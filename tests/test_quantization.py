@@ -96,3 +96,24 @@ def test_the_residual_stream_is_16_bit_where_an_engine_keeps_it_and_the_chips_ow
     for hw, weights, acts, residual in cases:
         res = mb.Quantization(weights, activations=acts).resolve(mb.load_hardware(hw))
         assert res.residual_bytes == residual, (hw, weights, res.activations.name)
+
+
+def test_expert_activations_set_the_experts_compute_path_alone():
+    # gpt-oss on B200: MXFP4 experts with MXFP8 activations (W4A8), bf16 attention and projections.
+    # B200 dense peaks: bf16 2.25e15, fp8 4.5e15, fp4 9.0e15 FLOP/s. The experts compute at the
+    # fp8 rate (4.5e15), half what the fp4 rule gives (9.0e15); the dense path stays at bf16.
+    b200 = mb.load_hardware("b200")
+    w4a8 = mb.Quantization("mxfp4", "fp8", dense_weights="bf16", expert_activations="fp8").resolve(b200)
+    w4a4 = mb.Quantization("mxfp4", "fp8", dense_weights="bf16").resolve(b200)
+    assert w4a8.peak_flops == pytest.approx(4.5e15) and w4a8.activations.name == "fp8"
+    assert w4a4.peak_flops == pytest.approx(9.0e15) and w4a4.activations.name == "mxfp4"
+    assert w4a8.dense_peak_flops == w4a4.dense_peak_flops == pytest.approx(2.25e15)
+    assert w4a8.dense_activations.name == "bf16"
+    # mxfp4 dequantized to the 8-bit activations pays the weight-only GEMM overhead (0.15)
+    assert w4a8.dequant == pytest.approx(0.15) and w4a4.dequant == 0.0
+    # one format for every tensor: `expert_activations` still leaves the dense path to `activations`
+    same = mb.Quantization("fp8", expert_activations="bf16").resolve(b200)
+    assert same.peak_flops == pytest.approx(2.25e15) and same.dense_peak_flops == pytest.approx(4.5e15)
+    with pytest.raises(mb.InvalidInputError) as e:
+        mb.Quantization("mxfp4", expert_activations="q4_0")
+    assert e.value.field == "expert_activation_dtype"

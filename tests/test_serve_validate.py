@@ -3,6 +3,7 @@ every covered row is predicted, fitted rows are reported apart."""
 import numpy as np
 import pytest
 
+import membound as mb
 from membound.serve_validate import AMD, FIT_HARDWARE, load_rows, predict, summary
 
 
@@ -164,3 +165,20 @@ def test_a_row_run_with_one_request_per_client_is_measured_over_that_run(tmp_pat
     for ten, single in zip(by["-0"], by["-1"]):
         assert ten.pred["tpot_s"] == single.pred["tpot_s"] and ten.pred["ttft_s"] == single.pred["ttft_s"]
         assert single.pred["tput_per_gpu"] < ten.pred["tput_per_gpu"]
+
+
+def test_gpt_oss_experts_compute_with_8_bit_activations_on_blackwell_only():
+    # TensorRT-LLM's GPT-OSS guide: B200/GB200/B300/GB300 run MXFP4 experts with MXFP8 activations,
+    # H200 with BF16; vLLM's B200 recipe sets VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1. A B200 expert
+    # GEMM so computes at its fp8 peak, 4.5e15 FLOP/s, not the fp4 9.0e15; an H200's at bf16, 9.89e14.
+    from membound.serve_validate import formats
+    blackwell = formats("fp4", "gpt-oss-120b", "openai/gpt-oss-120b", amd=False, fp4_chip=True)
+    hopper = formats("fp4", "gpt-oss-120b", "openai/gpt-oss-120b", amd=False, fp4_chip=False)
+    mi355x = formats("fp4", "gpt-oss-120b", "openai/gpt-oss-120b", amd=True, fp4_chip=True)
+    assert blackwell.expert_activations == "fp8" and hopper.expert_activations is None
+    assert mi355x.expert_activations is None      # no AMD kernel is cited: the format rule stands
+    assert blackwell.resolve(mb.load_hardware("b200")).peak_flops == pytest.approx(4.5e15)
+    assert hopper.resolve(mb.load_hardware("h200")).peak_flops == pytest.approx(9.89e14)
+    # DeepSeek's NVFP4 checkpoint keeps W4A4 on Blackwell (NVIDIA's card: weights and activations)
+    assert formats("fp4", "deepseek-r1", "nvidia/DeepSeek-R1-0528-FP4-v2", amd=False,
+                   fp4_chip=True).resolve(mb.load_hardware("b200")).peak_flops == pytest.approx(9.0e15)

@@ -22,7 +22,12 @@ Mixed checkpoints quantize only some tensors. Three groups may each have a forma
 Each group streams its own bytes. The GEMMs compute in their group's path, resolved by the same
 rule as the weights: routed experts in the experts' path, every other GEMM (the LM head
 included) and attention in the dense format's path (bf16 attention and projections beside fp4
-experts on a Blackwell chip). A format given as `activations` applies to both paths.
+experts on a Blackwell chip). A format given as `activations` applies to both paths;
+`expert_activations` sets the experts' alone, where an engine's MoE kernel computes in a format
+of its own: gpt-oss's MXFP4 experts run with MXFP8 activations on Blackwell (W4A8) in
+TensorRT-LLM (deployment guide for GPT-OSS, MoE backend support matrix: B200/GB200/B300/GB300,
+activation MXFP8, weights MXFP4, backend TRTLLM; H200: BF16 activations, TRITON) and in vLLM with
+VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 (InferenceMAX's gptoss_fp4_b200 recipes), not at the fp4 rate.
 
 A llama.cpp (GGUF) file is not stored in its file type throughout: llama.cpp's quantizer gives the
 output tensor (`output.weight`, or `token_embd.weight` where the embeddings are tied) a type of its
@@ -82,6 +87,7 @@ class Quantization:
     dequant_overhead: float | None = None
     dense_weights: str | None = None  # the non-expert tensors; None: as `weights` (module docstring)
     head_weights: str | None = None   # the LM head and input embedding; None: as `dense_weights`
+    expert_activations: str | None = None   # the routed experts' compute format; None: `activations`
 
     def __post_init__(self):
         get_dtype(self.weights)
@@ -94,9 +100,9 @@ class Quantization:
                 raise InvalidInputError(name, value, f"a registered weight format ({e})") from None
         if self.kv is not None:
             get_dtype(self.kv)
-        if self.activations is not None and get_dtype(self.activations).compute is None:
-            raise InvalidInputError("activation_dtype", self.activations,
-                                    "a format tensor cores compute in (bf16, fp16, fp8, int8, fp4)")
+        for name, value in (("activation_dtype", self.activations), ("expert_activation_dtype", self.expert_activations)):
+            if value is not None and get_dtype(value).compute is None:
+                raise InvalidInputError(name, value, "a format tensor cores compute in (bf16, fp16, fp8, int8, fp4)")
         d = self.dequant_overhead
         if d is not None and not (isinstance(d, (int, float)) and math.isfinite(d) and d >= 0):
             raise InvalidInputError("dequant_overhead", d, "a finite fraction >= 0")
@@ -107,15 +113,16 @@ class Quantization:
         w = get_dtype(self.weights)
         kv = get_dtype(self.kv or "bf16")
         act_asked = get_dtype(self.activations) if self.activations is not None else None
+        exp_asked = get_dtype(self.expert_activations) if self.expert_activations is not None else act_asked
         bf16, fp32 = get_dtype("bf16"), get_dtype("fp32")
-        act, peak, attn_peak = _compute_dtypes(w, kv, act_asked, hw, bf16, fp32)
+        act, peak, attn_peak = _compute_dtypes(w, kv, exp_asked, hw, bf16, fp32)
         dq = self.dequant_overhead if self.dequant_overhead is not None else DEFAULT_DEQUANT_OVERHEAD
         dense = w if self.dense_weights is None else get_dtype(self.dense_weights)
         if self.head_weights is not None:
             head = embed = get_dtype(self.head_weights)
         else:
             head, embed = gguf_output_format(dense, model) or dense, dense
-        if dense == w:
+        if dense == w and exp_asked is act_asked:
             d_act, d_peak = act, peak
         else:       # the dense GEMMs and attention compute in the dense format's own path
             d_act, d_peak, attn_peak = _compute_dtypes(dense, kv, act_asked, hw, bf16, fp32)

@@ -177,11 +177,17 @@ class ServedRow:
         return f"{self.framework} {self.model} {self.hw}"
 
 
-def formats(precision: str, model: str, checkpoint: str, amd: bool) -> Quantization:
+def formats(precision: str, model: str, checkpoint: str, amd: bool, fp4_chip: bool = False) -> Quantization:
     """The tensor formats of the checkpoint a row served (KV fp8, as the recipes run), from the
     checkpoints' model cards and quantization configs:
     - gpt-oss-120b (openai/gpt-oss-120b card and config.json `modules_to_not_convert`): only the
-      MoE experts are MXFP4; attention, router, embeddings and the untied LM head stay bf16.
+      MoE experts are MXFP4; attention, router, embeddings and the untied LM head stay bf16. On an
+      NVIDIA chip with fp4 (`fp4_chip`: Blackwell) the experts compute with MXFP8 activations
+      (W4A8), not at the fp4 rate: TensorRT-LLM's deployment guide for GPT-OSS (MoE backend
+      support matrix: B200/GB200/B300/GB300 MXFP8 activations, MXFP4 weights, TRTLLM backend)
+      and vLLM under VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 (SemiAnalysisAI/InferenceX
+      benchmarks/gptoss_fp4_b200_docker.sh). Hopper's run bf16 activations (the guide: H200 BF16,
+      TRITON), as the rule gives where the chip has no fp4.
     - NVIDIA ModelOpt checkpoints (nvidia/Llama-3.3-70B-Instruct-FP4 and -FP8, and
       nvidia/DeepSeek-R1-0528-FP4 cards: "only the weights and activations of the linear operators
       within transformers blocks are quantized"): the LM head and the embedding stay bf16.
@@ -200,7 +206,7 @@ def formats(precision: str, model: str, checkpoint: str, amd: bool) -> Quantizat
       (moonshotai card: native INT4 QAT of the MoE components)."""
     kv = "fp8"
     if model.startswith("gpt-oss"):
-        return Quantization("mxfp4", kv, dense_weights="bf16")
+        return Quantization("mxfp4", kv, dense_weights="bf16", expert_activations="fp8" if fp4_chip and not amd else None)
     if precision == "int4":
         return Quantization("int4_g32", kv, dense_weights="bf16")
     if precision == "fp4" and amd:
@@ -318,7 +324,8 @@ def _served_row(r: Any, kinds: tuple[str, ...], drafters: dict[tuple[str, int], 
     return ServedRow(
         id=r.id, framework=r.framework, runtime=RUNTIMES[r.framework], model=model,
         hw=r.hw, device=device, quantization=formats(r.precision, model, str(getattr(r, "checkpoint", "")),
-                                                     r.hw in AMD or load_hardware(device).vendor == "AMD"),
+                                                     r.hw in AMD or load_hardware(device).vendor == "AMD",
+                                                     load_hardware(device).supports("fp4")),
         parallel=layout,
         n_gpus=n, conc=int(r.conc), prompt=_length(float(r.isl), float(r.isl_nominal)),
         output=_length(float(r.osl), float(r.osl_nominal)), tpot_s=float(r.tpot_median_ms) / 1e3,
