@@ -13,7 +13,7 @@ import re
 import sys
 
 from . import defaults
-from .errors import MemboundError
+from .errors import MemboundError, ProfileError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -442,8 +442,9 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except MemboundError as err:
-        print(f"membound: error: {in_flags(str(err))}", file=sys.stderr)
+    except MemboundError as err:      # a data file's fields keep their names (a CSV's n_chips column)
+        shown = str(err) if isinstance(err, ProfileError) else in_flags(str(err))
+        print(f"membound: error: {shown}", file=sys.stderr)
         return 2
     except ImportError as err:
         print(f"membound: error: {err}", file=sys.stderr)

@@ -66,7 +66,7 @@ _BUILTIN = (
     DType("q5_k_m", 5.66, None, "llama.cpp Q5_K_M layers: q5_K with some q6_K tensors (~5.66 bpw)"),
 )
 _ALIASES = {"f16": "fp16", "f32": "fp32", "float16": "fp16", "bfloat16": "bf16",
-            "float32": "fp32", "e4m3": "fp8", "fp8_e4m3": "fp8", "w4a16": "int4",
+            "float32": "fp32", "e4m3": "fp8", "fp8_e4m3": "fp8", "w4a16": "int4", "int4_g128": "int4",
             "q4_k": "q4_k_m", "q5_k": "q5_k_m"}
 
 

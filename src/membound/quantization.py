@@ -66,8 +66,8 @@ from dataclasses import dataclass
 
 from .dtypes import DType, get_dtype
 from .errors import InvalidInputError, MemboundError
-from .hardware import DATAFLOW_KINDS
-from .model import Model
+from .hardware import DATAFLOW_KINDS, Hardware, load_hardware
+from .model import Model, load_model
 
 QK_K = 256   # weights per k-quant super-block (ggml-common.h): a q6_K row is whole super-blocks
 GGUF_OUTPUT = {"q4_0": "q6_k", "q4_k_m": "q6_k", "q5_k_m": "q6_k", "q6_k": "q6_k", "q8_0": "q8_0"}
@@ -107,9 +107,11 @@ class Quantization:
         if d is not None and not (isinstance(d, (int, float)) and math.isfinite(d) and d >= 0):
             raise InvalidInputError("dequant_overhead", d, "a finite fraction >= 0")
 
-    def resolve(self, hw, model: Model | None = None) -> Resolved:
+    def resolve(self, hw: Hardware | str, model: Model | str | None = None) -> Resolved:
         """Bytes and compute peaks on device `hw`; with the `model`, a llama.cpp file's own output
-        tensor format (module docstring)."""
+        tensor format (module docstring). Either may be given by name."""
+        hw = load_hardware(hw)
+        model = None if model is None else load_model(model)
         w = get_dtype(self.weights)
         kv = get_dtype(self.kv or "bf16")
         act_asked = get_dtype(self.activations) if self.activations is not None else None
@@ -130,11 +132,12 @@ class Quantization:
                         _dequant(dense, d_act, dq), _residual_bytes(act, hw.kind), embed)
 
 
-def gguf_output_format(dense: DType, model: Model | None = None) -> DType | None:
+def gguf_output_format(dense: DType | str, model: Model | None = None) -> DType | None:
     """The format llama.cpp's quantizer gives the output tensor of a file whose tensors are
     `dense` (module docstring): q8_0 for a Falcon (`Model.model_type` "falcon") or a hidden size
     that is not a multiple of QK_K, else GGUF_OUTPUT's; None where `dense` is no llama.cpp block
     format of GGUF_OUTPUT (bf16, fp16: not quantized) or no model is given."""
+    dense = get_dtype(dense)
     out = GGUF_OUTPUT.get(dense.name)
     if out is None or model is None:
         return None

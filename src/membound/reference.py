@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -46,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .core import serial_share
-from .errors import InvalidInputError, MemboundError
+from .errors import InvalidInputError, MemboundError, ProfileError, short_repr
 from .names import index
 
 if TYPE_CHECKING:
@@ -70,6 +71,8 @@ def reference_csv(path: str | Path | None = None) -> Path:
     measurements.csv."""
     if path is not None and Path(path).is_file():
         return Path(path)
+    if path is not None and not Path(path).is_dir():
+        raise InvalidInputError("reference", str(path), "a measurements CSV file or a folder holding measurements.csv")
     return reference_dir(path) / "measurements.csv"
 
 
@@ -101,6 +104,33 @@ class Scenario:
     per_chip: bool = False           # measured value is per accelerator of a larger system
     harness: str = ""                # the benchmark tool, where its settings matter ("trtllm-bench")
     note: str = ""
+
+    def __post_init__(self):
+        predicted = tuple(m for m in METRICS if m not in ("speedup_vs_baseline", "acceptance_length"))
+        if self.metric not in predicted:
+            raise InvalidInputError("metric", self.metric, f"one of {', '.join(predicted)}", where=self.id)
+        if not _positive(self.measured):
+            raise InvalidInputError("measured", self.measured, f"a finite number > 0, in the unit of {self.metric}",
+                                    where=self.id)
+        if self.batch == "max" and self.metric != "throughput_tok_s_total":
+            raise InvalidInputError("batch", self.batch, "an integer >= 1 ('max', the largest batch that fits, "
+                                    "only with metric throughput_tok_s_total)", where=self.id)
+        if self.batch != "max" and (type(self.batch) is not int or self.batch < 1):
+            raise InvalidInputError("batch", self.batch, "an integer >= 1, or 'max' (server at max load)",
+                                    where=self.id)
+        if type(self.n_chips) is not int or self.n_chips < 1:
+            raise InvalidInputError("n_chips", self.n_chips, "an integer >= 1", where=self.id)
+        if type(self.depth) is not int or self.depth < 0:
+            raise InvalidInputError("depth", self.depth, "an integer >= 0 (tokens already in the KV cache)",
+                                    where=self.id)
+        if not _positive(self.compute_scale):
+            raise InvalidInputError("compute_scale", self.compute_scale, "a finite number > 0 (binned GPU "
+                                    "cores / the profile's cores)", where=self.id)
+
+
+def _positive(x) -> bool:
+    """A finite number > 0 (a bool is no number)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
 @dataclass
@@ -224,6 +254,13 @@ def _apple(text: str):
     return best.name, scale
 
 
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
 def _int(text: str, default=None):
     try:
         return int(text)
@@ -294,15 +331,30 @@ def _canonical_metric(r: dict[str, str]) -> dict[str, str]:
     raise SkipRow(f"metric {metric!r} is none of {', '.join(METRICS + tuple(METRIC_ALIASES))}")
 
 
+# the columns a measurements CSV must have (measurements.csv's schema; others are kept for people)
+COLUMNS = ("id", "hardware", "n_chips", "model", "weight_dtype", "kv_dtype", "batch_or_concurrency",
+           "prompt_tokens", "output_tokens", "metric", "value", "framework", "notes")
+
+
 def load_reference(path: str | Path | None = None) -> Reference:
     """Every row of measurements.csv as a Scenario, or skipped with its reason."""
     out = Reference()
-    with open(reference_csv(path), newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+    source = reference_csv(path)
+    try:
+        with open(source, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            header = reader.fieldnames or []
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise ProfileError(str(source), "<file>", f"not a CSV file of UTF-8 text ({short_repr(str(e))})") from None
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise ProfileError(str(source), missing[0], f"column missing: expected a header row naming {', '.join(COLUMNS)} "
+                           f"(missing: {', '.join(missing)})")
     for r in rows:
         try:
             out.scenarios.append(_scenario(_canonical_metric(r)))
-        except SkipRow as e:
+        except (SkipRow, InvalidInputError) as e:   # InvalidInputError: a Scenario refused the row's figures
             out.skipped.append((r["id"], r["metric"], str(e)))
     return out
 
@@ -360,7 +412,9 @@ def _scenario(r: dict[str, str]) -> Scenario:
         # change q_group_size from 128 to 64", llm-awq tinychat/README.md, Usage)
         wd = "int4_g64"
     kv, dense, act = _formats(r["kv_dtype"], wd, rt, hw)
-    value = float(r["value"])
+    value = _float(r["value"])
+    if value is None or not _positive(value):
+        raise SkipRow(f"value {short_repr(r['value'])} is not a finite number > 0")
     shape = _shape(r, model, hw_name, rt)
     if hw.kind in ("wafer", "lpu", "rdu"):
         rt = _specialised(r, shape, model, hw, wd, rt)
@@ -517,7 +571,7 @@ def _specialised(r: dict[str, str], s: _Shape, model: str, hw: Hardware, wd: str
 def _check_shape(r: dict[str, str], s: _Shape) -> int | str:
     """A batch understood (returned), output lengths for decode figures (128 where unstated), a
     prompt to prefill."""
-    if s.batch is None:
+    if s.batch is None or (isinstance(s.batch, int) and s.batch < 1):
         raise SkipRow(f"batch {r['batch_or_concurrency']!r} not understood")
     if r["metric"] in ("decode_tok_s_per_user", "decode_tok_s_total") and s.output == 0:
         s.output = 128
@@ -615,7 +669,13 @@ def max_load_throughput(sc: Scenario, runtime, hw=None, model=None) -> float:
 
 def predict(sc: Scenario, runtime=None, hw=None, model=None) -> float:
     """membound's figure for `sc`, in the unit of `sc.metric`. runtime, hw (a Hardware) and model
-    (a Model) stand in for the row's own."""
+    (a Model) stand in for the row's own (either also by name)."""
+    from .hardware import load_hardware
+    from .model import load_model
+    if not isinstance(sc, Scenario):
+        raise InvalidInputError("scenario", sc, "a membound.Scenario (one of load_reference().scenarios)")
+    hw = None if hw is None else load_hardware(hw)
+    model = None if model is None else load_model(model)
     rt = sc.runtime if runtime is None else runtime
     B, S, T, d = sc.batch, sc.prompt_tokens, sc.output_tokens, sc.depth
     if sc.metric == "throughput_tok_s_total" and B == "max":

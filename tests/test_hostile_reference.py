@@ -1,0 +1,123 @@
+"""Hostile inputs to Quantization.resolve's model, predict() and the reference CSV (a user's own
+measurements): each becomes the library's own error naming the field, the value and what was
+expected, or a row skipped with its reason; never a bare ValueError, a NaN in the report or a
+column renamed to a CLI flag."""
+import csv
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+import membound as mb
+from membound import InvalidInputError, ProfileError
+from membound.model import load_model
+
+
+# ---- Quantization.resolve, predict() -------------------------------------------------------
+
+def test_resolve_takes_names_and_refuses_other_things():
+    q = mb.Quantization("q4_0")
+    by_name = q.resolve("rtx-4090", "llama-2-7b")
+    assert by_name == q.resolve(mb.load_hardware("rtx-4090"), load_model("llama-2-7b"))
+    assert by_name.head_weights.name == "q6_k"          # the GGUF output tensor: the model was applied
+    with pytest.raises(InvalidInputError, match=r"model=5 is invalid: expected a model name, a path, or a Model"):
+        q.resolve("rtx-4090", 5)
+
+
+def _decode_row() -> mb.Scenario:
+    return next(s for s in mb.load_reference().scenarios if s.metric == "decode_tok_s_per_user")
+
+
+def test_predict_refuses_what_is_no_scenario_and_takes_names_for_its_stand_ins():
+    sc = _decode_row()
+    for bad in ("lcpp-001", {"id": "x"}, None):
+        with pytest.raises(InvalidInputError, match=r"scenario=.* is invalid: expected a membound.Scenario"):
+            mb.predict(bad)
+    with pytest.raises(InvalidInputError, match=r"model=\{'name': 'x'\} is invalid: expected a model name"):
+        mb.predict(sc, model={"name": "x"})          # was a TypeError (unhashable) from the cache key
+    assert mb.predict(sc, model="llama-2-13b") == mb.predict(sc, model=load_model("llama-2-13b"))
+
+
+@pytest.mark.parametrize("change, field, words", [
+    (dict(batch="max"), "batch", "only with metric throughput_tok_s_total"),   # was int('max'): ValueError
+    (dict(batch=2.5), "batch", "an integer >= 1"), (dict(batch=True), "batch", "an integer >= 1"),
+    (dict(measured=float("nan")), "measured", "a finite number > 0"), (dict(measured=0.0), "measured", "> 0"),
+    (dict(metric="tok_s"), "metric", "one of decode_tok_s_per_user"),
+    (dict(compute_scale=0.0), "compute_scale", "a finite number > 0"),
+    (dict(depth=-5), "depth", "an integer >= 0"), (dict(n_chips=0), "n_chips", "an integer >= 1")])
+def test_a_scenario_refuses_figures_it_cannot_predict(change, field, words):
+    with pytest.raises(InvalidInputError, match=rf"{field}=.* is invalid: expected .*{words}"):
+        dataclasses.replace(_decode_row(), **change)
+
+
+# ---- the reference CSV ---------------------------------------------------------------------
+
+def _awq_falcon_row() -> dict:
+    with open(mb.reference.reference_csv(), newline="", encoding="utf-8") as f:
+        return next(r for r in csv.DictReader(f) if r["model"] == "Falcon-7B" and "AWQ" in r["weight_dtype"])
+
+
+def _csv(path: Path, rows: list[dict], header: list[str] | None = None) -> str:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=header or list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return str(path)
+
+
+def test_a_row_whose_value_is_no_positive_number_is_skipped_with_the_reason(tmp_path):
+    # 'fast' raised a bare ValueError; nan and inf went into the report as an error of nan%
+    base = _awq_falcon_row()
+    rows = [dict(base, id=f"v{i}", value=v) for i, v in enumerate(("fast", "nan", "inf", "-5", "0"))]
+    ref = mb.load_reference(_csv(tmp_path / "m.csv", rows))
+    assert ref.scenarios == []
+    assert [(rid, why) for rid, _, why in ref.skipped] == [
+        ("v0", "value 'fast' is not a finite number > 0"), ("v1", "value 'nan' is not a finite number > 0"),
+        ("v2", "value 'inf' is not a finite number > 0"), ("v3", "value '-5' is not a finite number > 0"),
+        ("v4", "value '0' is not a finite number > 0")]
+
+
+def test_rows_with_a_bad_batch_or_chip_count_are_skipped_with_the_reason(tmp_path):
+    base = _awq_falcon_row()
+    ref = mb.load_reference(_csv(tmp_path / "m.csv", [dict(base, id="b", batch_or_concurrency="-4"),
+                                                      dict(base, id="c", n_chips="0")]))
+    assert ref.scenarios == []
+    assert dict((rid, why) for rid, _, why in ref.skipped) == {
+        "b": "batch '-4' not understood", "c": "c: n_chips=0 is invalid: expected an integer >= 1"}
+
+
+def test_a_csv_without_the_schema_or_text_is_a_profile_error(tmp_path):
+    base = _awq_falcon_row()
+    no_notes = {k: v for k, v in base.items() if k != "notes"}
+    with pytest.raises(ProfileError, match=r"field 'notes': column missing: .*\(missing: notes\)"):
+        mb.load_reference(_csv(tmp_path / "a.csv", [no_notes]))
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(ProfileError, match=r"field 'id': column missing"):
+        mb.load_reference(tmp_path / "empty.csv")
+    (tmp_path / "bin.csv").write_bytes(b"\x00\xff\xfe" * 10)
+    with pytest.raises(ProfileError, match=r"field '<file>': not a CSV file of UTF-8 text"):
+        mb.load_reference(tmp_path / "bin.csv")
+    with pytest.raises(InvalidInputError, match=r"expected a measurements CSV file or a folder"):
+        mb.load_reference(tmp_path / "no-such.csv")
+
+
+def test_the_cli_names_a_csv_s_columns_as_the_file_does(tmp_path, capsys):
+    from membound.cli import main
+    no_kv = {k: v for k, v in _awq_falcon_row().items() if k != "kv_dtype"}
+    assert main(["validate", "--reference", _csv(tmp_path / "a.csv", [no_kv])]) == 2
+    err = capsys.readouterr().err
+    assert "field 'kv_dtype': column missing" in err and "--kv" not in err      # not the estimate flag
+
+
+def test_rows_in_the_new_dtype_spellings_predict_as_the_canonical_one(tmp_path):
+    # TinyChat's Falcon-7B is int4 group 64 (4 + 16/64 = 4.25 bits): every spelling of it gives the
+    # same scenario and figure; int4_g128 is the plain int4 (4 + 16/128), which this row maps to g64
+    base = _awq_falcon_row()
+    spellings = ("int4_g64", "int4-g64", "INT4_G64", "int4_g64 (AWQ W4A16)", "int4_g128", "int4-g128")
+    ref = mb.load_reference(_csv(tmp_path / "m.csv", [dict(base, id=f"s{i}", weight_dtype=w)
+                                                      for i, w in enumerate(spellings)]))
+    assert ref.skipped == [] and {s.weight_dtype for s in ref.scenarios} == {"int4_g64"}
+    assert mb.dtypes.get_dtype("int4_g64").bits == 4 + 16 / 64 and mb.dtypes.get_dtype("int4-g128").name == "int4"
+    figures = {round(mb.predict(s), 9) for s in ref.scenarios}
+    assert len(figures) == 1
+
