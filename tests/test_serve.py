@@ -537,3 +537,47 @@ def test_a_b300_sglang_deepseek_row_waits_for_its_recipes_recv_interval():
     assert st["every step"].b[0] > 1.0  # a batch is decoding when a request arrives
     wait = st["recipe"].ttft[0] - st["every step"].ttft[0]
     assert wait == pytest.approx((30 - 1) / 2 * step, rel=1e-6)
+
+
+def _ahead(name: str, steps: int):
+    """The runtime `name` with its served block's lookahead_steps set (a plain Served for `ideal`)."""
+    from membound.runtime import Served, load_runtime
+    rt = load_runtime(name)
+    served = (rt.served or Served()).model_copy(update={"lookahead_steps": steps})
+    return rt.model_copy(update={"served": served})
+
+
+def test_a_scheduler_one_step_ahead_admits_a_mid_step_arrival_one_step_later_by_hand():
+    # The two staggered sequences above (Llama-3.1-8B bf16, one H100, pure roofline), with a
+    # scheduler one step ahead of the GPU (TensorRT-LLM's overlap loop, SGLang's overlap schedule):
+    # B reaches it at 1 ms, during A's prefill step, when A's next step is already launched, so
+    # B joins the step after it: A decodes alone at context 1, then A at 2 beside B's prefill.
+    sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Fixed(1), output=mb.Fixed(3),
+                         runtime=_ahead("ideal", 1))
+    tr = simulate(sm, sched, np.array([1, 1]), np.array([3, 3]), arrivals=np.array([0.0, 1e-3]))
+    t1 = (w8b(1) + 1 * KV_8B) / H100_BW            # prefill A
+    t2 = t1 + (w8b(1) + 1 * KV_8B) / H100_BW       # A alone at context 1 (the step launched ahead)
+    t3 = t2 + (w8b(2) + 3 * KV_8B) / H100_BW       # A at context 2, B prefills 1 token: A done, B's 1st
+    t4 = t3 + (w8b(1) + 1 * KV_8B) / H100_BW       # B alone at context 1
+    t5 = t4 + (w8b(1) + 2 * KV_8B) / H100_BW       # B at context 2: B done
+    assert tr.first == pytest.approx([t1, t3], rel=1e-9)
+    assert tr.done == pytest.approx([t3, t5], rel=1e-9)
+    # a request that finds the engine idle is taken at once: B alone arrives after A is done
+    tr = simulate(sm, sched, np.array([1, 1]), np.array([3, 3]), arrivals=np.array([0.0, 1.0]))
+    assert tr.first[1] - tr.arrive[1] == pytest.approx(t1, rel=1e-9)
+
+
+def test_a_scheduler_one_step_ahead_adds_one_step_to_the_ttft_while_a_batch_decodes():
+    # Poisson arrivals (open loop: the running batch b is set by the rate, not by the TTFT): an
+    # arrival waits the rest of the running step (half a step), then the whole step launched
+    # ahead of it: TTFT grows by exactly one mean step, tau; a lone client finds the engine idle.
+    from membound.serving import solve
+    kw = dict(prompt=mb.Fixed(1000), output=mb.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8", n_chips=8)
+    st, one = {}, {}
+    for k in (0, 1):
+        sm, sched, _ = build("llama-3.3-70b", "h200", runtime=_ahead("tensorrt-llm", k), **kw)
+        st[k] = solve(sm, sched, 1000.0, 1000.0, arrival_rate=np.array([4.0]))
+        one[k] = solve(sm, sched, 1000.0, 1000.0, concurrency=np.array([1.0]))
+    assert st[0].b[0] > 1.0 and st[1].b[0] == pytest.approx(st[0].b[0], rel=1e-9)
+    assert st[1].ttft[0] - st[0].ttft[0] == pytest.approx(st[0].tau[0], rel=1e-6)
+    assert one[1].ttft[0] == pytest.approx(one[0].ttft[0], rel=1e-12)

@@ -185,6 +185,15 @@ class Served(BaseModel):
                                          # rows each touched expert's GEMM computes at least
                                          # (tiles padded when few tokens route to it)
     per_sequence_s: _Secs = 0.0          # per running sequence per step
+    lookahead_steps: Annotated[int, Number, Field(ge=0, le=16)] = 0   # steps the scheduler runs ahead of
+                                         # the GPU: a request reaching it mid-step joins the step after
+                                         # those already launched, so it waits this many whole steps
+                                         # more while a batch decodes (chip-scaled, not host time).
+                                         # 1: TensorRT-LLM's PyExecutor._executor_loop_overlap (fetch,
+                                         # schedule and launch step k+1, then process step k; default,
+                                         # disable_overlap_scheduler False); SGLang's
+                                         # Scheduler.event_loop_overlap (run_batch of the next batch
+                                         # before process_batch_result of the last; default on)
     per_request_s: _Secs = 0.0           # host time of a request before its first token
                                          # (HTTP, tokenisation, detokenisation): in TTFT, off the GPU
     calibration: str = ""                # rows fitted on; the rest are held out

@@ -23,6 +23,8 @@ in the core's communication term it came out ~0 on every engine.)
                       other figures held; the aggregated fit is then redone with it, once
   per_sequence_s      per running sequence per step (block tables, sampling, detokenisation)
   per_request_s       host time of a request before its first token (HTTP, tokenisation)
+Set from the engine's code, not fitted: lookahead_steps (runtime.Served: 1 for TensorRT-LLM's
+and SGLang's overlap loops; vLLM's 0, its default without --async-scheduling).
 Each engine fits only the figures its H200 rows can pin (FIXED holds the rest, with the reason):
 vLLM all 8, SGLang 4 (one model at one layout: one per-layer cost; bandwidth at what the chip
 achieves; no MoE terms), TensorRT-LLM 5 (no per_step_s, no tiles; bandwidth at what the chip

@@ -66,6 +66,10 @@ class _Simulation:
         heapq.heapify(self.pending)
         self.tr = _Trace(arrive, np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan), [])
         self.waiting: deque[int] = deque()
+        # a scheduler running `lookahead` steps ahead of the GPU (Served.lookahead_steps) had
+        # launched the next step(s) when a request reached it mid-step: [steps to wait, id]
+        self.look, self.last_start = sm.lookahead, -np.inf
+        self.deferred: list[list[int]] = []
         self.pre_done = np.zeros(n, np.int64)          # prompt tokens prefilled
         self.need = self.S.copy()                      # tokens to prefill (a preempted request's context)
         self.saved_left = self.T - 1                   # tokens still to decode after the prefill
@@ -95,11 +99,17 @@ class _Simulation:
     def run(self) -> _Trace:
         while self.completed < self.n:
             while self.pending and self.pending[0][0] <= self.t:
-                self.waiting.append(heapq.heappop(self.pending)[1])
+                at, i = heapq.heappop(self.pending)
+                if self.look and at > self.last_start:     # it arrived while a step ran
+                    self.deferred.append([self.look, i])
+                else:
+                    self.waiting.append(i)
+            if self.deferred and not self.prefilling and self.run_id.size == 0:
+                self._release(self.look)        # nothing ran ahead of an idle engine
             if not self.waiting and not self.prefilling and self.run_id.size == 0:
                 if not self.pending:
                     break
-                self.t = float(self.pending[0][0])
+                self.t = self.last_start = float(self.pending[0][0])
                 continue
             b = int(self.run_id.size)
             used = self._admit(b)
@@ -108,9 +118,17 @@ class _Simulation:
                 k_done, c_done = float(self._decode_run(b, used)), 0.0
             else:
                 k_done, c_done = 1.0, self._prefill_step(b, chunks, used)
+            self._release(int(k_done))
             self._preempt(used, k_done, c_done)
             self._complete()
         return self.tr
+
+    def _release(self, steps: int) -> None:
+        """Deferred requests wait `steps` fewer steps; those done waiting join the waiting queue."""
+        for d in self.deferred:
+            d[0] -= steps
+        self.waiting.extend(i for left, i in self.deferred if left <= 0)
+        self.deferred = [d for d in self.deferred if d[0] > 0]
 
     def _admit(self, b: int) -> float:
         """Waiting prompts join the prefilling ones while the batch and the KV cache have room;
@@ -167,7 +185,7 @@ class _Simulation:
         if self.sched.preemption != "none":
             room = self.cap - used
             k = max(1, min(k, int(room // max(b * self.per_token, 1e-30)) + 1))
-        if self.waiting and len(self.prefilling) + b < self.M:
+        if self.waiting and len(self.prefilling) + b < self.M or self.deferred:
             k = 1
         if k > 1:
             js = np.arange(k, dtype=float)
@@ -183,6 +201,7 @@ class _Simulation:
                 k, dur = k2, dur[:k2]
         self.tr.itl.append((dur, np.full(k, float(b))))
         self._advance(b, float(dur.sum()), used)
+        self.last_start = self.t - float(dur[-1])
         self.run_ctx = self.run_ctx + k
         self.run_left = self.run_left - k
         return k
@@ -199,6 +218,7 @@ class _Simulation:
         c_tok = float(sum(c for _, c in chunks))
         u_run, h_run = (self._u_run(), self._h_run()) if bd else (0.0, 0.0)
         dt = self.sm.step1(float(bd), u_run, c_tok, cu, cp, seqs=float(bd + len(chunks)), h=h_run, hp=hp)
+        self.last_start = self.t
         if bd:
             self.tr.itl.append((np.array([dt]), np.array([float(bd)])))
             self.run_ctx = self.run_ctx + 1

@@ -143,7 +143,7 @@ class _State:
         balance = _balance_wait(sm.ranks, _set(self.sched.dp_balance_steps), b, x * tau, tau)
         held, released = self._held(others, x * tau, tau_d, c0, avail, tau_own)
         ttft = sm.host_s + residual + pre + rho / (2.0 * (1.0 - rho)) * pre + balance \
-            + self.recv_wait * tau * np.minimum(others, 1.0) + held + released
+            + (self.recv_wait + sm.lookahead) * tau * np.minimum(others, 1.0) + held + released
         pre = pre + released
         return tau / sm.tokens_per_step, tau_d, tau_m, f, x, ttft, pre, pbar <= avail
 

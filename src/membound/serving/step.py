@@ -91,6 +91,7 @@ class StepModel:
         self.ranks = p.layout.ep          # data-parallel attention ranks (expert parallelism)
         self.n_chips = p.n_chips
         self.host_s = served.per_request_s if served is not None else 0.0
+        self.lookahead = served.lookahead_steps if served is not None else 0
         # speculative decoding (attach_speculative): positions each decoding sequence verifies per
         # step, the tokens it emits per step on average, and the drafter's seconds per step
         self.positions, self.tokens_per_step = 1.0, 1.0
