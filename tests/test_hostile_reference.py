@@ -121,3 +121,23 @@ def test_rows_in_the_new_dtype_spellings_predict_as_the_canonical_one(tmp_path):
     figures = {round(mb.predict(s), 9) for s in ref.scenarios}
     assert len(figures) == 1
 
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(weight_dtype="q4-o"), r"weight_dtype='q4-o' is invalid: expected a registered weight format "
+                                r"\(unknown dtype 'q4-o': did you mean 'q4_0'"),
+    (dict(kv_dtype="q9"), r"kv_dtype='q9' is invalid: expected a registered KV-cache format \(unknown dtype 'q9'"),
+    (dict(activation_dtype="zz"), r"activation_dtype='zz' is invalid: expected a registered format"),
+    (dict(kv_dtype=5), r"kv_dtype=5 is invalid: expected a registered KV-cache format")])
+def test_an_unknown_format_names_the_parameter_it_was_given_as(kw, words):
+    # 'unknown dtype' alone did not say whether the weights, the KV cache or the activations were meant
+    with pytest.raises(InvalidInputError, match=words):
+        mb.estimate("llama-2-7b", "h100-sxm", **kw)
+    with pytest.raises(InvalidInputError, match=r"expert_activation_dtype='mxfp8' is invalid: .*did you mean 'fp8'"):
+        mb.Quantization("mxfp4", expert_activations="mxfp8")
+
+
+def test_the_cli_names_the_flag_of_an_unknown_format(capsys):
+    from membound.cli import main
+    assert main(["estimate", "llama-2-7b", "h100-sxm", "--kv", "q9"]) == 2
+    assert "--kv='q9' is invalid: expected a registered KV-cache format" in capsys.readouterr().err

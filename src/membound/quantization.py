@@ -90,18 +90,14 @@ class Quantization:
     expert_activations: str | None = None   # the routed experts' compute format; None: `activations`
 
     def __post_init__(self):
-        get_dtype(self.weights)
-        for name, value in (("dense_weight_dtype", self.dense_weights), ("head_weight_dtype", self.head_weights)):
-            if value is None:
-                continue
-            try:
-                get_dtype(value)
-            except MemboundError as e:
-                raise InvalidInputError(name, value, f"a registered weight format ({e})") from None
+        for name, value in (("weight_dtype", self.weights), ("dense_weight_dtype", self.dense_weights),
+                            ("head_weight_dtype", self.head_weights)):
+            if value is not None or name == "weight_dtype":
+                _format(name, value, "a registered weight format")
         if self.kv is not None:
-            get_dtype(self.kv)
+            _format("kv_dtype", self.kv, "a registered KV-cache format")
         for name, value in (("activation_dtype", self.activations), ("expert_activation_dtype", self.expert_activations)):
-            if value is not None and get_dtype(value).compute is None:
+            if value is not None and _format(name, value, "a registered format").compute is None:
                 raise InvalidInputError(name, value, "a format tensor cores compute in (bf16, fp16, fp8, int8, fp4)")
         d = self.dequant_overhead
         if d is not None and not (isinstance(d, (int, float)) and math.isfinite(d) and d >= 0):
@@ -130,6 +126,14 @@ class Quantization:
             d_act, d_peak, attn_peak = _compute_dtypes(dense, kv, act_asked, hw, bf16, fp32)
         return Resolved(w, kv, act, peak, _dequant(w, act, dq), attn_peak, dense, head, d_act, d_peak,
                         _dequant(dense, d_act, dq), _residual_bytes(act, hw.kind), embed)
+
+
+def _format(field: str, value, expected: str) -> DType:
+    """The registered format `value` names, or an error naming the `field` it was given as."""
+    try:
+        return get_dtype(value)
+    except MemboundError as e:
+        raise InvalidInputError(field, value, f"{expected} ({e})") from None
 
 
 def gguf_output_format(dense: DType | str, model: Model | None = None) -> DType | None:
