@@ -123,3 +123,13 @@ def test_the_mat_vec_fields_come_in_pairs(tmp_path):
         del data[gone]
         with pytest.raises(ProfileError, match=r"matvec_max_tokens and matvec_overlap: expected both .* " + shown):
             load_runtime_file(_yaml(tmp_path, f"{gone}.yaml", data))
+
+
+def test_a_read_rate_on_a_slower_tier_is_refused_not_ignored(tmp_path):
+    # Hardware.read_ceiling caps the fastest tier's streams only: SambaNova's DDR read rate went unused
+    data = yaml.safe_load((bundled_profiles_dir() / "sambanova-sn40l.yaml").read_text())
+    ddr = next(t for t in data["memory"] if t["name"] == "DDR")
+    ddr.update(read_bytes_s=0.9 * ddr["bandwidth_bytes_s"], read_source="a test")
+    with pytest.raises(ProfileError, match=r"read_bytes_s: expected only on the fastest memory tier \(SRAM, whose "
+                                           r"streams it caps\), got it on DDR"):
+        mb.load_hardware(_yaml(tmp_path, "h.yaml", data))

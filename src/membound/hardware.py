@@ -236,6 +236,15 @@ class Hardware(HashableModel):
         return tuple(sorted(tiers, key=lambda t: -t.bandwidth_bytes_s))
 
     @model_validator(mode="after")
+    def _read_on_the_fastest_tier(self):
+        # `read_ceiling` caps the streams from the fastest tier only: a slower tier's read rate would be unused
+        for t in self.memory[1:]:
+            if t.read_bytes_s is not None:
+                raise ValueError(f"read_bytes_s: expected only on the fastest memory tier "
+                                 f"({self.memory[0].name}, whose streams it caps), got it on {t.name}")
+        return self
+
+    @model_validator(mode="after")
     def _int32_sourced(self):
         if self.int32_lanes_per_fp32 != 1.0 and not self.int32_source.strip():
             raise ValueError(f"int32_source: expected where int32_lanes_per_fp32={self.int32_lanes_per_fp32:g} "
