@@ -141,3 +141,21 @@ def test_the_cli_names_the_flag_of_an_unknown_format(capsys):
     from membound.cli import main
     assert main(["estimate", "llama-2-7b", "h100-sxm", "--kv", "q9"]) == 2
     assert "--kv='q9' is invalid: expected a registered KV-cache format" in capsys.readouterr().err
+
+
+def test_a_row_s_kv_cache_format_is_read_not_assumed(tmp_path):
+    # llama.cpp's -ctk q8_0 -ctv q8_0 rows were predicted with an f16 cache: every text but 'fp8...'
+    # became fp16/bf16. A named format is used; a text naming none skips the row
+    with open(mb.reference.reference_csv(), newline="", encoding="utf-8") as f:
+        base = next(r for r in csv.DictReader(f) if "@ d" in r["notes"] and r["metric"] == "decode_tok_s_per_user"
+                    and r["kv_dtype"] == "f16")
+    rows = [dict(base, id="f16"), dict(base, id="q8", kv_dtype="q8_0"), dict(base, id="Q8", kv_dtype="Q8_0 (-ctk/-ctv)"),
+            dict(base, id="odd", kv_dtype="q8/q4 mix")]
+    ref = mb.load_reference(_csv(tmp_path / "m.csv", rows))
+    kv = {s.id: s.kv_dtype for s in ref.scenarios}
+    assert kv == {"f16": "fp16", "q8": "q8_0", "Q8": "q8_0"}
+    assert [(rid, why) for rid, _, why in ref.skipped] == [("odd", "KV-cache format 'q8/q4 mix' unknown")]
+    by_id = {s.id: s for s in ref.scenarios}
+    assert by_id["q8"].depth > 0
+    # law: at a deep context the q8_0 cache (8.5 bits) streams fewer bytes than f16 (16): faster decode
+    assert mb.predict(by_id["q8"]) > mb.predict(by_id["f16"])

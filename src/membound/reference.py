@@ -478,9 +478,19 @@ def _llama_cpp(framework: str, hw_name: str, hw_kind: str, vendor: str) -> tuple
 
 
 def _formats(kv_text: str, wd: str, rt: str, hw: Hardware) -> tuple[str, str | None, str | None]:
-    """The KV cache's format, the dense tensors' (where stored apart), the GEMMs' activations'."""
-    kv = "fp8" if kv_text.startswith("fp8") else ("bf16" if wd in ("bf16", "fp8", "int8", "int4") and
-                                                   not kv_text else "fp16")
+    """The KV cache's format (one the text names: "f16", "q8_0" as llama.cpp's -ctk q8_0 gives it,
+    "fp8 or default"; unstated: bf16 beside bf16/fp8/int8/int4 weights, else fp16), the dense
+    tensors' (where stored apart), the GEMMs' activations'. SkipRow for a text naming no format."""
+    kv_text = kv_text.strip()
+    named = index("dtype").lookup(kv_text) or (index("dtype").lookup(kv_text.split()[0]) if kv_text else None)
+    if kv_text.startswith("fp8"):
+        kv = "fp8"
+    elif named is not None:
+        kv = named
+    elif kv_text:
+        raise SkipRow(f"KV-cache format {short_repr(kv_text)} unknown")
+    else:
+        kv = "bf16" if wd in ("bf16", "fp8", "int8", "int4") else "fp16"
     dense = "q8_0" if (wd == "mxfp4" and rt.startswith("llama.cpp")) else None
     # llama.cpp's CUDA/HIP/Vulkan MMQ kernels and its CPU dot products quantize activations to
     # q8_1/q8_0 and multiply block-quantized weights as int8: the runtime says so, as estimate() asks it
