@@ -133,3 +133,26 @@ def test_a_read_rate_on_a_slower_tier_is_refused_not_ignored(tmp_path):
     with pytest.raises(ProfileError, match=r"read_bytes_s: expected only on the fastest memory tier \(SRAM, whose "
                                            r"streams it caps\), got it on DDR"):
         mb.load_hardware(_yaml(tmp_path, "h.yaml", data))
+
+
+def test_a_runtime_loads_by_path_and_a_missing_file_says_so(tmp_path, capsys):
+    # --runtime my-runtime.yaml was 'unknown runtime' (18 known) although the file existed; a file
+    # is validated as load_runtime_file validates it, and edited, it loads again
+    path = _yaml(tmp_path, "mine.yaml", _cuda())
+    mine = mb.load_runtime(path)
+    assert mine == mb.load_runtime("llama.cpp-cuda")
+    kw = dict(weight_dtype="q4_0", batch=4, prompt_tokens=128, output_tokens=128)
+    assert mb.estimate("llama-2-7b", "rtx-4090", runtime=path, **kw).decode_tok_s_per_user == \
+        mb.estimate("llama-2-7b", "rtx-4090", runtime="llama.cpp-cuda", **kw).decode_tok_s_per_user
+    data = _cuda()
+    del data["matvec_overlap"]
+    Path(path).write_text(yaml.safe_dump(data))
+    import os
+    os.utime(path, (1, 1))          # another mtime than the first load's
+    with pytest.raises(ProfileError, match=r"mine.yaml: field '<top>': .*matvec_max_tokens and matvec_overlap"):
+        mb.load_runtime(path)
+    with pytest.raises(ProfileError, match=r"nope.yaml: field '<file>': no such file"):
+        mb.load_runtime(str(tmp_path / "nope.yaml"))
+    from membound.cli import main
+    assert main(["estimate", "llama-2-7b", "rtx-4090", "--runtime", str(tmp_path / "nope.yaml")]) == 2
+    assert "no such file" in capsys.readouterr().err

@@ -40,7 +40,8 @@ def _workload(p):
     p.add_argument("--weights", default=defaults.WEIGHT_DTYPE, help="weight dtype")
     p.add_argument("--kv", default=None, help="KV-cache dtype")
     p.add_argument("--activations", default=None, help="activation (compute) dtype")
-    p.add_argument("--runtime", default=None, help="ideal, device (default), llama.cpp, vllm, tensorrt-llm, sglang")
+    p.add_argument("--runtime", default=None,
+                   help="ideal, device (default), llama.cpp, vllm, tensorrt-llm, sglang, or a runtime YAML file")
     p.add_argument("--allow-beyond-context", action="store_true",
                    help="estimate even when prompt + output exceed the model's context window")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -342,7 +343,8 @@ def _add_sweep(sub) -> None:
     s.add_argument("--kv", default=None, help="KV-cache dtype (default: the weights' or bf16)")
     s.add_argument("--chips", type=_chips_arg, default="auto",
                    help="comma-separated chip counts, or auto: the fewest chips that hold each point")
-    s.add_argument("--runtime", default=None, help="ideal, device (default), llama.cpp, vllm, tensorrt-llm, sglang")
+    s.add_argument("--runtime", default=None,
+                   help="ideal, device (default), llama.cpp, vllm, tensorrt-llm, sglang, or a runtime YAML file")
     s.add_argument("--include-unfit", action="store_true",
                    help="keep the figures of points that do not fit in memory (their reason says so)")
     s.add_argument("--allow-beyond-context", action="store_true",

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ._data import HashableModel, Number, read_yaml, validate
 from . import names
 from .dtypes import get_dtype
-from .errors import InvalidInputError, MemboundError, short_repr
+from .errors import InvalidInputError, MemboundError, ProfileError, short_repr
 from .hardware import Fraction, Hardware, StepSeconds
 
 _Frac = Fraction                     # 0.01 .. 1, with a hint for percentages
@@ -481,6 +481,12 @@ def _load_file(path: Path) -> Runtime:
     return validate(Runtime, read_yaml(path), str(path))
 
 
+@functools.lru_cache(maxsize=64)
+def _load_user_file(path: str, mtime: float) -> Runtime:
+    """A runtime file named by path; `mtime` makes an edited file load again."""
+    return validate(Runtime, read_yaml(path), path)
+
+
 def list_runtimes() -> list[str]:
     return sorted({*_BUILTIN, *_files()})
 
@@ -502,14 +508,20 @@ def _defaults() -> dict:
 
 
 def load_runtime(name: str | Runtime | None, hw: Hardware | None = None) -> Runtime:
-    """A runtime by name (`ideal`, `device`, `llama.cpp`, `vllm`, `tensorrt-llm`, ...); None is
-    `default_runtime(hw)` when a device is given, else `device`."""
+    """A runtime by name (`ideal`, `device`, `llama.cpp`, `vllm`, `tensorrt-llm`, ...) or by path to
+    a runtime YAML file (*.yaml, *.yml: one `Calibration.save` wrote); None is `default_runtime(hw)`
+    when a device is given, else `device`."""
     if name is None:
         return DEVICE if hw is None else default_runtime(hw)
     if isinstance(name, Runtime):
         return name
     if not isinstance(name, str):
         raise InvalidInputError("runtime", name, "a runtime name such as 'vllm' or a Runtime")
+    if name.endswith((".yaml", ".yml")):
+        p = Path(name)
+        if not p.is_file():
+            raise ProfileError(name, "<file>", "no such file (a runtime YAML path, or a runtime name such as 'vllm')")
+        return _load_user_file(str(p.resolve()), p.stat().st_mtime)
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
     if key in _BUILTIN:
@@ -539,4 +551,5 @@ def clear_caches() -> None:
     _files.cache_clear()
     _index.cache_clear()
     _load_file.cache_clear()
+    _load_user_file.cache_clear()
     _efficiency.cache_clear()
