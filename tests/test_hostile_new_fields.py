@@ -140,7 +140,7 @@ def test_a_runtime_loads_by_path_and_a_missing_file_says_so(tmp_path, capsys):
     # is validated as load_runtime_file validates it, and edited, it loads again
     path = _yaml(tmp_path, "mine.yaml", _cuda())
     mine = mb.load_runtime(path)
-    assert mine == mb.load_runtime("llama.cpp-cuda")
+    assert mine == mb.load_runtime("llama.cpp-cuda") == mb.load_runtime(Path(path))
     kw = dict(weight_dtype="q4_0", batch=4, prompt_tokens=128, output_tokens=128)
     assert mb.estimate("llama-2-7b", "rtx-4090", runtime=path, **kw).decode_tok_s_per_user == \
         mb.estimate("llama-2-7b", "rtx-4090", runtime="llama.cpp-cuda", **kw).decode_tok_s_per_user

@@ -507,7 +507,7 @@ def _defaults() -> dict:
     return out
 
 
-def load_runtime(name: str | Runtime | None, hw: Hardware | None = None) -> Runtime:
+def load_runtime(name: str | Path | Runtime | None, hw: Hardware | None = None) -> Runtime:
     """A runtime by name (`ideal`, `device`, `llama.cpp`, `vllm`, `tensorrt-llm`, ...) or by path to
     a runtime YAML file (*.yaml, *.yml: one `Calibration.save` wrote); None is `default_runtime(hw)`
     when a device is given, else `device`."""
@@ -515,8 +515,10 @@ def load_runtime(name: str | Runtime | None, hw: Hardware | None = None) -> Runt
         return DEVICE if hw is None else default_runtime(hw)
     if isinstance(name, Runtime):
         return name
+    if isinstance(name, Path):
+        name = str(name)
     if not isinstance(name, str):
-        raise InvalidInputError("runtime", name, "a runtime name such as 'vllm' or a Runtime")
+        raise InvalidInputError("runtime", name, "a runtime name such as 'vllm', a runtime YAML path or a Runtime")
     if name.endswith((".yaml", ".yml")):
         p = Path(name)
         if not p.is_file():
