@@ -156,3 +156,16 @@ def test_a_runtime_loads_by_path_and_a_missing_file_says_so(tmp_path, capsys):
     from membound.cli import main
     assert main(["estimate", "llama-2-7b", "rtx-4090", "--runtime", str(tmp_path / "nope.yaml")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_a_device_or_runtime_built_by_hand_reports_the_bad_field_from_the_one_hierarchy():
+    # mb.Hardware(...) / mb.Runtime(...) with a bad field raised pydantic's ValidationError, outside
+    # MemboundError; now the field, its value and what was expected, as Model(...) already did
+    import membound as mb
+    fields = mb.load_hardware("h100-sxm").model_dump()
+    with pytest.raises(mb.InvalidInputError, match=r"h100-sxm: power_w=-5 is invalid: expected .*greater than 0"):
+        mb.Hardware(**{**fields, "power_w": -5})
+    rt = mb.load_runtime("vllm").model_dump()
+    with pytest.raises(mb.InvalidInputError, match=r"vllm: max_batch='x' is invalid"):
+        mb.Runtime(**{**rt, "max_batch": "x"})
+    assert mb.Hardware(**fields) == mb.load_hardware("h100-sxm")      # a good one still builds

@@ -17,7 +17,7 @@ from typing import Any, cast
 import yaml
 from pydantic import BaseModel, BeforeValidator, PrivateAttr, ValidationError
 
-from .errors import ProfileError, short_repr
+from .errors import InvalidInputError, ProfileError, short_repr
 
 MAX_FILE_BYTES = 1_000_000  # a profile is a few kB; refuse anything absurd before parsing
 MAX_DEPTH = 32              # the deepest bundled file nests 4 levels; HF configs about 4
@@ -155,15 +155,39 @@ def validate(schema: type[BaseModel], data, source: str):
         msg = err["msg"].removeprefix("Value error, ")
         more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
         raise ProfileError(source, field, f"value {shown}: {msg}{more}") from None
+    except InvalidInputError as e:     # the same, from a schema whose constructor reports its own field
+        shown = "{...}" if isinstance(e.value, dict) else short_repr(e.value)
+        raise ProfileError(source, e.field, f"value {shown}: {e.expected}") from None
     except (TypeError, ValueError, ArithmeticError) as e:  # validators that raise outside pydantic
         raise ProfileError(source, "<top>", str(e)[:300]) from None
 
 
+def invalid_input(e: ValidationError, where: str | None = None) -> InvalidInputError:
+    """pydantic's first error as the InvalidInputError a caller who built the object by hand gets
+    (a validator's own InvalidInputError as it was raised): the field's dotted path, its value and
+    what was expected."""
+    err = e.errors()[0]
+    orig = (err.get("ctx") or {}).get("error")
+    if isinstance(orig, InvalidInputError):
+        return orig
+    field = ".".join(str(p) for p in err["loc"]) or "<top>"
+    return InvalidInputError(field, err.get("input"), err["msg"].removeprefix("Value error, "), where=where)
+
+
 class HashableModel(BaseModel):
     """A frozen pydantic model with dict fields that still hashes (by content), so it can be
-    a cache key; the hash is computed once per instance."""
+    a cache key; the hash is computed once per instance. Built by hand (`Hardware(...)`,
+    `Runtime(...)`), a bad field raises InvalidInputError naming it (`invalid_input`); a data
+    file's loader (`validate`) reports the file instead."""
 
     _hash: int | None = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any):
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            name = data.get("name")
+            raise invalid_input(e, name if isinstance(name, str) else type(self).__name__) from None
 
     def __hash__(self) -> int:
         # direct: pydantic's __getattr__ is slow on hot paths (set, as the model has a private attribute)

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from ._data import read_json, read_yaml, validate
+from ._data import invalid_input, read_json, read_yaml, validate
 from .dtypes import get_dtype
 from . import names
 from .errors import InvalidInputError, ProfileError, short_repr
@@ -108,12 +108,7 @@ class Model(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as e:
-            err = e.errors()[0]
-            orig = (err.get("ctx") or {}).get("error")
-            if isinstance(orig, InvalidInputError):
-                raise orig from None
-            field = ".".join(str(p) for p in err["loc"]) or "<model>"
-            raise InvalidInputError(field, err.get("input"), err["msg"].lower(), where=data.get("name")) from None
+            raise invalid_input(e, data.get("name")) from None
 
     def __hash__(self) -> int:
         """By name: consistent with equality (which compares every field), and one string hash
