@@ -190,14 +190,20 @@ GENERATION_NOTES = {
 }
 
 
+def _named_format(text: str) -> str | None:
+    """The registered format a row's text names, whole ("Q4_K_M") or by its first word ("int4 (AWQ
+    W4A16)", "fp8 or default"); None where neither is one."""
+    dtypes = index("dtype")
+    return dtypes.lookup(text.strip()) or (dtypes.lookup(text.split()[0]) if text.split() else None)
+
+
 def _dtype(text: str, hw: str) -> str | None:
     """The weight format a row's text states: any registered format by its names ("f16", "Q4_K_M",
     "int4 (AWQ W4A16)" by its first word), 8-bit for Groq's figures (SambaNova's footnote), else
     bf16 where the text says 16 bits or nothing; None for anything else."""
     if hw == "groq-lpu" or "8-bit" in text:
         return "int8"
-    dtypes = index("dtype")
-    named = dtypes.lookup(text.strip()) or (dtypes.lookup(text.split()[0]) if text.split() else None)
+    named = _named_format(text)
     if named is not None:
         return named
     t = text.lower()
@@ -459,7 +465,7 @@ def _formats(kv_text: str, wd: str, rt: str, hw: Hardware) -> tuple[str, str | N
     "fp8 or default"; unstated: bf16 beside bf16/fp8/int8/int4 weights, else fp16), the dense
     tensors' (where stored apart), the GEMMs' activations'. SkipRow for a text naming no format."""
     kv_text = kv_text.strip()
-    named = index("dtype").lookup(kv_text) or (index("dtype").lookup(kv_text.split()[0]) if kv_text else None)
+    named = _named_format(kv_text)
     if kv_text.startswith("fp8"):
         kv = "fp8"
     elif named is not None:
