@@ -87,6 +87,17 @@ DeviceKind = Literal["gpu", "tpu", "apple", "cpu", "apu", "wafer", "lpu", "rdu",
 DATAFLOW_KINDS: tuple[DeviceKind, ...] = ("wafer", "lpu", "rdu")
 
 
+_STAND_IN = {"fp16": "bf16", "bf16": "fp16"}   # 16-bit formats whose rates stand in for each other
+
+
+def _rate_of(rates: dict[str, float], compute_dtype: str) -> float | None:
+    """`rates`' FLOP/s for `compute_dtype`, fp16/bf16 standing in for each other; None where it has neither."""
+    for key in (compute_dtype, _STAND_IN.get(compute_dtype, "")):
+        if key in rates:
+            return rates[key]
+    return None
+
+
 _CAPACITY = operator.attrgetter("capacity_bytes")
 
 
@@ -286,9 +297,9 @@ class Hardware(HashableModel):
 
     def peak_flops(self, compute_dtype: str) -> float:
         """Dense peak FLOP/s for `compute_dtype`; fp16/bf16 stand in for each other."""
-        for key in (compute_dtype, {"fp16": "bf16", "bf16": "fp16"}.get(compute_dtype, "")):
-            if key in self.compute_flops:
-                return self.compute_flops[key]
+        peak = _rate_of(self.compute_flops, compute_dtype)
+        if peak is not None:
+            return peak
         raise InvalidInputError("activation_dtype", compute_dtype,
                                 f"a dtype {self.name} computes in: {sorted(self.compute_flops)}",
                                 where=self.name)
@@ -296,10 +307,7 @@ class Hardware(HashableModel):
     def shader_peak_flops(self, compute_dtype: str) -> float | None:
         """The shader ALUs' FLOP/s for `compute_dtype` where the profile gives it apart from the matrix
         units' (`shader_flops`; fp16/bf16 stand in for each other), else None."""
-        for key in (compute_dtype, {"fp16": "bf16", "bf16": "fp16"}.get(compute_dtype, "")):
-            if key in self.shader_flops:
-                return self.shader_flops[key]
-        return None
+        return _rate_of(self.shader_flops, compute_dtype)
 
     def supports(self, compute_dtype: str) -> bool:
         try:
