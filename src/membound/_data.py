@@ -148,16 +148,11 @@ def validate(schema: type[BaseModel], data, source: str):
         return schema.model_validate(data)
     except ValidationError as e:
         errors = e.errors(include_url=False)
-        err = errors[0]
-        field = ".".join(str(p) for p in err["loc"]) or "<top>"
-        value = err.get("input")
-        shown = "{...}" if isinstance(value, dict) else short_repr(value)
-        msg = err["msg"].removeprefix("Value error, ")
+        field, value, msg = _first_error(errors[0])
         more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-        raise ProfileError(source, field, f"value {shown}: {msg}{more}") from None
+        raise ProfileError(source, field, f"value {_shown(value)}: {msg}{more}") from None
     except InvalidInputError as e:     # the same, from a schema whose constructor reports its own field
-        shown = "{...}" if isinstance(e.value, dict) else short_repr(e.value)
-        raise ProfileError(source, e.field, f"value {shown}: {e.expected}") from None
+        raise ProfileError(source, e.field, f"value {_shown(e.value)}: {e.expected}") from None
     except (TypeError, ValueError, ArithmeticError) as e:  # validators that raise outside pydantic
         raise ProfileError(source, "<top>", str(e)[:300]) from None
 
@@ -170,8 +165,17 @@ def invalid_input(e: ValidationError, where: str | None = None) -> InvalidInputE
     orig = (err.get("ctx") or {}).get("error")
     if isinstance(orig, InvalidInputError):
         return orig
-    field = ".".join(str(p) for p in err["loc"]) or "<top>"
-    return InvalidInputError(field, err.get("input"), err["msg"].removeprefix("Value error, "), where=where)
+    return InvalidInputError(*_first_error(err), where=where)
+
+
+def _first_error(err) -> tuple[str, Any, str]:
+    """(the field's dotted path, its value, what was expected) of one pydantic error."""
+    return ".".join(str(p) for p in err["loc"]) or "<top>", err.get("input"), err["msg"].removeprefix("Value error, ")
+
+
+def _shown(value) -> str:
+    """A value as an error message shows it (a mapping as {...})."""
+    return "{...}" if isinstance(value, dict) else short_repr(value)
 
 
 class HashableModel(BaseModel):
