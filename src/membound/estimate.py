@@ -312,8 +312,7 @@ def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, An
         if eff.gemv_peak_flops and w.name in eff.gemv_formats and not res.mixed:
             paths["gemv_peak_flops"] = eff.gemv_peak_flops
         elif eff.mmvq_max_tokens:       # a small pass: mat-vecs at their instructions per weight per token
-            ops = dict(eff.mmvq_column_ops)
-            rate = {f: 2.0 * eff.mmvq_issue_rate / n for f, n in ops.items()}
+            rate = {f: 2.0 * eff.mmvq_issue_rate / n for f, n in eff.mmvq_column_ops}
             paths.update(mmvq_tokens=eff.mmvq_max_tokens, mmvq_flops=rate.get(w.name, 0.0),
                          mmvq_dense_flops=rate.get(res.dense_weights.name if res.mixed else w.name, 0.0))
     elif eff.weight_only_tile_tokens and a.bits >= 16 and w.bits < a.bits:   # 16-bit activations on
