@@ -344,7 +344,8 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
     dqd = kn.dequant if kn.dense_dequant is None else kn.dense_dequant
     link = hw.interconnect
     link_bw, link_lat = collective_link(hw, eff, tp * ep)
-    head = 2.0 * mc.vocab * mc.hidden * (1.0 + dqd) / Cd      # one token's LM head (a dense GEMM)
+    head_flops = 2.0 * mc.vocab * mc.hidden * (1.0 + dqd)    # one token's LM head (a dense GEMM)
+    head = head_flops / Cd
     Cp, Cdp = C, Cd     # a prefill GEMM's rates: its multiply-accumulates on matrix units where it has them
     if kn.matrix_peak_flops is not None:
         Cp = on_matrix_units(C, kn.matrix_peak_flops, eff.compute_fraction, kn.dequant)
@@ -356,7 +357,7 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
                     gemm_s(mc, kn.gemv_peak_flops * eff.compute_fraction, kn.gemv_peak_flops * eff.compute_fraction,
                            0.0, 0.0),
                     gemm_s(mc, Cp, Cdp, kn.dequant, dqd, 1.0 / eff.moe_gemm_efficiency)
-                    - 2.0 * mc.vocab * mc.hidden * (1.0 + dqd) / Cdp, head,
+                    - head_flops / Cdp, head,
                     hw.capacity_bytes, kn.mmvq_tokens, mmvq_s(mc, kn, C, Cd, dqd))
 
 
