@@ -306,7 +306,7 @@ def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, An
     paths: dict[str, Any] = dict(peak_flops=res.peak_flops, gemm_tile_tokens=0.0, gemv_peak_flops=None,
                                  attn_peak_flops=res.attn_peak_flops, dequant=res.dequant)
     w, a = res.weights, res.activations
-    if eff.quantized_peak_flops and a.bits <= 8 and w.compute != a.compute:   # 8-bit GEMM on other weights: MMQ
+    if _on_mmq(eff, w, a):
         paths.update(peak_flops=eff.quantized_peak_flops, gemm_tile_tokens=eff.quantized_tile_tokens,
                      dequant=res.dequant * eff.quantized_dequant_scale)
         if eff.gemv_peak_flops and w.name in eff.gemv_formats and not res.mixed:
@@ -319,8 +319,7 @@ def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, An
         paths["gemm_tile_tokens"] = eff.weight_only_tile_tokens              # narrower weights (W4A16)
     if res.mixed:       # the tensors that are not routed experts: their own bytes and compute path
         d_peak, d_dequant = res.dense_peak_flops, res.dense_dequant
-        if eff.quantized_peak_flops and res.dense_activations.bits <= 8 \
-                and res.dense_weights.compute != res.dense_activations.compute:
+        if _on_mmq(eff, res.dense_weights, res.dense_activations):
             d_peak, d_dequant = eff.quantized_peak_flops, res.dense_dequant * eff.quantized_dequant_scale
         paths.update(w_bytes_dense=res.dense_weights.bytes, dense_peak_flops=d_peak, dense_dequant=d_dequant)
     if res.own_head:    # the LM head and input embedding: their own bytes, on the dense tensors' path
@@ -332,6 +331,12 @@ def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, An
         if res.mixed:
             paths["dense_peak_flops"] = shader
     return paths
+
+
+def _on_mmq(eff: Efficiency, w: dtypes.DType, a: dtypes.DType) -> bool:
+    """Whether weights `w` with activations `a` run on the runtime's quantized GEMMs (llama.cpp's
+    MMQ): an 8-bit GEMM on weights of another format, where the runtime has that path."""
+    return bool(eff.quantized_peak_flops) and a.bits <= 8 and w.compute != a.compute
 
 
 def _matrix_units(eff: Efficiency, res: Resolved, hw: Hardware) -> tuple[float, float, float] | None:
