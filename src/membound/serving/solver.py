@@ -159,13 +159,7 @@ class _State:
         gen = others * sm.positions
         steps, k = batch_wait(hold, ratio * self.P, self.P, self.S, gen, arrivals)
         c = np.minimum(k * c0, np.maximum(avail, c0))     # the released prompts' first chunks
-        share = c / max(self.S, 1.0)
-        hp = share * self.index_S
-        if sched.mixed_steps:       # as `_steps` prices the prompt's own step (tau_own), with k prompts
-            tau_rel = sm.step(others, self.u_mean, c, share * self.u_S, share * self.pairs_S, seqs=others + k,
-                              h=self.h_mean, hp=hp)
-        else:
-            tau_rel = sm.step(0.0 * others, self.u_mean, c, share * self.u_S, share * self.pairs_S, seqs=k, hp=hp)
+        tau_rel = self._own_step(others, c, k)      # as the prompt's own step (tau_own), with k prompts
         gate = np.minimum(others, 1.0)
         return gate * steps * tau_d, gate * (tau_rel - tau_own)
 
@@ -183,15 +177,17 @@ class _State:
         last = self._own_step(others, rest)
         return full * tau_own + np.where(rest > 0.0, last, 0.0)
 
-    def _own_step(self, others, c):
+    def _own_step(self, others, c, prompts=None):
         """A step carrying c tokens of the prompt (its share of the KV and the pairs) beside the
-        others' decodes where steps mix (alone where they do not)."""
+        others' decodes where steps mix (alone where they do not); `prompts`: the prompts the c
+        tokens belong to, where not the one."""
         sm, S = self.sm, max(self.S, 1.0)
         share = c / S
         kw = dict(cu=share * self.u_S, cp=share * self.pairs_S, hp=share * self.index_S)
         if self.sched.mixed_steps:
-            return sm.step(others, self.u_mean, c, h=self.h_mean, **kw)
-        return sm.step(0.0 * others, self.u_mean, c, seqs=1.0, **kw)
+            return sm.step(others, self.u_mean, c, h=self.h_mean, seqs=None if prompts is None else others + prompts,
+                           **kw)
+        return sm.step(0.0 * others, self.u_mean, c, seqs=1.0 if prompts is None else prompts, **kw)
 
     def _steps(self, b, others, c0, c, f):
         """The mean step, the decode step, the step with a prefill chunk c, the prompt's own (c0)."""
