@@ -44,6 +44,7 @@ from .roofline import causal_pairs
 from .serving import Quantiles, Scheduler, ServeResult, StepModel, as_length, build
 from .serving.api import _common
 from .serving.scheduler import _set
+from .serving.solver import sequence_hold
 
 
 @dataclass(frozen=True)
@@ -195,11 +196,9 @@ def kv_transfer_s(sm_p: StepModel, chips: int, prompt: float) -> float:
 
 
 def _hold(sm: StepModel, sched: Scheduler, S: float, D: float, h: float) -> float:
-    """KV pairs a decoding sequence holds on average (block-rounded), as `serve.solve`; h: those
+    """KV pairs a decoding sequence holds on average (`serving.solver.sequence_hold`); h: those
     it holds at the mean context."""
-    if sched.preemption == "none":
-        return float(sm.held(S + D + 1.0))
-    return h + _set(sched.kv_block_tokens) / 2.0 * (h / max(S + D / 2.0, 1.0))
+    return sequence_hold(sm, sched, S, D, h, S + D + 1.0)
 
 
 def _decode_cap(sm: StepModel, sched: Scheduler, S: float, D: float, h: float) -> float:

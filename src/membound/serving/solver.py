@@ -32,15 +32,20 @@ class Steady:
     h_mean: float            # the pairs it holds there (u_mean but under sparse attention)
 
 
+def sequence_hold(sm: StepModel, sched: Scheduler, S: float, D: float, h: float, whole: float) -> float:
+    """KV pairs a decoding sequence holds on average: the h it holds at the mean context S + D / 2,
+    block-rounded; under preemption="none" a whole request's (`whole` tokens), reserved."""
+    if sched.preemption == "none":
+        return float(sm.held(whole))
+    return h + _set(sched.kv_block_tokens) / 2.0 * (h / max(S + D / 2.0, 1.0))
+
+
 def _running_cap(state: _State, prompt: float) -> tuple[float, float]:
     """The most sequences that run at once (the scheduler's cap, the KV cache's, the token
     budget's) and the KV pairs a chip holds; errors where not one request fits."""
-    sm, sched, S, D, h_mean = state.sm, state.sched, state.S, state.D, state.h_mean
+    sm, sched, S = state.sm, state.sched, state.S
     kv_pairs = sm.kv_pairs_capacity(sched)
-    if sched.preemption == "none":
-        hold = float(sm.held(S + state.T))
-    else:
-        hold = h_mean + _set(sched.kv_block_tokens) / 2.0 * (h_mean / max(S + D / 2.0, 1.0))
+    hold = sequence_hold(sm, sched, S, state.D, state.h_mean, S + state.T)
     cap = min(float(_set(sched.max_running)), kv_pairs / max(hold, 1e-30), (state.P - 1.0) / sm.positions)
     if kv_pairs <= 0.0:
         need = sm.weights_bytes
