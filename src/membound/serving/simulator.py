@@ -137,10 +137,11 @@ class _Simulation:
         while self.waiting and len(self.prefilling) + b < self.M:
             i = self.waiting[0]
             if self.sched.preemption == "none":
-                if used + self.reserve(i) > self.cap:
+                r = self.reserve(i)
+                if used + r > self.cap:
                     break
-                used += self.reserve(i)
-                self.reserved += self.reserve(i)
+                used += r
+                self.reserved += r
             elif used + float(self.kv_of(self.need[i])) > self.cap and (b or self.prefilling):
                 break
             self.waiting.popleft()
