@@ -97,11 +97,9 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
     SpeculativeDecoding, the step verifies drafted tokens (attach_speculative).
     quantization: a mb.Quantization instead of the dtype names (a mixed checkpoint's tensor groups)."""
     rt = load_runtime(runtime)
+    # resolved() builds a Scheduler of every knob, whose checks refuse a token budget below max_running
     sched = (scheduler or Scheduler()).resolved(rt.served or DEFAULT_SERVED)
-    budget, running = _set(sched.token_budget), _set(sched.max_running)
-    if budget < running:
-        raise InvalidInputError("scheduler.token_budget", budget,
-                                f"at least max_running ({running}): one decode token per running sequence")
+    budget = _set(sched.token_budget)
     if not sched.chunked_prefill and prompt.high > budget:
         raise InvalidInputError("scheduler.token_budget", budget,
                                 f"at least the longest prompt ({prompt.high}) without chunked prefill")
