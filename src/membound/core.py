@@ -335,7 +335,7 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
     # wide-EP engines run 48 ranks on 256 experts); the fullest chip sets memory and the step, as
     # if the experts were split over tp * E / ceil(E / ep) chips (tp * ep when ep divides E)
     e_group = tp * mc.n_experts / ceiling(mc.n_experts / ep) if mc.n_experts else tp * ep
-    dense_chip, expert_chip = held_weight_bytes(mc, kn, wd, wh, we, tp, e_group, share)
+    dense_chip, expert_chip = held_weight_bytes(mc, kn.w_bytes, wd, wh, we, tp, e_group, share)
     kv_pair = mc.kv_elems * kn.kv_bytes / minimum(tp, mc.kv_split_max)       # bytes per (layer, token)
     C = kn.peak_flops * eff.compute_fraction
     Cd = C if kn.dense_peak_flops is None else kn.dense_peak_flops * eff.compute_fraction
@@ -420,15 +420,16 @@ def collective_link(hw: Hardware, eff: Efficiency, n: Num) -> tuple[Num, Num]:
             where(wide, nic.latency_s, lat))
 
 
-def held_weight_bytes(mc: ModelConsts, kn: Knobs, wd: Num, wh: Num, we: Num, tp: Num, e_group: Num,
+def held_weight_bytes(mc: ModelConsts, w_expert: Num, wd: Num, wh: Num, we: Num, tp: Num, e_group: Num,
                       share: Num) -> tuple[Num, Num]:
-    """Bytes of (dense, routed-expert) weights one chip holds: the dense tensors in their format
-    split over tp (the LM head and an untied input embedding in theirs), the experts over e_group."""
+    """Bytes of (dense, routed-expert) weights one chip holds: the dense tensors at wd bytes each
+    split over tp (the LM head at wh, an untied input embedding at we), the experts at w_expert
+    over e_group; `share` of the layers (a pipeline stage's)."""
     all_expert = mc.n_moe_layers * mc.n_experts * mc.expert_params
     head = mc.vocab * mc.hidden
     dense_chip = ((mc.total_params - all_expert - head - mc.lookup_params) * wd + head * wh
                   + mc.lookup_params * we) / tp * share
-    return dense_chip, all_expert / e_group * kn.w_bytes * share
+    return dense_chip, all_expert / e_group * w_expert * share
 
 
 def held_kv_bytes(mc: ModelConsts, kn: Knobs, kv_pair: Num, share: Num, extra_kv_bytes_token_chip: Num) -> Num:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import defaults, dtypes
-from .core import BOUNDS, ChipBase, Knobs, ModelConsts, SpecArgs, chip_base, evaluate, model_consts
+from .core import BOUNDS, ChipBase, Knobs, ModelConsts, SpecArgs, chip_base, evaluate, held_weight_bytes, model_consts
 from .dtypes import get_dtype
 from .errors import DoesNotFitError, InvalidInputError, MemboundError
 from .hardware import Hardware, load_hardware
@@ -286,9 +286,10 @@ def _speculative(speculative: SpeculativeDecoding | None, m: Model, q: Quantizat
         dm = load_model(speculative.draft)
         draft_mc = model_consts(dm)
         d_res = q.resolve(hw, dm)
-        head, table = dm.vocab_size * dm.hidden_size, draft_mc.lookup_params
-        extra_w = ((dm.total_params - head - table) * res.weights.bytes + head * d_res.head_weights.bytes
-                   + table * d_res.embed_weights.bytes) / layout.tp
+        w = res.weights.bytes
+        dense, experts = held_weight_bytes(draft_mc, w, w, d_res.head_weights.bytes, d_res.embed_weights.bytes,
+                                           layout.tp, layout.tp, 1.0)
+        extra_w = float(dense + experts)
         extra_kv = dm.kv_bytes_per_token(res.kv.name) / min(layout.tp, draft_mc.kv_split_max)
         if d_res.head_weights != res.weights:
             spec_args = spec_args._replace(draft_head_bytes=d_res.head_weights.bytes)
