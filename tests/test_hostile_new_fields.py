@@ -169,3 +169,18 @@ def test_a_device_or_runtime_built_by_hand_reports_the_bad_field_from_the_one_hi
     with pytest.raises(mb.InvalidInputError, match=r"vllm: max_batch='x' is invalid"):
         mb.Runtime(**{**rt, "max_batch": "x"})
     assert mb.Hardware(**fields) == mb.load_hardware("h100-sxm")      # a good one still builds
+
+
+def test_a_copy_with_updates_is_checked_as_a_new_device_or_runtime_is():
+    # pydantic's model_copy(update=...) skips validation: a copied H100 with power_w=-5 would have
+    # given a negative joules_per_token; the copy now refuses it as mb.Hardware(...) does, and a good
+    # update still equals the device built with the field changed
+    import membound as mb
+    h100 = mb.load_hardware("h100-sxm")
+    with pytest.raises(mb.InvalidInputError, match=r"h100-sxm: power_w=-5 is invalid: expected .*greater than 0"):
+        h100.model_copy(update={"power_w": -5})
+    with pytest.raises(mb.InvalidInputError, match=r"vllm: max_batch='x' is invalid"):
+        mb.load_runtime("vllm").model_copy(update={"max_batch": "x"})
+    cheap = h100.model_copy(update={"price_usd_per_hour": 2.5})
+    assert cheap == mb.Hardware(**{**h100.model_dump(), "price_usd_per_hour": 2.5})
+    assert cheap.price_usd_per_hour == 2.5 and h100.model_copy() == h100

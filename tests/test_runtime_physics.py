@@ -441,6 +441,21 @@ def test_a_weight_only_runtime_keeps_the_lm_head_in_16_bits():
     assert load_runtime("tinychat").default_head("int4", mb.load_hardware("rtx-4090")) == "fp16"
 
 
+def test_the_runtime_head_holds_whether_the_formats_come_as_dtypes_or_as_a_quantization():
+    # the same TinyChat Llama-3-8B int4 step as above: a mb.Quantization("int4") without a head format
+    # gets the runtime's fp16 head too; an explicit head_weights wins, so "int4" streams the head at
+    # 4.125/8 B again: 779,802,560 B = 7.7361e-4 s a step less at 1.008e12 B/s
+    awq = _rt().model_copy(update={"weight_only_head": "fp16"})
+    kw = dict(output_tokens=1, prompt_tokens=0, runtime=awq)
+    by_dtype = mb.estimate("llama-3-8b", "rtx-4090", weight_dtype="int4", **kw).step_terms_s["memory"]
+    by_q = mb.estimate("llama-3-8b", "rtx-4090", quantization=mb.Quantization("int4"), dense_weight_dtype=None,
+                       **kw).step_terms_s["memory"]
+    pure = mb.estimate("llama-3-8b", "rtx-4090", quantization=mb.Quantization("int4", head_weights="int4"),
+                       dense_weight_dtype=None, **kw).step_terms_s["memory"]
+    assert by_q == by_dtype
+    assert by_dtype - pure == pytest.approx(779_802_560 / 1.008e12, rel=1e-9)
+
+
 def test_a_mat_vec_column_takes_the_longer_of_its_issue_and_its_dp4a_on_the_int32_lanes():
     # Llama-2-7B q4_0, the second token (column) of a pass in llama.cpp CUDA's mat-vec: 0.875
     # instructions per weight, of which the dp4a are 0.25 (4 of the 14 per call of 16 weights). The

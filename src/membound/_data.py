@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 from pydantic import BaseModel, BeforeValidator, PrivateAttr, ValidationError
 
 from .errors import InvalidInputError, ProfileError, short_repr
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 MAX_FILE_BYTES = 1_000_000  # a profile is a few kB; refuse anything absurd before parsing
 MAX_DEPTH = 32              # the deepest bundled file nests 4 levels; HF configs about 4
@@ -192,6 +196,13 @@ class HashableModel(BaseModel):
         except ValidationError as e:
             name = data.get("name")
             raise invalid_input(e, name if isinstance(name, str) else type(self).__name__) from None
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; with `update`, validated again (pydantic's own copy would take any value: a
+        negative bandwidth, a fraction of 7), so a bad field raises InvalidInputError naming it."""
+        if not update:
+            return super().model_copy(deep=deep)
+        return type(self)(**{**self.model_dump(), **update})
 
     def __hash__(self) -> int:
         # direct: pydantic's __getattr__ is slow on hot paths (set, as the model has a private attribute)

@@ -225,8 +225,9 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
     layout = _layout(m, hw, N, parallel)
     if quantization is None and activation_dtype is None:   # the runtime's own, where it has one (llama.cpp: int8)
         activation_dtype = rt.default_activations(weight_dtype, hw)
-    q = quantization or Quantization(weight_dtype, kv_dtype, activation_dtype, dense_weights=dense_weight_dtype,
-                                     head_weights=rt.default_head(weight_dtype, hw))
+    q = quantization or Quantization(weight_dtype, kv_dtype, activation_dtype, dense_weights=dense_weight_dtype)
+    if q.head_weights is None:   # the runtime's own head format (TinyChat: fp16), however the formats came
+        q = replace(q, head_weights=rt.default_head(q.weights, hw))
     res = q.resolve(hw, m)
     price = _check_price(price_usd_per_hour if price_usd_per_hour is not None else hw.price_usd_per_hour)
     pinned = _check_placement(placement, hw)
