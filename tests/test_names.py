@@ -112,6 +112,15 @@ def test_h100_suggests_every_h100_and_no_guess():
     assert set(mb.suggest_names("hardware", "h100")) == {"h100-sxm", "h100-pcie", "h100-nvl"}
 
 
+def test_a_family_name_that_now_means_another_generation_is_no_alias():
+    # "Mistral Large" named Large 2 (123B dense) until Dec 2025 and Mistral Large 3 (675B MoE, 41B
+    # active) since: resolving it to the 123B preset would be a wrong number for today's model, so it
+    # is a miss that suggests the preset by its generation, which still resolves
+    with pytest.raises(UnknownNameError, match="mistral-large-2"):
+        mb.resolve_name("model", "Mistral Large")
+    assert mb.resolve_name("model", "Mistral Large 2") == "mistral-large-2"
+
+
 def test_cli_estimate_suggests_names():
     run = subprocess.run([sys.executable, "-m", "membound", "estimate", "llama3.1-8b", "h100"],
                          capture_output=True, text=True, timeout=60)
