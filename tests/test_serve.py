@@ -202,6 +202,29 @@ def test_arrival_rate_beyond_capacity_is_an_error_not_an_infinity():
         mb.serve("llama-3.1-8b", "h100-sxm", arrival_rate=1e6, prompt_tokens=512, output_tokens=128)
 
 
+def test_the_simulator_refuses_a_run_too_long_to_finish_and_the_solver_takes_it():
+    # 10 requests per client: 20,001 clients would be 200,010 requests (minutes of Python at ~0.5 ms
+    # each; 10**8 clients, 10**9 requests, would never end); the steady-state solver does not grow
+    # with the load and answers
+    with pytest.raises(mb.InvalidInputError, match=r"concurrency=20001 .*at most 20,000 clients.*engine='solver'"):
+        mb.serve("llama-3.1-8b", "h100-sxm", concurrency=20_001, engine="simulate")
+    with pytest.raises(mb.InvalidInputError, match=r"n_requests=200001 .*from 1 to 200,000"):
+        mb.serve("llama-3.1-8b", "h100-sxm", concurrency=4, engine="simulate", n_requests=200_001)
+    assert mb.serve("llama-3.1-8b", "h100-sxm", concurrency=10**8).tpot.median > 0
+    for seed in (-1, 1.5, True):
+        with pytest.raises(mb.InvalidInputError, match="seed="):
+            mb.serve("llama-3.1-8b", "h100-sxm", concurrency=2, engine="simulate", seed=seed)
+
+
+def test_serve_goes_past_the_context_window_only_when_asked_as_estimate_does():
+    # Llama-3.1-8B's window is 131,072 tokens: a 200,000-token prompt is refused, naming the switch
+    with pytest.raises(mb.InvalidInputError, match=r"context window of 131,072.*allow_beyond_context=True"):
+        mb.serve("llama-3.1-8b", "h100-sxm", concurrency=1, prompt_tokens=200_000, output_tokens=100)
+    r = mb.serve("llama-3.1-8b", "h100-sxm", concurrency=1, prompt_tokens=200_000, output_tokens=100,
+                 allow_beyond_context=True)
+    assert r.ttft.median > 0
+
+
 def test_result_renders_and_flattens():
     r = mb.serve("llama-3.1-8b", "h100-sxm", concurrency=8, prompt_tokens=512, output_tokens=128)
     d = r.to_dict()
@@ -223,6 +246,13 @@ def test_cli_serve_table_json_and_bad_input(capsys):
     assert main(["serve", "llama-3.1-8b", "h100-sxm", "--concurrency", "0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "concurrency" in err
+    # the library's words come back as the flags: --requests, --allow-beyond-context, both accepted
+    assert main(["serve", "llama-3.1-8b", "h100-sxm", "--engine", "simulate", "--requests", "0"]) == 2
+    assert "--requests=0 is invalid" in capsys.readouterr().err
+    assert main(["serve", "llama-3.1-8b", "h100-sxm", "--concurrency", "1", "--prompt", "200000"]) == 2
+    assert "(--allow-beyond-context estimates past it)" in capsys.readouterr().err
+    assert main(["serve", "llama-3.1-8b", "h100-sxm", "--concurrency", "2", "--engine", "simulate",
+                 "--requests", "200", "--prompt", "200000", "--output", "16", "--allow-beyond-context"]) == 0
 
 
 def test_served_planner_rows_are_serve_results_under_the_slo():

@@ -49,7 +49,7 @@ def _workload(p):
 
 _DENSE_HELP = ("format of the tensors that are not routed experts (attention, dense FFNs, LM head, "
                "embeddings) when the checkpoint keeps them apart, e.g. --weights mxfp4 --dense-weights bf16 "
-               "for gpt-oss (default: as --weights)")
+               "for gpt-oss (default: %(default)s, as --weights)")
 
 
 def _need(module: str, extra: str, what: str) -> None:
@@ -91,7 +91,8 @@ def _serve(args) -> int:
     rows = [serve(args.model, args.hardware, concurrency=c, prompt_tokens=args.prompt, output_tokens=args.output,
                   weight_dtype=args.weights, kv_dtype=args.kv, activation_dtype=args.activations, n_chips=args.chips,
                   parallel=par, runtime=args.runtime, engine=args.engine, seed=args.seed,
-                  dense_weight_dtype=args.dense_weights) for c in args.concurrency]
+                  n_requests=args.requests, dense_weight_dtype=args.dense_weights, allow_beyond_context=args.allow_beyond_context)
+            for c in args.concurrency]
     if args.json:
         print(_dump([r.to_dict() for r in rows]))
         return 0
@@ -396,6 +397,10 @@ def _add_serve(sub) -> None:
     sv.add_argument("--ep", type=int, default=None, help="expert-parallel ways (attention data-parallel)")
     sv.add_argument("--engine", choices=["solver", "simulate"], default="solver")
     sv.add_argument("--seed", type=int, default=0, help="simulator seed")
+    sv.add_argument("--requests", type=int, default=None,
+                    help="requests the simulator runs (default: 10 per client, at least 200)")
+    sv.add_argument("--allow-beyond-context", action="store_true",
+                    help="serve requests longer than the model's context window")
     sv.add_argument("--json", action="store_true")
     sv.set_defaults(func=_serve)
 
@@ -431,7 +436,8 @@ _FLAGS = {"allow_beyond_context=True": "--allow-beyond-context", "prompt_tokens"
           "kv_dtypes": "--kv", "kv_dtype": "--kv", "activation_dtype": "--activations", "n_chips": "--chips",
           "concurrent_users": "--users", "arrival_rate_rps": "--rate", "ttft_p90_s": "--ttft",
           "min_tok_s_per_user": "--tok-s", "e2e_p90_s": "--e2e", "prices": "--price",
-          "price_usd_per_hour": "--price", "chunk_size": "--chunk-size", "include_unfit": "--include-unfit"}
+          "price_usd_per_hour": "--price", "chunk_size": "--chunk-size", "include_unfit": "--include-unfit",
+          "n_requests": "--requests"}
 _FLAG_RE = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(_FLAGS, key=len, reverse=True)) + r")(?!\w)")
 
 

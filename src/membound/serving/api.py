@@ -21,13 +21,17 @@ from .simulator import _Trace, simulate
 from .solver import Steady, solve
 from .step import StepModel
 
+# the most requests engine="simulate" runs (about 0.5 ms of Python each: 200,000 take a minute or
+# two); the solver, whose cost does not grow with the clients, takes any load
+MAX_SIMULATED_REQUESTS = 200_000
+
 
 def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: float | None = None,
           prompt_tokens=1024, output_tokens=1024, weight_dtype: str = "bf16", kv_dtype: str | None = None,
           activation_dtype: str | None = None, n_chips: int = 1, parallel=None, runtime="vllm",
           scheduler: Scheduler | None = None, speculative=None, engine: str = "solver", seed: int = 0,
           n_requests: int | None = None, price_usd_per_hour: float | None = None,
-          dense_weight_dtype: str | None = None) -> ServeResult:
+          dense_weight_dtype: str | None = None, allow_beyond_context: bool = False) -> ServeResult:
     """A served workload: `concurrency` clients in a closed loop, or Poisson arrivals at
     `arrival_rate` requests/s, against one engine instance of `n_chips` chips.
 
@@ -40,6 +44,8 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
     gamma + 1 tokens per sequence, runs the drafter gamma times, emits tokens_per_round.
     dense_weight_dtype: the format of the tensors that are not routed experts, as estimate()'s
     (gpt-oss: weight_dtype="mxfp4", dense_weight_dtype="bf16"); None = weight_dtype.
+    allow_beyond_context: serve requests longer than the model's context window, as estimate()'s.
+    The simulator runs at most MAX_SIMULATED_REQUESTS requests (n_requests, or 10 per client).
     """
     if (concurrency is None) == (arrival_rate is None):
         raise InvalidInputError("concurrency", concurrency, "exactly one of concurrency or arrival_rate")
@@ -57,19 +63,26 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
     if scheduler is not None and not isinstance(scheduler, Scheduler):
         raise InvalidInputError("scheduler", scheduler, "a mb.Scheduler")
     if n_requests is not None and (isinstance(n_requests, bool) or not isinstance(n_requests, numbers.Integral)
-                                   or n_requests < 1):
-        raise InvalidInputError("n_requests", n_requests, "an integer >= 1")
+                                   or not 1 <= n_requests <= MAX_SIMULATED_REQUESTS):
+        raise InvalidInputError("n_requests", n_requests, f"an integer from 1 to {MAX_SIMULATED_REQUESTS:,}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise InvalidInputError("seed", seed, "an integer >= 0 (the simulator's random seed)")
+    n = n_requests if n_requests is not None else max(200, 10 * (concurrency or 20))
+    if engine == "simulate" and n > MAX_SIMULATED_REQUESTS:
+        raise InvalidInputError("concurrency", concurrency,
+                                f"at most {MAX_SIMULATED_REQUESTS // 10:,} clients with engine='simulate' (10 requests "
+                                f"each; at most {MAX_SIMULATED_REQUESTS:,} simulated), a smaller n_requests, or "
+                                "engine='solver', whose cost does not grow with the load")
     prompt = as_length("prompt_tokens", prompt_tokens, 0)
     output = as_length("output_tokens", output_tokens, 2)
     sm, sched, p = build(model, hardware, prompt=prompt, output=output, weight_dtype=weight_dtype,
                          kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips,
                          parallel=parallel, runtime=runtime, scheduler=scheduler,
                          price_usd_per_hour=price_usd_per_hour, speculative=speculative,
-                         dense_weight_dtype=dense_weight_dtype)
+                         dense_weight_dtype=dense_weight_dtype, allow_beyond_context=allow_beyond_context)
     if engine == "solver":
         st = solve(sm, sched, prompt.mean, output.mean, concurrency=concurrency, arrival_rate=arrival_rate)
         return _from_solver(sm, sched, p, st, prompt, output, concurrency, arrival_rate)
-    n = n_requests if n_requests is not None else max(200, 10 * (concurrency or 20))
     rng = np.random.default_rng(seed)
     S, T = prompt.sample(rng, n), output.sample(rng, n)
     arrivals = None if arrival_rate is None else np.cumsum(rng.exponential(1.0 / arrival_rate, n))
@@ -92,7 +105,8 @@ def instance_limits(sched: Scheduler, served: Served, ranks: int) -> Scheduler:
 
 def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16", kv_dtype=None,
           activation_dtype=None, n_chips=1, parallel=None, runtime="vllm", scheduler=None,
-          price_usd_per_hour=None, speculative=None, dense_weight_dtype=None, quantization=None):
+          price_usd_per_hour=None, speculative=None, dense_weight_dtype=None, quantization=None,
+          allow_beyond_context=False):
     """(StepModel, resolved Scheduler, Prepared) for a served configuration; with a
     SpeculativeDecoding, the step verifies drafted tokens (attach_speculative).
     quantization: a mb.Quantization instead of the dtype names (a mixed checkpoint's tensor groups)."""
@@ -106,7 +120,8 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
     p = prepare(model, hardware, batch=1, prompt_tokens=int(prompt.high), output_tokens=int(output.high),
                 weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips,
                 parallel=parallel, runtime=rt, price_usd_per_hour=price_usd_per_hour,
-                dense_weight_dtype=dense_weight_dtype, quantization=quantization)
+                dense_weight_dtype=dense_weight_dtype, quantization=quantization,
+                allow_beyond_context=allow_beyond_context)
     if p.layout.pp > 1:
         raise InvalidInputError("parallel.pp", p.layout.pp, "1 for served workloads (pipeline stages are not modelled in serve)")
     sched = instance_limits(sched, rt.served or DEFAULT_SERVED, p.layout.ep)

@@ -94,7 +94,7 @@ class _Simulation:
         if self.sched.preemption == "none":
             return self.reserved
         r = float(np.sum(self.kv_of(self.run_ctx))) if self.run_ctx.size else 0.0
-        return r + float(sum(self.kv_of(self.pre_done[i]) for i in self.prefilling))
+        return r + float(np.sum(self.kv_of(self.pre_done[self.prefilling]))) if self.prefilling else r
 
     def run(self) -> _Trace:
         while self.completed < self.n:
@@ -242,7 +242,9 @@ class _Simulation:
         grown = used + self.per_token * (float(n_run) * k_done + c_done + self.blk * (n_run + 1))
         if self.sched.preemption == "none" or not n_run or grown <= self.cap:
             return
-        while self.run_ctx.size > 1 and self.held() > self.cap:
+        held = self.held()
+        while self.run_ctx.size > 1 and held > self.cap:
+            held -= float(self.kv_of(self.run_ctx[-1]))
             i = int(self.run_id[-1])
             self.tr.preemptions += 1
             self.need[i], self.saved_left[i] = self.run_ctx[-1], self.run_left[-1]
