@@ -28,6 +28,22 @@ def test_help_shows_the_shared_defaults():
     assert "(default: 10)" in run("plan", "--help").stdout
 
 
+def test_help_states_each_default_once():
+    # an option whose help says its default in words ("(default: measured)") was followed by
+    # argparse's own "(default: None)"; every option of every verb now says it once
+    import argparse
+
+    from membound.cli import build_parser
+    verbs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in verbs.choices.items():
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            text = formatter._expand_help(action) if action.help else ""
+            assert text.count("(default:") <= 1, (name, action.dest, text)
+    sweep = run("sweep", "--help").stdout
+    assert "(default: the weights' or bf16)" in sweep and "(default: None)" not in sweep.split("--kv KV")[1][:80]
+
+
 def test_plan_price_flag_admits_a_device_without_a_price():
     # rtx-4090 has no price in its profile: without --price nothing is left to plan on
     bad = run("plan", "llama-3.1-8b", "rtx-4090", "--users", "4")

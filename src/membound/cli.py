@@ -16,12 +16,21 @@ from . import defaults
 from .errors import MemboundError, ProfileError
 
 
+class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Each option's default after its help, unless the help says it in words already
+    ("(default: measured)"): never twice."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        return text if "(default:" in text else super()._get_help_string(action)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with errors as one line (`membound: error: ...`) and exit status 2, and every
     option's default in `--help`."""
 
     def __init__(self, *args, **kwargs):
-        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        kwargs.setdefault("formatter_class", _Defaults)
         super().__init__(*args, **kwargs)
 
     def error(self, message):
@@ -49,7 +58,7 @@ def _workload(p):
 
 _DENSE_HELP = ("format of the tensors that are not routed experts (attention, dense FFNs, LM head, "
                "embeddings) when the checkpoint keeps them apart, e.g. --weights mxfp4 --dense-weights bf16 "
-               "for gpt-oss (default: %(default)s, as --weights)")
+               "for gpt-oss (default: as --weights)")
 
 
 def _need(module: str, extra: str, what: str) -> None:
