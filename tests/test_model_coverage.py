@@ -164,6 +164,10 @@ CONFIGS["deepseek-v3.2"] = {**CONFIGS["kimi-k2"], "model_type": "deepseek_v32", 
                             "num_key_value_heads": 128, "n_routed_experts": 256, "first_k_dense_replace": 3,
                             "vocab_size": 129280, "max_position_embeddings": 163840, "index_topk": 2048,
                             "index_n_heads": 64, "index_head_dim": 128}
+CONFIGS["glm-5"] = {**CONFIGS["kimi-k2"], "model_type": "glm_moe_dsa", "hidden_size": 6144, "num_hidden_layers": 78,
+                    "q_lora_rank": 2048, "qk_nope_head_dim": 192, "v_head_dim": 256, "intermediate_size": 12288,
+                    "n_routed_experts": 256, "first_k_dense_replace": 3, "vocab_size": 154880,
+                    "max_position_embeddings": 202752, "index_topk": 2048, "index_n_heads": 32, "index_head_dim": 128}
 CONFIGS["qwen3.5-35b-a3b"]["text_config"]["layer_types"] *= 10
 CONFIGS["qwen3.5-397b-a17b"] = {"model_type": "qwen3_5_moe", "text_config": {
     **CONFIGS["qwen3.5-35b-a3b"]["text_config"], "hidden_size": 4096, "num_hidden_layers": 60,
@@ -465,3 +469,34 @@ def test_gemma2_layer_types_override_the_alternation():
     types = ["full_attention"] * 2 + ["sliding_attention"] * 24
     m = Model.from_hf_config({**CONFIGS["gemma-2-2b"], "layer_types": types})
     assert m.window_groups() == ((None, 2), (4096, 24)) and m.norms_per_layer == 4 and m.tied_embeddings
+
+
+# ---- what users deploy in late 2026 ----------------------------------------------------------------
+
+
+def test_glm_5_by_hand():
+    # zai-org/GLM-5: MLA with 64 heads (q latent 2048; nope 192 + rope 64 for q and k, v 256), a lightning indexer
+    # per layer (32 heads of 128 from the q latent, one key h x 128 with its LayerNorm, weights h x 32),
+    # 3 dense layers (12288) and 75 MoE layers of 256 routed + 1 shared experts of 2048, untied 154880-token vocab
+    h = 6144
+    attn = (h * 2048 + 2048 + 2048 * 64 * 256 + h * (512 + 64) + 512 + 512 * 64 * (192 + 256) + 64 * 256 * h)
+    indexer = 2048 * 32 * 128 + h * 128 + 2 * 128 + h * 32
+    e = 3 * h * 2048
+    dense = attn + indexer + 2 * h + 3 * h * 12288
+    moe = attn + indexer + 2 * h + 257 * e + h * 256
+    total = 3 * dense + 75 * moe + 2 * 154880 * h + h
+    m = load_model("zai-org/GLM-5")
+    assert m.name == "glm-5" and m.total_params == total == 743_911_199_232      # "744B"
+    assert m.active_params == total - 75 * 248 * e
+    # "40B active": 40.83B without the input embedding (a token reads one row of it), 2.1% over the rounded figure
+    assert (m.active_params - 154880 * h) / 1e9 == pytest.approx(40.0, rel=0.025)
+    assert m.kv_elements_per_token_per_layer == 512 + 64 and m.attended_groups() == ((2048, 78),)
+
+
+@pytest.mark.parametrize("key, value", [("indexer_types", ["full"] * 3 + ["shared"] * 75),
+                                        ("index_topk_freq", 4), ("index_topk_pattern", "FFFS" * 19 + "FS")])
+def test_layers_sharing_an_indexer_are_refused(key, value):
+    # GLM-5.2's IndexShare: a shared layer reuses another layer's top-k and holds no indexer: not described
+    from membound import Model, ProfileError
+    with pytest.raises(ProfileError, match=key):
+        Model.from_hf_config({**CONFIGS["glm-5"], key: value})

@@ -402,8 +402,8 @@ def _check_context(context):
 # ---- Hugging Face configs -----------------------------------------------------------------
 _FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
              "qwen3_5_moe_text", "glm4_moe", "kimi_k2", "minimax_m2", "llama4_text", "falcon", "mpt",
-             "deepseek_v2", "deepseek_v3", "deepseek_v32", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "gpt_oss",
-             "cohere")
+             "deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "gemma", "gemma2", "gemma3", "gemma3_text",
+             "phi3", "gpt_oss", "cohere")
 # transformers' Gemma3TextConfig defaults: the released config.json files omit these keys
 _GEMMA3_DEFAULTS = dict(vocab_size=262_208, num_attention_heads=8, num_key_value_heads=4,
                         head_dim=256, sliding_window=4096, sliding_window_pattern=6,
@@ -471,8 +471,10 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
     qwen_hybrid = mt in ("qwen3_next", "qwen3_5_moe_text")
     if mt in ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "minimax_m2", "llama4_text") or qwen_hybrid:
         d.update(_moe_fields(cfg, mt, get, n_layers, src))
-    elif mt.startswith("deepseek") or mt in ("kimi_k2", "glm4_moe"):
+    elif mt.startswith("deepseek") or mt in ("kimi_k2", "glm4_moe", "glm_moe_dsa"):
         d.update(_deepseek_fields(mt, get, heads))
+    if mt == "glm_moe_dsa":
+        _refuse_shared_indexers(cfg, src)
     if mt == "falcon":
         d.update(_falcon_fields(cfg, get, heads, hidden))
     elif mt == "mpt":
@@ -493,6 +495,19 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
         d.update(mlp_bias=True, attn_sinks=True)
     d["layer_windows"] = _windows(cfg, mt, n_layers, get, src)
     return d
+
+
+def _refuse_shared_indexers(cfg: dict, src: str) -> None:
+    """GLM-5.2's IndexShare: a "shared" layer reuses an earlier layer's top-k and holds no indexer of
+    its own. Not described (every DSA layer here runs and stores its indexer), so refused."""
+    shared = {"indexer_types": any(t != "full" for t in cfg.get("indexer_types") or ()),
+              "index_topk_freq": cfg.get("index_topk_freq", 1) not in (None, 1),
+              "index_topk_pattern": any(t not in ("F", "full") for t in cfg.get("index_topk_pattern") or ())}
+    for key, found in shared.items():
+        if found:
+            raise ProfileError(src, key, f"value {short_repr(cfg[key])} is not supported: layers that share "
+                                         "another layer's indexer (IndexShare) are not described; expected "
+                                         "every layer to run its own indexer")
 
 
 def _moe_fields(cfg: dict, mt: str, get, n_layers: int, src: str) -> dict:
@@ -529,15 +544,15 @@ def _moe_fields(cfg: dict, mt: str, get, n_layers: int, src: str) -> dict:
 
 
 def _deepseek_fields(mt: str, get, heads: int) -> dict:
-    """DeepSeek-style MoE keys (DeepSeek V2/V3/V3.2, Kimi K2, GLM-4.5) and, but for GLM, MLA
-    (V3.2: with DeepSeek Sparse Attention's indexer)."""
+    """DeepSeek-style MoE keys (DeepSeek V2/V3/V3.2, Kimi K2, GLM-4.5, GLM-5) and, but for GLM-4.5, MLA
+    (V3.2 and GLM-5: with DeepSeek Sparse Attention's indexer)."""
     d: dict = {}
     if mt != "glm4_moe":   # MLA (GLM-4.5 keeps GQA attention with DeepSeek-style MoE keys)
         nope, rope = get("qk_nope_head_dim"), get("qk_rope_head_dim")
         d.update(n_kv_heads=heads, head_dim=nope + rope, q_lora_rank=get("q_lora_rank", 0, positive=False),
                  kv_lora_rank=get("kv_lora_rank"), qk_nope_head_dim=nope, qk_rope_head_dim=rope,
                  v_head_dim=get("v_head_dim"))
-    if mt == "deepseek_v32":   # DeepSeek Sparse Attention
+    if mt in ("deepseek_v32", "glm_moe_dsa"):   # DeepSeek Sparse Attention
         d.update(index_topk=get("index_topk"), index_n_heads=get("index_n_heads"),
                  index_head_dim=get("index_head_dim"))
     d.update(n_experts=get("n_routed_experts", 0, positive=False),
