@@ -123,6 +123,7 @@ PUBLISHED = [
     # what users deploy in late 2026 (arithmetic in tests/test_model_coverage.py). GLM-5: "744B (40B active)";
     # its active figure is checked there (40.8B without the input embedding, 2% over the rounded 40B)
     ("glm-5", 744.0, None, 0.01),
+    ("qwen3.6-27b", 27.0, None, 0.01),        # text decoder 26.90B; Qwen's 27B includes the vision encoder
 ]
 
 

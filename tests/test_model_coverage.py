@@ -168,6 +168,12 @@ CONFIGS["glm-5"] = {**CONFIGS["kimi-k2"], "model_type": "glm_moe_dsa", "hidden_s
                     "q_lora_rank": 2048, "qk_nope_head_dim": 192, "v_head_dim": 256, "intermediate_size": 12288,
                     "n_routed_experts": 256, "first_k_dense_replace": 3, "vocab_size": 154880,
                     "max_position_embeddings": 202752, "index_topk": 2048, "index_n_heads": 32, "index_head_dim": 128}
+CONFIGS["qwen3.6-27b"] = {"model_type": "qwen3_5", "text_config": {
+    **CONFIGS["qwen3.5-35b-a3b"]["text_config"], "model_type": "qwen3_5_text", "hidden_size": 5120, "num_hidden_layers": 64,
+    "num_attention_heads": 24, "num_key_value_heads": 4, "intermediate_size": 17408, "linear_num_value_heads": 48,
+    "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 16, "mlp_only_layers": []}}
+for k in ("num_experts", "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size"):
+    del CONFIGS["qwen3.6-27b"]["text_config"][k]
 CONFIGS["qwen3.5-35b-a3b"]["text_config"]["layer_types"] *= 10
 CONFIGS["qwen3.5-397b-a17b"] = {"model_type": "qwen3_5_moe", "text_config": {
     **CONFIGS["qwen3.5-35b-a3b"]["text_config"], "hidden_size": 4096, "num_hidden_layers": 60,
@@ -500,3 +506,21 @@ def test_layers_sharing_an_indexer_are_refused(key, value):
     from membound import Model, ProfileError
     with pytest.raises(ProfileError, match=key):
         Model.from_hf_config({**CONFIGS["glm-5"], key: value})
+
+
+def test_qwen36_27b_by_hand():
+    # h=5120; DeltaNet with 16 key heads and 48 value heads of 128: qkvz h x (2*2048 + 2*6144), ba h x 96,
+    # conv 10240 x 4, dt_bias + A_log 96, norm 128, out 6144 x h; gated full attention 24/4 heads of 256 with
+    # q/k norms; a dense SwiGLU FFN of 17408 on every layer; untied 248320-token embeddings
+    h = 5120
+    lin = h * (4096 + 12288) + h * 96 + 10240 * 4 + 96 + 128 + 6144 * h
+    full = h * 2 * 24 * 256 + 2 * h * 4 * 256 + 24 * 256 * h + 2 * 256
+    ffn = 3 * h * 17408
+    total = 48 * (lin + 2 * h + ffn) + 16 * (full + 2 * h + ffn) + 2 * 248320 * h + h
+    m = load_model("Qwen/Qwen3.6-27B")
+    assert m.name == "qwen3.6-27b" and m.total_params == m.active_params == total == 26_895_998_464   # "27B"
+    # the recurrent state (48 x 128 x 128 + conv 10240 x 3) as KV of 2 x 4 x 256 elements a token: 399 tokens
+    assert m.linear_state_window == -(-(48 * 128 * 128 + 10240 * 3) // (2 * 4 * 256)) == 399
+    assert m.window_groups() == ((399, 48), (None, 16))
+    assert resolve_name("model", "Qwen/Qwen3.5-27B") == "qwen3.6-27b"
+    assert resolve_name("model", "Qwen/Qwen3.6-35B-A3B-FP8") == "qwen3.5-35b-a3b"    # Qwen3.5-35B-A3B's shapes

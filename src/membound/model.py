@@ -401,7 +401,7 @@ def _check_context(context):
 
 # ---- Hugging Face configs -----------------------------------------------------------------
 _FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
-             "qwen3_5_moe_text", "glm4_moe", "kimi_k2", "minimax_m2", "llama4_text", "falcon", "mpt",
+             "qwen3_5_text", "qwen3_5_moe_text", "glm4_moe", "kimi_k2", "minimax_m2", "llama4_text", "falcon", "mpt",
              "deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "gemma", "gemma2", "gemma3", "gemma3_text",
              "phi3", "gpt_oss", "cohere")
 # transformers' Gemma3TextConfig defaults: the released config.json files omit these keys
@@ -468,9 +468,12 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
         model_type=mt)
     bias = get("attention_bias", mt == "gpt_oss", kind=bool)
     d.update(qkv_bias=bias or mt in ("qwen2", "qwen2_moe"), attn_out_bias=bias and mt != "glm4_moe")
-    qwen_hybrid = mt in ("qwen3_next", "qwen3_5_moe_text")
-    if mt in ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "minimax_m2", "llama4_text") or qwen_hybrid:
+    qwen_hybrid = mt in ("qwen3_next", "qwen3_5_moe_text", "qwen3_5_text")
+    moe = mt in ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "minimax_m2", "llama4_text", "qwen3_next", "qwen3_5_moe_text")
+    if moe:
         d.update(_moe_fields(cfg, mt, get, n_layers, src))
+    elif mt == "qwen3_5_text":   # the dense Qwen3.5 / 3.6: Gated DeltaNet layers with a dense SwiGLU FFN
+        d.update(_linear_attention_fields(cfg, get, n_layers, src))
     elif mt.startswith("deepseek") or mt in ("kimi_k2", "glm4_moe", "glm_moe_dsa"):
         d.update(_deepseek_fields(mt, get, heads))
     if mt == "glm_moe_dsa":
@@ -619,7 +622,7 @@ def _windows(cfg, mt, n_layers, get, src) -> tuple:
         return ()
     # phi3: the configs give one sliding_window (2047 in the 4k models, at or past the context in the
     # 128k ones) but no layers it applies to; llama.cpp disables it for the family (PR 13676)
-    if mt in ("qwen3_next", "qwen3_5_moe_text", "mpt", "falcon", "phi3"):
+    if mt in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "mpt", "falcon", "phi3"):
         return ()
     if mt == "llama4_text":
         return _llama4_chunks(cfg, get, n_layers, src)
