@@ -8,6 +8,7 @@ import membound as mb
 @pytest.mark.parametrize("name, gbps, bus_bits", [
     ("rtx-4080", 22.4, 256), ("rtx-4070", 21.0, 192), ("rtx-5070-ti", 28.0, 256),
     ("rx-7900-xt", 20.0, 320), ("rx-7900-gre", 18.0, 256), ("jetson-orin-nx", 6.4, 128),
+    ("rtx-3090-ti", 21.0, 384), ("rtx-5060", 28.0, 128),
 ])
 def test_gddr_and_lpddr_bandwidth_is_pin_rate_times_bus(name, gbps, bus_bits):
     # bytes/s = Gbit/s per pin x pins / 8
@@ -77,6 +78,38 @@ def test_profiles_the_reference_rows_name_now_exist():
     ("rx-9070", 1156e12, "int8", 4),        # INT4 sparse -> dense int8
     ("radeon-ai-pro-r9700", 1531e12, "int8", 4),
     ("rtx-pro-6000-blackwell-max-q", 3511e12, "fp4", 2),
+    ("rtx-5060", 614e12, "fp4", 2),
 ])
 def test_ai_tops_become_dense_peaks(name, ai_tops, dense_key, divisor):
     assert mb.load_hardware(name).compute_flops[dense_key] == pytest.approx(ai_tops / divisor, rel=1e-3)
+
+
+def test_rtx_3090_ti_scales_the_ga102_whitepaper_per_sm_rates():
+    # the whitepaper's RTX 3090 (82 SMs at 1695 MHz): 71 TFLOPS fp16 tensor with FP32 accumulate and 284 INT8 TOPS,
+    # i.e. 512 and 2048 operations per SM per clock; the 3090 Ti runs 84 SMs at 1860 MHz
+    assert 82 * 512 * 1.695e9 == pytest.approx(71e12, rel=0.01) and 82 * 2048 * 1.695e9 == pytest.approx(284e12, rel=0.01)
+    ti = mb.load_hardware("NVIDIA GeForce RTX 3090 Ti")
+    assert ti.compute_flops["bf16"] == pytest.approx(84 * 512 * 1.86e9, rel=1e-3)
+    assert ti.compute_flops["int8"] == pytest.approx(84 * 2048 * 1.86e9, rel=1e-3)
+    assert ti.compute_flops["fp32"] == pytest.approx(10752 * 2 * 1.86e9, rel=1e-3)       # NVIDIA's "40 TFLOPS"
+    assert "fp8" not in ti.compute_flops and ti.capacity_bytes == 24 * 2**30
+
+
+def test_rtx_5060_peaks_by_hand():
+    g = mb.load_hardware("NVIDIA GeForce RTX 5060")
+    assert g.compute_flops["bf16"] == pytest.approx(614e12 / 2 / 4 / 2, rel=1e-3)   # fp4 -> fp8 -> fp16, FP32 acc
+    assert g.compute_flops["fp32"] == pytest.approx(3840 * 2 * 2.497e9, rel=1e-3)   # NVIDIA's "19 TFLOPS shader"
+    assert g.capacity_bytes == 8 * 2**30 and g.interconnect.bandwidth_bytes_s == pytest.approx(126e9 / 2 / 2)
+
+
+def test_mi300a_is_mi300x_cdna3_cus_at_228():
+    # AMD's MI300A figures (228 CUs at 2100 MHz): FP16 980.6 TFLOPS, FP32 122.6; MI300X's datasheet (304 CUs, same clock):
+    # 1307.4 bf16, 653.7 tf32, 2614.9 fp8, i.e. 2048 / 1024 / 4096 FLOP per CU per clock
+    a, x = mb.load_hardware("AMD Instinct MI300A"), mb.load_hardware("mi300x")
+    assert a.compute_flops["bf16"] == pytest.approx(228 * 2048 * 2.1e9, rel=1e-3) == pytest.approx(980.6e12, rel=1e-3)
+    for dtype in ("tf32", "fp8", "bf16", "int8"):
+        assert a.compute_flops[dtype] == pytest.approx(x.compute_flops[dtype] * 228 / 304, rel=1e-3)
+    assert a.compute_flops["fp32"] == pytest.approx(228 * 256 * 2.1e9, rel=1e-3)     # 122.6
+    # one unified HBM3 pool as MI300X's bandwidth, 128 of its 192 GB; no interconnect is described
+    assert a.kind == "apu" and a.capacity_bytes == 128e9 and a.bandwidth_bytes_s == x.bandwidth_bytes_s == 5.3e12
+    assert a.interconnect is None
