@@ -108,6 +108,7 @@ def test_llama4_interleaving_and_chunked_attention():
     ("deepseek-ai/DeepSeek-V3.2", "deepseek-v3.2"), ("deepseek-ai/DeepSeek-V3.2-Exp", "deepseek-v3.2"),
     ("Qwen/Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b"), ("Qwen/Qwen3.5-35B-A3B", "qwen3.5-35b-a3b"),
     ("Qwen/Qwen3.5-397B-A17B", "qwen3.5-397b-a17b"), ("Qwen/Qwen3.5-122B-A10B-FP8", "qwen3.5-122b-a10b"),
+    ("moonshotai/Kimi-K2.6", "kimi-k2.5"), ("zai-org/GLM-5", "glm-5"), ("Qwen/Qwen3.6-27B", "qwen3.6-27b"),
 ])
 def test_hf_ids_resolve_to_the_presets(hf_id, preset):
     assert resolve_name("model", hf_id) == preset
