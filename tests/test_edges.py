@@ -67,8 +67,13 @@ def test_device_with_one_tier_of_one_megabyte():
     hw = Hardware(name="one-mb", display_name="1 MB", vendor="test", kind="cpu",
                   memory=[{"name": "RAM", "capacity_bytes": 1e6, "bandwidth_bytes_s": 1e9, "source": "test"}],
                   compute_flops={"bf16": 1e12}, compute_source="test")
-    with pytest.raises(mb.DoesNotFitError) as e:
+    with pytest.raises(mb.DoesNotFitError, match="one-mb's profile has no interconnect, so it runs on one chip") as e:
         mb.estimate("llama-3.2-1b", hw)
+    assert e.value.chips_needed is None      # more chips would be refused: no count is suggested
+    linked = hw.with_overrides(interconnect={"name": "pcie", "bandwidth_bytes_s": 3.1e10, "latency_s": 1e-5,
+                                             "max_chips": 8, "source": "test"})
+    with pytest.raises(mb.DoesNotFitError) as e:
+        mb.estimate("llama-3.2-1b", linked)
     # 1.24e9 bf16 weights = 2.47e9 bytes over 1e6-byte chips: more than 2,000 chips
     assert e.value.chips_needed > 2000
     r = mb.estimate("llama-3.2-1b", hw, check_memory=False)

@@ -379,10 +379,12 @@ def _check_fit(mem: Memory, hw: Hardware, pinned, m: Model, n_chips: int, layout
                 raise DoesNotFitError(use.weights_bytes + use.kv_bytes, use.capacity_bytes, None,
                                       f"tier {use.tier!r} of {hw.name} overflows with the pinned placement")
     if not mem.fits:
-        total_need = mem.total_bytes * n_chips
-        chips = math.ceil(total_need / mem.capacity_bytes)
-        raise DoesNotFitError(mem.total_bytes, mem.capacity_bytes, chips,
-                              f"{m.name} on {n_chips} x {hw.name} ({layout}); per chip")
+        where = f"{m.name} on {n_chips} x {hw.name} ({layout}); per chip"
+        if hw.interconnect is None:     # more chips would be refused: say so instead of a count
+            raise DoesNotFitError(mem.total_bytes, mem.capacity_bytes, None,
+                                  f"{where}; {hw.name}'s profile has no interconnect, so it runs on one chip")
+        chips = math.ceil(mem.total_bytes * n_chips / mem.capacity_bytes)
+        raise DoesNotFitError(mem.total_bytes, mem.capacity_bytes, chips, where)
 
 
 def bandwidth_ceiling(model, hardware, weight_dtype: str = "bf16", n_chips: int = 1) -> float:
