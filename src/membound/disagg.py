@@ -230,4 +230,4 @@ def _figures(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, w_p: int, w_d
     rate = full / float(sm_p.step(0.0, 0.0, full, share * u_S, share * pairs_S, seqs=share, hp=share * idx_S))
     rho = x * seen / w_p * S / rate
     wait = np.minimum(rho, 0.999) / (2.0 * (1.0 - np.minimum(rho, 0.999))) * pre
-    return _Decode(step, x, sm_p.host_s + pre + wait + xfer, pre, rho < 1.0)
+    return _Decode(step, x, sm_p.host(S) + pre + wait + xfer, pre, rho < 1.0)

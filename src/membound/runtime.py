@@ -184,6 +184,9 @@ class Served(BaseModel):
     moe_tile_tokens: Annotated[float, Number, Field(ge=0, le=4096, allow_inf_nan=False)] = 0.0
                                          # rows each touched expert's GEMM computes at least
                                          # (tiles padded when few tokens route to it)
+    moe_upcast_efficiency: _Frac = 1.0   # a prefill's expert GEMMs' rate / the dense GEMMs' where the
+                                         # kernel upcasts the experts' weights to 16-bit activations
+                                         # (weight-only MoE: MXFP4 gpt-oss on Hopper and CDNA3)
     per_sequence_s: _Secs = 0.0          # per running sequence per step
     lookahead_steps: Annotated[int, Number, Field(ge=0, le=16)] = 0   # steps the scheduler runs ahead of
                                          # the GPU: a request reaching it mid-step joins the step after
@@ -194,8 +197,10 @@ class Served(BaseModel):
                                          # disable_overlap_scheduler False); SGLang's
                                          # Scheduler.event_loop_overlap (run_batch of the next batch
                                          # before process_batch_result of the last; default on)
+    per_prompt_token_s: _Secs = 0.0      # host time per prompt token before its first step (the
+                                         # server tokenises the prompt text, processes its inputs): in TTFT
     per_request_s: _Secs = 0.0           # host time of a request before its first token
-                                         # (HTTP, tokenisation, detokenisation): in TTFT, off the GPU
+                                         # (HTTP, detokenisation; per_prompt_token_s the rest): in TTFT, off the GPU
     calibration: str = ""                # rows fitted on; the rest are held out
 
 

@@ -205,10 +205,11 @@ def _from_solver(sm, sched, p, st: Steady, prompt, output, concurrency, arrival_
     b, tau, x, ttft = (float(np.asarray(v)) for v in (st.b, st.tau, st.x, st.ttft))
     tau_d, tau_m, f, pre = (float(np.asarray(v)) for v in (st.tau_d, st.tau_m, st.f, st.prefill))
     D = output.mean - 1.0
-    wait = max(ttft - pre, 0.0)
+    own = pre + sm.host_token_s * prompt.mean         # its chunks, and the host's work on its tokens
+    wait = max(ttft - own, 0.0)
 
-    def ttft_q(q):       # the prompt's own chunks scale with its length; the wait is shared
-        return wait + pre * (prompt.quantile(q) / prompt.mean if prompt.mean else 0.0)
+    def ttft_q(q):       # the prompt's own chunks and tokens scale with its length; the wait is shared
+        return wait + own * (prompt.quantile(q) / prompt.mean if prompt.mean else 0.0)
     ttft_qs = Quantiles(ttft_q(0.5), ttft_q(0.9), ttft_q(0.99), ttft)
     tpot = Quantiles(tau, tau, tau, tau)
     gap = tau_m if sched.mixed_steps else tau_d + tau_m
@@ -267,7 +268,7 @@ def _from_trace(sm, sched, p, tr: _Trace, S, T, prompt, output, concurrency, arr
         ttft=_quantiles(ttft), tpot=tp, itl=_quantiles(durs, wts), e2e=_quantiles(e2e),
         output_tok_s=tok_s, output_tok_s_per_chip=tok_s / sm.n_chips, tok_s_per_user=1.0 / tp.median,
         requests_per_s=x, mean_running=b_mean, kv_occupancy=tr.kv / total_t,
-        queueing_s=float(np.nanmean(tr.admit - tr.arrive)) - sm.host_s, preemptions=tr.preemptions,
+        queueing_s=float(np.nanmean(tr.admit - tr.arrive - sm.host(S.astype(float)))), preemptions=tr.preemptions,
         bound=sm.bound(b_mean, sm.attended(prompt.mean + output.mean / 2.0),
                        h=sm.held(prompt.mean + output.mean / 2.0)),
         cost_per_million_output_tokens_usd=_cost(sm, tok_s), max_running=int(_set(sched.max_running)), scheduler=sched)

@@ -55,14 +55,14 @@ class _Simulation:
         self.cap = sm.kv_pairs_capacity(sched)
         self.closed = arrivals is None
         arrive = np.full(n, np.inf)
-        self.h = sm.host_s            # a request reaches the engine h after it is sent
+        self.h = sm.host(self.S.astype(float))    # request i reaches the engine h[i] after it is sent
         if arrivals is not None:
             arrive[:] = np.asarray(arrivals, float)
             self.issued = n
         else:
             self.issued = min(_set(concurrency), n)
             arrive[:self.issued] = 0.0
-        self.pending = [(arrive[i] + self.h, i) for i in range(self.issued)]      # (time at the engine, id)
+        self.pending = [(arrive[i] + self.h[i], i) for i in range(self.issued)]      # (time at the engine, id)
         heapq.heapify(self.pending)
         self.tr = _Trace(arrive, np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan), [])
         self.waiting: deque[int] = deque()
@@ -264,7 +264,7 @@ class _Simulation:
                 self.reserved -= self.reserve(int(i))
             if self.closed and self.issued < self.n:
                 self.tr.arrive[self.issued] = self.t
-                heapq.heappush(self.pending, (self.t + self.h, self.issued))
+                heapq.heappush(self.pending, (self.t + self.h[self.issued], self.issued))
                 self.issued += 1
         self.run_id, self.run_ctx, self.run_left = self.run_id[~fin], self.run_ctx[~fin], self.run_left[~fin]
 

@@ -144,10 +144,11 @@ class _State:
         rho = np.minimum(pbar / np.maximum(avail, 1e-30), 0.999)
         # an arrival waits for the running step to end (half a step on average), except in a
         # closed loop with no host time, where requests arrive as others complete, at a boundary
-        residual = 0.0 if self.closed and sm.host_s == 0.0 else 0.5 * tau
+        host = sm.host(S)
+        residual = 0.0 if self.closed and host == 0.0 else 0.5 * tau
         balance = _balance_wait(sm.ranks, _set(self.sched.dp_balance_steps), b, x * tau, tau)
         held, released = self._held(others, x * tau, tau_d, c0, avail, tau_own)
-        ttft = sm.host_s + residual + pre + rho / (2.0 * (1.0 - rho)) * pre + balance \
+        ttft = host + residual + pre + rho / (2.0 * (1.0 - rho)) * pre + balance \
             + (self.recv_wait + sm.lookahead) * tau * np.minimum(others, 1.0) + held + released
         pre = pre + released
         return tau / sm.tokens_per_step, tau_d, tau_m, f, x, ttft, pre, pbar <= avail

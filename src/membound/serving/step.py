@@ -32,6 +32,19 @@ def moe_expert_s(served: Served, p: Prepared, compute_fraction: float) -> float:
     return 2.0 * served.moe_expert_rows * experts * mc.expert_params / (p.resolved.peak_flops * compute_fraction)
 
 
+def upcast_efficiency(served: Served, p: Prepared) -> float | None:
+    """The served `moe_upcast_efficiency` where this configuration's experts take that path: a
+    weight-only format (`quantization.Resolved.dequant` > 0) computing in 16-bit activations
+    (MXFP4 gpt-oss on Hopper and CDNA3, whose engines upcast the weights to bf16 inside the MoE
+    GEMM); None elsewhere (the expert GEMMs at the dense rate, as core's default): fp8 or fp4
+    experts computing in their own format, or MXFP4 weights with MXFP8 activations on Blackwell,
+    whose tensor cores take the mixed MX operands natively (no upcast)."""
+    r = p.resolved
+    if served.moe_upcast_efficiency == 1.0 or r.dequant == 0.0 or r.activations.bits < 16:
+        return None
+    return served.moe_upcast_efficiency
+
+
 def _served_prepared(p: Prepared, served: Served | None, mc: ModelConsts) -> Prepared:
     """The configuration as an engine serves it: the served block's fractions and costs replace
     the runtime's (the 16-bit residual stream its all-reduces move is `estimate`'s, from
@@ -51,7 +64,8 @@ def _served_prepared(p: Prepared, served: Served | None, mc: ModelConsts) -> Pre
                       per_step_overhead_s=served.per_step_s + allreduce + alltoall,
                       per_layer_overhead_s=served.per_layer_s,
                       per_moe_layer_overhead_s=moe_expert_s(served, p, cf),
-                      per_sequence_overhead_s=served.per_sequence_s)
+                      per_sequence_overhead_s=served.per_sequence_s,
+                      moe_gemm_efficiency=upcast_efficiency(served, p) or eff.moe_gemm_efficiency)
         p = replace(p, eff=eff)
     return p
 
@@ -90,12 +104,18 @@ class StepModel:
         self.price = p.price
         self.ranks = p.layout.ep          # data-parallel attention ranks (expert parallelism)
         self.n_chips = p.n_chips
-        self.host_s = served.per_request_s if served is not None else 0.0
+        self.host_s = served.per_request_s if served is not None else 0.0     # per request, and
+        self.host_token_s = served.per_prompt_token_s if served is not None else 0.0   # per prompt token
         self.lookahead = served.lookahead_steps if served is not None else 0
         # speculative decoding (attach_speculative): positions each decoding sequence verifies per
         # step, the tokens it emits per step on average, and the drafter's seconds per step
         self.positions, self.tokens_per_step = 1.0, 1.0
         self.draft: Callable[..., np.ndarray] | None = None
+
+    def host(self, prompt):
+        """Host seconds of a request of `prompt` tokens before its first step (Served.per_request_s
+        and per_prompt_token_s): off the GPU, in its TTFT. Floats or numpy arrays."""
+        return self.host_s + self.host_token_s * prompt
 
     def _fit_decode(self, p: Prepared, max_tokens: float) -> None:
         """Weights' stream time and communication on a grid of tokens per step (interpolated by
