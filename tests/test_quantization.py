@@ -109,11 +109,82 @@ def test_expert_activations_set_the_experts_compute_path_alone():
     assert w4a4.peak_flops == pytest.approx(9.0e15) and w4a4.activations.name == "mxfp4"
     assert w4a8.dense_peak_flops == w4a4.dense_peak_flops == pytest.approx(2.25e15)
     assert w4a8.dense_activations.name == "bf16"
-    # mxfp4 dequantized to the 8-bit activations pays the weight-only GEMM overhead (0.15)
-    assert w4a8.dequant == pytest.approx(0.15) and w4a4.dequant == 0.0
+    # Blackwell's kind::mxf8f6f4 MMA multiplies the mxfp4 weights by the mxfp8 activations as they
+    # are: no dequantising pass, so neither path pays the weight-only overhead
+    assert w4a8.dequant == 0.0 and w4a4.dequant == 0.0
     # one format for every tensor: `expert_activations` still leaves the dense path to `activations`
     same = mb.Quantization("fp8", expert_activations="bf16").resolve(b200)
     assert same.peak_flops == pytest.approx(2.25e15) and same.dense_peak_flops == pytest.approx(4.5e15)
     with pytest.raises(mb.InvalidInputError) as e:
         mb.Quantization("mxfp4", expert_activations="q4_0")
     assert e.value.field == "expert_activation_dtype"
+
+
+def test_weights_the_matrix_units_take_beside_the_activations_pay_no_dequantisation():
+    # The weight-only overhead (DEFAULT_DEQUANT_OVERHEAD = 0.15 of the GEMM FLOPs) is a dequantising
+    # pass. Blackwell (tcgen05 kind::f8f6f4 / kind::mxf8f6f4) and CDNA4 (scaled f8f6f4 MFMA) multiply
+    # an e2m1 operand by an e4m3 one in one instruction, MX block scales (ue8m0 per 32) applied in
+    # hardware, at the fp8 rate. So:
+    #   mxfp4 experts x fp8 activations, B200 (fp4 9.0e15, fp8 4.5e15): 0 overhead, fp8 peak 4.5e15
+    #   the same on MI355X (fp4 1.01e16, fp8 5.0e15): 0 overhead, fp8 peak 5.0e15
+    #   bare fp4 x fp8 on B200 (kind::f8f6f4, no scales): 0
+    #   mxfp4 x bf16 on H200 (no fp4 units; Triton upcasts the experts to bf16): 0.15
+    #   mxfp4 x fp8 on H100 (fp8 units, no fp4): the weights are dequantised to fp8: 0.15
+    #   nvfp4 x fp8 on B200: NVFP4's e4m3 scales per 16 go only into kind::mxf4nvf4 (both e2m1): 0.15
+    #   int4 (no compute format at all) x fp8 on B200: 0.15
+    cases = [("b200", "mxfp4", "fp8", 0.0, 4.5e15), ("mi355x", "mxfp4", "fp8", 0.0, 5.0e15),
+             ("b200", "fp4", "fp8", 0.0, 4.5e15), ("h200", "mxfp4", "bf16", 0.15, None),
+             ("h100-sxm", "mxfp4", "fp8", 0.15, None), ("b200", "nvfp4", "fp8", 0.15, 4.5e15),
+             ("b200", "int4", "fp8", 0.15, 4.5e15)]
+    for hw, w, act, dq, peak in cases:
+        res = mb.Quantization(w, "fp8", expert_activations=act, dense_weights="bf16").resolve(hw)
+        assert res.dequant == pytest.approx(dq), (hw, w, act)
+        assert res.dense_dequant == 0.0       # bf16 dense tensors in the bf16 path
+        if peak is not None:
+            assert res.peak_flops == pytest.approx(peak), (hw, w, act)
+    # a user's overhead is charged where a dequantising pass exists, never where none does
+    q = mb.Quantization("mxfp4", "fp8", expert_activations="fp8", dense_weights="bf16", dequant_overhead=0.3)
+    assert q.resolve("b200").dequant == 0.0 and q.resolve("h100-sxm").dequant == pytest.approx(0.3)
+
+
+def test_a_chip_multiplies_fp4_beside_fp8_only_where_it_has_fp4_matrix_units():
+    b200, h100 = mb.load_hardware("b200"), mb.load_hardware("h100-sxm")
+    assert b200.multiplies("fp4", "fp8") and b200.multiplies("fp8", "fp4")
+    assert b200.multiplies("bf16", "fp16")               # the 16-bit formats stand in for each other
+    assert not b200.multiplies("fp4", "bf16")            # f8f6f4 takes no 16-bit operand
+    assert not b200.multiplies("int8", "fp8")
+    assert not h100.multiplies("fp4", "fp8") and h100.multiplies("fp8", "fp8")
+    assert not h100.multiplies("fp4", "fp4")
+
+
+def test_a_registered_format_says_whether_mixed_matrix_instructions_take_it():
+    import membound.dtypes as dt
+    try:
+        d = mb.register_dtype("mxfp4_test", 4.25, "fp4", mixed_operand=True)
+        plain = mb.register_dtype("fp4_test_scaled", 4.5, "fp4")
+        assert d.mixed_operand and not plain.mixed_operand
+        assert mb.Quantization("mxfp4_test", expert_activations="fp8").resolve("b200").dequant == 0.0
+        assert mb.Quantization("fp4_test_scaled", expert_activations="fp8").resolve("b200").dequant == pytest.approx(0.15)
+        with pytest.raises(mb.InvalidInputError) as e:
+            mb.register_dtype("bad_flag", 4, "fp4", mixed_operand="yes")
+        assert e.value.field == "mixed_operand"
+    finally:
+        for n in ("mxfp4_test", "fp4_test_scaled"):
+            if n in dt._registry:
+                del dt._registry[n]
+
+
+def test_llama_cpp_converts_mxfp4_to_int8_whatever_pairs_the_chip_could_take():
+    # llama.cpp's MMQ quantizes activations to int8 blocks and turns MXFP4 weights into int8 through
+    # its e2m1 value table: a dequantising pass on every chip. On an RTX 5090, whose profile lists no
+    # int8 rate, its activations stand in at the fp8 rate (Runtime.default_activations), which the
+    # chip could pair with MXFP4 as it is; the runtime converts anyway: 0.15, as on a chip with int8.
+    from membound.estimate import prepare
+    cpp = prepare("gpt-oss-20b", "rtx-5090", runtime="llama.cpp-cuda", weight_dtype="mxfp4").resolved
+    assert cpp.activations.name == "fp8" and cpp.dequant == pytest.approx(0.15)
+    # the same formats in an engine whose MoE GEMM takes MXFP4 x MXFP8 (vLLM's FlashInfer path): none
+    vllm = prepare("gpt-oss-20b", "rtx-5090", runtime="vllm", weight_dtype="mxfp4", activation_dtype="fp8").resolved
+    assert vllm.activations.name == "fp8" and vllm.dequant == 0.0
+    q = mb.Quantization("mxfp4", activations="fp8")
+    assert q.resolve("rtx-5090", native_mixed=False).dequant == pytest.approx(0.15)
+    assert q.resolve("rtx-5090").dequant == 0.0

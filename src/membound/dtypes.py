@@ -7,6 +7,17 @@ weights plus one fp16 scale per block, (32*4 + 16) / 32 = 4.5 bits.
 `compute` names the tensor-core peak a format's arithmetic runs at when it is the
 *activation* dtype ("bf16", "fp8", "int8", "fp4"); block formats cannot be activation
 dtypes. Users add formats with `register_dtype`.
+
+`mixed_operand` marks a format that a chip's fp4/fp8 matrix instruction takes beside an
+operand of the other width (`hardware.MIXED_OPERANDS`), so weights in it multiply 8-bit
+activations without being dequantised first: NVIDIA Blackwell's `kind::f8f6f4` MMA takes
+e2m1, e3m2/e2m3 and e4m3/e5m2 operands in any pairing, and `kind::mxf8f6f4.block_scale` the
+same with OCP MX scales (ue8m0 per 32 elements) applied in hardware, both at the fp8 rate
+("2x Hopper FP8", against 4x for `kind::mxf4`: CUTLASS "Blackwell SM100 GEMMs",
+docs.nvidia.com/cutlass/media/docs/cpp/blackwell_functionality.html; PTX ISA, tcgen05.mma
+kinds). That holds for bare fp4, fp8 and mxfp4; NVFP4's e4m3 scales per 16 elements are
+taken only by `kind::mxf4nvf4`, whose operands are both e2m1, so NVFP4 weights beside fp8
+activations are dequantised.
 """
 from __future__ import annotations
 
@@ -27,6 +38,7 @@ class DType:
     bits: float
     compute: str | None = None   # the peak-FLOP/s key this format computes at, if any
     description: str = ""
+    mixed_operand: bool = False  # a mixed fp4/fp8 matrix instruction takes it as it is (module docstring)
 
     @property
     def bytes(self) -> float:
@@ -51,13 +63,13 @@ _BUILTIN = (
     DType("tf32", 32, "tf32", "stored as fp32, computed as tf32"),
     DType("bf16", 16, "bf16", "bfloat16"),
     DType("fp16", 16, "fp16", "IEEE half precision"),
-    DType("fp8", 8, "fp8", "fp8 e4m3/e5m2, per-tensor scale"),
+    DType("fp8", 8, "fp8", "fp8 e4m3/e5m2, per-tensor scale", mixed_operand=True),
     DType("int8", 8, "int8", "int8 with per-channel scales"),
     DType("int4", 4 + 16 / 128, None, "int4, group 128, fp16 scales (AWQ/GPTQ style)"),
     DType("int4_g32", 4 + 16 / 32, None, "int4, group 32, bf16 scales (Kimi-K2 / K2.5 native INT4 experts)"),
     DType("int4_g64", 4 + 16 / 64, None, "int4, group 64, fp16 scales (AWQ's Falcon-7B: 4544 is no multiple of 128)"),
-    DType("fp4", 4, "fp4", "bare fp4 e2m1"),
-    DType("mxfp4", 4 + 8 / 32, "fp4", "OCP MX fp4: 32 elements share an 8-bit scale"),
+    DType("fp4", 4, "fp4", "bare fp4 e2m1", mixed_operand=True),
+    DType("mxfp4", 4 + 8 / 32, "fp4", "OCP MX fp4: 32 elements share an 8-bit scale", mixed_operand=True),
     DType("nvfp4", 4 + 8 / 16, "fp4", "NVIDIA fp4: 16 elements share an fp8 scale"),
     DType("q8_0", 8 + 16 / 32, None, "llama.cpp q8_0: 32 int8 + fp16 scale"),
     DType("q4_0", 4 + 16 / 32, None, "llama.cpp q4_0: 32 4-bit + fp16 scale"),
@@ -91,8 +103,9 @@ _lock = threading.Lock()
 
 
 def register_dtype(name: str, bits: float, compute: str | None = None,
-                   description: str = "", *, replace: bool = False) -> DType:
-    """Add a format; `bits` per element, block scales included. Replacing a built-in format
+                   description: str = "", *, replace: bool = False, mixed_operand: bool = False) -> DType:
+    """Add a format; `bits` per element, block scales included; `mixed_operand` where a mixed
+    fp4/fp8 matrix instruction takes it as it is (module docstring). Replacing a built-in format
     (bf16, q4_0, ...; names are case-insensitive) changes every estimate in the process, so it
     needs `replace=True`; an alias (f16, bfloat16, ...) cannot be registered at all."""
     if not isinstance(name, str) or not name.strip():
@@ -102,13 +115,15 @@ def register_dtype(name: str, bits: float, compute: str | None = None,
         raise InvalidInputError("bits", bits, "a finite number of bits per element in (0, 64]")
     if compute is not None and not isinstance(compute, str):
         raise InvalidInputError("compute", compute, "None or a peak-FLOP/s key such as 'bf16' or 'fp8'")
+    if not isinstance(mixed_operand, bool):
+        raise InvalidInputError("mixed_operand", mixed_operand, "True or False")
     key = name.strip().lower()
     if key in _ALIASES:
         raise InvalidInputError("name", name, f"a new name: {key!r} is an alias of {_ALIASES[key]!r}")
     if key in _BUILTIN_NAMES and not replace:
         raise InvalidInputError("name", name, f"a name that is not built in ({key!r} is; pass replace=True "
                                               "to change it for the whole process)")
-    d = DType(key, float(bits), compute, description)
+    d = DType(key, float(bits), compute, description, mixed_operand)
     with _lock:
         _registry[d.name] = d
     return d

@@ -228,7 +228,7 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
     q = quantization or Quantization(weight_dtype, kv_dtype, activation_dtype, dense_weights=dense_weight_dtype)
     if q.head_weights is None:   # the runtime's own head format (TinyChat: fp16), however the formats came
         q = replace(q, head_weights=rt.default_head(q.weights, hw))
-    res = q.resolve(hw, m)
+    res = q.resolve(hw, m, native_mixed=rt.backend_for(hw).quantized_activations is None)  # llama.cpp converts
     price = _check_price(price_usd_per_hour if price_usd_per_hour is not None else hw.price_usd_per_hour)
     pinned = _check_placement(placement, hw)
     spec_args, draft_mc, extra_w, extra_kv, positions = _speculative(speculative, m, q, hw, res, layout)

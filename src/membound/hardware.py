@@ -88,6 +88,15 @@ DATAFLOW_KINDS: tuple[DeviceKind, ...] = ("wafer", "lpu", "rdu")
 
 
 _STAND_IN = {"fp16": "bf16", "bf16": "fp16"}   # 16-bit formats whose rates stand in for each other
+# compute formats whose operands a chip with fp4 matrix units multiplies in any pairing, at the wider
+# (fp8) rate: every fp4 matrix unit shipped is of the f8f6f4 kind. NVIDIA Blackwell's tcgen05.mma
+# kind::f8f6f4 and kind::mxf8f6f4.block_scale take A and B each in e2m1, e3m2/e2m3 or e4m3/e5m2
+# ("2x Hopper FP8 Tensor Core"; CUTLASS "Blackwell SM100 GEMMs",
+# docs.nvidia.com/cutlass/media/docs/cpp/blackwell_functionality.html; mma.sync on SM 12x likewise);
+# AMD CDNA4's scaled MFMA (v_mfma_scale_f32_*_f8f6f4) selects A's and B's formats apart (e2m1, e4m3,
+# e5m2; triton-lang.org gluon amd.cdna4.mfma_scaled). Which formats go in as they are: dtypes' module
+# docstring (`DType.mixed_operand`)
+MIXED_OPERANDS = frozenset({"fp4", "fp8"})
 
 
 def _rate_of(rates: dict[str, float], compute_dtype: str) -> float | None:
@@ -308,6 +317,14 @@ class Hardware(HashableModel):
         """The shader ALUs' FLOP/s for `compute_dtype` where the profile gives it apart from the matrix
         units' (`shader_flops`; fp16/bf16 stand in for each other), else None."""
         return _rate_of(self.shader_flops, compute_dtype)
+
+    def multiplies(self, a: str, b: str) -> bool:
+        """Whether one matrix instruction of this chip multiplies an operand computed as `a` by
+        one computed as `b` (compute keys): the same format it computes in, or fp4 beside fp8 on
+        a chip whose matrix units take fp4 (`MIXED_OPERANDS`: all of them are f8f6f4 units)."""
+        if a == b or _STAND_IN.get(a) == b:
+            return self.supports(a)
+        return {a, b} <= MIXED_OPERANDS and all(self.supports(k) for k in MIXED_OPERANDS)
 
     def supports(self, compute_dtype: str) -> bool:
         try:

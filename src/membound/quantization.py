@@ -10,6 +10,15 @@ weight format (fp8 weights -> fp8 tensor cores, nvfp4/mxfp4 -> fp4 where support
 bf16 otherwise (weight-only formats such as int4 and llama.cpp blocks dequantize to 16 bits).
 Weight-only formats pay `dequant_overhead` extra GEMM work (fraction of the 2*params FLOPs),
 which only matters once the step is compute-bound — where weight-only int4 stops paying off.
+Weights the chip's matrix units multiply as they are beside activations of another format pay
+none: MXFP4 beside MXFP8 on Blackwell (kind::mxf8f6f4) or CDNA4 (scaled f8f6f4 MFMA) is one
+instruction at the fp8 rate, with no dequantising pass (`Hardware.multiplies`,
+`DType.mixed_operand`); on Hopper, which has no fp4, MXFP4 beside bf16 still dequantises. That
+takes an engine whose kernels use those instructions (TensorRT-LLM's and FlashInfer's MXFP4 x
+MXFP8 MoE GEMMs); llama.cpp's MMQ quantizes activations to int8 blocks and converts every
+narrower weight format to int8 in software (MXFP4 through its e2m1 value table, kvalues_mxfp4),
+so a runtime with `quantized_activations` resolves with `native_mixed=False` and pays it,
+whatever rate its activations stand in at (fp8's where a profile lists no int8 rate).
 
 Mixed checkpoints quantize only some tensors. Three groups may each have a format:
 - `weights`: the routed experts, and every other tensor unless given below;
@@ -103,9 +112,12 @@ class Quantization:
         if d is not None and not (isinstance(d, (int, float)) and math.isfinite(d) and d >= 0):
             raise InvalidInputError("dequant_overhead", d, "a finite fraction >= 0")
 
-    def resolve(self, hw: Hardware | str, model: Model | str | None = None) -> Resolved:
+    def resolve(self, hw: Hardware | str, model: Model | str | None = None, *, native_mixed: bool = True) -> Resolved:
         """Bytes and compute peaks on device `hw`; with the `model`, a llama.cpp file's own output
-        tensor format (module docstring). Either may be given by name."""
+        tensor format (module docstring). Either may be given by name. `native_mixed`: the engine's
+        GEMMs multiply weights as they are beside activations of another format where the chip's
+        matrix units can (module docstring); False for an engine that converts every narrower weight
+        format to its activations' in software (llama.cpp's int8 MMQ: `Runtime.quantized_activations`)."""
         hw = load_hardware(hw)
         model = None if model is None else load_model(model)
         w = get_dtype(self.weights)
@@ -124,8 +136,9 @@ class Quantization:
             d_act, d_peak = act, peak
         else:       # the dense GEMMs and attention compute in the dense format's own path
             d_act, d_peak, attn_peak = _compute_dtypes(dense, kv, act_asked, hw, bf16, fp32)
-        return Resolved(w, kv, act, peak, _dequant(w, act, dq), attn_peak, dense, head, d_act, d_peak,
-                        _dequant(dense, d_act, dq), _residual_bytes(act, hw.kind), embed)
+        native = hw if native_mixed else None
+        return Resolved(w, kv, act, peak, _dequant(w, act, dq, native), attn_peak, dense, head, d_act, d_peak,
+                        _dequant(dense, d_act, dq, native), _residual_bytes(act, hw.kind), embed)
 
 
 def _format(field: str, value, expected: str) -> DType:
@@ -158,10 +171,17 @@ def _residual_bytes(act: DType, kind: str) -> float:
     return RESIDUAL_BYTES
 
 
-def _dequant(w: DType, act: DType, overhead: float) -> float:
-    """Extra GEMM work of a weight-only format (dequantised to the activations'), else 0."""
-    weight_only = w.compute is None or w.compute != act.compute and w.bits < act.bits
-    return overhead if weight_only else 0.0
+def _dequant(w: DType, act: DType, overhead: float, hw: Hardware | None) -> float:
+    """Extra GEMM work of a weight-only format (dequantised to the activations'), else 0. Weights
+    the chip `hw`'s matrix units multiply as they are beside the activations' format pay none
+    (MXFP4 experts beside MXFP8 activations on Blackwell: `Hardware.multiplies`,
+    `DType.mixed_operand`); `hw` None: an engine that converts them whatever the chip can."""
+    if w.compute is None:
+        return overhead
+    if w.compute == act.compute or w.bits >= act.bits:
+        return 0.0
+    native = hw is not None and act.compute is not None and w.mixed_operand and hw.multiplies(w.compute, act.compute)
+    return 0.0 if native else overhead
 
 
 @functools.lru_cache(maxsize=4096)
