@@ -36,10 +36,11 @@ in the core's communication term it came out ~0 on every engine.)
 Set from the engine's code, not fitted: lookahead_steps (runtime.Served: 1 for TensorRT-LLM's
 and SGLang's overlap loops; vLLM's 0, its default without --async-scheduling).
 Each engine fits only the figures its H200 rows can pin (FIXED holds the rest, with the reason):
-vLLM 3 (the TTFT figures; its 7 step figures held at their earlier joint fit), SGLang 4 (one
-model at one layout: one per-layer cost; bandwidth at what the chip achieves; no MoE terms, no
-TTFT figures), TensorRT-LLM 5 (no per_step_s, no tiles; bandwidth at what the chip achieves; no
-TTFT figures).
+vLLM 3 (the TTFT figures: per_request_s and the prompt's two, per_prompt_token_s and
+moe_upcast_efficiency; its 7 step figures held at their earlier joint fit), SGLang 4 (one model at
+one layout: one per-layer cost; bandwidth at what the chip achieves; no MoE terms, no prompt
+figures), TensorRT-LLM 5 (no per_step_s, no tiles; bandwidth at what the chip achieves; no prompt
+figures).
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), Levenberg-Marquardt within bounds (calibrate.fit_bounded).
 
@@ -75,7 +76,7 @@ ENGINES = ("vllm", "sglang", "tensorrt-llm")
 # moe_tile_tokens (padded expert tiles) is held at 0 for SGLang and TensorRT-LLM: free, it moved
 # their fitted rows' median errors by at most 0.1 point (its FLOPs hide under the weight stream).
 # vLLM keeps it: gpt-oss there computes its experts in bf16 (weight-only mxfp4), where the tiles show.
-# The TTFT figures (per_prompt_token_s, moe_upcast_efficiency) are neutral (0, 1) where not fitted.
+# The prompt figures (per_prompt_token_s, moe_upcast_efficiency) are neutral (0, 1) where not fitted.
 NEUTRAL = {"moe_upcast_efficiency": 1.0, "per_prompt_token_s": 0.0}
 FIXED: dict[str, dict[str, float]] = {
     # vLLM fits the TTFT figures (per_request_s, per_prompt_token_s, moe_upcast_efficiency) with the
@@ -91,11 +92,11 @@ FIXED: dict[str, dict[str, float]] = {
     # one model (DeepSeek-R1) at one layout (tp=8): the step, layer and MoE-layer costs are one
     # figure (per_layer_s carries it); bandwidth reaches what the chip achieves (free, it sat on
     # its bound 1.0: the expert GEMMs stream as fast as a copy kernel); one model at one layout
-    # cannot pin the TTFT figures either
+    # cannot pin the prompt figures either
     "sglang": {"per_step_s": 0.0, "moe_expert_rows": 0.0, "bandwidth_fraction": 1.0, "moe_tile_tokens": 0.0,
                **NEUTRAL},
     # free, the per-step cost sat on its bound 0 (the layer costs of three models carry it) and
-    # the bandwidth share on its bound 1 (as SGLang's). The TTFT figures are not fitted: with the
+    # the bandwidth share on its bound 1 (as SGLang's). The prompt figures are not fitted: with the
     # other figures held, its H200 rows gave moe_upcast_efficiency 0.77, per_prompt_token_s 8.3 us
     # and the held-out TTFT rose (TensorRT-LLM Llama-3.3-70B on B200 16.8 -> 18.0%, DeepSeek-R1 39.9
     # -> 37.4%, gpt-oss 61.9 -> 66.5%): its TTFT lacks other structure (batch waiting, its MoE backends)
