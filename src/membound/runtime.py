@@ -198,9 +198,9 @@ class Served(BaseModel):
                                          # Scheduler.event_loop_overlap (run_batch of the next batch
                                          # before process_batch_result of the last; default on)
     per_prompt_token_s: _Secs = 0.0      # host time per prompt token before its first step (the
-                                         # server tokenises the prompt text, processes its inputs): in TTFT
-    per_request_s: _Secs = 0.0           # host time of a request before its first token
-                                         # (HTTP, detokenisation; per_prompt_token_s the rest): in TTFT, off the GPU
+                                         # server tokenises the prompt text, prepares its inputs)
+    per_request_s: _Secs = 0.0           # host time of a request before its first token, whatever its
+                                         # length (HTTP, detokenisation); both in TTFT, off the GPU
     calibration: str = ""                # rows fitted on; the rest are held out
 
 
