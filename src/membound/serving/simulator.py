@@ -94,7 +94,9 @@ class _Simulation:
         if self.sched.preemption == "none":
             return self.reserved
         r = float(np.sum(self.kv_of(self.run_ctx))) if self.run_ctx.size else 0.0
-        return r + float(np.sum(self.kv_of(self.pre_done[self.prefilling]))) if self.prefilling else r
+        if not self.prefilling:
+            return r
+        return r + float(np.sum(self.kv_of(self.pre_done[self.prefilling])))
 
     def run(self) -> _Trace:
         while self.completed < self.n:
