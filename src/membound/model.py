@@ -400,6 +400,8 @@ def _check_context(context):
 
 
 # ---- Hugging Face configs -----------------------------------------------------------------
+# Qwen3-Next / Qwen3.5 / 3.6: Gated DeltaNet layers between gated full-attention ones (no sliding window)
+_QWEN_HYBRIDS = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 _FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
              "qwen3_5_text", "qwen3_5_moe_text", "glm4_moe", "kimi_k2", "minimax_m2", "llama4_text", "falcon", "mpt",
              "deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "gemma", "gemma2", "gemma3", "gemma3_text",
@@ -468,7 +470,7 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
         model_type=mt)
     bias = get("attention_bias", mt == "gpt_oss", kind=bool)
     d.update(qkv_bias=bias or mt in ("qwen2", "qwen2_moe"), attn_out_bias=bias and mt != "glm4_moe")
-    qwen_hybrid = mt in ("qwen3_next", "qwen3_5_moe_text", "qwen3_5_text")
+    qwen_hybrid = mt in _QWEN_HYBRIDS
     moe = mt in ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "minimax_m2", "llama4_text", "qwen3_next", "qwen3_5_moe_text")
     if moe:
         d.update(_moe_fields(cfg, mt, get, n_layers, src))
@@ -622,7 +624,7 @@ def _windows(cfg, mt, n_layers, get, src) -> tuple:
         return ()
     # phi3: the configs give one sliding_window (2047 in the 4k models, at or past the context in the
     # 128k ones) but no layers it applies to; llama.cpp disables it for the family (PR 13676)
-    if mt in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "mpt", "falcon", "phi3"):
+    if mt in _QWEN_HYBRIDS or mt in ("mpt", "falcon", "phi3"):
         return ()
     if mt == "llama4_text":
         return _llama4_chunks(cfg, get, n_layers, src)

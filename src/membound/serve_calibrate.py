@@ -98,8 +98,9 @@ FIXED: dict[str, dict[str, float]] = {
     # free, the per-step cost sat on its bound 0 (the layer costs of three models carry it) and
     # the bandwidth share on its bound 1 (as SGLang's). The prompt figures are not fitted: with the
     # other figures held, its H200 rows gave moe_upcast_efficiency 0.77, per_prompt_token_s 8.3 us
-    # and the held-out TTFT rose (TensorRT-LLM Llama-3.3-70B on B200 16.8 -> 18.0%, DeepSeek-R1 39.9
-    # -> 37.4%, gpt-oss 61.9 -> 66.5%): its TTFT lacks other structure (batch waiting, its MoE backends)
+    # and the held-out TTFT of all engines rose 17.2 -> 18.7% (TensorRT-LLM on B200: Llama-3.3-70B 16.8
+    # -> 18.0%, gpt-oss 61.9 -> 66.5%, DeepSeek-R1 alone fell 39.9 -> 37.4%): its TTFT lacks other
+    # structure (batch waiting, its MoE backends)
     "tensorrt-llm": {"per_step_s": 0.0, "moe_tile_tokens": 0.0, "bandwidth_fraction": 1.0, **NEUTRAL},
 }
 

@@ -169,7 +169,8 @@ def attach_speculative(sm: StepModel, spec: SpeculativeDecoding, served: Served 
                  weight_dtype=res.weights.name, kv_dtype=res.kv.name, activation_dtype=res.activations.name,
                  n_chips=layout.chips, parallel=layout, runtime=p.runtime, allow_beyond_context=True)
     if served is not None:
-        served = served.model_copy(update=dict(per_step_s=0.0, per_sequence_s=0.0, per_request_s=0.0))
+        served = served.model_copy(update=dict(per_step_s=0.0, per_sequence_s=0.0, per_request_s=0.0,
+                                                per_prompt_token_s=0.0))
     sd = StepModel(pd, served, max_tokens)
     extend = copy.copy(sd)                      # the first pass: every verified position of a sequence
     extend.positions = float(spec.positions)

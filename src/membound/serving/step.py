@@ -38,7 +38,8 @@ def upcast_efficiency(served: Served, p: Prepared) -> float | None:
     (MXFP4 gpt-oss on Hopper and CDNA3, whose engines upcast the weights to bf16 inside the MoE
     GEMM); None elsewhere (the expert GEMMs at the dense rate, as core's default): fp8 or fp4
     experts computing in their own format, or MXFP4 weights with MXFP8 activations on Blackwell,
-    whose tensor cores take the mixed MX operands natively (no upcast)."""
+    whose tensor cores take the mixed MX operands natively (no upcast); and None where the served
+    block leaves it at 1.0, its neutral value."""
     r = p.resolved
     if served.moe_upcast_efficiency == 1.0 or r.dequant == 0.0 or r.activations.bits < 16:
         return None
