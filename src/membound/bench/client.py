@@ -231,8 +231,6 @@ def stream_chat(url: str, model: str, prompt: str, *, max_tokens: int = 2048, te
     conn = _connection(scheme, host, port, idle)
     deadline = _Deadline(timeout_s)
     t0 = clock()
-    last = None
-    done = False
 
     def fail(kind: str, message: str) -> Sample:
         if deadline.expired.is_set():
@@ -251,66 +249,78 @@ def stream_chat(url: str, model: str, prompt: str, *, max_tokens: int = 2048, te
         s.status = resp.status
         if resp.status >= 400:
             return fail("http", f"HTTP {resp.status} {resp.reason}: {_error_message(resp.read(65536))}")
-        for payload in iter_sse(_lines(resp, deadline, cancel)):
-            if payload.strip() == "[DONE]":
-                done = True
-                break
-            try:
-                chunk = json.loads(payload)
-            except (ValueError, RecursionError):
-                return fail("protocol", f"not JSON in the stream: {short_repr(payload)}")
-            if isinstance(chunk, dict) and chunk.get("error"):
-                return fail("server", f"error event: {_error_message(payload.encode())}")
-            now = clock()
-            if _text_of(chunk):
-                s.chunks += 1
-                if s.ttft_s is None:
-                    s.ttft_s = now - t0
-                else:
-                    s.gaps_s.append(now - last)
-                last = now
-                if s.tokens_source == "chunks":
-                    s.output_tokens = s.chunks
-            for choice in chunk.get("choices") or ():
-                s.finish_reason = choice.get("finish_reason") or s.finish_reason
-            out, prompt_tokens = _usage(chunk.get("usage"), s.chunks)
-            if out is not None:
-                s.output_tokens, s.tokens_source = out, "usage"
-            if prompt_tokens is not None:
-                s.prompt_tokens = prompt_tokens
+        verdict = _read_stream(s, iter_sse(_lines(resp, deadline, cancel)), clock, t0)
         if deadline.expired.is_set() or (cancel is not None and cancel.is_set()):
             return fail("timeout", "")        # fail() names which of the two
-        if s.finish_reason is None:
-            if done:   # e.g. llama-cpp-python's server cuts a stream short when another request arrives
-                return fail("truncated", f"[DONE] without a finish_reason after {s.chunks} chunks: "
-                                         "the server cut the stream short")
-            return fail("dropped", f"the stream ended without [DONE] after {s.chunks} chunks")
-        if not done:
-            return fail("dropped", f"the stream ended after its finish_reason but without [DONE] "
-                                   f"({s.chunks} chunks)")
+        if verdict is not None:
+            return fail(*verdict)
         s.total_s = clock() - t0
         s.error_kind, s.error = "", ""
         return s
-    except _Malformed as e:
-        return fail("protocol", f"{e} (after {s.chunks} chunks)")
-    except _LineTooLong:
-        return fail("protocol", f"a line longer than {MAX_LINE_BYTES} bytes without a newline "
-                                f"(after {s.chunks} chunks)")
-    except TimeoutError:
-        return fail("timeout", f"no data for {idle:g} s (after {s.chunks} chunks)")
-    except ConnectionRefusedError as e:
-        return fail("connection", f"cannot connect to {host}:{port}: {e.strerror or e}")
-    except (http.client.IncompleteRead, http.client.RemoteDisconnected, ConnectionError) as e:
-        kind = "dropped" if s.status is not None else "connection"
-        return fail(kind, f"connection lost after {s.chunks} chunks: {type(e).__name__}: {short_repr(str(e))}")
-    except (OSError, http.client.HTTPException) as e:
-        kind = "dropped" if s.status is not None else "connection"
-        return fail(kind, f"{type(e).__name__}: {short_repr(str(e))} (after {s.chunks} chunks)")
-    except Exception as e:  # noqa: BLE001 - any other failure is this request's, never the run's
-        return fail("client", f"{type(e).__name__}: {short_repr(str(e))} (after {s.chunks} chunks)")
+    except Exception as e:  # noqa: BLE001 - any failure is this request's, never the run's
+        return fail(*_failure(e, s, idle, host, port))
     finally:
         deadline.cancel()
         conn.close()
+
+
+def _read_stream(s: Sample, payloads: Iterator[str], clock, t0: float) -> tuple[str, str] | None:
+    """Fill `s` from the stream's SSE payloads; the (kind, message) of its failure, or None when
+    it completed: a finish_reason and then [DONE]."""
+    last, done = t0, False
+    for payload in payloads:
+        if payload.strip() == "[DONE]":
+            done = True
+            break
+        try:
+            chunk = json.loads(payload)
+        except (ValueError, RecursionError):
+            return "protocol", f"not JSON in the stream: {short_repr(payload)}"
+        if isinstance(chunk, dict) and chunk.get("error"):
+            return "server", f"error event: {_error_message(payload.encode())}"
+        now = clock()
+        if _text_of(chunk):
+            s.chunks += 1
+            if s.ttft_s is None:
+                s.ttft_s = now - t0
+            else:
+                s.gaps_s.append(now - last)
+            last = now
+            if s.tokens_source == "chunks":
+                s.output_tokens = s.chunks
+        for choice in chunk.get("choices") or ():
+            s.finish_reason = choice.get("finish_reason") or s.finish_reason
+        out, prompt_tokens = _usage(chunk.get("usage"), s.chunks)
+        if out is not None:
+            s.output_tokens, s.tokens_source = out, "usage"
+        if prompt_tokens is not None:
+            s.prompt_tokens = prompt_tokens
+    if s.finish_reason is None:
+        if done:   # e.g. llama-cpp-python's server cuts a stream short when another request arrives
+            return "truncated", f"[DONE] without a finish_reason after {s.chunks} chunks: the server cut the stream short"
+        return "dropped", f"the stream ended without [DONE] after {s.chunks} chunks"
+    if not done:
+        return "dropped", f"the stream ended after its finish_reason but without [DONE] ({s.chunks} chunks)"
+    return None
+
+
+def _failure(e: Exception, s: Sample, idle: float, host: str, port: int) -> tuple[str, str]:
+    """The (kind, message) of a request that raised `e` after `s.chunks` chunks."""
+    after = f"(after {s.chunks} chunks)"
+    if isinstance(e, _Malformed):
+        return "protocol", f"{e} {after}"
+    if isinstance(e, _LineTooLong):
+        return "protocol", f"a line longer than {MAX_LINE_BYTES} bytes without a newline {after}"
+    if isinstance(e, TimeoutError):
+        return "timeout", f"no data for {idle:g} s {after}"
+    if isinstance(e, ConnectionRefusedError):
+        return "connection", f"cannot connect to {host}:{port}: {e.strerror or e}"
+    lost = "dropped" if s.status is not None else "connection"
+    if isinstance(e, (http.client.IncompleteRead, http.client.RemoteDisconnected, ConnectionError)):
+        return lost, f"connection lost after {s.chunks} chunks: {type(e).__name__}: {short_repr(str(e))}"
+    if isinstance(e, (OSError, http.client.HTTPException)):
+        return lost, f"{type(e).__name__}: {short_repr(str(e))} {after}"
+    return "client", f"{type(e).__name__}: {short_repr(str(e))} {after}"
 
 
 MAX_LINE_BYTES = 4_000_000   # an SSE line is a chunk of a few hundred bytes; a few MB is no stream
