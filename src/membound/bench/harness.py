@@ -277,29 +277,13 @@ def run(url: str, model: str | None = None, prompts=None, *, concurrency=(1,), r
     flight are marked "interrupted" and stay out of the statistics.
     """
     levels = _check_levels(concurrency)
-    for name, v, lo in (("repeats", repeats, 1), ("max_tokens", max_tokens, 1), ("warmup", warmup, 0)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-            raise InvalidInputError(name, v, f"an integer >= {lo}")
-    for name, secs in (("timeout_s", timeout_s), ("idle_timeout_s", idle_timeout_s)):
-        if secs is not None and (isinstance(secs, bool) or not isinstance(secs, (int, float)) or not math.isfinite(secs)
-                                 or secs <= 0):
-            raise InvalidInputError(name, secs, "a positive number of seconds")
-    if timeout_s is None:
-        raise InvalidInputError("timeout_s", timeout_s, "a positive number of seconds")
+    _check_run_args(repeats, max_tokens, warmup, timeout_s, idle_timeout_s)
     target = check_save_path(save) if save is not None else None
     plain = [p if isinstance(p, Prompt) else Prompt(f"prompt-{i + 1}", str(p))
              for i, p in enumerate(prompts or [RATE_LIMITER])]
     result = BenchResult(url=url, model=model or "")
     journal = _Journal(target, result.notes) if target is not None else None
-    served = list_models(url, timeout_s=min(10.0, timeout_s), api_key=api_key)
-    if model is None:
-        result.model = served[0] if served else "default"
-        result.notes.append(f"served model: {result.model!r}" + ("" if served else " (GET /v1/models gave no list)"))
-    refuse = ""
-    if model is not None and served is not None and model not in served:
-        refuse = f"model {model!r} is not served by {url} (it serves {served})"
-        result.notes.append(refuse + ("; no request sent" if check_model else "; sent anyway"))
-        refuse = refuse if check_model else ""
+    refuse = _resolve_model(result, model, check_model, api_key, timeout_s)
     todo = list(plain)
     if long_context:
         for p in plain:
@@ -328,6 +312,32 @@ def run(url: str, model: str | None = None, prompts=None, *, concurrency=(1,), r
     if journal is not None and target is not None:     # both or neither
         result.saved_to = journal.finish(result, target)
     return result
+
+
+def _check_run_args(repeats, max_tokens, warmup, timeout_s, idle_timeout_s) -> None:
+    for name, v, lo in (("repeats", repeats, 1), ("max_tokens", max_tokens, 1), ("warmup", warmup, 0)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise InvalidInputError(name, v, f"an integer >= {lo}")
+    for name, secs in (("timeout_s", timeout_s), ("idle_timeout_s", idle_timeout_s)):
+        if secs is not None and (isinstance(secs, bool) or not isinstance(secs, (int, float)) or not math.isfinite(secs)
+                                 or secs <= 0):
+            raise InvalidInputError(name, secs, "a positive number of seconds")
+    if timeout_s is None:
+        raise InvalidInputError("timeout_s", timeout_s, "a positive number of seconds")
+
+
+def _resolve_model(result: BenchResult, model: str | None, check_model: bool, api_key, timeout_s: float) -> str:
+    """Set result.model (the first model GET /v1/models lists when `model` is None) and note it;
+    the reason to send no request ("" to send them): `model` is not among those served."""
+    served = list_models(result.url, timeout_s=min(10.0, timeout_s), api_key=api_key)
+    if model is None:
+        result.model = served[0] if served else "default"
+        result.notes.append(f"served model: {result.model!r}" + ("" if served else " (GET /v1/models gave no list)"))
+    if model is None or served is None or model in served:
+        return ""
+    refuse = f"model {model!r} is not served by {result.url} (it serves {served})"
+    result.notes.append(refuse + ("; no request sent" if check_model else "; sent anyway"))
+    return refuse if check_model else ""
 
 
 def _probe_prompt_tokens(result: BenchResult, todo: list[Prompt], tag: str, api_key, timeout_s) -> None:
