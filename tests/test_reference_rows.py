@@ -95,8 +95,10 @@ def test_every_specialised_layout_passes_estimates_own_memory_check():
 
 def test_prefill_at_depth_combines_memory_and_compute_as_the_runtime_does():
     # "pp512 @ d2048": the FLOPs of positions 2048..2559 (one LM head, for the last) and the bytes
-    # of 512 new tokens. A runtime whose kernels do not overlap loads and math (overlap 0) adds the
-    # two; overlap 1 takes the larger; the per-layer overhead (32 layers x 10 us) is added once to either
+    # of 512 new tokens and the 2048 cached tokens' KV their attention reads (2 x 32 layers x 4096 x
+    # 2 B = 524,288 B a token at 0.8 x 1.008e12 B/s). A runtime whose kernels do not overlap loads and
+    # math (overlap 0) adds the two; overlap 1 takes the larger; the per-layer overhead (32 layers x
+    # 10 us) is added once to either
     from membound.reference import Scenario, predict
     from membound.runtime import Runtime, RuntimeEntry
     sc = Scenario(id="x", category="c", metric="prefill_tok_s", measured=1.0, model="llama-2-7b",
@@ -114,11 +116,33 @@ def test_prefill_at_depth_combines_memory_and_compute_as_the_runtime_does():
     one = _run(sc, rt(1.0), 1, 0, 1)[1]["compute_s"]
     head = one * 32000 * 4096 / (6_738_415_616 - 32000 * 4096)
     c = full["prefill_compute_s"] - old["prefill_compute_s"] + head
-    m = new["prefill_memory_s"]
+    m = new["prefill_memory_s"] + 2048 * 524_288 / (0.8 * 1.008e12)
     assert 0 < m < c
     over = 32 * 1e-5
     assert predict(sc, runtime=rt(0.0)) == pytest.approx(512 / (m + c + over), rel=1e-9)
     assert predict(sc, runtime=rt(1.0)) == pytest.approx(512 / (c + over), rel=1e-9)
+
+
+def test_a_prefill_after_cached_tokens_reads_their_kv_as_often_as_the_runtime_passes_over_it():
+    # a 32-token question after 1024 cached tokens, LLaMA-2-7B fp16 on an RTX 4090 (1.008e12 B/s at
+    # bandwidth_fraction 1): its attention reads the cached tokens' KV, 2 x 32 layers x 4096 x 2 B =
+    # 524,288 B a token, 536,870,912 B for 1024 of them: 536,870,912 / 1.008e12 = 0.53261 ms more
+    # than the same question with nothing cached, while the weights (13.2 GB) outweigh the FLOPs.
+    # TinyChat's chunk prefill copies the cache before FlashAttention reads it (3 passes): 2 x that more
+    from dataclasses import replace
+
+    from membound.reference import Scenario, predict
+    from membound.runtime import Runtime, RuntimeEntry
+    sc = Scenario(id="x", category="c", metric="ttft_ms", measured=1.0, model="llama-2-7b", hardware="rtx-4090",
+                  runtime="t", weight_dtype="fp16", prompt_tokens=32, output_tokens=1, depth=1024)
+
+    def rt(passes):
+        return Runtime(name="t", use_latency_floor=False, use_device_fractions=False, cached_kv_passes=passes,
+                       classes={"default": RuntimeEntry(bandwidth_fraction=1.0, compute_fraction=1.0)})
+    one, three = predict(sc, runtime=rt(1)), predict(sc, runtime=rt(3))
+    fresh = predict(replace(sc, depth=0), runtime=rt(1))
+    assert one - fresh == pytest.approx(1e3 * 536_870_912 / 1.008e12, rel=1e-6)
+    assert three - one == pytest.approx(2e3 * 536_870_912 / 1.008e12, rel=1e-6)
 
 
 @pytest.mark.parametrize("notes, n, layout", [

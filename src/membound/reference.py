@@ -682,7 +682,11 @@ def predict(sc: Scenario, runtime=None, hw=None, model=None) -> float:
             _, rs = _run(sc, rt, B, S, 1, hw, model)
             c = (r["prefill_compute_s"] - r["prefill_head_s"] - r0["prefill_compute_s"] + r0["prefill_head_s"]
                  + rs["prefill_head_s"])
-            m = rs["prefill_memory_s"]
+            # the attention of the S new tokens reads the d cached tokens' KV (the runtime's
+            # cached_kv_passes times): a decode step's KV read at context d + S less its read at S
+            # (memory_s: one token's step at those contexts)
+            cached = max(float(r["memory_s"]) - float(rs["memory_s"]), 0.0)
+            m = rs["prefill_memory_s"] + p.runtime.cached_kv_passes * cached
             serial = float(serial_share(p.eff, float(int(B) * S)))
             t = max(m + serial * c, c + serial * m, r["latency_s"]) + rs["prefill_overhead_s"] + rs["communication_s"]
         return B * S / t if sc.metric == "prefill_tok_s" else 1e3 * t

@@ -254,6 +254,11 @@ class Runtime(HashableModel):
     matvec_max_tokens: Annotated[int, Number, Field(ge=1, le=4096)] | None = None
     matvec_overlap: _Unit | None = None
     matvec_evidence: str = ""
+    # how many times a prefill after cached tokens (a chunked prefill) passes over their KV: 1, the
+    # attention's read; more where the runtime first copies the cache into another layout (a read and
+    # a write) and the attention reads the copy; `cached_kv_passes_evidence` says why
+    cached_kv_passes: Annotated[int, Number, Field(ge=1, le=16)] = 1
+    cached_kv_passes_evidence: str = ""
 
     @model_validator(mode="after")
     def _matvec_pair(self):
