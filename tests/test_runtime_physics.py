@@ -363,6 +363,49 @@ def test_hf_transformers_per_layer_floor_is_host_time_the_same_on_every_gpu():
         assert r.step_terms_s["overhead"] == pytest.approx(6.528e-3, rel=1e-9)
 
 
+def test_a_model_whose_code_blocks_the_host_pays_the_hosts_dispatch_of_every_layer():
+    # fp16 on an RTX 4090 (1.008e12 B/s, fractions 1), one token at context 0. Falcon-7B: 6,921,716,160
+    # params (tied head, read once) x 2 B = 13,843,432,320 B = 13.73357 ms; LLaMA-2-7B: 6,738,415,616 less
+    # its untied 32,000 x 4,096 lookup, plus the token's row: 6,607,347,712 x 2 B = 13,214,695,424 B.
+    # A runtime whose Falcon code blocks the host (a list index: a synchronising copy) adds its host's
+    # 32 layers x 400 us = 12.8 ms to Falcon's step; LLaMA's dispatch stays hidden behind its kernels,
+    # and so does Falcon's under a runtime that does not list it
+    from membound.runtime import load_runtime
+
+    def rt(blocking):
+        return Runtime(name="t", use_latency_floor=False, use_device_fractions=False,
+                       host_blocking_model_types=blocking,
+                       classes={"default": RuntimeEntry(bandwidth_fraction=1.0, compute_fraction=1.0,
+                                                        per_layer_host_s=4e-4)})
+
+    def itl(model, runtime):
+        return 1.0 / mb.estimate(model, "rtx-4090", prompt_tokens=0, output_tokens=1, weight_dtype="fp16",
+                                 runtime=runtime).decode_tok_s_per_user
+    assert mb.load_model("falcon-7b").model_type == "falcon"
+    assert itl("falcon-7b", rt(("falcon",))) == pytest.approx(13_843_432_320 / 1.008e12 + 32 * 4e-4, rel=1e-6)
+    assert itl("falcon-7b", rt(())) == pytest.approx(13_843_432_320 / 1.008e12, rel=1e-6)
+    assert itl("llama-2-7b", rt(("falcon",))) == pytest.approx(13_214_695_424 / 1.008e12, rel=1e-6)
+    # the bundled HF runtime names Falcon, with the source of the synchronising index
+    hf = load_runtime("hf-transformers")
+    assert hf.host_blocking_model_types == ("falcon",) and hf.classes["default"].per_layer_host_s > 0
+    assert "fused_qkv[..., [-2], :]" in hf.host_blocking_evidence
+    assert "cudaStreamSynchronize" in hf.host_blocking_evidence
+
+
+def test_only_rows_of_a_host_blocking_model_fit_the_hosts_dispatch():
+    # the host's dispatch is hidden behind the kernels of a model whose code does not block the host,
+    # so only Falcon rows (hf-transformers lists falcon) can pin per_layer_host_s
+    from membound.calibrate import FIT, _params_for
+    from membound.reference import Scenario
+    assert "per_layer_host_s" in FIT["hf-transformers"]
+
+    def row(model):
+        return Scenario(id="x", category="c", metric="itl_ms", measured=20.0, model=model, hardware="rtx-4090",
+                        runtime="hf-transformers", weight_dtype="fp16", prompt_tokens=0, output_tokens=128)
+    assert "per_layer_host_s" not in _params_for("hf-transformers", [row("llama-2-7b"), row("mpt-7b")])
+    assert "per_layer_host_s" in _params_for("hf-transformers", [row("llama-2-7b"), row("falcon-7b")])
+
+
 def test_no_runtime_streams_faster_than_the_chips_measured_reads(tmp_path):
     # DGX Spark: 273 GB/s LPDDR5x peak, a saturating-read kernel measures 232 GB/s (read_bytes_s):
     # a runtime fitted at 0.95 of the peak elsewhere streams at min(0.95, 232 / 273 = 0.8498) of it

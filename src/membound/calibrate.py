@@ -13,7 +13,8 @@ What is fitted (never one figure per row):
   parameters `FIT[runtime]` names (a class fits one per `ROWS_PER_PARAM` of its rows, in that
   order, and holds the rest at the default's values), out of
   bandwidth_fraction, compute_fraction (both in (0, 1]), overlap, moe_gemm_efficiency,
-  per_step/per_layer/per_moe_layer/per_sequence overheads (>= 0); a parameter is fitted only when
+  per_step/per_layer/per_moe_layer/per_sequence overheads and the host's per-layer dispatch
+  (>= 0); a parameter is fitted only when
   the group has rows that depend on it. A fit that ends on a bound is flagged. Figures set from
   cited facts, not fitted (`FIXED`), are held in every entry: among them llama.cpp CUDA's board
   power per fp32 TFLOP/s (`power_limit_from_sgemm`, one figure of the runtime: `RUNTIME_WIDE`).
@@ -53,13 +54,13 @@ if TYPE_CHECKING:
 
 PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_overhead_s", "per_layer_overhead_s", "overlap",
           "moe_gemm_efficiency", "per_sequence_overhead_s", "per_moe_layer_overhead_s", "power_limit_w_per_tflop",
-          "per_layer_overhead_cycles")
+          "per_layer_overhead_cycles", "per_layer_host_s")
 BOUNDS = {"bandwidth_fraction": (0.05, 1.0), "compute_fraction": (0.01, 1.0), "overlap": (0.0, 1.0),
           "moe_gemm_efficiency": (0.05, 1.0),
           "per_step_overhead_s": (0.0, 0.05), "per_layer_overhead_s": (0.0, 1e-3),
           "per_sequence_overhead_s": (0.0, 1e-3), "per_moe_layer_overhead_s": (0.0, 1e-3),
           "per_layer_s": (0.0, 1e-3), "hop_latency_s": (0.0, 1e-2), "power_limit_w_per_tflop": (1.0, 50.0),
-          "per_layer_overhead_cycles": (0.0, 2e6)}
+          "per_layer_overhead_cycles": (0.0, 2e6), "per_layer_host_s": (0.0, 2e-3)}
 _LLAMA_CPP = ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s", "overlap", "moe_gemm_efficiency",
               "per_moe_layer_overhead_s")
 FIT = {
@@ -82,8 +83,11 @@ FIT = {
     # fitted in seconds of host time, which no GPU clock changes. PyTorch's own eager Llama-7B ran at 25.5
     # tok/s on an A100 ('heavily CPU overhead bound', pytorch.org/blog/accelerating-generative-ai-2).
     # The reference's two machines' hosts differ and no profile knows a host: without the Falcon-7B rows,
-    # the RTX A6000's decode rows alone fit 143 us a layer, the RTX 4090's 90 us (its TTFT rows ~150 us)
-    "hf-transformers": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s"),
+    # the RTX A6000's decode rows alone fit 143 us a layer, the RTX 4090's 90 us (its TTFT rows ~150 us).
+    # A model whose code blocks the host every layer (Runtime.host_blocking_model_types: Falcon's list
+    # index, a synchronising copy) also pays the host's dispatch of the layer, which the GPU otherwise
+    # runs behind (per_layer_host_s): only those rows pin it (`_params_for`)
+    "hf-transformers": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_s", "per_layer_host_s"),
     "tinychat": ("bandwidth_fraction", "compute_fraction", "per_layer_overhead_cycles"),
 }
 # figures set from how the kernels work, not fitted (in every entry of the runtime)
@@ -280,6 +284,11 @@ def _is_moe(model: str) -> bool:
     return load_model(model).n_experts > 0
 
 
+def _blocks_host(rt: str, model: str) -> bool:
+    from .runtime import load_runtime
+    return load_model(model).model_type in load_runtime(rt).host_blocking_model_types
+
+
 def _params_for(rt: str, rows) -> tuple:
     wanted = FIT.get(rt, ())
     has_compute = any(s.metric in COMPUTE_METRICS for s in rows)
@@ -296,6 +305,10 @@ def _params_for(rt: str, rows) -> tuple:
                 continue
         elif p == "per_moe_layer_overhead_s":
             if moe_decode != {True, False}:
+                continue
+        elif p == "per_layer_host_s":
+            # the host's dispatch shows only where a model's code blocks the host (it is hidden elsewhere)
+            if not any(_blocks_host(rt, s.model) for s in rows):
                 continue
         elif p not in ("compute_fraction", "power_limit_w_per_tflop") and not has_decode:
             continue

@@ -11,7 +11,9 @@ b = B/m each), a decode step is (see roofline.py for the closed-form sums):
                      (matmul params: active less an untied input embedding, a row lookup;
                      attention computes at the KV format's peak, the GEMMs at the activations')
   step             = max(memory, compute, floor) + communication + overhead
-                     (overhead: per step, per layer, and per sequence of one rank's b/ep;
+                     (overhead: per step, per layer, and per sequence of one rank's b/ep, and
+                     the host's dispatch of each layer where the model's code blocks the host
+                     every layer (`host_blocked`; elsewhere the kernels run behind it, hidden);
                      a runtime with overlap < 1 adds that share of the smaller of memory and
                      compute: its kernels do not hide one behind the other; a pass of at most
                      matvec_tokens tokens per micro-batch runs mat-vec kernels, with their own
@@ -81,6 +83,7 @@ class ModelConsts:
                                # gate/up, down): what streams across a dataflow mesh per token
     lookup_params: float       # the untied input-embedding table: held in memory, but decode
                                # reads only the rows of its tokens, and it does no FLOPs
+    model_type: str = ""       # Model.model_type (a runtime's host_blocking_model_types name it)
 
 
 @functools.lru_cache(maxsize=512)
@@ -105,7 +108,8 @@ def model_consts(model: Model) -> ModelConsts:
         gemv_elems=float(4 * model.hidden_size + 2 * model.n_heads * model.head_dim
                          + model.kv_elements_per_token_per_layer
                          + 3 * max(model.ffn_size, model.expert_ffn_size * max(model.experts_per_token, 1))),
-        lookup_params=0.0 if model.tied_embeddings else float(model.vocab_size * model.hidden_size))
+        lookup_params=0.0 if model.tied_embeddings else float(model.vocab_size * model.hidden_size),
+        model_type=model.model_type)
 
 
 class SpecArgs(NamedTuple):
@@ -606,8 +610,16 @@ def step_overhead_s(mc: ModelConsts, eff: Efficiency, ch: Chip) -> Num:
     Attention runs data-parallel over the ep ranks, each scheduling, sampling and reading the KV
     of its own b / ep sequences at once (SGLang/TensorRT-LLM DP attention): a step pays the
     per-sequence host work of one rank's share, as its KV reads (step_coeffs) and FLOPs are."""
-    return (eff.per_step_overhead_s + mc.n_layers * eff.per_layer_overhead_s
+    host = eff.per_layer_host_s if host_blocked(mc, eff) else 0.0
+    return (eff.per_step_overhead_s + mc.n_layers * (eff.per_layer_overhead_s + host)
             + mc.n_moe_layers * eff.per_moe_layer_overhead_s + ch.b / ch.ep * eff.per_sequence_overhead_s)
+
+
+def host_blocked(c: ModelConsts, eff: Efficiency) -> bool:
+    """Whether model `c`'s code blocks the host on the GPU in every layer under this runtime
+    (Runtime.host_blocking_model_types): the host's dispatch of a layer (eff.per_layer_host_s) then
+    adds to the step, where otherwise the GPU runs the kernels behind it and it stays hidden."""
+    return bool(c.model_type) and c.model_type in eff.host_blocking_types
 
 
 def launch_s(mc: ModelConsts, eff: Efficiency, tokens: Num) -> Num:

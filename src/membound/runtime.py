@@ -43,6 +43,10 @@ class RuntimeEntry(BaseModel):
     # more per layer per step, in the chip's clock cycles (`per_layer_s`): an eager engine's small
     # kernels (norms, rotary, adds, casts) each last a floor of cycles, not of seconds
     per_layer_overhead_cycles: Annotated[float, Number, Field(ge=0, le=1e8, allow_inf_nan=False)] = 0.0
+    # the host's seconds to dispatch one layer's ops: the GPU runs the kernels behind the host, so it
+    # is hidden, unless the model's code blocks the host on the GPU in every layer
+    # (Runtime.host_blocking_model_types), where it adds to the step
+    per_layer_host_s: _Secs = 0.0
     per_moe_layer_overhead_s: _Secs = 0.0  # more per MoE layer per step: its extra kernels (router,
                                          # top-k, gathers, one GEMM per expert and a weighted sum)
     per_sequence_overhead_s: _Secs = 0.0  # added per sequence in the pass per step (host-side
@@ -254,6 +258,11 @@ class Runtime(HashableModel):
     matvec_max_tokens: Annotated[int, Number, Field(ge=1, le=4096)] | None = None
     matvec_overlap: _Unit | None = None
     matvec_evidence: str = ""
+    # models (Model.model_type) whose code path in this runtime blocks the host on the GPU in every
+    # layer (a host-to-device copy that synchronises the stream): the host's per-layer dispatch
+    # (RuntimeEntry.per_layer_host_s) no longer overlaps the kernels, it adds to them
+    host_blocking_model_types: tuple[str, ...] = ()
+    host_blocking_evidence: str = ""
     # how many times a prefill after cached tokens (a chunked prefill) passes over their KV: 1, the
     # attention's read; more where the runtime first copies the cache into another layout (a read and
     # a write) and the attention reads the copy; `cached_kv_passes_evidence` says why
@@ -339,6 +348,8 @@ class Efficiency:
     matvec_tokens: float = 0.0       # most tokens per micro-batch of a pass whose GEMMs run as mat-vecs,
                                      # which overlap as matvec_overlap says (0: every pass as `overlap`)
     matvec_overlap: float = 1.0      # memory/compute overlap of such a pass
+    per_layer_host_s: float = 0.0    # the host's dispatch per layer: added where the model blocks the host
+    host_blocking_types: tuple[str, ...] = ()   # model types whose code blocks the host every layer
 
 
 @functools.lru_cache(maxsize=4096)
@@ -384,6 +395,8 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         matrix_units=rt.matrix_units if hw.shader_flops else None,
         matvec_tokens=float(rt.matvec_max_tokens or 0) if rt.matvec_overlap is not None else 0.0,
         matvec_overlap=1.0 if rt.matvec_overlap is None else rt.matvec_overlap,
+        per_layer_host_s=entry.per_layer_host_s,
+        host_blocking_types=rt.host_blocking_model_types,
     )
 
 
