@@ -111,6 +111,26 @@ def test_calibration_writes_only_the_keys_it_fits(tmp_path):
     assert not (tmp_path / "src" / "nemo.yaml").read_text().count("0.75")   # the source is untouched
 
 
+def test_a_backend_assumed_from_cuda_keeps_its_own_graph_rule(tmp_path):
+    # ASSUMED_FROM copies llama.cpp-cuda's default figures (ungraphed_layer_s among them) into the HIP
+    # file's entry, never CUDA's graph rule (below compute capability 8.0): HIP keeps its own (none at all)
+    import yaml
+    from membound.calibrate import ASSUMED_FROM, GroupFit
+    assert ASSUMED_FROM["llama.cpp-hip"][0] == "llama.cpp-cuda"
+    (tmp_path / "src").mkdir()
+    cuda_rule = {"below_compute_capability": 8.0, "evidence": "ggml-cuda"}
+    hip_rule = {"all_devices": True, "evidence": "GGML_HIP_GRAPHS off"}
+    for rt, rule in (("llama.cpp-cuda", cuda_rule), ("llama.cpp-hip", hip_rule)):
+        (tmp_path / "src" / f"{rt}.yaml").write_text(yaml.safe_dump({"name": rt, "no_graph_replay": rule}))
+    fits = {"llama.cpp-cuda": [GroupFit("llama.cpp-cuda", "default", {"bandwidth_fraction": 0.9,
+                                                                       "ungraphed_layer_s": 25e-6}, ["lcpp-001"], 0.05)]}
+    paths = write_runtimes(fits, tmp_path / "out", source=tmp_path / "src")
+    out = {p.stem: yaml.safe_load(p.read_text()) for p in paths}
+    assert out["llama.cpp-hip"]["no_graph_replay"] == hip_rule
+    assert out["llama.cpp-cuda"]["no_graph_replay"] == cuda_rule
+    assert out["llama.cpp-hip"]["classes"]["default"]["ungraphed_layer_s"] == 25e-6
+
+
 def test_calibrate_help_and_default_write_nothing(capsys, monkeypatch):
     import membound.calibrate as cal
     called = []

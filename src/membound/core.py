@@ -624,9 +624,13 @@ def host_blocked(c: ModelConsts, eff: Efficiency) -> bool:
 
 def launch_s(mc: ModelConsts, eff: Efficiency, tokens: Num) -> Num:
     """The per-layer launch cost of a pass of `tokens` tokens per micro-batch that the runtime
-    does not replay as a CUDA graph (llama.cpp CUDA: more than one token)."""
+    does not replay as a CUDA graph: one of more than one token (llama.cpp CUDA), or any pass on a
+    device where the runtime's generation records no graphs (eff.graphs_one_token False: llama.cpp
+    CUDA below compute capability 8.0, HIP before graphs were on by default)."""
     ungraphed = mc.n_layers * eff.ungraphed_layer_s
-    return where(tokens > 1.0, ungraphed, 0.0) if ungraphed else 0.0
+    if not ungraphed or not eff.graphs_one_token:
+        return ungraphed
+    return where(tokens > 1.0, ungraphed, 0.0)
 
 
 def context_kernels_s(mc: ModelConsts, eff: Efficiency) -> float:

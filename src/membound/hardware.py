@@ -73,6 +73,16 @@ def _seconds(hi: float, what: str) -> AfterValidator:
                    lambda v: f"give seconds {what} ({_g(v)} us = {_g(v * 1e-6)}; {_g(v)} ms = {_g(v * 1e-3)})")
 
 
+def _capability(v: float, info: ValidationInfo) -> float:
+    """A CUDA compute capability as NVIDIA writes it, major.minor (7.0, 8.6, 12.1): 1.0 to 99.9, one
+    decimal (a minor version is a digit)."""
+    if not 1.0 <= v <= 99.9 or round(v, 1) != v:
+        raise ValueError(f"{info.field_name}={_g(v)}: expected a CUDA compute capability major.minor between 1.0 "
+                         "and 99.9 with one decimal (sm_86 = 8.6, sm_121 = 12.1)")
+    return v
+
+
+ComputeCapability = Annotated[float, Number, Field(allow_inf_nan=False), AfterValidator(_capability)]
 HopSeconds = Annotated[float, Number, Field(allow_inf_nan=False), _seconds(1e-2, "per hop")]
 LayerSeconds = Annotated[float, Number, Field(allow_inf_nan=False), _seconds(1e-2, "per layer")]
 StepSeconds = Annotated[float, Number, Field(allow_inf_nan=False), _seconds(1.0, "per step")]
@@ -232,6 +242,10 @@ class Hardware(HashableModel):
         0.01, 1.0, "", lambda v: "expected INT32 lanes per FP32 lane between 0.01 and 1 (half of them = 0.5)",
         lambda v: "expected INT32 lanes per FP32 lane between 0.01 and 1 (half of them = 0.5)")] = 1.0
     int32_source: str = ""
+    # an NVIDIA GPU's CUDA compute capability (developer.nvidia.com/cuda-gpus): which features its
+    # SMs have, and so which paths a runtime's generation takes on it (a runtime's `no_graph_replay`);
+    # None for other vendors' chips
+    compute_capability: ComputeCapability | None = None
     price_usd_per_hour: Annotated[float, Number, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
     price_source: str | None = None
     activation_chunk_tokens: Annotated[int, Number, Field(ge=1, le=10**7)] = 8192  # tokens whose activations
@@ -269,6 +283,13 @@ class Hardware(HashableModel):
         if self.int32_lanes_per_fp32 != 1.0 and not self.int32_source.strip():
             raise ValueError(f"int32_source: expected where int32_lanes_per_fp32={self.int32_lanes_per_fp32:g} "
                              "comes from (a whitepaper or the CUDA throughput table)")
+        return self
+
+    @model_validator(mode="after")
+    def _capability_is_nvidias(self):
+        if self.compute_capability is not None and self.vendor.lower() != "nvidia":
+            raise ValueError(f"compute_capability: expected only on an NVIDIA GPU (a CUDA compute capability), "
+                             f"got {self.compute_capability:g} on a {self.vendor} device")
         return self
 
     @model_validator(mode="after")

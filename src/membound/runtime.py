@@ -24,7 +24,7 @@ from ._data import HashableModel, Number, read_yaml, validate
 from . import names
 from .dtypes import get_dtype
 from .errors import InvalidInputError, MemboundError, ProfileError, short_repr
-from .hardware import Fraction, Hardware, StepSeconds
+from .hardware import ComputeCapability, Fraction, Hardware, StepSeconds
 
 _Frac = Fraction                     # 0.01 .. 1, with a hint for percentages
 _Secs = StepSeconds                  # 0 .. 1 s, with a hint for microseconds/milliseconds
@@ -153,6 +153,36 @@ class MatrixUnits(BaseModel):
     evidence: str = ""
 
 
+class NoGraphReplay(BaseModel):
+    """The devices on which a runtime's generation replays no pass as a recorded graph (CUDA or HIP
+    graphs), not even a one-token one (a batch-1 decode step): it launches every kernel from the host,
+    so every pass there pays the entry's `ungraphed_layer_s` per layer, as passes of more than one
+    token pay it everywhere. Either every device (`all_devices`: the generation's builds record no
+    graphs) or the NVIDIA GPUs whose `compute_capability` is below `below_compute_capability` (a
+    device whose profile gives no capability is not covered)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    all_devices: bool = False
+    below_compute_capability: ComputeCapability | None = None
+    generation: str = ""                 # the builds (versions, dates) it holds for
+    evidence: str = ""
+
+    @model_validator(mode="after")
+    def _one_rule(self):
+        if self.all_devices == (self.below_compute_capability is not None):
+            raise ValueError("no_graph_replay: expected either all_devices: true or below_compute_capability "
+                             f"(one rule), got all_devices={self.all_devices} and below_compute_capability="
+                             f"{self.below_compute_capability}")
+        if not self.evidence.strip():
+            raise ValueError("no_graph_replay.evidence: expected the source that says where the runtime records no graphs")
+        return self
+
+    def covers(self, hw: Hardware) -> bool:
+        """Whether `hw` is one of the devices this generation replays no graph on."""
+        cc, below = hw.compute_capability, self.below_compute_capability
+        return self.all_devices or (cc is not None and below is not None and cc < below)
+
+
 class Served(BaseModel):
     """How the engine serves under load (continuous batching): its usual launch flags and the
     costs a served step pays beyond the core's roofline. Each block names the software
@@ -268,6 +298,9 @@ class Runtime(HashableModel):
     # a write) and the attention reads the copy; `cached_kv_passes_evidence` says why
     cached_kv_passes: Annotated[int, Number, Field(ge=1, le=16)] = 1
     cached_kv_passes_evidence: str = ""
+    # the devices on which this runtime's generation records no graphs at all, so a one-token pass
+    # pays the entries' ungraphed_layer_s too (NoGraphReplay); None: every device replays one-token passes
+    no_graph_replay: NoGraphReplay | None = None
 
     @model_validator(mode="after")
     def _matvec_pair(self):
@@ -328,6 +361,7 @@ class Efficiency:
     hop_latency_s: float | None = None  # per-hop latency the software reaches (None: the link's)
     per_moe_layer_overhead_s: float = 0.0  # more per MoE layer per step (router, gathers, per-expert GEMMs)
     ungraphed_layer_s: float = 0.0   # more per layer in a pass of more than one token (no CUDA graph)
+    graphs_one_token: bool = True    # a one-token pass replays as a graph (False: it pays ungraphed_layer_s too)
     power_factor: float = 1.0        # share of the rated clock the board's power sustains (in compute_fraction)
     prefill_logits_all: bool = False  # a prefill's LM head runs over every prompt position (else the last)
     gemv_peak_flops: float = 0.0     # FLOP/s (2 per weight, dequantisation included) of a decode step's
@@ -384,6 +418,7 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         hop_latency_s=entry.hop_latency_s,
         per_moe_layer_overhead_s=entry.per_moe_layer_overhead_s,
         ungraphed_layer_s=entry.ungraphed_layer_s,
+        graphs_one_token=rt.no_graph_replay is None or not rt.no_graph_replay.covers(hw),
         power_factor=power,
         prefill_logits_all=rt.prefill_logits == "all",
         gemv_peak_flops=_gemv_peak(rt.quantized_gemm, hw),
