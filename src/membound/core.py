@@ -703,9 +703,9 @@ def draft_model_terms(d: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, 
     coeffs = step_coeffs_draft(d, ch.b, kn, ch.flops, ch.w_inv, ch.kv_inv, ch.tp, ch.attn_flops, w_head)
     fl = floor_s(d, hw, eff, ch.tp, ch.act_bytes, d.n_layers)
     over = eff.per_step_overhead_s + d.n_layers * eff.per_layer_overhead_s
-    extra = over + draft_comm_s(ch, ch.b, d.hidden, d.n_layers)
+    extra = over + launch_s(d, eff, ch.b * 1.0) + draft_comm_s(ch, ch.b, d.hidden, d.n_layers)
     pre = maximum(draft_prefill_s(d, B, S, kn, ch.flops, ch.w_inv, ch.kv_inv, ch.tp, ch.attn_flops, w_head), fl)
-    pre_extra = over + draft_comm_s(ch, B * S, d.hidden, d.n_layers)
+    pre_extra = over + launch_s(d, eff, B * S) + draft_comm_s(ch, B * S, d.hidden, d.n_layers)
     return coeffs, fl, extra, d.pieces, effective_context(d.window_groups, L_mid), pre + pre_extra
 
 
