@@ -168,3 +168,96 @@ def test_neighbours_keep_their_own_profiles(spelling, name):
 def test_other_cards_of_a_family_do_not_reach_these_profiles(spelling):
     with pytest.raises(mb.UnknownNameError):
         mb.resolve_name("hardware", spelling)
+
+
+# ---- AMD and Intel ----
+
+@pytest.mark.parametrize("name, gbps, bus_bits", [
+    ("mi50", 2.0, 4096), ("radeon-vii", 2.0, 4096), ("mi100", 2.4, 4096), ("rx-6700-xt", 16.0, 192),
+    ("rx-6800", 16.0, 256), ("rx-7700-xt", 18.0, 192), ("arc-a750", 16.0, 256),
+])
+def test_amd_and_intel_bandwidth_is_pin_rate_times_bus_width(name, gbps, bus_bits):
+    # MI50 / Radeon VII: 4 HBM2 stacks, 4096-bit x 2.0 Gbps / 8 = 1024 GB/s; MI100 x 2.4 = 1228.8 (AMD: 1.23 TB/s)
+    assert mb.load_hardware(name).bandwidth_bytes_s == pytest.approx(gbps * 1e9 * bus_bits / 8)
+
+
+@pytest.mark.parametrize("name, lanes, ghz", [
+    # CUs x 64 lanes x 2 FLOP; x 2 again for RDNA 3 dual issue and CDNA matrix fp32; Arc: 8 fp32 lanes per vector engine
+    ("mi50", 60 * 64, 1.725), ("radeon-vii", 60 * 64, 1.8), ("mi100", 120 * 128, 1.502), ("rx-6700-xt", 40 * 64, 2.581),
+    ("rx-6800", 60 * 64, 2.105), ("rx-7700-xt", 54 * 128, 2.544), ("arc-a750", 28 * 16 * 8, 2.05),
+])
+def test_amd_and_intel_fp32_is_two_flops_per_lane_per_cycle(name, lanes, ghz):
+    hw = mb.load_hardware(name)
+    assert hw.clock_hz == pytest.approx(ghz * 1e9)
+    assert hw.compute_flops["fp32"] == pytest.approx(2 * lanes * ghz * 1e9, rel=2e-3)
+
+
+def test_gcn5_and_cdna1_rates_by_hand():
+    # MI50 (AMD): FP32 13.3 = 60 x 64 x 2 x 1.725e9 = 13.25e12, FP16 26.5 (packed, 2 x), INT8 53 TOPS (dot4, 4 x)
+    mi50 = mb.load_hardware("AMD Instinct MI50/MI60")
+    assert mi50.name == "mi50" and mi50.compute_flops["int8"] == 53e12 == pytest.approx(4 * 13.25e12, rel=1e-3)
+    assert mi50.compute_flops["fp16"] == pytest.approx(2 * mi50.compute_flops["fp32"], rel=1e-3)
+    # Radeon VII, the same die at 1.8 GHz: AMD's 13.8 and 27.6; its int8 (unpublished) at the MI50's 4 x fp32
+    vii = mb.load_hardware("AMD Radeon VII")
+    assert vii.compute_flops["fp16"] == pytest.approx(27.6e12, rel=2e-3)
+    assert vii.compute_flops["int8"] == pytest.approx(4 * 60 * 64 * 2 * 1.8e9, rel=1e-3)
+    for hw in (mi50, vii):        # no matrix cores
+        assert not {"bf16", "tf32", "fp8"} & set(hw.compute_flops)
+    # MI100: 120 CUs x 1024 FLOP/clk x 1.502e9 = 184.6e12 fp16 and int8; bf16 half (92.3); matrix fp32 = 120 x 256 x 1.502e9
+    mi100 = mb.load_hardware("AMD Instinct MI100")
+    assert mi100.compute_flops["fp16"] == mi100.compute_flops["int8"] == pytest.approx(120 * 1024 * 1.502e9, rel=1e-3)
+    assert mi100.compute_flops["bf16"] == pytest.approx(92.3e12) and not mi100.supports("fp8")
+    # a 4-card hive: 3 links of 16 lanes x 23 GT/s / 8 = 46 GB/s each way, one to each peer
+    assert mi100.interconnect.bandwidth_bytes_s == pytest.approx(3 * 16 * 23e9 / 8)
+    assert (mi100.interconnect.max_chips, mi100.interconnect.topology) == (4, "switch")
+
+
+def test_rdna_rates_by_hand():
+    # RDNA 2: packed fp16 = 2 x fp32, no bf16 or int8 of its own (a bf16 model runs at the fp16 rate)
+    for name in ("rx-6700-xt", "rx-6800"):
+        hw = mb.load_hardware(name)
+        assert hw.compute_flops["fp16"] == pytest.approx(2 * hw.compute_flops["fp32"], rel=1e-3)
+        assert hw.peak_flops("bf16") == hw.compute_flops["fp16"] and "int8" not in hw.compute_flops
+    # RDNA 3: WMMA fp16 = bf16 = int8 = 2 x the dual-issue fp32; AMD's RX 7700 XT 35.17 and 70.34
+    x = mb.load_hardware("rx-7700-xt")
+    assert x.compute_flops["fp32"] == pytest.approx(35.17e12, rel=1e-3)
+    assert x.compute_flops["bf16"] == x.compute_flops["int8"] == pytest.approx(70.34e12, rel=1e-3)
+
+
+def test_arc_a750_is_an_a770_with_28_of_its_32_xe_cores():
+    # 448 XMX engines x 128 FLOP/clk x 2.05e9 = 117.6e12 fp16; int8 x 2; the A770: 512 x 128 x 2.1e9
+    a750, a770 = mb.load_hardware("Intel Arc A750"), mb.load_hardware("arc-a770")
+    assert a750.compute_flops["fp16"] == pytest.approx(448 * 128 * 2.05e9, rel=1e-3)
+    assert a750.compute_flops["int8"] == pytest.approx(448 * 256 * 2.05e9, rel=1e-3)
+    assert a750.compute_flops["fp16"] / a770.compute_flops["fp16"] == pytest.approx(28 / 32 * 2.05 / 2.1, rel=2e-3)
+    # ggml-vulkan reaches no XMX engine on Alchemist: its quantized GEMMs run on the vector engines at 2 x fp32,
+    # as the A770's: 2 x 14.69e12 = 29.4e12, not 4 x fp32 (58.8e12)
+    from membound.runtime import _quantized_peak, load_runtime
+    qg = load_runtime("llama.cpp-vulkan").quantized_gemm
+    assert _quantized_peak(qg, a750) == pytest.approx(2 * 3584 * 2 * 2.05e9, rel=2e-3)
+
+
+def test_decode_on_an_mi50_is_bytes_over_bandwidth():
+    # llama-3.1-8b bf16 on the MI50, pure roofline: (8,030,261,248 - 128,256 x 4,096) x 2 bytes / 1024 GB/s = 14.66 ms;
+    # its fp16 26.5e12 multiplies the 2 x 7.505e9 FLOPs in 0.57 ms: memory binds
+    r = mb.estimate(mb.load_model("llama-3.1-8b"), mb.load_hardware("mi50"), runtime="ideal",
+                    prompt_tokens=0, output_tokens=1)
+    assert r.bound == "memory"
+    assert r.tpot_s == pytest.approx((8_030_261_248 - 128256 * 4096) * 2 / 1024e9, rel=0.01)
+
+
+@pytest.mark.parametrize("spelling, name", [
+    ("AMD Instinct MI50/MI60", "mi50"), ("AMD Instinct MI50 32GB", "mi50"), ("AMD Instinct MI100", "mi100"),
+    ("AMD Radeon VII", "radeon-vii"), ("AMD Radeon RX 6700 XT", "rx-6700-xt"), ("AMD Radeon RX 6800", "rx-6800"),
+    ("AMD Radeon RX 7700 XT", "rx-7700-xt"), ("Intel Arc A750 Graphics", "arc-a750"),
+    # neighbours keep their own
+    ("AMD Radeon RX 6800 XT", "rx-6800-xt"), ("AMD Radeon RX 7800 XT", "rx-7800-xt"), ("Intel Arc A770", "arc-a770"),
+])
+def test_amd_and_intel_spellings_resolve(spelling, name):
+    assert mb.resolve_name("hardware", spelling) == name
+
+
+def test_the_16gb_mi50_is_not_the_32gb_profile():
+    # 16 GB stated against the profile's 34.3e9 bytes: more than 8% apart
+    with pytest.raises(mb.UnknownNameError):
+        mb.resolve_name("hardware", "AMD Instinct MI50 16GB")
