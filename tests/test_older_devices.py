@@ -12,7 +12,7 @@ GiB = 2**30
 @pytest.mark.parametrize("name, gbps, bus_bits", [
     ("tesla-p40", 7.2, 384), ("gtx-1080-ti", 11.0, 352), ("tesla-p100-pcie-16gb", 1.43, 4096),
     ("titan-v", 1.7, 3072), ("rtx-2080-super", 15.5, 256), ("rtx-2080", 14.0, 256), ("rtx-2070-super", 14.0, 256),
-    ("rtx-2070", 14.0, 256), ("rtx-2060-12gb", 14.0, 192), ("rtx-3060-ti", 14.0, 256), ("rtx-3070-ti", 19.0, 256),
+    ("rtx-2070", 14.0, 256), ("rtx-2060-12gb", 14.0, 192), ("rtx-2060", 14.0, 192), ("rtx-3060-ti", 14.0, 256), ("rtx-3070-ti", 19.0, 256),
     ("rtx-3050", 14.0, 128), ("a30", 2.43, 3072), ("rtx-4000-ada", 18.0, 160),
 ])
 def test_bandwidth_is_pin_rate_times_bus_width(name, gbps, bus_bits):
@@ -25,7 +25,7 @@ def test_bandwidth_is_pin_rate_times_bus_width(name, gbps, bus_bits):
     # CUDA cores x 2 FLOP (FMA) x boost clock
     ("tesla-p40", 3840, 1.531), ("gtx-1080-ti", 3584, 1.582), ("tesla-p100-pcie-16gb", 3584, 1.303),
     ("titan-v", 5120, 1.455), ("rtx-2080-super", 3072, 1.815), ("rtx-2080", 2944, 1.71), ("rtx-2070-super", 2560, 1.77),
-    ("rtx-2070", 2304, 1.62), ("rtx-2060-12gb", 2176, 1.65), ("rtx-3060-ti", 4864, 1.665), ("rtx-3070-ti", 6144, 1.77),
+    ("rtx-2070", 2304, 1.62), ("rtx-2060-12gb", 2176, 1.65), ("rtx-2060", 1920, 1.68), ("rtx-3060-ti", 4864, 1.665), ("rtx-3070-ti", 6144, 1.77),
     ("rtx-3050", 2560, 1.777), ("a30", 3584, 1.44), ("rtx-4000-ada", 6144, 2.175),
 ])
 def test_fp32_is_two_flops_per_lane_per_boost_cycle(name, lanes, ghz):
@@ -75,7 +75,7 @@ def test_volta_and_turing_tensor_rates_by_hand():
     # GeForce Turing: tensor cores x 64 FMA x 2 x clock with FP16 accumulate; FP32 accumulate (fp16 here) half; int8 twice
     # RTX 2080 (whitepaper reference column): 368 x 128 x 1.71e9 = 80.5e12, fp16 40.3e12, INT8 161.1e12
     for name, tcs, ghz in [("rtx-2080", 368, 1.71), ("rtx-2070", 288, 1.62), ("rtx-2080-super", 384, 1.815),
-                           ("rtx-2070-super", 320, 1.77), ("rtx-2060-12gb", 272, 1.65)]:
+                           ("rtx-2070-super", 320, 1.77), ("rtx-2060-12gb", 272, 1.65), ("rtx-2060", 240, 1.68)]:
         hw = mb.load_hardware(name)
         acc16 = tcs * 64 * 2 * ghz * 1e9
         assert hw.compute_flops["fp16"] == pytest.approx(acc16 / 2, rel=1e-3)
@@ -115,7 +115,7 @@ def test_capacities_are_what_the_drivers_report():
     assert mb.load_hardware("titan-v").capacity_bytes == 12066 * MiB
     assert mb.load_hardware("a30").capacity_bytes == 24 * GiB
     # GDDR boards: the binary size their name states
-    for name, gib in [("gtx-1080-ti", 11), ("rtx-2060-12gb", 12), ("rtx-3050", 8), ("rtx-4000-ada", 20)]:
+    for name, gib in [("gtx-1080-ti", 11), ("rtx-2060-12gb", 12), ("rtx-2060", 6), ("rtx-3050", 8), ("rtx-4000-ada", 20)]:
         assert mb.load_hardware(name).capacity_bytes == gib * GiB
 
 
@@ -143,7 +143,8 @@ def test_decode_on_an_a30_is_bytes_over_bandwidth():
     ("NVIDIA GeForce GTX 1080 Ti", "gtx-1080-ti"), ("GeForce GTX 1080 Ti", "gtx-1080-ti"), ("NVIDIA TITAN V", "titan-v"),
     ("NVIDIA GeForce RTX 2080 SUPER", "rtx-2080-super"), ("NVIDIA GeForce RTX 2080", "rtx-2080"),
     ("NVIDIA GeForce RTX 2070 SUPER", "rtx-2070-super"), ("NVIDIA GeForce RTX 2070", "rtx-2070"),
-    ("NVIDIA GeForce RTX 2060 12GB", "rtx-2060-12gb"), ("NVIDIA GeForce RTX 3060 Ti", "rtx-3060-ti"),
+    ("NVIDIA GeForce RTX 2060 12GB", "rtx-2060-12gb"), ("NVIDIA GeForce RTX 2060", "rtx-2060"),
+    ("NVIDIA GeForce RTX 3060 Ti", "rtx-3060-ti"),
     ("NVIDIA GeForce RTX 3070 Ti", "rtx-3070-ti"), ("NVIDIA GeForce RTX 3050", "rtx-3050"), ("NVIDIA A30", "a30"),
     ("NVIDIA RTX 4000 Ada Generation", "rtx-4000-ada"),
 ])
@@ -160,7 +161,7 @@ def test_neighbours_keep_their_own_profiles(spelling, name):
 
 
 @pytest.mark.parametrize("spelling", [
-    "NVIDIA GeForce RTX 2060",            # the 6 GB card: 1920 CUDA cores, not the 12 GB one's 2176
+    "NVIDIA GeForce RTX 2060 SUPER",      # 8 GB, 2176 CUDA cores: neither the 6 GB nor the 12 GB card
     "NVIDIA GeForce RTX 3050 6GB",        # GA107, 96-bit: a size the 8 GB profile does not have
     "NVIDIA RTX 4000 SFF Ada Generation",  # 70 W, 19.2 TFLOPS, 280 GB/s
     "Tesla P100",                         # PCIe 12/16 GB or SXM2: not said which
