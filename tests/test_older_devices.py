@@ -12,7 +12,8 @@ GiB = 2**30
 @pytest.mark.parametrize("name, gbps, bus_bits", [
     ("tesla-p40", 7.2, 384), ("gtx-1080-ti", 11.0, 352), ("tesla-p100-pcie-16gb", 1.43, 4096),
     ("titan-v", 1.7, 3072), ("rtx-2080-super", 15.5, 256), ("rtx-2080", 14.0, 256), ("rtx-2070-super", 14.0, 256),
-    ("rtx-2070", 14.0, 256), ("rtx-2060-12gb", 14.0, 192), ("rtx-2060", 14.0, 192), ("rtx-3060-ti", 14.0, 256), ("rtx-3070-ti", 19.0, 256),
+    ("rtx-2070", 14.0, 256), ("rtx-2060-12gb", 14.0, 192), ("rtx-2060", 14.0, 192), ("rtx-3060-ti", 14.0, 256),
+    ("rtx-3070-ti", 19.0, 256),
     ("rtx-3050", 14.0, 128), ("a30", 2.43, 3072), ("rtx-4000-ada", 18.0, 160),
 ])
 def test_bandwidth_is_pin_rate_times_bus_width(name, gbps, bus_bits):
@@ -25,7 +26,8 @@ def test_bandwidth_is_pin_rate_times_bus_width(name, gbps, bus_bits):
     # CUDA cores x 2 FLOP (FMA) x boost clock
     ("tesla-p40", 3840, 1.531), ("gtx-1080-ti", 3584, 1.582), ("tesla-p100-pcie-16gb", 3584, 1.303),
     ("titan-v", 5120, 1.455), ("rtx-2080-super", 3072, 1.815), ("rtx-2080", 2944, 1.71), ("rtx-2070-super", 2560, 1.77),
-    ("rtx-2070", 2304, 1.62), ("rtx-2060-12gb", 2176, 1.65), ("rtx-2060", 1920, 1.68), ("rtx-3060-ti", 4864, 1.665), ("rtx-3070-ti", 6144, 1.77),
+    ("rtx-2070", 2304, 1.62), ("rtx-2060-12gb", 2176, 1.65), ("rtx-2060", 1920, 1.68), ("rtx-3060-ti", 4864, 1.665),
+    ("rtx-3070-ti", 6144, 1.77),
     ("rtx-3050", 2560, 1.777), ("a30", 3584, 1.44), ("rtx-4000-ada", 6144, 2.175),
 ])
 def test_fp32_is_two_flops_per_lane_per_boost_cycle(name, lanes, ghz):
