@@ -56,16 +56,20 @@ def test_pascal_rates_by_hand():
         assert hw.int32_lanes_per_fp32 == 1.0      # dp4a on every lane (P40: 47 = 4 x 11.76)
 
 
-def test_a_gp102_decodes_bf16_at_its_fp16_rate_not_its_bandwidth():
+def test_a_gp102_multiplies_16_bit_tensors_at_its_fp32_rate_so_bf16_decode_is_bandwidth_bound():
     # llama-3.1-8b bf16 on the P40, pure roofline: a token reads (8,030,261,248 - 128,256 x 4,096) x 2 bytes = 15.01 GB
-    # in 15.01e9 / 345.6e9 = 43.4 ms, but multiplies them at 2 FLOP per weight at the fp16 rate 11.76e12 / 64:
-    # 2 x 7.505e9 / 0.1837e12 = 81.7 ms. Compute binds: the reason llama.cpp multiplies in fp32 on 6.1 chips
+    # in 15.01e9 / 345.6e9 = 43.4 ms. At the fp16 units' rate (11.76e12 / 64) its 2 FLOP per weight would take
+    # 2 x 7.505e9 / 0.1837e12 = 81.7 ms, but a 16-bit format computes at the fp32 rate where that is faster
+    # (llama.cpp's fast_fp16_available is false on 6.1): 2 x 7.505e9 / 11.76e12 = 1.28 ms. Bandwidth binds
     p40 = mb.load_hardware("tesla-p40")
+    fp32 = 3840 * 2 * 1.531e9
+    assert p40.peak_flops("fp16") == p40.peak_flops("bf16") == pytest.approx(fp32, rel=1e-3)
+    assert p40.peak_flops("fp32") == pytest.approx(fp32, rel=1e-3)
     r = mb.estimate(mb.load_model("llama-3.1-8b"), p40, runtime="ideal", prompt_tokens=0, output_tokens=1)
     weights = 8_030_261_248 - 128256 * 4096
-    assert weights * 2 / 345.6e9 == pytest.approx(0.0434, rel=1e-2)
-    assert r.bound == "compute"
-    assert r.tpot_s == pytest.approx(2 * weights / (3840 * 2 * 1.531e9 / 64), rel=0.01)
+    assert 2 * weights / fp32 == pytest.approx(1.28e-3, rel=1e-2)
+    assert r.bound == "memory"
+    assert r.tpot_s == pytest.approx(weights * 2 / 345.6e9, rel=0.01)
 
 
 def test_volta_and_turing_tensor_rates_by_hand():

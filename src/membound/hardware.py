@@ -326,10 +326,14 @@ class Hardware(HashableModel):
         return t.read_bytes_s / t.bandwidth_bytes_s if t.read_bytes_s else 1.0
 
     def peak_flops(self, compute_dtype: str) -> float:
-        """Dense peak FLOP/s for `compute_dtype`; fp16/bf16 stand in for each other."""
+        """Dense peak FLOP/s for `compute_dtype`; fp16/bf16 stand in for each other. A 16-bit format
+        never computes slower than the chip's fp32 rate: where its 16-bit units are slower (consumer
+        Pascal, GP102/GP104: fp16 at 1/64 of fp32) engines convert on load and multiply in fp32, as
+        llama.cpp does (ggml-cuda/common.cuh: fast_fp16_available is false for compute capability
+        6.1, so its kernels take their fp32 paths); other engines are assumed to do the same."""
         peak = _rate_of(self.compute_flops, compute_dtype)
         if peak is not None:
-            return peak
+            return max(peak, self.compute_flops.get("fp32", 0.0)) if compute_dtype in _STAND_IN else peak
         raise InvalidInputError("activation_dtype", compute_dtype,
                                 f"a dtype {self.name} computes in: {sorted(self.compute_flops)}",
                                 where=self.name)
