@@ -184,3 +184,85 @@ def test_a_copy_with_updates_is_checked_as_a_new_device_or_runtime_is():
     cheap = h100.model_copy(update={"price_usd_per_hour": 2.5})
     assert cheap == mb.Hardware(**{**h100.model_dump(), "price_usd_per_hour": 2.5})
     assert cheap.price_usd_per_hour == 2.5 and h100.model_copy() == h100
+
+
+# ---- served workloads (issue 14 fuzz): the simulator refuses what the solver refuses --------
+
+def test_the_simulator_refuses_weights_that_leave_no_kv_cache():
+    # Mixtral-8x7B in bf16 is 46.7e9 params x 2 bytes = 93.4 GB on one 85.52 GB H100: the solver
+    # raised DoesNotFitError; the simulator under TensorRT-LLM (preemption "none" reserves a whole
+    # request, so none was ever admitted) looped for minutes, and under vLLM it returned a speed
+    for runtime in ("tensorrt-llm", "vllm"):
+        for engine in ("solver", "simulate"):
+            with pytest.raises(mb.DoesNotFitError, match=r"needs 93.4\d GB but capacity is 85.52 GB"):
+                mb.serve("mixtral-8x7b", "h100-sxm", concurrency=1, runtime=runtime, engine=engine, n_requests=10
+                         if engine == "simulate" else None)
+
+
+def test_the_simulator_refuses_a_request_whose_kv_cache_does_not_fit_alone():
+    # Llama-3.1-8B: 32 layers x (1,024 + 1,024) tokens = 65,536 (layer, token) KV pairs for one
+    # request; memory_fraction 0.001 leaves 1.68e4 per chip. The solver refused; the simulator
+    # ran the one request over the cache and reported 124 tok/s
+    sched = mb.Scheduler(memory_fraction=0.001)
+    with pytest.raises(InvalidInputError, match=r"prompt_tokens=1024.0 is invalid: .* one request needs 4.9"):
+        mb.serve("llama-3.1-8b", "h100-sxm", concurrency=8, scheduler=sched)
+    with pytest.raises(InvalidInputError, match=r"prompt_tokens=1024 is invalid: expected a workload whose KV cache "
+                                                r"for one request fits: 1.68e\+04 KV pairs free per chip, a request "
+                                                r"of 1,024 \+ 1,024 tokens needs 6.55e\+04"):
+        mb.serve("llama-3.1-8b", "h100-sxm", concurrency=8, scheduler=sched, engine="simulate")
+
+
+def test_simulated_arrivals_stay_where_the_clock_resolves_a_step():
+    # 200 requests (the default) at 1e-300 requests/s arrive ~1e300 s apart: the clock overflowed
+    # (ZeroDivisionError); at 1e-9/s (2e11 s) rounding made queueing_s -4.4e-6 s. The floor is
+    # 200 requests within 1e9 s: 200 / 1e9 = 2e-7 requests/s
+    for rate in (1e-300, 1e-9, 1.9e-7):
+        with pytest.raises(InvalidInputError, match=r"arrival_rate=.* is invalid: expected at least 2e-07 requests/s "
+                                                    r"with engine='simulate'"):
+            mb.serve("llama-3.2-1b", "h100-sxm", arrival_rate=rate, engine="simulate")
+    lone = mb.serve("llama-3.2-1b", "h100-sxm", arrival_rate=2.1e-7, engine="simulate")
+    # every request finds the engine idle: no wait but the clock's rounding, 2**-23 s = 0.12 us at 1e9 s
+    assert 0.0 <= lone.queueing_s < 1.2e-7 and lone.preemptions == 0
+    # the solver, which keeps no clock, takes any rate > 0: an idle engine
+    assert mb.serve("llama-3.2-1b", "h100-sxm", arrival_rate=1e-300).queueing_s >= 0.0
+
+
+def test_a_closed_loop_below_the_cap_queues_for_no_time():
+    # 8 clients, max_running 256: each request is admitted the moment it reaches the engine, so
+    # admit - arrive - host time is 0; float rounding made it -4.9e-15 s
+    assert mb.serve("llama-3.1-8b", "h100-sxm", concurrency=8, engine="simulate").queueing_s == 0.0
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: mb.Scheduler(token_budget=10**400), "scheduler.token_budget=1000.* an integer from 1 to 1,000,000,000"),
+    (lambda: mb.Scheduler(kv_block_tokens=10**30), "scheduler.kv_block_tokens=1000.* from 1 to 1,000,000,000"),
+    (lambda: mb.Scheduler(dp_balance_steps=10**7), "scheduler.dp_balance_steps=10000000 .* from 0 to 1,000,000"),
+    (lambda: mb.serve("llama-3.2-1b", "h100-sxm", concurrency=10**400), "concurrency=1000.* from 1 to 1,000,000,000"),
+    (lambda: mb.serve("llama-3.2-1b", "h100-sxm", arrival_rate=10**400), "arrival_rate=1000.* a finite rate > 0"),
+    (lambda: mb.estimate("llama-3.2-1b", "h100-sxm", price_usd_per_hour=10**400), "price_usd_per_hour=1000"),
+    (lambda: mb.register_dtype("huge_fmt", 10**400), "bits=1000"),
+    (lambda: mb.SLO(ttft_p50_s=10**400), "ttft_p50_s=1000"),
+])
+def test_integers_too_large_for_a_float_are_refused_by_name(call, words):
+    # each raised OverflowError ("int too large to convert to float") from math.isfinite or from
+    # the step model's arithmetic; the Served block's own bounds (10**9 counts, 10**6 steps) now
+    # bound the Scheduler that overrides it, as estimate()'s MAX_COUNT bounds the clients
+    with pytest.raises(InvalidInputError, match=words) as e:
+        call()
+    assert "\n" not in str(e.value) and len(str(e.value)) < 300
+
+
+def test_a_simulation_longer_than_its_step_cap_is_refused_at_once():
+    # 200 requests of 10**6 output tokens from 2 clients: at least 200 x (10**6 - 1) / 2 =
+    # 99,999,900 decode steps (1.6 GB of trace; it ran for minutes), over the 20,000,000 cap
+    import time
+    t = time.perf_counter()
+    with pytest.raises(InvalidInputError, match=r"n_requests=200 is invalid: expected a run of at most 20,000,000 "
+                                                r"decode steps .* take at least 99,999,900; .* engine='solver'"):
+        mb.serve("llama-3.2-1b", "h100-sxm", concurrency=2, output_tokens=10**6, allow_beyond_context=True,
+                 engine="simulate")
+    # a prompt of 10**5 tokens in a budget of 8 tokens: 200 x 10**5 / 8 = 2,500,000 prefill steps
+    with pytest.raises(InvalidInputError, match=r"at most 1,000,000 prefill steps .* at least 2,500,000"):
+        mb.serve("llama-3.2-1b", "h100-sxm", concurrency=2, prompt_tokens=10**5, engine="simulate",
+                 scheduler=mb.Scheduler(token_budget=8, max_running=8))
+    assert time.perf_counter() - t < 5.0

@@ -22,7 +22,7 @@ import numpy as np
 
 from .result import equal_values
 from .core import BOUNDS
-from .errors import DoesNotFitError, InvalidInputError
+from .errors import DoesNotFitError, InvalidInputError, is_finite_number
 from .estimate import prepare
 
 MAX_BATCH_SEARCH = 1 << 20   # largest batch max_batch() will consider (sequences)
@@ -258,7 +258,7 @@ def fast_mode(model, hardware, speedup: float = 2.5, price_ratio: float = 6.0, b
     batches: candidates (default every integer from 1 to the largest that fits, at most 4096).
     """
     for name, v in (("speedup", speedup), ("price_ratio", price_ratio)):
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 1):
+        if not (isinstance(v, (int, float)) and is_finite_number(v) and v > 1):
             raise InvalidInputError(name, v, "a finite ratio > 1")
     p = _prepare(model, hardware, estimate_kwargs)
     if p.price is None:

@@ -22,12 +22,11 @@ activations are dequantised.
 from __future__ import annotations
 
 import functools
-import math
 import threading
 from dataclasses import dataclass
 
 from . import names
-from .errors import InvalidInputError
+from .errors import InvalidInputError, is_finite_number
 
 
 @dataclass(frozen=True)
@@ -110,7 +109,7 @@ def register_dtype(name: str, bits: float, compute: str | None = None,
     needs `replace=True`; an alias (f16, bfloat16, ...) cannot be registered at all."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidInputError("name", name, "a non-empty string")
-    if isinstance(bits, bool) or not isinstance(bits, (int, float)) or not math.isfinite(bits) \
+    if isinstance(bits, bool) or not isinstance(bits, (int, float)) or not is_finite_number(bits) \
             or not 0 < bits <= 64:
         raise InvalidInputError("bits", bits, "a finite number of bits per element in (0, 64]")
     if compute is not None and not isinstance(compute, str):

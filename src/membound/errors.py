@@ -1,6 +1,8 @@
 """The library's exception hierarchy: every error names the field, the value and what was expected."""
 from __future__ import annotations
 
+import math
+import numbers
 import reprlib
 
 _SHORT = reprlib.Repr()
@@ -17,6 +19,17 @@ def short_repr(value, limit: int = 80) -> str:
     except Exception:  # a hostile __repr__: say what it is instead
         shown = f"<{type(value).__name__}>"
     return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
+def is_finite_number(value) -> bool:
+    """A real number, not a bool, that a float holds finitely: an integer too large for a float
+    (10**400, where math.isfinite raises OverflowError) is not one."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 class MemboundError(Exception):

@@ -11,7 +11,7 @@ from typing import Any
 from . import defaults, dtypes
 from .core import BOUNDS, ChipBase, Knobs, ModelConsts, SpecArgs, chip_base, evaluate, held_weight_bytes, model_consts
 from .dtypes import get_dtype
-from .errors import DoesNotFitError, InvalidInputError, MemboundError
+from .errors import DoesNotFitError, InvalidInputError, MemboundError, is_finite_number
 from .hardware import Hardware, load_hardware
 from .model import Model, load_model
 from .parallel import Parallel, as_parallel, layout_for
@@ -56,7 +56,7 @@ def check_context(m: Model, prompt_tokens, output_tokens) -> None:
 def _check_price(value):
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not is_finite_number(value) or value < 0:
         raise InvalidInputError("price_usd_per_hour", value, "a finite price >= 0 per chip-hour")
     return float(value)
 

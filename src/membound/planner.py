@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import defaults
-from .errors import InvalidInputError
+from .errors import InvalidInputError, is_finite_number
 from .hardware import load_hardware
 from .model import load_model
 from .result import equal_values
@@ -70,7 +70,7 @@ def _distribution(field_name: str, value, minimum: int):
     for v, w in pairs:
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
             raise InvalidInputError(field_name, v, f"integer token counts >= {minimum}")
-        if isinstance(w, bool) or not isinstance(w, numbers.Real) or not math.isfinite(w) or w <= 0:
+        if isinstance(w, bool) or not isinstance(w, numbers.Real) or not is_finite_number(w) or w <= 0:
             raise InvalidInputError(f"{field_name} weight", w, "a finite weight > 0")
     vals = np.array([int(v) for v, _ in pairs])
     probs = np.array([float(w) for _, w in pairs])
@@ -86,7 +86,7 @@ def _check_load(users_field: str, users: object, rate_field: str, rate: object) 
     if users is not None and (isinstance(users, bool) or not isinstance(users, numbers.Integral) or users < 1):
         raise InvalidInputError(users_field, users, "an integer >= 1")
     if rate is not None and (isinstance(rate, bool) or not isinstance(rate, numbers.Real)
-                             or not math.isfinite(rate) or rate <= 0):
+                             or not is_finite_number(rate) or rate <= 0):
         raise InvalidInputError(rate_field, rate, "a finite rate > 0 requests per second")
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ class SLO:
         for name in ("ttft_p50_s", "ttft_p90_s", "min_tok_s_per_user", "e2e_p90_s"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)
-                                  or not math.isfinite(v) or v <= 0):
+                                  or not is_finite_number(v) or v <= 0):
                 raise InvalidInputError(name, v, "None or a finite number > 0")
 
 
@@ -239,7 +239,7 @@ def _prices(devices: list[str], prices: dict | None) -> tuple[dict[str, float], 
         if p is None:
             notes.append(f"{hw.name} left out: no price in its profile and none given in prices")
             continue
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not math.isfinite(p) or p <= 0:
+        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not is_finite_number(p) or p <= 0:
             raise InvalidInputError(f"prices[{hw.name!r}]", p, "a finite price > 0 per chip-hour")
         price_map[hw.name] = float(p)
     if not price_map:

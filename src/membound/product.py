@@ -12,17 +12,16 @@ Every function takes plain numbers (seconds, tokens/s) or a `Result` where a spe
 """
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import dataclass
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, is_finite_number
 
 VOICE_GAP_S = 0.5   # seconds of silence a listener tolerates before the reply (the seeds' figure)
 
 
 def _num(field: str, value, *, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not is_finite_number(value) \
             or value < 0 or (positive and value == 0):
         raise InvalidInputError(field, value, f"a finite number {'> 0' if positive else '>= 0'}")
     return float(value)

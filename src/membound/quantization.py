@@ -70,11 +70,10 @@ TruePoint numerics); Cerebras' wafer and SambaNova's RDU compute only in 16 bits
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 
 from .dtypes import DType, get_dtype
-from .errors import InvalidInputError, MemboundError
+from .errors import InvalidInputError, MemboundError, is_finite_number
 from .hardware import DATAFLOW_KINDS, Hardware, load_hardware
 from .model import Model, load_model
 
@@ -109,7 +108,7 @@ class Quantization:
             if value is not None and _format(name, value, "a registered format").compute is None:
                 raise InvalidInputError(name, value, "a format tensor cores compute in (bf16, fp16, fp8, int8, fp4)")
         d = self.dequant_overhead
-        if d is not None and not (isinstance(d, (int, float)) and math.isfinite(d) and d >= 0):
+        if d is not None and not (isinstance(d, (int, float)) and is_finite_number(d) and d >= 0):
             raise InvalidInputError("dequant_overhead", d, "a finite fraction >= 0")
 
     def resolve(self, hw: Hardware | str, model: Model | str | None = None, *, native_mixed: bool = True) -> Resolved:

@@ -17,11 +17,10 @@ step) is kept for formula-level use such as Leviathan et al.'s c.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, is_finite_number
 
 if TYPE_CHECKING:
     from .model import Model
@@ -163,7 +162,7 @@ class SpeculativeDecoding:
 
 
 def _real(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and is_finite_number(x)
 
 
 def predicted_speedup(alpha, gamma, cost_ratio):

@@ -19,7 +19,7 @@ from typing import Any, overload
 
 from ..compare import compare as run_compare
 from ..dtypes import get_dtype, list_dtypes
-from ..errors import DoesNotFitError, InvalidInputError, MemboundError, ProfileError, UnknownNameError
+from ..errors import DoesNotFitError, InvalidInputError, MemboundError, ProfileError, UnknownNameError, is_finite_number
 from ..hardware import load_hardware
 from ..model import Model, list_models, load_model
 from ..hardware import list_hardware
@@ -112,7 +112,7 @@ def number(body: dict, key: str, default: float | None, minimum: float = 0.0) ->
             v = float(v)
         except ValueError:
             pass
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= minimum:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not is_finite_number(v) or v <= minimum:
         raise BadRequest(f"{key}={v!r} is invalid: expected a finite number > {minimum:g}", key)
     return float(v)
 

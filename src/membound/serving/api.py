@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import copy
-import math
 import numbers
 from dataclasses import replace
 
 import numpy as np
 
-from ..errors import InvalidInputError
-from ..estimate import Prepared, prepare
+from ..errors import InvalidInputError, is_finite_number
+from ..estimate import MAX_COUNT, Prepared, prepare
 from ..model import load_model
 from ..parallel import Parallel
 from ..runtime import Served, load_runtime
@@ -24,6 +23,9 @@ from .step import StepModel
 # the most requests engine="simulate" runs (about 0.5 ms of Python each: 200,000 take a minute or
 # two); the solver, whose cost does not grow with the clients, takes any load
 MAX_SIMULATED_REQUESTS = 200_000
+# the longest stretch of arrivals the simulator runs: its clock, a float of seconds, resolves
+# 1e9 s to 0.12 us (2**-23 s), well below a step; at 1e-300 requests/s the arrival times overflowed
+SIMULATED_SPAN_S = 1e9
 
 
 def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: float | None = None,
@@ -50,10 +52,10 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
     if (concurrency is None) == (arrival_rate is None):
         raise InvalidInputError("concurrency", concurrency, "exactly one of concurrency or arrival_rate")
     if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, numbers.Integral)
-                                    or concurrency < 1):
-        raise InvalidInputError("concurrency", concurrency, "an integer >= 1 (clients in a closed loop)")
-    if arrival_rate is not None and (isinstance(arrival_rate, bool) or not isinstance(arrival_rate, numbers.Real)
-                                     or not math.isfinite(arrival_rate) or arrival_rate <= 0):
+                                    or not 1 <= concurrency <= MAX_COUNT):
+        raise InvalidInputError("concurrency", concurrency,
+                                f"an integer from 1 to {MAX_COUNT:,} (clients in a closed loop)")
+    if arrival_rate is not None and (not is_finite_number(arrival_rate) or arrival_rate <= 0):
         raise InvalidInputError("arrival_rate", arrival_rate, "a finite rate > 0 requests per second")
     if engine not in ("solver", "simulate"):
         raise InvalidInputError("engine", engine, "'solver' or 'simulate'")
@@ -73,6 +75,11 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
                                 f"at most {MAX_SIMULATED_REQUESTS // 10:,} clients with engine='simulate' (10 requests "
                                 f"each; at most {MAX_SIMULATED_REQUESTS:,} simulated), a smaller n_requests, or "
                                 "engine='solver', whose cost does not grow with the load")
+    if engine == "simulate" and arrival_rate is not None and n / arrival_rate > SIMULATED_SPAN_S:
+        raise InvalidInputError("arrival_rate", arrival_rate,
+                                f"at least {n / SIMULATED_SPAN_S:.3g} requests/s with engine='simulate' (its {n:,} "
+                                "requests must arrive within 1e9 s, the span its clock resolves to a microsecond), "
+                                "or engine='solver'")
     prompt = as_length("prompt_tokens", prompt_tokens, 0)
     output = as_length("output_tokens", output_tokens, 2)
     sm, sched, p = build(model, hardware, prompt=prompt, output=output, weight_dtype=weight_dtype,
@@ -269,7 +276,8 @@ def _from_trace(sm, sched, p, tr: _Trace, S, T, prompt, output, concurrency, arr
         ttft=_quantiles(ttft), tpot=tp, itl=_quantiles(durs, wts), e2e=_quantiles(e2e),
         output_tok_s=tok_s, output_tok_s_per_chip=tok_s / sm.n_chips, tok_s_per_user=1.0 / tp.median,
         requests_per_s=x, mean_running=b_mean, kv_occupancy=tr.kv / total_t,
-        queueing_s=float(np.nanmean(tr.admit - tr.arrive - sm.host(S.astype(float)))), preemptions=tr.preemptions,
+        queueing_s=max(float(np.nanmean(tr.admit - tr.arrive - sm.host(S.astype(float)))), 0.0),   # float rounding, not a wait
+        preemptions=tr.preemptions,
         bound=sm.bound(b_mean, sm.attended(prompt.mean + output.mean / 2.0),
                        h=sm.held(prompt.mean + output.mean / 2.0)),
         cost_per_million_output_tokens_usd=_cost(sm, tok_s), max_running=int(_set(sched.max_running)), scheduler=sched)

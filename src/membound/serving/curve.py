@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, is_finite_number
 from .api import build
 from .lengths import as_length
 from .solver import solve
@@ -65,7 +65,7 @@ class ServeCurve:
         """Read a fast lane off the curve: where the speed per user is `speedup` times the standard
         lane's (default: the knee). The price ratio is the ratio of throughputs per chip (a
         chip-hour costs the same whoever rides)."""
-        if not (isinstance(speedup, (int, float)) and math.isfinite(speedup) and speedup > 1):
+        if not (isinstance(speedup, (int, float)) and is_finite_number(speedup) and speedup > 1):
             raise InvalidInputError("speedup", speedup, "a finite ratio > 1")
         std = self.knee() if standard_concurrency is None else standard_concurrency
         hits = np.flatnonzero(np.asarray(self.concurrency) == std)

@@ -42,10 +42,11 @@ class Scheduler:
     batch_wait_ratio: float | None = None
 
     def __post_init__(self):
+        # the bounds of the runtimes' `served` blocks (runtime.Served), which these knobs override
         for name in ("max_running", "token_budget", "kv_block_tokens", "recv_interval_steps"):
             v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1):
-                raise InvalidInputError(f"scheduler.{name}", v, "None or an integer >= 1")
+            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 1 <= v <= 10**9):
+                raise InvalidInputError(f"scheduler.{name}", v, "None or an integer from 1 to 1,000,000,000")
         for name in ("chunked_prefill", "mixed_steps"):
             v = getattr(self, name)
             if v is not None and not isinstance(v, bool):
@@ -55,8 +56,8 @@ class Scheduler:
             raise InvalidInputError("scheduler.memory_fraction", f, "None or a fraction in (0, 1]")
         for name in ("dp_balance_steps", "batch_wait_steps"):
             v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0):
-                raise InvalidInputError(f"scheduler.{name}", v, "None or an integer >= 0")
+            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v <= 10**6):
+                raise InvalidInputError(f"scheduler.{name}", v, "None or an integer from 0 to 1,000,000")
         r = self.batch_wait_ratio
         if r is not None and (isinstance(r, bool) or not isinstance(r, numbers.Real) or not 0 <= r <= 1):
             raise InvalidInputError("scheduler.batch_wait_ratio", r, "None or a fraction in [0, 1]")

@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..roofline import causal_pairs, effective_context
 from .scheduler import Scheduler, _set
+from .solver import kv_room
 from .step import StepModel
 
 
@@ -39,6 +40,42 @@ def _check_simulable(sm: StepModel, sched: Scheduler) -> None:
     if _set(sched.batch_wait_steps) and _set(sched.batch_wait_ratio):
         raise InvalidInputError("engine", "simulate", "'solver' for a scheduler that holds new prompts to batch "
                                 "them (the simulator does not hold prompts), or Scheduler(batch_wait_steps=0)")
+
+
+def _check_fits(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.ndarray) -> None:
+    """The solver's refusals (serving.solver._running_cap): weights that leave no KV cache, or a
+    request whose KV cache at its full length (prompt + output) does not fit alone. The engine
+    could never admit it (preemption "none" reserves the full length: the run did not end) or ran
+    it over the cache (the others)."""
+    cap = kv_room(sm, sched)
+    longest = int(np.argmax(prompts + outputs))
+    need = float(effective_context(sm.held_groups, float(prompts[longest] + outputs[longest])))
+    if need > cap:
+        raise InvalidInputError("prompt_tokens", int(prompts[longest]),
+                                f"a workload whose KV cache for one request fits: {cap:.3g} KV pairs free per chip, "
+                                f"a request of {int(prompts[longest]):,} + {int(outputs[longest]):,} tokens needs "
+                                f"{need:.3g}")
+
+
+# the most engine steps one run simulates: a run of decode steps costs about 0.2 us and 16 bytes of
+# trace a step (20,000,000: 4 s, 320 MB), a prefill step a pass of Python (about 25 us: 1,000,000
+# take 25 s); 200 requests of 10**6 output tokens from 2 clients (10**8 steps) ran for minutes
+MAX_SIMULATED_STEPS = 20_000_000
+MAX_SIMULATED_PREFILL_STEPS = 1_000_000
+
+
+def _check_cost(sched: Scheduler, prompts: np.ndarray, outputs: np.ndarray, concurrency: int | None) -> None:
+    """Refuse a run whose steps (at least: every output token in a batch as full as the clients
+    and max_running allow; every prompt token in a full token budget) exceed the caps above."""
+    n, batch = len(prompts), min(_set(sched.max_running), concurrency or _set(sched.max_running))
+    decode = float(np.sum(np.maximum(outputs - 1, 0))) / batch
+    prefill = float(np.sum(prompts)) / _set(sched.token_budget)
+    for steps, cap, kind in ((decode, MAX_SIMULATED_STEPS, "decode"), (prefill, MAX_SIMULATED_PREFILL_STEPS, "prefill")):
+        if steps > cap:
+            raise InvalidInputError("n_requests", n, f"a run of at most {cap:,} {kind} steps with engine='simulate': "
+                                    f"{n:,} requests of {float(np.mean(prompts)):,.0f} + {float(np.mean(outputs)):,.0f} "
+                                    f"tokens on average take at least {steps:,.0f}; fewer requests, shorter ones, or "
+                                    "engine='solver', whose cost does not grow with the load")
 
 
 class _Simulation:
@@ -276,4 +313,6 @@ def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.n
     """Iteration-level simulation. Closed loop (`concurrency` clients, each sends its next request
     when the last completes) or given arrival times. Lengths per request are given."""
     _check_simulable(sm, sched)
+    _check_fits(sm, sched, prompts, outputs)
+    _check_cost(sched, prompts, outputs, concurrency)
     return _Simulation(sm, sched, prompts, outputs, concurrency, arrivals).run()

@@ -40,18 +40,25 @@ def sequence_hold(sm: StepModel, sched: Scheduler, S: float, D: float, h: float,
     return h + _set(sched.kv_block_tokens) / 2.0 * (h / max(S + D / 2.0, 1.0))
 
 
-def _running_cap(state: _State, prompt: float) -> tuple[float, float]:
-    """The most sequences that run at once (the scheduler's cap, the KV cache's, the token
-    budget's) and the KV pairs a chip holds; errors where not one request fits."""
-    sm, sched, S = state.sm, state.sched, state.S
+def kv_room(sm: StepModel, sched: Scheduler) -> float:
+    """The KV pairs a chip's cache holds (`StepModel.kv_pairs_capacity`); DoesNotFitError where
+    the weights leave it none."""
     kv_pairs = sm.kv_pairs_capacity(sched)
-    hold = sequence_hold(sm, sched, S, state.D, state.h_mean, S + state.T)
-    cap = min(float(_set(sched.max_running)), kv_pairs / max(hold, 1e-30), (state.P - 1.0) / sm.positions)
     if kv_pairs <= 0.0:
         need = sm.weights_bytes
         raise DoesNotFitError(need, sm.capacity_bytes, math.ceil(need * sm.n_chips / sm.capacity_bytes) + 1,
                               f"{sm.prepared.model.name} weights on {sm.n_chips} x {sm.prepared.hardware.name}, "
                               f"per chip, leave no room for a KV cache")
+    return kv_pairs
+
+
+def _running_cap(state: _State, prompt: float) -> tuple[float, float]:
+    """The most sequences that run at once (the scheduler's cap, the KV cache's, the token
+    budget's) and the KV pairs a chip holds; errors where not one request fits."""
+    sm, sched, S = state.sm, state.sched, state.S
+    kv_pairs = kv_room(sm, sched)
+    hold = sequence_hold(sm, sched, S, state.D, state.h_mean, S + state.T)
+    cap = min(float(_set(sched.max_running)), kv_pairs / max(hold, 1e-30), (state.P - 1.0) / sm.positions)
     if cap < 1.0:
         raise InvalidInputError("prompt_tokens", prompt, f"a workload whose KV cache for one request fits: "
                                 f"{kv_pairs:.3g} KV pairs free per chip, one request needs {hold:.3g}")
