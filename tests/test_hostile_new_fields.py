@@ -266,3 +266,94 @@ def test_a_simulation_longer_than_its_step_cap_is_refused_at_once():
         mb.serve("llama-3.2-1b", "h100-sxm", concurrency=2, prompt_tokens=10**5, engine="simulate",
                  scheduler=mb.Scheduler(token_budget=8, max_running=8))
     assert time.perf_counter() - t < 5.0
+
+
+# ---- planners, disaggregated pools, speculative arithmetic, sweep, explore (issue 14 fuzz) ----
+
+def _plan_served(**kw):
+    from membound.planner import plan_served
+    return plan_served("llama-3.1-8b", mb.SLO(ttft_p90_s=1.0), hardware=["h100-sxm"], weight_dtypes=["bf16"],
+                       chips=[1], **{"users": 100, **kw})
+
+
+@pytest.mark.parametrize("kw, words", [
+    # [0] gave tok_s_per_user NaN, [-1] clients_per_replica -1, [nan] and ['x'] a bare ValueError
+    (dict(concurrency=[0]), r"concurrency=0 is invalid: expected an integer from 1 to 1,000,000,000"),
+    (dict(concurrency=[8, -1]), r"concurrency=-1 is invalid"),
+    (dict(concurrency=[float("nan")]), r"concurrency=nan is invalid"),
+    (dict(concurrency=["x"]), r"concurrency='x' is invalid"),
+    (dict(concurrency=[]), r"concurrency=\[\] is invalid: expected a non-empty list of integers"),
+    (dict(prices=5), r"prices=5 is invalid: expected None or a dict"),                 # was AttributeError
+    (dict(users=None, rate=5.0, max_utilisation=0), r"max_utilisation=0 is invalid: expected a fraction in \(0, 1\]"),
+    (dict(users=None, rate=5.0, max_utilisation=float("nan")), r"max_utilisation=nan is invalid"),
+    (dict(users=10**30), r"users=1000000000000000000000000000000 is invalid: expected an integer from 1 to "
+                         r"1,000,000,000"),
+])
+def test_plan_served_checks_its_grids_and_knobs(kw, words):
+    # rate 5/s with max_utilisation 0 divided by zero (ZeroDivisionError); NaN: ceil(nan), ValueError
+    with pytest.raises(InvalidInputError, match=words):
+        _plan_served(**kw)
+
+
+def test_plan_checks_batches_and_counts():
+    work, slo = mb.Workload(concurrent_users=10), mb.SLO(ttft_p90_s=1.0)
+    with pytest.raises(InvalidInputError, match=r"batches=nan is invalid: expected an integer from 1"):
+        mb.plan("llama-3.1-8b", work, slo, batches=[1, float("nan")])           # int(nan): ValueError
+    with pytest.raises(InvalidInputError, match=r"batches=2.5 is invalid"):      # ran as batch 2
+        mb.plan("llama-3.1-8b", work, slo, batches=[2.5])
+    with pytest.raises(InvalidInputError, match=r"prices=5 is invalid: expected None or a dict"):
+        mb.plan("llama-3.1-8b", work, slo, prices=5)
+    # 10**30 users: ceil(10**30 / clients) replicas overflowed int64 to -9.2e18 in the ranking
+    with pytest.raises(InvalidInputError, match=r"concurrent_users=10{30} is invalid: expected an integer from 1 "
+                                                r"to 1,000,000,000"):
+        mb.Workload(concurrent_users=10**30)
+
+
+def test_predicted_speedup_needs_a_cost_ratio_of_zero_or_more():
+    # cost NaN gave a NaN speed-up, -1 a negative one (1.875 / (3 x -1 + 1) = -0.94)
+    for bad in (float("nan"), -1, float("inf"), True):
+        with pytest.raises(InvalidInputError, match=r"cost_ratio=.* is invalid: expected a finite draft cost >= 0"):
+            mb.predicted_speedup(0.5, 3, bad)
+    # alpha 0.5, gamma 3: 1 + 0.5 + 0.25 + 0.125 = 1.875 tokens a round; cost 0.1: / (3 x 0.1 + 1) = 1.4423
+    assert mb.predicted_speedup(0.5, 3, 0.1) == pytest.approx(1.875 / 1.3)
+    assert mb.predicted_speedup(0.5, 3, 0) == pytest.approx(1.875)
+
+
+def test_sweep_reduce_must_be_a_function():
+    with pytest.raises(InvalidInputError, match=r"reduce=5 is invalid: expected None or a function"):
+        mb.sweep("llama-3.2-1b", "h100-sxm", batch=[1, 2], reduce=5)        # was TypeError mid-run
+
+
+def test_disaggregated_counts_are_bounded_as_serve_s_are():
+    with pytest.raises(InvalidInputError, match=r"concurrency=1000.* from 1 to 1,000,000,000"):
+        mb.serve_disaggregated("llama-3.1-8b", "h100-sxm", concurrency=10**400, prefill=mb.Pool(1, 1),
+                               decode=mb.Pool(1, 1))                        # was OverflowError
+    with pytest.raises(InvalidInputError, match=r"Pool.workers=1000.* from 1 to 1,000,000,000"):
+        mb.Pool(10**400, 1)
+
+
+def test_a_does_not_fit_message_stays_short_for_an_absurd_head():
+    # head_params=1e300 at bf16 is 2e300 bytes = 2e291 GB: '.2f' printed 292 digits, and the
+    # chips needed 290 more
+    spec = mb.SpeculativeDecoding(head_params=1e300, acceptance_rate=0.7)
+    with pytest.raises(mb.DoesNotFitError, match=r"needs 2e\+291 GB but capacity is 85.52 GB") as e:
+        mb.estimate("llama-3.1-8b", "h100-sxm", speculative=spec)
+    assert len(str(e.value)) < 250
+    with pytest.raises(mb.DoesNotFitError, match=r"needs 813.60 GB but .* 10 chips would hold it"):
+        mb.estimate("llama-3.1-405b", "h100-sxm")            # 405e9 x 2 bytes + KV: as before
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(prompt_tokens=-5), r"prompt_tokens=-5 is invalid: expected an integer from 0 to 10,000,000"),
+    (dict(n_chips=-1), r"n_chips=-1 is invalid: expected an integer from 0 to 100,000"),
+    (dict(n_chips=10**6), r"n_chips=1000000 is invalid"),
+    (dict(output_tokens=0), r"output_tokens=0 is invalid: expected an integer from 1"),
+    (dict(batch=float("nan")), r"batch=nan is invalid"),
+    (dict(mode="concurrency"), r"setting='mode' is invalid: expected one of explore\(\)'s settings: n_chips"),
+])
+def test_explore_refuses_settings_its_controls_would_clamp(kw, words):
+    # the bounded widgets clamped silently: prompt_tokens=-5 ran as 0, n_chips=-1 as the fewest
+    # chips and 10**6 as 100,000; batch=nan was ipywidgets' TraitError, mode= a TypeError
+    pytest.importorskip("ipywidgets")
+    with pytest.raises(InvalidInputError, match=words):
+        mb.explore("llama-3.1-8b", "h100-sxm", **kw)

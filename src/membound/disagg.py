@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InvalidInputError
+from .estimate import MAX_COUNT
 from .parallel import Parallel
 from .roofline import causal_pairs
 from .serving import Quantiles, Scheduler, ServeResult, StepModel, as_length, build
@@ -59,8 +60,8 @@ class Pool:
     def __post_init__(self):
         for name in ("workers", "n_chips"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-                raise InvalidInputError(f"Pool.{name}", v, "an integer >= 1")
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 1 <= v <= MAX_COUNT:
+                raise InvalidInputError(f"Pool.{name}", v, f"an integer from 1 to {MAX_COUNT:,}")
         if self.parallel is not None and not isinstance(self.parallel, Parallel):
             raise InvalidInputError("Pool.parallel", self.parallel, "None or a mb.Parallel")
 
@@ -122,8 +123,9 @@ def solve_disaggregated(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, sc
 
 
 def _check_pools(concurrency, prefill: Pool, decode: Pool) -> None:
-    if isinstance(concurrency, bool) or not isinstance(concurrency, numbers.Integral) or concurrency < 1:
-        raise InvalidInputError("concurrency", concurrency, "an integer >= 1 (clients in a closed loop)")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, numbers.Integral) \
+            or not 1 <= concurrency <= MAX_COUNT:
+        raise InvalidInputError("concurrency", concurrency, f"an integer from 1 to {MAX_COUNT:,} (clients in a closed loop)")
     for name, pool in (("prefill", prefill), ("decode", decode)):
         if not isinstance(pool, Pool):
             raise InvalidInputError(name, pool, "a mb.Pool(workers, n_chips)")

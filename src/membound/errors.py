@@ -85,6 +85,13 @@ class ProfileError(MemboundError, ValueError):
         return (type(self), (self.source, self.field, self.problem))
 
 
+def _gb(n_bytes: float) -> str:
+    """Gigabytes to two decimals; past 1e12 GB (a head of 1e300 parameters) in powers of ten,
+    not 300 digits."""
+    gb = n_bytes / 1e9
+    return f"{gb:.2f}" if abs(gb) < 1e12 else f"{gb:.3g}"
+
+
 class DoesNotFitError(MemboundError):
     """The model (with its KV cache) does not fit in the devices' memory."""
 
@@ -93,11 +100,12 @@ class DoesNotFitError(MemboundError):
         self.needed_bytes, self.capacity_bytes = float(needed_bytes), float(capacity_bytes)
         self.missing_bytes = self.needed_bytes - self.capacity_bytes
         self.chips_needed, self.detail = chips_needed, detail
-        chips = f"; {chips_needed} chips would hold it" if chips_needed else ""
+        shown = f"{float(chips_needed):.3g}" if chips_needed and chips_needed >= 10**12 else f"{chips_needed}"
+        chips = f"; {shown} chips would hold it" if chips_needed else ""
         extra = f" ({detail})" if detail else ""
         super().__init__(
-            f"does not fit: needs {self.needed_bytes / 1e9:.2f} GB but capacity is "
-            f"{self.capacity_bytes / 1e9:.2f} GB, {self.missing_bytes / 1e9:.2f} GB missing"
+            f"does not fit: needs {_gb(self.needed_bytes)} GB but capacity is "
+            f"{_gb(self.capacity_bytes)} GB, {_gb(self.missing_bytes)} GB missing"
             f"{chips}{extra}")
 
     def __reduce__(self):

@@ -19,7 +19,8 @@ import io
 
 from . import defaults
 from .compare import compare
-from .errors import MemboundError
+from .errors import InvalidInputError, MemboundError
+from .estimate import check_int
 from .hardware import list_hardware
 from .model import list_models
 from .result import Result
@@ -28,6 +29,8 @@ from .serving import ServeResult, serve
 WEIGHT_DTYPES = ("bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4", "q8_0", "q4_k_m")
 KV_DTYPES = ("bf16", "fp8")
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+MAX_CHIPS, MAX_TOKENS = 100_000, 10_000_000      # the chips and length controls' upper bounds
+SETTINGS = ("n_chips", "weight_dtype", "kv_dtype", "batch", "prompt_tokens", "output_tokens")
 
 
 class Explorer:
@@ -43,16 +46,22 @@ class Explorer:
         from .hardware import load_hardware
         from .model import load_model
         model, hardware = load_model(model).name, load_hardware(hardware).name   # names checked up front
+        # within the controls' bounds: a bounded widget clamped an out-of-range value silently
+        # (prompt_tokens=-5 ran as 0, n_chips=-1 as the fewest, 10**6 as 100,000)
+        n_chips = check_int("n_chips", n_chips, 0, MAX_CHIPS)
+        batch = check_int("batch", batch, 1)
+        prompt_tokens = check_int("prompt_tokens", prompt_tokens, 0, MAX_TOKENS)
+        output_tokens = check_int("output_tokens", output_tokens, 1, MAX_TOKENS)
         self.model = w.Dropdown(options=list_models(), value=model, description="model")
         self.hardware = w.Dropdown(options=list_hardware(), value=hardware, description="device")
-        self.chips = w.BoundedIntText(value=n_chips, min=0, max=100_000, description="chips (0=auto)")
+        self.chips = w.BoundedIntText(value=n_chips, min=0, max=MAX_CHIPS, description="chips (0=auto)")
         self.weights = w.Dropdown(options=_with(WEIGHT_DTYPES, weight_dtype), value=weight_dtype, description="weights")
         self.kv = w.Dropdown(options=_with(KV_DTYPES, kv_dtype), value=kv_dtype, description="KV cache")
         self.mode = w.ToggleButtons(options=("batch", "concurrency"), value="batch", description="mode")
         self.batch = w.SelectionSlider(options=_with(BATCHES, batch, sort=True), value=batch,
                                        description="batch/clients")
-        self.prompt = w.BoundedIntText(value=prompt_tokens, min=0, max=10_000_000, description="prompt")
-        self.output = w.BoundedIntText(value=output_tokens, min=1, max=10_000_000, description="output")
+        self.prompt = w.BoundedIntText(value=prompt_tokens, min=0, max=MAX_TOKENS, description="prompt")
+        self.output = w.BoundedIntText(value=output_tokens, min=1, max=MAX_TOKENS, description="output")
         self.table = w.HTML()
         self.error = w.HTML()
         self.plot = w.Image(format="png")
@@ -129,4 +138,7 @@ def explore(model: str = "llama-3.1-8b", hardware: str = "h100-sxm", **settings)
     except ImportError as err:
         raise ImportError(f"explore() needs ipywidgets and matplotlib: pip install 'membound[notebook]' ({err})") \
             from None
+    for name in settings:
+        if name not in SETTINGS:           # was a TypeError from Explorer.__init__
+            raise InvalidInputError("setting", name, f"one of explore()'s settings: {', '.join(SETTINGS)}")
     return Explorer(model, hardware, **settings)

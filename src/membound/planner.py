@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,7 @@ import numpy as np
 
 from . import defaults
 from .errors import InvalidInputError, is_finite_number
+from .estimate import MAX_COUNT, check_int
 from .hardware import load_hardware
 from .model import load_model
 from .result import equal_values
@@ -83,8 +85,9 @@ def _check_load(users_field: str, users: object, rate_field: str, rate: object) 
     """Exactly one of a client count (an integer >= 1) and an arrival rate (finite, > 0 per s)."""
     if (users is None) == (rate is None):
         raise InvalidInputError(users_field, users, f"exactly one of {users_field} or {rate_field}")
-    if users is not None and (isinstance(users, bool) or not isinstance(users, numbers.Integral) or users < 1):
-        raise InvalidInputError(users_field, users, "an integer >= 1")
+    if users is not None and (isinstance(users, bool) or not isinstance(users, numbers.Integral)
+                              or not 1 <= users <= MAX_COUNT):
+        raise InvalidInputError(users_field, users, f"an integer from 1 to {MAX_COUNT:,}")
     if rate is not None and (isinstance(rate, bool) or not isinstance(rate, numbers.Real)
                              or not is_finite_number(rate) or rate <= 0):
         raise InvalidInputError(rate_field, rate, "a finite rate > 0 requests per second")
@@ -218,15 +221,34 @@ def _check_plan_args(workload: Workload, slo: SLO, batching: str, max_utilisatio
         raise InvalidInputError("slo", slo, "a mb.SLO")
     if batching not in ("continuous", "static"):
         raise InvalidInputError("batching", batching, "'continuous' or 'static'")
-    if not (isinstance(max_utilisation, (int, float)) and 0 < max_utilisation <= 1):
-        raise InvalidInputError("max_utilisation", max_utilisation, "a fraction in (0, 1]")
+    _check_utilisation(max_utilisation)
     devices = [hardware] if isinstance(hardware, str) else list(hardware)
     if not devices:
         raise InvalidInputError("hardware", hardware, "at least one candidate device")
-    batches = sorted({int(b) for b in ([batches] if isinstance(batches, numbers.Integral) else batches)})
-    if not batches or batches[0] < 1:
-        raise InvalidInputError("batches", batches, "a non-empty list of batch sizes >= 1")
-    return devices, batches
+    return devices, sorted(set(_counts("batches", batches)))
+
+
+def _check_utilisation(max_utilisation) -> None:
+    if isinstance(max_utilisation, bool) or not is_finite_number(max_utilisation) or not 0 < max_utilisation <= 1:
+        raise InvalidInputError("max_utilisation", max_utilisation, "a fraction in (0, 1]")
+
+
+def _check_prices(prices) -> None:
+    if prices is not None and not isinstance(prices, Mapping):
+        raise InvalidInputError("prices", prices, "None or a dict {device name: USD per chip-hour}")
+
+
+def _counts(field_name: str, values) -> list[int]:
+    """A non-empty list of integers from 1 to MAX_COUNT (batch sizes, clients), in the order
+    given; one integer is a list of it. NaN, 2.5 or True raised ValueError or ran as a count."""
+    items = [values] if isinstance(values, numbers.Number) else values
+    try:
+        counts = [check_int(field_name, v, 1) for v in items]
+    except TypeError:                       # not iterable
+        counts = []
+    if not counts:
+        raise InvalidInputError(field_name, values, f"a non-empty list of integers from 1 to {MAX_COUNT:,}")
+    return counts
 
 
 def _prices(devices: list[str], prices: dict | None) -> tuple[dict[str, float], list[str]]:
@@ -337,6 +359,7 @@ def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, pric
     """
     devices, batches = _check_plan_args(workload, slo, batching, max_utilisation, hardware, batches)
     m = load_model(model)
+    _check_prices(prices)
     price_map, notes = _prices(devices, prices)
     S, T = workload.lengths("prompt_tokens"), workload.lengths("output_tokens")
     kw: dict[str, Any] = dict(chunk_size=chunk_size) if chunk_size else {}
@@ -452,9 +475,11 @@ def plan_served(model, slo: SLO, *, users: int | None = None, rate: float | None
     from .errors import MemboundError
     from .serving import as_length, build, solve
     _check_load("users", users, "rate", rate)
+    _check_utilisation(max_utilisation)
+    _check_prices(prices)
     prompt = as_length("prompt_tokens", prompt_tokens, 0)
     output = as_length("output_tokens", output_tokens, 2)
-    conc = np.asarray(list(concurrency), float)
+    conc = np.asarray(_counts("concurrency", concurrency), float)
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
     frontier: list[dict[str, Any]] = []

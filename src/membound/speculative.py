@@ -171,6 +171,8 @@ def predicted_speedup(alpha, gamma, cost_ratio):
     costs the same as one plain step: (1 - alpha^(gamma+1)) / ((1 - alpha)(gamma c + 1)).
     membound's `estimate()` refines this with the physics of both steps (the verify pass's
     extra FLOPs, the draft's own bytes and latency floor)."""
+    if not is_finite_number(cost_ratio) or cost_ratio < 0:      # NaN or -1 gave a NaN or negative speed-up
+        raise InvalidInputError("cost_ratio", cost_ratio, "a finite draft cost >= 0, in target steps")
     return expected_tokens_per_round(alpha, gamma) / (gamma * cost_ratio + 1.0)
 
 

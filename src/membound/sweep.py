@@ -525,6 +525,8 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
             raise InvalidInputError("reduce", reduce, "None with engine='dask' (reduce the dask DataFrame itself)")
         return _dask_frame(_plan(model, hardware, **kw), chunk_size)
     if reduce is not None:
+        if not callable(reduce):
+            raise InvalidInputError("reduce", reduce, "None or a function (accumulator, chunk) -> accumulator")
         acc = None
         for chunk in iter_sweep(model, hardware, **kw, chunk_size=chunk_size, as_frame=as_frame):
             acc = reduce(acc, chunk)
