@@ -124,7 +124,7 @@ def solve_disaggregated(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, sc
 
 def _check_pools(concurrency, prefill: Pool, decode: Pool) -> None:
     if isinstance(concurrency, bool) or not isinstance(concurrency, numbers.Integral) \
-            or not 1 <= concurrency <= MAX_COUNT:
+            or not 1 <= int(concurrency) <= MAX_COUNT:
         raise InvalidInputError("concurrency", concurrency, f"an integer from 1 to {MAX_COUNT:,} (clients in a closed loop)")
     for name, pool in (("prefill", prefill), ("decode", decode)):
         if not isinstance(pool, Pool):

@@ -86,7 +86,7 @@ def _check_load(users_field: str, users: object, rate_field: str, rate: object) 
     if (users is None) == (rate is None):
         raise InvalidInputError(users_field, users, f"exactly one of {users_field} or {rate_field}")
     if users is not None and (isinstance(users, bool) or not isinstance(users, numbers.Integral)
-                              or not 1 <= users <= MAX_COUNT):
+                              or not 1 <= int(users) <= MAX_COUNT):
         raise InvalidInputError(users_field, users, f"an integer from 1 to {MAX_COUNT:,}")
     if rate is not None and (isinstance(rate, bool) or not isinstance(rate, numbers.Real)
                              or not is_finite_number(rate) or rate <= 0):
