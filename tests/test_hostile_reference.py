@@ -159,3 +159,37 @@ def test_a_row_s_kv_cache_format_is_read_not_assumed(tmp_path):
     assert by_id["q8"].depth > 0
     # law: at a deep context the q8_0 cache (8.5 bits) streams fewer bytes than f16 (16): faster decode
     assert mb.predict(by_id["q8"]) > mb.predict(by_id["f16"])
+
+
+# ---- issue 14 fuzz: a blank cell, a path that is no path, a scenario's lengths and layout ----
+
+def test_a_blank_batch_cell_is_skipped_and_a_path_must_be_a_path(tmp_path):
+    # '' raised IndexError (''.split()[0]) out of load_reference; 5 raised pathlib's TypeError
+    ref = mb.load_reference(_csv(tmp_path / "m.csv", [dict(_awq_falcon_row(), id="e", batch_or_concurrency="")]))
+    assert ref.scenarios == [] and ref.skipped == [("e", "itl_ms", "batch '' not understood")]
+    with pytest.raises(InvalidInputError, match=r"reference=5 is invalid: expected a path"):
+        mb.load_reference(5)
+
+
+def _prefill_row() -> mb.Scenario:
+    return next(s for s in mb.load_reference().scenarios if s.metric == "prefill_tok_s")
+
+
+@pytest.mark.parametrize("change, words", [
+    # a prefill of 0 tokens divided by zero (B x S / t with t = 0); nan, 'x', None were bare errors
+    (dict(prompt_tokens=0), r"prompt_tokens=0 is invalid: expected an integer from 1 to 1,000,000,000 for "
+                            r"metric prefill_tok_s"),
+    (dict(prompt_tokens=float("nan")), r"prompt_tokens=nan is invalid"),
+    (dict(prompt_tokens=None), r"prompt_tokens=None is invalid"),
+    (dict(prompt_tokens=2**70), r"prompt_tokens=1180591620717411303424 is invalid"),
+    (dict(output_tokens=-1), r"output_tokens=-1 is invalid: expected an integer from 0"),
+    (dict(parallel=0), r"parallel=0 is invalid: expected \(tp, pp, ep\): three integers >= 1"),   # TypeError
+    (dict(parallel=(2, 0, 1)), r"parallel=\(2, 0, 1\) is invalid"),
+    (dict(parallel="x"), r"parallel='x' is invalid")])
+def test_a_scenario_refuses_lengths_and_layouts_it_cannot_predict(change, words):
+    with pytest.raises(InvalidInputError, match=words):
+        dataclasses.replace(_prefill_row(), **change)
+    # a decode row needs an output token and takes an empty prompt (the reference's decode rows)
+    with pytest.raises(InvalidInputError, match=r"output_tokens=0 is invalid: expected an integer from 1"):
+        dataclasses.replace(_decode_row(), output_tokens=0)
+    assert dataclasses.replace(_decode_row(), prompt_tokens=0).prompt_tokens == 0

@@ -69,6 +69,8 @@ def reference_dir(path: str | Path | None = None) -> Path:
 def reference_csv(path: str | Path | None = None) -> Path:
     """The measurements CSV: `path` itself when it is a file, else `reference_dir(path)`'s
     measurements.csv."""
+    if path is not None and not isinstance(path, (str, os.PathLike)):       # 5 was pathlib's TypeError
+        raise InvalidInputError("reference", path, "a path: a measurements CSV file or a folder holding measurements.csv")
     if path is not None and Path(path).is_file():
         return Path(path)
     if path is not None and not Path(path).is_dir():
@@ -120,6 +122,16 @@ class Scenario:
                                     where=self.id)
         if type(self.n_chips) is not int or self.n_chips < 1:
             raise InvalidInputError("n_chips", self.n_chips, "an integer >= 1", where=self.id)
+        # a prefill needs a prompt (0 tokens divided by zero), a decode an output token
+        first = 1 if self.metric in ("prefill_tok_s", "ttft_ms") else 0
+        for name, low in (("prompt_tokens", first), ("output_tokens", 1 - first)):
+            v = getattr(self, name)
+            if type(v) is not int or not low <= v <= 10**9:
+                raise InvalidInputError(name, v, f"an integer from {low} to 1,000,000,000 for metric {self.metric}",
+                                        where=self.id)
+        if not (isinstance(self.parallel, tuple) and len(self.parallel) == 3
+                and all(type(w) is int and 1 <= w <= 10**9 for w in self.parallel)):
+            raise InvalidInputError("parallel", self.parallel, "(tp, pp, ep): three integers >= 1", where=self.id)
         if type(self.depth) is not int or self.depth < 0:
             raise InvalidInputError("depth", self.depth, "an integer >= 0 (tokens already in the KV cache)",
                                     where=self.id)
@@ -498,7 +510,7 @@ def _shape(r: dict[str, str], model: str, hw_name: str, rt: str) -> _Shape:
     """The row's batch, lengths and layout, with what its source leaves unstated assumed."""
     rid, metric, notes = r["id"], r["metric"], r["notes"]
     n = _int(r["n_chips"].split(".")[0], 1) if r["n_chips"] else 1
-    s = _Shape(_int(r["batch_or_concurrency"].split()[0]), _int(r["prompt_tokens"], 0),
+    s = _Shape(_int((r["batch_or_concurrency"].split() or [""])[0]), _int(r["prompt_tokens"], 0),
                _int(r["output_tokens"], 0), n, _stated_layout(notes, n))
     m_depth = re.search(r"@ d(\d+)", notes)
     if m_depth:
