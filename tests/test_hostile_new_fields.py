@@ -357,3 +357,40 @@ def test_explore_refuses_settings_its_controls_would_clamp(kw, words):
     pytest.importorskip("ipywidgets")
     with pytest.raises(InvalidInputError, match=words):
         mb.explore("llama-3.1-8b", "h100-sxm", **kw)
+
+
+# ---- the curve helpers' grids and the head and product arithmetic (issue 14 fuzz) ----------
+
+@pytest.mark.parametrize("call, words", [
+    # a bare number was a TypeError ('int' object is not iterable), 1e300 an inf cost, inf NaN speeds
+    (lambda: mb.batch_curve("llama-3.1-8b", "h100-sxm", batches=0), r"batches=0 is invalid: expected a non-empty"),
+    (lambda: mb.batch_curve("llama-3.1-8b", "h100-sxm", batches=[1e300]), r"integers from 1 to 1,000,000,000"),
+    (lambda: mb.batch_curve("llama-3.1-8b", "h100-sxm", batches=[float("inf")]), r"batches=\[inf\] is invalid"),
+    (lambda: mb.bus_fare("llama-3.1-8b", "h100-sxm", batch=[8], price_usd_per_hour=2.0), r"batches=.* is invalid"),
+    (lambda: mb.quantization_speedup("llama-3.1-8b", "h100-sxm", batches=None), r"batches=None is invalid"),
+    (lambda: mb.quantization_speedup("llama-3.1-8b", "h100-sxm", weight_dtypes=0),
+     r"weight_dtypes=0 is invalid: expected a sequence of dtype names"),
+    # 1e300 and inf clients became int64 labels of -9.2e18; 10**400 an OverflowError, [{}] a TypeError
+    (lambda: mb.serve_curve("llama-3.1-8b", "h100-sxm", concurrency=[1e300]), r"concurrency=\[1e\+300\] is invalid"),
+    (lambda: mb.serve_curve("llama-3.1-8b", "h100-sxm", concurrency=[10**400]), r"from 1 to 1,000,000,000"),
+    (lambda: mb.serve_curve("llama-3.1-8b", "h100-sxm", concurrency=5), r"concurrency=5 is invalid"),
+    (lambda: mb.head_param_count("llama-3.1-8b", layers=1e300), r"layers=1e\+300 is invalid: expected an integer"),
+    (lambda: mb.head_cost("llama-3.1-8b", layers=None), r"layers=None is invalid"),
+    (lambda: mb.head_cost("llama-3.1-8b", vocab=10**400), r"vocab=1000.* is invalid"),
+    (lambda: mb.agent_loop_s(10**400, 100, 50.0), r"calls=1000.* from 1 to 1,000,000,000"),
+    (lambda: mb.suggest_names("model", "llama", n=1e-300), r"n=1e-300 is invalid: expected an integer >= 0"),
+])
+def test_grids_and_counts_of_the_helpers_are_checked(call, words):
+    with pytest.raises(InvalidInputError, match=words) as e:
+        call()
+    assert "\n" not in str(e.value)
+
+
+def test_the_helpers_still_take_their_grids():
+    # a numpy grid and integer-valued floats, as before; the head of Llama-3.1-8B with no layers and
+    # no LM head has no parameters (0 x per layer + 0)
+    import numpy as np
+    assert list(mb.batch_curve("llama-3.2-1b", "h100-sxm", batches=np.array([1.0, 4.0])).batch) == [1.0, 4.0]
+    assert list(mb.serve_curve("llama-3.2-1b", "h100-sxm", concurrency=(1, 8)).concurrency) == [1, 8]
+    assert mb.head_param_count("llama-3.1-8b", layers=0, lm_head=False) == 0.0
+    assert mb.agent_loop_s(3, 100, 50.0, ttft_s=0.5) == pytest.approx(3 * (0.5 + 100 / 50.0))

@@ -23,16 +23,21 @@ import numpy as np
 from .result import equal_values
 from .core import BOUNDS
 from .errors import DoesNotFitError, InvalidInputError, is_finite_number
-from .estimate import prepare
+from .estimate import MAX_COUNT, prepare
 
 MAX_BATCH_SEARCH = 1 << 20   # largest batch max_batch() will consider (sequences)
 
 
 def _batches(batches) -> np.ndarray:
-    b = np.asarray(list(batches) if not isinstance(batches, np.ndarray) else batches)
+    """A grid of batch sizes as floats: integers from 1 to MAX_COUNT (10**300 made an inf cost,
+    inf NaN speeds, a bare number or [[8]] a TypeError or ValueError of numpy's)."""
+    try:
+        b = np.asarray(list(batches) if not isinstance(batches, np.ndarray) else batches)
+    except (TypeError, ValueError):
+        b = np.zeros(0)
     if b.ndim != 1 or b.size == 0 or not np.issubdtype(b.dtype, np.number) \
-            or np.any(b < 1) or np.any(b != np.floor(b)):
-        raise InvalidInputError("batches", batches, "a non-empty 1-D sequence of integers >= 1")
+            or not np.all(np.isfinite(b)) or np.any(b < 1) or np.any(b > MAX_COUNT) or np.any(b != np.floor(b)):
+        raise InvalidInputError("batches", batches, f"a non-empty 1-D sequence of integers from 1 to {MAX_COUNT:,}")
     return b.astype(float)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,6 +175,8 @@ def quantization_speedup(model, hardware, weight_dtypes=("int4", "fp8"), batches
     def label(q):
         return q if isinstance(q, str) else f"{q.weights}/{q.kv or 'bf16'}/{q.activations or 'auto'}"
 
+    if isinstance(weight_dtypes, str) or not isinstance(weight_dtypes, Iterable):   # 0: a TypeError mid-run
+        raise InvalidInputError("weight_dtypes", weight_dtypes, "a sequence of dtype names or mb.Quantization objects")
     base_speed, base_fits = run(baseline)
     speedup, fits = {}, {label(baseline): base_fits}
     for q in weight_dtypes:

@@ -230,4 +230,6 @@ def resolve_name(kind: str, text: str) -> str:
 
 def suggest_names(kind: str, text: str, n: int = 3) -> list[str]:
     """Up to `n` known names of `kind` nearest to `text` (for a did-you-mean)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:        # 1e-300 was a TypeError of slicing
+        raise InvalidInputError("n", n, "an integer >= 0 (names to suggest)")
     return index(kind).suggest(str(text), n)

@@ -37,10 +37,12 @@ def _speed(tok_s) -> tuple[float, float]:
 def agent_loop_s(calls: int, output_tokens: int, tok_s, *, tool_s: float = 0.0, ttft_s: float | None = None) -> float:
     """Wall-clock seconds of `calls` serial model calls of `output_tokens` each, plus `tool_s` of
     tool time per call. tok_s: per-user decode speed (or a Result, whose TTFT is then added)."""
-    if isinstance(calls, bool) or not isinstance(calls, numbers.Integral) or calls < 1:
-        raise InvalidInputError("calls", calls, "an integer >= 1")
-    if isinstance(output_tokens, bool) or not isinstance(output_tokens, numbers.Integral) or output_tokens < 1:
-        raise InvalidInputError("output_tokens", output_tokens, "an integer >= 1")
+    # bounded as estimate()'s counts (MAX_COUNT): 10**400 calls overflowed a float
+    if isinstance(calls, bool) or not isinstance(calls, numbers.Integral) or not 1 <= int(calls) <= 10**9:
+        raise InvalidInputError("calls", calls, "an integer from 1 to 1,000,000,000")
+    if isinstance(output_tokens, bool) or not isinstance(output_tokens, numbers.Integral) \
+            or not 1 <= int(output_tokens) <= 10**9:
+        raise InvalidInputError("output_tokens", output_tokens, "an integer from 1 to 1,000,000,000")
     speed, ttft = _speed(tok_s)
     if ttft_s is not None:
         ttft = _num("ttft_s", ttft_s)

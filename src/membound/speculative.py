@@ -17,6 +17,7 @@ step) is kept for formula-level use such as Leviathan et al.'s c.
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -60,8 +61,6 @@ def expected_tokens_per_round(alpha, gamma):
 
 
 def _check_round(alpha, gamma) -> None:
-    import numbers
-
     import numpy as np
     if isinstance(gamma, bool) or not isinstance(gamma, numbers.Integral) or not 0 <= int(gamma) <= 10**6:
         raise InvalidInputError("gamma", gamma, "an integer from 0 to 1,000,000 (tokens drafted per round)")
@@ -183,6 +182,12 @@ def head_param_count(model, layers: int = 1, lm_head: bool = True, vocab: int | 
     own LM head (layers=0, add hidden^2 yourself). vocab: the head's own output vocabulary if
     smaller than the target's (EAGLE-3: 32,000)."""
     from .model import load_model
+    # 1e300 or NaN layers made an inf or NaN count, '8' or None a TypeError
+    if isinstance(layers, bool) or not isinstance(layers, numbers.Integral) or not 0 <= layers <= 10**6:
+        raise InvalidInputError("layers", layers, "an integer from 0 to 1,000,000 (decoder layers in the head)")
+    if vocab is not None and (isinstance(vocab, bool) or not isinstance(vocab, numbers.Integral)
+                              or not 1 <= vocab <= 10**9):
+        raise InvalidInputError("vocab", vocab, "None or an integer from 1 to 1,000,000,000 (the head's vocabulary)")
     m = load_model(model)
     h, v = float(m.hidden_size), float(m.vocab_size)
     embed = v * h * (1 if m.tied_embeddings else 2) + h

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError, is_finite_number
+from ..estimate import MAX_COUNT
 from .api import build
 from .lengths import as_length
 from .solver import solve
@@ -110,9 +111,13 @@ def serve_curve(model, hardware, *, concurrency=DEFAULT_CONCURRENCY, prompt_toke
                 **kwargs) -> ServeCurve:
     """The served curve: `serve()`'s steady state at each client count, in one solve.
     kwargs as serve() (dtypes, n_chips, parallel, runtime, scheduler, price_usd_per_hour)."""
-    conc = np.asarray(list(concurrency), float)
-    if conc.ndim != 1 or conc.size == 0 or np.any(conc < 1) or np.any(conc != np.floor(conc)):
-        raise InvalidInputError("concurrency", concurrency, "a non-empty sequence of integers >= 1")
+    try:
+        conc = np.asarray(list(concurrency), float)
+    except (TypeError, ValueError, OverflowError):     # a bare count, [{}], [10**400]
+        conc = np.zeros(0)
+    if conc.ndim != 1 or conc.size == 0 or not np.all(np.isfinite(conc)) or np.any(conc < 1) \
+            or np.any(conc > MAX_COUNT) or np.any(conc != np.floor(conc)):    # inf, 1e300: int64 labels overflowed
+        raise InvalidInputError("concurrency", concurrency, f"a non-empty sequence of integers from 1 to {MAX_COUNT:,}")
     prompt = as_length("prompt_tokens", prompt_tokens, 0)
     output = as_length("output_tokens", output_tokens, 2)
     sm, sched, p = build(model, hardware, prompt=prompt, output=output, **kwargs)
