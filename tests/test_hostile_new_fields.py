@@ -268,6 +268,22 @@ def test_a_simulation_longer_than_its_step_cap_is_refused_at_once():
     assert time.perf_counter() - t < 5.0
 
 
+def test_a_simulation_that_admits_one_step_at_a_time_is_refused_past_its_pass_budget(monkeypatch):
+    # 4 clients of 131,072 + 2,000 tokens on one H100 hold its KV cache so full that the next prompt
+    # waits for room, and the scheduler looks again after every decode step: a pass each. With the
+    # budget cut to 1,000 passes + 64 per request + the prefill steps (8 x 131,072 / 8,192 = 128):
+    # 1,000 + 512 + 128 = 1,640, short of the 2,000 steps of one request alone, the run is refused by
+    # name instead of running on; under the bundled 500,000 the same run finishes
+    from membound.serving import simulator
+    kw = dict(concurrency=4, prompt_tokens=131072, output_tokens=2000, n_requests=8, engine="simulate",
+              allow_beyond_context=True)
+    assert mb.serve("llama-3.1-8b", "h100-sxm", **kw).output_tok_s > 0
+    monkeypatch.setattr(simulator, "SIMULATED_PASSES_BASE", 1000)
+    with pytest.raises(InvalidInputError, match=r"engine='simulate' is invalid: expected a run of at most 1,640 "
+                                                r"scheduler passes: .* engine='solver'"):
+        mb.serve("llama-3.1-8b", "h100-sxm", **kw)
+
+
 # ---- planners, disaggregated pools, speculative arithmetic, sweep, explore (issue 14 fuzz) ----
 
 def _plan_served(**kw):

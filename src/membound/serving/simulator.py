@@ -62,6 +62,14 @@ def _check_fits(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: n
 # take 25 s); 200 requests of 10**6 output tokens from 2 clients (10**8 steps) ran for minutes
 MAX_SIMULATED_STEPS = 20_000_000
 MAX_SIMULATED_PREFILL_STEPS = 1_000_000
+# the most passes of the scheduler loop (about 20 us of Python each) a run may take beyond these per
+# request and its prefill steps: a run of decode steps ends at the next event (a completion, an
+# arrival, a full KV cache), so a run takes a few passes a request; but while a prompt waits for KV
+# room the scheduler looks again after every decode step, one pass each (4 clients of 131,072 + 100,000
+# tokens on an H100: 8 requests took 5.6 s, 40 took 32 s). Past the budget (about 10 s) the run is
+# refused, not left to run
+SIMULATED_PASSES_BASE = 500_000
+SIMULATED_PASSES_PER_REQUEST = 64
 
 
 def _check_cost(sched: Scheduler, prompts: np.ndarray, outputs: np.ndarray, concurrency: int | None) -> None:
@@ -136,7 +144,12 @@ class _Simulation:
         return r + float(np.sum(self.kv_of(self.pre_done[self.prefilling])))
 
     def run(self) -> _Trace:
+        budget = SIMULATED_PASSES_BASE + SIMULATED_PASSES_PER_REQUEST * self.n + int(np.sum(self.S)) // self.P
+        passes = 0
         while self.completed < self.n:
+            passes += 1
+            if passes > budget:
+                self._refuse(budget)
             while self.pending and self.pending[0][0] <= self.t:
                 at, i = heapq.heappop(self.pending)
                 if self.look and at > self.last_start:     # it arrived while a step ran
@@ -161,6 +174,12 @@ class _Simulation:
             self._preempt(used, k_done, c_done)
             self._complete()
         return self.tr
+
+    def _refuse(self, budget: int) -> None:
+        raise InvalidInputError("engine", "simulate", f"a run of at most {budget:,} scheduler passes: after "
+                                f"{self.completed:,} of {self.n:,} requests, prompts wait for KV room and the "
+                                "scheduler admits them one decode step at a time (a KV cache this close to full); "
+                                "engine='solver', fewer clients, or shorter requests")
 
     def _release(self, steps: int) -> None:
         """Deferred requests wait `steps` fewer steps; those done waiting join the waiting queue."""
