@@ -410,3 +410,21 @@ def test_the_helpers_still_take_their_grids():
     assert list(mb.serve_curve("llama-3.2-1b", "h100-sxm", concurrency=(1, 8)).concurrency) == [1, 8]
     assert mb.head_param_count("llama-3.1-8b", layers=0, lm_head=False) == 0.0
     assert mb.agent_loop_s(3, 100, 50.0, ttft_s=0.5) == pytest.approx(3 * (0.5 + 100 / 50.0))
+
+
+def test_a_compute_peak_under_a_key_no_format_computes_at_is_refused_by_name():
+    # "FP8" (or a typo) in compute_flops used to load and never be used: the chip then "lacked" fp8
+    # and fp8 weights computed at its bf16 rate. The keys are the registered formats' compute keys;
+    # a format registered with a new one (fp6) lets a profile give that peak
+    import membound.dtypes as dt
+    h100 = mb.load_hardware("h100-sxm")
+    with pytest.raises(InvalidInputError, match=r"compute_flops=.* expected key 'FP8': expected a compute "
+                                                r"format's key, one of \['bf16', 'fp16', 'fp32', 'fp4', 'fp8', "
+                                                r"'int8', 'tf32'\]"):
+        h100.model_copy(update={"compute_flops": {**h100.compute_flops, "FP8": 1.979e15}})
+    try:
+        mb.register_dtype("fp6_test", 6.25, "fp6")
+        chip = h100.model_copy(update={"compute_flops": {**h100.compute_flops, "fp6": 1.5e15}})
+        assert chip.peak_flops("fp6") == 1.5e15
+    finally:
+        del dt._registry["fp6_test"]

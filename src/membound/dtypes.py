@@ -134,6 +134,13 @@ def generation() -> int:
     return _registry.generation
 
 
+def compute_keys() -> frozenset[str]:
+    """The peak-FLOP/s keys the registered formats compute at (fp32, tf32, bf16, fp16, fp8, int8,
+    fp4, and any a registered format adds): the keys a device's `compute_flops` may give."""
+    with _lock:
+        return frozenset(d.compute for d in _registry.values() if d.compute)
+
+
 def get_dtype(name: str | DType) -> DType:
     """The registered format called `name` (case-insensitive; f16 = fp16)."""
     hit = _registry.get(name) if type(name) is str else None    # a registered name as written: no

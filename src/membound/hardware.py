@@ -21,6 +21,7 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationIn
 
 from ._data import HashableModel, Number, read_yaml, validate
 from . import names
+from .dtypes import compute_keys
 from .errors import InvalidInputError, ProfileError
 
 if TYPE_CHECKING:
@@ -291,6 +292,16 @@ class Hardware(HashableModel):
             raise ValueError(f"compute_capability: expected only on an NVIDIA GPU (a CUDA compute capability), "
                              f"got {self.compute_capability:g} on a {self.vendor} device")
         return self
+
+    @field_validator("compute_flops")
+    @classmethod
+    def _compute_keys(cls, v: dict[str, float]) -> dict[str, float]:
+        known = compute_keys()      # "FP8" or a typo would load and never be used: the chip would lack fp8
+        for k in v:
+            if k not in known:
+                raise ValueError(f"key {k!r}: expected a compute format's key, one of {sorted(known)} (lower case; "
+                                 "register_dtype adds a format computing at a new one)")
+        return v
 
     @model_validator(mode="after")
     def _has_bf16(self):
