@@ -204,11 +204,14 @@ def test_the_simulator_refuses_a_request_whose_kv_cache_does_not_fit_alone():
     # request; memory_fraction 0.001 leaves 1.68e4 per chip. The solver refused; the simulator
     # ran the one request over the cache and reported 124 tok/s
     sched = mb.Scheduler(memory_fraction=0.001)
-    with pytest.raises(InvalidInputError, match=r"prompt_tokens=1024.0 is invalid: .* one request needs 4.9"):
+    with pytest.raises(InvalidInputError, match=r"prompt_tokens=1024.0 is invalid: .* free per chip at "
+                                                r"memory_fraction=0.001 and kv_block_tokens=16 of the scheduler, "
+                                                r"one request needs 4.9"):
         mb.serve("llama-3.1-8b", "h100-sxm", concurrency=8, scheduler=sched)
     with pytest.raises(InvalidInputError, match=r"prompt_tokens=1024 is invalid: expected a workload whose KV cache "
-                                                r"for one request fits: 1.68e\+04 KV pairs free per chip, a request "
-                                                r"of 1,024 \+ 1,024 tokens needs 6.55e\+04"):
+                                                r"for one request fits: 1.68e\+04 KV pairs free per chip at "
+                                                r"memory_fraction=0.001 and kv_block_tokens=16 of the scheduler, a "
+                                                r"request of 1,024 \+ 1,024 tokens needs 6.55e\+04"):
         mb.serve("llama-3.1-8b", "h100-sxm", concurrency=8, scheduler=sched, engine="simulate")
 
 

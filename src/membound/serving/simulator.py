@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..roofline import causal_pairs, effective_context
 from .scheduler import Scheduler, _set
-from .solver import kv_room
+from .solver import kv_room, kv_room_knobs
 from .step import StepModel
 
 
@@ -52,7 +52,8 @@ def _check_fits(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: n
     need = float(effective_context(sm.held_groups, float(prompts[longest] + outputs[longest])))
     if need > cap:
         raise InvalidInputError("prompt_tokens", int(prompts[longest]),
-                                f"a workload whose KV cache for one request fits: {cap:.3g} KV pairs free per chip, "
+                                f"a workload whose KV cache for one request fits: {cap:.3g} KV pairs free per chip "
+                                f"{kv_room_knobs(sched)}, "
                                 f"a request of {int(prompts[longest]):,} + {int(outputs[longest]):,} tokens needs "
                                 f"{need:.3g}")
 

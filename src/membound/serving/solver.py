@@ -52,6 +52,12 @@ def kv_room(sm: StepModel, sched: Scheduler) -> float:
     return kv_pairs
 
 
+def kv_room_knobs(sched: Scheduler) -> str:
+    """The scheduler's knobs that set `kv_room`, for an error that a request does not fit in it."""
+    return (f"at memory_fraction={_set(sched.memory_fraction):g} and kv_block_tokens={_set(sched.kv_block_tokens)}"
+            " of the scheduler")
+
+
 def _running_cap(state: _State, prompt: float) -> tuple[float, float]:
     """The most sequences that run at once (the scheduler's cap, the KV cache's, the token
     budget's) and the KV pairs a chip holds; errors where not one request fits."""
@@ -61,7 +67,8 @@ def _running_cap(state: _State, prompt: float) -> tuple[float, float]:
     cap = min(float(_set(sched.max_running)), kv_pairs / max(hold, 1e-30), (state.P - 1.0) / sm.positions)
     if cap < 1.0:
         raise InvalidInputError("prompt_tokens", prompt, f"a workload whose KV cache for one request fits: "
-                                f"{kv_pairs:.3g} KV pairs free per chip, one request needs {hold:.3g}")
+                                f"{kv_pairs:.3g} KV pairs free per chip {kv_room_knobs(sched)}, one request needs "
+                                f"{hold:.3g}")
     return cap, kv_pairs
 
 
