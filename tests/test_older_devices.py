@@ -135,13 +135,16 @@ def test_links_by_hand():
     assert mb.load_hardware("a30").interconnect.bandwidth_bytes_s == 64e9 / 2
 
 
-def test_decode_on_an_a30_is_bytes_over_bandwidth():
-    # llama-3.1-8b bf16 on the A30, pure roofline: every weight byte once per token except the input embedding
-    # table (a token reads one row of it): (8,030,261,248 - 128,256 x 4,096) x 2 bytes / 933 GB/s = 16.09 ms
-    r = mb.estimate(mb.load_model("llama-3.1-8b"), mb.load_hardware("a30"), runtime="ideal",
+@pytest.mark.parametrize("device, bandwidth", [("a30", 933e9), ("mi50", 1024e9)])
+def test_decode_on_a_new_datacenter_card_is_bytes_over_bandwidth(device, bandwidth):
+    # llama-3.1-8b bf16, pure roofline: every weight byte once per token except the input embedding table
+    # (a token reads one row of it): (8,030,261,248 - 128,256 x 4,096) x 2 bytes / 933 GB/s = 16.09 ms on
+    # the A30, / 1024 GB/s = 14.66 ms on the MI50, whose fp16 26.5e12 multiplies the 2 x 7.505e9 FLOPs in
+    # 0.57 ms: memory binds
+    r = mb.estimate(mb.load_model("llama-3.1-8b"), mb.load_hardware(device), runtime="ideal",
                     prompt_tokens=0, output_tokens=1)
     assert r.bound == "memory"
-    assert r.tpot_s == pytest.approx((8_030_261_248 - 128256 * 4096) * 2 / 933e9, rel=0.01)
+    assert r.tpot_s == pytest.approx((8_030_261_248 - 128256 * 4096) * 2 / bandwidth, rel=0.01)
 
 
 @pytest.mark.parametrize("spelling, name", [
@@ -242,15 +245,6 @@ def test_arc_a750_is_an_a770_with_28_of_its_32_xe_cores():
     from membound.runtime import _quantized_peak, load_runtime
     qg = load_runtime("llama.cpp-vulkan").quantized_gemm
     assert _quantized_peak(qg, a750) == pytest.approx(2 * 3584 * 2 * 2.05e9, rel=2e-3)
-
-
-def test_decode_on_an_mi50_is_bytes_over_bandwidth():
-    # llama-3.1-8b bf16 on the MI50, pure roofline: (8,030,261,248 - 128,256 x 4,096) x 2 bytes / 1024 GB/s = 14.66 ms;
-    # its fp16 26.5e12 multiplies the 2 x 7.505e9 FLOPs in 0.57 ms: memory binds
-    r = mb.estimate(mb.load_model("llama-3.1-8b"), mb.load_hardware("mi50"), runtime="ideal",
-                    prompt_tokens=0, output_tokens=1)
-    assert r.bound == "memory"
-    assert r.tpot_s == pytest.approx((8_030_261_248 - 128256 * 4096) * 2 / 1024e9, rel=0.01)
 
 
 @pytest.mark.parametrize("spelling, name", [

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InvalidInputError
-from .estimate import MAX_COUNT
+from .estimate import MAX_COUNT, check_int
 from .parallel import Parallel
 from .roofline import causal_pairs
 from .serving import Quantiles, Scheduler, ServeResult, StepModel, as_length, build
@@ -59,9 +59,7 @@ class Pool:
 
     def __post_init__(self):
         for name in ("workers", "n_chips"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 1 <= v <= MAX_COUNT:
-                raise InvalidInputError(f"Pool.{name}", v, f"an integer from 1 to {MAX_COUNT:,}")
+            check_int(f"Pool.{name}", getattr(self, name), 1)
         if self.parallel is not None and not isinstance(self.parallel, Parallel):
             raise InvalidInputError("Pool.parallel", self.parallel, "None or a mb.Parallel")
 

@@ -56,7 +56,7 @@ def check_context(m: Model, prompt_tokens, output_tokens) -> None:
 def _check_price(value):
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not is_finite_number(value) or value < 0:
+    if not is_finite_number(value) or value < 0:
         raise InvalidInputError("price_usd_per_hour", value, "a finite price >= 0 per chip-hour")
     return float(value)
 

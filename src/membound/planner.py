@@ -72,7 +72,7 @@ def _distribution(field_name: str, value, minimum: int):
     for v, w in pairs:
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
             raise InvalidInputError(field_name, v, f"integer token counts >= {minimum}")
-        if isinstance(w, bool) or not isinstance(w, numbers.Real) or not is_finite_number(w) or w <= 0:
+        if not is_finite_number(w) or w <= 0:
             raise InvalidInputError(f"{field_name} weight", w, "a finite weight > 0")
     vals = np.array([int(v) for v, _ in pairs])
     probs = np.array([float(w) for _, w in pairs])
@@ -85,9 +85,8 @@ def _check_load(users_field: str, users: object, rate_field: str, rate: object) 
     """Exactly one of a client count (an integer >= 1) and an arrival rate (finite, > 0 per s)."""
     if (users is None) == (rate is None):
         raise InvalidInputError(users_field, users, f"exactly one of {users_field} or {rate_field}")
-    if users is not None and (isinstance(users, bool) or not isinstance(users, numbers.Integral)
-                              or not 1 <= int(users) <= MAX_COUNT):
-        raise InvalidInputError(users_field, users, f"an integer from 1 to {MAX_COUNT:,}")
+    if users is not None:
+        check_int(users_field, users, 1)
     if rate is not None and (isinstance(rate, bool) or not isinstance(rate, numbers.Real)
                              or not is_finite_number(rate) or rate <= 0):
         raise InvalidInputError(rate_field, rate, "a finite rate > 0 requests per second")
@@ -229,7 +228,7 @@ def _check_plan_args(workload: Workload, slo: SLO, batching: str, max_utilisatio
 
 
 def _check_utilisation(max_utilisation) -> None:
-    if isinstance(max_utilisation, bool) or not is_finite_number(max_utilisation) or not 0 < max_utilisation <= 1:
+    if not is_finite_number(max_utilisation) or not 0 < max_utilisation <= 1:
         raise InvalidInputError("max_utilisation", max_utilisation, "a fraction in (0, 1]")
 
 
@@ -261,7 +260,7 @@ def _prices(devices: list[str], prices: dict | None) -> tuple[dict[str, float], 
         if p is None:
             notes.append(f"{hw.name} left out: no price in its profile and none given in prices")
             continue
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not is_finite_number(p) or p <= 0:
+        if not is_finite_number(p) or p <= 0:
             raise InvalidInputError(f"prices[{hw.name!r}]", p, "a finite price > 0 per chip-hour")
         price_map[hw.name] = float(p)
     if not price_map:

@@ -12,17 +12,16 @@ Every function takes plain numbers (seconds, tokens/s) or a `Result` where a spe
 """
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 from .errors import InvalidInputError, is_finite_number
+from .estimate import check_int
 
 VOICE_GAP_S = 0.5   # seconds of silence a listener tolerates before the reply (the seeds' figure)
 
 
 def _num(field: str, value, *, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not is_finite_number(value) \
-            or value < 0 or (positive and value == 0):
+    if not is_finite_number(value) or value < 0 or (positive and value == 0):
         raise InvalidInputError(field, value, f"a finite number {'> 0' if positive else '>= 0'}")
     return float(value)
 
@@ -38,11 +37,7 @@ def agent_loop_s(calls: int, output_tokens: int, tok_s, *, tool_s: float = 0.0, 
     """Wall-clock seconds of `calls` serial model calls of `output_tokens` each, plus `tool_s` of
     tool time per call. tok_s: per-user decode speed (or a Result, whose TTFT is then added)."""
     # bounded as estimate()'s counts (MAX_COUNT): 10**400 calls overflowed a float
-    if isinstance(calls, bool) or not isinstance(calls, numbers.Integral) or not 1 <= int(calls) <= 10**9:
-        raise InvalidInputError("calls", calls, "an integer from 1 to 1,000,000,000")
-    if isinstance(output_tokens, bool) or not isinstance(output_tokens, numbers.Integral) \
-            or not 1 <= int(output_tokens) <= 10**9:
-        raise InvalidInputError("output_tokens", output_tokens, "an integer from 1 to 1,000,000,000")
+    calls, output_tokens = check_int("calls", calls, 1), check_int("output_tokens", output_tokens, 1)
     speed, ttft = _speed(tok_s)
     if ttft_s is not None:
         ttft = _num("ttft_s", ttft_s)
