@@ -1,22 +1,11 @@
 """Calibration: the fit recovers parameters membound itself used to make synthetic data."""
 
-import numpy as np
 import pytest
 
 import membound as mb
-from membound.calibrate import beats_physics, fit_bounded, fit_group, main, write_runtimes
+from membound.calibrate import beats_physics, fit_group, main, write_runtimes
 from membound.reference import Scenario, _apple, predict
 from membound.runtime import Runtime, RuntimeEntry
-
-
-def test_bounded_least_squares_on_a_line_and_at_a_bound():
-    # y = 2x + 1 sampled exactly: the fit returns (2, 1)
-    x = np.arange(5.0)
-    a, b = fit_bounded(lambda p: p[0] * x + p[1] - (2 * x + 1), [0.5, 0.0], [0, 0], [10, 10])
-    assert a == pytest.approx(2, rel=1e-6) and b == pytest.approx(1, abs=1e-6)
-    # the unconstrained optimum a = 2 lies above the bound 1.5: the fit stops at the bound
-    a, b = fit_bounded(lambda p: p[0] * x + p[1] - (2 * x + 1), [0.5, 0.0], [0, 0], [1.5, 10])
-    assert a == pytest.approx(1.5, abs=1e-6)
 
 
 def _truth(params: dict) -> Runtime:

@@ -22,8 +22,9 @@ What is fitted (never one figure per row):
   latency `interconnect.latency_s`), from the named rows.
 - `ASSUMED_FROM`: backends without rows get another backend's default, marked as not fitted.
 
-The fit is least squares on log(predicted / measured), by a bounded Levenberg-Marquardt with a
-finite-difference Jacobian (numpy only).
+The fit is least squares on log(predicted / measured) within each figure's BOUNDS, by the one
+fitter (membound.fitter.fit: scipy's trust-region least squares, run to convergence); its
+FitReport (parameters, bounds hit, rows, residuals) rides on each GroupFit.
 
     python -m membound.calibrate [--reference PATH] [--out DIR | --write-bundled]
 
@@ -42,6 +43,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import fitter
+from .fitter import FitReport, Param
 from .model import Model, load_model
 from .reference import SPECIALISED, Scenario, load_reference, predict
 from .vendors import FITS as VENDOR_FITS
@@ -217,46 +220,6 @@ def fewest_experts(sc: Scenario) -> Model | None:
     return m.model_copy(update={"n_experts": m.experts_per_token})
 
 
-# ---- the optimiser -----------------------------------------------------------------------
-
-def fit_bounded(residuals, x0, lo, hi, iters: int = 60, rtol: float = 1e-7):
-    """Minimise sum(residuals(x)^2) for lo <= x <= hi (Levenberg-Marquardt, projected; x is
-    scaled to [0, 1] internally); stops when a step gains less than `rtol` of the cost. Returns x."""
-    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
-    span = np.where(hi > lo, hi - lo, 1.0)
-    z = np.clip((np.asarray(x0, float) - lo) / span, 0.0, 1.0)
-
-    def f(zz):
-        return np.asarray(residuals(lo + np.clip(zz, 0, 1) * span), float)
-
-    r = f(z)
-    cost = r @ r
-    lam = 1e-2
-    for _ in range(iters):
-        J = np.empty((r.size, z.size))
-        for j in range(z.size):
-            h = 1e-4 if z[j] < 0.5 else -1e-4
-            zz = z.copy()
-            zz[j] += h
-            J[:, j] = (f(zz) - r) / h
-        g = J.T @ r
-        A = J.T @ J
-        improved = False
-        for _ in range(8):
-            step = np.linalg.solve(A + lam * np.diag(np.diag(A) + 1e-9), -g)
-            zn = np.clip(z + step, 0.0, 1.0)
-            rn = f(zn)
-            cn = rn @ rn
-            if cn < cost:
-                gain = (cost - cn) / cost
-                z, r, cost, lam, improved = zn, rn, cn, lam / 3, gain > rtol
-                break
-            lam *= 4
-        if not improved or cost < 1e-12:
-            break
-    return lo + z * span
-
-
 # ---- runtimes ----------------------------------------------------------------------------
 
 @dataclass
@@ -268,16 +231,17 @@ class GroupFit:
     median_error: float      # on those rows, |pred/meas - 1|
     at_bounds: list = field(default_factory=list)   # "name=value (bound)" for fits ending on a bound
     copied: tuple = ()       # figures held at the runtime's default (too few rows to fit them)
+    report: FitReport | None = None   # the fitter's report (None: an entry copied, not fitted)
+
+
+def param_spec(name: str, start: float) -> Param:
+    """The fitter's Param for calibrate's figure `name` (its BOUNDS, linear scale)."""
+    lo, hi = BOUNDS[name]
+    return Param(name, lo, hi, min(max(start, lo), hi))
 
 
 def _at_bounds(params: dict) -> list:
-    out = []
-    for p, v in params.items():
-        lo, hi = BOUNDS[p]
-        for b, side in ((lo, "lower"), (hi, "upper")):
-            if abs(v - b) <= 1e-3 * max(abs(hi - lo), 1e-12):
-                out.append(f"{p}={v:.3g} ({side} bound)")
-    return out
+    return list(fitter.at_bounds(params, [param_spec(p, BOUNDS[p][0]) for p in params]))
 
 
 def _is_moe(model: str) -> bool:
@@ -324,7 +288,7 @@ def _runtime_with(base, key: str, params: dict, others: dict):
 
 
 def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: dict | None = None,
-              iters: int = 60, rtol: float = 1e-7, fixed: dict | None = None) -> GroupFit:
+              iters: int = 200, fixed: dict | None = None) -> GroupFit:
     """Fit FIT[rt_name]'s parameters for one (runtime, device class or 'default') group; the
     figures in `fixed` are held at their values (copied into the entry, not fitted)."""
     from .hardware import load_hardware
@@ -351,26 +315,20 @@ def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: d
             x0.append(1e5)
         else:
             x0.append(1e-5 if "layer" in p else 1e-4)
-    lo = [BOUNDS[p][0] for p in names]
-    hi = [BOUNDS[p][1] for p in names]
     meas = np.log([s.measured for s in rows])
 
-    def res(x):
-        rt = _runtime_with(base, key, {**fixed, **dict(zip(names, map(float, x)))}, others or {})
+    def res(p: dict) -> np.ndarray:
+        rt = _runtime_with(base, key, {**fixed, **p}, others or {})
         return np.log([predict(s, runtime=rt) for s in rows]) - meas
 
-    x = np.array([])
-    if names:
-        # a cold fit also starts from a low compute share: a prefill row is memory- or compute-bound
-        # on either side of it, and a fit from the device's share can settle on the wrong side
-        starts = [x0] + ([[LOW_COMPUTE_START if p == "compute_fraction" else v for p, v in zip(names, x0)]]
-                         if not start and "compute_fraction" in names else [])
-        x = min((fit_bounded(res, s0, lo, hi, iters=iters, rtol=rtol) for s0 in starts),
-                key=lambda v: float(np.sum(res(v) ** 2)))
-    params = {p: float(v) for p, v in zip(names, x)}
-    err = float(np.median(np.abs(np.exp(res(x)) - 1.0))) if names else float("nan")
-    return GroupFit(rt_name, key, {**fixed, **params}, [s.id for s in rows], err, _at_bounds(params),
-                    tuple(fixed))
+    # a cold fit also starts from a low compute share: a prefill row is memory- or compute-bound
+    # on either side of it, and a fit from the device's share can settle on the wrong side
+    starts = ([{"compute_fraction": LOW_COMPUTE_START}] if not start and "compute_fraction" in names else [])
+    report = fitter.fit(res, [param_spec(p, v) for p, v in zip(names, x0)], rows=[s.id for s in rows],
+                        starts=starts, max_iterations=iters)
+    err = report.median_abs_error if names else float("nan")
+    return GroupFit(rt_name, key, {**fixed, **report.params}, [s.id for s in rows], err, list(report.at_bounds),
+                    tuple(fixed), report)
 
 
 def fit_rows(scenarios, rt: str) -> list:
@@ -384,7 +342,7 @@ def _set_aside(sc: Scenario) -> bool:
     return beats_physics(sc) is not None
 
 
-def calibrate_runtimes(scenarios, runtimes=None, warm: bool = False, iters: int = 60, rtol: float = 1e-7) -> dict:
+def calibrate_runtimes(scenarios, runtimes=None, warm: bool = False, iters: int = 200) -> dict:
     """{runtime: [GroupFit, ...]} from every usable row (`fit_rows`). `runtimes` limits the
     runtimes refitted; warm=True starts from the bundled figures (a refit without a few rows)."""
     from .hardware import load_hardware
@@ -397,7 +355,7 @@ def calibrate_runtimes(scenarios, runtimes=None, warm: bool = False, iters: int 
             continue
         start = _bundled_entries(rt) if warm else {}
         set_ = {p: v for p, (v, _) in FIXED.get(rt, {}).items()}
-        fits = [fit_group(rt, "default", rows, start=start.get("default"), iters=iters, rtol=rtol,
+        fits = [fit_group(rt, "default", rows, start=start.get("default"), iters=iters,
                           fixed=set_)]
         default_entry = fits[0].params
         by_class: dict = {}
@@ -416,7 +374,7 @@ def calibrate_runtimes(scenarios, runtimes=None, warm: bool = False, iters: int 
                 fixed = {**set_, **{p: default_entry[p] for p in free[len(rs) // ROWS_PER_PARAM:] + unpinned
                                     if p in default_entry},
                          **{p: default_entry[p] for p in RUNTIME_WIDE if p in default_entry}}
-                fits.append(fit_group(rt, cls, rs, start=start.get(cls, default_entry), iters=iters, rtol=rtol,
+                fits.append(fit_group(rt, cls, rs, start=start.get(cls, default_entry), iters=iters,
                                       fixed=fixed))
         out[rt] = fits
     return out

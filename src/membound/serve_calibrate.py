@@ -42,7 +42,7 @@ one layout: one per-layer cost; bandwidth at what the chip achieves; no MoE term
 figures), TensorRT-LLM 5 (no per_step_s, no tiles; bandwidth at what the chip achieves; no prompt
 figures).
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
-figures), Levenberg-Marquardt within bounds (calibrate.fit_bounded).
+figures), bounded least squares (membound.fitter.fit, the one fitter).
 
 Apart, `--mtp` fits one figure of the workload, not of an engine: the per-token acceptance of
 DeepSeek-R1's MTP drafts on InferenceMAX's random-token prompts (fit_mtp_acceptance), on the H200
@@ -60,7 +60,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .calibrate import fit_bounded
+from . import fitter
+from .fitter import Param
 from .runtime import Runtime, clear_caches, load_runtime, runtimes_dir
 from .serve_validate import FIT_HARDWARE, load_rows, predict
 
@@ -137,33 +138,46 @@ def dp_rows(name: str) -> list:
 
 
 def fit_engine(name: str, rows) -> dict:
+    """{'params', 'n', 'on_bounds', 'note', 'report'} of engine `name`'s fit on its rows of the
+    fitting chips (`rows`: ServedRows), {} where it has none; 'report' is the fitter's FitReport
+    of the aggregated fit (its residuals: log(pred / meas) of TPOT, TTFT and throughput per GPU,
+    row by row)."""
     fit_rows = [r for r in rows if r.runtime == name and r.fitted]
     if not fit_rows:
         return {}
     keys = fitted_params(name)
-    lo, hi = [LOW[k] for k in keys], [HIGH[k] for k in keys]
     ep_rows = dp_rows(name)
     extra = {ALLTOALL: 0.0}
     x = [START[k] for k in keys]
+    ids = [f"{r.runtime}/{r.model}/{r.hw}/{r.date}" for r in fit_rows]
+    report = None
+    a2a = None
+
+    def aggregated(p: dict) -> np.ndarray:
+        return residuals(name, fit_rows, [p[k] for k in keys], extra)
+
+    def dp_tpot(p: dict) -> np.ndarray:
+        return residuals(name, ep_rows, x, {ALLTOALL: p[ALLTOALL]}, ("tpot_s",))
+
     for _ in range(2 if ep_rows else 1):    # the aggregated fit, the all-to-all on the DP rows' TPOT, again
-        x = fit_bounded(lambda v, e=extra: residuals(name, fit_rows, v, e), x, lo, hi, iters=30)
+        report = fitter.fit(aggregated, [Param(k, LOW[k], HIGH[k], v) for k, v in zip(keys, x)], rows=ids,
+                            max_iterations=30)
+        x = [report.params[k] for k in keys]
         if ep_rows:
-            a = fit_bounded(lambda v, xs=x: residuals(name, ep_rows, xs, {ALLTOALL: float(v[0])}, ("tpot_s",)),
-                            [1e-5], [ALLTOALL_RANGE[0]], [ALLTOALL_RANGE[1]], iters=30)
-            extra = {ALLTOALL: float(f"{a[0]:.4g}")}
+            a2a = fitter.fit(dp_tpot, [Param(ALLTOALL, *ALLTOALL_RANGE, 1e-5)], max_iterations=30)
+            extra = {ALLTOALL: float(f"{a2a.params[ALLTOALL]:.4g}")}
+    assert report is not None
     res = residuals(name, fit_rows, x, extra).reshape(-1, 3)
     med = np.median(np.abs(np.expm1(res)), axis=0)
     hws = sorted({r.hw for r in fit_rows})
     dates = sorted(r.date.lstrip("~<=") for r in fit_rows)
-    bound = [k for k, v, a, b in zip(keys, x, lo, hi) if np.isclose(v, a) or np.isclose(v, b)]
-    if ep_rows and (np.isclose(extra[ALLTOALL], ALLTOALL_RANGE[0]) or np.isclose(extra[ALLTOALL], ALLTOALL_RANGE[1])):
-        bound.append(ALLTOALL)
-    a2a = (f"; {ALLTOALL} from the TPOT of its {len(ep_rows)} DP-attention rows there (aggregated and disaggregated "
-           f"decode workers)" if ep_rows else f"; {ALLTOALL} held at 0 (no DP-attention rows there)")
+    bound = [b.split("=")[0] for b in report.at_bounds] + ([ALLTOALL] if a2a is not None and a2a.at_bounds else [])
+    a2a_note = (f"; {ALLTOALL} from the TPOT of its {len(ep_rows)} DP-attention rows there (aggregated and "
+                f"disaggregated decode workers)" if ep_rows else f"; {ALLTOALL} held at 0 (no DP-attention rows there)")
     return {"params": {**FIXED.get(name, {}), **dict(zip(keys, (float(f"{v:.4g}") for v in x))), **extra},
-            "n": len(fit_rows), "on_bounds": bound,
+            "n": len(fit_rows), "on_bounds": bound, "report": report,
             "note": (f"fitted by membound.serve_calibrate on {datetime.date.today()} from {len(fit_rows)} canonical good "
-                     f"InferenceMAX rows on {', '.join(hws)} (dates {dates[0]} .. {dates[-1]}): {', '.join(keys)}{a2a}; "
+                     f"InferenceMAX rows on {', '.join(hws)} (dates {dates[0]} .. {dates[-1]}): {', '.join(keys)}{a2a_note}; "
                      f"held, not fitted: {', '.join(FIXED.get(name, {})) or 'none'}; median |error| on them: "
                      f"TPOT {100 * med[0]:.1f}%, TTFT {100 * med[1]:.1f}%, throughput/GPU {100 * med[2]:.1f}%; "
                      f"every other chip held out (python -m membound.serve_validate)")}
@@ -197,10 +211,12 @@ def fit_mtp_acceptance(rows=None) -> dict:
     if not fit_rows:
         raise SystemExit("no MTP rows on the fitting chips")
     lo, hi = MTP_ACCEPTANCE_RANGE
-    x = float(fit_bounded(lambda v: mtp_residuals(fit_rows, float(v[0])), [0.6], [lo], [hi], iters=30)[0])
+    rep = fitter.fit(lambda p: mtp_residuals(fit_rows, p["acceptance"]), [Param("acceptance", lo, hi, 0.6)],
+                     max_iterations=30)
+    x = rep.params["acceptance"]
     dates = sorted(r.date.lstrip("~<=") for r in fit_rows)
     return {"acceptance": float(f"{x:.2g}"), "exact": x, "n": len(fit_rows), "dates": (dates[0], dates[-1]),
-            "on_bound": bool(np.isclose(x, lo) or np.isclose(x, hi))}
+            "on_bound": bool(rep.at_bounds)}
 
 
 def write(name: str, fit: dict, folder: Path) -> Path:

@@ -88,7 +88,7 @@ def refit_without(scenarios, left_out, rt_name: str):
     """Runtime `rt_name` refitted on `scenarios` less the rows in `left_out` (a set of ids):
     entries not refitted lose their fitted figures, so nothing of the left-out rows remains."""
     rest = [s for s in scenarios if s.id not in left_out]
-    fits = calibrate_runtimes(rest, runtimes=[rt_name], warm=True, iters=20, rtol=1e-4).get(rt_name, [])
+    fits = calibrate_runtimes(rest, runtimes=[rt_name], warm=True, iters=20).get(rt_name, [])
     return runtime_from_fits(rt_name, fits, base=_stripped(rt_name)), fits
 
 

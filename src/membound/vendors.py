@@ -53,8 +53,10 @@ def _runtime(name: str, value: float):
 
 def fit(scenarios) -> dict:
     """{runtime: ({field: value}, row ids, median |error| on them)}: the one constant of each vendor
-    runtime, by bisection on the mean log error over its named rows (speed rises with it, or falls
-    for a latency)."""
+    runtime, least squares on log(predicted / measured) over its named rows (membound.fitter, in
+    log space within the FITS bounds)."""
+    from .fitter import Param
+    from .fitter import fit as least_squares
     from .reference import predict
     out = {}
     for name, (_dev, ids, field, _, (lo, hi)) in FITS.items():
@@ -62,20 +64,14 @@ def fit(scenarios) -> dict:
         if not rows:
             continue
 
-        def mean_log_err(x, rows=rows, name=name):
-            rt = _runtime(name, x)
-            return sum(math.log(predict(s, runtime=rt) / s.measured) for s in rows) / len(rows)
+        def log_errors(p, rows=rows, name=name, field=field):
+            rt = _runtime(name, p[field])
+            return [math.log(predict(s, runtime=rt) / s.measured) for s in rows]
 
-        faster_up = field == "fabric_efficiency"
-        a, b = (max(lo, 1e-12), hi)
-        for _ in range(60):                       # bisection in log space
-            mid = math.sqrt(a * b) if a > 0 else b / 2
-            e = mean_log_err(mid)
-            if (e > 0) == faster_up:
-                b = mid
-            else:
-                a = mid
-        x = math.sqrt(a * b)
+        lo = max(lo, 1e-9 * hi)         # a log-scaled constant needs lo > 0 (sambanova's bound is 0)
+        report = least_squares(log_errors, [Param(field, lo, hi, math.sqrt(lo * hi), log=True)],
+                               rows=[s.id for s in rows])
+        x = report.params[field]
         rt = _runtime(name, x)
         err = statistics.median(abs(predict(s, runtime=rt) / s.measured - 1) for s in rows)
         out[name] = ({field: float(f"{x:.4g}")}, list(ids), err)
@@ -99,7 +95,7 @@ def runtime_yaml(name: str, value: float, ids, err: float) -> str:
         f"    {field}: {value:.4g}",
         f"    evidence: fitted by membound.calibrate on {today} from {', '.join(ids)} (published tok/s); "
         f"median |error| on them {100 * err:.1f}%; never checked on them (vendors.vendor_report)",
-        f"calibration: '{today}: bisection on the mean log error over the named rows only (membound.vendors.FITS); "
+        f"calibration: '{today}: least squares on log(predicted/measured) over the named rows only (membound.vendors.FITS); "
         f"every other {vendor} row is held out. Rerun: python -m membound.calibrate'",
         "",
     ])

@@ -8,9 +8,10 @@ bandwidth fraction 1 and no engine overhead, at the level's mean context):
 
     t_i = max(memory_i / f, compute_i, latency_i) + communication_i + o
 
-measured t_i = 1 / (median decode tok/s per user). f in [0.01, 1] and o >= 0 minimise the
-relative squared error sum ((t_i - fit_i) / t_i)^2: o has a closed form for each f and f is
-searched on a fine log grid. When the memory term cannot be told apart from a constant
+measured t_i = 1 / (median decode tok/s per user). f in [0.01, 1] and o in [0, max t_i]
+minimise the relative squared error sum ((t_i - fit_i) / t_i)^2 (membound.fitter, the one
+fitter, from F_STARTS fractions spread over the range: the max() makes the objective
+piecewise in f). When the memory term cannot be told apart from a constant
 (one level, memory terms within 5% of each other, or weight and KV streaming at the
 device's own fraction under 10% of every measured step: an endpoint limited by its software,
 not its memory), f stays at the device's fraction and only o is fitted (`identifiable` False).
@@ -24,14 +25,17 @@ import numpy as np
 import yaml
 
 from .._data import read_yaml, validate
+from .. import fitter
 from ..errors import InvalidInputError
 from ..estimate import estimate
+from ..fitter import FitReport, Param
 from ..hardware import load_hardware
 from ..model import load_model
 from ..runtime import Runtime, RuntimeEntry, load_runtime
 from .prompts import CHARS_PER_TOKEN
 
 F_MIN = 0.01
+F_STARTS = 9     # starting fractions of the fit, log-spaced over [F_MIN, 1]
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,7 @@ class Calibration:
     points: tuple
     measured_step_s: tuple
     fitted_step_s: tuple
+    report: FitReport | None = None    # the fitter's report: f and o, bounds hit, residuals (relative)
 
     @property
     def rms_relative_error(self) -> float:
@@ -152,12 +157,9 @@ def fit_runtime(measured, model, hardware, *, weight_dtype: str = "bf16", kv_dty
                        for k in ("memory", "compute", "latency", "communication")] for p in pts])
     mem, comp, lat, comm = terms.T
     t = np.array([1.0 / p.decode_tok_s for p in pts])
-    w = 1.0 / t ** 2
 
-    def fit_o(f):   # f: array (n_f,) -> base (n_f, n_pts), o (n_f,)
-        base = np.maximum(np.maximum(mem / f[:, None], comp), lat) + comm
-        o = np.maximum(((t - base) * w).sum(axis=1) / w.sum(), 0.0)
-        return base, o
+    def fitted_steps(q: dict) -> np.ndarray:
+        return np.maximum(np.maximum(mem / q.get("f", f), comp), lat) + comm + q["o"]
 
     prior = min(max(load_runtime(None).efficiency(hw).bandwidth_fraction, F_MIN), 1.0)
     spread = (mem.max() - mem.min()) / mem.max() if mem.max() > 0 else 0.0
@@ -165,12 +167,15 @@ def fit_runtime(measured, model, hardware, *, weight_dtype: str = "bf16", kv_dty
     # fraction to be told apart from the overhead; otherwise any f would "fit" the noise
     identifiable = len(pts) >= 2 and spread > 0.05 and bool(np.any(mem / prior > 0.1 * t))
     f = prior
-    if identifiable:
-        grid = np.logspace(np.log10(F_MIN), 0.0, 2001)
-        base, o = fit_o(grid)
-        f = grid[int(np.argmin((((t - base - o[:, None]) / t) ** 2).sum(axis=1)))]
-    base, o = fit_o(np.array([f]))
-    f, o = float(f), float(o[0])
+    params = [Param("o", 0.0, float(t.max()), 0.0)]
+    starts: list = []
+    if identifiable:   # the max() makes f's objective piecewise: start from a spread of fractions
+        params.insert(0, Param("f", F_MIN, 1.0, prior, log=True))
+        starts = [{"f": float(g)} for g in np.logspace(np.log10(F_MIN), 0.0, F_STARTS)]
+    report = fitter.fit(lambda q: (t - fitted_steps(q)) / t, params, rows=[f"level {i}" for i in range(len(pts))],
+                        starts=starts)
+    f, o = float(report.params.get("f", f)), float(report.params["o"])
+    fitted = fitted_steps({"f": f, "o": o})
     how = "fitted" if identifiable else "device's own (not identifiable from these levels)"
     rt = Runtime(
         name=name, description=f"calibrated on {hw.name} for {m.name}" + (f" at {source}" if source else ""),
@@ -179,4 +184,4 @@ def fit_runtime(measured, model, hardware, *, weight_dtype: str = "bf16", kv_dty
         calibration=(f"least squares over {len(pts)} levels (batch, prompt, output, tok/s): "
                      + "; ".join(f"({p.batch}, {p.prompt_tokens}, {p.output_tokens}, {p.decode_tok_s:.4g})"
                                  for p in pts)))
-    return Calibration(rt, f, o, identifiable, tuple(pts), tuple(t.tolist()), tuple((base[0] + o).tolist()))
+    return Calibration(rt, f, o, identifiable, tuple(pts), tuple(t.tolist()), tuple(fitted.tolist()), report)
