@@ -28,6 +28,9 @@ def add_parser(sub) -> None:
     b.add_argument("--concurrency", type=_levels, default=[1], help="comma-separated levels, e.g. 1,4,16")
     b.add_argument("--repeats", type=int, default=3, help="rounds per prompt and level")
     b.add_argument("--max-tokens", type=int, default=2048, help="max output tokens per request")
+    b.add_argument("--max-tokens-per-chunk", type=int, default=None, metavar="N",
+                   help="most tokens a streamed text chunk may carry before a usage report is not believed "
+                        "(default 16; raise it for a server that streams tokens in larger groups)")
     b.add_argument("--no-long-context", action="store_true", help="skip the long-context variant")
     b.add_argument("--context-tokens", type=int, default=30_000, help="approximate tokens of pasted context")
     b.add_argument("--temperature", type=float, default=0.0)
@@ -97,6 +100,7 @@ def main(args) -> int:
         raise InvalidInputError("--model/--hardware", args.model or args.hardware, "both, or neither")
     if args.calibrate and args.model is None:
         raise InvalidInputError("--calibrate", args.calibrate, "--model and --hardware as well")
+    _check_outputs(args)
     prompts = [p for f in args.prompts for p in load_prompts(f)] if args.prompts else None
     hw = None
     if args.hardware is not None:   # checked before the run, not after it
@@ -110,6 +114,16 @@ def main(args) -> int:
     with bar(n_requests, "bench", unit=" requests", quiet=args.quiet) as progress:
         res = _run(args, prompts, _progress(progress))
     return _report(args, res, hw)
+
+
+def _check_outputs(args) -> None:
+    """Every file the run will write, checked before the first request (a bad path would
+    otherwise be found after the run, and its printed results lost)."""
+    from ..safeio import check_output_path
+    if args.save is not None:
+        check_output_path(args.save, "--save", (".csv", ".json"))
+    if args.calibrate:
+        check_output_path(args.calibrate, "--calibrate", (".yaml", ".yml"))
 
 
 def _membound_model(args) -> str | None:
@@ -136,14 +150,22 @@ def _run(args, prompts, on_sample):
                idle_timeout_s=args.idle_timeout,
                warmup=args.warmup, api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
                check_model=not args.no_model_check, unique=not args.allow_prefix_cache, save=args.save,
-               progress=on_sample)
+               progress=on_sample, **({} if args.max_tokens_per_chunk is None
+                                      else {"max_tokens_per_chunk": args.max_tokens_per_chunk}))
 
 
 def _report(args, res, hw) -> int:
     from ..errors import MemboundError
+    vet_error = None
+    if hw is not None:      # a speed the device's roofline forbids is a protocol fault, before any statistic
+        from .trust import vet
+        try:
+            res = vet(res, args.model, hw, weight_dtype=args.weights, kv_dtype=args.kv)
+        except MemboundError as e:
+            vet_error = f"the roofline check could not run: {e}"
     out = {"stats": [asdict(s) for s in res.stats()], "prefill": res.prefill_costs(),
            "failures": [asdict(s) for s in res.failures()], "notes": res.notes}
-    text = [str(res)]
+    text = [str(res)] + ([vet_error] if vet_error else [])
     if hw is not None and any(s.ok for s in res.samples):
         try:
             _compare(args, res, hw, out, text)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
 import threading
 import time
@@ -74,7 +75,7 @@ def iter_sse(lines: Iterable[bytes | str]) -> Iterator[str]:
     data: list[str] = []
     for raw in lines:
         line = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else raw
-        line = line.rstrip("\r\n")
+        line = line.rstrip("\r\n")     # one line: its end (CRLF, LF or CR) is all it can end with
         if not line:
             if data:
                 yield "\n".join(data)
@@ -142,10 +143,32 @@ def _text_of(chunk) -> str:
 
 MAX_TOKENS_REPORTED = 10**9   # a usage count beyond this is not a real request
 
+# The most tokens one streamed text chunk may carry before a usage report is taken for a wrong
+# count (prompt + completion, or the server's running total) rather than this request's tokens.
+# Servers stream one token per chunk (llama.cpp, TGI, vLLM, SGLang at their default stream
+# interval of 1); speculative decoding sends the accepted draft tokens of a step together, at
+# most num_speculative_tokens + 1 of them (vLLM docs: "Speculative Decoding", typically 3-7
+# draft tokens). 16 is twice that; a server streaming larger groups (a --stream-interval above
+# 16) needs `max_tokens_per_chunk` raised.
+MAX_TOKENS_PER_CHUNK = 16
 
-def _usage(usage, chunks: int) -> tuple[int | None, int | None]:
+
+@dataclass(frozen=True)
+class Limits:
+    """What a request's usage report may not exceed: the request's own `max_tokens` and
+    `max_tokens_per_chunk` tokens per streamed text chunk."""
+
+    max_tokens: int = MAX_TOKENS_REPORTED
+    max_tokens_per_chunk: int = MAX_TOKENS_PER_CHUNK
+
+
+def _usage(usage, chunks: int, limits: Limits = Limits(),
+           before: tuple[int | None, int | None] = (None, None)) -> tuple[int | None, int | None]:
     """(completion tokens, prompt tokens) of a usage report, checked; _Malformed when negative,
-    not integers, fewer completion tokens than text chunks received, or a total that disagrees."""
+    not integers, fewer completion tokens than text chunks received, more than the request's
+    max_tokens or than `limits.max_tokens_per_chunk` per chunk (a total or cumulative count),
+    exactly the prompt's tokens more than the chunks (prompt + completion), fewer than an
+    earlier report of the same stream (`before`), or a total that disagrees."""
     if usage is None:
         return None, None
     if not isinstance(usage, dict):
@@ -159,13 +182,34 @@ def _usage(usage, chunks: int) -> tuple[int | None, int | None]:
             raise _Malformed(f"usage {key}={short_repr(v)}: expected an integer 0..{MAX_TOKENS_REPORTED}")
         got[key] = v
     out, prompt = got.get("completion_tokens"), got.get("prompt_tokens")
-    if out is not None and out < chunks:
-        raise _Malformed(f"usage completion_tokens={out} but {chunks} chunks of text arrived "
-                         "(each carries at least one token)")
+    if out is not None:
+        _check_completion(out, chunks, limits, before[0])
+        if prompt is not None and prompt >= 2 and chunks and out - chunks in (prompt, prompt + 1):
+            raise _Malformed(f"usage completion_tokens={out} is prompt_tokens={prompt} + the {chunks} chunks of "
+                             "text (+ at most an end token): the prompt is counted as completion")
+    if prompt is not None and before[1] is not None and prompt != before[1]:
+        raise _Malformed(f"usage prompt_tokens={prompt} but an earlier report of this stream said {before[1]}")
     total = got.get("total_tokens")
     if total is not None and out is not None and prompt is not None and total != out + prompt:
         raise _Malformed(f"usage total_tokens={total} is not prompt_tokens + completion_tokens = {prompt + out}")
     return out, prompt
+
+
+def _check_completion(out: int, chunks: int, limits: Limits, earlier: int | None) -> None:
+    """A completion_tokens count this stream could have produced, else _Malformed naming the law."""
+    if out < chunks:
+        raise _Malformed(f"usage completion_tokens={out} but {chunks} chunks of text arrived "
+                         "(each carries at least one token)")
+    if out > limits.max_tokens:
+        raise _Malformed(f"usage completion_tokens={out} exceeds the request's max_tokens={limits.max_tokens} "
+                         "(a server cannot generate past the cap; prompt + completion or a running total?)")
+    if out > limits.max_tokens_per_chunk * max(chunks, 1):
+        raise _Malformed(f"usage completion_tokens={out} for {chunks} chunks of text: more than "
+                         f"{limits.max_tokens_per_chunk} tokens a chunk (max_tokens_per_chunk; prompt + "
+                         "completion or a running total?)")
+    if earlier is not None and out < earlier:
+        raise _Malformed(f"usage completion_tokens={out} after an earlier report of {earlier} in the same stream "
+                         "(counts only grow)")
 
 
 def _error_message(body: bytes) -> str:
@@ -208,13 +252,16 @@ class _Deadline:
 def stream_chat(url: str, model: str, prompt: str, *, max_tokens: int = 2048, temperature: float = 0.0,
                 timeout_s: float = 300.0, idle_timeout_s: float | None = None, api_key: str | None = None,
                 include_usage: bool = True, extra_body: dict | None = None, sample: Sample | None = None,
-                clock=time.perf_counter, cancel: threading.Event | None = None) -> Sample:
+                clock=time.perf_counter, cancel: threading.Event | None = None,
+                max_tokens_per_chunk: int = MAX_TOKENS_PER_CHUNK) -> Sample:
     """Send one streamed chat completion and time it; returns the filled `sample`, never raises.
 
     timeout_s: wall-clock deadline of the whole request. idle_timeout_s: the longest wait for
     the next bytes (default: timeout_s). A line longer than MAX_LINE_BYTES, a chunk of the wrong
-    shape or an impossible usage report fails the request ("protocol"); it is ok only when the
-    stream completed: a finish_reason and then [DONE]. `cancel` set: the request stops
+    shape or an impossible usage report fails the request ("protocol": more completion tokens than
+    max_tokens, than max_tokens_per_chunk per text chunk, or than text chunks fewer than it; more
+    text chunks than max_tokens); it is ok only when the stream completed: a finish_reason and
+    then [DONE]. `cancel` set: the request stops
     ("interrupted"). Until it completes the sample reads "interrupted" (in flight)."""
     s = sample if sample is not None else Sample()
     s.error_kind, s.error = "interrupted", "in flight: the request had not finished"
@@ -249,7 +296,8 @@ def stream_chat(url: str, model: str, prompt: str, *, max_tokens: int = 2048, te
         s.status = resp.status
         if resp.status >= 400:
             return fail("http", f"HTTP {resp.status} {resp.reason}: {_error_message(resp.read(65536))}")
-        verdict = _read_stream(s, iter_sse(_lines(resp, deadline, cancel)), clock, t0)
+        verdict = _read_stream(s, iter_sse(_lines(resp, deadline, cancel)), clock, t0,
+                               Limits(max_tokens, max_tokens_per_chunk))
         if deadline.expired.is_set() or (cancel is not None and cancel.is_set()):
             return fail("timeout", "")        # fail() names which of the two
         if verdict is not None:
@@ -264,10 +312,12 @@ def stream_chat(url: str, model: str, prompt: str, *, max_tokens: int = 2048, te
         conn.close()
 
 
-def _read_stream(s: Sample, payloads: Iterator[str], clock, t0: float) -> tuple[str, str] | None:
+def _read_stream(s: Sample, payloads: Iterator[str], clock, t0: float,
+                 limits: Limits = Limits()) -> tuple[str, str] | None:
     """Fill `s` from the stream's SSE payloads; the (kind, message) of its failure, or None when
-    it completed: a finish_reason and then [DONE]."""
+    it completed: a finish_reason and then [DONE]. Usage reports are checked against `limits`."""
     last, done = t0, False
+    reported: tuple[int | None, int | None] = (None, None)
     for payload in payloads:
         if payload.strip() == "[DONE]":
             done = True
@@ -286,15 +336,20 @@ def _read_stream(s: Sample, payloads: Iterator[str], clock, t0: float) -> tuple[
             else:
                 s.gaps_s.append(now - last)
             last = now
+            if s.chunks > limits.max_tokens:
+                raise _Malformed(f"more text chunks than the request's max_tokens={limits.max_tokens} "
+                                 "(each carries at least one token)")
             if s.tokens_source == "chunks":
                 s.output_tokens = s.chunks
         for choice in chunk.get("choices") or ():
             s.finish_reason = choice.get("finish_reason") or s.finish_reason
-        out, prompt_tokens = _usage(chunk.get("usage"), s.chunks)
+        out, prompt_tokens = _usage(chunk.get("usage"), s.chunks, limits, reported)
         if out is not None:
             s.output_tokens, s.tokens_source = out, "usage"
         if prompt_tokens is not None:
             s.prompt_tokens = prompt_tokens
+        reported = (out if out is not None else reported[0], prompt_tokens if prompt_tokens is not None
+                    else reported[1])
     if s.finish_reason is None:
         if done:   # e.g. llama-cpp-python's server cuts a stream short when another request arrives
             return "truncated", f"[DONE] without a finish_reason after {s.chunks} chunks: the server cut the stream short"
@@ -330,27 +385,38 @@ class _LineTooLong(ValueError):
     pass
 
 
+_EOL = re.compile(rb"\r\n|\r|\n")   # the SSE spec's line ends: CRLF, LF or a lone CR
+
+
 def _lines(resp, deadline: _Deadline, cancel: threading.Event | None) -> Iterator[bytes]:
-    """The response's lines until EOF, read in pieces (never a whole unbounded line): stops
-    when the deadline passes or `cancel` is set; _LineTooLong past MAX_LINE_BYTES."""
+    """The response's lines until EOF (ended by CRLF, LF or a lone CR, as the SSE spec allows),
+    read in pieces (never a whole unbounded line): stops when the deadline passes or `cancel` is
+    set; _LineTooLong past MAX_LINE_BYTES. A CR last in a piece waits for the next one, so a CRLF
+    cut in two is one line end."""
     buf = bytearray()
     while not deadline.expired.is_set() and not (cancel is not None and cancel.is_set()):
         data = resp.read1(65536)
         if not data:
             break
-        start = len(buf)
+        start = max(len(buf) - 1, 0)         # what was left holds no line end but a last CR
         buf += data
-        cut = 0
-        nl = buf.find(b"\n", start)
-        while nl >= 0:
-            yield bytes(buf[cut:nl + 1])
-            cut = nl + 1
-            nl = buf.find(b"\n", cut)
-        del buf[:cut]
+        yield from _split_lines(buf, start)
         if len(buf) > MAX_LINE_BYTES:
             raise _LineTooLong
     if buf and not deadline.expired.is_set():
-        yield bytes(buf)
+        yield bytes(buf.rstrip(b"\r"))
+
+
+def _split_lines(buf: bytearray, start: int = 0) -> Iterator[bytes]:
+    """The complete lines at the front of `buf` (each with its line end; none before `start`),
+    removed from it; a CR last in `buf` stays, since an LF may follow."""
+    cut = 0
+    for m in _EOL.finditer(buf, start):
+        if m.group() == b"\r" and m.end() == len(buf):
+            break
+        yield bytes(buf[cut:m.end()])
+        cut = m.end()
+    del buf[:cut]
 
 
 MAX_REPLY_BYTES = 4_000_000   # a non-streamed reply (usage, the model list) is a few kB

@@ -145,10 +145,14 @@ def points_from(result) -> list[Point]:
 def fit_runtime(measured, model, hardware, *, weight_dtype: str = "bf16", kv_dtype: str | None = None,
                 name: str = "calibrated", source: str = "") -> Calibration:
     """Fit bandwidth fraction and per-step overhead (see module docstring). measured: a
-    BenchResult or a list of Point."""
-    pts = list(measured) if isinstance(measured, (list, tuple)) else points_from(measured)
+    BenchResult or a list of Point. Requests faster than the roofline allows are left out
+    (trust.vet); a Point that fast is an InvalidInputError."""
+    from .trust import check_points, vet
+    kw: dict = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    pts = list(measured) if isinstance(measured, (list, tuple)) else points_from(vet(measured, model, hardware, **kw))
     if not pts or not all(isinstance(p, Point) and p.decode_tok_s > 0 for p in pts):
         raise InvalidInputError("measured", measured, "a BenchResult with complete requests or a list of Point")
+    check_points(pts, model, hardware, **kw)
     m, hw = load_model(model), load_hardware(hardware)
     probe = Runtime(name="probe", classes={"default": RuntimeEntry(bandwidth_fraction=1.0)})
     terms = np.array([[estimate(m, hw, batch=p.batch, prompt_tokens=p.prompt_tokens, output_tokens=p.output_tokens,

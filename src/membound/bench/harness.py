@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInputError, short_repr
-from .client import Sample, count_prompt_tokens, list_models, stream_chat
+from ..safeio import check_output_path, csv_row
+from .client import MAX_TOKENS_PER_CHUNK, Sample, count_prompt_tokens, list_models, stream_chat
 from .prompts import RATE_LIMITER, Prompt, long_context as make_long_context
 
 
@@ -164,7 +165,7 @@ class BenchResult:
                 else:
                     w = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
                     w.writeheader()
-                    w.writerows(_csv_row(s) for s in self.samples)
+                    w.writerows(csv_row(_csv_row(s)) for s in self.samples)   # formula-safe (safeio)
             os.replace(tmp, p)
         finally:
             tmp.unlink(missing_ok=True)
@@ -193,18 +194,7 @@ def _csv_row(s: Sample) -> dict:
 def check_save_path(path) -> Path:
     """`path` as a Path when samples can be saved there: a .csv or .json name in an existing,
     writable folder, not a folder itself; else InvalidInputError (before any request is sent)."""
-    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
-        raise InvalidInputError("save", path, "a path ending in .csv or .json")
-    p = Path(path)
-    if p.suffix.lower() not in (".csv", ".json"):
-        raise InvalidInputError("save", str(path), "a path ending in .csv or .json")
-    if p.is_dir():
-        raise InvalidInputError("save", str(path), "a file name, not a folder")
-    if not p.parent.is_dir():
-        raise InvalidInputError("save", str(path), f"a file in an existing folder ({p.parent} does not exist)")
-    if not os.access(p.parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise InvalidInputError("save", str(path), "a file this process may write")
-    return p
+    return check_output_path(path, "save", (".csv", ".json"))
 
 
 class _Journal:
@@ -257,7 +247,8 @@ def run(url: str, model: str | None = None, prompts=None, *, concurrency=(1,), r
         temperature: float = 0.0, timeout_s: float = 300.0, idle_timeout_s: float | None = None,
         warmup: int = 1, api_key: str | None = None,
         extra_body: dict | None = None, include_usage: bool = True, check_model: bool = True,
-        unique: bool = True, save=None, progress=None) -> BenchResult:
+        unique: bool = True, save=None, progress=None,
+        max_tokens_per_chunk: int = MAX_TOKENS_PER_CHUNK) -> BenchResult:
     """Benchmark an OpenAI-compatible endpoint; never raises for what the server does.
 
     url: e.g. http://127.0.0.1:8000. model: the served model name (None: the first one
@@ -274,10 +265,12 @@ def run(url: str, model: str | None = None, prompts=None, *, concurrency=(1,), r
     each finished request is appended to `<save>.partial` and the file is written (atomically)
     at the end, so a run that fails keeps what it measured. progress: called with each finished
     Sample. Ctrl-C stops the run and returns what was measured (interrupted=True); requests in
-    flight are marked "interrupted" and stay out of the statistics.
+    flight are marked "interrupted" and stay out of the statistics. A usage report that the
+    request cannot have produced (more completion tokens than max_tokens, or than
+    max_tokens_per_chunk per streamed text chunk) fails that request as "protocol".
     """
     levels = _check_levels(concurrency)
-    _check_run_args(repeats, max_tokens, warmup, timeout_s, idle_timeout_s)
+    _check_run_args(repeats, max_tokens, warmup, timeout_s, idle_timeout_s, max_tokens_per_chunk)
     target = check_save_path(save) if save is not None else None
     plain = [p if isinstance(p, Prompt) else Prompt(f"prompt-{i + 1}", str(p))
              for i, p in enumerate(prompts or [RATE_LIMITER])]
@@ -294,7 +287,7 @@ def run(url: str, model: str | None = None, prompts=None, *, concurrency=(1,), r
     tag = secrets.token_hex(3) if unique else ""
     send: dict[str, Any] = dict(max_tokens=max_tokens, temperature=temperature, timeout_s=timeout_s,
                 idle_timeout_s=idle_timeout_s, api_key=api_key, include_usage=include_usage,
-                extra_body=extra_body)
+                extra_body=extra_body, max_tokens_per_chunk=max_tokens_per_chunk)
     try:
         for i in range(0 if refuse else warmup):
             w = stream_chat(url, result.model, plain[0].text, **send)
@@ -309,13 +302,16 @@ def run(url: str, model: str | None = None, prompts=None, *, concurrency=(1,), r
         result.interrupted = True
         result.notes.append("interrupted: the samples measured so far are kept; requests in flight "
                             "are marked 'interrupted' and left out of the statistics")
+    from .trust import running_totals
+    result = running_totals(result)
     if journal is not None and target is not None:     # both or neither
         result.saved_to = journal.finish(result, target)
     return result
 
 
-def _check_run_args(repeats, max_tokens, warmup, timeout_s, idle_timeout_s) -> None:
-    for name, v, lo in (("repeats", repeats, 1), ("max_tokens", max_tokens, 1), ("warmup", warmup, 0)):
+def _check_run_args(repeats, max_tokens, warmup, timeout_s, idle_timeout_s, max_tokens_per_chunk=1) -> None:
+    for name, v, lo in (("repeats", repeats, 1), ("max_tokens", max_tokens, 1), ("warmup", warmup, 0),
+                        ("max_tokens_per_chunk", max_tokens_per_chunk, 1)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise InvalidInputError(name, v, f"an integer >= {lo}")
     for name, secs in (("timeout_s", timeout_s), ("idle_timeout_s", idle_timeout_s)):
