@@ -2,7 +2,7 @@
 (shipped as membound/data/reference/seed_claims.md) next to the membound call that reproduces it,
 the prediction, the published figure and their ratio; a miss beyond 30% carries its physical
 reason. `python examples/fast_chips.py` prints it; scripts/fast_chips_readme.py writes it into
-the README (a test fails when that section is stale).
+docs/fast-chips.md (a test fails when that section is stale).
 
 Vendor speeds use the vendor's software generation at the claim's date (a runtime with one
 fitted constant, membound.vendors); a claim that is itself a fitted row says so.

@@ -1,27 +1,108 @@
-"""The README's generated tables match their generator (scripts/readme_tables.py)."""
+"""The README and the guides under docs/: what a newcomer reads first runs, and every figure it
+quotes is what the code prints now (scripts/doc_figures.py), the generated tables are their
+generator's (scripts/readme_tables.py), and no project jargon reaches a reader."""
+import re
 import runpy
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "scripts" / "readme_tables.py"
+SCRIPTS = ROOT / "scripts"
+README = ROOT / "README.md"
+needs_tree = pytest.mark.skipif(not (SCRIPTS / "doc_figures.py").exists(), reason="needs the source tree (or the sdist)")
 
 
-@pytest.mark.skipif(not SCRIPT.exists(), reason="needs the source tree (or the sdist)")
-def test_readme_tables_are_fresh():
-    gen = runpy.run_path(str(SCRIPT))
-    text = (ROOT / "README.md").read_text()
-    assert gen["render"](text) == text, "README.md is stale: run python scripts/readme_tables.py"
+def _figures():
+    return runpy.run_path(str(SCRIPTS / "doc_figures.py"))
 
 
-@pytest.mark.skipif(not SCRIPT.exists(), reason="needs the source tree (or the sdist)")
-def test_readme_prices_are_the_profiles():
+def test_readme_opens_with_the_two_commands():
+    # the project's rule: install + the main job, then install + the tests, as the first two blocks
+    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
+    assert blocks[:2] == ["pip install . && membound estimate llama-3.1-8b h100-sxm\n",
+                          'pip install -e ".[test]" && python -m pytest\n']
+
+
+def test_readme_is_a_first_ten_minutes_read():
+    # it was 904 lines of calibration detail; the detail lives in docs/ now, linked from the README
+    text = README.read_text()
+    assert len(text.splitlines()) < 150
+    for page in re.findall(r"\]\((docs/[^)#]+)", text):
+        assert (ROOT / page).exists(), page
+
+
+def test_readme_python_runs():
+    """The README's Python blocks run, in order, as one session (the tour a newcomer pastes)."""
+    code = "\n".join(re.findall(r"```python\n(.*?)```", README.read_text(), re.S))
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert namespace["r"].bound and namespace["curve"] is not None
+
+
+@needs_tree
+def test_quoted_figures_are_what_the_code_prints():
+    fig = _figures()
+    for page in fig["pages"]():
+        text = (ROOT / page).read_text()
+        assert fig["render"](text, page) == text, f"{page}: a figure drifted: run python scripts/doc_figures.py"
+
+
+@needs_tree
+def test_a_drifted_figure_is_caught():
+    # the README once said fast_mode(2.5) costs "2.23x" the price while the code returned 1.74x
+    fig = _figures()
+    text = README.read_text()
+    (ratio,) = next(f for f in fig["FIGURES"] if "fast_mode" in f.line).values()
+    drifted = text.replace(f"for {ratio}x the price", "for 2.23x the price")
+    assert drifted != text and "2.23x" not in ratio
+    assert fig["render"](drifted, "README.md") == text
+    # a figure's line that is gone from its page is an error, not a silent pass
+    with pytest.raises(ValueError, match="occurs 0 times"):
+        fig["render"](text.replace("curve.fast_mode(2.5)", "curve.fast_mode(3)"), "README.md")
+
+
+# the README's numbers that are inputs of a call or the recipe's question, not figures membound prints
+README_INPUTS = {"2.5x", "40 tok/s"}
+
+
+@needs_tree
+def test_every_readme_figure_is_checked():
+    """Each number with a unit in the README stands inside a checked figure or is an input."""
+    fig = _figures()
+    text = README.read_text()
+    spans = fig["spans"](text, "README.md")
+    unchecked = [m.group(0) for m in re.finditer(r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:tok/s|ms|s\b|µs|GB|TB/s|x\b|×|%|chips|GPUs)",
+                                                 text)
+                 if not any(a <= m.start() and m.end() <= b for a, b in spans) and m.group(0) not in README_INPUTS]
+    assert unchecked == []
+
+
+@needs_tree
+def test_catalogue_tables_are_fresh():
+    gen = runpy.run_path(str(SCRIPTS / "readme_tables.py"))
+    text = gen["PAGE"].read_text()
+    assert gen["render"](text) == text, "docs/catalogue.md is stale: run python scripts/readme_tables.py"
+
+
+@needs_tree
+def test_catalogue_prices_are_the_profiles():
     import membound as mb
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "catalogue.md").read_text()
     # the H200 row shows the profile's $4.00 per chip-hour (it once showed a stale $10)
     h200 = next(line for line in text.splitlines() if line.startswith("| h200 |"))
     assert h200.rstrip(" |").endswith(f"{mb.load_hardware('h200').price_usd_per_hour:.2f}")
+
+
+JARGON = ("seed article", "seed claim", "the seeds'")
+
+
+@needs_tree
+def test_no_project_jargon_reaches_a_reader():
+    pages = [README, *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "src" / "membound" / "app" / "static").glob("*"))]
+    for page in pages:
+        text = page.read_text().lower()
+        assert not [w for w in JARGON if w in text], page
 
 
 def test_the_notebooks_capacity_plan_is_the_planners():

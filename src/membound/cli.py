@@ -293,7 +293,7 @@ def _catalogue(sub, verb: str, what: str, func):
     acts = p.add_subparsers(dest="action", required=True)
     ls = acts.add_parser("list", help=f"one line per {what}")
     ls.add_argument("--json", action="store_true")
-    ls.add_argument("--markdown", action="store_true", help="a Markdown table (used for the README)")
+    ls.add_argument("--markdown", action="store_true", help="a Markdown table (used for docs/catalogue.md)")
     show = acts.add_parser("show", help=f"one {what} in full")
     show.add_argument("name")
     show.add_argument("--json", action="store_true")

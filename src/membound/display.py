@@ -175,7 +175,7 @@ def markdown(header: list[str], rows: list[list[str]]) -> str:
 
 
 def model_list_rows(models) -> tuple[list[str], list[list[str]]]:
-    """One row per model for `membound models list` and the README."""
+    """One row per model for `membound models list` and docs/catalogue.md."""
     header = ["model", "params (B)", "active (B)", "layers", "KV per token (bf16)", "max context"]
     rows = [[m.name, f"{m.total_params / 1e9:.2f}", f"{m.active_params / 1e9:.2f}", str(m.n_layers),
              _si(m.kv_bytes_per_token("bf16"), "B"), f"{m.max_context:,}" if m.max_context else ""] for m in models]
@@ -183,7 +183,7 @@ def model_list_rows(models) -> tuple[list[str], list[list[str]]]:
 
 
 def hardware_list_rows(devices) -> tuple[list[str], list[list[str]]]:
-    """One row per device for `membound hardware list` and the README (per chip)."""
+    """One row per device for `membound hardware list` and docs/catalogue.md (per chip)."""
     header = ["device", "vendor", "kind", "memory (GB)", "bandwidth (TB/s)", "16-bit (TFLOP/s)", "$/chip-hour"]
     rows = []
     for h in devices:

@@ -32,7 +32,7 @@ MAX_CONFIG_CHARS = 100_000      # a pasted config.json (real ones are 1-5 kB)
 MAX_TOKENS = 10_000_000         # prompt / output tokens (the model's context window is checked too)
 MAX_BATCH = 100_000
 MAX_USERS = 10_000_000
-DEFAULT_DEVICES = ("h100-sxm:8", "cerebras-wse-3")   # the seed articles' comparison
+DEFAULT_DEVICES = ("h100-sxm:8", "cerebras-wse-3")   # the page's opening comparison
 
 # Where an error the library raises belongs on the page: unknown names by kind, invalid values
 # by the keyword they name (when the page has an input of that name).
