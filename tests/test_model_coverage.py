@@ -30,6 +30,19 @@ def test_falcon_7b_by_hand():
     assert m.total_params == total and m.kv_elements_per_token_per_layer == 2 * 1 * 64
 
 
+def test_gpt_j_6b_by_hand():
+    # d=4096, 28 layers, 16 heads of 256 with as many K/V heads (MHA), q/k/v/out without bias (4 d^2),
+    # GELU FFN 4d with biases on fc_in (4d) and fc_out (d), one LayerNorm with bias (2d) per layer,
+    # untied 50400 x d input and output matrices, final norm d
+    d = 4096
+    layer = 4 * d * d + 2 * d * (4 * d) + 4 * d + d + 2 * d
+    total = 28 * layer + 2 * 50400 * d + d
+    assert total == 6_050_828_288
+    m = load_model("gptj")     # MLPerf's benchmark name resolves to the preset
+    assert m.name == "gpt-j-6b" and m.total_params == total
+    assert m.kv_elements_per_token_per_layer == 2 * 16 * 256
+
+
 def test_falcon_40b_by_hand():
     # h=8192, 128 query heads of 64, 8 KV heads, GELU FFN 4h, two LayerNorms with bias (4h), tied
     # embeddings: 41.30B (the name "40B" is rounded down)
@@ -139,6 +152,8 @@ CONFIGS = {
         "tie_word_embeddings": False}},
     "mpt-7b": {"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32, "expansion_ratio": 4,
                "vocab_size": 50432, "max_seq_len": 2048, "no_bias": True},
+    "gpt-j-6b": {"model_type": "gptj", "n_embd": 4096, "n_layer": 28, "n_head": 16, "n_inner": None,
+                 "rotary_dim": 64, "vocab_size": 50400, "n_positions": 2048, "tie_word_embeddings": False},
     "falcon-7b": {"model_type": "falcon", "hidden_size": 4544, "num_hidden_layers": 32, "num_attention_heads": 71,
                   "multi_query": True, "new_decoder_architecture": False, "parallel_attn": True, "bias": False,
                   "vocab_size": 65024},

@@ -96,15 +96,21 @@ def test_a_miss_suggests_the_intended_name_on_one_line(kind, text, wanted):
     assert len(msg) < 200       # never the whole catalogue (51 devices are ~600 characters)
 
 
-@pytest.mark.parametrize("text", ["NVIDIA H100", "NVIDIA A100", "NVIDIA H200 NVL 141GB", "NVIDIA", "H100 SXM chat",
+@pytest.mark.parametrize("text", ["NVIDIA H100", "NVIDIA A100", "NVIDIA H200 NVL 80GB", "NVIDIA", "H100 SXM chat",
                                   # another memory size is another card: the 12 GB RTX 3080 streams 912
                                   # GB/s, the profile's 10 GB card 760; the 8 GB RTX 3060 240, the profile's 360
                                   "RTX 3080 12GB", "RTX 3060 8GB", "RTX 4060 Ti 8GB"])
 def test_dropping_vendor_words_never_guesses_between_form_factors(text):
     # "NVIDIA H100" is "h100" once the vendor is dropped: SXM, PCIe or NVL, so it stays a miss;
-    # an H200 NVL is not the H200 SXM profile, whatever the memory size says
+    # an H200 NVL of another memory size is neither the H200 SXM profile nor the 141 GB NVL's
     with pytest.raises(UnknownNameError):
         mb.resolve_name("hardware", text)
+
+
+def test_the_h200_nvl_is_its_own_profile_not_the_sxm():
+    # MLPerf's spelling of the PCIe card names the h200-nvl profile (600 W, 835 TFLOP/s dense bf16), never h200
+    assert mb.resolve_name("hardware", "NVIDIA H200 NVL 141GB") == "h200-nvl"
+    assert mb.resolve_name("hardware", "NVIDIA H200-NVL-141GB") == "h200-nvl"
 
 
 def test_h100_suggests_every_h100_and_no_guess():

@@ -405,7 +405,7 @@ _QWEN_HYBRIDS = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 _FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
              "qwen3_5_text", "qwen3_5_moe_text", "glm4_moe", "kimi_k2", "minimax_m2", "llama4_text", "falcon", "mpt",
              "deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "gemma", "gemma2", "gemma3", "gemma3_text",
-             "phi3", "gpt_oss", "cohere")
+             "phi3", "gpt_oss", "cohere", "gptj")
 # transformers' Gemma3TextConfig defaults: the released config.json files omit these keys
 _GEMMA3_DEFAULTS = dict(vocab_size=262_208, num_attention_heads=8, num_key_value_heads=4,
                         head_dim=256, sliding_window=4096, sliding_window_pattern=6,
@@ -439,6 +439,8 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
         mt, cfg = "gemma3_text", {**_GEMMA3_DEFAULTS, **cfg}
     if mt == "mpt":
         cfg = _from_mpt(cfg)
+    if mt == "gptj":
+        cfg = _from_gptj(cfg)
     nothing = object()
 
     def get(key, default=nothing, positive=True, kind=int):
@@ -482,8 +484,10 @@ def _convert(cfg: dict, src: str, name: str | None) -> dict:
         _refuse_shared_indexers(cfg, src)
     if mt == "falcon":
         d.update(_falcon_fields(cfg, get, heads, hidden))
-    elif mt == "mpt":
+    elif mt in ("mpt", "gptj"):
         d["gated_ffn"] = False     # GELU FFN
+    if mt == "gptj":
+        d["mlp_bias"] = True       # fc_in and fc_out carry biases
     if "ffn_size" not in d:
         d["ffn_size"] = get("intermediate_size_mlp" if mt == "llama4_text" else "intermediate_size") if _has_dense(d) else 0
     if mt in ("qwen3", "qwen3_moe", "gemma3_text") or qwen_hybrid:
@@ -609,6 +613,23 @@ def _from_mpt(cfg: dict) -> dict:
     if isinstance(cfg.get("d_model"), int) and isinstance(ratio, (int, float)) and not isinstance(ratio, bool):
         out["intermediate_size"] = int(ratio * cfg["d_model"])
     out.setdefault("tie_word_embeddings", True)
+    return out
+
+
+def _from_gptj(cfg: dict) -> dict:
+    """GPT-J's keys in the Llama spelling: n_embd, n_head, n_layer, n_positions; n_inner (null: 4 x
+    n_embd) is the GELU FFN's size. One LayerNorm with bias per layer feeds the parallel attention and
+    FFN (2 x n_embd: the default norms_per_layer); the output head is not tied unless the config says so."""
+    out = dict(cfg)
+    for mine, theirs in (("hidden_size", "n_embd"), ("num_attention_heads", "n_head"),
+                         ("num_hidden_layers", "n_layer"), ("max_position_embeddings", "n_positions")):
+        if theirs in cfg:
+            out[mine] = cfg[theirs]
+    if cfg.get("n_inner") is None and isinstance(cfg.get("n_embd"), int):
+        out["intermediate_size"] = 4 * cfg["n_embd"]
+    elif "n_inner" in cfg:
+        out["intermediate_size"] = cfg["n_inner"]
+    out.setdefault("tie_word_embeddings", False)
     return out
 
 

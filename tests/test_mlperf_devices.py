@@ -1,0 +1,73 @@
+"""The accelerators and CPUs of MLPerf Inference's LLM results (issue 29, coverage): each profile's derived
+figures recomputed by hand from the datasheet numbers it cites, and MLPerf's own spellings reaching it."""
+import pytest
+
+import membound as mb
+
+
+@pytest.mark.parametrize("name, gbps, bus_bits", [
+    ("arc-pro-b60", 19.0, 192), ("arc-pro-b50", 14.0, 128), ("arc-pro-b70", 19.0, 256),
+    ("rtx-pro-4500-blackwell", 28.0, 256),
+])
+def test_memory_bandwidth_is_pin_rate_times_bus(name, gbps, bus_bits):
+    # bytes/s = Gbit/s per pin x pins / 8
+    assert mb.load_hardware(name).bandwidth_bytes_s == pytest.approx(gbps * 1e9 * bus_bits / 8)
+
+
+@pytest.mark.parametrize("name, cores, ghz, channels, mts", [
+    ("xeon-platinum-8480p", 56, 2.0, 8, 4800), ("xeon-platinum-8592p", 64, 1.9, 8, 5600),
+    ("xeon-gold-6538y-plus", 32, 2.2, 8, 5200), ("xeon-6980p", 128, 2.0, 12, 6400),
+    ("xeon-6972p", 96, 2.4, 12, 6400), ("xeon-6787p", 86, 2.0, 8, 6400),
+])
+def test_a_xeon_socket_streams_its_channels_and_multiplies_on_amx(name, cores, ghz, channels, mts):
+    cpu = mb.load_hardware(name)
+    assert cpu.kind == "cpu"
+    assert cpu.bandwidth_bytes_s == pytest.approx(channels * mts * 1e6 * 8)      # 8 bytes a transfer per channel
+    assert cpu.peak_flops("bf16") == pytest.approx(cores * 1024 * ghz * 1e9)     # AMX: 1024 bf16 FLOP/clock/core
+    assert cpu.peak_flops("int8") == pytest.approx(cores * 2048 * ghz * 1e9)     # AMX: 2048 int8 ops/clock/core
+    assert cpu.peak_flops("fp32") == pytest.approx(cores * 2 * 16 * 2 * ghz * 1e9)   # 2 FMA ports x 16 lanes x 2
+
+
+def test_the_mi350p_is_half_an_mi350x():
+    # one I/O die with four XCDs of the MI350X's two and eight: half the CUs, HBM stacks and rates
+    x, p = mb.load_hardware("mi350x"), mb.load_hardware("mi350p")
+    assert p.memory[0].capacity_bytes == x.memory[0].capacity_bytes / 2 == 144e9
+    for dtype in ("bf16", "fp8", "fp4"):
+        assert p.peak_flops(dtype) == pytest.approx(x.peak_flops(dtype) / 2)
+    assert x.peak_flops("fp8") == 4.6e15     # ServeTheHome's MI350 table: MXFP8 4.6 PF (MI350P: 2.3)
+    # AMD's 8 and 4 TB/s (the table's "8Gbps x 8192-bits" would be 8.19 TB/s: AMD rounds the pin rate)
+    assert x.bandwidth_bytes_s == 2 * p.bandwidth_bytes_s == 8e12
+
+
+def test_gh200_decode_ceilings_by_hand():
+    # Llama-3.1-8B bf16 streams its weights less the input table (one row read): 8,030,261,248 parameters,
+    # 128,256 x 4096 of them the input embedding, 2 bytes each, plus the one 4096-element row
+    streamed = (8_030_261_248 - 128_256 * 4096) * 2 + 4096 * 2
+    assert mb.bandwidth_ceiling("llama-3.1-8b", "gh200-144gb") == pytest.approx(4.9e12 / streamed)
+    assert mb.bandwidth_ceiling("llama-3.1-8b", "gh200-96gb") == pytest.approx(4.0e12 / streamed)
+    assert mb.bandwidth_ceiling("llama-3.1-8b", "gaudi-2") == pytest.approx(2.46e12 / streamed)
+
+
+def test_dense_rates_are_the_sparse_datasheet_figures_halved():
+    nvl = mb.load_hardware("h200-nvl")
+    assert nvl.peak_flops("bf16") == pytest.approx(1671e12 / 2)   # H200 NVL: 1,671 TFLOPS bf16 with sparsity
+    assert nvl.peak_flops("fp8") == pytest.approx(3341e12 / 2)
+    l40 = mb.load_hardware("l40")
+    assert l40.peak_flops("bf16") == pytest.approx(362e12 / 2) and l40.peak_flops("fp8") == pytest.approx(724e12 / 2)
+    rubin = mb.load_hardware("rubin")
+    assert rubin.peak_flops("fp4") == 35e15 and rubin.peak_flops("bf16") == 35e15 / 4   # NVFP4 training rate, 4:2:1
+
+
+@pytest.mark.parametrize("spelling, profile", [
+    ("NVIDIA GH200 Grace Hopper Superchip 144GB", "gh200-144gb"),
+    ("NVIDIA GH200 Grace Hopper Superchip 96GB", "gh200-96gb"),
+    ("NVIDIA GH200-GraceHopper-Superchip", "gh200-96gb"),    # v3.1/v4.0 (2023-24): the 96 GB HBM3 part
+    ("Habana Gaudi2", "gaudi-2"), ("Intel® Gaudi® 2 AI Accelerator", "gaudi-2"),
+    ("Intel(R) Arc Pro(R) B60", "arc-pro-b60"), ("NVIDIA H200-NVL-141GB", "h200-nvl"), ("NVIDIA L40", "l40"),
+    ("Intel(R) Xeon(R) Platinum 8480+", "xeon-platinum-8480p"), ("INTEL(R) XEON(R) 6980P", "xeon-6980p"),
+    ("Intel(R) Xeon(R) 6787P", "xeon-6787p"), ("INTEL(R) XEON(R) PLATINUM 8592+", "xeon-platinum-8592p"),
+    ("gptj", "gpt-j-6b"),
+])
+def test_mlperf_spellings_reach_the_profiles(spelling, profile):
+    kind = "model" if profile.startswith("gpt-j") else "hardware"
+    assert mb.resolve_name(kind, spelling) == profile
