@@ -43,7 +43,8 @@ def test_a_model_type_is_spelled_as_the_hugging_face_config_spells_it(tmp_path):
 # ---- hardware ----------------------------------------------------------------------------
 
 def _spark() -> dict:
-    return yaml.safe_load((bundled_profiles_dir() / "dgx-spark.yaml").read_text())
+    # a copy of a bundled profile says it replaces it (one name per device: issue 31)
+    return {**yaml.safe_load((bundled_profiles_dir() / "dgx-spark.yaml").read_text()), "replaces": "dgx-spark"}
 
 
 def test_a_read_rate_far_below_the_peak_is_a_slip_not_a_ceiling(tmp_path):
@@ -163,7 +164,7 @@ def test_a_device_or_runtime_built_by_hand_reports_the_bad_field_from_the_one_hi
     # MemboundError; now the field, its value and what was expected, as Model(...) already did
     import membound as mb
     fields = mb.load_hardware("h100-sxm").model_dump()
-    with pytest.raises(mb.InvalidInputError, match=r"h100-sxm: power_w=-5 is invalid: expected .*greater than 0"):
+    with pytest.raises(mb.InvalidInputError, match=r"h100-sxm: power_w=-5 is invalid: expected .*below 1 W: a power is positive"):
         mb.Hardware(**{**fields, "power_w": -5})
     rt = mb.load_runtime("vllm").model_dump()
     with pytest.raises(mb.InvalidInputError, match=r"vllm: max_batch='x' is invalid"):
@@ -177,7 +178,7 @@ def test_a_copy_with_updates_is_checked_as_a_new_device_or_runtime_is():
     # update still equals the device built with the field changed
     import membound as mb
     h100 = mb.load_hardware("h100-sxm")
-    with pytest.raises(mb.InvalidInputError, match=r"h100-sxm: power_w=-5 is invalid: expected .*greater than 0"):
+    with pytest.raises(mb.InvalidInputError, match=r"h100-sxm: power_w=-5 is invalid: expected .*below 1 W: a power is positive"):
         h100.model_copy(update={"power_w": -5})
     with pytest.raises(mb.InvalidInputError, match=r"vllm: max_batch='x' is invalid"):
         mb.load_runtime("vllm").model_copy(update={"max_batch": "x"})

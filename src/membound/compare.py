@@ -9,7 +9,7 @@ from . import defaults
 from .capacity import layout_for, min_chips
 from .errors import DoesNotFitError, InvalidInputError
 from .estimate import check_int, estimate
-from .hardware import Hardware, load_hardware
+from .hardware import Hardware, load_hardware, one_name_each
 from .model import Model, load_model
 from .result import Result
 
@@ -101,9 +101,9 @@ def compare(model: str | Model, devices, *, batch: int = defaults.BATCH,
         raise InvalidInputError("devices", devices, "at least one device name")
     default_n = None if n_chips is None else check_int("n_chips", n_chips, 1)
     results, dropped = [], []
-    for spec in specs:
-        name, n = device_spec(spec)
-        hw = load_hardware(name)
+    loaded = [(load_hardware(name), n) for name, n in map(device_spec, specs)]
+    one_name_each([hw for hw, _ in loaded], "devices")
+    for hw, n in loaded:
         try:
             n = n or default_n or min_chips(m, hw, batch=batch, context_tokens=prompt_tokens + output_tokens,
                                             weight_dtype=weight_dtype, kv_dtype=kv_dtype, runtime=runtime)

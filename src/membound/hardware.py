@@ -216,6 +216,9 @@ class Hardware(HashableModel):
     name: str
     display_name: str
     aliases: tuple[str, ...] = ()   # vendor spellings and marketing names (membound.names)
+    # the bundled device this profile stands in for: required (equal to `name`) when a profile
+    # outside the bundled folder takes a bundled device's name, so that no two devices share one
+    replaces: str | None = None
     vendor: str
     kind: DeviceKind
     device_class: str = ""          # key for runtime tables, e.g. "nvidia-datacenter"
@@ -230,7 +233,11 @@ class Hardware(HashableModel):
     shader_flops: dict[str, FlopsPerS] = {}
     interconnect: Interconnect | None = None
     scale_out: ScaleOut | None = None   # the NIC network beyond the interconnect's domain
-    power_w: Annotated[float, Number, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
+    # board or chip power: 1 W (the smallest edge module draws several) to 100 kW (a wafer draws ~23 kW);
+    # 0.7 is a kilowatt figure, 700000 milliwatts
+    power_w: Annotated[float, Number, Field(allow_inf_nan=False), _ranged(
+        1.0, 1e5, "W", lambda v: f"give watts ({_g(v)} kW = {_g(v * 1e3)} W)" if v > 0 else "a power is positive",
+        lambda v: f"give watts ({_g(v)} mW = {_g(v / 1e3)} W)")] | None = None
     # the SM (shader) boost clock: a small kernel's floor is a count of its cycles (launch, ramp,
     # dependent loads, tail), so a runtime's per-layer kernel floor in cycles takes 1/clock seconds each
     clock_hz: Annotated[float, Number, Field(gt=1e7, le=1e11, allow_inf_nan=False)] | None = None
@@ -262,6 +269,13 @@ class Hardware(HashableModel):
         if not v or v != v.lower() or " " in v:
             raise ValueError("expected a lower-case name with hyphens, e.g. 'h100-sxm'")
         return v
+
+    @model_validator(mode="after")
+    def _replaces_itself(self):
+        if self.replaces is not None and self.replaces != self.name:
+            raise ValueError(f"replaces: expected the profile's own name {self.name!r} (a profile replaces the "
+                             f"bundled device whose name it takes), got {self.replaces!r}")
+        return self
 
     @field_validator("memory")
     @classmethod
@@ -482,17 +496,48 @@ def _hardware_index() -> names.NameIndex:
 @functools.lru_cache(maxsize=16)
 def _index(bundled: Path, users: tuple, stamps: tuple) -> names.NameIndex:
     entries = []
+    overrides = dict(users)
     for name, f in _catalogue(bundled, users, stamps).items():
         try:
             hw = _load_cached(f, f.stat().st_mtime)
             aliases, memory = hw.aliases, hw.physical_memory_bytes
         except (ProfileError, OSError):
             aliases, memory = (), None   # a broken file keeps its name; loading it says what is wrong
+        else:
+            if f.parent != bundled:
+                _check_own_name(hw, f, overrides.get(f.parent, False))
         entries.append(names.Entry(name, aliases, str(f), memory))
     return names.NameIndex.build("hardware", entries)
 
 
 names.register_kind("hardware", _hardware_index)
+
+
+def _check_own_name(hw: Hardware, path: Path, override: bool) -> None:
+    """One name per device: a profile outside the bundled folder may not take a bundled device's
+    name (or a spelling of it) unless it says it replaces it (`replaces: <name>`, or a file of that
+    name in a folder registered with override=True); in a registered folder a profile's name is
+    its file name (it is loaded by that name)."""
+    bundled = bundled_profiles_dir()
+    taken = _index(bundled, (), (_mtime(bundled),)).lookup(hw.name)
+    registered = path.parent in {d for d, _ in _state()[1]}
+    if registered and hw.name != path.stem:
+        raise ProfileError(str(path), "name", f"value {hw.name!r} differs from the file name {path.name!r}: a "
+                           "registered profile is loaded by its file name, so the two must agree")
+    if taken is not None and hw.replaces != taken and not (override and path.stem == taken):
+        raise ProfileError(str(path), "name", f"value {hw.name!r} is the bundled device {taken!r}; give the "
+                           f"profile a name of its own, or add `replaces: {taken}` to say it replaces that one")
+
+
+def one_name_each(devices, field: str = "hardware") -> None:
+    """InvalidInputError when two different devices in one run share a name (a profile that
+    replaces a bundled device beside the bundled one): their rows could not be told apart."""
+    seen: dict[str, Hardware] = {}
+    for hw in devices:
+        other = seen.setdefault(hw.name, hw)
+        if other != hw:
+            raise InvalidInputError(field, hw.name, "devices with names of their own: two different profiles "
+                                    "are both named this (a replacing profile beside the bundled one?)")
 
 
 def load_hardware(name_or_path: str | Path | Hardware) -> Hardware:
@@ -511,7 +556,10 @@ def load_hardware(name_or_path: str | Path | Hardware) -> Hardware:
     if names.names_a_path(s, (".yaml", ".yml")):
         if not p.is_file():
             raise ProfileError(s, "<file>", "no such file")
-        return _load_cached(p.resolve(), p.stat().st_mtime)
+        hw = _load_cached(p.resolve(), p.stat().st_mtime)
+        if p.resolve().parent != bundled_profiles_dir().resolve():
+            _check_own_name(hw, p, False)
+        return hw
     state = _state()
     cat = _catalogue(*state)
     key = s if s in cat else _index(*state).resolve(s)

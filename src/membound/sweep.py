@@ -34,7 +34,7 @@ from . import defaults
 from .core import BOUNDS
 from .errors import InvalidInputError, MemboundError
 from .estimate import MAX_COUNT, Prepared, check_context, check_int, prepare
-from .hardware import load_hardware
+from .hardware import load_hardware, one_name_each
 from .model import load_model
 from .parallel import as_parallel
 from .quantization import Quantization
@@ -205,6 +205,7 @@ def _plan(model, hardware, *, batch, prompt_tokens, output_tokens, weight_dtype,
     if not allow_beyond_context:
         models = [m for m in models if _within_context(m, S, T, on_invalid, skipped)]
     devices = [load_hardware(h) for h in _as_list("hardware", hardware)]
+    one_name_each(devices)
     chips = [None if n is None else check_int("n_chips", n, 1) for n in _as_list("n_chips", n_chips)]
     parallels = [as_parallel(par) for par in _as_list("parallel", parallel)]   # "tp=2" as estimate takes
     dtypes = list(itertools.product(_as_list("weight_dtype", weight_dtype), _as_list("kv_dtype", kv_dtype),
