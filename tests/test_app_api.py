@@ -287,3 +287,54 @@ def test_plan_frontier_is_each_devices_pareto_front(client):
         pts = [(p["tok_s_per_user"], p["tok_s_per_chip"]) for p in front if p["hardware"] == hw]
         # along a front sorted by speed per user, throughput per chip only falls: no point dominates another
         assert pts == sorted(pts) and all(b[1] < a[1] for a, b in zip(pts, pts[1:]))
+
+
+def test_compare_takes_a_price_and_speculative_decoding(client):
+    spec = mb.SpeculativeDecoding(draft="llama-3.2-1b", gamma=3, acceptance_rate=0.6)
+    r = client.post("/api/compare", json={"model": "llama-3.1-8b", "devices": ["h100-sxm:1", "l4:1"], "prices": "2.5",
+                                          "draft": "llama-3.2-1b", "gamma": 3, "acceptance_rate": 0.6})
+    assert r.status_code == 200, r.json()
+    rows = {row["hardware"]: row for row in r.json()["rows"]}
+    for hw in ("h100-sxm", "l4"):
+        want = mb.estimate("llama-3.1-8b", hw, speculative=spec, price_usd_per_hour=2.5)
+        assert rows[hw]["decode_tok_s_per_user"] == want.decode_tok_s_per_user
+        # one chip at $2.50 an hour for the request's whole time, over its 256 tokens, per million
+        assert rows[hw]["cost_per_million_tokens_usd"] == pytest.approx(2.5 / 3600 * want.e2e_s / 256 * 1e6, rel=1e-12)
+        assert rows[hw]["price_usd_per_hour"] == 2.5 and rows[hw]["calibration"]["runtime"] == "device"
+    assert r.json()["speculative"].startswith("speculative decoding: llama-3.2-1b drafts 3 tokens")
+
+
+def test_compare_served_is_mb_serve_at_batch_clients(client):
+    r = client.post("/api/compare", json={"model": "llama-3.1-8b", "devices": ["h100-sxm:1"], "mode": "served",
+                                          "batch": 16, "prices": "h100-sxm=2"})
+    row = r.json()["rows"][0]
+    want = mb.serve("llama-3.1-8b", "h100-sxm", concurrency=16, n_chips=1, prompt_tokens=2048, output_tokens=256,
+                    price_usd_per_hour=2.0)
+    assert row["decode_tok_s_per_user"] == want.tok_s_per_user and row["ttft_s"] == want.ttft.median
+    assert row["cost_per_million_tokens_usd"] == want.cost_per_million_output_tokens_usd
+    assert row["calibration"]["runtime"] == want.runtime == "vllm" and "fitted" in row["calibration"]["note"]
+
+
+@pytest.mark.parametrize("extra, field", [({"draft": "no-such-model", "acceptance_rate": 0.7}, "draft"),
+                                          ({"draft": "llama-3.2-1b"}, "acceptance_rate"),
+                                          ({"draft": "llama-3.2-1b", "acceptance_rate": 1.5}, "acceptance_rate"),
+                                          ({"draft": "llama-3.2-1b", "acceptance_rate": 0.7, "gamma": 0}, "gamma"),
+                                          ({"prices": "-2"}, "prices"), ({"prices": "h200=3"}, "prices"),
+                                          ({"mode": "batch"}, "mode")])
+def test_compare_bad_new_fields_name_their_field(client, extra, field):
+    r = client.post("/api/compare", json={"model": "llama-3.1-8b", "devices": ["h100-sxm:1"], **extra})
+    assert r.status_code == 400 and r.json()["field"] == field, r.json()
+
+
+def test_serve_overlays_several_devices(client):
+    body = {"model": "llama-3.1-8b", "devices": ["h100-sxm:1", "h200:1"], "concurrency": "1,8,64"}
+    d = client.post("/api/serve", json=body).json()
+    assert [c["hardware"] for c in d["curves"]] == ["h100-sxm", "h200"]
+    for c in d["curves"]:
+        want = [mb.serve("llama-3.1-8b", c["hardware"], concurrency=n, n_chips=1, prompt_tokens=2048,
+                         output_tokens=256).tok_s_per_user for n in (1, 8, 64)]
+        assert [p["tok_s_per_user"] for p in c["points"]] == want
+        assert c["calibration"]["runtime"] == "vllm"
+    assert d["points"] == d["curves"][0]["points"]          # the first curve is also the answer's own
+    bad = client.post("/api/serve", json={**body, "devices": ["h100-sxm:1", "no-such-chip"]})
+    assert bad.status_code == 400 and (bad.json()["field"], bad.json()["index"]) == ("devices", 1)

@@ -10,6 +10,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 pytest.importorskip("selenium")
 from _browser import ARTIFACTS, AppServer, chrome, chromium_paths  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import membound as mb  # noqa: E402
 
@@ -174,8 +175,9 @@ def test_serve_panel_reads_the_fast_mode_off_the_curve(app, browser):
     want = mb.serve_curve("llama-3.1-70b", "h100-sxm", concurrency=[1, 4, 16, 64], **kw).fast_mode(
         2.5, standard_concurrency=64)
     assert css(browser, "#fast-mode")[0].text == str(want)
+    # columns: device, clients, tok/s per user, ...
     cells = [[td.get_attribute("data-value") for td in css(tr, "td")[:3]] for tr in css(browser, "#serve-table tbody tr")]
-    assert [float(c[1]) for c in cells] == [mb.serve("llama-3.1-70b", "h100-sxm", concurrency=c, **kw).tok_s_per_user
+    assert [float(c[2]) for c in cells] == [mb.serve("llama-3.1-70b", "h100-sxm", concurrency=c, **kw).tok_s_per_user
                                              for c in (1, 4, 16, 64)]
     assert css(browser, "#serve-chart svg polyline")
     browser.save_screenshot(str(ARTIFACTS / "app-serve.png"))
@@ -218,3 +220,90 @@ def test_pasted_config_json_is_compared(app, browser):
     css(browser, "#panel-compare button.run")[0].click()
     wait(browser, lambda d: d.execute_script("return document.body.dataset.state") == "ready")
     assert "malformed JSON" in css(browser, '#common .err[data-for="config"]')[0].text
+
+
+def submit(drv, tab):
+    css(drv, f"#panel-{tab} button.run")[0].click()        # sets the page busy until drawn
+    wait(drv, lambda d: d.execute_script("return document.body.dataset.state") == "ready", timeout=60)
+
+
+DOCS_SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "app.png"
+
+
+def test_compare_with_a_price_and_speculative_decoding(app, browser):
+    """The page's opening comparison with a price for the wafer and an 8B draft model: the numbers
+    are the library's, and this view is the docs' screenshot (docs/app.png), so it cannot go stale."""
+    load(browser, app.url + "/")
+    form = "#panel-compare"
+    set_value(browser, css(browser, f'{form} input[name="prices"]')[0], "cerebras-wse-3=12")
+    set_value(browser, css(browser, f'{form} input[name="draft"]')[0], "llama-3.1-8b")
+    set_value(browser, css(browser, f'{form} input[name="gamma"]')[0], "4")
+    set_value(browser, css(browser, f'{form} input[name="acceptance_rate"]')[0], "0.7")
+    submit(browser, "compare")
+    rows = table(browser, "compare-table")
+    assert list(rows) == ["h100-sxm", "cerebras-wse-3"]
+    spec = mb.SpeculativeDecoding(draft="llama-3.1-8b", gamma=4, acceptance_rate=0.7)
+    kw = dict(prompt_tokens=2048, output_tokens=256, weight_dtype="bf16", speculative=spec)
+    # the draft's weights and cache count too: the fewest wafers that hold both
+    wafers = mb.min_chips("llama-3.1-70b", "cerebras-wse-3", context_tokens=2304, speculative=spec)
+    assert int(rows["cerebras-wse-3"]["n_chips"][0]) == wafers
+    wse = mb.estimate("llama-3.1-70b", "cerebras-wse-3", n_chips=wafers, price_usd_per_hour=12.0, **kw)
+    gpu = mb.estimate("llama-3.1-70b", "h100-sxm", n_chips=8, **kw)
+    assert float(rows["cerebras-wse-3"]["decode_tok_s_per_user"][0]) == wse.decode_tok_s_per_user
+    assert float(rows["h100-sxm"]["decode_tok_s_per_user"][0]) == gpu.decode_tok_s_per_user
+    # $12 per wafer-hour: the wafers' dollars for one request's whole time (TTFT included) over its
+    # 256 tokens, per million
+    cost = float(rows["cerebras-wse-3"]["cost_per_million_tokens_usd"][0])
+    assert cost == pytest.approx(wafers * 12.0 / 3600 * wse.e2e_s / 256 * 1e6, rel=1e-12)
+    # the H100 keeps its profile's price
+    assert rows["h100-sxm"]["price_usd_per_hour"][1] == f"{mb.load_hardware('h100-sxm').price_usd_per_hour:.2f}"
+    note = css(browser, "#compare-speculative")[0].text
+    assert "llama-3.1-8b drafts 4 tokens" in note and "0.7" in note
+    # each answer's calibration: the runtime it ran, with its note
+    assert rows["h100-sxm"]["calibration"][1] == gpu.runtime and rows["cerebras-wse-3"]["calibration"][1] == wse.runtime
+    runtimes = [p.get_attribute("data-runtime") for p in css(browser, "#panel-compare-calibration p")]
+    assert runtimes == [gpu.runtime, wse.runtime]
+    shot = css(browser, "body")[0].screenshot_as_png
+    if not DOCS_SCREENSHOT.exists() or DOCS_SCREENSHOT.read_bytes() != shot:
+        DOCS_SCREENSHOT.write_bytes(shot)
+
+
+def test_compare_served_answers_are_mb_serve(app, browser):
+    load(browser, app.url + "/?tab=compare&model=llama-3.1-8b&devices=h100-sxm:1,h200:1&weight_dtype=fp8")
+    from selenium.webdriver.support.ui import Select
+    Select(css(browser, '#panel-compare select[name="mode"]')[0]).select_by_value("served")
+    set_value(browser, css(browser, '#panel-compare input[name="batch"]')[0], "32")
+    submit(browser, "compare")
+    rows = table(browser, "compare-table")
+    kw = dict(concurrency=32, n_chips=1, prompt_tokens=2048, output_tokens=256, weight_dtype="fp8")
+    for hw in ("h100-sxm", "h200"):
+        want = mb.serve("llama-3.1-8b", hw, **kw)
+        assert float(rows[hw]["decode_tok_s_per_user"][0]) == want.tok_s_per_user
+        assert float(rows[hw]["decode_tok_s_total"][0]) == want.output_tok_s
+        assert float(rows[hw]["ttft_s"][0]) == want.ttft.median
+        assert rows[hw]["calibration"][1] == want.runtime
+    assert "32 clients served" in css(browser, "#panel-compare .summary")[0].text
+    assert "mode=served" in css(browser, "#permalink")[0].get_attribute("href")
+
+
+def test_serve_overlays_two_devices_on_one_chart(app, browser):
+    load(browser, app.url + "/?tab=serve&model=llama-3.1-70b&weight_dtype=fp8")
+    form = "#panel-serve"
+    set_value(browser, css(browser, f'{form} input[name="devices"]')[0], "h100-sxm:8,h200:8")
+    set_value(browser, css(browser, f'{form} input[name="concurrency"]')[0], "1,4,16,64")
+    submit(browser, "serve")
+    assert len(css(browser, "#serve-chart svg polyline")) == 2           # one curve per device
+    legend = [t.text for t in css(browser, "#serve-chart svg text")]
+    assert "8 × h100-sxm" in legend and "8 × h200" in legend
+    kw = dict(n_chips=8, parallel=mb.Parallel(tp=8), prompt_tokens=2048, output_tokens=256, weight_dtype="fp8")
+    by_device: dict = {}
+    for tr in css(browser, "#serve-table tbody tr"):
+        tds = css(tr, "td")
+        by_device.setdefault(tr.get_attribute("data-hardware"), []).append(
+            (int(tds[1].get_attribute("data-value")), float(tds[2].get_attribute("data-value"))))
+    for hw in ("h100-sxm", "h200"):
+        assert by_device[hw] == [(c, mb.serve("llama-3.1-70b", hw, concurrency=c, **kw).tok_s_per_user) for c in (1, 4, 16, 64)]
+        reading = mb.serve_curve("llama-3.1-70b", hw, concurrency=[1, 4, 16, 64], **kw).fast_mode(2.5)
+        shown = [p.text for p in css(browser, f'#panel-serve .reading[data-hardware="{hw}"]')]
+        assert shown == [f"8 × {hw}: {reading}"]
+    browser.save_screenshot(str(ARTIFACTS / "app-serve-two-devices.png"))

@@ -19,10 +19,11 @@ __all__ = ["Parallel", "layout_for", "min_chips"]
 
 
 def min_chips(model, hardware, *, batch: int = 1, context_tokens: int = 4096, weight_dtype: str = "bf16",
-              kv_dtype: str | None = None, runtime=None, max_chips: int = 100_000) -> int:
+              kv_dtype: str | None = None, runtime=None, max_chips: int = 100_000, speculative=None) -> int:
     """The smallest number of `hardware` chips that hold `model` serving `batch` sequences of
     `context_tokens` tokens each (weights + KV cache + activations per chip <= capacity), each
     count laid out by `layout_for`. Raises DoesNotFitError when even `max_chips` do not.
+    `speculative` (a `SpeculativeDecoding`) counts its draft's weights and KV cache too.
 
     The search visits every count from a lower bound (weights + KV split n ways at best) upward,
     skipping only counts whose layout leaves chips idle (their layout is that of the count they
@@ -39,7 +40,7 @@ def min_chips(model, hardware, *, batch: int = 1, context_tokens: int = 4096, we
 
     def memory(n):
         return estimate(m, hw, batch=B, prompt_tokens=L - 1, output_tokens=1, weight_dtype=weight_dtype,
-                        kv_dtype=kv_dtype, n_chips=n, runtime=runtime, check_memory=False).memory
+                        kv_dtype=kv_dtype, n_chips=n, runtime=runtime, speculative=speculative, check_memory=False).memory
 
     one = memory(1)
     if one.fits:

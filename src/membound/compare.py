@@ -81,17 +81,26 @@ class CompareResult:
         return f"<p><b>{html.escape(self.title)}</b></p>" + html_grid(list(COLUMNS), self.rows()) + notes
 
 
+def _prices(price_usd_per_hour):
+    """compare's prices: None, one number, or {device name (any spelling): USD per chip-hour}."""
+    if not isinstance(price_usd_per_hour, dict):
+        return price_usd_per_hour        # None or a number (estimate checks it)
+    return {load_hardware(k).name: v for k, v in price_usd_per_hour.items()}
+
+
 def compare(model: str | Model, devices, *, batch: int = defaults.BATCH,
             prompt_tokens: int = defaults.PROMPT_TOKENS, output_tokens: int = defaults.OUTPUT_TOKENS,
             weight_dtype: str = defaults.WEIGHT_DTYPE, kv_dtype: str | None = None,
             activation_dtype: str | None = None, runtime=None, n_chips: int | None = None,
-            allow_beyond_context: bool = False) -> CompareResult:
+            allow_beyond_context: bool = False, speculative=None, price_usd_per_hour=None) -> CompareResult:
     """`estimate()` of `model` on each device of `devices` ("name", "name:CHIPS" or a Hardware).
 
     A device without a chip count gets `n_chips`, or else the fewest chips that hold the weights
     and the batch's KV cache at prompt + output tokens (`min_chips`), laid out as `layout_for`
     does. A device that cannot hold the model (or has no layout for the count asked) is left
-    out with the reason in `dropped`; unknown names and bad values raise.
+    out with the reason in `dropped`; unknown names and bad values raise. `speculative` (a
+    `SpeculativeDecoding`) drafts on every device; `price_usd_per_hour` is one price for every
+    device or {device name: USD per chip-hour} (a device it does not name keeps its profile's).
 
         mb.compare("llama-3.1-70b", ["h100-sxm:8", "h200", "cerebras-wse-3"], weight_dtype="fp8")
     """
@@ -100,13 +109,15 @@ def compare(model: str | Model, devices, *, batch: int = defaults.BATCH,
     if not specs:
         raise InvalidInputError("devices", devices, "at least one device name")
     default_n = None if n_chips is None else check_int("n_chips", n_chips, 1)
+    prices = _prices(price_usd_per_hour)
     results, dropped = [], []
     loaded = [(load_hardware(name), n) for name, n in map(device_spec, specs)]
     one_name_each([hw for hw, _ in loaded], "devices")
     for hw, n in loaded:
         try:
             n = n or default_n or min_chips(m, hw, batch=batch, context_tokens=prompt_tokens + output_tokens,
-                                            weight_dtype=weight_dtype, kv_dtype=kv_dtype, runtime=runtime)
+                                            weight_dtype=weight_dtype, kv_dtype=kv_dtype, runtime=runtime,
+                                            speculative=speculative)
             try:
                 par = layout_for(m, hw, n)
             except InvalidInputError as err:     # a device without links, asked for several chips
@@ -115,7 +126,8 @@ def compare(model: str | Model, devices, *, batch: int = defaults.BATCH,
             results.append(estimate(m, hw, batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
                                     weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                                     activation_dtype=activation_dtype, n_chips=n, parallel=par, runtime=runtime,
-                                    allow_beyond_context=allow_beyond_context))
+                                    allow_beyond_context=allow_beyond_context, speculative=speculative,
+                                    price_usd_per_hour=prices.get(hw.name) if isinstance(prices, dict) else prices))
         except DoesNotFitError as err:
             dropped.append((hw.name if n is None else f"{hw.name}:{n}", str(err)))
     first = results[0] if results else None

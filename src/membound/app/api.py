@@ -38,9 +38,11 @@ DEFAULT_DEVICES = ("h100-sxm:8", "cerebras-wse-3")   # the page's opening compar
 # by the keyword they name (when the page has an input of that name).
 _FIELD_OF_KIND = {"model": "model", "runtime": "runtime"}
 _FIELDS = {"prompt_tokens", "output_tokens", "batch", "weight_dtype", "kv_dtype", "runtime", "concurrent_users",
-           "arrival_rate_rps", "ttft_p90_s", "min_tok_s_per_user", "e2e_p90_s", "concurrency"}
+           "arrival_rate_rps", "ttft_p90_s", "min_tok_s_per_user", "e2e_p90_s", "concurrency", "draft", "gamma",
+           "acceptance_rate", "prices", "price_usd_per_hour"}
 _FIELD_ALIASES = {"context": "prompt_tokens", "context_tokens": "prompt_tokens",
-                  "prompt_tokens + output_tokens": "prompt_tokens", "arrival_rate": "arrival_rate_rps"}
+                  "prompt_tokens + output_tokens": "prompt_tokens", "arrival_rate": "arrival_rate_rps",
+                  "price_usd_per_hour": "prices"}
 
 
 @dataclass
@@ -205,13 +207,85 @@ class Workload:
                 "weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype, "runtime": self.runtime}
 
 
-def _row(r: Result) -> dict[str, Any]:
+def _row(r: Result, price: float | None = None) -> dict[str, Any]:
+    """A static answer as the page's Compare row (`price`: the request's, else the profile's)."""
     mem = r.memory
     assert mem is not None
     return {"hardware": r.hardware, "n_chips": r.n_chips, "parallel": r.parallel,
             "decode_tok_s_per_user": r.decode_tok_s_per_user, "decode_tok_s_total": r.decode_tok_s_total,
             "ttft_s": r.ttft_s, "e2e_s": r.e2e_s, "cost_per_million_tokens_usd": r.cost_per_million_tokens_usd,
-            "bound": r.bound, "memory_used_bytes": mem.total_bytes, "memory_capacity_bytes": mem.capacity_bytes}
+            "price_usd_per_hour": price if price is not None else load_hardware(r.hardware).price_usd_per_hour,
+            "bound": r.bound, "memory_used_bytes": mem.total_bytes, "memory_capacity_bytes": mem.capacity_bytes,
+            "kv_occupancy": None, "calibration": calibration_of(r.runtime, served=False)}
+
+
+def _served_row(model: Model, name: str, chips: int | None, w: Workload, spec: Any, price: float | None) -> dict[str, Any]:
+    """`mb.serve` with `w.batch` clients in a closed loop, as the page's Compare row (TTFT: the median)."""
+    from ..serving import serve as run_serve
+    kw = served_kwargs(model, name, chips, w, spec)
+    r = run_serve(model, name, concurrency=w.batch, speculative=spec, price_usd_per_hour=price, **kw)
+    d = r.to_dict()
+    return {"hardware": r.hardware, "n_chips": r.n_chips, "parallel": r.parallel,
+            "decode_tok_s_per_user": r.tok_s_per_user, "decode_tok_s_total": r.output_tok_s,
+            "ttft_s": d["ttft_median_s"], "e2e_s": d["e2e_median_s"],
+            "cost_per_million_tokens_usd": r.cost_per_million_output_tokens_usd,
+            "price_usd_per_hour": price if price is not None else load_hardware(r.hardware).price_usd_per_hour,
+            "bound": r.bound, "memory_used_bytes": None, "memory_capacity_bytes": None,
+            "kv_occupancy": r.kv_occupancy, "calibration": calibration_of(r.runtime, served=True)}
+
+
+def calibration_of(runtime: str, served: bool) -> dict[str, str]:
+    """How an answer's constants were set: the runtime it ran and that runtime's own calibration
+    note (the served block's for a served answer), or what its absence means."""
+    from ..runtime import load_runtime
+    rt = load_runtime(runtime)
+    block = rt.served if served and rt.served is not None else None
+    note = (block.calibration if block is not None else rt.calibration) or ""
+    if not note.strip():
+        note = {"ideal": "the pure roofline: no fitted constant",
+                "device": "the device profile's measured achievable fractions"}.get(rt.name, "no calibration note: "
+                                                                                   "the runtime's default figures")
+    return {"runtime": rt.name, "note": " ".join(note.split())}
+
+
+def speculative_of(body: dict, model: Model) -> Any:
+    """The request's speculative decoding, or None: `draft` a model preset or "mtp" (the target's
+    own multi-token-prediction head), `gamma` tokens drafted per round, `acceptance_rate` per token."""
+    from ..speculative import SpeculativeDecoding, mtp
+    draft = text(body, "draft")
+    if not draft:
+        return None
+    gamma = integer(body, "gamma", 4, 1, 16)
+    alpha = number(body, "acceptance_rate", None)
+    with at("acceptance_rate"):
+        if draft.lower() == "mtp":      # the head's cited acceptance unless the request gives one
+            return mtp(model, gamma) if alpha is None else mtp(model, gamma, acceptance_rate=alpha)
+        try:
+            draft_model = load_model(draft)
+        except MemboundError as err:
+            raise BadRequest(" ".join(str(err).split()), "draft") from None
+        if alpha is None:
+            raise BadRequest("acceptance_rate is missing: the probability that a drafted token is accepted "
+                             "(e.g. 0.7)", "acceptance_rate")
+        return SpeculativeDecoding(draft=draft_model, gamma=gamma, acceptance_rate=alpha)
+
+
+def _speculative_text(spec: Any) -> str | None:
+    if spec is None:
+        return None
+    draft = spec.draft.name if spec.draft is not None else "the model's own multi-token-prediction head"
+    return f"speculative decoding: {draft} drafts {spec.gamma} tokens a round, each accepted with p = {spec.acceptance_rate:g}"
+
+
+def device_prices(body: dict, devices: list[str]) -> dict[str, float]:
+    """`prices` for Compare and Serve: one USD per chip-hour for every device ("2.5"), or the
+    "device=USD" pairs of `prices_of`; absent = the profiles' prices."""
+    raw = _get(body, "prices", {})
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool) or isinstance(raw, str) and "=" not in raw:
+        price = number({"prices": raw}, "prices", None)
+        return {d: price for d in devices} if price is not None else {}
+    return prices_of(body, devices)
+
 
 
 # ---- endpoints -----------------------------------------------------------------------------
@@ -229,22 +303,46 @@ def compare(body: dict) -> dict[str, Any]:
     """`mb.compare` of one model on several devices (`devices`: ["h100-sxm:8", "cerebras-wse-3"];
     no chip count = the fewest chips that hold it): one row per device that holds the model, and
     for each one that does not, the library's reason with the entry's index (`dropped`). When no
-    device holds it, that is a bad request pointing at the first entry."""
+    device holds it, that is a bad request pointing at the first entry.
+
+    `mode` "static" (default: `estimate()`'s batch of `batch` sequences decoded together) or
+    "served" (`mb.serve` with `batch` clients in a closed loop on a continuously batching engine);
+    `prices` (one USD per chip-hour for every device, or "device=USD" pairs) and speculative
+    decoding (`draft`: a model preset, or "mtp" for the model's own multi-token-prediction head;
+    `gamma`; `acceptance_rate`) apply to every device. Each row says how its answer is calibrated."""
     model = model_of(body)
     w = Workload.of(body)
+    mode = text(body, "mode", "static")
+    if mode not in ("static", "served"):
+        raise BadRequest(f"mode={mode!r} is invalid: expected 'static' or 'served'", "mode")
+    spec = speculative_of(body, model)
+    entries = [device_spec(s, i) for i, s in enumerate(names(body, "devices", list(DEFAULT_DEVICES)))]
+    canonical = []
+    for i, (name, _) in enumerate(entries):
+        with at("devices", i):
+            canonical.append(load_hardware(name).name)
+    prices = device_prices(body, canonical)
     rows: list[dict[str, Any]] = []
     dropped: list[dict[str, Any]] = []
-    for i, spec in enumerate(names(body, "devices", list(DEFAULT_DEVICES))):
-        name, chips = device_spec(spec, i)
+    for i, (name, chips) in enumerate(entries):
+        price = prices.get(canonical[i])
         with at("devices", i):
-            res = run_compare(model, [f"{name}:{chips}" if chips else name], **w.kwargs())
-        rows += [_row(r) for r in res.results]
+            if mode == "served":
+                try:
+                    rows.append(_served_row(model, name, chips, w, spec, price))
+                except DoesNotFitError as err:
+                    dropped.append({"index": i, "device": canonical[i], "error": " ".join(str(err).split())})
+                continue
+            res = run_compare(model, [f"{name}:{chips}" if chips else name], **w.kwargs(), speculative=spec,
+                              price_usd_per_hour=price)
+        rows += [_row(r, price) for r in res.results]
         dropped += [{"index": i, "device": d, "error": " ".join(why.split())} for d, why in res.dropped]
     if not rows:
         raise BadRequest(dropped[0]["error"], "devices", dropped[0]["index"])
     for row in rows:    # per-user speed against the first device's (the page's "x first" column)
         row["speedup_vs_first"] = row["decode_tok_s_per_user"] / rows[0]["decode_tok_s_per_user"]
-    return {"model": model.name, "workload": w.kwargs(), "rows": rows, "dropped": dropped}
+    return {"model": model.name, "mode": mode, "workload": w.kwargs(), "speculative": _speculative_text(spec),
+            "rows": rows, "dropped": dropped}
 
 
 def explain(body: dict) -> dict[str, Any]:
@@ -318,18 +416,30 @@ def loads(body: dict) -> tuple[str, list]:
     return key, sorted(values - {None})
 
 
-def serve(body: dict) -> dict[str, Any]:
-    """The served curve of one deployment (`device`: "h100-sxm:8"): `mb.serve` at each load point
-    (clients in a closed loop, or Poisson arrivals). On a client-count curve, the fast-mode
-    reading of `mb.serve_curve(...).fast_mode`: where on the curve a user gets `speedup` times
-    the standard lane's speed (`standard_lane`: one of the client counts; default the curve's
-    knee), and for how many times the price per token."""
+def served_kwargs(model: Model, name: str, chips: int | None, w: Workload, spec: Any = None) -> dict[str, Any]:
+    """`mb.serve`'s keywords for one deployment: `chips` (None = the fewest that hold the model at
+    the request's lengths) laid out by `layout_for`, and the request's lengths, formats and runtime."""
     from ..capacity import layout_for, min_chips
-    try:
-        from ..serving import serve as run_serve
-        from ..serving import serve_curve
-    except ImportError:
-        raise BadRequest("the Serve panel needs membound.serve, which this version of membound lacks") from None
+    chips = chips or min_chips(model, name, context_tokens=w.prompt_tokens + w.output_tokens,
+                               weight_dtype=w.weight_dtype, kv_dtype=w.kv_dtype, speculative=spec)
+    layout = layout_for(model, name, chips)
+    if layout is None:
+        raise InvalidInputError("chips", chips, f"a chip count {model.name} can be laid out over on {name}")
+    kw: dict[str, Any] = dict(prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens,
+                              weight_dtype=w.weight_dtype, kv_dtype=w.kv_dtype, n_chips=chips, parallel=layout)
+    if w.runtime is not None:
+        kw["runtime"] = w.runtime
+    return kw
+
+
+def serve(body: dict) -> dict[str, Any]:
+    """The served curves of one or several deployments (`devices`: ["h100-sxm:8", "h200:8"], or one
+    `device`): `mb.serve` at each load point (clients in a closed loop, or Poisson arrivals), one
+    curve per device, with `prices` and speculative decoding as Compare takes them. On a
+    client-count curve, the fast-mode reading of `mb.serve_curve(...).fast_mode`: where on the
+    curve a user gets `speedup` times the standard lane's speed (`standard_lane`: one of the
+    client counts; default the curve's knee), and for how many times the price per token. The
+    first curve's fields are also the answer's own (`hardware`, `points`, `fast_mode`, ...)."""
     model = model_of(body)
     w = Workload.of(body)
     key, points = loads(body)
@@ -338,27 +448,47 @@ def serve(body: dict) -> dict[str, Any]:
     if standard is not None and key == "concurrency" and standard not in points:
         raise BadRequest(f"standard_lane={standard} is invalid: expected one of the client counts {points}",
                          "standard_lane")
-    name, chips = device_spec(text(body, "device", DEFAULT_DEVICES[0]) or "", 0)
-    with at("device"):
-        chips = chips or min_chips(model, name, context_tokens=w.prompt_tokens + w.output_tokens,
-                                   weight_dtype=w.weight_dtype, kv_dtype=w.kv_dtype)
-        layout = layout_for(model, name, chips)
-        if layout is None:
-            raise InvalidInputError("chips", chips, f"a chip count {model.name} can be laid out over on {name}")
-    kw: dict[str, Any] = dict(prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens,
-                              weight_dtype=w.weight_dtype, kv_dtype=w.kv_dtype, n_chips=chips, parallel=layout)
-    if w.runtime is not None:
-        kw["runtime"] = w.runtime
+    field = "devices" if _get(body, "devices") is not None else "device"
+    specs = (names(body, "devices", []) if field == "devices" else [text(body, "device", DEFAULT_DEVICES[0]) or ""])
+    entries = [device_spec(s, i) for i, s in enumerate(specs)]
+    canonical = []
+    for i, (name, _) in enumerate(entries):
+        with at(field, i if field == "devices" else None):
+            canonical.append(load_hardware(name).name)
+    prices = device_prices(body, canonical)
+    spec = speculative_of(body, model)
+    curves = []
+    for i, (name, chips) in enumerate(entries):
+        with at(field, i if field == "devices" else None):
+            kw = served_kwargs(model, name, chips, w, spec)
+        curves.append(_curve(model, name, kw, key, points, speedup or 2.5, standard, spec, prices.get(canonical[i]),
+                             field, i if field == "devices" else None))
+    cols = [c for c in _SERVE_COLUMNS if c[0] != ("arrival_rate" if key == "concurrency" else "concurrency")]
+    for c in curves:
+        c["points"] = [{k: p[k] for k, _, _ in cols} for p in c["points"]]
+    return {"model": model.name, "load": key, **{k: curves[0][k] for k in _CURVE_KEYS}, "curves": curves,
+            "speculative": _speculative_text(spec),
+            "columns": [{"key": k, "label": label, "unit": unit} for k, label, unit in cols]}
+
+
+_CURVE_KEYS = ("hardware", "n_chips", "parallel", "runtime", "calibration", "points", "fast_mode")
+
+
+def _curve(model: Model, name: str, kw: dict[str, Any], key: str, points: list, speedup: float, standard: int | None,
+           spec: Any, price: float | None, field: str, index: int | None) -> dict[str, Any]:
+    """One device's served curve: `mb.serve` at each load point, and its fast-mode reading."""
+    from ..serving import serve as run_serve
+    from ..serving import serve_curve
     results = []
     for v in points:
         load = {"concurrency": v} if key == "concurrency" else {"arrival_rate": v}
-        with at("device"):
-            results.append(run_serve(model, name, **load, **kw))
+        with at(field, index):
+            results.append(run_serve(model, name, **load, **kw, speculative=spec, price_usd_per_hour=price))
     fast = None
     if key == "concurrency" and len(points) >= 2:
         with at("speedup"):
-            curve = serve_curve(model, name, concurrency=points, **kw)
-            fm = curve.fast_mode(speedup or 2.5, standard_concurrency=standard)
+            curve = serve_curve(model, name, concurrency=points, **kw, speculative=spec, price_usd_per_hour=price)
+            fm = curve.fast_mode(speedup, standard_concurrency=standard)
         i = points.index(fm.slow_concurrency)
         slow_per_chip = float(curve.output_tok_s_per_chip[i])
         fast = {"fast": {"tok_s_per_user": fm.fast_tok_s_per_user, "output_tok_s_per_chip": slow_per_chip / fm.price_ratio,
@@ -366,12 +496,10 @@ def serve(body: dict) -> dict[str, Any]:
                 "slow": {"tok_s_per_user": fm.slow_tok_s_per_user, "output_tok_s_per_chip": slow_per_chip,
                          "concurrency": fm.slow_concurrency},
                 "speedup": fm.speedup, "price_ratio": fm.price_ratio, "reading": str(fm)}
-    cols = [c for c in _SERVE_COLUMNS if c[0] != ("arrival_rate" if key == "concurrency" else "concurrency")]
-    rows = [{k: r.to_dict()[k] for k, _, _ in cols} for r in results]
     first = results[0]
-    return {"model": model.name, "hardware": first.hardware, "n_chips": first.n_chips, "parallel": first.parallel,
-            "runtime": first.runtime, "load": key, "points": rows,
-            "columns": [{"key": k, "label": label, "unit": unit} for k, label, unit in cols], "fast_mode": fast}
+    return {"hardware": first.hardware, "n_chips": first.n_chips, "parallel": first.parallel, "runtime": first.runtime,
+            "calibration": calibration_of(first.runtime, served=True), "points": [r.to_dict() for r in results],
+            "fast_mode": fast}
 
 
 # (column, label, unit) of each planner's ranked table, and its frontier's per-chip column

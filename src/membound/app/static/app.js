@@ -223,10 +223,11 @@ function lines(title, series, xlab, ylab, notes = []) {
     root.append(s("rect", { x: W - R - 200, y: T + 8 + 16 * k, width: 10, height: 10, fill: col }));
     root.append(s("text", { x: W - R - 185, y: T + 17 + 16 * k, fill: "#222" }, se.name));
   });
-  for (const n of notes) {
-    root.append(s("line", { x1: X(n.x1), y1: Y(n.y1), x2: X(n.x2), y2: Y(n.y2), stroke: "#c00", "stroke-width": 1.5, "stroke-dasharray": "4 3" }));
-    root.append(s("text", { x: L + 10, y: H - B - 12, fill: "#c00" }, `dashed: ${n.label}`));
-  }
+  notes.forEach((n, k) => {
+    const col = n.color || "#c00";
+    root.append(s("line", { x1: X(n.x1), y1: Y(n.y1), x2: X(n.x2), y2: Y(n.y2), stroke: col, "stroke-width": 1.5, "stroke-dasharray": "4 3" }));
+    root.append(s("text", { x: L + 10, y: H - B - 12 - 16 * (notes.length - 1 - k), fill: col }, `dashed: ${n.label}`));
+  });
   return root;
 }
 
@@ -275,6 +276,7 @@ function restore(params) {
   }
   if (params.get("config")) $("#config-box").open = true;
   if (tab === "compare" && params.has("devices")) setDevices(params.get("devices").split(",").filter((x) => x));
+  if (tab === "serve" && params.has("device") && !params.has("devices")) $('[name="devices"]', panel("serve")).value = params.get("device");
   return tab;
 }
 function permalink(vals) {
@@ -284,7 +286,7 @@ function permalink(vals) {
 }
 
 const NUMBERS = ["prompt_tokens", "output_tokens", "batch", "concurrent_users", "ttft_p90_s", "min_tok_s_per_user",
-                 "e2e_p90_s", "speedup", "standard_lane"];
+                 "e2e_p90_s", "speedup", "standard_lane", "gamma", "acceptance_rate"];
 function toBody(vals) {
   const b = {};
   for (const [k, v] of Object.entries(vals)) {
@@ -305,7 +307,7 @@ function clearErrors() {
 function showError(tab, data) {
   const msg = data.error || "the server gave no message";
   let spot = null;
-  if (data.field === "devices" && data.index !== null && data.index !== undefined) {
+  if (tab === "compare" && data.field === "devices" && data.index !== null && data.index !== undefined) {
     const row = $$(".device-row")[data.index];
     if (row) { spot = $(".err", row); $(".dev-name", row).setAttribute("aria-invalid", "true"); }
   }
@@ -322,6 +324,17 @@ function showError(tab, data) {
 }
 
 // ---- the panels' renderers -------------------------------------------------------------------
+// how each answer's constants were set: one line per runtime the answers ran
+function calibrationNotes(out, items) {
+  const seen = new Map();
+  for (const c of items) if (c && !seen.has(c.runtime)) seen.set(c.runtime, c.note);
+  const box = h("div", { class: "calibration", id: `${out.parentElement.id}-calibration` },
+    h("span", { class: "legend", text: "calibration" }));
+  for (const [rt, note] of seen) box.append(h("p", { class: "note", "data-runtime": rt }, h("b", { text: rt }), `: ${note}`));
+  out.append(box);
+}
+const priceShow = (v, r) => (v === null || v === undefined
+  ? (r.price_usd_per_hour === null || r.price_usd_per_hour === undefined ? "no price: enter one" : "—") : fmt(v));
 const RENDER = {
   compare(d, out) {
     const cols = [
@@ -329,16 +342,23 @@ const RENDER = {
       { key: "parallel", label: "layout" },
       { key: "decode_tok_s_per_user", label: "tok/s/user" },
       { key: "decode_tok_s_total", label: "tok/s total" },
-      { key: "ttft_s", label: "TTFT", fmt: secs },
-      { key: "cost_per_million_tokens_usd", label: "$/M tok" },
+      { key: "ttft_s", label: d.mode === "served" ? "TTFT median" : "TTFT", fmt: secs },
+      { key: "price_usd_per_hour", label: "$/chip-hour", show: (v) => (v === null || v === undefined ? "none" : v.toFixed(2)) },
+      { key: "cost_per_million_tokens_usd", label: "$/M tok", show: priceShow },
       { key: "bound", label: "bound" },
-      { key: "memory_used_bytes", label: "GB/chip used/has", show: (v, r) => `${gb(v)} / ${gb(r.memory_capacity_bytes)}` },
+      d.mode === "served"
+        ? { key: "kv_occupancy", label: "KV cache in use", fmt: UNIT_FMT["%"] }
+        : { key: "memory_used_bytes", label: "GB/chip used/has", show: (v, r) => `${gb(v)} / ${gb(r.memory_capacity_bytes)}` },
       { key: "speedup_vs_first", label: "× first", show: (v) => `${v.toFixed(2)}×` },
+      { key: "calibration", label: "calibration", show: (v) => v.runtime },
     ];
     const w = d.workload;
-    out.append(h("p", { class: "summary", text: `${d.model}: batch ${w.batch}, prompt ${w.prompt_tokens}, output ` +
-      `${w.output_tokens} tokens, weights ${w.weight_dtype}, runtime ${w.runtime || "device"}` }));
+    const load = d.mode === "served" ? `${w.batch} clients served (continuous batching)` : `batch ${w.batch}`;
+    out.append(h("p", { class: "summary", text: `${d.model}: ${load}, prompt ${w.prompt_tokens}, output ` +
+      `${w.output_tokens} tokens, weights ${w.weight_dtype}, runtime ${w.runtime || (d.mode === "served" ? "vllm" : "device")}` }));
+    if (d.speculative) out.append(h("p", { class: "note", id: "compare-speculative", text: d.speculative }));
     out.append(table("compare-table", cols, d.rows, "membound-compare.csv"));
+    calibrationNotes(out, d.rows.map((r) => r.calibration));
     for (const dr of d.dropped) {
       const row = $$(".device-row")[dr.index];
       if (row) { $(".err", row).textContent = dr.error; $(".dev-name", row).setAttribute("aria-invalid", "true"); }
@@ -392,18 +412,27 @@ const RENDER = {
 
   serve(d, out) {
     const load = d.load === "concurrency" ? (p) => `${p.concurrency} clients` : (p) => `${p.arrival_rate} req/s`;
-    out.append(h("p", { class: "summary", text: `${d.model} on ${d.n_chips} × ${d.hardware} (${d.parallel}), runtime ${d.runtime}` }));
-    const series = [{ name: `${d.n_chips} × ${d.hardware}`, pts: d.points.map((p) => ({ x: p.tok_s_per_user,
-      y: p.output_tok_s_per_chip, label: load(p) })) }];
-    const fm = d.fast_mode;
-    const notes = fm ? [{ x1: fm.slow.tok_s_per_user, y1: fm.slow.output_tok_s_per_chip, x2: fm.fast.tok_s_per_user,
-      y2: fm.fast.output_tok_s_per_chip, label: fm.price_ratio === null ? `${fm.speedup.toFixed(2)}× speed`
-        : `${fm.speedup.toFixed(2)}× speed for ${fm.price_ratio.toFixed(2)}× price` }] : [];
+    const name = (c) => `${c.n_chips} × ${c.hardware}`;
+    out.append(h("p", { class: "summary", text: `${d.model} on ${d.curves.map((c) => `${name(c)} (${c.parallel})`).join(", ")}, ` +
+      `runtime ${d.runtime}` }));
+    if (d.speculative) out.append(h("p", { class: "note", id: "serve-speculative", text: d.speculative }));
+    const series = d.curves.map((c) => ({ name: name(c), pts: c.points.map((p) => ({ x: p.tok_s_per_user,
+      y: p.output_tok_s_per_chip, label: `${name(c)}: ${load(p)}` })) }));
+    const notes = d.curves.map((c, k) => ({ fm: c.fast_mode, c, k })).filter((n) => n.fm).map(({ fm, c, k }) => ({
+      x1: fm.slow.tok_s_per_user, y1: fm.slow.output_tok_s_per_chip, x2: fm.fast.tok_s_per_user,
+      y2: fm.fast.output_tok_s_per_chip, color: SERIES[k % SERIES.length],
+      label: `${name(c)}: ` + (fm.price_ratio === null ? `${fm.speedup.toFixed(2)}× speed`
+        : `${fm.speedup.toFixed(2)}× speed for ${fm.price_ratio.toFixed(2)}× price`) }));
     out.append(chartBox("serve-chart", lines("Served: output tok/s per chip vs tok/s per user", series, "tok/s per user",
       "output tok/s per chip", notes), "membound-serve"));
-    if (fm) out.append(h("p", { class: "reading", id: "fast-mode", text: fm.reading }));
-    out.append(table("serve-table", d.columns.map((c) => ({ key: c.key, label: c.label, fmt: UNIT_FMT[c.unit] })),
-      d.points, "membound-serve.csv"));
+    d.curves.forEach((c, k) => {
+      if (c.fast_mode) out.append(h("p", { class: "reading", id: k === 0 ? "fast-mode" : `fast-mode-${k}`,
+        "data-hardware": c.hardware, text: d.curves.length > 1 ? `${name(c)}: ${c.fast_mode.reading}` : c.fast_mode.reading }));
+    });
+    const rows = d.curves.flatMap((c) => c.points.map((p) => ({ ...p, hardware: c.hardware, device: name(c) })));
+    out.append(table("serve-table", [{ key: "device", label: "device" },
+      ...d.columns.map((c) => ({ key: c.key, label: c.label, fmt: UNIT_FMT[c.unit] }))], rows, "membound-serve.csv"));
+    calibrationNotes(out, d.curves.map((c) => c.calibration));
   },
 };
 
@@ -448,6 +477,7 @@ async function init() {
   fill("devices", (OPTIONS.devices || []).map((d) => d.name));
   fill("dtypes", OPTIONS.dtypes || []);
   fill("runtimes", OPTIONS.runtimes || []);
+  fill("drafts", ["mtp", ...(OPTIONS.models || [])]);
   setDevices(DEFAULT_DEVICES);
   $(".add-device").addEventListener("click", () => deviceRow("").querySelector("input").focus());
   for (const t of TABS) {
