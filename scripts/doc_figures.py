@@ -27,7 +27,8 @@ class Figure:
 
     def pattern(self) -> re.Pattern[str]:
         parts = [re.escape(p) for p in self.line.split("{}")]
-        return re.compile(r"([^\n]+?)".join(parts))
+        tail = r"(?=\s|$)" if self.line.endswith("{}") else ""     # a last number runs to the next space
+        return re.compile(r"([^\n]+?)".join(parts) + tail)
 
 
 def _n(v: float, digits: int = 1) -> str:
@@ -107,6 +108,87 @@ def _recipe_table() -> str:
     return "\n" + mod.table(res) + "\n"
 
 
+# ---- docs/tour.md ------------------------------------------------------------------------------
+def _tour_model() -> tuple[str, ...]:
+    import membound as mb
+    return (_n(mb.load_model("llama-3.1-70b").total_params / 1e9),)
+
+
+def _tour_h100() -> tuple[str, ...]:
+    import membound as mb
+    h = mb.load_hardware("h100-sxm")
+    return f"{h.bandwidth_bytes_s / 1e12:.2f}", f"{h.compute_flops['bf16'] / 1e12:.0f}"
+
+
+def _tour_ceiling() -> tuple[str, ...]:
+    import membound as mb
+    bw = mb.load_hardware("h100-sxm").bandwidth_bytes_s
+    tok_s = mb.bandwidth_ceiling("llama-3.1-70b", "h100-sxm", "fp16")
+    return _n(tok_s), f"{bw / 1e12:.2f}", f"{bw / tok_s / 1e9:.0f}"
+
+
+def _tour_weights() -> tuple[str, ...]:
+    import membound as mb
+    return (f"{mb.load_model('llama-3.1-70b').total_params * 2 / 1e9:.0f}",)
+
+
+def _compare_table() -> str:
+    import membound as mb
+    c = mb.compare("llama-3.1-70b", ["h100-sxm:8", "h200", "cerebras-wse-3", "groq-lpu"], weight_dtype="fp8")
+    return f"\n```text\n{c}\n```\n"
+
+
+def _product_speed() -> tuple[str, ...]:
+    _, r = _tour()
+    return f"{r.decode_tok_s_per_user:.0f}", f"{r.ttft_s * 1e3:.0f}"
+
+
+def _agent_loop_70() -> tuple[str, ...]:
+    import membound as mb
+    return (_n(mb.agent_loop_s(20, 800, 70.0)),)
+
+
+def _agent_loop_r() -> tuple[str, ...]:
+    mb, r = _tour()
+    return _n(mb.agent_loop_s(20, 800, r)), f"{r.ttft_s:.3f}", f"{r.decode_tok_s_per_user:.0f}"
+
+
+def _reasoning() -> tuple[str, ...]:
+    mb, r = _tour()
+    return _n(mb.reasoning_time_s(10_000, r)), f"{r.ttft_s:.3f}", f"{r.decode_tok_s_per_user:.0f}"
+
+
+def _thinking() -> tuple[str, ...]:
+    mb, r = _tour()
+    return (f"{mb.thinking_tokens(r, 30):,.0f}",)
+
+
+def _voice() -> tuple[str, ...]:
+    mb, r = _tour()
+    return (str(mb.voice_turn(r, other_s=0.3)),)
+
+
+@cache
+def _tour_served():
+    import membound as mb
+    r = mb.serve("llama-3.3-70b", "h200", concurrency=64, n_chips=8, runtime="vllm",
+                 prompt_tokens=mb.Uniform(819, 1024), output_tokens=mb.Uniform(819, 1024),
+                 weight_dtype="fp8", kv_dtype="fp8")
+    return r
+
+
+def _tour_serve() -> tuple[str, ...]:
+    r = _tour_served()
+    return f"{r.ttft.median * 1e3:.0f}", _n(r.tpot.median * 1e3), f"{r.output_tok_s_per_chip:.0f}"
+
+
+def _tour_fast_mode() -> tuple[str, ...]:
+    _, fm = _served()
+    return str(fm.slow_concurrency), f"{fm.price_ratio:.2f}"
+
+
+TOUR = "docs/tour.md"
+
 FIGURES = [
     Figure("README.md", 'mb.bandwidth_ceiling("llama-3.1-70b", "h100-sxm")   # {} tok/s: {} TB/s over {} GB a token',
            _ceiling),
@@ -116,12 +198,27 @@ FIGURES = [
     Figure("README.md", "s.tok_s_per_user, s.output_tok_s_per_chip  # {} tok/s per user, {} tok/s per GPU", _serve),
     Figure("README.md", "curve.fast_mode(2.5)                       # 2.5x the speed of the knee for {}x the price",
            _fast_mode),
+    Figure(TOUR, 'model = mb.load_model("llama-3.1-70b")          # {} B parameters', _tour_model),
+    Figure(TOUR, 'h100 = mb.load_hardware("h100-sxm")              # {} TB/s, {} TFLOP/s bf16', _tour_h100),
+    Figure(TOUR, 'mb.bandwidth_ceiling(model, h100, "fp16")        # {} tok/s: {} TB/s over {} GB a token', _tour_ceiling),
+    Figure(TOUR, "# ({} GB of weights less the input-embedding", _tour_weights),
+    Figure(TOUR, 'weight_dtype="fp8")   # {} tok/s, TTFT {} ms', _product_speed),
+    Figure(TOUR, "mb.agent_loop_s(20, 800, 70.0)     # {} s: 20 calls", _agent_loop_70),
+    Figure(TOUR, "mb.agent_loop_s(20, 800, r)        # {} s: with r's speed and its TTFT per call (20 x ({} + 800/{}))",
+           _agent_loop_r),
+    Figure(TOUR, "mb.reasoning_time_s(10_000, r)     # {} s before the answer starts: {} + 10,000 / {}", _reasoning),
+    Figure(TOUR, "mb.thinking_tokens(r, 30)          # {} tokens of thinking", _thinking),
+    Figure(TOUR, "print(mb.voice_turn(r, other_s=0.3))\n# {}\n", _voice),
+    Figure(TOUR, "r.ttft.median, r.tpot.median, r.output_tok_s_per_chip   # {} ms, {} ms, {} tok/s per GPU", _tour_serve),
+    Figure(TOUR, "c.fast_mode(2.5)   # read off the curve: 2.5x the speed of the knee ({} clients) for {}x the price",
+           _tour_fast_mode),
     Figure("docs/capacity-planning.md", "**The answer:** {} replicas of {} x {} with {} weights, {} users on each at "
            "{} tok/s, for ${} per million output tokens: {} GPUs in all.", _recipe),
 ]
 
 # Whole blocks, between a page's markers
-SECTIONS = [("docs/capacity-planning.md", "<!-- recipe:start -->", "<!-- recipe:end -->", _recipe_table)]
+SECTIONS = [("docs/capacity-planning.md", "<!-- recipe:start -->", "<!-- recipe:end -->", _recipe_table),
+            (TOUR, "<!-- compare:start -->", "<!-- compare:end -->", _compare_table)]
 
 
 def render(text: str, page: str) -> str:

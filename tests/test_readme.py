@@ -62,19 +62,26 @@ def test_a_drifted_figure_is_caught():
         fig["render"](text.replace("curve.fast_mode(2.5)", "curve.fast_mode(3)"), "README.md")
 
 
-# the README's numbers that are inputs of a call or the recipe's question, not figures membound prints
-README_INPUTS = {"2.5x", "40 tok/s"}
+# numbers in the pages that are inputs of a call, a question's terms or measured data, not figures membound prints
+INPUTS = {"README.md": {"2.5x", "40 tok/s"},
+          "docs/tour.md": {"800 tokens", "70 tok/s", "30 s", "93 ms", "12.9 ms", "8 x"}}
+FIGURE = r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:tok/s|ms|s\b|µs|GB|TB/s|x\b|×|%|chips|GPUs|tokens)"
 
 
 @needs_tree
-def test_every_readme_figure_is_checked():
-    """Each number with a unit in the README stands inside a checked figure or is an input."""
+@pytest.mark.parametrize("page", ["README.md", "docs/tour.md", "docs/capacity-planning.md", "docs/questions.md"])
+def test_every_quoted_figure_is_checked(page):
+    """Each number with a unit in the README, and in the guides' code comments, stands inside a
+    checked figure or is an input."""
     fig = _figures()
-    text = README.read_text()
-    spans = fig["spans"](text, "README.md")
-    unchecked = [m.group(0) for m in re.finditer(r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:tok/s|ms|s\b|µs|GB|TB/s|x\b|×|%|chips|GPUs)",
-                                                 text)
-                 if not any(a <= m.start() and m.end() <= b for a, b in spans) and m.group(0) not in README_INPUTS]
+    text = (ROOT / page).read_text()
+    spans = fig["spans"](text, page)
+    regions = ([(0, len(text))] if page == "README.md" else
+               [(b.start(1) + c.start(), b.start(1) + c.end()) for b in re.finditer(r"```python\n(.*?)```", text, re.S)
+                for c in re.finditer(r"#[^\n]*", b.group(1))])
+    unchecked = [m.group(0) for a, b in regions for m in re.finditer(FIGURE, text[a:b])
+                 if not any(x <= a + m.start() and a + m.end() <= y for x, y in spans)
+                 and m.group(0) not in INPUTS.get(page, set())]
     assert unchecked == []
 
 

@@ -3,6 +3,24 @@
     import membound as mb
     r = mb.estimate("llama-3.1-8b", "h100-sxm", batch=1, prompt_tokens=2048, output_tokens=256)
     print(r)
+
+Which call answers which question (docs/questions.md has the full map; help(mb.NAME) for one):
+
+    how fast is model X on chip Y?                  estimate(X, Y)
+    which of several devices, side by side?         compare(X, ["h100-sxm:8", "h200"])
+    the most any software could get                 bandwidth_ceiling(X, Y)
+    how many chips hold it?                         min_chips(X, Y); layout_for(X, Y, n)
+    what do N concurrent users get?                 serve(X, Y, concurrency=N); serve_curve(...)
+    how many GPUs for N users at a target, cheapest? plan(X, Workload(...), SLO(...))
+    a grid of millions of configurations            sweep(...); iter_sweep(...); pareto_front(x, y)
+    what do quantization, batching, drafting buy?   explain_levers, quantization_speedup, speculative_speedup,
+                                                    best_gamma, batch_curve, bus_fare, fast_mode
+    what a speed means for a product                agent_loop_s, reasoning_time_s, thinking_tokens, voice_turn
+    how far off are the predictions?                validation_report(); load_reference(); predict(row)
+    the catalogue                                   list_models, load_model, list_hardware, load_hardware,
+                                                    list_runtimes, load_runtime, list_dtypes, resolve_name
+
+Every bad input raises a subclass of MemboundError naming the field, the value and what was expected.
 """
 from .errors import DoesNotFitError, InvalidInputError, MemboundError, ProfileError, UnknownNameError
 from .names import resolve_name, suggest_names
