@@ -205,6 +205,6 @@ def test_the_mtp_report_names_its_acceptance_and_its_fitted_rows():
     text = report([], [], {"mtp": other_categories()["mtp"]})
     assert "acceptance 0.52 per token (this workload's, fitted on the H200 MTP rows)" in text
     assert "fitted rows (acceptance fitted on them)          20/20" in text
-    assert "HELD OUT                                         48/48" in text
+    assert "VALIDATION (select chips held out)               48/48" in text   # B200: a select chip
     cited = report([], [], {"mtp": other_categories(mtp_acceptance=0.85)["mtp"]})
     assert "acceptance 0.85 per token (DeepSeek-V3's on natural text, cited, not fitted)" in cited

@@ -407,8 +407,9 @@ def calibrate_specialised(scenarios) -> dict:
 # ---- writing the data files --------------------------------------------------------------
 
 SPLIT_RULE = ("every row of the runtime in the reference measurements.csv that membound predicts, less rows "
-              "faster than the pure roofline (membound.calibrate.fit_rows); the headline error is measured "
-              "leaving each whole chip out (python -m membound.validate)")
+              "faster than the pure roofline (membound.calibrate.fit_rows); held-out errors come from cold, converged "
+              "refits without each select or report chip of the committed split (membound.split; python -m "
+              "membound.validate)")
 
 def _evidence(g: GroupFit, today: str) -> str:
     ids = ", ".join(g.rows[:12]) + (", ..." if len(g.rows) > 12 else "")

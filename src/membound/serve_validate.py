@@ -17,7 +17,10 @@ skipped); a covered row that serve() refuses is a failure, reported. Rows whose 
 resolve are skipped with the name.
 
 Split: the served constants of each engine are fitted on its H200 rows only (`FIT_HARDWARE`);
-every other chip (H100, B200, GB200, MI300X and any chip added later) is held out whole.
+every other chip is held out whole, as a select chip (its figures are validation figures, the
+ones choices are made on) or a report chip (printed once, at the end, never tuned on), by the
+committed split (membound.split, data/split.csv; a chip the split calls 'fit' is a select chip
+here, as nothing fits on it).
 
     python -m membound.serve_validate [--reference PATH] [--csv rows.csv] [--all]
 
@@ -175,6 +178,15 @@ class ServedRow:
     @property
     def category(self) -> str:
         return f"{self.framework} {self.model} {self.hw}"
+
+    @property
+    def role(self) -> str:
+        """"fit" (a row of the fitting chips), else its chip's role in the committed split
+        (membound.split): "report", or "select" (the split's fit chips are not fitted on here)."""
+        from . import split
+        if self.fitted:
+            return "fit"
+        return "report" if split.role("chip", self.device) == "report" else "select"
 
 
 def formats(precision: str, model: str, checkpoint: str, amd: bool, fp4_chip: bool = False) -> Quantization:
@@ -464,16 +476,16 @@ def report(rows: list[ServedRow], skipped: list, others: dict[str, list[ServedRo
     def line(name, rs):
         s = summary(rs)
         return (f"  {name:<46} {s['predicted']:>4}/{s['rows']:<4} " +
-                "  ".join(f"{label} {100 * s[key]:5.1f}%" for key, label in METRICS))
-    held = [r for r in rows if not r.fitted]
-    lines.append(line("HELD OUT, all", held))
-    lines.append(line("HELD OUT, NVIDIA", [r for r in held if r.hw not in AMD]))
-    lines.append(line("HELD OUT, AMD", [r for r in held if r.hw in AMD]))
+                "  ".join(f"{label} {100 * s[key]:5.1f}%" if s["predicted"] else f"{label}     - "
+                          for key, label in METRICS))
+    val = [r for r in rows if r.role == "select"]
+    lines.append(line("VALIDATION (select chips held out), all", val))
+    lines.append(line("VALIDATION, NVIDIA", [r for r in val if r.hw not in AMD]))
+    lines.append(line("VALIDATION, AMD", [r for r in val if r.hw in AMD]))
     lines.append(line("fitted rows (not a measure of accuracy)", [r for r in rows if r.fitted]))
     lines.append("")
-    lines.append("by engine x model x chip (* = fitted rows):")
-    cats = sorted({r.category for r in rows})
-    for c in cats:
+    lines.append("by engine x model x chip (* = fitted rows), select chips:")
+    for c in sorted({r.category for r in rows if r.role != "report"}):
         rs = [r for r in rows if r.category == c]
         lines.append(line(("* " if rs[0].fitted else "  ") + c, rs))
     refused = [r for r in rows if "error" in r.pred]
@@ -491,11 +503,22 @@ def report(rows: list[ServedRow], skipped: list, others: dict[str, list[ServedRo
         accept = next((r.spec.acceptance_rate for r in rs if r.spec is not None), None)
         lines += ["", TITLES[key] + ("" if key != "mtp" else f", acceptance {accept} per token"
                                      + (ACCEPTANCE_SOURCE.get(accept, " (given)") if accept is not None else ""))]
-        lines.append(line("HELD OUT", [r for r in rs if not r.fitted]))
+        lines.append(line("VALIDATION (select chips held out)", [r for r in rs if r.role == "select"]))
         lines.append(line(FITTED_CHIPS[key], [r for r in rs if r.fitted]))
-        for c in sorted({r.category for r in rs}):
+        for c in sorted({r.category for r in rs if r.role != "report"}):
             cat = [r for r in rs if r.category == c]
             lines.append(line(("* " if cat[0].fitted else "  ") + c, cat))
+    lines += ["", "REPORT (report chips held out; never tuned on):"]
+    rep = [r for r in rows if r.role == "report"]
+    lines.append(line("REPORT, all", rep))
+    lines.append(line("REPORT, NVIDIA", [r for r in rep if r.hw not in AMD]))
+    lines.append(line("REPORT, AMD", [r for r in rep if r.hw in AMD]))
+    for c in sorted({r.category for r in rep}):
+        lines.append(line("  " + c, [r for r in rep if r.category == c]))
+    for key, rs in (others or {}).items():
+        lines.append(line(f"REPORT, {key}", [r for r in rs if r.role == "report"]))
+        for c in sorted({r.category for r in rs if r.role == "report"}):
+            lines.append(line("  " + c, [r for r in rs if r.category == c]))
     return "\n".join(lines)
 
 
@@ -519,20 +542,27 @@ def other_categories(path=None, mtp_acceptance: float = INFERENCEMAX_MTP_ACCEPTA
 
 
 def served_report(path=None) -> dict:
-    """The served categories as data: {"held_out": {...}, "held_out_nvidia", "held_out_amd",
-    "fitted", "categories": {name: {...}}, "skipped": count, and apart from the headline
-    "mtp_held_out", "mtp_fitted_chips", "disaggregated_held_out", ...}; each a summary() dict."""
+    """The served categories as data, each a summary() dict: "validation" (select chips held out),
+    "validation_nvidia", "validation_amd", "report" (report chips held out, never tuned on),
+    "report_nvidia", "report_amd", "fitted", "categories": {name: {..., "role"}}, "skipped":
+    count, and apart from the headline "mtp_validation", "mtp_report", "mtp_fitted_chips",
+    "disaggregated_validation", ... (membound.split names each chip's role)."""
     path = _served_or_none(path)
     rows, skipped = load_rows(path)
     predict(rows)
-    held = [r for r in rows if not r.fitted]
-    return {**{f"{k}_{part}": summary([r for r in rs if r.fitted == (part == "fitted_chips")])
-               for k, rs in other_categories(path).items() for part in ("held_out", "fitted_chips")},
-            "held_out": summary(held), "held_out_nvidia": summary([r for r in held if r.hw not in AMD]),
-            "held_out_amd": summary([r for r in held if r.hw in AMD]),
-            "fitted": summary([r for r in rows if r.fitted]),
+    out: dict = {}
+    for k, rs in other_categories(path).items():
+        out[f"{k}_fitted_chips"] = summary([r for r in rs if r.fitted])
+        for role, label in (("select", "validation"), ("report", "report")):
+            out[f"{k}_{label}"] = summary([r for r in rs if r.role == role])
+    for role, label in (("select", "validation"), ("report", "report")):
+        rs = [r for r in rows if r.role == role]
+        out.update({label: summary(rs), f"{label}_nvidia": summary([r for r in rs if r.hw not in AMD]),
+                    f"{label}_amd": summary([r for r in rs if r.hw in AMD])})
+    return {**out, "fitted": summary([r for r in rows if r.fitted]),
             "categories": {c: {**summary([r for r in rows if r.category == c]),
-                               "fitted": any(r.fitted for r in rows if r.category == c)}
+                               "fitted": any(r.fitted for r in rows if r.category == c),
+                               "role": next(r.role for r in rows if r.category == c)}
                            for c in sorted({r.category for r in rows})},
             "skipped": len(skipped)}
 
@@ -582,7 +612,7 @@ def main(argv=None) -> int:
         return 0
     if a.csv:
         import pandas as pd
-        pd.DataFrame([{"id": r.id, "category": r.category, "conc": r.conc, "fitted": r.fitted, "date": r.date,
+        pd.DataFrame([{"id": r.id, "category": r.category, "conc": r.conc, "fitted": r.fitted, "role": r.role, "date": r.date,
                        "tpot_s": r.tpot_s, "ttft_s": r.ttft_s, "tput_per_gpu": r.tput_per_gpu,
                        **{f"pred_{k}": v for k, v in r.pred.items()}} for r in rows]).to_csv(a.csv, index=False)
     return 0

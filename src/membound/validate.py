@@ -4,16 +4,22 @@ category on groups no fit saw, with the in-sample figures beside.
     python -m membound.validate [--reference PATH] [--group chip|source] [--csv rows.csv] [--plot out.png]
 
 Error of a row = predicted / measured - 1 (for latencies, ITL and TTFT, the same ratio of the
-times). Per category: rows, then the median and 90th percentile of |error|
+times). A group is a whole chip (`--group chip`, the hardware profile, binned parts included) or
+a whole source (`--group source`, the row id's prefix: apple, lcpp, spark, trt, ...); each group
+is a fit, select or report group by the committed split (membound.split, data/split.csv: a hash
+of its name, fixed before any error was looked at). Per category: rows, then the median and 90th
+percentile of |error| of three kinds, never mixed:
 
-- *held out* (the headline): leave one group out, a whole chip (`--group chip`, the hardware
-  profile, binned parts included) or a whole source (`--group source`, the row id's prefix:
-  apple, lcpp, spark, trt, ...); refit every runtime that group's rows use without it
-  (`calibrate.calibrate_runtimes`) and predict the group. Rows of runtimes nothing fits
-  (vLLM, SGLang, the device's own figures) are predicted as they are. Specialised chips are
-  calibrated on named launch rows (`calibrate.SPECIALISED_CALIBRATION`): their other rows are
-  held out, the named ones have no held-out figure;
-- *in-sample*: the bundled runtimes, fitted on every row.
+- *in-sample*: the bundled runtimes, fitted on every row (not a measure of accuracy);
+- *validation*: the rows of select groups, each group left out, together with every report
+  group, of a cold (from the priors) and converged refit of every runtime its rows use
+  (`refit_without`); the figures model forms, frozen constants and switches are chosen on;
+- *report*: the rows of report groups, each group left out of a cold, converged refit on all
+  the rest; printed once, at the end, and never tuned on.
+
+Rows of fit groups have no held-out figure. Rows of runtimes nothing fits (vLLM, SGLang, the
+device's own figures) are predicted as they are. Specialised chips are calibrated on named
+launch rows (`calibrate.SPECIALISED_CALIBRATION`): the named ones have no held-out figure.
 
 Rows faster than the pure roofline are set aside with the reason (`calibrate.beats_physics`);
 fits that end on a bound are listed (missing physics). Coverage = rows predicted / rows whose
@@ -27,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import split
 from .progress import track
 from .calibrate import (FIT, FIXED, beats_physics, calibrate_runtimes, is_calibration,
                         runtime_from_fits)
@@ -46,9 +53,10 @@ class RowResult:
     runtime: str
     measured: float
     predicted: float            # in-sample: the bundled runtimes
-    held_out: float | None      # refit without the row's group (None: a named calibration row)
+    held_out: float | None      # refit without the row's group (None: a fit group's row, a named calibration row)
     calibration: bool           # a fit uses this row (in-sample)
     note: str
+    role: str = "fit"           # its group's role (membound.split): fit, select (validation) or report
 
     @property
     def error(self) -> float:
@@ -85,27 +93,35 @@ def _stripped(rt_name: str):
 
 
 def refit_without(scenarios, left_out, rt_name: str):
-    """Runtime `rt_name` refitted on `scenarios` less the rows in `left_out` (a set of ids):
-    entries not refitted lose their fitted figures, so nothing of the left-out rows remains."""
+    """Runtime `rt_name` refitted cold (from the priors, not from a fit that saw the rows) and to
+    convergence on `scenarios` less the rows in `left_out` (a set of ids): entries not refitted
+    lose their fitted figures, so nothing of the left-out rows remains."""
     rest = [s for s in scenarios if s.id not in left_out]
-    fits = calibrate_runtimes(rest, runtimes=[rt_name], warm=True, iters=20).get(rt_name, [])
+    fits = calibrate_runtimes(rest, runtimes=[rt_name]).get(rt_name, [])
     return runtime_from_fits(rt_name, fits, base=_stripped(rt_name)), fits
 
 
 def held_out_predictions(scenarios, group: str = "chip") -> tuple[dict, list]:
-    """({row id: prediction with that row's whole group left out of every fit}, [fit notes])."""
+    """({row id: prediction with that row's whole group left out of every fit}, [fit notes]) for
+    the rows of select and report groups (membound.split): a select group's refit also leaves out
+    every report group (a choice made on select figures never saw a report row); a report
+    group's refit leaves out only itself. Rows of fit groups have no held-out prediction."""
     key = GROUPS[group]
     by_group: dict = {}
     for sc in scenarios:
         by_group.setdefault(key(sc), []).append(sc)
+    roles = {g: split.role(group, g) for g in by_group}
+    report_ids = {s.id for g, rows in by_group.items() if roles[g] == "report" for s in rows}
     out, notes = {}, []
     for g, rows in by_group.items():
-        ids = {s.id for s in rows}
+        if roles[g] == "fit":
+            continue
+        ids = {s.id for s in rows} | (report_ids if roles[g] == "select" else set())
         for rt in sorted({s.runtime for s in rows if s.runtime in FIT and s.hardware not in SPECIALISED}):
             runtime, fits = refit_without(scenarios, ids, rt)
             for f in fits:
                 if f.at_bounds:
-                    notes.append(f"without {group} {g}: {rt} {f.key} on a bound: {', '.join(f.at_bounds)}")
+                    notes.append(f"without {group} {g} ({roles[g]}): {rt} {f.key} on a bound: {', '.join(f.at_bounds)}")
             for s in rows:
                 if s.runtime == rt:
                     out[s.id] = _safe_predict(s, runtime)
@@ -153,23 +169,28 @@ def validation_report(path=None, group: str = "chip") -> dict:
                 skipped.append((sc.id, sc.metric, f"prediction failed: {type(e).__name__}: {e}"))
             continue
         calib = is_calibration(sc)
-        if sc.hardware in SPECIALISED:
-            h = None if calib else p
-        elif sc.runtime in FIT:
+        role = split.role(group, GROUPS[group](sc))
+        if role == "fit" or (sc.hardware in SPECIALISED and calib):
+            h = None
+        elif sc.runtime in FIT and sc.hardware not in SPECIALISED:
             h = held.get(sc.id)
-        else:
+        else:           # nothing fits this row: its prediction is held out as it stands
             h = p
         rows.append(RowResult(sc.id, sc.category, sc.metric, sc.model, sc.hardware, sc.runtime,
-                              sc.measured, p, h, calib, sc.note))
+                              sc.measured, p, h, calib, sc.note, role))
     cats = {}
     for name in dict.fromkeys(r.category for r in rows):
         rs = [r for r in rows if r.category == name]
         n, med, p90 = _stats([r.error for r in rs])
-        hs = [r for r in rs if r.held_out is not None]
-        nh, medh, p90h = _stats([r.held_out_error for r in hs])
-        worst = sorted(hs, key=lambda r: -abs(r.held_out_error or 0.0))[:3]   # all held out here
-        cats[name] = dict(rows=n, median=med, p90=p90, holdout_rows=nh, holdout_median=medh, holdout_p90=p90h,
-                          chips=len({r.hardware for r in rs}), worst=[(r.id, r.held_out_error) for r in worst])
+        c = dict(rows=n, median=med, p90=p90, chips=len({r.hardware for r in rs}))
+        for role, label in (("select", "validation"), ("report", "report")):
+            hs = [r for r in rs if r.role == role and r.held_out is not None]
+            nh, medh, p90h = _stats([r.held_out_error for r in hs])
+            worst = sorted(hs, key=lambda r: -abs(r.held_out_error or 0.0))[:3]
+            c.update({f"{label}_rows": nh, f"{label}_median": medh, f"{label}_p90": p90h,
+                      f"{label}_groups": len({GROUPS[group](r) for r in hs}),
+                      f"{label}_worst": [(r.id, r.held_out_error) for r in worst]})
+        cats[name] = c
     disclosed = [s for s in skipped if not s[2].startswith(NOT_DISCLOSED + SPECULATIVE)]
     n_disclosed = len(rows) + len(disclosed) + len(set_aside)
     from .runtime import load_runtime
@@ -189,17 +210,27 @@ def _entry_bounds(rt: str, entry) -> list:
     return _at_bounds(vals)
 
 
+def _fig(n: int, groups: int, med: float, p90: float) -> str:
+    return f"{n:4d} {groups:3d} {100 * med:6.1f} {100 * p90:6.1f}" if n else f"{n:4d} {groups:3d} {'-':>6s} {'-':>6s}"
+
+
 def format_report(rep: dict) -> str:
     g = rep["group"]
     out = [f"membound validation against {rep['source']}",
-           f"error = predicted/measured - 1; |error| medians and 90th percentiles in %. Held out: each whole {g} "
-           "left out of every fit, refitted, predicted; in-sample: the bundled fits (every row).", "",
-           f"{'category':36s} {'rows':>4s} {'chips':>5s} | {'held':>4s} {'med':>6s} {'p90':>6s} | "
-           f"{'in-sample':>9s} {'p90':>6s} | worst held out"]
+           f"error = predicted/measured - 1; |error| medians and 90th percentiles in %. Each {g} is a fit, select or "
+           "report group, by a hash of its name fixed before looking (membound.split, data/split.csv):",
+           "  in-sample: the bundled fits on every row (not a measure of accuracy);",
+           f"  validation: rows of select {g}s, each {g} left out (with every report {g}) of a cold, converged refit; "
+           "the figures choices are made on;",
+           f"  report: rows of report {g}s, each left out of a cold, converged refit; printed once, at the end, "
+           "never tuned on.", "",
+           f"{'category':36s} {'rows':>4s} {'chips':>5s} | {'in-sample':>9s} {'p90':>6s} | {'val':>4s} {'grp':>3s} "
+           f"{'med':>6s} {'p90':>6s} | worst validation rows"]
     for name, c in sorted(rep["categories"].items()):
-        worst = ", ".join(f"{i} {100 * e:+.0f}%" for i, e in c["worst"])
-        out.append(f"{name:36s} {c['rows']:4d} {c['chips']:5d} | {c['holdout_rows']:4d} {100 * c['holdout_median']:6.1f} "
-                   f"{100 * c['holdout_p90']:6.1f} | {100 * c['median']:9.1f} {100 * c['p90']:6.1f} | {worst}")
+        worst = ", ".join(f"{i} {100 * e:+.0f}%" for i, e in c["validation_worst"])
+        out.append(f"{name:36s} {c['rows']:4d} {c['chips']:5d} | {100 * c['median']:9.1f} {100 * c['p90']:6.1f} | "
+                   f"{_fig(c['validation_rows'], c['validation_groups'], c['validation_median'], c['validation_p90'])} | "
+                   f"{worst}")
     cov = rep["coverage"]
     out += ["", f"Coverage: {cov['predicted']} of {cov['disclosed']} rows whose device is disclosed are predicted "
                 f"({100 * cov['fraction']:.1f}%); speculative-decoding ratios are checked by membound.multiplier_check."]
@@ -217,7 +248,12 @@ def format_report(rep: dict) -> str:
     reasons = Counter(reason.split("(")[0].split(":")[0].strip() for _, _, reason in rep["skipped"])
     out += ["", f"Predicted {len(rep['rows'])} rows; set aside {len(rep['set_aside'])}; skipped {len(rep['skipped'])}:"]
     out += [f"  {n:4d}  {reason}" for reason, n in reasons.most_common()]
-    return "\n".join(out)
+    out += ["", f"REPORT: rows of report {g}s, each held out of a cold, converged refit (never tuned on)",
+            f"{'category':36s} {'rows':>4s} {'grp':>3s} {'med':>6s} {'p90':>6s} | worst"]
+    for name, c in sorted(rep["categories"].items()):
+        worst = ", ".join(f"{i} {100 * e:+.0f}%" for i, e in c["report_worst"])
+        out.append(f"{name:36s} {_fig(c['report_rows'], c['report_groups'], c['report_median'], c['report_p90'])} | {worst}")
+    return "\n".join(ln.rstrip() for ln in out)
 
 
 def write_csv(rep: dict, path) -> None:
@@ -225,12 +261,12 @@ def write_csv(rep: dict, path) -> None:
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["id", "category", "metric", "model", "hardware", "runtime", "measured", "predicted_in_sample",
-                    "error_in_sample", "predicted_held_out", "error_held_out", "note"])
+                    "error_in_sample", "predicted_held_out", "error_held_out", "role", "note"])
         for r in rep["rows"]:
             h = "" if r.held_out is None else f"{r.held_out:.6g}"
             he = "" if r.held_out is None else f"{r.held_out_error:.4f}"
             w.writerow([r.id, r.category, r.metric, r.model, r.hardware, r.runtime, r.measured,
-                        f"{r.predicted:.6g}", f"{r.error:.4f}", h, he, r.note])
+                        f"{r.predicted:.6g}", f"{r.error:.4f}", h, he, r.role, r.note])
 
 
 def plot(rep: dict, path) -> None:
