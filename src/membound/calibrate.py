@@ -196,7 +196,11 @@ _PER_TOKEN = ("decode_tok_s_per_user", "decode_tok_s_total", "prefill_tok_s", "t
 def beats_physics(sc: Scenario) -> str | None:
     """The reason `sc` is set aside, when its measured figure is faster than the pure roofline
     (peak bandwidth and compute, no floor, no overhead, and the fewest weight bytes its batch can
-    read: `fewest_experts`); else None."""
+    read: `fewest_experts`); else None. A specialised chip's row whose chip count the source does
+    not state is never set aside on the assumed layout: membound.vendors reports the range of
+    counts that give its figure (issue 28)."""
+    if sc.hardware in SPECIALISED and not sc.chips_stated:
+        return None
     try:
         ideal = predict(sc, runtime="ideal", model=fewest_experts(sc))
     except Exception:   # noqa: BLE001 - a row membound cannot lay out is reported by validate

@@ -69,6 +69,24 @@ def _need(module: str, extra: str, what: str) -> None:
 
 
 # ---- estimate ------------------------------------------------------------------------------
+def _speculative(args):
+    """The SpeculativeDecoding the flags ask for (--draft MODEL or --mtp, --gamma, --acceptance or
+    --accepted-tokens), or None where none of them is given."""
+    from .errors import InvalidInputError
+    from .speculative import SpeculativeDecoding
+    given = (args.draft, args.mtp, args.gamma, args.acceptance, args.accepted_tokens)
+    if all(v in (None, False) for v in given):
+        return None
+    if args.draft is None and not args.mtp:
+        raise InvalidInputError("--draft", None, "a draft model preset (--draft llama-3.2-1b) or --mtp (a "
+                                "self-drafting head) with --gamma/--acceptance")
+    if args.acceptance is None and args.accepted_tokens is None:
+        raise InvalidInputError("--acceptance", None, "a per-token acceptance rate in (0, 1) (or --accepted-tokens "
+                                "TAU, tokens per round) for speculative decoding")
+    return SpeculativeDecoding(draft=args.draft, gamma=4 if args.gamma is None else args.gamma,
+                               acceptance_rate=args.acceptance, mean_accepted_tokens=args.accepted_tokens)
+
+
 def _estimate(args) -> int:
     from .estimate import estimate
     from .parallel import Parallel
@@ -76,7 +94,8 @@ def _estimate(args) -> int:
     r = estimate(args.model, args.hardware, batch=args.batch, prompt_tokens=args.prompt,
                  output_tokens=args.output, weight_dtype=args.weights, kv_dtype=args.kv,
                  activation_dtype=args.activations, n_chips=args.chips, parallel=par, runtime=args.runtime,
-                 allow_beyond_context=args.allow_beyond_context, dense_weight_dtype=args.dense_weights)
+                 allow_beyond_context=args.allow_beyond_context, dense_weight_dtype=args.dense_weights,
+                 speculative=_speculative(args))
     print(_dump(r.to_dict()) if args.json else r)
     return 0
 
@@ -329,6 +348,18 @@ def _add_estimate(sub) -> None:
     e.add_argument("--ep", type=int, default=1, help="expert-parallel ways")
     e.add_argument("--dense-weights", default=defaults.DENSE_WEIGHT_DTYPE, metavar="DTYPE",
                    help=_DENSE_HELP)
+    sp = e.add_argument_group("speculative decoding", "a drafter proposes --gamma tokens, the target verifies "
+                              "them in one pass; the drafter lives on the target's first pipeline stage")
+    who = sp.add_mutually_exclusive_group()
+    who.add_argument("--draft", metavar="MODEL", default=None, help="a draft model preset, e.g. llama-3.2-1b")
+    who.add_argument("--mtp", action="store_true",
+                     help="a self-drafting head (MTP/EAGLE): one decoder layer of the target, re-reading its LM head")
+    sp.add_argument("--gamma", type=int, default=None, help="tokens drafted per round (default 4)")
+    acc = sp.add_mutually_exclusive_group()
+    acc.add_argument("--acceptance", type=float, default=None, metavar="ALPHA",
+                     help="per-token probability that a drafted token is accepted")
+    acc.add_argument("--accepted-tokens", type=float, default=None, metavar="TAU",
+                     help="tokens per round (bonus token included), as tree methods report it")
     e.set_defaults(func=_estimate)
 
 

@@ -40,6 +40,7 @@ import functools
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
+from .dataflow import wafer_pass_s
 from .parallel import communication_s
 from .roofline import (Num, causal_pairs, ceiling, context_pieces, effective_context, expected_experts,
                        maximum, minimum, sum_over_context, where)
@@ -84,6 +85,7 @@ class ModelConsts:
     lookup_params: float       # the untied input-embedding table: held in memory, but decode
                                # reads only the rows of its tokens, and it does no FLOPs
     model_type: str = ""       # Model.model_type (a runtime's host_blocking_model_types name it)
+    q_dim: float = 0.0         # the attention's query width, heads x head_dim (a wafer's GEMV shapes)
 
 
 @functools.lru_cache(maxsize=512)
@@ -109,7 +111,7 @@ def model_consts(model: Model) -> ModelConsts:
                          + model.kv_elements_per_token_per_layer
                          + 3 * max(model.ffn_size, model.expert_ffn_size * max(model.experts_per_token, 1))),
         lookup_params=0.0 if model.tied_embeddings else float(model.vocab_size * model.hidden_size),
-        model_type=model.model_type)
+        model_type=model.model_type, q_dim=float(model.n_heads * model.head_dim))
 
 
 class SpecArgs(NamedTuple):
@@ -356,7 +358,7 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
         Cdp = on_matrix_units(Cd, kn.matrix_peak_flops, eff.compute_fraction, dqd)
     return ChipBase(tp, pp, ep, tp * ep, e_group, share, kn.w_bytes, wd, wh, we, kv_pair, C, Cd, Ca, Ci, kn.dequant, dqd,
                     kn.act_bytes, link_bw, link_lat, link is None or link.topology == "ring", dense_chip, expert_chip,
-                    floor_s(mc, hw, eff, tp, kn.act_bytes, share * mc.n_layers),
+                    floor_s(mc, hw, eff, tp, wd, share * mc.n_layers),
                     gemm_s(mc, C, Cd, kn.dequant, dqd) if kn.gemv_peak_flops is None else
                     gemm_s(mc, kn.gemv_peak_flops * eff.compute_fraction, kn.gemv_peak_flops * eff.compute_fraction,
                            0.0, 0.0),
@@ -573,24 +575,22 @@ def timed(c: Coeffs, serial: Num) -> Coeffs:
 
 # ---- latency floor, communication, overheads --------------------------------------------
 
-def mesh_s(c: ModelConsts, hw: Hardware, eff: Efficiency, tp: Num, act_bytes: Num, layers_per_chip: Num) -> Num:
-    """A dataflow wafer's pipeline latency for one pass: each layer's GEMV vectors stream across
-    the edge of the sqrt(cores per layer)-wide square it owns, one element per link per element
-    time. The tokens of a pass (a batch, verified positions) follow one another through the
-    same pipeline, so the pass pays this latency once; their bytes and FLOPs are the memory
-    and compute terms."""
+def mesh_s(c: ModelConsts, hw: Hardware, eff: Efficiency, tp: Num, w_bytes: Num, layers_per_chip: Num) -> Num:
+    """A dataflow wafer's latency for one pass: each layer's GEMVs and collectives over the square
+    of cores it owns (`dataflow.wafer_pass_s`: the fabric's cycles from its architecture papers),
+    over a runtime's `fabric_efficiency` (1 unless a runtime sets it). The tokens of a pass (a
+    batch, verified positions) follow one another through the same pipeline, so the pass pays
+    this latency once; their bytes and FLOPs are the memory and compute terms."""
     if hw.fabric is None:
         return 0.0
-    cores_per_layer = hw.fabric.cores * tp / layers_per_chip
-    return c.n_layers * c.gemv_elems / tp / cores_per_layer ** 0.5 \
-        * hw.fabric.element_time_s(8.0 * act_bytes) / eff.fabric_efficiency
+    return wafer_pass_s(c, hw, tp, w_bytes, layers_per_chip) / eff.fabric_efficiency
 
 
-def floor_s(c: ModelConsts, hw: Hardware, eff: Efficiency, tp: Num, act_bytes: Num, layers_per_chip: Num) -> Num:
-    """The shortest one pass of model `c` can take on tp-way split layers: its layers' kernels
-    and the mesh latency."""
+def floor_s(c: ModelConsts, hw: Hardware, eff: Efficiency, tp: Num, w_bytes: Num, layers_per_chip: Num) -> Num:
+    """The shortest one pass of model `c` can take on tp-way split layers (weights of `w_bytes`
+    each): its layers' kernels and the mesh latency."""
     return c.n_layers * eff.per_layer_floor_s + eff.per_step_floor_s \
-        + mesh_s(c, hw, eff, tp, act_bytes, layers_per_chip)
+        + mesh_s(c, hw, eff, tp, w_bytes, layers_per_chip)
 
 
 def comm_s(mc: ModelConsts, ch: Chip, tokens: Num) -> Num:
@@ -701,7 +701,7 @@ def draft_model_terms(d: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, 
     head in `w_head` bytes per weight where its file gives it its own)."""
     B, S = kn.batch, kn.prompt
     coeffs = step_coeffs_draft(d, ch.b, kn, ch.flops, ch.w_inv, ch.kv_inv, ch.tp, ch.attn_flops, w_head)
-    fl = floor_s(d, hw, eff, ch.tp, ch.act_bytes, d.n_layers)
+    fl = floor_s(d, hw, eff, ch.tp, ch.w_dense, d.n_layers)
     over = eff.per_step_overhead_s + d.n_layers * eff.per_layer_overhead_s
     extra = over + launch_s(d, eff, ch.b * 1.0) + draft_comm_s(ch, ch.b, d.hidden, d.n_layers)
     pre = maximum(draft_prefill_s(d, B, S, kn, ch.flops, ch.w_inv, ch.kv_inv, ch.tp, ch.attn_flops, w_head), fl)
@@ -721,7 +721,7 @@ def draft_head_terms(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, 
     h_flops = 2.0 * (spec.head_params + spec.head_lm_params)
     coeffs = (h_bytes * ch.w_inv, plain[1] / mc.n_layers, ch.b * h_flops / (tp * C), plain[3] / mc.n_layers)
     fl = eff.per_layer_floor_s + eff.per_step_floor_s \
-        + mesh_s(mc, hw, eff, ch.tp, ch.act_bytes, ch.share * mc.n_layers) / mc.n_layers
+        + mesh_s(mc, hw, eff, ch.tp, ch.w_dense, ch.share * mc.n_layers) / mc.n_layers
     extra = eff.per_layer_overhead_s + draft_comm_s(ch, ch.b, mc.hidden, 1.0)
     pre_fl = B * (2.0 * spec.head_params * S + 2.0 * spec.head_lm_params
                   + mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / mc.n_layers) / (tp * C)

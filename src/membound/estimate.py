@@ -279,10 +279,14 @@ def _speculative(speculative: SpeculativeDecoding | None, m: Model, q: Quantizat
     spec_args = SpecArgs(float(speculative.gamma), speculative.tokens_per_round,
                          None if cost is None else float(cost), head_bytes, own, lm,
                          float(speculative.route_correlation))
+    # the drafter lives where the target's first stage is (its tokens start there), split over that
+    # stage's tp chips; the first stage hands target layers of as many bytes on to the later ones,
+    # so over pp stages each chip holds 1/pp of the drafter's share (not a copy on every stage)
     draft_mc, extra_w, extra_kv = None, 0.0, 0.0
     if own or lm:                                   # the head, split like the target, and
-        extra_w = head_bytes / layout.tp            # the KV cache of its one layer
-        extra_kv = m.kv_bytes_per_token(res.kv.name) / m.n_layers / min(layout.tp, model_consts(m).kv_split_max)
+        extra_w = head_bytes / layout.tp / layout.pp            # the KV cache of its one layer
+        extra_kv = m.kv_bytes_per_token(res.kv.name) / m.n_layers / min(layout.tp, model_consts(m).kv_split_max) \
+            / layout.pp
     if speculative.draft is not None:               # a draft model, split over tp too
         dm = load_model(speculative.draft)
         draft_mc = model_consts(dm)
@@ -290,8 +294,8 @@ def _speculative(speculative: SpeculativeDecoding | None, m: Model, q: Quantizat
         w = res.weights.bytes
         dense, experts = held_weight_bytes(draft_mc, w, w, d_res.head_weights.bytes, d_res.embed_weights.bytes,
                                            layout.tp, layout.tp, 1.0)
-        extra_w = float(dense + experts)
-        extra_kv = dm.kv_bytes_per_token(res.kv.name) / min(layout.tp, draft_mc.kv_split_max)
+        extra_w = float(dense + experts) / layout.pp
+        extra_kv = dm.kv_bytes_per_token(res.kv.name) / min(layout.tp, draft_mc.kv_split_max) / layout.pp
         if d_res.head_weights != res.weights:
             spec_args = spec_args._replace(draft_head_bytes=d_res.head_weights.bytes)
     return spec_args, draft_mc, extra_w, extra_kv, float(speculative.positions)

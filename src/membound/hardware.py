@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator,
                       model_validator)
@@ -23,10 +23,6 @@ from ._data import HashableModel, Number, read_yaml, validate
 from . import names
 from .dtypes import compute_keys
 from .errors import InvalidInputError, ProfileError
-
-if TYPE_CHECKING:
-    import numpy as np
-    from numpy.typing import NDArray
 
 
 def _g(x: float) -> str:
@@ -194,18 +190,21 @@ class LatencyFloor(_Strict):
 
 class Fabric(_Strict):
     """The on-chip mesh of a dataflow chip whose weights sit in SRAM beside its cores (a wafer):
-    a batch-1 GEMV is mapped onto a square of the cores one layer owns, and its input and output
-    vectors stream across that square's edge, one element per link per element time."""
+    a batch-1 GEMV is mapped onto a square of the cores one layer owns; its input is broadcast
+    and its partial outputs reduced across that square, one wavelet per link per cycle
+    (membound.dataflow prices it)."""
 
     cores: Annotated[int, Field(ge=1, le=10**9)]
     bandwidth_bits_s: Annotated[float, Field(gt=1e9, le=1e21, allow_inf_nan=False)]  # all links, all cores
     links_per_core: Annotated[int, Field(ge=1, le=64)] = 4
+    wavelet_bits: Annotated[int, Field(ge=1, le=1024)] = 32    # bits one link moves per cycle each way
+    ramp_cycles: Annotated[float, Field(ge=0, le=1e4, allow_inf_nan=False)] = 2.0   # router to core (T_R)
     source: str
 
-    def element_time_s(self, bits: float | NDArray[np.float64] = 16.0) -> float | NDArray[np.float64]:
-        """Seconds one link takes to pass one `bits`-bit element: a core's share of the fabric
-        bandwidth, split over its links."""
-        return bits * self.links_per_core * self.cores / self.bandwidth_bits_s
+    def clock_hz(self) -> float:
+        """The fabric's cycle rate its aggregate bandwidth implies: every core's `links_per_core`
+        ports, each way, one wavelet per cycle (bandwidth / (cores x links x 2 x wavelet bits))."""
+        return self.bandwidth_bits_s / (self.cores * self.links_per_core * 2 * self.wavelet_bits)
 
 
 class Hardware(HashableModel):

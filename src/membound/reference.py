@@ -106,6 +106,7 @@ class Scenario:
     per_chip: bool = False           # measured value is per accelerator of a larger system
     harness: str = ""                # the benchmark tool, where its settings matter ("trtllm-bench")
     note: str = ""
+    chips_stated: bool = True        # False: the source does not say how many chips (a layout assumed)
 
     def __post_init__(self):
         predicted = tuple(m for m in METRICS if m not in ("speedup_vs_baseline", "acceptance_length"))
@@ -196,8 +197,8 @@ SPECIALISED = ("cerebras-wse-3", "groq-lpu", "sambanova-sn40l")
 # Published figures from another software generation than the calibration rows (said in the
 # report; no constant is tuned for them).
 GENERATION_NOTES = {
-    "hw-016": "Nov 2024 software (runtime cerebras-2024-11, fitted on this row): 405B at 969 tok/s is "
-              "3.6x the mesh efficiency of the Aug 2024 launch software",
+    "hw-016": "Nov 2024 software: no generation is fitted on one row, so the wafer's physics alone predicts "
+              "it (membound.vendors)",
     "hw-021": "Aug 2023 software, a lower bound ('more than 100'): met by the 2024 runtime's prediction",
 }
 
@@ -367,6 +368,7 @@ class _Shape:
     depth: int = 0
     per_chip: bool = False
     note: str = ""
+    chips_stated: bool = True
 
 
 def _scenario(r: dict[str, str]) -> Scenario:
@@ -421,7 +423,7 @@ def _scenario(r: dict[str, str]) -> Scenario:
         prompt_tokens=shape.prompt,
         output_tokens=max(shape.output, 1), depth=shape.depth, n_chips=shape.n_chips, parallel=shape.parallel,
         compute_scale=scale, per_chip=shape.per_chip, harness="trtllm-bench" if "trtllm-bench" in framework else "",
-        note=shape.note)
+        note=shape.note, chips_stated=shape.chips_stated)
 
 
 def _head_dtype(notes: str, weights: str = "") -> str | None:
@@ -567,7 +569,9 @@ def _specialised(r: dict[str, str], s: _Shape, model: str, hw: Hardware, wd: str
         s.n_chips, s.parallel = _special_layout(model, hw, wd, s.n_chips if r["n_chips"] else None)
     except MemboundError as e:
         raise SkipRow(f"no layout holds it: {e}") from None
-    s.note = f"{s.n_chips} chips (tp={s.parallel[0]} pp={s.parallel[1]}): the fewest that hold the weights"
+    s.chips_stated = bool(r["n_chips"])
+    s.note = f"{s.n_chips} chips (tp={s.parallel[0]} pp={s.parallel[1]}): " + (
+        "as stated" if s.chips_stated else "not disclosed; the fewest that hold the weights")
     if r["id"] in GENERATION_NOTES:
         s.note += "; " + GENERATION_NOTES[r["id"]]
     return ROW_RUNTIME.get(r["id"], rt)
