@@ -524,16 +524,37 @@ def _shape(r: dict[str, str], model: str, hw_name: str, rt: str) -> _Shape:
     if rid.startswith("mlperf"):
         s.prompt, s.output, s.per_chip = 512, 512, True
         s.note = "ISL/OSL assumed 512/512 (dataset mean not in the reference)"
-        model_tp = 2 if (model == "llama-2-70b" and hw_name == "h100-sxm") else 1
-        s.n_chips, s.parallel = model_tp, (model_tp, 1, 1)
+        s.n_chips = mlperf_engine_chips(model, hw_name)
+        s.parallel = (s.n_chips, 1, 1)
     if rt == "nemo":
         s.prompt, s.output = 128, 20
     if rid.startswith("awq"):
         _awq(s, metric, notes, rt)
-    if rid.startswith("eaglefast") or rid == "spec-065":
-        s.prompt, s.output = 128, 256
-        s.note = "MT-bench: ~128-token prompts and 256 generated tokens assumed"
+    lengths = DATASET_LENGTHS.get(r["prompt_tokens"].strip())
+    if lengths is not None:
+        s.prompt, s.output, s.note = lengths
     return s
+
+
+# The data sets' own workload rules (DESIGN.md: a data set's rule lives with its loader, cited):
+# a row whose prompt_tokens column names its data set instead of a length takes that data set's
+# lengths. MT-bench (80 two-turn questions, lmsys FastChat llm_judge) states no token lengths in the
+# rows that use it (the EAGLE README's gpt-fast table, the EAGLE-3 paper's SGLang table): ~128
+# prompt and 256 generated tokens are ASSUMED, not sourced (a row's metric is a per-token speed, so
+# only the context the steps see depends on them).
+DATASET_LENGTHS = {"MT-bench": (128, 256, "MT-bench: ~128-token prompts and 256 generated tokens assumed (not sourced)")}
+# MLPerf Inference's closed-division submissions build one engine per 80 GB H100 pair for
+# llama2-70b: HPE Cray XD670 H100-SXM-80GBx8 (v5.0 closed/HPE/configs/llama2-70b/Offline/custom.py)
+# inherits NVIDIA's H100_SXM_80GB_PP2x4 (tensor_parallelism 1, pipeline_parallelism 2: 4 engines of 2
+# GPUs), while its H200-SXM-141GB and the MI300X (192 GB) build one per GPU. The rule as the data set
+# sets it: an engine spans the GPUs its launch config names; a tensor-parallel pair stands for the
+# pipelined pair (the rows are throughput per accelerator, which the pair's layout barely moves).
+MLPERF_ENGINE_GPUS = {("llama-2-70b", "h100-sxm"): 2}
+
+
+def mlperf_engine_chips(model: str, hw_name: str) -> int:
+    """GPUs one engine spans in the MLPerf submissions (MLPERF_ENGINE_GPUS, cited): 1 unless listed."""
+    return MLPERF_ENGINE_GPUS.get((model, hw_name), 1)
 
 
 def _awq(s: _Shape, metric: str, notes: str, rt: str) -> None:
