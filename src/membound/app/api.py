@@ -281,7 +281,8 @@ def device_prices(body: dict, devices: list[str]) -> dict[str, float]:
     """`prices` for Compare and Serve: one USD per chip-hour for every device ("2.5"), or the
     "device=USD" pairs of `prices_of`; absent = the profiles' prices."""
     raw = _get(body, "prices", {})
-    if isinstance(raw, (int, float)) and not isinstance(raw, bool) or isinstance(raw, str) and "=" not in raw:
+    one_price = (isinstance(raw, (int, float)) and not isinstance(raw, bool)) or (isinstance(raw, str) and "=" not in raw)
+    if one_price:
         price = number({"prices": raw}, "prices", None)
         return {d: price for d in devices} if price is not None else {}
     return prices_of(body, devices)

@@ -355,7 +355,8 @@ const RENDER = {
     const w = d.workload;
     const load = d.mode === "served" ? `${w.batch} clients served (continuous batching)` : `batch ${w.batch}`;
     out.append(h("p", { class: "summary", text: `${d.model}: ${load}, prompt ${w.prompt_tokens}, output ` +
-      `${w.output_tokens} tokens, weights ${w.weight_dtype}, runtime ${w.runtime || (d.mode === "served" ? "vllm" : "device")}` }));
+      `${w.output_tokens} tokens, weights ${w.weight_dtype}, runtime ` +
+      `${w.runtime || [...new Set(d.rows.map((r) => r.calibration.runtime))].join(", ")}` }));
     if (d.speculative) out.append(h("p", { class: "note", id: "compare-speculative", text: d.speculative }));
     out.append(table("compare-table", cols, d.rows, "membound-compare.csv"));
     calibrationNotes(out, d.rows.map((r) => r.calibration));
