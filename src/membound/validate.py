@@ -300,7 +300,13 @@ def main(argv=None) -> int:
                     help="what a held-out group is: a whole chip (default) or a whole source")
     ap.add_argument("--csv", default=None, help="write every row's predictions and errors to this CSV")
     ap.add_argument("--plot", default=None, help="write held-out predicted vs measured to this PNG")
+    ap.add_argument("--budget", action="store_true", help="print the constant budget instead: every constant of every "
+                    "runtime, fitted or not, its unit, prior, rows, chips and bound (membound.budget)")
     args = ap.parse_args(argv)
+    if args.budget:
+        from .budget import constant_budget, format_budget
+        print(format_budget(constant_budget(args.reference)))
+        return 0
     rep = validation_report(args.reference, args.group)
     print(format_report(rep))
     from .serve_validate import section      # served workloads: their own categories (serve's module)

@@ -1,0 +1,64 @@
+"""The constant budget (membound.budget): every constant of every runtime, counted by hand."""
+import pytest
+
+from membound.budget import FREE, constant_budget, format_budget, unit_of
+
+
+@pytest.fixture(scope="module")
+def budget():
+    return constant_budget()
+
+
+def test_units_come_from_the_names():
+    assert unit_of("per_layer_overhead_s") == "s" and unit_of("per_layer_overhead_cycles") == "cycles"
+    assert unit_of("bandwidth_fraction") == "share" and unit_of("moe_gemm_efficiency") == "share"
+    assert unit_of("dp_balance_steps") == "steps" and unit_of("moe_tile_tokens") == "tokens"
+    assert unit_of("power_limit_w_per_tflop") == "W per fp32 TFLOP/s"
+
+
+def test_nemo_fits_five_constants_over_two_chips_and_is_over_budget(budget):
+    # calibrate.FIT["nemo"]: bandwidth and compute fractions, per-step, per-layer (cycles) and
+    # per-sequence costs, all fitted on the NeMo rows of the H100 and the A100: 2 chips allow 2 // 2 = 1
+    b = budget["nemo"]
+    fitted = [c for c in b.constants if c.kind == "fitted"]
+    assert [c.name for c in fitted] == ["bandwidth_fraction", "compute_fraction", "per_step_overhead_s",
+                                        "per_layer_overhead_cycles", "per_sequence_overhead_s"]
+    assert set(b.chips) == {"h100-sxm", "a100-80gb"} and b.allowed == 1 and b.free == 5 and b.over
+    bw = next(c for c in fitted if c.name == "bandwidth_fraction")
+    assert bw.value == 1.0 and bw.bound == "upper" and bw.prior == (0.05, 1.0) and bw.rows == 32
+
+
+def test_llama_cpp_metal_is_within_its_budget(budget):
+    # six figures of one default entry over 15 Apple chips: 15 // 2 = 7 >= 6
+    b = budget["llama.cpp-metal"]
+    assert b.free == 6 and len(b.chips) == 15 and b.allowed == 7 and not b.over
+
+
+def test_vllms_held_step_figures_count_as_frozen_free_constants(budget):
+    # serve_calibrate.FIXED["vllm"] holds 7 figures of an earlier fit on the same H200 rows (none at a
+    # bound or neutral): frozen, free like the 3 fitted ones; one chip allows none
+    from membound.serve_calibrate import FIXED
+    b = budget["vllm"]
+    frozen = {c.name for c in b.constants if c.kind == "frozen"}
+    assert frozen == set(FIXED["vllm"]) and len(frozen) == 7
+    assert b.free == 10 and b.chips == ("h200",) and b.allowed == 0 and b.over
+    # SGLang's figures pinned at a bound (per_step_s 0, bandwidth 1) or neutral are set, not free
+    sg = {c.name: c.kind for c in budget["sglang"].constants if c.entry == "served"}
+    assert sg["per_step_s"] == "set" and sg["bandwidth_fraction"] == "set" and sg["per_prompt_token_s"] == "set"
+
+
+def test_every_constant_has_a_kind_and_the_table_flags_what_is_over(budget):
+    assert all(c.kind in ("fitted", "frozen", "set", "held", "setting", "assumed") for b in budget.values()
+               for c in b.constants)
+    assert all(c.prior is not None and c.rows > 0 for b in budget.values() for c in b.constants if c.kind in FREE)
+    text = format_budget(budget)
+    assert "nemo: 5 free (5 fitted, 0 frozen) over 2 chips (allowed 1)  OVER BUDGET" in text
+    assert "llama.cpp-metal: 6 free (6 fitted, 0 frozen) over 15 chips (allowed 7);" in text
+    assert "ON UPPER BOUND (missing physics)" in text
+
+
+def test_validate_prints_the_budget(capsys):
+    from membound.validate import main
+    assert main(["--budget"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Constant budget") and "Over budget (" in out
