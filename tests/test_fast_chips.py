@@ -243,3 +243,22 @@ def test_cli_expresses_speculative_decoding():
     assert p.returncode != 0 and "--acceptance" in p.stderr
     p = run_cli("estimate", "llama-3.1-8b", "h100-sxm", "--gamma", "4", "--acceptance", "0.8")
     assert p.returncode != 0 and "--draft" in p.stderr
+
+
+def test_assumed_layout_figures_are_shown_in_the_result(tmp_path):
+    """A profile's figures with no source (Groq's 0.5 us hop and 64-token activation chunk) are
+    listed on every result they enter; the interconnect's only when chips talk to one another."""
+    r = mb.estimate("llama-3.1-8b", "groq-lpu", n_chips=64, weight_dtype="int8")
+    assert r.assumptions == ("groq-lpu interconnect.latency_s = 5e-07 (assumed, no source)",
+                             "groq-lpu activation_chunk_tokens = 64 (assumed, no source)")
+    assert "assumed" in str(r) and "interconnect.latency_s" in r.to_dict()["assumptions"]
+    one = mb.estimate("llama-3.1-8b", "cerebras-wse-3")                  # one wafer: no hop
+    assert one.assumptions == ()
+    assert mb.estimate("llama-3.1-8b", "h100-sxm").assumptions == ()
+    import yaml
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "hardware_profiles" / "groq-lpu.yaml").read_text()
+    bad = yaml.safe_load(text) | {"name": "my-lpu", "aliases": [], "assumed": ["interconnect.latency"]}
+    (tmp_path / "my-lpu.yaml").write_text(yaml.safe_dump(bad))
+    with pytest.raises(mb.MemboundError, match="assumed"):
+        mb.load_hardware(tmp_path / "my-lpu.yaml")

@@ -51,6 +51,8 @@ def result_rows(r) -> list[tuple[str, str]]:
         rows.append(("cost", f"${r.cost_per_million_tokens_usd:,.3f} per million output tokens"))
     if r.joules_per_token is not None:
         rows.append(("energy", f"{r.joules_per_token:.3g} J per output token"))
+    if getattr(r, "assumptions", ()):
+        rows.append(("assumed", "; ".join(r.assumptions)))
     return rows
 
 

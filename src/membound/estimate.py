@@ -115,7 +115,8 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
         "joules_per_token": (watts * N * r["e2e_s"] / (B * T)) if watts else None,
         "speculative": None if speculative is None or spec_args is None else {
             "gamma": speculative.gamma, "tokens_per_round": spec_args.tokens_per_round,
-            "verify_positions": int(positions), "draft": getattr(speculative.draft, "name", speculative.draft)}})
+            "verify_positions": int(positions), "draft": getattr(speculative.draft, "name", speculative.draft)},
+        "assumptions": hw.assumptions(N)})
     return result
 
 

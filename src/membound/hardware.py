@@ -260,6 +260,10 @@ class Hardware(HashableModel):
     achievable: Achievable = Achievable()
     latency: LatencyFloor = LatencyFloor()
     fabric: Fabric | None = None    # the on-chip mesh of a dataflow wafer (None: no mesh term)
+    # figures of this profile that are assumptions with no source, as dotted paths
+    # ("interconnect.latency_s", "activation_chunk_tokens", "memory.SRAM.bandwidth_bytes_s"):
+    # every result they enter lists them (Result.assumptions)
+    assumed: tuple[str, ...] = ()
     notes: str = ""
 
     @field_validator("name")
@@ -282,6 +286,32 @@ class Hardware(HashableModel):
         if not tiers:
             raise ValueError("expected at least one memory tier")
         return tuple(sorted(tiers, key=lambda t: -t.bandwidth_bytes_s))
+
+    @model_validator(mode="after")
+    def _assumed_paths(self):
+        for path in self.assumed:
+            if self._figure(path) is None:
+                raise ValueError(f"assumed: expected dotted paths of this profile's figures "
+                                 f"(e.g. 'interconnect.latency_s', 'memory.SRAM.bandwidth_bytes_s'), got {path!r}")
+        return self
+
+    def _figure(self, path: str):
+        """The value at a dotted path of this profile (a memory tier by its name), or None."""
+        obj: object = self
+        for part in path.split("."):
+            if isinstance(obj, tuple):      # memory tiers, by name
+                obj = next((t for t in obj if getattr(t, "name", None) == part), None)
+            else:
+                obj = getattr(obj, part, None)
+            if obj is None:
+                return None
+        return obj if isinstance(obj, (int, float)) and not isinstance(obj, bool) else None
+
+    def assumptions(self, n_chips: int = 1) -> tuple[str, ...]:
+        """The assumed figures (`assumed`) a result on `n_chips` of this device rests on, as
+        'path = value': the interconnect's only where chips talk to one another."""
+        return tuple(f"{self.name} {p} = {self._figure(p):g} (assumed, no source)" for p in self.assumed
+                     if n_chips > 1 or not p.startswith(("interconnect.", "scale_out.")))
 
     @model_validator(mode="after")
     def _read_on_the_fastest_tier(self):

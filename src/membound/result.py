@@ -90,6 +90,7 @@ class Result:
     cost_per_million_tokens_usd: float | None = None
     joules_per_token: float | None = None
     speculative: dict[str, float | int | str | None] | None = None  # tokens per round, gamma, ...
+    assumptions: tuple[str, ...] = ()   # the device profile's figures with no source this result rests on
 
     def to_dict(self) -> dict:
         """A flat dict (memory and terms flattened with prefixes)."""
@@ -105,6 +106,7 @@ class Result:
         spec = d.pop("speculative") or {}
         for k, v in spec.items():
             d[f"spec_{k}"] = v
+        d["assumptions"] = "; ".join(d.get("assumptions") or ())
         return d
 
     def to_pandas(self):
