@@ -71,10 +71,10 @@ def test_a_row_whose_value_is_no_positive_number_is_skipped_with_the_reason(tmp_
     rows = [dict(base, id=f"v{i}", value=v) for i, v in enumerate(("fast", "nan", "inf", "-5", "0"))]
     ref = mb.load_reference(_csv(tmp_path / "m.csv", rows))
     assert ref.scenarios == []
+    # each named with its file, line and column (issue 31: loaders that refuse instead of guessing)
     assert [(rid, why) for rid, _, why in ref.skipped] == [
-        ("v0", "value 'fast' is not a finite number > 0"), ("v1", "value 'nan' is not a finite number > 0"),
-        ("v2", "value 'inf' is not a finite number > 0"), ("v3", "value '-5' is not a finite number > 0"),
-        ("v4", "value '0' is not a finite number > 0")]
+        (f"v{i}", f"{tmp_path / 'm.csv'} line {i + 2}: column 'value': value '{v}' is not a number of itl_ms "
+                  "from 0.001 to 1e+09") for i, v in enumerate(("fast", "nan", "inf", "-5", "0"))]
 
 
 def test_rows_with_a_bad_batch_or_chip_count_are_skipped_with_the_reason(tmp_path):
@@ -83,7 +83,8 @@ def test_rows_with_a_bad_batch_or_chip_count_are_skipped_with_the_reason(tmp_pat
                                                       dict(base, id="c", n_chips="0")]))
     assert ref.scenarios == []
     assert dict((rid, why) for rid, _, why in ref.skipped) == {
-        "b": "batch '-4' not understood", "c": "c: n_chips=0 is invalid: expected an integer >= 1"}
+        "b": "batch '-4' not understood",
+        "c": f"{tmp_path / 'm.csv'} line 3: column 'n_chips': value '0' is not a whole number of chips from 1 to 1,000,000"}
 
 
 def test_a_csv_without_the_schema_or_text_is_a_profile_error(tmp_path):
@@ -92,7 +93,7 @@ def test_a_csv_without_the_schema_or_text_is_a_profile_error(tmp_path):
     with pytest.raises(ProfileError, match=r"field 'notes': column missing: .*\(missing: notes\)"):
         mb.load_reference(_csv(tmp_path / "a.csv", [no_notes]))
     (tmp_path / "empty.csv").write_text("")
-    with pytest.raises(ProfileError, match=r"field 'id': column missing"):
+    with pytest.raises(ProfileError, match=r"field '<file>': empty: expected a header row naming id"):
         mb.load_reference(tmp_path / "empty.csv")
     (tmp_path / "bin.csv").write_bytes(b"\x00\xff\xfe" * 10)
     with pytest.raises(ProfileError, match=r"field '<file>': not a CSV file of UTF-8 text"):

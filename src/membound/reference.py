@@ -36,7 +36,6 @@ Mapping choices (each is an assumption a reader can check):
 """
 from __future__ import annotations
 
-import csv
 import functools
 import math
 import os
@@ -47,8 +46,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .core import serial_share
-from .errors import InvalidInputError, MemboundError, ProfileError, short_repr
+from .errors import InvalidInputError, MemboundError, short_repr
 from .names import index
+from .safeio import CellError, read_csv_rows, real, whole
 
 if TYPE_CHECKING:
     from .hardware import Hardware
@@ -250,13 +250,6 @@ def _apple(text: str):
     return best.name, scale
 
 
-def _float(text: str) -> float | None:
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
-
-
 def _int(text: str, default=None):
     try:
         return int(text)
@@ -328,29 +321,32 @@ def _canonical_metric(r: dict[str, str]) -> dict[str, str]:
 
 
 # the columns a measurements CSV must have (measurements.csv's schema; others are kept for people)
+# a measured figure in its metric's unit (tok/s, ms) is within these: 1e-320 (a denormal) made the
+# report +inf% and NaN medians; the shipped rows span 1.01 to 28,312
+MEASURED_RANGE = (1e-3, 1e9)
+
 COLUMNS = ("id", "hardware", "n_chips", "model", "weight_dtype", "kv_dtype", "batch_or_concurrency",
            "prompt_tokens", "output_tokens", "metric", "value", "framework", "notes")
 
 
 def load_reference(path: str | Path | None = None) -> Reference:
-    """Every row of measurements.csv as a Scenario, or skipped with its reason."""
+    """Every row of measurements.csv as a Scenario, or skipped with its reason. The file is read
+    strictly (safeio.read_csv_rows: UTF-8 with or without a BOM, one header naming each column
+    once); a cell that is not what its column holds skips its row with the file, line, column and
+    value named, and the other rows are still read."""
     out = Reference()
     source = reference_csv(path)
-    try:
-        with open(source, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            rows = list(reader)
-            header = reader.fieldnames or []
-    except (UnicodeDecodeError, csv.Error) as e:
-        raise ProfileError(str(source), "<file>", f"not a CSV file of UTF-8 text ({short_repr(str(e))})") from None
-    missing = [c for c in COLUMNS if c not in header]
-    if missing:
-        raise ProfileError(str(source), missing[0], f"column missing: expected a header row naming {', '.join(COLUMNS)} "
-                           f"(missing: {', '.join(missing)})")
-    for r in rows:
+    _, rows = read_csv_rows(source, COLUMNS)
+    for line, r in rows:
+        where = f"{source} line {line}"
+        r["__where__"] = where
+        if "__cells__" in r:
+            out.skipped.append((r.get("id", ""), r.get("metric", ""), f"{where}: {r['__cells__']} cells, "
+                                f"but the header names {len(COLUMNS)} or more columns"))
+            continue
         try:
             out.scenarios.append(_scenario(_canonical_metric(r)))
-        except (SkipRow, InvalidInputError) as e:   # InvalidInputError: a Scenario refused the row's figures
+        except (SkipRow, InvalidInputError, CellError) as e:   # InvalidInputError: a Scenario refused the row's figures
             out.skipped.append((r["id"], r["metric"], str(e)))
     return out
 
@@ -409,9 +405,7 @@ def _scenario(r: dict[str, str]) -> Scenario:
         # change q_group_size from 128 to 64", llm-awq tinychat/README.md, Usage)
         wd = "int4_g64"
     kv, dense, act = _formats(r["kv_dtype"], wd, rt, hw)
-    value = _float(r["value"])
-    if value is None or not _positive(value):
-        raise SkipRow(f"value {short_repr(r['value'])} is not a finite number > 0")
+    value = real(r["value"], r.get("__where__", rid), "value", *MEASURED_RANGE, f"{metric}")
     shape = _shape(r, model, hw_name, rt)
     if hw.kind in ("wafer", "lpu", "rdu"):
         rt = _specialised(r, shape, model, hw, wd, rt)
@@ -511,9 +505,10 @@ def _stated_layout(notes: str, n: int) -> tuple[int, int, int]:
 def _shape(r: dict[str, str], model: str, hw_name: str, rt: str) -> _Shape:
     """The row's batch, lengths and layout, with what its source leaves unstated assumed."""
     rid, metric, notes = r["id"], r["metric"], r["notes"]
-    n = _int(r["n_chips"].split(".")[0], 1) if r["n_chips"] else 1
-    s = _Shape(_int((r["batch_or_concurrency"].split() or [""])[0]), _int(r["prompt_tokens"], 0),
-               _int(r["output_tokens"], 0), n, _stated_layout(notes, n))
+    where = r.get("__where__", rid)
+    n = whole(r["n_chips"], where, "n_chips", 1, 10**6, "chips") if r["n_chips"].strip() else 1
+    s = _Shape(_int((r["batch_or_concurrency"].split() or [""])[0]), _tokens(r, "prompt_tokens"),
+               _tokens(r, "output_tokens"), n, _stated_layout(notes, n))
     m_depth = re.search(r"@ d(\d+)", notes)
     if m_depth:
         s.depth = int(m_depth.group(1))
@@ -533,7 +528,27 @@ def _shape(r: dict[str, str], model: str, hw_name: str, rt: str) -> _Shape:
     lengths = DATASET_LENGTHS.get(r["prompt_tokens"].strip())
     if lengths is not None:
         s.prompt, s.output, s.note = lengths
+    for column in ("prompt", "output"):
+        if getattr(s, column) == UNSTATED:     # a dataset's name, and no rule of its source states the length
+            raise CellError(where, f"{column}_tokens", r[f"{column}_tokens"], "a number of tokens, and no rule "
+                            "of this row's source states one")
     return s
+
+
+_NUMERIC = re.compile(r"\s*[-+]?(\d|\.\d|nan|inf)", re.IGNORECASE)
+UNSTATED = -1     # a length cell holding a dataset's name: a rule of the row's source must state it
+
+
+def _tokens(r: dict[str, str], column: str) -> int:
+    """A length cell: empty is 0 (not stated); a number must be a whole number of tokens
+    (CellError for "2.5", "1e9", "nan", "-5"); words (a dataset's name: "MT-bench") are UNSTATED,
+    for a rule of the row's source (DATASET_LENGTHS, the MLPerf rule) to state the length."""
+    text = r[column]
+    if not text.strip():
+        return 0
+    if _NUMERIC.match(text):
+        return whole(text, r.get("__where__", r["id"]), column, 0, 10**9, "tokens")
+    return UNSTATED
 
 
 # The data sets' own workload rules (DESIGN.md: a data set's rule lives with its loader, cited):

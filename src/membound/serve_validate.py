@@ -272,6 +272,34 @@ REQUIRED = ("id", "hw", "n_gpus", "tp", "dp_attention", "disagg", "framework", "
             "tpot_median_ms", "output_tput_per_gpu", "quality", "canonical", "date_est")
 
 
+def _schema() -> dict:
+    """What each typed column of the served CSV holds (safeio.read_typed_frame parses every cell
+    by it; a row with a cell outside it is skipped, named). Counts are whole numbers, lengths and
+    times positive numbers below 1e9 (a measured 1e-320 would make errors infinite)."""
+    from .safeio import Column
+    # an optional count may be 0 (the CSV's disaggregated pools write 0 for "none recorded")
+    count = lambda what, optional=True: Column("int", 0 if optional else 1, 10**7, optional, what)   # noqa: E731
+    figure = lambda what, optional=True, lo=1e-6: Column("float", lo, 1e9, optional, what)  # noqa: E731
+    return {
+        "n_gpus": count("GPUs", optional=False), "conc": count("clients", optional=False),
+        "canonical": Column("int", 0, 1, False, "flags (0 or 1)"), "tp": count("GPUs"), "ep": count("GPUs"),
+        "n_prefill_gpus": count("GPUs"), "n_decode_gpus": count("GPUs"), "prefill_tp": count("GPUs"),
+        "prefill_ep": count("GPUs"), "prefill_workers": count("workers"), "decode_workers": count("workers"),
+        "num_requests": count("requests"), "config_n_meas": count("measurements"),
+        "isl": figure("tokens", False), "osl": figure("tokens", False), "isl_nominal": figure("tokens", False),
+        "osl_nominal": figure("tokens", False), "ttft_median_ms": figure("ms", False),
+        "tpot_median_ms": figure("ms", False), "output_tput_per_gpu": figure("tok/s", False),
+        **{c: figure("ms") for c in ("ttft_mean_ms", "tpot_mean_ms", "ttft_p99_ms", "tpot_p99_ms", "itl_median_ms",
+                                     "itl_mean_ms", "e2el_median_ms", "e2el_mean_ms", "duration_s")},
+        **{c: figure("tok/s") for c in ("intvty_median_tok_s_user", "total_tput_per_gpu",
+                                         "output_tput_per_decode_gpu")},
+        "little_ratio": figure("(a ratio)", lo=0.0), "tpot_rel_to_canonical": figure("(a ratio)", lo=0.0),
+        "output_tput_derived": Column("int", 0, 1, True, "flags (0 or 1)"),
+        "disagg": Column("bool", optional=False), "dp_attention": Column("bool"),
+        "prefill_dp_attention": Column("bool"),
+    }
+
+
 def _length(mean: float, nominal: float) -> Fixed | Uniform:
     """The CI sampler: uniform integers in [int(0.8 L), L] (mean ~0.9 L); else the mean, fixed."""
     if nominal > 0 and abs(mean - (int(0.8 * nominal) + nominal) / 2.0) <= 0.02 * nominal:
@@ -285,10 +313,11 @@ def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggr
     ("aggregated", the headline; "mtp" and "disaggregated", their own categories). Every
     disaggregated row is quality "caution" (system-level, renormalised to all GPUs): with that
     kind, the canonical caution rows that are disaggregated are taken too."""
-    rows, skipped = [], []
+    rows: list[ServedRow] = []
     drafters: dict[tuple[str, int], SpeculativeDecoding] = {}
     r: Any     # a CSV row: its columns' types are the file's, not known to the type checker
-    for r in _read_served(path, all_rows, kinds).itertuples(index=False):
+    frame, skipped = _read_served(path, all_rows, kinds)
+    for r in frame.itertuples(index=False):
         try:
             rows.append(_served_row(r, kinds, drafters, mtp_acceptance))
         except SkipRow as e:
@@ -296,25 +325,19 @@ def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggr
     return rows, skipped
 
 
-def _read_served(path, all_rows: bool, kinds: tuple[str, ...]) -> pd.DataFrame:
-    """The served CSV, its required columns checked, the pool columns filled where absent; the
+def _read_served(path, all_rows: bool, kinds: tuple[str, ...]) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """The served CSV, every typed cell parsed strictly (safeio.read_typed_frame: a bad cell
+    skips its row, named in the second item), the pool columns filled where absent; the
     canonical good rows (and the disaggregated caution ones where that kind is asked) unless all."""
-    import pandas as pd
-
-    from .errors import InvalidInputError
-    csv = served_csv(path)
-    d = pd.read_csv(csv)
-    missing = [c for c in REQUIRED if c not in d.columns]
-    if missing:
-        raise InvalidInputError("reference", str(csv), f"a served CSV with the columns {', '.join(missing)} "
-                                "(the InferenceMAX schema: see serving/README.md)")
+    from .safeio import read_typed_frame
+    d, bad = read_typed_frame(served_csv(path), REQUIRED, _schema())
     for c in ("n_prefill_gpus", "prefill_workers", "n_decode_gpus", "decode_workers", "prefill_dp_attention"):
         if c not in d.columns:
             d[c] = math.nan
     if all_rows:
-        return d
+        return d, bad
     caution = (d.quality == "caution") & d.disagg.astype(bool) & ("disaggregated" in kinds)
-    return d[(d.canonical == 1) & ((d.quality == "good") | caution)]
+    return d[(d.canonical == 1) & ((d.quality == "good") | caution)], bad
 
 
 def _served_row(r: Any, kinds: tuple[str, ...], drafters: dict[tuple[str, int], SpeculativeDecoding],
@@ -586,7 +609,11 @@ def _served_or_none(path):
     except MemboundError:
         return None
     import pandas as pd
-    return path if set(REQUIRED) <= set(pd.read_csv(csv, nrows=0).columns) else None
+    try:
+        header = pd.read_csv(csv, nrows=0, encoding="utf-8-sig").columns
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError):   # the strict reader names what is wrong
+        return path
+    return path if set(REQUIRED) <= set(header) else None
 
 
 def main(argv=None) -> int:
@@ -601,6 +628,9 @@ def main(argv=None) -> int:
                          f"fitted on the H200 MTP rows; {MTP_ACCEPTANCE} is DeepSeek-V3's on natural text)")
     a = ap.parse_args(argv)
     try:
+        if a.csv:      # checked before the work
+            from .safeio import check_output_path
+            check_output_path(a.csv, "--csv", (".csv",))
         others = other_categories(a.reference, mtp_acceptance=a.mtp_acceptance)
         rows, skipped = load_rows(a.reference, all_rows=a.all)
     except MemboundError as e:
@@ -612,9 +642,12 @@ def main(argv=None) -> int:
         return 0
     if a.csv:
         import pandas as pd
-        pd.DataFrame([{"id": r.id, "category": r.category, "conc": r.conc, "fitted": r.fitted, "role": r.role, "date": r.date,
+
+        from .safeio import csv_frame
+        csv_frame(pd.DataFrame([{"id": r.id, "category": r.category, "conc": r.conc, "fitted": r.fitted, "role": r.role,
+                                 "date": r.date,
                        "tpot_s": r.tpot_s, "ttft_s": r.ttft_s, "tput_per_gpu": r.tput_per_gpu,
-                       **{f"pred_{k}": v for k, v in r.pred.items()}} for r in rows]).to_csv(a.csv, index=False)
+                       **{f"pred_{k}": v for k, v in r.pred.items()}} for r in rows])).to_csv(a.csv, index=False)
     return 0
 
 

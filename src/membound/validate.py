@@ -28,6 +28,7 @@ device is disclosed (speculative-decoding ratios are `membound.multiplier_check`
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 from dataclasses import dataclass
 
@@ -258,6 +259,8 @@ def format_report(rep: dict) -> str:
 
 def write_csv(rep: dict, path) -> None:
     import csv
+
+    from .safeio import csv_row
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["id", "category", "metric", "model", "hardware", "runtime", "measured", "predicted_in_sample",
@@ -265,8 +268,8 @@ def write_csv(rep: dict, path) -> None:
         for r in rep["rows"]:
             h = "" if r.held_out is None else f"{r.held_out:.6g}"
             he = "" if r.held_out is None else f"{r.held_out_error:.4f}"
-            w.writerow([r.id, r.category, r.metric, r.model, r.hardware, r.runtime, r.measured,
-                        f"{r.predicted:.6g}", f"{r.error:.4f}", h, he, r.role, r.note])
+            w.writerow(csv_row([r.id, r.category, r.metric, r.model, r.hardware, r.runtime, r.measured,
+                                f"{r.predicted:.6g}", f"{r.error:.4f}", h, he, r.role, r.note]))   # formula-safe
 
 
 def plot(rep: dict, path) -> None:
@@ -307,10 +310,18 @@ def main(argv=None) -> int:
         from .budget import constant_budget, format_budget
         print(format_budget(constant_budget(args.reference)))
         return 0
+    from .errors import MemboundError
+    from .safeio import check_output_path
+    for option, path, suffixes in (("--csv", args.csv, (".csv",)), ("--plot", args.plot, (".png",))):
+        if path is not None:     # every output path checked before the work
+            check_output_path(path, option, suffixes)
     rep = validation_report(args.reference, args.group)
     print(format_report(rep))
     from .serve_validate import section      # served workloads: their own categories (serve's module)
-    print("\n" + section(args.reference))
+    try:
+        print("\n" + section(args.reference))
+    except MemboundError as e:               # the measurements report above stands
+        print(f"\nserved workloads: not reported: {e}")
     if args.csv:
         write_csv(rep, args.csv)
     if args.plot:
@@ -318,5 +329,15 @@ def main(argv=None) -> int:
     return 0
 
 
+def _main_one_line(argv=None) -> int:
+    """main() for `python -m membound.validate`: an error of membound's is one line, exit 2."""
+    from .errors import MemboundError
+    try:
+        return main(argv)
+    except MemboundError as e:
+        print(f"python -m membound.validate: error: {e}", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_main_one_line())
