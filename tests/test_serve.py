@@ -387,37 +387,41 @@ def test_served_all_reduce_moves_the_16_bit_residual_stream_even_for_fp8_gemms()
     sm, _, p = build("llama-3.3-70b", "h200", prompt=mb.Fixed(1000), output=mb.Fixed(100), weight_dtype="fp8",
                      kv_dtype="fp8", n_chips=2, runtime="vllm")
     assert p.resolved.activations.name == "fp8"
-    assert float(np.interp(1000.0, sm._grid, sm._comm)) == pytest.approx(160 * (16.384e6 / 4.5e11 + 6e-6), rel=1e-6)
+    assert float(sm.terms(0.0, 1000.0).comm) == pytest.approx(160 * (16.384e6 / 4.5e11 + 6e-6), rel=1e-6)
 
 
 def test_moe_expert_rows_are_work_at_the_moes_compute_rate():
     # gpt-oss-120b: 128 experts of 3 x 2880 x 2880 + 3 x 2880 (biases) = 24,891,840 params. 4 rows of
-    # every expert: 2 x 4 x 128 x 24,891,840 = 1024 x 24,891,840 = 2.54892e10 FLOPs per MoE layer per step.
-    from membound.runtime import Served
-    from membound.serving import moe_expert_s
-    served = Served(moe_expert_rows=4.0)
+    # every expert: 2 x 4 x 128 x 24,891,840 = 1024 x 24,891,840 = 2.54892e10 FLOPs per MoE layer per step,
+    # at the runtime's compute fraction c of the experts' format's dense peak (the step's overhead terms,
+    # with and without the rows, differ by that over the MoE layers)
     flops = 2 * 4 * 128 * (3 * 2880 * 2880 + 3 * 2880)
     assert flops == pytest.approx(2.54892e10, rel=1e-5)
-    # H200: mxfp4 experts dequantized to bf16 (989 TFLOP/s); at a compute fraction of 0.5:
-    # 2.54892e10 / (989e12 x 0.5) = 51.5 us per layer, whatever the tensor parallelism
+
+    def per_layer(runtime, model, device, **kw):
+        over = []
+        for rows in (4.0, 0.0):
+            sm, _, _ = build(model, device, prompt=mb.Fixed(100), output=mb.Fixed(10),
+                             runtime=_served_runtime(runtime, moe_expert_rows=rows), **kw)
+            over.append(float(sm.terms(1.0).over))
+        return (over[0] - over[1]) / float(mb.load_model(model).n_moe_layers or 1), sm.eff.compute_fraction
+
+    # H200: mxfp4 experts dequantized to bf16 (989 TFLOP/s): 2.54892e10 / (989e12 c) per layer (51.5 us at
+    # c = 0.5), whatever the tensor parallelism
     for tp in (1, 8):
-        _, _, p = build("gpt-oss-120b", "h200", prompt=mb.Fixed(100), output=mb.Fixed(10), weight_dtype="mxfp4",
-                        n_chips=tp, runtime="vllm")
-        assert moe_expert_s(served, p, 0.5) == pytest.approx(flops / (989e12 * 0.5), rel=1e-9)
-    # B200 computes mxfp4 natively (9 PFLOP/s dense fp4): 2.54892e10 / (9e15 x 0.5) = 5.66 us
-    _, _, p = build("gpt-oss-120b", "b200", prompt=mb.Fixed(100), output=mb.Fixed(10), weight_dtype="mxfp4",
-                    runtime="vllm")
-    assert moe_expert_s(served, p, 0.5) == pytest.approx(flops / (9e15 * 0.5), rel=1e-9)
+        got, c = per_layer("vllm", "gpt-oss-120b", "h200", weight_dtype="mxfp4", n_chips=tp)
+        assert got == pytest.approx(flops / (989e12 * c), rel=1e-9)
+    # B200 computes mxfp4 natively (9 PFLOP/s dense fp4): 2.54892e10 / (9e15 c)
+    got, c = per_layer("vllm", "gpt-oss-120b", "b200", weight_dtype="mxfp4")
+    assert got == pytest.approx(flops / (9e15 * c), rel=1e-9)
     # expert parallelism: DeepSeek-R1's 256 experts (3 x 7168 x 2048 = 44,040,192 params) over ep=8
-    # leave 32 on a chip, computed in fp8 on H200 (1979 TFLOP/s): 2 x 4 x 32 x 44,040,192 / (1979e12 x 0.5)
-    # = 1.1274e10 / 9.895e14 = 11.4 us
-    _, _, p = build("deepseek-r1", "h200", prompt=mb.Fixed(100), output=mb.Fixed(10), weight_dtype="fp8",
-                    kv_dtype="fp8", n_chips=8, parallel=mb.Parallel(ep=8), runtime="sglang")
-    assert moe_expert_s(served, p, 0.5) == pytest.approx(2 * 4 * 32 * 44040192 / (1979e12 * 0.5), rel=1e-9)
+    # leave 32 on a chip, computed in fp8 on H200 (1979 TFLOP/s): 2 x 4 x 32 x 44,040,192 / (1979e12 c)
+    got, c = per_layer("sglang", "deepseek-r1", "h200", weight_dtype="fp8", kv_dtype="fp8", n_chips=8,
+                       parallel=mb.Parallel(ep=8))
+    assert got == pytest.approx(2 * 4 * 32 * 44040192 / (1979e12 * c), rel=1e-9)
     # a dense model has no experts: nothing to pay
-    _, _, p = build("llama-3.3-70b", "h200", prompt=mb.Fixed(100), output=mb.Fixed(10), weight_dtype="fp8",
-                    runtime="vllm")
-    assert moe_expert_s(served, p, 0.5) == 0.0
+    got, _ = per_layer("vllm", "llama-3.3-70b", "h200", weight_dtype="fp8")
+    assert got == 0.0
 
 
 def _served_runtime(name, **served):
@@ -440,11 +444,17 @@ def test_dp_attention_ranks_pay_their_own_sequences_and_one_dispatch_and_combine
             rt = _served_runtime("sglang", per_sequence_s=1e-3, per_alltoall_s=a2a)
             sm, _, _ = build("deepseek-r1", "h200", parallel=layout, runtime=rt, **kw)
             steps[layout.ep, a2a] = sm
-    assert steps[8, 0.0].per_seq == pytest.approx(1e-3 / 8, rel=1e-9)
-    assert steps[1, 0.0].per_seq == pytest.approx(1e-3, rel=1e-9)
-    assert 64 * steps[8, 0.0].per_seq == pytest.approx(8e-3, rel=1e-9)
-    assert steps[8, 1e-4].per_step - steps[8, 0.0].per_step == pytest.approx(2 * 58 * 1e-4, rel=1e-9)
-    assert steps[1, 1e-4].per_step == pytest.approx(steps[1, 0.0].per_step, rel=1e-12)
+
+    def per_seq(sm):        # what one more decoding sequence adds to a step's overheads
+        return float(sm.terms(2.0).over - sm.terms(1.0).over)
+
+    def per_step(sm):       # a one-sequence step's overheads
+        return float(sm.terms(1.0).over)
+    assert per_seq(steps[8, 0.0]) == pytest.approx(1e-3 / 8, rel=1e-9)
+    assert per_seq(steps[1, 0.0]) == pytest.approx(1e-3, rel=1e-9)
+    assert 64 * per_seq(steps[8, 0.0]) == pytest.approx(8e-3, rel=1e-9)
+    assert per_step(steps[8, 1e-4]) - per_step(steps[8, 0.0]) == pytest.approx(2 * 58 * 1e-4, rel=1e-9)
+    assert per_step(steps[1, 1e-4]) == pytest.approx(per_step(steps[1, 0.0]), rel=1e-12)
 
 
 def test_scheduler_limits_per_rank_or_per_instance_as_each_engine_counts_them():

@@ -131,6 +131,7 @@ def _serve(args) -> int:
                [[str(c), f"{r.ttft.median * 1e3:,.0f} ms", f"{r.tpot.median * 1e3:.1f} ms", f"{r.tok_s_per_user:,.1f}",
                  f"{r.output_tok_s_per_chip:,.0f}", f"{r.mean_running:.1f}", f"{100 * r.kv_occupancy:.0f}%", r.bound]
                 for c, r in zip(args.concurrency, rows)]))
+    print(f"calibration: {r0.calibration}")
     return 0
 
 

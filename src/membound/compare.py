@@ -73,11 +73,16 @@ class CompareResult:
     def __str__(self) -> str:
         from .display import grid
         notes = [f"left out {d}: {why}" for d, why in self.dropped]
-        return "\n".join([self.title, grid(list(COLUMNS), self.rows()), *notes])
+        return "\n".join([self.title, grid(list(COLUMNS), self.rows()), *notes, *self.calibrations()])
+
+    def calibrations(self) -> list[str]:
+        """The footer: each distinct provenance of the results' constants, once."""
+        return [f"calibration: {c}" for c in dict.fromkeys(r.calibration for r in self.results) if c]
 
     def _repr_html_(self) -> str:
         from .display import html_grid
-        notes = "".join(f"<p>left out {html.escape(d)}: {html.escape(why)}</p>" for d, why in self.dropped)
+        notes = "".join(f"<p>left out {html.escape(d)}: {html.escape(why)}</p>" for d, why in self.dropped) \
+            + "".join(f"<p>{html.escape(c)}</p>" for c in self.calibrations())
         return f"<p><b>{html.escape(self.title)}</b></p>" + html_grid(list(COLUMNS), self.rows()) + notes
 
 

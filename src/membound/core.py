@@ -37,13 +37,14 @@ speculative.py: the core must not import a multiplier.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from .dataflow import wafer_pass_s
 from .parallel import communication_s
 from .roofline import (Num, causal_pairs, ceiling, context_pieces, effective_context, expected_experts,
                        maximum, minimum, sum_over_context, where)
+from .roofline import floor as floor_int
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -178,6 +179,8 @@ class Knobs:
                                           # accumulates run on while the rest of its work stays on the
                                           # shader ALUs, whose rate peak_flops then is (`on_matrix_units`;
                                           # runtime.MatrixUnits); None: the GEMMs run at peak_flops
+    chunk_tokens: Num = 0.0       # most prompt tokens the engine puts in one step (its token budget:
+                                  # chunked prefill, `prefill`); 0: a prefill is one pass
 
 
 class ChipBase(NamedTuple):
@@ -291,20 +294,19 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     cap_chip = ch.capacity
     floor = ch.floor
     step_floor = floor * ch.beat
-    overhead = step_overhead_s(mc, eff, ch)
-    plain = step_coeffs(mc, ch, 1.0, 1.0)
-    plain_extra = comm_s(mc, ch, ch.b * 1.0) + overhead + launch_s(mc, eff, ch.b * 1.0)
+    plain_pass = pass_terms(mc, eff, kn, ch, ch.b, beat=ch.beat)
+    plain = decode_coeffs(plain_pass, ch.b)
+    plain_extra = plain_pass.comm + plain_pass.over
     L_mid = S + (T - 1.0) / 2.0                        # the mean of contexts S .. S+T-1
     u_mid = effective_context(mc.window_groups, L_mid)
     index = index_terms(mc, ch, 1.0 if spec is None else positions, L_mid)   # linear in L: its mean
     coeffs, extra, step_over, decode_s, draft_mid, draft_pre = decode(
-        mc, hw, eff, kn, ch, plain, plain_extra, step_floor, overhead, u_mid, positions, spec, draft,
-        maximum(index[0], index[1]))
+        mc, hw, eff, kn, ch, plain_pass, step_floor, u_mid, positions, spec, draft, maximum(index[0], index[1]))
     per_token_div = 1.0 if spec is None else spec.tokens_per_round
-    prefill_s, pre_mem, pre_compute, pre_head_s, pre_over = prefill(mc, eff, kn, ch, floor, overhead)
-    first = timed(plain, serial_share(eff, ch.b * 1.0))
+    prefill_s, pre_mem, pre_compute, pre_head_s, pre_over = prefill(mc, eff, kn, ch)
+    first = timed(plain, plain_pass.serial)
     first_step = maximum(maximum(first[0], first[2]), floor) + plain_extra
-    ttft = where(S > 0, prefill_s + draft_pre, first_step)
+    ttft = where(S > 0, prefill_s + draft_pre, first_step) + host_s(eff, S)
     tokens_out = maximum(T, 1.0)
     per_user = tokens_out / decode_s
     e2e = ttft + decode_s * maximum(T - 1.0, 0.0) / tokens_out
@@ -521,15 +523,103 @@ def gemm_s(mc: ModelConsts, flops: Num, dense_flops: Num, dequant: Num, dense_de
                   + routed_params * experts_per * (1.0 + dequant) / flops)
 
 
-def step_coeffs(mc: ModelConsts, ch: Chip, pos: Num, routed: Num) -> Coeffs:
-    """A decode step of `pos` positions per sequence as (memory, compute) affine in u(L); routed:
-    the tokens per sequence that route independently (pos, unless verified positions correlate)."""
-    tokens = ch.b * pos
-    touched = expected_experts(mc.n_experts, mc.k, ch.b * routed)
-    beat = ch.beat
-    return (beat * weights_s(mc, ch, tokens, touched), beat * ch.b / ch.ep * ch.kv_pair * ch.kv_inv,
-            beat * gemm_pass_s(ch, tokens) / ch.group,
-            beat * tokens * mc.attn_per_pair / (ch.group * ch.attn_flops))
+class Pass(NamedTuple):
+    """One engine step: a pass of one micro-batch through the layers, carrying `dec` decoding
+    sequences (each verifying `pos` positions) and `chunk` prompt tokens (`pass_terms`). Memory and
+    compute are affine in U, the (layer, token) pairs the decoding sequences attend to, summed over
+    them: memory = mem + kv U, compute = comp + attn U; the step is then
+    max(memory + serial compute, compute + serial memory, floor) + comm + over (`timed`)."""
+
+    mem: Num       # seconds streamed: the weights the pass's tokens touch, the chunks' KV read and written
+    kv: Num        # seconds per pair a decoding sequence attends to (its KV read once)
+    comp: Num      # seconds of FLOPs: the decode tokens' GEMMs, the chunks' GEMMs, LM heads and attention
+    attn: Num      # seconds per attended pair of a decoding sequence (pos queries each)
+    serial: Num    # the share of the smaller of memory and compute not hidden (`serial_share`)
+    floor: Num     # the shortest pass (`floor_s`, x the pipeline's beat)
+    comm: Num      # communication of the pass's tokens
+    over: Num      # the runtime's overheads (per step, layer, MoE layer, sequence; launches)
+    head: Num      # seconds of the chunks' LM heads (in comp)
+
+
+def pass_terms(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, dec: Num, pos: Num = 1.0, routed: Num = 1.0,
+               chunk: Num = 0.0, prompts: Num = 0.0, held: Num = 0.0, pairs: Num = 0.0, index_pairs: Num = 0.0,
+               beat: Num = 1.0) -> Pass:
+    """The one engine step of membound, for a static batch (`evaluate`: a decode step of the batch,
+    the prefill's chunks) and for continuous batching (serving.step.StepModel) alike.
+
+    dec: decoding sequences in the pass (per micro-batch); pos: positions each verifies (1 plain,
+    gamma + 1 speculative); routed: its tokens that route independently (pos, unless the verified
+    positions correlate). chunk: prompt tokens in the pass, of `prompts` prompts (each computes its
+    last token's logits, or all of them where the runtime's prefill_logits is "all"); held: the
+    (layer, token) pairs of KV the chunks read and write (their prompts' cached ones and their own);
+    pairs: the chunks' causal attention pairs, at the prefill's FLOPs per pair (MLA: decompressed);
+    index_pairs: a sparse-attention indexer's causal pairs over the held tokens. beat: a full
+    pipeline's step in passes of one micro-batch (1 without pipeline stages).
+
+    The pass's tokens touch the experts t tokens route to and stream the weights once per column
+    tile of tokens (a tiled GEMM: llama.cpp's MMQ, W4A16); a decode token's GEMMs run at the decode
+    path's rate (mat-vecs where the pass's decode tokens are few: `gemm_pass_s`), a prompt token's
+    at the prefill path's (`ChipBase.prefill_gemm`: matrix units, MoE GEMM efficiency). A pass with
+    prompt tokens launches the prefill's extra kernels (`context_kernels_s`). Every argument may be
+    a float or an array (broadcast)."""
+    tokens = dec * pos + chunk
+    routed_tokens = dec * routed + chunk
+    touched = expected_experts(mc.n_experts, mc.k, routed_tokens)
+    weights = weights_s(mc, ch, tokens, touched, *column_passes(mc, kn, tokens, routed_tokens, touched))
+    mem = beat * (weights + held * (ch.kv_pair + mc.index_bytes) / ch.ep * ch.kv_inv)
+    head = ch.head * (chunk if eff.prefill_logits_all else prompts) / ch.group
+    comp = beat * ((gemm_pass_s(ch, dec * pos) + chunk * ch.prefill_gemm) / ch.group + head
+                   + pairs * mc.prefill_attn_per_pair / (ch.group * ch.attn_flops)
+                   + moe_padding_s(mc, eff, ch, tokens))
+    if mc.index_flops:      # every tensor-parallel rank runs the indexer whole: split over ep only
+        comp = comp + beat * index_pairs * mc.index_flops / (ch.ep * ch.index_flops)
+    over = step_overhead_s(mc, eff, ch, dec + prompts) + launch_s(mc, eff, tokens) \
+        + where(chunk > 0, context_kernels_s(mc, eff), 0.0)
+    return Pass(mem, beat * ch.kv_pair * ch.kv_inv / ch.ep, comp,
+                beat * pos * mc.attn_per_pair / (ch.group * ch.attn_flops), serial_share(eff, tokens),
+                ch.floor * beat, comm_s(mc, ch, tokens), over, beat * head)
+
+
+def decode_coeffs(p: Pass, dec: Num) -> Coeffs:
+    """A pass's (memory, compute) as affine functions of u, the pairs each of its `dec` decoding
+    sequences attends to (all at one context: a static batch)."""
+    return p.mem, p.kv * dec, p.comp, p.attn * dec
+
+
+def pass_s(p: Pass, U: Num) -> Num:
+    """Seconds of a pass whose decoding sequences attend to U pairs in all."""
+    m, c = p.mem + p.kv * U, p.comp + p.attn * U
+    return maximum(maximum(m, c) + p.serial * minimum(m, c), p.floor) + p.comm + p.over
+
+
+def column_passes(mc: ModelConsts, kn: Knobs, tokens: Num, routed_tokens: Num, touched: Num) -> tuple[Num, Num]:
+    """How many times a pass of `tokens` tokens streams the layers' matrices and each touched
+    expert: once per column tile of tokens where the runtime's GEMMs tile (kn.gemm_tile_tokens:
+    llama.cpp MMQ's 128, a weight-only kernel's rows), an expert's over its own tokens; else once."""
+    if isinstance(kn.gemm_tile_tokens, float) and kn.gemm_tile_tokens == 0.0:
+        return 1.0, 1.0
+    tile = maximum(kn.gemm_tile_tokens, 1e-30)
+    per_expert = routed_tokens * mc.k / maximum(touched, 1e-30)
+    return (where(tile >= 1.0, maximum(ceiling(tokens / tile), 1.0), 1.0),
+            where(tile >= 1.0, maximum(ceiling(per_expert / tile), 1.0), 1.0))
+
+
+def moe_padding_s(mc: ModelConsts, eff: Efficiency, ch: Chip, tokens: Num) -> Num:
+    """Expert GEMMs padded to a tile (eff.moe_tile_tokens): each of the X(t) experts t tokens touch
+    computes at least that many rows; the rows beyond the t k routed ones cost what a token's GEMM
+    row costs (its share of a token's GEMMs). 0 without the term."""
+    tile = eff.moe_tile_tokens
+    if not tile or not mc.n_moe_layers:
+        return 0.0
+    rows = maximum(tile * expected_experts(mc.n_experts, mc.k, tokens) - tokens * mc.k, 0.0)
+    share = mc.expert_params / (mc.active_params - mc.lookup_params)
+    return mc.n_moe_layers * rows * share * ch.gemm / ch.group
+
+
+def host_s(eff: Efficiency, prompt: Num) -> Num:
+    """Host seconds of a request before its first step (per request and per prompt token: the
+    server's HTTP, tokenisation, input preparation), off the accelerator, in its TTFT."""
+    return eff.per_request_s + eff.per_prompt_token_s * prompt
 
 
 def gemm_pass_s(ch: Chip, tokens: Num) -> Num:
@@ -539,7 +629,7 @@ def gemm_pass_s(ch: Chip, tokens: Num) -> Num:
     token beyond the first: a batch-1 step's own column is in the fitted batch-1 figures already."""
     if isinstance(ch.mmvq_tokens, float) and ch.mmvq_tokens == 0.0:
         return tokens * ch.gemm
-    small = (tokens <= ch.mmvq_tokens) & (ch.mmvq_tokens > 0.0)
+    small = (tokens <= ch.mmvq_tokens) & (ch.mmvq_tokens > 0.0) & (tokens > 0.0)
     return where(small, ch.gemm + (tokens - 1.0) * ch.mmvq, tokens * ch.gemm)
 
 
@@ -549,9 +639,14 @@ def index_terms(mc: ModelConsts, ch: Chip, pos: Num, context: Num) -> tuple[Num,
     each query, before (and apart from) the attention over the top-k it picks, at the indexer's
     fp8 rate. Every tensor-parallel rank runs it whole (vLLM's Indexer: ReplicatedLinear, "no
     tensor parallelism, just replicated"; each rank needs the same top-k). (0, 0) without one."""
+    return decode_index(mc, ch, ch.b, pos, mc.n_layers * context, ch.beat)
+
+
+def decode_index(mc: ModelConsts, ch: Chip, dec: Num, pos: Num, held: Num, beat: Num = 1.0) -> tuple[Num, Num]:
+    """`index_terms` for `dec` decoding sequences holding `held` pairs each on average."""
     if not mc.index_flops:
         return 0.0, 0.0
-    pairs = ch.beat * ch.b / ch.ep * mc.n_layers * context
+    pairs = beat * dec / ch.ep * held
     return pairs * mc.index_bytes * ch.kv_inv, pairs * pos * mc.index_flops / ch.index_flops
 
 
@@ -605,14 +700,27 @@ def draft_comm_s(ch: Chip, tokens: Num, hidden: float, layers: float) -> Num:
                            ch.link_lat, ch.ring)
 
 
-def step_overhead_s(mc: ModelConsts, eff: Efficiency, ch: Chip) -> Num:
-    """The runtime's host and launch cost of a step: per step, layer, MoE layer and sequence.
+def step_overhead_s(mc: ModelConsts, eff: Efficiency, ch: Chip, seqs: Num) -> Num:
+    """The runtime's host and launch cost of a step of `seqs` sequences (per micro-batch): per
+    step, layer, MoE layer and sequence, the engine's collective kernels (two all-reduces per layer
+    under tensor parallelism, a dispatch and a combine per MoE layer under expert parallelism, each
+    a kernel that waits on every rank beyond the link's hop latency in `comm_s`) and the rows every
+    expert's GEMM computes whatever routes to it (eff.moe_expert_rows, work at the experts'
+    compute rate; expert parallelism leaves ceil(E / ep) experts on a chip).
     Attention runs data-parallel over the ep ranks, each scheduling, sampling and reading the KV
-    of its own b / ep sequences at once (SGLang/TensorRT-LLM DP attention): a step pays the
-    per-sequence host work of one rank's share, as its KV reads (step_coeffs) and FLOPs are."""
+    of its own seqs / ep sequences at once (SGLang/TensorRT-LLM DP attention): a step pays the
+    per-sequence host work of one rank's share, as its KV reads and FLOPs are."""
     host = eff.per_layer_host_s if host_blocked(mc, eff) else 0.0
-    return (eff.per_step_overhead_s + mc.n_layers * (eff.per_layer_overhead_s + host)
-            + mc.n_moe_layers * eff.per_moe_layer_overhead_s + ch.b / ch.ep * eff.per_sequence_overhead_s)
+    over = (eff.per_step_overhead_s + mc.n_layers * (eff.per_layer_overhead_s + host)
+            + mc.n_moe_layers * eff.per_moe_layer_overhead_s + seqs / ch.ep * eff.per_sequence_overhead_s)
+    if eff.per_allreduce_s:
+        over = over + where(ch.tp > 1.0, 2.0 * mc.n_layers * eff.per_allreduce_s, 0.0)
+    if eff.per_alltoall_s and mc.n_moe_layers:
+        over = over + where(ch.ep > 1.0, 2.0 * mc.n_moe_layers * eff.per_alltoall_s, 0.0)
+    if eff.moe_expert_rows and mc.n_moe_layers:
+        over = over + mc.n_moe_layers * 2.0 * eff.moe_expert_rows * ceiling(mc.n_experts / ch.ep) \
+            * mc.expert_params / ch.flops
+    return over
 
 
 def host_blocked(c: ModelConsts, eff: Efficiency) -> bool:
@@ -642,39 +750,39 @@ def context_kernels_s(mc: ModelConsts, eff: Efficiency) -> float:
 
 # ---- decode over the output: plain or speculative ----------------------------------------
 
-def decode(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, plain: Coeffs, plain_extra: Num,
-           step_floor: Num, overhead: Num, u_mid: Num, positions: Num, spec: SpecArgs | None,
-           draft: ModelConsts | None, index_s: Num = 0.0) -> tuple[Coeffs, Num, Num, Num, Num, Num]:
+def decode(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, plain_pass: Pass, step_floor: Num,
+           u_mid: Num, positions: Num, spec: SpecArgs | None, draft: ModelConsts | None, index_s: Num = 0.0
+           ) -> tuple[Coeffs, Num, Num, Num, Num, Num]:
     """The T decode steps from context S: (a step's (memory, compute) coefficients, its additive
     terms, its overhead share of them, the seconds of all T tokens, the drafter's share per token
     at the mean context, the drafter's prefill). A speculative round is gamma draft steps and one
     verify pass of `positions` positions, and yields tokens_per_round tokens. index_s: a sparse-
     attention indexer's kernel at the mean context (`index_terms`), run before each step's attention."""
-    S, T, serial = kn.prompt, kn.output, serial_share(eff, ch.b * 1.0)
+    S, T = kn.prompt, kn.output
+    plain, plain_extra = decode_coeffs(plain_pass, ch.b), plain_pass.comm + plain_pass.over
     if spec is None:
-        step_over = overhead + launch_s(mc, eff, ch.b * 1.0)
-        total = sum_over_context(mc.pieces, *timed(plain, serial), step_floor, S, T) + (plain_extra + index_s) * T
-        return plain, plain_extra, step_over, total, 0.0, 0.0
-    coeffs = step_coeffs(mc, ch, positions, 1.0 + (positions - 1.0) * (1.0 - spec.route_correlation))
-    step_over = overhead + launch_s(mc, eff, ch.b * positions)
-    extra = comm_s(mc, ch, ch.b * positions) + step_over
-    verify_sum = sum_over_context(mc.pieces, *timed(coeffs, serial_share(eff, ch.b * positions)), step_floor, S, T) \
-        + (extra + index_s) * T
+        total = sum_over_context(mc.pieces, *timed(plain, plain_pass.serial), step_floor, S, T) \
+            + (plain_extra + index_s) * T
+        return plain, plain_extra, plain_pass.over, total, 0.0, 0.0
+    verify = pass_terms(mc, eff, kn, ch, ch.b, positions, 1.0 + (positions - 1.0) * (1.0 - spec.route_correlation),
+                        beat=ch.beat)
+    coeffs, extra = decode_coeffs(verify, ch.b), verify.comm + verify.over
+    verify_sum = sum_over_context(mc.pieces, *timed(coeffs, verify.serial), step_floor, S, T) + (extra + index_s) * T
     draft_sum, draft_mid, draft_pre = drafter(mc, hw, eff, kn, ch, spec, draft, plain, plain_extra, step_floor,
-                                              u_mid)
+                                              u_mid, plain_pass.serial)
     gamma, tpr = spec.gamma, spec.tokens_per_round
-    return coeffs, extra, step_over, (gamma * draft_sum + verify_sum) / tpr, gamma * draft_mid / tpr, draft_pre
+    return coeffs, extra, verify.over, (gamma * draft_sum + verify_sum) / tpr, gamma * draft_mid / tpr, draft_pre
 
 
 # ---- the drafter of a speculative round -----------------------------------------------
 
 def drafter(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, spec: SpecArgs,
-            draft: ModelConsts | None, plain: Coeffs, plain_extra: Num, step_floor: Num, u_mid: Num
+            draft: ModelConsts | None, plain: Coeffs, plain_extra: Num, step_floor: Num, u_mid: Num, serial: Num
             ) -> tuple[Num, Num, Num]:
     """A speculative round's drafting: (one draft step summed over the T decode steps, one at the
     mean context, the drafter's prefill of the prompt (0 without a prompt)). A draft model and a
     self-drafting head are costed by their own physics; a draft_cost is a fraction of a plain step."""
-    S, T, serial = kn.prompt, kn.output, serial_share(eff, ch.b * 1.0)    # a draft step: b tokens
+    S, T = kn.prompt, kn.output                  # serial: a draft step's, b tokens (the plain step's)
     if draft is None and spec.draft_cost is not None:      # legacy: a fixed fraction of a plain step
         plain_sum = sum_over_context(mc.pieces, *timed(plain, serial), step_floor, S, T) + plain_extra * T
         mid = maximum(maximum(plain[0] + plain[1] * u_mid, plain[2] + plain[3] * u_mid), step_floor) + plain_extra
@@ -766,59 +874,48 @@ def draft_prefill_s(d: ModelConsts, B: Num, S: Num, kn: Knobs, C: Num, w_inv: Nu
 
 # ---- prefill ----------------------------------------------------------------------------
 
-def prefill(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, floor: Num, overhead: Num
-            ) -> tuple[Num, Num, Num, Num, Num]:
-    """A prefill of B prompts of S tokens: (seconds (0 without a prompt), its memory, compute,
-    LM-head and overhead terms)."""
+def prefill(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip) -> tuple[Num, Num, Num, Num, Num]:
+    """A prefill of B prompts of S tokens, the static schedule's first steps: (seconds (0 without a
+    prompt), its memory, compute, LM-head and overhead terms as one pass of all B S tokens).
+    The engine takes the B S tokens in steps of at most kn.chunk_tokens (its token budget; 0: one
+    pass): N // budget full steps and one of the rest, each a `pass_terms` step carrying its share
+    of the prompts' KV and attention pairs (by its tokens: the steps' pairs sum to the prompts')
+    and an LM head for each prompt it holds part of (at least one; all B where they fit one step).
+    B = 1 is served continuous batching's lone prompt (serving.solver's own chunks), step for step."""
     B, S = kn.batch, kn.prompt
+    N = B * S
     if isinstance(ch.pp, float) and ch.pp == 1.0:
-        pre_mem = prefill_memory_s(mc, kn, ch)
-        pre_compute, pre_head_s = prefill_compute_s(mc, eff, kn, ch)
-    else:
-        # pipeline stages: the B prompts go through in m = min(B, pp) micro-batches; a stage's
-        # share of one micro-batch's pass takes `share` of that pass, and the last micro-batch
-        # leaves the last stage m + pp - 1 such stage-times after the first one entered
-        # (a single prompt, m = 1, still passes the stages one after the other)
-        one = replace(kn, batch=B / ch.m)
-        fill = (ch.m + ch.pp - 1.0) * ch.share
-        pre_mem = prefill_memory_s(mc, one, ch) * fill
-        pre_compute, pre_head_s = (t * fill for t in prefill_compute_s(mc, eff, one, ch))
-    pre_m, _, pre_c, _ = timed((pre_mem, 0.0, pre_compute, 0.0), serial_share(eff, ch.b * S))
-    pre_over = overhead + launch_s(mc, eff, B * S) + context_kernels_s(mc, eff)
-    prefill_s = where(S > 0, maximum(maximum(pre_m, pre_c), floor) + comm_s(mc, ch, B * S) + pre_over, 0.0)
-    return prefill_s, pre_mem, pre_compute, pre_head_s, pre_over
+        whole = prompt_pass(mc, eff, kn, ch, B, S, N)
+        P = kn.chunk_tokens
+        if type(P) is float and (P == 0.0 or (type(N) is float and N <= P)):
+            prefill_s = where(S > 0, pass_s(whole, 0.0), 0.0)
+        else:
+            P = where(P > 0.0, P, maximum(N, 1.0))
+            full = floor_int(N / P)
+            rest = N - full * P
+            chunks = full * pass_s(prompt_pass(mc, eff, kn, ch, B, S, minimum(P, N)), 0.0) \
+                + where(rest > 0.0, pass_s(prompt_pass(mc, eff, kn, ch, B, S, rest), 0.0), 0.0)
+            prefill_s = where(S > 0, chunks, 0.0)
+        return prefill_s, whole.mem, whole.comp, whole.head, whole.over
+    # pipeline stages: the B prompts go through in m = min(B, pp) micro-batches; a stage's
+    # share of one micro-batch's pass takes `share` of that pass, and the last micro-batch
+    # leaves the last stage m + pp - 1 such stage-times after the first one entered
+    # (a single prompt, m = 1, still passes the stages one after the other)
+    one = prompt_pass(mc, eff, kn, ch, B / ch.m, S, B / ch.m * S)
+    fill = (ch.m + ch.pp - 1.0) * ch.share
+    pre_m, _, pre_c, _ = timed((one.mem * fill, 0.0, one.comp * fill, 0.0), one.serial)
+    prefill_s = where(S > 0, maximum(maximum(pre_m, pre_c), ch.floor) + comm_s(mc, ch, N) + one.over, 0.0)
+    return prefill_s, one.mem * fill, one.comp * fill, one.head * fill, one.over
 
 
-def prefill_memory_s(mc: ModelConsts, kn: Knobs, ch: Chip) -> Num:
-    """Seconds a prefill streams: the weights its tokens touch (tiled GEMMs stream a matrix once
-    per column tile of tokens: an expert's, per tile of its tokens) and the KV it writes."""
-    B, S = kn.batch, kn.prompt
-    n_pre = B * S
-    touched = expected_experts(mc.n_experts, mc.k, n_pre)
-    kv_write = B / ch.ep * effective_context(mc.held_groups, S) * (ch.kv_pair + mc.index_bytes)
-    if isinstance(kn.gemm_tile_tokens, float) and kn.gemm_tile_tokens == 0.0:
-        return weights_s(mc, ch, n_pre, touched) + kv_write * ch.kv_inv
-    tile = maximum(kn.gemm_tile_tokens, 1e-30)
-    per_expert = n_pre * mc.k / maximum(touched, 1e-30)
-    return weights_s(mc, ch, n_pre, touched, where(tile >= 1.0, ceiling(n_pre / tile), 1.0),
-                     where(tile >= 1.0, ceiling(per_expert / tile), 1.0)) + kv_write * ch.kv_inv
-
-
-def prefill_compute_s(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip) -> tuple[Num, Num]:
-    """Seconds of a prefill's FLOPs, and of its LM head's. Every layer's GEMMs run over the S
-    prompt tokens; the LM head (vocab x hidden, a dense GEMM) only for the last one, whose logits
-    give the first token (llama.cpp outputs only a batch's last token unless asked; vLLM, SGLang
-    and TensorRT-LLM gather the last position of each prompt), or for all S where the runtime
-    computes every position's logits (eff.prefill_logits_all); expert GEMMs run at
-    moe_gemm_efficiency of the dense rate: their params count 1/eff times (ch.prefill_gemm)."""
-    B, S = kn.batch, kn.prompt
-    pre_head_s = B * ch.head * (S if eff.prefill_logits_all else minimum(S, 1.0)) / ch.group
-    pre_gemm_s = B * S * ch.prefill_gemm / ch.group + pre_head_s
-    pre_attn = B * mc.prefill_attn_per_pair * causal_pairs(mc.window_groups, S) / ch.group
-    # a sparse-attention indexer scores every earlier token for each prompt token; every tensor-
-    # parallel rank runs it whole (each needs the same top-k), so it is split over ep only
-    pre_index = B * mc.index_flops * causal_pairs(mc.held_groups, S) / ch.ep if mc.index_flops else 0.0
-    return pre_gemm_s + pre_attn / ch.attn_flops + pre_index / ch.index_flops, pre_head_s
+def prompt_pass(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, B: Num, S: Num, chunk: Num) -> Pass:
+    """A step of `chunk` tokens of B prompts of S tokens, nothing decoding: its share chunk / S of
+    their KV (held, read and written) and causal pairs, an LM head for each prompt it holds part of."""
+    share = chunk / maximum(S, 1.0)
+    return pass_terms(mc, eff, kn, ch, 0.0, chunk=chunk, prompts=minimum(B, maximum(share, 1.0)),
+                      held=share * effective_context(mc.held_groups, S),
+                      pairs=share * causal_pairs(mc.window_groups, S),
+                      index_pairs=share * causal_pairs(mc.held_groups, S) if mc.index_flops else 0.0)
 
 
 BOUNDS = ("memory", "compute", "latency", "communication", "overhead", "draft")

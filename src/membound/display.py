@@ -53,6 +53,8 @@ def result_rows(r) -> list[tuple[str, str]]:
         rows.append(("energy", f"{r.joules_per_token:.3g} J per output token"))
     if getattr(r, "assumptions", ()):
         rows.append(("assumed", "; ".join(r.assumptions)))
+    if r.calibration:
+        rows.append(("calibration", r.calibration))
     return rows
 
 

@@ -142,7 +142,8 @@ class Prepared:
     knobs: Knobs
     extra: dict[str, Any]   # core.evaluate's keyword arguments beyond the knobs
     consts: ModelConsts
-    labels: dict[str, str | int]  # Result's label fields: model, hardware, runtime, n_chips, parallel, dtypes
+    labels: dict[str, str | int]  # Result's label fields: model, hardware, runtime, n_chips, parallel, dtypes,
+                                  # calibration (the runtime's provenance on this device)
     chip_base: ChipBase = field(init=False)   # core.chip_base of knobs: the same for every batch, prompt
                                               # and output (rebuilt by dataclasses.replace, not by `at`)
 
@@ -233,8 +234,9 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
     price = _check_price(price_usd_per_hour if price_usd_per_hour is not None else hw.price_usd_per_hour)
     pinned = _check_placement(placement, hw)
     spec_args, draft_mc, extra_w, extra_kv, positions = _speculative(speculative, m, q, hw, res, layout)
-    eff = rt.efficiency(hw)
+    eff = upcast(rt.efficiency(hw), res)
     kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
+               chunk_tokens=rt.backend_for(hw).chunk_tokens(layout.ep),
                kv_bytes=res.kv.bytes, act_bytes=res.residual_bytes, tp=float(layout.tp),
                pp=float(layout.pp), ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0,
                index_peak_flops=hw.peak_flops("fp8") if m.index_topk and hw.supports("fp8") else None,
@@ -244,7 +246,20 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
                          extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv), model_consts(m),
                     dict(model=m.name, hardware=hw.name, runtime=rt.name, n_chips=N,
                          parallel=f"tp={layout.tp} pp={layout.pp} ep={layout.ep}", weight_dtype=res.weights.name,
-                         kv_dtype=res.kv.name, activation_dtype=res.activations.name))
+                         kv_dtype=res.kv.name, activation_dtype=res.activations.name,
+                         calibration=rt.provenance_for(hw)))
+
+
+def upcast(eff: Efficiency, res: Resolved) -> Efficiency:
+    """The runtime's efficiency with its `moe_upcast_efficiency` as the expert GEMMs' rate where
+    this configuration's experts take that path: a weight-only format (`Resolved.dequant` > 0)
+    computing in 16-bit activations (MXFP4 gpt-oss on Hopper and CDNA3, whose engines upcast the
+    weights to bf16 inside the MoE GEMM); unchanged elsewhere: fp8 or fp4 experts computing in
+    their own format, or MXFP4 weights with MXFP8 activations on Blackwell, whose tensor cores take
+    the mixed MX operands natively (no upcast), and where the runtime leaves it at 1.0."""
+    if eff.moe_upcast_efficiency == 1.0 or res.dequant == 0.0 or res.activations.bits < 16:
+        return eff
+    return replace(eff, moe_gemm_efficiency=eff.moe_upcast_efficiency)
 
 
 def _layout(m: Model, hw: Hardware, N: int, parallel) -> Parallel:

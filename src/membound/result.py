@@ -91,6 +91,7 @@ class Result:
     joules_per_token: float | None = None
     speculative: dict[str, float | int | str | None] | None = None  # tokens per round, gamma, ...
     assumptions: tuple[str, ...] = ()   # the device profile's figures with no source this result rests on
+    calibration: str = ""            # where the runtime's constants come from: fitted on which rows, assumed
 
     def to_dict(self) -> dict:
         """A flat dict (memory and terms flattened with prefixes)."""

@@ -12,7 +12,9 @@ overhead), which `estimate()` uses when none is named.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -238,6 +240,11 @@ class Served(BaseModel):
     calibration: str = ""                # rows fitted on; the rest are held out
 
 
+# the scheduler of a runtime without a served block (llama.cpp, device, ideal, ...): a generic
+# continuous-batching engine's launch flags, no engine costs of its own
+DEFAULT_SERVED = Served(generation="generic continuous batching (no engine costs fitted)")
+
+
 class Runtime(HashableModel):
     """An inference engine: per-device-class efficiency entries, with where they came from."""
 
@@ -248,6 +255,8 @@ class Runtime(HashableModel):
     use_device_fractions: bool = True    # False: fractions default to 1 (the pure roofline)
     classes: dict[str, RuntimeEntry] = {}
     calibration: str = ""                # how and from which rows the figures were fitted
+    # one line for every result's `calibration`: what is fitted on which rows, what is assumed
+    provenance: str = ""
     max_batch: Annotated[int, Number, Field(ge=1)] | None = None   # most sequences one instance schedules at once
     quantized_gemm: QuantizedGemm | None = None  # block-quantized GEMMs off the tensor cores
     default_for: tuple[str, ...] = ()    # devices that use this runtime when none is named (a
@@ -303,6 +312,14 @@ class Runtime(HashableModel):
     no_graph_replay: NoGraphReplay | None = None
 
     @model_validator(mode="after")
+    def _one_parameter_set(self):
+        if self.served is not None and self.classes:
+            raise ValueError("classes and served: expected one parameter set (a runtime's constants are its "
+                             "per-device `classes` or its `served` block, used by every entry point), got both: "
+                             f"classes {sorted(self.classes)} beside a served block")
+        return self
+
+    @model_validator(mode="after")
     def _matvec_pair(self):
         if (self.matvec_max_tokens is None) != (self.matvec_overlap is None):
             raise ValueError("matvec_max_tokens and matvec_overlap: expected both (the mat-vec passes' token limit "
@@ -340,6 +357,34 @@ class Runtime(HashableModel):
     def efficiency(self, hw: Hardware) -> Efficiency:
         """The effective figures this runtime gets on `hw`."""
         return _efficiency(self, hw)
+
+    def provenance_for(self, hw: Hardware) -> str:
+        """The one-line provenance of the constants this runtime uses on `hw` (a result's
+        `calibration`): its backend's `provenance`, and the device-class entry that applies where the
+        file has several, with the rows it was fitted on where its evidence names them."""
+        rt = self.backend_for(hw)
+        text = rt.provenance or rt.calibration or rt.description or "no provenance recorded"
+        line = text if text.startswith(rt.name) else f"{rt.name}: {text}"
+        if len(rt.classes) > 1:
+            key = next((k for k in (hw.name, hw.device_class, hw.kind, "default") if k in rt.classes), None)
+            if key is None:
+                return f"{line}; {hw.name}: no entry (the device profile's own fractions)"
+            rows = re.search(r"from (\d+) rows", rt.classes[key].evidence)
+            return f"{line}; {hw.name} uses its '{key}' entry" + (f" ({rows.group(1)} rows)" if rows else "")
+        return line
+
+    def scheduler_defaults(self) -> Served:
+        """The launch flags its engine serves with (the served block, or DEFAULT_SERVED's)."""
+        return self.served or DEFAULT_SERVED
+
+    def chunk_tokens(self, ranks: int) -> float:
+        """The most prompt tokens one step of this engine takes (its token budget, times the
+        data-parallel attention ranks where the budget is each rank's: serving.instance_limits), or
+        0 where it prefills a prompt in one pass (chunked_prefill false)."""
+        s = self.scheduler_defaults()
+        if not s.chunked_prefill:
+            return 0.0
+        return float(s.token_budget * (ranks if s.rank_limits else 1))
 
 
 @dataclass(frozen=True)
@@ -384,6 +429,14 @@ class Efficiency:
     matvec_overlap: float = 1.0      # memory/compute overlap of such a pass
     per_layer_host_s: float = 0.0    # the host's dispatch per layer: added where the model blocks the host
     host_blocking_types: tuple[str, ...] = ()   # model types whose code blocks the host every layer
+    per_allreduce_s: float = 0.0     # engine all-reduce kernel latency, 2 per layer per step when tp > 1
+    per_alltoall_s: float = 0.0      # expert-parallel dispatch or combine kernel latency, 2 per MoE layer when ep > 1
+    moe_expert_rows: float = 0.0     # rows of every expert's GEMM an MoE layer computes per step whatever routes to it
+    moe_tile_tokens: float = 0.0     # rows each touched expert's GEMM computes at least (tiles padded)
+    moe_upcast_efficiency: float = 1.0  # a prefill's expert GEMMs' rate / the dense GEMMs' where the kernel
+                                     # upcasts weight-only experts to 16-bit activations (estimate._resolve)
+    per_request_s: float = 0.0       # host seconds of a request before its first step (in TTFT, off the chip)
+    per_prompt_token_s: float = 0.0  # host seconds per prompt token before its first step
 
 
 @functools.lru_cache(maxsize=4096)
@@ -399,7 +452,7 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
     floor = rt.use_latency_floor
     power = power_factor(entry.power_limit_w_per_tflop, hw)
     mmvq = _mmvq(rt.quantized_gemm, hw, power)
-    return Efficiency(
+    eff = Efficiency(
         # no runtime streams faster than the chip's measured reads (a fit elsewhere may say more)
         bandwidth_fraction=min(entry.bandwidth_fraction or bw_default, hw.read_ceiling)
         if rt.use_device_fractions else entry.bandwidth_fraction or bw_default,
@@ -433,6 +486,28 @@ def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
         per_layer_host_s=entry.per_layer_host_s,
         host_blocking_types=rt.host_blocking_model_types,
     )
+    return eff if rt.served is None else served_efficiency(eff, rt.served, hw)
+
+
+def served_efficiency(eff: Efficiency, served: Served, hw: Hardware) -> Efficiency:
+    """The one parameter set of a runtime whose constants are its `served` block's (fitted on served
+    rows, one set for every chip): its fractions as shares of what the chip achieves (the profile's
+    `achievable`), its costs per step, layer, sequence, collective kernel, MoE layer and request.
+    Every entry point (estimate, compare, sweep, plan, serve) uses them; such a file has no
+    `classes` (`Runtime._one_parameter_set`)."""
+    ach = hw.achievable
+    return dataclasses.replace(
+        eff,
+        bandwidth_fraction=min(served.bandwidth_fraction * ach.bandwidth_fraction, 1.0)
+        if served.bandwidth_fraction else eff.bandwidth_fraction,
+        compute_fraction=min(served.compute_fraction * ach.compute_fraction, 1.0)
+        if served.compute_fraction else eff.compute_fraction,
+        per_step_overhead_s=served.per_step_s, per_layer_overhead_s=served.per_layer_s,
+        per_moe_layer_overhead_s=0.0, per_sequence_overhead_s=served.per_sequence_s,
+        per_allreduce_s=served.per_allreduce_s, per_alltoall_s=served.per_alltoall_s,
+        moe_expert_rows=served.moe_expert_rows, moe_tile_tokens=served.moe_tile_tokens,
+        moe_upcast_efficiency=served.moe_upcast_efficiency, per_request_s=served.per_request_s,
+        per_prompt_token_s=served.per_prompt_token_s)
 
 
 # the clock a per-layer cycle count is timed at on a chip whose profile gives none (a typical GPU
@@ -518,8 +593,11 @@ def _gemv_peak(q: QuantizedGemm | None, hw: Hardware) -> float:
 
 
 IDEAL = Runtime(name="ideal", description="pure roofline: peak bandwidth and compute, no floor, no overhead",
-                use_latency_floor=False, use_device_fractions=False)
-DEVICE = Runtime(name="device", description="the device profile's measured fractions and latency floor")
+                use_latency_floor=False, use_device_fractions=False,
+                provenance="the pure roofline (peak bandwidth and compute, no floor, no engine cost); nothing fitted")
+DEVICE = Runtime(name="device", description="the device profile's measured fractions and latency floor",
+                 provenance="the device profile's measured bandwidth and compute fractions and latency floor; "
+                            "engine costs assumed 0")
 _BUILTIN = {"ideal": IDEAL, "device": DEVICE}
 _ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "trt-llm": "tensorrt-llm",
             "trtllm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm"}

@@ -8,10 +8,11 @@ prefill chunks of waiting prompts, up to the scheduler's token budget (vLLM, Ten
 `mixed_steps=False` (SGLang's default) a step is either a prefill batch or a decode batch. The KV
 cache caps the running sequences; beyond it requests wait (or, in the simulator, are preempted).
 
-A step's time comes from the same core as `estimate()` (`core.evaluate`, through `StepModel`):
-weights streamed once per step for all the tokens in it (experts touched by all of them), each
-sequence's KV at its own context, FLOPs of the decode and prefill tokens, communication for all
-of them, and the engine's overheads per step and per sequence (the runtime's `served` block).
+A step's time is core's one step (`core.pass_terms`, the step `estimate()` prices a static batch
+with, through `StepModel`): weights streamed once per step for all the tokens in it (experts
+touched by all of them), each sequence's KV at its own context, FLOPs of the decode and prefill
+tokens, communication for all of them, and the runtime's overheads per step and per sequence (its
+one parameter set). A lone request (concurrency 1) gets `estimate(batch=1)`'s TTFT and TPOT.
 
 Two engines behind one API:
 - `engine="solver"`: the steady state. Let b be the mean number of decoding sequences, S and T
@@ -35,12 +36,13 @@ from .api import attach_speculative, build, instance_limits, serve
 from .curve import DEFAULT_CONCURRENCY, ServeCurve, ServedFastMode, serve_curve
 from .lengths import Fixed, Length, Samples, Uniform, as_length
 from .result import Quantiles, ServeResult
-from .scheduler import DEFAULT_SERVED, Scheduler
+from ..runtime import DEFAULT_SERVED
+from .scheduler import Scheduler
 from .simulator import simulate
 from .solver import Steady, batch_wait, finite_run_share, run_share, solve
-from .step import StepModel, moe_expert_s
+from .step import StepModel
 
 __all__ = ["serve", "serve_curve", "build", "solve", "simulate", "batch_wait", "finite_run_share", "run_share",
-           "attach_speculative", "instance_limits", "moe_expert_s", "Fixed", "Uniform", "Samples", "Length",
+           "attach_speculative", "instance_limits", "Fixed", "Uniform", "Samples", "Length",
            "as_length", "Scheduler", "DEFAULT_SERVED", "StepModel", "Quantiles", "ServeResult", "Steady",
            "ServeCurve", "ServedFastMode", "DEFAULT_CONCURRENCY"]

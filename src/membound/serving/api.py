@@ -11,11 +11,11 @@ from ..errors import InvalidInputError, is_finite_number
 from ..estimate import MAX_COUNT, Prepared, prepare
 from ..model import load_model
 from ..parallel import Parallel
-from ..runtime import Served, load_runtime
+from ..runtime import DEFAULT_SERVED, Served, load_runtime
 from ..speculative import SpeculativeDecoding
 from .lengths import Length, as_length
 from .result import Quantiles, ServeResult
-from .scheduler import DEFAULT_SERVED, Scheduler, _set
+from .scheduler import Scheduler, _set
 from .simulator import _Trace, simulate
 from .solver import Steady, solve
 from .step import StepModel
@@ -132,18 +132,16 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
     if p.layout.pp > 1:
         raise InvalidInputError("parallel.pp", p.layout.pp, "1 for served workloads (pipeline stages are not modelled in serve)")
     sched = instance_limits(sched, rt.served or DEFAULT_SERVED, p.layout.ep)
-    budget, running = _set(sched.token_budget), _set(sched.max_running)
     if speculative is None:
-        return StepModel(p, rt.served, budget + running), sched, p
+        return StepModel(p), sched, p
     if not isinstance(speculative, SpeculativeDecoding):
         raise InvalidInputError("speculative", speculative, "None or a mb.SpeculativeDecoding (e.g. mb.mtp(model, 3))")
-    most = budget + running * speculative.positions
-    sm = StepModel(p, rt.served, most)
-    attach_speculative(sm, speculative, rt.served, most)
+    sm = StepModel(p)
+    attach_speculative(sm, speculative)
     return sm, sched, p
 
 
-def attach_speculative(sm: StepModel, spec: SpeculativeDecoding, served: Served | None, max_tokens: float) -> None:
+def attach_speculative(sm: StepModel, spec: SpeculativeDecoding) -> None:
     """Make a served step model `sm` (plain decoding) a speculative one. Each step, every decoding
     sequence verifies `spec.positions` tokens (the weights the step touches, its FLOPs, its
     communication grow with them; its KV is read once) and emits `tokens_per_round` tokens on
@@ -175,10 +173,7 @@ def attach_speculative(sm: StepModel, spec: SpeculativeDecoding, served: Served 
     pd = prepare(dm, p.hardware, batch=1, prompt_tokens=p.prompt, output_tokens=p.output,
                  weight_dtype=res.weights.name, kv_dtype=res.kv.name, activation_dtype=res.activations.name,
                  n_chips=layout.chips, parallel=layout, runtime=p.runtime, allow_beyond_context=True)
-    if served is not None:
-        served = served.model_copy(update=dict(per_step_s=0.0, per_sequence_s=0.0, per_request_s=0.0,
-                                                per_prompt_token_s=0.0))
-    sd = StepModel(pd, served, max_tokens)
+    sd = StepModel(pd, drafter=True)
     extend = copy.copy(sd)                      # the first pass: every verified position of a sequence
     extend.positions = float(spec.positions)
     r = dm.n_layers / p.model.n_layers          # the drafter's (layer, token) pairs per target pair
@@ -200,7 +195,7 @@ def _common(sm: StepModel, p: Prepared, prompt: Length, output: Length, concurre
                 concurrency=None if concurrency is None else float(concurrency),
                 arrival_rate=None if arrival_rate is None else float(arrival_rate),
                 prompt_tokens=prompt.mean, output_tokens=output.mean, weight_dtype=res.weights.name,
-                kv_dtype=res.kv.name, activation_dtype=res.activations.name)
+                kv_dtype=res.kv.name, activation_dtype=res.activations.name, calibration=p.labels["calibration"])
 
 
 def _cost(sm: StepModel, tok_s: float) -> float | None:

@@ -49,6 +49,7 @@ class ServeResult:
     cost_per_million_output_tokens_usd: float | None
     max_running: int               # the cap on running sequences (scheduler or KV cache)
     scheduler: Scheduler = field(default_factory=Scheduler)
+    calibration: str = ""          # where the runtime's constants come from: fitted on which rows, assumed
 
     def to_dict(self) -> dict:
         d = {}
@@ -88,6 +89,7 @@ class ServeResult:
             ("queueing", f"{_secs(self.queueing_s)}, {self.preemptions} preemptions"),
             ("bound", self.bound),
             ("cost", f"${cost:.3g} per million output tokens" if cost is not None else "no price known"),
+            ("calibration", self.calibration),
         ]
 
     def __str__(self) -> str:

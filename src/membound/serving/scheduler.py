@@ -83,6 +83,3 @@ def _set(knob: _K | None) -> _K:
     """A knob of a resolved Scheduler (`Scheduler.resolved` leaves none unset)."""
     assert knob is not None, "a Scheduler knob read before Scheduler.resolved()"
     return knob
-
-
-DEFAULT_SERVED = Served(generation="generic continuous batching (no engine costs fitted)")

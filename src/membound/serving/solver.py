@@ -131,8 +131,10 @@ class _State:
     def __init__(self, sm: StepModel, sched: Scheduler, S: float, T: float, closed: bool):
         self.sm, self.sched, self.S, self.T, self.closed = sm, sched, S, T, closed
         self.D = max(T - 1.0, 1e-9)
-        self.u_mean = float(sm.attended(S + self.D / 2.0))
-        self.h_mean = float(sm.held(S + self.D / 2.0))
+        # the pairs a decoding sequence attends to (holds), averaged over its decode contexts
+        # S .. S+T-1 exactly (estimate's T steps; sliding windows make u(L) piecewise linear)
+        self.u_mean = sm.mean_attended(S, max(T, 1.0))
+        self.h_mean = sm.mean_held(S, max(T, 1.0))
         self.u_S = sm.held(S)                                  # a prompt's KV, read and written
         self.pairs_S = causal_pairs(sm.groups, S)              # its attention's causal pairs
         self.index_S = causal_pairs(sm.held_groups, S)         # its indexer's
@@ -157,9 +159,10 @@ class _State:
         pre = self._own_chunks(others, c0, tau_own)
         rho = np.minimum(pbar / np.maximum(avail, 1e-30), 0.999)
         # an arrival waits for the running step to end (half a step on average), except in a
-        # closed loop with no host time, where requests arrive as others complete, at a boundary
+        # closed loop with no host time, where requests arrive as others complete, at a boundary;
+        # in a closed loop it waits only while others run (a lone client finds the engine idle)
         host = sm.host(S)
-        residual = 0.0 if self.closed and host == 0.0 else 0.5 * tau
+        residual = (0.0 if host == 0.0 else 0.5 * tau * np.minimum(others, 1.0)) if self.closed else 0.5 * tau
         balance = _balance_wait(sm.ranks, _set(self.sched.dp_balance_steps), b, x * tau, tau)
         held, released = self._held(others, x * tau, tau_d, c0, avail, tau_own)
         ttft = host + residual + pre + rho / (2.0 * (1.0 - rho)) * pre + balance \
@@ -214,9 +217,11 @@ class _State:
         sm, S, u_mean, u_S, pairs_S = self.sm, self.S, self.u_mean, self.u_S, self.pairs_S
         h, idx_S = self.h_mean, self.index_S
         share = c / max(S, 1.0)
-        tau_d = sm.step(1.0 + others, u_mean, h=h)
+        # a decoding sequence's step, averaged over its own decode contexts (the others at their mean)
+        tau_d = sm.step_over_context(others, u_mean, S, self.T, h=h)
         if self.sched.mixed_steps:
-            tau_m = sm.step(1.0 + others, u_mean, c, share * u_S, share * pairs_S, h=h, hp=share * idx_S)
+            tau_m = sm.step_over_context(others, u_mean, S, self.T, c, share * u_S, share * pairs_S, h=h,
+                                         hp=share * idx_S)
             tau = (1.0 - f) * tau_d + f * tau_m
         else:
             tau_m = sm.step(0.0 * b, u_mean, c, share * u_S, share * pairs_S, seqs=share, hp=share * idx_S)
