@@ -239,7 +239,7 @@ def test_cli_serve_table_json_and_bad_input(capsys):
     from membound.cli import main
     assert main(["serve", "llama-3.1-8b", "h100-sxm", "--concurrency", "1,8", "--prompt", "512", "--output", "64"]) == 0
     out = capsys.readouterr().out
-    assert "tok/s/user" in out and out.count("\n") == 5          # title, header, rule, 2 rows
+    assert "tok/s/user" in out and out.count("\n") == 6          # title, header, rule, 2 rows, calibration
     assert main(["serve", "llama-3.1-8b", "h100-sxm", "--concurrency", "2", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows[0]["concurrency"] == 2 and rows[0]["runtime"] == "vllm"

@@ -216,7 +216,7 @@ def _row(r: Result, price: float | None = None) -> dict[str, Any]:
             "ttft_s": r.ttft_s, "e2e_s": r.e2e_s, "cost_per_million_tokens_usd": r.cost_per_million_tokens_usd,
             "price_usd_per_hour": price if price is not None else load_hardware(r.hardware).price_usd_per_hour,
             "bound": r.bound, "memory_used_bytes": mem.total_bytes, "memory_capacity_bytes": mem.capacity_bytes,
-            "kv_occupancy": None, "calibration": calibration_of(r.runtime, served=False)}
+            "kv_occupancy": None, "calibration": calibration_of(r)}
 
 
 def _served_row(model: Model, name: str, chips: int | None, w: Workload, spec: Any, price: float | None) -> dict[str, Any]:
@@ -231,21 +231,14 @@ def _served_row(model: Model, name: str, chips: int | None, w: Workload, spec: A
             "cost_per_million_tokens_usd": r.cost_per_million_output_tokens_usd,
             "price_usd_per_hour": price if price is not None else load_hardware(r.hardware).price_usd_per_hour,
             "bound": r.bound, "memory_used_bytes": None, "memory_capacity_bytes": None,
-            "kv_occupancy": r.kv_occupancy, "calibration": calibration_of(r.runtime, served=True)}
+            "kv_occupancy": r.kv_occupancy, "calibration": calibration_of(r)}
 
 
-def calibration_of(runtime: str, served: bool) -> dict[str, str]:
-    """How an answer's constants were set: the runtime it ran and that runtime's own calibration
-    note (the served block's for a served answer), or what its absence means."""
-    from ..runtime import load_runtime
-    rt = load_runtime(runtime)
-    block = rt.served if served and rt.served is not None else None
-    note = (block.calibration if block is not None else rt.calibration) or ""
-    if not note.strip():
-        note = {"ideal": "the pure roofline: no fitted constant",
-                "device": "the device profile's measured achievable fractions"}.get(rt.name, "no calibration note: "
-                                                                                   "the runtime's default figures")
-    return {"runtime": rt.name, "note": " ".join(note.split())}
+def calibration_of(result) -> dict[str, str]:
+    """How an answer's constants were set: the runtime it ran and the result's own provenance
+    (`Result.calibration` / `ServeResult.calibration`: one parameter set per runtime, the same line
+    for a static and a served answer)."""
+    return {"runtime": result.runtime, "note": " ".join(result.calibration.split())}
 
 
 def speculative_of(body: dict, model: Model) -> Any:
@@ -499,7 +492,7 @@ def _curve(model: Model, name: str, kw: dict[str, Any], key: str, points: list, 
                 "speedup": fm.speedup, "price_ratio": fm.price_ratio, "reading": str(fm)}
     first = results[0]
     return {"hardware": first.hardware, "n_chips": first.n_chips, "parallel": first.parallel, "runtime": first.runtime,
-            "calibration": calibration_of(first.runtime, served=True), "points": [r.to_dict() for r in results],
+            "calibration": calibration_of(first), "points": [r.to_dict() for r in results],
             "fast_mode": fast}
 
 
