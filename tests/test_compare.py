@@ -35,7 +35,8 @@ def test_compare_result_renders_everywhere():
     text = str(res).splitlines()
     assert text[0] == "llama-3.1-8b: batch 1, prompt 2048, output 256, weights bf16"
     assert text[1].split()[:3] == ["device", "chips", "layout"]
-    assert [line.split()[0] for line in text[3:]] == ["h100-sxm", "h200"]
+    assert [line.split()[0] for line in text[3:5]] == ["h100-sxm", "h200"]
+    assert text[5:] == [f"calibration: {mb.estimate('llama-3.1-8b', 'h100-sxm').calibration}"]   # one runtime
     html = res._repr_html_()
     assert html.count("<tr>") == 3 and "<th>tok/s/user</th>" in html
     df = res.to_pandas()

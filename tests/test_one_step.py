@@ -76,8 +76,14 @@ def test_a_lone_client_gets_estimates_figures_for_moe_windows_and_sparse_attenti
     assert s.tpot.mean == pytest.approx(e.tpot_s, rel=1e-9)
 
 
+# a device of one memory tier: on SambaNova's SRAM/HBM/DDR the bytes' tiers follow what is held (a static
+# batch places its own KV; the served chip places its configured request's), so the same step can differ
+# by where its KV sits
+SINGLE_TIER = sorted(r for r in CASES if len(mb.load_hardware(CASES[r][1]).memory) == 1)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(runtime=st.sampled_from(sorted(CASES)), B=st.integers(1, 256), L=st.integers(1, 131_072))
+@given(runtime=st.sampled_from(SINGLE_TIER), B=st.integers(1, 256), L=st.integers(1, 131_072))
 def test_a_static_batchs_decode_step_is_the_served_step(runtime, B, L):
     # estimate(output_tokens=1) is one decode step of the batch at context L (its TPOT); serve's step
     # of B running sequences at that context (attending to u(L) pairs each) is the same number

@@ -59,7 +59,7 @@ def _columns(spec: bool) -> tuple[tuple[str, str], ...]:
             *((k, "int") for k in _AXES), ("weight_dtype", "cat"), ("kv_dtype", "cat"), ("activation_dtype", "cat"),
             *((k, "float") for k in _FIGURES), ("bound", "cat"), ("cost_per_million_tokens_usd", "float"),
             ("joules_per_token", "float"), *((k, "float") for k, _ in _MEMORY), ("memory_fits", "bool"),
-            *((f"{k}_s", "float") for k in BOUNDS)]
+            *((f"{k}_s", "float") for k in BOUNDS), ("calibration", "cat")]
     if spec:
         cols += [*((k, "float") for k in _SPEC_NUMBERS), ("spec_draft", "cat")]
     return tuple(cols)
