@@ -261,8 +261,9 @@ def test_compare_with_a_price_and_speculative_decoding(app, browser):
     assert "llama-3.1-8b drafts 4 tokens" in note and "0.7" in note
     # each answer's calibration: the runtime it ran, with its note
     assert rows["h100-sxm"]["calibration"][1] == gpu.runtime and rows["cerebras-wse-3"]["calibration"][1] == wse.runtime
-    runtimes = [p.get_attribute("data-runtime") for p in css(browser, "#panel-compare-calibration p")]
-    assert runtimes == list(dict.fromkeys([gpu.runtime, wse.runtime]))      # one note per runtime
+    notes = [(p.get_attribute("data-runtime"), p.get_attribute("data-note"))
+             for p in css(browser, "#panel-compare-calibration p")]
+    assert notes == list(dict.fromkeys((r.runtime, " ".join(r.calibration.split())) for r in (gpu, wse)))   # one line each
     shot = css(browser, "body")[0].screenshot_as_png
     if not DOCS_SCREENSHOT.exists() or DOCS_SCREENSHOT.read_bytes() != shot:
         DOCS_SCREENSHOT.write_bytes(shot)

@@ -326,11 +326,14 @@ function showError(tab, data) {
 // ---- the panels' renderers -------------------------------------------------------------------
 // how each answer's constants were set: one line per runtime the answers ran
 function calibrationNotes(out, items) {
-  const seen = new Map();
-  for (const c of items) if (c && !seen.has(c.runtime)) seen.set(c.runtime, c.note);
+  const seen = new Map();      // one line per distinct (runtime, note)
+  for (const c of items) if (c) seen.set(`${c.runtime}\u0000${c.note}`, c);
   const box = h("div", { class: "calibration", id: `${out.parentElement.id}-calibration` },
     h("span", { class: "legend", text: "calibration" }));
-  for (const [rt, note] of seen) box.append(h("p", { class: "note", "data-runtime": rt }, h("b", { text: rt }), `: ${note}`));
+  for (const c of seen.values()) {
+    const note = c.note.startsWith(`${c.runtime}:`) ? c.note.slice(c.runtime.length + 1).trim() : c.note;
+    box.append(h("p", { class: "note", "data-runtime": c.runtime, "data-note": c.note }, h("b", { text: c.runtime }), `: ${note}`));
+  }
   out.append(box);
 }
 const priceShow = (v, r) => (v === null || v === undefined
