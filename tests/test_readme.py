@@ -140,3 +140,17 @@ def test_the_notebooks_capacity_plan_is_the_planners():
     r = mb.estimate("llama-3.1-70b", "h100-sxm", n_chips=8, batch=512, weight_dtype="fp8", prompt_tokens=2048,
                     output_tokens=500)
     assert r.ttft_s > 10 and r.decode_tok_s_per_user > 30
+
+
+def test_readme_command_lines_run():
+    """The README's `membound ...` lines (all but `membound app`, a server) print a table and exit 0."""
+    import shlex
+
+    from _cli import run_cli
+    lines = [ln.split("#")[0].strip() for b in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
+             for ln in b.splitlines()]
+    verbs = [shlex.split(ln)[1:] for ln in lines if ln.startswith("membound ") and not ln.startswith("membound app")]
+    assert [v[0] for v in verbs] == ["compare", "plan", "serve"]
+    for args in verbs:
+        p = run_cli(*args)
+        assert p.returncode == 0 and p.stdout.strip(), (args, p.stderr)
