@@ -272,19 +272,21 @@ def test_a_simulation_longer_than_its_step_cap_is_refused_at_once():
     assert time.perf_counter() - t < 5.0
 
 
-def test_a_simulation_that_admits_one_step_at_a_time_is_refused_past_its_pass_budget(monkeypatch):
-    # 4 clients of 131,072 + 2,000 tokens on one H100 hold its KV cache so full that the next prompt
-    # waits for room, and the scheduler looks again after every decode step: a pass each. With the
-    # budget cut to 1,000 passes + 64 per request + the prefill steps (8 x 131,072 / 8,192 = 128):
-    # 1,000 + 512 + 128 = 1,640, short of the 2,000 steps of one request alone, the run is refused by
-    # name instead of running on; under the bundled 500,000 the same run finishes
+def test_a_simulation_is_refused_past_its_seconds_of_work(monkeypatch):
+    # the budget is seconds of work read from a clock as the run goes (issue 31: not passes at an
+    # assumed 20 us). A clock that advances 1 s a read: the budget's start is read 0, each pass reads
+    # once, so with SIMULATE_BUDGET_S = 60 the 61st pass reads 61 s > 60 s and the run is refused by
+    # name; the same run finishes under the real clock
+    from membound import workbudget
     from membound.serving import simulator
     kw = dict(concurrency=4, prompt_tokens=131072, output_tokens=2000, n_requests=8, engine="simulate",
               allow_beyond_context=True)
     assert mb.serve("llama-3.1-8b", "h100-sxm", **kw).output_tok_s > 0
-    monkeypatch.setattr(simulator, "SIMULATED_PASSES_BASE", 1000)
-    with pytest.raises(InvalidInputError, match=r"engine='simulate' is invalid: expected a run of at most 1,640 "
-                                                r"scheduler passes: .* engine='solver'"):
+    ticks = iter(range(10**9))
+    monkeypatch.setattr(workbudget, "CLOCK", lambda: float(next(ticks)))
+    assert simulator.SIMULATE_BUDGET_S == 60.0
+    with pytest.raises(InvalidInputError, match=r"engine='simulate' is invalid: expected a run of at most 60 s of "
+                                                r"work \(SIMULATE_BUDGET_S\): after 61 s, .* engine='solver'"):
         mb.serve("llama-3.1-8b", "h100-sxm", **kw)
 
 
@@ -302,7 +304,7 @@ def _plan_served(**kw):
     (dict(concurrency=[8, -1]), r"concurrency=-1 is invalid"),
     (dict(concurrency=[float("nan")]), r"concurrency=nan is invalid"),
     (dict(concurrency=["x"]), r"concurrency='x' is invalid"),
-    (dict(concurrency=[]), r"concurrency=\[\] is invalid: expected a non-empty list of integers"),
+    (dict(concurrency=[]), r"concurrency=\[\] is invalid: expected a non-empty list of at most 4,096 integers"),
     (dict(prices=5), r"prices=5 is invalid: expected None or a dict"),                 # was AttributeError
     (dict(users=None, rate=5.0, max_utilisation=0), r"max_utilisation=0 is invalid: expected a fraction in \(0, 1\]"),
     (dict(users=None, rate=5.0, max_utilisation=float("nan")), r"max_utilisation=nan is invalid"),

@@ -31,6 +31,7 @@ throughput and cost, the p50/p90 lengths set the latency checks, the maximum set
 """
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from collections.abc import Mapping
@@ -46,6 +47,7 @@ from .hardware import load_hardware
 from .model import load_model
 from .result import equal_values
 from .sweep import pareto_front, sweep
+from .workbudget import WorkBudget
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -237,16 +239,23 @@ def _check_prices(prices) -> None:
         raise InvalidInputError("prices", prices, "None or a dict {device name: USD per chip-hour}")
 
 
+# the most values one count axis (batch sizes, clients, chips) may list: each is a solve per
+# configuration and a frontier row (100,000 client counts ran for minutes and took 945 MB)
+MAX_GRID_POINTS = 4096
+
+
 def _counts(field_name: str, values) -> list[int]:
-    """A non-empty list of integers from 1 to MAX_COUNT (batch sizes, clients), in the order
-    given; one integer is a list of it. NaN, 2.5 or True raised ValueError or ran as a count."""
+    """A non-empty list of at most MAX_GRID_POINTS integers from 1 to MAX_COUNT (batch sizes,
+    clients), in the order given; one integer is a list of it. NaN, 2.5 or True raised
+    ValueError or ran as a count."""
     items = [values] if isinstance(values, numbers.Number) else values
     try:
-        counts = [check_int(field_name, v, 1) for v in items]
+        counts = [check_int(field_name, v, 1) for v in itertools.islice(items, MAX_GRID_POINTS + 1)]
     except TypeError:                       # not iterable
         counts = []
-    if not counts:
-        raise InvalidInputError(field_name, values, f"a non-empty list of integers from 1 to {MAX_COUNT:,}")
+    if not counts or len(counts) > MAX_GRID_POINTS:
+        raise InvalidInputError(field_name, values, f"a non-empty list of at most {MAX_GRID_POINTS:,} "
+                                f"integers from 1 to {MAX_COUNT:,}")
     return counts
 
 
@@ -458,6 +467,36 @@ def _served_replicas(users: int | None, rate: float | None, max_utilisation: flo
     return math.ceil(rate / (max_utilisation * x)), rate * output_mean
 
 
+# the most seconds of work one plan_served may take (time.monotonic, read before each
+# configuration's solve); a plan this large is refused by name, not left to run
+PLAN_BUDGET_S = 60.0
+
+
+def _plan_refusal(elapsed_s: float) -> InvalidInputError:
+    return InvalidInputError("plan_served", f"{elapsed_s:.3g} s", f"a plan of at most {PLAN_BUDGET_S:g} s of work "
+                             "(PLAN_BUDGET_S): fewer devices, weight formats, chip counts or client counts")
+
+
+def _served_inputs(model, hardware, weight_dtypes, kv_dtype, chips, runtime):
+    """(devices, weight formats, chip counts) checked before any solve: a name that is not known
+    is the caller's error, raised, not a configuration that "does not meet the SLO"."""
+    from .dtypes import get_dtype
+    from .runtime import load_runtime
+    load_model(model)
+    devices = [load_hardware(h) for h in ([hardware] if isinstance(hardware, str) else list(hardware))]
+    if not devices:
+        raise InvalidInputError("hardware", hardware, "at least one device name")
+    wds = [weight_dtypes] if isinstance(weight_dtypes, str) else list(weight_dtypes)
+    if not wds:
+        raise InvalidInputError("weight_dtypes", weight_dtypes, "at least one weight format")
+    for wd in wds:
+        get_dtype(wd)
+    if kv_dtype is not None:
+        get_dtype(kv_dtype)
+    load_runtime(runtime)
+    return devices, wds, _counts("chips", chips)
+
+
 def plan_served(model, slo: SLO, *, users: int | None = None, rate: float | None = None,
                 prompt_tokens=2048, output_tokens=256, hardware=DEFAULT_HARDWARE, weight_dtypes=("bf16", "fp8"),
                 kv_dtype: str | None = "fp8", chips=SERVED_CHIPS, concurrency=SERVED_CONCURRENCY,
@@ -479,17 +518,20 @@ def plan_served(model, slo: SLO, *, users: int | None = None, rate: float | None
     prompt = as_length("prompt_tokens", prompt_tokens, 0)
     output = as_length("output_tokens", output_tokens, 2)
     conc = np.asarray(_counts("concurrency", concurrency), float)
+    devices, weight_dtypes, chips = _served_inputs(model, hardware, weight_dtypes, kv_dtype, chips, runtime)
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
     frontier: list[dict[str, Any]] = []
-    for hw_name in ([hardware] if isinstance(hardware, str) else list(hardware)):
-        hw = load_hardware(hw_name)
+    budget = WorkBudget(PLAN_BUDGET_S, _plan_refusal, desc="plan", total=len(devices) * len(weight_dtypes) * len(chips),
+                        unit=" configurations")
+    for hw in devices:
         price = (prices or {}).get(hw.name, hw.price_usd_per_hour)
         if price is None:
             notes.append(f"{hw.name}: no price (give prices={{'{hw.name}': usd_per_chip_hour}})")
             continue
         for wd in weight_dtypes:
             for n in chips:
+                budget.tick(len(notes) + len(rows))
                 try:
                     sm, sched, p = build(model, hw, prompt=prompt, output=output, weight_dtype=wd, kv_dtype=kv_dtype,
                                          n_chips=n, runtime=runtime, price_usd_per_hour=price)
@@ -514,6 +556,7 @@ def plan_served(model, slo: SLO, *, users: int | None = None, rate: float | None
                                      tok_s_per_user=float(tok_user[i]), e2e_s=float(e2e[i]),
                                      output_tok_s_per_chip=float(per_chip[i]), usd_per_hour=usd_h,
                                      cost_per_million_output_tokens_usd=usd_h / 3600.0 / tok_s * 1e6))
+    budget.close()
     ranked = pd.DataFrame(rows)
     if len(ranked):
         ranked = ranked.sort_values("cost_per_million_output_tokens_usd", ignore_index=True)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..roofline import causal_pairs, effective_context
+from ..workbudget import WorkBudget
 from .scheduler import Scheduler, _set
 from .solver import kv_room, kv_room_knobs
 from .step import StepModel
@@ -63,14 +64,14 @@ def _check_fits(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: n
 # take 25 s); 200 requests of 10**6 output tokens from 2 clients (10**8 steps) ran for minutes
 MAX_SIMULATED_STEPS = 20_000_000
 MAX_SIMULATED_PREFILL_STEPS = 1_000_000
-# the most passes of the scheduler loop (about 20 us of Python each) a run may take beyond these per
-# request and its prefill steps: a run of decode steps ends at the next event (a completion, an
-# arrival, a full KV cache), so a run takes a few passes a request; but while a prompt waits for KV
-# room the scheduler looks again after every decode step, one pass each (4 clients of 131,072 + 100,000
-# tokens on an H100: 8 requests took 5.6 s, 40 took 32 s). Past the budget (about 10 s) the run is
-# refused, not left to run
-SIMULATED_PASSES_BASE = 500_000
-SIMULATED_PASSES_PER_REQUEST = 64
+# the most seconds of work one run may take (time.monotonic, read every pass of the scheduler loop:
+# a pass costs 20-70 us of Python, machine to machine, so no count of passes is a time). A run of
+# decode steps ends at the next event (a completion, an arrival, a full KV cache), a few passes a
+# request; but while a prompt waits for KV room the scheduler looks again after every decode step,
+# one pass each (4 clients of 131,072 + 100,000 tokens on an H100: 8 requests took 5.6 s, 40 took
+# 32 s). Past the budget the run is refused by name (engine='solver'), not left to run; a run
+# longer than 2 s shows its requests done on a progress bar (a terminal's stderr)
+SIMULATE_BUDGET_S = 60.0
 
 
 def _check_cost(sched: Scheduler, prompts: np.ndarray, outputs: np.ndarray, concurrency: int | None) -> None:
@@ -145,12 +146,9 @@ class _Simulation:
         return r + float(np.sum(self.kv_of(self.pre_done[self.prefilling])))
 
     def run(self) -> _Trace:
-        budget = SIMULATED_PASSES_BASE + SIMULATED_PASSES_PER_REQUEST * self.n + int(np.sum(self.S)) // self.P
-        passes = 0
+        budget = WorkBudget(SIMULATE_BUDGET_S, self._refusal, desc="simulate", total=self.n, unit=" requests")
         while self.completed < self.n:
-            passes += 1
-            if passes > budget:
-                self._refuse(budget)
+            budget.tick(self.completed)
             while self.pending and self.pending[0][0] <= self.t:
                 at, i = heapq.heappop(self.pending)
                 if self.look and at > self.last_start:     # it arrived while a step ran
@@ -174,13 +172,15 @@ class _Simulation:
             self._release(int(k_done))
             self._preempt(used, k_done, c_done)
             self._complete()
+        budget.close()
         return self.tr
 
-    def _refuse(self, budget: int) -> None:
-        raise InvalidInputError("engine", "simulate", f"a run of at most {budget:,} scheduler passes: after "
-                                f"{self.completed:,} of {self.n:,} requests, prompts wait for KV room and the "
-                                "scheduler admits them one decode step at a time (a KV cache this close to full); "
-                                "engine='solver', fewer clients, or shorter requests")
+    def _refusal(self, elapsed_s: float) -> InvalidInputError:
+        return InvalidInputError("engine", "simulate", f"a run of at most {SIMULATE_BUDGET_S:g} s of work "
+                                 f"(SIMULATE_BUDGET_S): after {elapsed_s:.3g} s, {self.completed:,} of {self.n:,} "
+                                 "requests were done (prompts that wait for KV room are admitted one decode step "
+                                 "at a time when the KV cache is this close to full); engine='solver', fewer "
+                                 "requests or clients, or shorter requests")
 
     def _release(self, steps: int) -> None:
         """Deferred requests wait `steps` fewer steps; those done waiting join the waiting queue."""
