@@ -22,3 +22,7 @@ def test_docs_build_strict(tmp_path):
         assert (tmp_path / "site" / name / "index.html").exists(), page.name
     estimate = (tmp_path / "site" / "api" / "predict" / "index.html").read_text()
     assert "Predict decode speed, TTFT" in estimate      # estimate()'s docstring, first line
+    # the project's own words for its sources stay out of the rendered pages, docstrings included
+    for html in (tmp_path / "site").rglob("*.html"):
+        text = html.read_text().lower()
+        assert not [w for w in ("seed article", "seed claim", "the seed's", "the seeds'") if w in text], html

@@ -412,7 +412,7 @@ def bandwidth_ceiling(model, hardware, weight_dtype: str = "bf16", n_chips: int 
     bytes one token streams (every active weight; of an untied input embedding only the one
     row looked up), ignoring capacity, KV, compute and every overhead. The LM head streams in its
     own format where the file gives it one (a llama.cpp q4_0 file's q6_K: mb.Quantization).
-    70B at 16 bits on one H100: 3.35e12 / 139 GB ≈ 24 tok/s (the seed's 141 GB counts the
+    70B at 16 bits on one H100: 3.35e12 / 139 GB ≈ 24 tok/s (the often-quoted 141 GB counts the
     input embedding table too)."""
     m = load_model(model)
     hw = load_hardware(hardware)
