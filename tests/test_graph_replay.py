@@ -113,8 +113,8 @@ def test_the_bundled_backends_declare_where_they_replay_no_graph():
 @pytest.mark.parametrize("hw, rt, cls, pays", [
     ("v100-sxm2-32gb", "llama.cpp-cuda", "default", True),        # cc 7.0, nvidia-datacenter: no entry of its own
     ("t4", "llama.cpp-cuda", "default", True),                    # cc 7.5
-    ("rtx-2080-ti", "llama.cpp-cuda", "nvidia-consumer", True),   # cc 7.5
-    ("rtx-3090", "llama.cpp-cuda", "nvidia-consumer", False),     # cc 8.6
+    ("rtx-2080-ti", "llama.cpp-cuda", "default", True),   # cc 7.5 (no fitted device classes: calibrate.CLASS_ENTRIES)
+    ("rtx-3090", "llama.cpp-cuda", "default", False),     # cc 8.6
     ("rx-7900-xtx", "llama.cpp-hip", "default", True),            # no hipGraph in that generation
 ])
 def test_llama_2_7b_q4_0_tg128_pays_32_ungraphed_layers_where_declared(hw, rt, cls, pays):
