@@ -479,10 +479,34 @@ def write_runtimes(fits: dict, folder: Path | str, source: Path | None = None) -
                        "one 'default' entry for every chip (no fitted device classes: membound.calibrate.CLASS_ENTRIES)")
             data["calibration"] = (f"{today}: least squares on log(predicted/measured) over {SPLIT_RULE}; {entries}. "
                                    "Rerun: python -m membound.calibrate --out DIR (or --write-bundled)")
+            data["provenance"] = provenance(rt, groups, today)
         path = folder / f"{rt}.yaml"
         path.write_text(yaml.safe_dump(data, sort_keys=False, width=100))
         written.append(path)
     return written
+
+
+def provenance(rt: str, groups, today: str) -> str:
+    """The runtime file's one-line `provenance` (Result.calibration) for what this calibration fitted:
+    the free figures, their rows and chips, the figures set rather than fitted, and any bound hit."""
+    from .reference import load_reference
+    chips = {s.id: s.hardware for s in load_reference().scenarios}
+    parts = []
+    for g in groups:
+        if isinstance(g.rows, str):
+            continue
+        free = [p for p in g.params if p not in g.copied]
+        on = {chips[i] for i in g.rows if i in chips}
+        text = (f"{len(free)} figures ({', '.join(free)}) fitted by membound.calibrate on {today} on {len(g.rows)} "
+                f"rows of {len(on)} chips" + ("" if g.key == "default" else f" (class {g.key})"))
+        set_ = [p for p in g.copied if p in FIXED.get(rt, {})]
+        if set_:
+            text += f"; {', '.join(set_)} set from the engine's code or measurements, not fitted"
+        if g.at_bounds:
+            text += f"; on a bound (missing physics): {', '.join(g.at_bounds)}"
+        parts.append(text)
+    return f"{rt}: " + ("; ".join(parts) or "nothing fitted") + (
+        "; one entry for every chip" if all(g.key == "default" for g in groups) else "")
 
 
 def _assumed(fits: dict) -> dict:
