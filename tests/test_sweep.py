@@ -13,7 +13,8 @@ import membound as mb
 from membound.errors import DoesNotFitError, InvalidInputError, UnknownNameError
 from membound.sweep import iter_sweep, pareto_front, sweep
 
-SKIP = {"memory_placement"}   # per-tier text; the table carries the numbers
+SKIP = {"memory_placement",   # per-tier text; the table carries the numbers
+        "assumptions"}        # a profile's unsourced figures (text): load_hardware(name).assumptions(n_chips)
 
 
 def _row_dict(table, i):
