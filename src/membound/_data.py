@@ -47,6 +47,41 @@ _Loader.add_implicit_resolver(
     list("-+.0123456789"))
 
 
+MAX_INT_DIGITS = 400        # 1e308 is the largest float: an integer of more digits is no quantity
+
+
+def _mapping_once(loader, node, deep=False):
+    """A YAML mapping whose keys are each written once (a repeated key kept only its last value)."""
+    seen: dict = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            again = key in seen
+        except TypeError:          # an unhashable key: the base constructor says so
+            break
+        if again:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {short_repr(key)} is written twice (lines {seen[key]} and "
+                f"{key_node.start_mark.line + 1}): expected each key once", key_node.start_mark)
+        seen[key] = key_node.start_mark.line + 1
+    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+
+def _int_bounded(loader, node):
+    """A YAML integer of at most MAX_INT_DIGITS digits (Python refuses to read one of over 4,300
+    with a ValueError, and no field holds one of even 400)."""
+    text = loader.construct_scalar(node)
+    if sum(c.isdigit() for c in text) > MAX_INT_DIGITS:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"an integer of {sum(c.isdigit() for c in text):,} digits: expected a number of at most "
+            f"{MAX_INT_DIGITS} digits", node.start_mark)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+_Loader.construct_mapping = _mapping_once    # type: ignore[method-assign]
+_Loader.add_constructor("tag:yaml.org,2002:int", _int_bounded)
+
+
 def _check_events(text: str) -> str | None:
     """What is wrong with the document's shape (anchors, aliases, depth, size), found from the
     parser's events alone, before anything is built; None when it may be loaded."""
@@ -119,8 +154,21 @@ def parse_json(text: str, source: str, field: str = "<json>"):
     """Parse JSON text with the same limits as the files: bounded depth, no NaN/Infinity."""
     def no_constant(name):
         raise ValueError(f"{name} is not a JSON number")
+
+    def bounded_int(digits: str) -> int:
+        if sum(c.isdigit() for c in digits) > MAX_INT_DIGITS:
+            raise ValueError(f"an integer of {len(digits):,} digits: expected at most {MAX_INT_DIGITS}")
+        return int(digits)
+
+    def once(pairs):
+        out: dict = {}
+        for k, v in pairs:
+            if k in out:
+                raise ValueError(f"key {short_repr(k)} is written twice: expected each key once")
+            out[k] = v
+        return out
     try:
-        data = json.loads(text, parse_constant=no_constant)
+        data = json.loads(text, parse_constant=no_constant, parse_int=bounded_int, object_pairs_hook=once)
     except RecursionError:
         raise ProfileError(source, field, f"nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as e:

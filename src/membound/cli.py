@@ -189,8 +189,10 @@ def _sweep(args) -> int:
     import math
 
     from .errors import InvalidInputError
+    from .safeio import check_output_path, csv_frame
     if not args.out.endswith((".csv", ".parquet")):
         raise InvalidInputError("--out", args.out, "a file name ending in .csv or .parquet")
+    check_output_path(args.out, "--out", (".csv", ".parquet"))     # before the first point, not after the grid
     if args.out.endswith(".parquet"):
         _need("pyarrow", "parquet", "writing .parquet")
     grid_points = math.prod(len(v) for v in (args.models, args.hardware, args.batch, args.prompt, args.output,
@@ -205,7 +207,7 @@ def _sweep(args) -> int:
             rows, dropped = rows + len(df), dropped + int(unfit.sum())
             skipped.update(dict(df.attrs.get("skipped", [])))
             if args.out.endswith(".csv"):
-                df.to_csv(args.out, mode="w" if i == 0 else "a", header=i == 0, index=False)
+                csv_frame(df).to_csv(args.out, mode="w" if i == 0 else "a", header=i == 0, index=False)   # formula-safe
             else:
                 frames.append(df)
             bar.update(len(df))

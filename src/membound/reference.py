@@ -325,6 +325,8 @@ def _canonical_metric(r: dict[str, str]) -> dict[str, str]:
 # report +inf% and NaN medians; the shipped rows span 1.01 to 28,312
 MEASURED_RANGE = (1e-3, 1e9)
 
+PROGRESS_ROWS = 10_000     # a reference longer than this shows a progress bar while its rows are read
+
 COLUMNS = ("id", "hardware", "n_chips", "model", "weight_dtype", "kv_dtype", "batch_or_concurrency",
            "prompt_tokens", "output_tokens", "metric", "value", "framework", "notes")
 
@@ -337,7 +339,8 @@ def load_reference(path: str | Path | None = None) -> Reference:
     out = Reference()
     source = reference_csv(path)
     _, rows = read_csv_rows(source, COLUMNS)
-    for line, r in rows:
+    from .progress import track    # a large file (a million rows took 94 s) shows its rows read, on a terminal
+    for line, r in (track(rows, "reference rows", unit=" rows") if len(rows) > PROGRESS_ROWS else rows):
         where = f"{source} line {line}"
         r["__where__"] = where
         if "__cells__" in r:

@@ -47,10 +47,12 @@ def csv_row(row):
 
 def csv_frame(df):
     """A copy of a pandas DataFrame whose text cells (and column names) pass csv_cell."""
+    import pandas as pd
     out = df.copy()
     for col in out.columns:
-        if out[col].dtype == object:
-            out[col] = out[col].map(csv_cell)
+        dtype = out[col].dtype
+        if pd.api.types.is_object_dtype(dtype) or isinstance(dtype, (pd.CategoricalDtype, pd.StringDtype)):
+            out[col] = out[col].astype(object).map(csv_cell)
     out.columns = [csv_cell(c) for c in out.columns]
     return out
 
