@@ -41,6 +41,7 @@ from .batching import BatchCurve, BusFare, FastMode, batch_curve, bus_fare, fast
 from .levers import LeverReport, QuantSpeedup, best_gamma, explain_levers, quantization_speedup, speculative_speedup
 from .sweep import iter_sweep, pareto_front, sweep
 from .planner import SLO, PlanResult, Workload, plan
+from .rate_search import MaxRate, max_rate
 from .serving import Fixed, Samples, Scheduler, ServeCurve, ServeResult, Uniform, serve, serve_curve
 from .disagg import Pool, serve_disaggregated
 from .product import VoiceTurn, agent_loop_s, reasoning_time_s, thinking_tokens, voice_turn
@@ -69,7 +70,7 @@ __all__ = [
     "Result", "Memory", "CompareResult", "PlanResult", "ServeResult", "ServeCurve", "BatchCurve", "BusFare", "FastMode",
     "LeverReport", "QuantSpeedup", "VoiceTurn",
     # inputs
-    "Model", "Hardware", "Runtime", "DType", "Parallel", "Quantization", "SpeculativeDecoding", "Workload", "SLO",
+    "Model", "Hardware", "Runtime", "DType", "Parallel", "Quantization", "SpeculativeDecoding", "Workload", "SLO", "MaxRate",
     "Scheduler", "Fixed", "Uniform", "Samples", "Pool",
     # catalogues and names
     "load_model", "list_models", "load_hardware", "list_hardware", "add_hardware_dir", "load_runtime",
@@ -77,7 +78,7 @@ __all__ = [
     # chips and layouts
     "min_chips", "layout_for",
     # levers and batching
-    "batch_curve", "bus_fare", "fast_mode", "max_batch", "ridge_batch", "explain_levers", "quantization_speedup",
+    "batch_curve", "bus_fare", "fast_mode", "max_batch", "max_rate", "ridge_batch", "explain_levers", "quantization_speedup",
     "speculative_speedup", "best_gamma", "expected_tokens_per_round", "head_cost", "head_param_count",
     "predicted_speedup", "mtp", "mtp_module",
     # products

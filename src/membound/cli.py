@@ -253,6 +253,10 @@ def _plan(args) -> int:
 
 def _validate(args) -> int:
     from . import validate
+    if args.mlperf:          # MLPerf Inference results only (membound.mlperf_validate)
+        from . import mlperf_validate
+        argv = [a for flag, v in (("--csv", args.csv), ("--reference", args.reference)) if v for a in (flag, v)]
+        return int(mlperf_validate.main(argv) or 0)
     if not args.json:
         argv = [a for flag, v in (("--csv", args.csv), ("--plot", args.plot), ("--reference", args.reference),
                                   ("--group", args.group)) if v for a in (flag, v)]
@@ -457,6 +461,9 @@ def _add_validate(sub) -> None:
     v.add_argument("--group", choices=["chip", "source"], default="chip",
                    help="held-out group: leave each whole chip (default) or each whole source out of the fits")
     v.add_argument("--json", action="store_true")
+    v.add_argument("--mlperf", action="store_true",
+                   help="predict the MLPerf Inference LLM results instead (Offline, Server, Interactive); --reference: "
+                        "an MLPerf CSV or a folder holding mlperf/mlperf_llm.csv")
     v.set_defaults(func=_validate)
 
 

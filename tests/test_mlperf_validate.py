@@ -1,0 +1,91 @@
+"""membound.mlperf_validate: MLPerf rows as served workloads (loader rules, skips, predictions)."""
+import pandas as pd
+import pytest
+
+import membound as mb
+from membound import mlperf_validate as mv
+from membound.rate_search import saturation
+from membound.serving import build
+
+from _cli import run_cli
+
+COLUMNS = list(mv.REQUIRED) + ["accel_variant"]
+
+
+def _row(**kw):
+    base = dict(round="v5.1", division="closed", submitter="X", system_name="sys", benchmark="llama3.1-8b",
+                model="llama3.1-8b", scenario="Offline", tokens_per_s=8000.0, accelerator="NVIDIA H100-SXM-80GB",
+                accel_family="H100", accel_variant="H100-SXM", accelerators_per_node=8, n_accelerators=8,
+                tokens_per_s_per_accel=1000.0, framework="TensorRT 10.11, CUDA 12.9", software_stack="",
+                precision="weights=fp8; inputs=int32; transform=quantization")
+    base.update(kw)
+    return base
+
+
+def test_length_distribution_keeps_its_mean_and_bounds():
+    d = mv.length_distribution(294.45, 2, 1024, 0.9)
+    assert d.mean == pytest.approx(294.45, abs=1.0)      # whole tokens: within a token of the mean
+    assert min(d.values) >= 2 and max(d.values) <= 1024 and len(d.values) == mv.LENGTH_POINTS
+    with pytest.raises(mb.InvalidInputError):
+        mv.length_distribution(2000, 2, 1024, 0.9)
+
+
+def test_shipped_workloads_cite_every_benchmark():
+    b = mv.load_benchmarks()
+    assert {"llama2-70b", "llama3.1-8b", "llama3.1-405b", "mixtral-8x7b", "deepseek-r1", "gpt-oss-120b"} <= set(b)
+    assert b["llama2-70b"].limits["Interactive"] == {"ttft_p99_s": 0.45, "tpot_p99_s": 0.04}   # the rules' limits
+    assert b["llama2-70b"].output.mean == pytest.approx(294.45, abs=1.0)   # the reference's tokens per sample
+
+
+def test_rows_skips_and_offline_prediction(tmp_path):
+    rows = [_row(), _row(benchmark="llama3.1-8b-99.9"),              # the same run under two accuracy targets
+            _row(scenario="Server", tokens_per_s=7000.0, tokens_per_s_per_accel=875.0),
+            _row(division="open"), _row(scenario="SingleStream"), _row(accelerator="Acme X1", accel_family="Acme",
+                                                                       accel_variant="X1"),
+            _row(framework="PyTorch", software_stack="ipex"), _row(model="gptj", benchmark="gptj-99")]
+    path = tmp_path / "m.csv"
+    pd.DataFrame(rows, columns=COLUMNS).to_csv(path, index=False)
+    got, skipped = mv.load_rows(path)
+    assert [r.scenario for r in got] == ["Offline", "Server"]
+    reasons = sorted(why for _, why in skipped)
+    assert reasons == sorted(["open division", "scenario SingleStream not modelled", "no profile for Acme",
+                              "no runtime for the software stack", "no workload for benchmark gptj"])
+    off = got[0]
+    mv.predict(got)
+    assert (off.device, off.engine, off.tp, off.quantization.weights) == ("h100-sxm", "tensorrt-llm", 1, "fp8")
+    bench = mv.load_benchmarks()["llama3.1-8b"]
+    sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=bench.prompt, output=bench.output,
+                         quantization=off.quantization, runtime="tensorrt-llm")
+    # Offline: the saturated engine's output tokens per second over its one accelerator
+    assert off.pred["tok_s_per_accel"] == pytest.approx(saturation(sm, sched, bench.prompt, bench.output)
+                                                        * bench.output.mean, rel=1e-9)
+    srv = got[1].pred
+    assert 0 < srv["tok_s_per_accel"] < off.pred["tok_s_per_accel"]       # within limits: below saturation
+    assert srv["ttft_p99_s"] <= 2.0 + 1e-9 and srv["tpot_p99_s"] <= 0.1 + 1e-9
+    text = mv.report(got, skipped, source=path)
+    assert "Offline" in text and "coverage: 2 of 7 rows predicted" in text
+    cli = run_cli("validate", "--mlperf", "--reference", str(path), "--csv", str(tmp_path / "out.csv"))
+    assert cli.returncode == 0 and "coverage: 2 of 7 rows predicted" in cli.stdout
+    assert list(pd.read_csv(tmp_path / "out.csv").scenario) == ["Offline", "Server"]
+
+
+def test_formats_and_the_layout_rule():
+    h100, mi300 = mb.load_hardware("h100-sxm"), mb.load_hardware("mi300x")
+    assert mv.weight_format("weights=fp16; inputs=int32; transform=quantization, affine fusion", h100, "v4.1") == "fp8"
+    assert mv.weight_format("weights=fp4", mi300, "v5.1") == "mxfp4"
+    assert mv.weight_format("nan", h100, "v4.0") == "fp8"
+    # Llama-2-70B (68.98e9 parameters): in bf16 137.95 GB, 68.98 GB a chip over two H100s, within
+    # 85% of 85.52e9 B = 72.69 GB (one chip would hold 137.95: no); in fp8 68.98 GB fit one; a node
+    # of 2 leaves only groups of 1 and 2
+    assert mv.layouts("llama-2-70b", "h100-sxm", "bf16", 8) == [2, 4, 8]
+    assert mv.layouts("llama-2-70b", "h100-sxm", "fp8", 2) == [1, 2]
+    assert mv.engine_of("vLLM 0.9.0, PyTorch 2.7.0") == "vllm" and mv.engine_of("PyTorch") is None
+
+
+def test_reference_path_errors(tmp_path):
+    with pytest.raises(mb.InvalidInputError):
+        mv.mlperf_csv(tmp_path)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    with pytest.raises(mb.InvalidInputError, match="missing"):
+        mv.load_rows(bad)

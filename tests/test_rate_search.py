@@ -1,0 +1,68 @@
+"""mb.max_rate: the highest Poisson rate within latency limits, and the Offline saturation."""
+import numpy as np
+import pytest
+
+import membound as mb
+from membound.rate_search import limits_of, saturation, search
+from membound.serving import Fixed, Scheduler, Uniform, build, solve
+from membound.tails import tails
+
+PROMPT, OUT = Uniform(800, 1200), Uniform(100, 300)
+
+
+def _engine():
+    return build("llama-3.1-8b", "h100-sxm", prompt=PROMPT, output=OUT, runtime="tensorrt-llm", weight_dtype="fp8")
+
+
+def test_a_server_search_lands_on_the_limit():
+    # Set the p99 TPOT limit to what the tail model gives at 40% of saturation: TPOT rises with the
+    # rate, so the search must land on that rate (within its bisection's 2^-12 of the bracket), with
+    # TPOT binding and its p99 on the limit.
+    sm, sched, _ = _engine()
+    cap = saturation(sm, sched, PROMPT, OUT)
+    r0 = 0.4 * cap
+    t0 = tails(sm, sched, solve(sm, sched, PROMPT.mean, OUT.mean, arrival_rate=np.array([r0])), r0, PROMPT, OUT)
+    got = search(sm, sched, PROMPT, OUT, {"tpot_p99_s": t0.tpot[2], "ttft_p99_s": 10.0})
+    assert got.rate == pytest.approx(r0, rel=2e-3)
+    assert got.binding == "tpot_p99_s"
+    assert got.tpot[2] == pytest.approx(t0.tpot[2], rel=2e-3) and got.tpot[2] <= t0.tpot[2]
+    assert got.output_tok_s == pytest.approx(got.rate * OUT.mean)     # completed tokens: rate x mean output
+    # the public entry point builds the same engine
+    pub = mb.max_rate("llama-3.1-8b", "h100-sxm", slo={"tpot_p99_s": t0.tpot[2], "ttft_p99_s": 10.0},
+                      prompt_tokens=PROMPT, output_tokens=OUT, runtime="tensorrt-llm", weight_dtype="fp8")
+    assert pub.rate == pytest.approx(got.rate, rel=1e-9)
+
+
+def test_limits_nothing_meets_and_bad_limits():
+    sm, sched, _ = _engine()
+    none = search(sm, sched, PROMPT, OUT, {"tpot_p99_s": 1e-6})         # below one decode step: no rate passes
+    assert none.rate == 0.0 and none.binding == "tpot_p99_s"
+    loose = search(sm, sched, PROMPT, OUT, {"ttft_p99_s": 1e6, "tpot_p99_s": 1e6})    # the engine saturates first
+    assert loose.binding == "" and 0.98 * loose.saturation_rate <= loose.rate < loose.saturation_rate
+    assert limits_of(mb.SLO(ttft_p90_s=1.0, min_tok_s_per_user=20.0)) == {"ttft_p90_s": 1.0, "tpot_p50_s": 0.05}
+    for bad in ({"ttft_p95_s": 1.0}, {"ttft_p99_s": -1.0}, {}, 3.0, mb.SLO(e2e_p90_s=3.0)):
+        with pytest.raises(mb.InvalidInputError):
+            limits_of(bad)
+
+
+def test_offline_saturation_of_a_kv_bound_engine_by_hand():
+    # Llama-3.1-8B in bf16 on one H100 SXM, 3,000-token prompts and 3,001-token outputs, an engine
+    # that reserves each request's whole KV (preemption "none") with no batch or token cap in reach.
+    # KV per token: 2 (K, V) x 32 layers x 8 heads x 128 dims x 2 B = 131,072 B, i.e. 4,096 B a
+    # (layer, token) pair; a request reserves 32 x 6,001 = 192,032 pairs. The cache holds
+    # 0.9 x (capacity - weights - activations) / 4,096 pairs, so the engine runs
+    # b = that / 192,032 sequences at once, and completes b / (D tau) requests a second (D = 3,000).
+    S, T = 3000, 3001
+    sched = Scheduler(max_running=4096, token_budget=16_384, chunked_prefill=True, preemption="none",
+                      memory_fraction=0.9)
+    sm, rs, _ = build("llama-3.1-8b", "h100-sxm", prompt=Fixed(S), output=Fixed(T), runtime="tensorrt-llm",
+                      weight_dtype="bf16", kv_dtype="bf16", scheduler=sched)
+    m, hw = mb.load_model("llama-3.1-8b"), mb.load_hardware("h100-sxm")
+    assert sm.kv_pair_bytes == 2 * 8 * 128 * 2                      # 4,096 B a pair
+    act = float(sm.prepared.evaluate(batch=1.0, prompt=16384.0, output=1.0)["activation_bytes_chip"])
+    room = 0.9 * (hw.capacity_bytes - m.total_params * 2 - act) / 4096
+    b = room / (32 * (S + T))
+    st = solve(sm, rs, S, T, concurrency=np.array([1e9]))
+    assert float(st.b[0]) == pytest.approx(b, rel=1e-6)
+    x = saturation(sm, rs, Fixed(S), Fixed(T))
+    assert x == pytest.approx(b / ((T - 1) * float(st.tau[0])), rel=1e-6)
