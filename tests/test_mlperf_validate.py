@@ -77,8 +77,10 @@ def test_formats_and_the_layout_rule():
     # Llama-2-70B (68.98e9 parameters): in bf16 137.95 GB, 68.98 GB a chip over two H100s, within
     # 85% of 85.52e9 B = 72.69 GB (one chip would hold 137.95: no); in fp8 68.98 GB fit one; a node
     # of 2 leaves only groups of 1 and 2
-    assert mv.layouts("llama-2-70b", "h100-sxm", "bf16", 8) == [2, 4, 8]
-    assert mv.layouts("llama-2-70b", "h100-sxm", "fp8", 2) == [1, 2]
+    assert mv.layouts("llama-2-70b", "h100-sxm", "bf16", 8) == [mb.Parallel(tp=n) for n in (2, 4, 8)]
+    assert mv.layouts("llama-2-70b", "h100-sxm", "fp8", 2) == [mb.Parallel(tp=1), mb.Parallel(tp=2)]
+    # a MoE model also runs expert parallel with data-parallel attention
+    assert mb.Parallel(ep=8) in mv.layouts("mixtral-8x7b", "h100-sxm", "fp8", 8)
     assert mv.engine_of("vLLM 0.9.0, PyTorch 2.7.0") == "vllm" and mv.engine_of("PyTorch") is None
 
 

@@ -87,7 +87,8 @@ class MLPerfRow:
     quantization: Quantization
     per_node: int         # accelerators per node: the tensor-parallel groups divide it
     measured: float       # output tokens/s per accelerator
-    tp: int = 0           # the instance's tensor parallelism (`layouts`, chosen by predict)
+    tp: int = 0           # accelerators per engine instance (`layouts`, chosen by predict)
+    layout: str = ""      # its layout
     fitted: bool = False
     pred: dict = field(default_factory=dict)
 
@@ -177,6 +178,18 @@ def weight_format(precision: str, hw, rnd: str) -> str:
     return "fp8" if hw.supports("fp8") else "bf16"
 
 
+def _quantization(wd: str, preset: str, hw) -> Quantization:
+    """The checkpoint's tensor formats for weight format `wd`: the served rows' rules
+    (serve_validate.formats: gpt-oss's bf16 non-expert tensors, ModelOpt's bf16 head, KV fp8);
+    KV fp8 only where the chip computes fp8, bf16 formats as they are."""
+    from .serve_validate import formats
+    label = {"nvfp4": "fp4", "mxfp4": "fp4"}.get(wd, wd)
+    if label in ("fp8", "fp4") or preset.startswith("gpt-oss"):
+        q = formats(label, preset, "", hw.vendor == "AMD", hw.supports("fp4"))
+        return q if hw.supports("fp8") else Quantization(q.weights, None, dense_weights=q.dense_weights)
+    return Quantization(wd, "fp8" if hw.supports("fp8") and wd != "bf16" else None)
+
+
 def _device(r: Any) -> str:
     from .names import index
     look = index("hardware").lookup
@@ -186,15 +199,16 @@ def _device(r: Any) -> str:
     raise SkipRow(f"no profile for {r.accel_family}")
 
 
-def layouts(model: str, device: str, wd: str, per_node: int) -> list[int]:
-    """The tensor-parallel group sizes dividing the node whose weights fit (module docstring)."""
+def layouts(model: str, device: str, wd: str, per_node: int) -> list:
+    """The engine-instance layouts (mb.Parallel) of a node's accelerators whose weights fit
+    (module docstring): tensor parallel over 1, 2, 4, 8 dividing the node, and for a MoE model
+    expert parallel with data-parallel attention over 2 to 8 (serve_coverage.layouts)."""
     from .hardware import load_hardware
     from .model import load_model
-    from .parallel import Parallel
+    from .serve_coverage import layouts as shapes
     from .serve_coverage import runnable
     m, hw = load_model(model), load_hardware(device)
-    out = [tp for tp in TP_SIZES
-           if per_node % tp == 0 and m.n_heads % tp == 0 and runnable(m, hw, wd, Parallel(tp=tp))]
+    out = [lay for n in TP_SIZES if per_node % n == 0 for lay in shapes(m, n) if runnable(m, hw, wd, lay)]
     if not out:
         raise SkipRow(f"{model} in {wd} fits no tensor-parallel group of {per_node} x {device}")
     return out
@@ -216,6 +230,7 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
         raise SkipRow("no runtime for the software stack")
     hw = load_hardware(device)
     wd = weight_format(str(r.precision), hw, str(r.round))
+    quant = _quantization(wd, bench.preset, hw)
     per_node = int(r.accelerators_per_node) if r.accelerators_per_node == r.accelerators_per_node else 1
     layouts(bench.preset, device, wd, max(per_node, 1))      # some group holds the weights
     measured = float(r.tokens_per_s_per_accel)
@@ -223,7 +238,7 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
         raise SkipRow("no tokens per second per accelerator")
     rid = f"{r.round}/{r.submitter}/{r.system_name}/{r.benchmark}/{r.scenario}"
     return MLPerfRow(rid, str(r.round), str(r.model), str(r.scenario), str(r.accel_family), device, engine,
-                     Quantization(wd, "fp8" if hw.supports("fp8") else None), max(per_node, 1), measured)
+                     quant, max(per_node, 1), measured)
 
 
 def load_rows(path=None, benchmarks: dict[str, Benchmark] | None = None) -> tuple[list[MLPerfRow], list]:
@@ -266,22 +281,23 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
         runtime = (runtimes or {}).get(engine, engine)
         try:
             best = None
-            for tp in layouts(bench.preset, device, q.weights, per_node):
+            for lay in layouts(bench.preset, device, q.weights, per_node):
                 try:
                     sm, sched, _ = build(bench.preset, device, prompt=bench.prompt, output=bench.output,
-                                         quantization=q, runtime=runtime, n_chips=tp, parallel=Parallel(tp=tp))
-                    per_accel = saturation(sm, sched, bench.prompt, bench.output) * bench.output.mean / tp
+                                         quantization=q, runtime=runtime, n_chips=lay.chips, parallel=lay)
+                    per_accel = saturation(sm, sched, bench.prompt, bench.output) * bench.output.mean / lay.chips
                 except MemboundError:
                     continue
                 if best is None or per_accel > best[0]:
-                    best = (per_accel, tp, sm, sched)
+                    best = (per_accel, lay, sm, sched)
             if best is None:
                 raise InvalidInputError("layout", per_node, f"a tensor-parallel group of {device} that serves "
                                         f"{bench.preset}")
-            offline, tp, sm, sched = best
+            offline, lay, sm, sched = best
+            tp = lay.chips
             done: dict[str, dict] = {"Offline": {"tok_s_per_accel": offline}}
             for m in members:
-                m.tp = tp
+                m.tp, m.layout = tp, str(lay)
                 if m.scenario not in done:
                     mr = search(sm, sched, bench.prompt, bench.output, bench.limits[m.scenario])
                     done[m.scenario] = {"tok_s_per_accel": mr.output_tok_s / tp, "ttft_p99_s": mr.ttft[2],
@@ -365,7 +381,7 @@ def main(argv=None) -> int:
         import pandas as pd
         pd.DataFrame([{"id": r.id, "round": r.round, "benchmark": r.benchmark, "scenario": r.scenario,
                        "family": r.family, "device": r.device, "engine": r.engine, "weights": r.quantization.weights,
-                       "tp": r.tp, "measured": r.measured, **{f"pred_{k}": v for k, v in r.pred.items()}}
+                       "chips": r.tp, "layout": r.layout, "measured": r.measured, **{f"pred_{k}": v for k, v in r.pred.items()}}
                       for r in rows]).to_csv(a.csv, index=False)
     return 0
 
