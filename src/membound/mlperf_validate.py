@@ -270,7 +270,6 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
     """Fill row.pred ({"tok_s_per_accel": ...} or {"error": ...}): one engine build per
     configuration, its saturation for Offline and the rate search per latency limits."""
     from .rate_search import saturation, search
-    from .parallel import Parallel
     from .serving.api import build
     benchmarks = benchmarks if benchmarks is not None else load_benchmarks()
     groups: dict[tuple, list[MLPerfRow]] = {}
