@@ -211,7 +211,16 @@ def constant_budget(path=None) -> dict:
     _served(budgets)
     _vendors(budgets, ref.scenarios)
     _others(budgets)
+    _core(budgets)
     return dict(sorted(budgets.items()))
+
+
+def _core(budgets: dict) -> None:
+    """Physics constants outside any runtime file that no source backs (listed so they are seen)."""
+    from .quantization import DEFAULT_DEQUANT_OVERHEAD
+    budgets["(core)"] = RuntimeBudget("(core)", [Constant(
+        "(core)", "quantization", "DEFAULT_DEQUANT_OVERHEAD", DEFAULT_DEQUANT_OVERHEAD, "assumed", "share", None,
+        why="a weight-only format's extra GEMM work; not sourced; trades against fitted compute fractions")])
 
 
 WHY_CHARS = 90     # a set figure's reason, cut to this many characters in the printed table

@@ -82,7 +82,10 @@ GGUF_OUTPUT = {"q4_0": "q6_k", "q4_k_m": "q6_k", "q5_k_m": "q6_k", "q6_k": "q6_k
 """The output tensor's format llama.cpp's quantizer gives a file of each block type (module
 docstring), where the model is no Falcon and its hidden size a multiple of QK_K."""
 RESIDUAL_BYTES = 2.0   # bf16/fp16: the residual stream an engine keeps and all-reduces (module docstring)
-DEFAULT_DEQUANT_OVERHEAD = 0.15   # Marlin-class kernels: near-ideal to batch ~16-32, then ~fp16 GEMM speed less a little
+# ASSUMED, not sourced (issue 27 item 5, open): the extra GEMM work of a weight-only format, as a share of
+# 2 x params FLOPs (Marlin-class kernels: near-ideal to batch ~16-32, then ~fp16 GEMM speed less a little).
+# On a fitted runtime it trades against the fitted compute_fraction; membound.budget lists it as assumed.
+DEFAULT_DEQUANT_OVERHEAD = 0.15
 
 
 @dataclass(frozen=True)
