@@ -15,7 +15,7 @@ from membound.bench import client, trust
 from membound.cli import main
 
 PROMPT_TOKENS = 40     # what every fake server reports as the prompt's tokens
-MODES = ["ok", "over-cap", "per-chunk", "at-factor", "prompt-plus", "prompt-plus-eos", "running", "shrinking",
+MODES = ["ok", "continuous", "prompt-changes", "over-cap", "per-chunk", "at-factor", "prompt-plus", "prompt-plus-eos", "running", "shrinking",
          "honest-eos", "many-chunks", "cr", "crlf"]
 
 
@@ -59,6 +59,9 @@ class _Liar(BaseHTTPRequestHandler):
             self._send({"choices": [{"delta": {"content": f"t{i} "}, "finish_reason": None}]}, eol)
             if mode == "shrinking" and i == 1:
                 self._send({"choices": [], "usage": {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": 2}}, eol)
+            if mode in ("continuous", "prompt-changes"):   # vLLM's continuous_usage_stats: a count with every chunk
+                prompt = PROMPT_TOKENS + (i if mode == "prompt-changes" else 0)
+                self._send({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": i + 1}}, eol)
         self._send({"choices": [{"delta": {}, "finish_reason": "stop"}]}, eol)
         with self.lock:
             type(self).served_total += n
@@ -94,6 +97,8 @@ def liar():
     ("shrinking", 256, "completion_tokens=1"),
     # no usage at all, but 9 text chunks on max_tokens=8: each chunk is at least one token
     ("many-chunks", 8, "more text chunks than the request's max_tokens=8"),
+    # the prompt's count changes within one stream (40, then 41)
+    ("prompt-changes", 256, "prompt_tokens=41 but an earlier report of this stream said 40"),
 ])
 def test_impossible_usage_is_a_protocol_fault(liar, mode, max_tokens, message):
     s = bench.stream_chat(liar, mode, "hi", max_tokens=max_tokens, timeout_s=5)
@@ -107,6 +112,7 @@ def test_impossible_usage_is_a_protocol_fault(liar, mode, max_tokens, message):
     ("ok", 3), ("honest-eos", 4),     # an end token beyond the text chunks: 3 + 1
     ("at-factor", 48),                # exactly 16 a chunk (3 x 16) is allowed
     ("cr", 3), ("crlf", 3),           # the SSE spec's other line ends
+    ("continuous", 3),                # a count with every chunk (1, 2, 3), then the final 3
 ])
 def test_possible_usage_is_believed(liar, mode, tokens):
     s = bench.stream_chat(liar, mode, "hi", max_tokens=256, timeout_s=5)

@@ -94,6 +94,14 @@ def test_a_broken_measurements_file_is_one_line(tmp_path, text, words):
     assert "\n" not in str(e.value)
 
 
+def test_a_cell_of_200000_characters_is_one_line(measurements):
+    tmp, header, rows = measurements
+    rows[0] = {**rows[0], "notes": "x" * 200_000}        # past the csv module's 131,072-character field limit
+    with pytest.raises(ProfileError, match="not a CSV file of UTF-8 text .*field larger than field limit") as e:
+        load_reference(_write(tmp / "long.csv", header, rows))
+    assert "\n" not in str(e.value)
+
+
 def test_duplicate_headers_are_refused(measurements):
     tmp, header, rows = measurements
     f = tmp / "dup.csv"
