@@ -206,11 +206,11 @@ def _cost_note(spec) -> str:
 
 
 def _solve_tau(f, target, lo=1.0, hi=None):
-    """tau in [lo, hi] with f(tau) = target (f increasing), by bisection."""
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if f(mid) < target else (lo, mid)
-    return (lo + hi) / 2
+    """tau in [lo, hi] with f(tau) = target (f increasing): the one fitter (membound.fitter) on
+    log(f(tau) / target), one anchor row; a bound where no tau in the range reaches it."""
+    from .fitter import Param, fit
+    rep = fit(lambda p: [math.log(f(p["tau"]) / target)], [Param("tau", lo, hi, (lo + hi) / 2)])
+    return rep.params["tau"]
 
 
 def batch_rows(rows) -> list:
