@@ -49,3 +49,18 @@ def test_a_select_chip_is_refitted_without_every_report_chip_and_a_fit_chip_is_n
     pro = [s for s in scs if s.hardware == "rtx-pro-6000-blackwell"]
     rt2, _ = refit_without(scs, {s.id for s in pro}, "llama.cpp-cuda")
     assert held[pro[0].id] == _safe_predict(pro[0], rt2)
+
+
+def test_hold_out_refits_are_cold_and_converged(monkeypatch):
+    # a refit without a group never reads the bundled figures (which saw the group) and runs until the
+    # solver converges: the default entry's FitReport says so
+    import membound.calibrate as cal
+    from membound.reference import load_reference
+    from membound.validate import refit_without
+
+    def leak(rt):
+        raise AssertionError(f"a hold-out refit read the bundled {rt} figures")
+    monkeypatch.setattr(cal, "_bundled_entries", leak)
+    scs = [s for s in load_reference().scenarios if s.runtime == "llama.cpp-vulkan"]
+    _, fits = refit_without(scs, {s.id for s in scs if s.hardware == "rtx-4090"}, "llama.cpp-vulkan")
+    assert fits and all(f.report is not None and f.report.converged for f in fits)
