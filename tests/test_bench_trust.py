@@ -15,8 +15,8 @@ from membound.bench import client, trust
 from membound.cli import main
 
 PROMPT_TOKENS = 40     # what every fake server reports as the prompt's tokens
-MODES = ["ok", "continuous", "prompt-changes", "over-cap", "per-chunk", "at-factor", "prompt-plus", "prompt-plus-eos", "running", "shrinking",
-         "honest-eos", "many-chunks", "cr", "crlf"]
+MODES = ["ok", "continuous", "prompt-changes", "over-cap", "per-chunk", "at-factor", "prompt-plus", "prompt-plus-eos",
+         "running", "shrinking", "honest-eos", "many-chunks", "cr", "crlf"]
 
 
 class _Liar(BaseHTTPRequestHandler):

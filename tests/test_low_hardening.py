@@ -109,3 +109,18 @@ def test_a_large_reference_shows_its_progress(monkeypatch):
     monkeypatch.setattr(reference, "PROGRESS_ROWS", 10_000)     # 554 <= 10,000: no bar
     reference.load_reference()
     assert shown == []
+
+
+def test_a_large_served_reference_shows_its_progress(monkeypatch):
+    from membound import progress, reference
+    from membound.serve_validate import load_rows
+    shown = []
+
+    def track(items, desc, **kw):
+        shown.append((desc, kw.get("total")))
+        return items
+    monkeypatch.setattr(progress, "track", track)
+    monkeypatch.setattr(reference, "PROGRESS_ROWS", 10)
+    rows, skipped = load_rows(all_rows=True)
+    # every row of the shipped file is either predicted or skipped with a reason, and was counted
+    assert shown == [("served rows", len(rows) + len(skipped))]

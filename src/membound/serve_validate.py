@@ -317,7 +317,10 @@ def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggr
     drafters: dict[tuple[str, int], SpeculativeDecoding] = {}
     r: Any     # a CSV row: its columns' types are the file's, not known to the type checker
     frame, skipped = _read_served(path, all_rows, kinds)
-    for r in frame.itertuples(index=False):
+    from .progress import track
+    from .reference import PROGRESS_ROWS      # a large file shows its rows read, on a terminal
+    tuples = frame.itertuples(index=False)
+    for r in (track(tuples, "served rows", total=len(frame), unit=" rows") if len(frame) > PROGRESS_ROWS else tuples):
         try:
             rows.append(_served_row(r, kinds, drafters, mtp_acceptance))
         except SkipRow as e:
