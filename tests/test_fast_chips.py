@@ -162,6 +162,12 @@ def test_vendor_report_keeps_independent_rows_apart():
     # an undisclosed count is a range, never a set-aside: hw-006's 640 LPUs are the fewest that hold it
     assert not by["hw-006"].chips_stated and by["hw-006"].chips[0] == 640
     assert by["hw-022"].chips_stated and by["hw-022"].chips is None       # "a single rack of 16"
+    # a miss beyond 50% that beats the physics says by how much, with the physics' own number: at a
+    # stated count that is the physics at that count; an undisclosed count, the best over the counts
+    assert by["hw-022"].ceiling == pytest.approx(by["hw-022"].physics)
+    assert by["hw-022"].why.endswith(f"at most {by['hw-022'].physics:,.0f} tok/s")
+    assert by["hw-004"].ceiling >= by["hw-004"].physics and "every chip count" in by["hw-004"].why
+    assert by["hw-006"].why == ""                                          # within 50%
 
 
 @pytest.mark.parametrize("hw", ["cerebras-wse-3", "groq-lpu", "sambanova-sn40l"])

@@ -155,24 +155,41 @@ def confirming_rows(name: str, value: float, path=None) -> list[str]:
     return out
 
 
-def chip_range(sc, tries: int = 48) -> tuple[int, int] | None:
-    """The smallest and largest chip counts (from the fewest that hold the model, by the layout
-    rule, up to `tries` counts beyond) whose prediction lands within CONFIRM of `sc`'s figure
-    (a lower bound: at or above it); None where no count does."""
+def _counts(sc, tries: int = 48) -> list[tuple[int, tuple[int, int, int]]]:
+    """The chip counts a row allows, with their layouts: the stated one, else from the fewest that
+    hold the model (by the layout rule) up to `tries` steps of an eighth of it beyond."""
     from .hardware import load_hardware
-    from .reference import _special_layout, predict
+    from .reference import _special_layout
+    if sc.chips_stated:
+        return [(sc.n_chips, sc.parallel)]
     hw = load_hardware(sc.hardware)
     n0 = sc.n_chips
     step = max(1, n0 // 8)
-    hits = []
+    out = []
     for n in range(n0, n0 + tries * step + 1, step):
         if hw.interconnect is not None and n > hw.interconnect.max_chips:
             break
-        chips, par = _special_layout(sc.model, hw, sc.weight_dtype, n)
+        out.append(_special_layout(sc.model, hw, sc.weight_dtype, n))
+    return out
+
+
+def chip_range(sc, tries: int = 48) -> tuple[int, int] | None:
+    """The smallest and largest chip counts (`_counts`) whose prediction lands within CONFIRM of
+    `sc`'s figure (a lower bound: at or above it); None where no count does."""
+    from .reference import predict
+    hits = []
+    for chips, par in _counts(sc, tries):
         e = predict(replace(sc, n_chips=chips, parallel=par)) / sc.measured - 1.0
         if (e >= -CONFIRM if sc.id in LOWER_BOUNDS else abs(e) <= CONFIRM):
             hits.append(chips)
     return (min(hits), max(hits)) if hits else None
+
+
+def physics_ceiling(sc, tries: int = 48) -> float:
+    """The fastest the physics alone (the device's own figures, no runtime constant) runs `sc` on
+    any chip count it allows (`_counts`): a figure above it is faster than the physics."""
+    from .reference import predict
+    return max(predict(replace(sc, n_chips=chips, parallel=par), runtime="device") for chips, par in _counts(sc, tries))
 
 
 @dataclass(frozen=True)
@@ -190,6 +207,15 @@ class VendorRow:
     lower_bound: bool
     chips_stated: bool
     chips: tuple[int, int] | None = None   # undisclosed count: the range that gives the figure
+    ceiling: float = math.inf   # the physics' fastest over the counts the row allows (`physics_ceiling`)
+
+    @property
+    def why(self) -> str:
+        """The physics' own number behind a miss beyond 50% where the figure beats it."""
+        if abs(self.error) <= 0.5 or self.measured <= self.ceiling:
+            return ""
+        where = f"at its stated {self.n_chips} chips" if self.chips_stated else "on every chip count tried"
+        return f"faster than the physics {where}: at most {self.ceiling:,.0f} tok/s"
 
     @property
     def error(self) -> float:
@@ -226,7 +252,7 @@ def vendor_report(path=None) -> tuple[list[VendorRow], float, float]:
         alone = s.id not in fitted_ids and independent(s, fitted)
         rows.append(VendorRow(s.id, s.model, s.hardware, s.runtime, s.n_chips, s.measured, predict(s),
                               predict(s, runtime="device"), s.id in fitted_ids, alone, s.id in LOWER_BOUNDS,
-                              s.chips_stated, None if s.chips_stated else chip_range(s)))
+                              s.chips_stated, None if s.chips_stated else chip_range(s), physics_ceiling(s)))
     ind = [abs(r.error) for r in rows if r.independent and not r.lower_bound]
     fit_ = [abs(r.error) for r in rows if r.fitted]
     return rows, _median(ind), _median(fit_)
@@ -242,7 +268,7 @@ def format_report(path=None) -> str:
         rng = "" if r.chips_stated else ("; none" if r.chips is None else f"; {r.chips[0]}-{r.chips[1]}")
         out.append(f"{r.id:8s} {r.model:15s} {r.runtime:17s} {chips:>7s} {r.measured:9.0f} {r.predicted:9.0f} "
                    f"{100 * r.error:+6.0f}% {r.physics:8.0f} {100 * r.runtime_share:12.0f}%  {r.kind}"
-                   + (" (lower bound)" if r.lower_bound else "") + rng)
+                   + (" (lower bound)" if r.lower_bound else "") + rng + (f"; {r.why}" if r.why else ""))
     n_ind = sum(r.independent and not r.lower_bound for r in rows)
     out.append(f"median |error|: independent rows {100 * ind:.0f}% (n={n_ind}); fitted rows {100 * fitted:.0f}% "
                f"(n={sum(r.fitted for r in rows)}); rows repeating a fitted scenario and lower bounds apart. "
