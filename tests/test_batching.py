@@ -51,7 +51,7 @@ def test_max_batch_by_hand():
     assert 0.97 * kv_only <= b <= kv_only
     mb.estimate(m, "h100-sxm", batch=b, prompt_tokens=1024, output_tokens=256)
     with pytest.raises(mb.DoesNotFitError):
-        mb.estimate(m, "h100-sxm", batch=b + 1, prompt_tokens=1024, output_tokens=256)
+        mb.estimate(m, "h100-sxm", batch=b + 1, prompt_tokens=1024, output_tokens=256, n_chips=1)
     assert mb.batch_curve(m, "h100-sxm", batches=[1], prompt_tokens=1024, output_tokens=256).max_batch == b
 
 

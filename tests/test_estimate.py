@@ -197,12 +197,14 @@ def test_fp8_and_fp4_gemms_still_all_reduce_the_16_bit_residual():
 
 def test_does_not_fit_says_how_much_and_how_many_chips():
     with pytest.raises(mb.DoesNotFitError) as e:
-        mb.estimate("llama-3.1-70b", "h100-sxm", prompt_tokens=2048, output_tokens=256)
+        mb.estimate("llama-3.1-70b", "h100-sxm", prompt_tokens=2048, output_tokens=256, n_chips=1)
     err = e.value
     assert err.missing_bytes > 2 * L70B_PARAMS - 85_520_809_984
     assert err.chips_needed == 2
     assert "missing" in str(err) and "2 chips" in str(err)
-    # check_memory=False returns the number and says it does not fit
+    # the default (n_chips=None, "auto") is that count
+    assert mb.estimate("llama-3.1-70b", "h100-sxm", prompt_tokens=2048, output_tokens=256).n_chips == 2
+    # check_memory=False returns the number (on one chip) and says it does not fit
     r = mb.estimate("llama-3.1-70b", "h100-sxm", check_memory=False)
     assert r.memory.fits is False
 

@@ -208,12 +208,13 @@ def test_the_simulator_refuses_a_request_whose_kv_cache_does_not_fit_alone():
     with pytest.raises(InvalidInputError, match=r"prompt_tokens=1024.0 is invalid: .* free per chip at "
                                                 r"memory_fraction=0.001 and kv_block_tokens=16 of the scheduler, "
                                                 r"one request needs 4.9"):
-        mb.serve("llama-3.1-8b", "h100-sxm", concurrency=8, scheduler=sched)
+        mb.serve("llama-3.1-8b", "h100-sxm", concurrency=8, scheduler=sched, prompt_tokens=1024, output_tokens=1024)
     with pytest.raises(InvalidInputError, match=r"prompt_tokens=1024 is invalid: expected a workload whose KV cache "
                                                 r"for one request fits: 1.68e\+04 KV pairs free per chip at "
                                                 r"memory_fraction=0.001 and kv_block_tokens=16 of the scheduler, a "
                                                 r"request of 1,024 \+ 1,024 tokens needs 6.55e\+04"):
-        mb.serve("llama-3.1-8b", "h100-sxm", concurrency=8, scheduler=sched, engine="simulate")
+        mb.serve("llama-3.1-8b", "h100-sxm", concurrency=8, scheduler=sched, engine="simulate", prompt_tokens=1024,
+                 output_tokens=1024)
 
 
 def test_simulated_arrivals_stay_where_the_clock_resolves_a_step():
@@ -234,7 +235,8 @@ def test_simulated_arrivals_stay_where_the_clock_resolves_a_step():
 def test_a_closed_loop_below_the_cap_queues_for_no_time():
     # 8 clients, max_running 256: each request is admitted the moment it reaches the engine, so
     # admit - arrive - host time is 0; float rounding made it -4.9e-15 s
-    assert mb.serve("llama-3.1-8b", "h100-sxm", concurrency=8, engine="simulate").queueing_s == 0.0
+    assert mb.serve("llama-3.1-8b", "h100-sxm", concurrency=8, engine="simulate", prompt_tokens=1024,
+                    output_tokens=1024).queueing_s == 0.0
 
 
 @pytest.mark.parametrize("call, words", [
@@ -359,10 +361,11 @@ def test_a_does_not_fit_message_stays_short_for_an_absurd_head():
     # chips needed 290 more
     spec = mb.SpeculativeDecoding(head_params=1e300, acceptance_rate=0.7)
     with pytest.raises(mb.DoesNotFitError, match=r"needs 2e\+291 GB but capacity is 85.52 GB") as e:
-        mb.estimate("llama-3.1-8b", "h100-sxm", speculative=spec)
+        mb.estimate("llama-3.1-8b", "h100-sxm", speculative=spec, n_chips=1)
     assert len(str(e.value)) < 250
-    with pytest.raises(mb.DoesNotFitError, match=r"needs 813.60 GB but .* 10 chips would hold it"):
-        mb.estimate("llama-3.1-405b", "h100-sxm")            # 405e9 x 2 bytes + KV: as before
+    # 405e9 x 2 bytes + KV on one chip; the fewest chips that hold it are 16 (test_first_calls)
+    with pytest.raises(mb.DoesNotFitError, match=r"needs 813.60 GB but .* 16 chips would hold it"):
+        mb.estimate("llama-3.1-405b", "h100-sxm", n_chips=1)
 
 
 @pytest.mark.parametrize("kw, words", [

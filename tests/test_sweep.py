@@ -98,7 +98,7 @@ def test_unfit_points_dropped_and_counted():
                  include_unfit=True)
     assert len(kept) == 4 and not kept["memory_fits"].any() and kept.attrs["dropped_unfit"] == 0
     with pytest.raises(DoesNotFitError):
-        mb.estimate("llama-3.1-70b", "h100-sxm", batch=1, prompt_tokens=10)
+        mb.estimate("llama-3.1-70b", "h100-sxm", batch=1, prompt_tokens=10, n_chips=1)
 
 
 def test_chunks_are_bounded_and_reassemble():

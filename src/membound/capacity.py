@@ -15,21 +15,23 @@ from .hardware import load_hardware
 from .model import load_model
 from .parallel import Parallel, layout_for
 
-__all__ = ["Parallel", "layout_for", "min_chips"]
+__all__ = ["Parallel", "fewest_chips", "layout_for", "min_chips"]
 
 
 def min_chips(model, hardware, *, batch: int = 1, context_tokens: int = 4096, weight_dtype: str = "bf16",
-              kv_dtype: str | None = None, runtime=None, max_chips: int = 100_000, speculative=None) -> int:
+              kv_dtype: str | None = None, runtime=None, max_chips: int = 100_000, **estimate_kwargs) -> int:
     """The smallest number of `hardware` chips that hold `model` serving `batch` sequences of
     `context_tokens` tokens each (weights + KV cache + activations per chip <= capacity), each
     count laid out by `layout_for`. Raises DoesNotFitError when even `max_chips` do not.
-    `speculative` (a `SpeculativeDecoding`) counts its draft's weights and KV cache too.
+    `estimate_kwargs` (activation_dtype, dense_weight_dtype, quantization, speculative, ...) go to
+    `estimate` as they are, so a mixed checkpoint or a draft model is counted as it will run.
 
     The search visits every count from a lower bound (weights + KV split n ways at best) upward,
     skipping only counts whose layout leaves chips idle (their layout is that of the count they
     use, already visited), and stops at the first that fits: the true minimum under the rule,
     assuming nothing about monotonicity. Past domain x layers chips the rule only widens tensor
-    parallelism, so the search ends there or at `max_chips`.
+    parallelism, so the search ends there or at `max_chips`. This count is also what a
+    DoesNotFitError says would hold the model.
 
     Example: llama-3.1-70b in bf16 (141 GB of weights) on 80 GB H100s needs 2 chips.
     """
@@ -40,20 +42,30 @@ def min_chips(model, hardware, *, batch: int = 1, context_tokens: int = 4096, we
 
     def memory(n):
         return estimate(m, hw, batch=B, prompt_tokens=L - 1, output_tokens=1, weight_dtype=weight_dtype,
-                        kv_dtype=kv_dtype, n_chips=n, runtime=runtime, speculative=speculative, check_memory=False).memory
+                        kv_dtype=kv_dtype, n_chips=n, runtime=runtime, check_memory=False,
+                        **estimate_kwargs).memory
 
+    return fewest_chips(m, hw, memory, cap, f"batch {B}, context {L}")
+
+
+def fewest_chips(m, hw, memory, cap: int = 100_000, what: str = "") -> int:
+    """The search of `min_chips` over a function `memory(n) -> Memory` of the per-chip bytes on n
+    chips (laid out by `layout_for`): the first count that fits, else DoesNotFitError."""
     one = memory(1)
     if one.fits:
         return 1
     last = one
-    if hw.interconnect is not None:
-        top = min(cap, hw.interconnect.max_chips * m.n_layers) if hw.kind != "wafer" else min(cap, m.n_layers)
-        lo = max(2, math.ceil((one.weights_bytes + one.kv_bytes + one.other_bytes) / one.capacity_bytes))
-        for n in range(min(lo, top), top + 1):
-            if layout_for(m, hw, n).chips != n:
-                continue
-            last = memory(n)
-            if last.fits:
-                return n
+    where = f"{m.name} on up to {cap:,} x {hw.name}" + (f" ({what})" if what else "") + "; per chip"
+    if hw.interconnect is None:
+        raise DoesNotFitError(one.total_bytes, one.capacity_bytes, None,
+                              f"{m.name} on {hw.name}; {hw.name}'s profile has no interconnect, so it runs on one chip")
+    top = min(cap, hw.interconnect.max_chips * m.n_layers) if hw.kind != "wafer" else min(cap, m.n_layers)
+    lo = max(2, math.ceil((one.weights_bytes + one.kv_bytes + one.other_bytes) / one.capacity_bytes))
+    for n in range(min(lo, top), top + 1):
+        if layout_for(m, hw, n).chips != n:
+            continue
+        last = memory(n)
+        if last.fits:
+            return n
     raise DoesNotFitError(last.total_bytes, last.capacity_bytes, None,
-                          f"{m.name} on up to {cap} x {hw.name} (batch {B}, context {L}); per chip")
+                          f"{where}; no chip count holds it under the layout rule")

@@ -13,7 +13,7 @@ import re
 import sys
 
 from . import defaults
-from .errors import MemboundError, ProfileError
+from .errors import MemboundError, MissingExtraError, ProfileError, require
 
 
 class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
@@ -61,11 +61,6 @@ _DENSE_HELP = ("format of the tensors that are not routed experts (attention, de
                "for gpt-oss (default: as --weights)")
 
 
-def _need(module: str, extra: str, what: str) -> None:
-    """ImportError in one line naming the extra to install, before any work is done."""
-    import importlib.util
-    if importlib.util.find_spec(module) is None:
-        raise ImportError(f"{what} needs {module}: pip install 'membound[{extra}]'")
 
 
 # ---- estimate ------------------------------------------------------------------------------
@@ -90,12 +85,14 @@ def _speculative(args):
 def _estimate(args) -> int:
     from .estimate import estimate
     from .parallel import Parallel
+    from .hardware import load_hardware
     par = Parallel(tp=args.tp, pp=args.pp, ep=args.ep) if (args.tp, args.pp, args.ep) != (1, 1, 1) else None
+    price = _price_map(args.price, [args.hardware]).get(load_hardware(args.hardware).name)
     r = estimate(args.model, args.hardware, batch=args.batch, prompt_tokens=args.prompt,
                  output_tokens=args.output, weight_dtype=args.weights, kv_dtype=args.kv,
                  activation_dtype=args.activations, n_chips=args.chips, parallel=par, runtime=args.runtime,
                  allow_beyond_context=args.allow_beyond_context, dense_weight_dtype=args.dense_weights,
-                 speculative=_speculative(args))
+                 speculative=_speculative(args), price_usd_per_hour=price)
     print(_dump(r.to_dict()) if args.json else r)
     return 0
 
@@ -105,7 +102,9 @@ def _compare(args) -> int:
     from .compare import compare
     res = compare(args.model, args.devices, batch=args.batch, prompt_tokens=args.prompt, output_tokens=args.output,
                   weight_dtype=args.weights, kv_dtype=args.kv, activation_dtype=args.activations,
-                  runtime=args.runtime, n_chips=args.chips, allow_beyond_context=args.allow_beyond_context)
+                  runtime=args.runtime, n_chips=None if args.chips == "auto" else args.chips,
+                  allow_beyond_context=args.allow_beyond_context,
+                  price_usd_per_hour=_price_map(args.price, args.devices) or None)
     print(_dump(res.to_dict()) if args.json else res)
     return 0
 
@@ -115,11 +114,15 @@ def _serve(args) -> int:
     from .display import grid
     from .parallel import Parallel
     from .serving import serve
-    par = Parallel(tp=args.tp, ep=args.ep) if args.tp or args.ep else None
+    from .hardware import load_hardware
+    par = Parallel(tp=args.tp or 1, ep=args.ep or 1) if args.tp or args.ep else None
+    price = _price_map(args.price, [args.hardware]).get(load_hardware(args.hardware).name)
+    chips = _serve_chips(args, par)
     rows = [serve(args.model, args.hardware, concurrency=c, prompt_tokens=args.prompt, output_tokens=args.output,
-                  weight_dtype=args.weights, kv_dtype=args.kv, activation_dtype=args.activations, n_chips=args.chips,
+                  weight_dtype=args.weights, kv_dtype=args.kv, activation_dtype=args.activations, n_chips=chips,
                   parallel=par, runtime=args.runtime, engine=args.engine, seed=args.seed,
-                  n_requests=args.requests, dense_weight_dtype=args.dense_weights, allow_beyond_context=args.allow_beyond_context)
+                  n_requests=args.requests, dense_weight_dtype=args.dense_weights,
+                  allow_beyond_context=args.allow_beyond_context, price_usd_per_hour=price)
             for c in args.concurrency]
     if args.json:
         print(_dump([r.to_dict() for r in rows]))
@@ -127,12 +130,40 @@ def _serve(args) -> int:
     r0 = rows[0]
     print(f"{r0.model} on {r0.n_chips} x {r0.hardware} ({r0.parallel}), {r0.runtime} ({r0.engine}); "
           f"prompt {r0.prompt_tokens:g}, output {r0.output_tokens:g} tokens; weights {r0.weight_dtype}, KV {r0.kv_dtype}")
-    print(grid(["clients", "TTFT p50", "TPOT p50", "tok/s/user", "out tok/s/chip", "running", "KV", "bound"],
+    print(grid(["clients", "TTFT p50", "TPOT p50", "tok/s/user", "out tok/s/chip", "running", "KV", "bound",
+                "$/M out"],
                [[str(c), f"{r.ttft.median * 1e3:,.0f} ms", f"{r.tpot.median * 1e3:.1f} ms", f"{r.tok_s_per_user:,.1f}",
-                 f"{r.output_tok_s_per_chip:,.0f}", f"{r.mean_running:.1f}", f"{100 * r.kv_occupancy:.0f}%", r.bound]
+                 f"{r.output_tok_s_per_chip:,.0f}", f"{r.mean_running:.1f}", f"{100 * r.kv_occupancy:.0f}%", r.bound,
+                 "-" if r.cost_per_million_output_tokens_usd is None else f"{r.cost_per_million_output_tokens_usd:,.3g}"]
                 for c, r in zip(args.concurrency, rows)]))
     print(f"calibration: {r0.calibration}")
+    _cost_notes([r0.hardware], {r0.hardware} if r0.cost_per_million_output_tokens_usd is None else set(), r0.model)
     return 0
+
+
+def _serve_chips(args, par) -> int:
+    """serve's --chips: a count, the chips of --tp x --ep, or auto: the fewest chips that hold the
+    weights and one request of prompt + output tokens (`min_chips`)."""
+    if args.chips != "auto":
+        return args.chips
+    if par is not None:
+        return par.chips
+    from .capacity import min_chips
+    return min_chips(args.model, args.hardware, context_tokens=args.prompt + args.output, weight_dtype=args.weights,
+                     kv_dtype=args.kv, dense_weight_dtype=args.dense_weights,
+                     allow_beyond_context=args.allow_beyond_context)
+
+
+def _cost_notes(devices, unpriced, model: str) -> None:
+    """After a table: which devices have no price (never a silent blank), and the published per-token
+    API price of `model` on chips sold as an API, beside the physics' cost."""
+    from .display import NO_PRICE, api_price_text
+    for d in devices:
+        if d in unpriced:
+            print(f"{d}: {NO_PRICE}")
+        api = api_price_text(d, model)
+        if api:
+            print(f"{d}: API price: {api}")
 
 
 # ---- sweep ---------------------------------------------------------------------------------
@@ -143,16 +174,61 @@ def _ints(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
-def _price(text: str) -> tuple[str, float]:
-    """'h100-sxm=2.5' -> ('h100-sxm', 2.5)."""
-    name, eq, usd = text.partition("=")
+_PRICE_HELP = ("USD per chip-hour: one value for every device, or DEVICE=USD (repeatable, or comma-separated); "
+               "devices without a price in their profile show 'no price (pass --price)'")
+
+
+def _price(text: str) -> list[tuple[str | None, float]]:
+    """'2.5' -> [(None, 2.5)]; 'h100-sxm=2.5,h200=3.5' -> [('h100-sxm', 2.5), ('h200', 3.5)]."""
+    import math
+    out: list[tuple[str | None, float]] = []
+    for part in text.split(","):
+        name, eq, usd = part.strip().rpartition("=")
+        try:
+            value = float(usd)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < 0 or (eq and not name):
+            raise argparse.ArgumentTypeError(f"expected USD per chip-hour (a number >= 0) or DEVICE=USD, e.g. 2.5 or "
+                                             f"h100-sxm=2.5, got {text!r}")
+        out.append((name or None, value))
+    return out
+
+
+def _price_map(pairs, devices) -> dict[str, float]:
+    """--price as {device name: USD per chip-hour} for `devices` (names, 'NAME:CHIPS' or Hardware):
+    a bare value prices every device, DEVICE=USD one (any spelling of its name); a device not asked
+    about is refused."""
+    from .compare import device_spec
+    from .errors import InvalidInputError
+    from .hardware import load_hardware
+    if not pairs:
+        return {}
+    asked = [load_hardware(device_spec(d)[0]).name for d in devices]
+    bare = [v for k, v in pairs if k is None]
+    if len(bare) > 1:
+        raise InvalidInputError("--price", bare, "one bare price (for every device), or DEVICE=USD for each")
+    out = dict.fromkeys(asked, bare[0]) if bare else {}
+    for k, v in pairs:
+        if k is not None:
+            name = load_hardware(k).name
+            if name not in asked:
+                raise InvalidInputError("--price", f"{k}={v:g}", f"a price for a device asked here: {', '.join(asked)}")
+            out[name] = v
+    return out
+
+
+def _count_or_auto(text: str):
+    if text == "auto":
+        return "auto"
     try:
-        value = float(usd)
+        return int(text)
     except ValueError:
-        value = None
-    if not eq or not name or value is None:
-        raise argparse.ArgumentTypeError(f"expected DEVICE=USD per chip-hour, e.g. h100-sxm=2.5, got {text!r}")
-    return name, value
+        raise argparse.ArgumentTypeError(f"expected a chip count or auto, got {text!r}") from None
+
+
+def _price_option(p) -> None:
+    p.add_argument("--price", type=_price, action="extend", metavar="USD|DEVICE=USD", help=_PRICE_HELP)
 
 
 def _names(text: str) -> list[str]:
@@ -172,7 +248,8 @@ def _sweep_tables(args):
     from .sweep import drop_reasons, iter_sweep, sweep
     kw = dict(batch=args.batch, prompt_tokens=args.prompt, output_tokens=args.output, weight_dtype=args.weights,
               kv_dtype=args.kv, runtime=args.runtime, include_unfit=True, on_invalid="skip",
-              chunk_size=args.chunk_size, allow_beyond_context=args.allow_beyond_context)
+              chunk_size=args.chunk_size, allow_beyond_context=args.allow_beyond_context,
+              price_usd_per_hour=_price_map(args.price, args.hardware) or None)
     if args.chips == "auto":
         for m in args.models:
             for hw in args.hardware:
@@ -194,7 +271,7 @@ def _sweep(args) -> int:
         raise InvalidInputError("--out", args.out, "a file name ending in .csv or .parquet")
     check_output_path(args.out, "--out", (".csv", ".parquet"))     # before the first point, not after the grid
     if args.out.endswith(".parquet"):
-        _need("pyarrow", "parquet", "writing .parquet")
+        require("pyarrow", "parquet", "writing .parquet")
     grid_points = math.prod(len(v) for v in (args.models, args.hardware, args.batch, args.prompt, args.output,
                                              args.weights, [None] if args.chips == "auto" else args.chips))
     rows, dropped, frames, skipped = 0, 0, [], {}
@@ -225,7 +302,19 @@ def _sweep(args) -> int:
               + (f"; {dropped:,} do not fit (their figures are blank, see the reason column)" if dropped else ""))
         for what, why in skipped.items():
             print(f"skipped {what}: {why}")
+        _sweep_price_notes(args)
     return 0
+
+
+def _sweep_price_notes(args) -> None:
+    """The devices whose cost column is blank for want of a price, by name."""
+    from .display import NO_PRICE
+    from .hardware import load_hardware
+    given = _price_map(args.price, args.hardware)
+    for d in args.hardware:
+        hw = load_hardware(d)
+        if hw.name not in given and hw.price_usd_per_hour is None:
+            print(f"{hw.name}: {NO_PRICE}; its cost column is blank")
 
 
 # ---- plan, validate ------------------------------------------------------------------------
@@ -238,10 +327,10 @@ def _plan(args) -> int:
         from .planner import plan_served
         res = plan_served(args.model, slo, users=args.users, rate=args.rate, prompt_tokens=args.prompt,
                           output_tokens=args.output, hardware=args.hardware, weight_dtypes=tuple(args.weights),
-                          prices=dict(args.price) if args.price else None)
+                          prices=_price_map(args.price, args.hardware) or None)
     else:
         res = plan(args.model, wl, slo, hardware=args.hardware, weight_dtypes=tuple(args.weights),
-                   prices=dict(args.price) if args.price else None)
+                   prices=_price_map(args.price, args.hardware) or None)
     if args.json:
         print(_dump({"explanation": res.explanation, "candidates": res.candidates, "notes": res.notes,
                      "ranked": json.loads(res.ranked.head(args.top).to_json(orient="records")),
@@ -253,6 +342,8 @@ def _plan(args) -> int:
 
 def _validate(args) -> int:
     from . import validate
+    if args.plot:       # before the 15 s of fitting, not after
+        require("matplotlib", "plot", "validate --plot")
     if args.mlperf:          # MLPerf Inference results only (membound.mlperf_validate)
         from . import mlperf_validate
         argv = [a for flag, v in (("--csv", args.csv), ("--reference", args.reference)) if v for a in (flag, v)]
@@ -349,7 +440,9 @@ def _add_estimate(sub) -> None:
     e.add_argument("model")
     e.add_argument("hardware")
     _workload(e)
-    e.add_argument("--chips", type=int, default=1, help="number of chips")
+    e.add_argument("--chips", type=_count_or_auto, default="auto",
+                   help="number of chips, or auto: the fewest chips that hold the model")
+    _price_option(e)
     e.add_argument("--tp", type=int, default=1, help="tensor-parallel ways")
     e.add_argument("--pp", type=int, default=1, help="pipeline stages")
     e.add_argument("--ep", type=int, default=1, help="expert-parallel ways")
@@ -376,7 +469,9 @@ def _add_compare(sub) -> None:
     c.add_argument("devices", nargs="+", metavar="DEVICE[:CHIPS]",
                    help="device names; ':N' fixes the chip count (default: the fewest chips that hold it)")
     _workload(c)
-    c.add_argument("--chips", type=int, default=None, help="chips for every device without ':N'")
+    c.add_argument("--chips", type=_count_or_auto, default="auto",
+                   help="chips for every device without ':N', or auto: the fewest chips that hold the model")
+    _price_option(c)
     c.set_defaults(func=_compare)
 
 
@@ -397,6 +492,7 @@ def _add_sweep(sub) -> None:
                    help="keep the figures of points that do not fit in memory (their reason says so)")
     s.add_argument("--allow-beyond-context", action="store_true",
                    help="sweep prompt + output past a model's context window")
+    _price_option(s)
     s.add_argument("--chunk-size", type=int, default=1 << 16, help="rows evaluated and written at a time")
     s.add_argument("--progress", action="store_true", help="show progress even when stderr is not a terminal")
     s.add_argument("--quiet", action="store_true", help="never show progress")
@@ -417,8 +513,7 @@ def _add_plan(sub) -> None:
     pl.add_argument("--tok-s", type=float, default=None, help="minimum decode tok/s per user")
     pl.add_argument("--e2e", type=float, default=None, help="end-to-end p90 target, seconds")
     pl.add_argument("--weights", type=_names, default=["bf16", "fp8"], help="comma-separated weight dtypes")
-    pl.add_argument("--price", type=_price, action="append", metavar="DEVICE=USD",
-                    help="price per chip-hour, repeatable (devices without one in their profile need it)")
+    _price_option(pl)
     pl.add_argument("--top", type=int, default=10, help="rows of the ranking in --json")
     pl.add_argument("--served", action="store_true",
                     help="size fleets with served physics (continuous batching, membound serve) instead of static batches")
@@ -431,15 +526,17 @@ def _add_serve(sub) -> None:
     sv.add_argument("model")
     sv.add_argument("hardware")
     sv.add_argument("--concurrency", type=_ints, default=[1, 4, 16, 64], help="comma-separated client counts")
-    sv.add_argument("--prompt", type=int, default=1024, help="prompt tokens per request")
-    sv.add_argument("--output", type=int, default=1024, help="output tokens per request")
+    sv.add_argument("--prompt", type=int, default=defaults.PROMPT_TOKENS, help="prompt tokens per request")
+    sv.add_argument("--output", type=int, default=defaults.OUTPUT_TOKENS, help="output tokens per request")
     sv.add_argument("--weights", default=defaults.WEIGHT_DTYPE, help="weight dtype")
     sv.add_argument("--kv", default=None, help="KV-cache dtype")
     sv.add_argument("--activations", default=None, help="activation (compute) dtype")
     sv.add_argument("--dense-weights", default=defaults.DENSE_WEIGHT_DTYPE, metavar="DTYPE",
                     help=_DENSE_HELP)
     sv.add_argument("--runtime", default="vllm", help="vllm, sglang, tensorrt-llm (their served defaults)")
-    sv.add_argument("--chips", type=int, default=1, help="number of chips in the engine instance")
+    sv.add_argument("--chips", type=_count_or_auto, default="auto",
+                    help="chips in the engine instance, or auto: the fewest that hold the weights and one request")
+    _price_option(sv)
     sv.add_argument("--tp", type=int, default=None, help="tensor-parallel ways")
     sv.add_argument("--ep", type=int, default=None, help="expert-parallel ways (attention data-parallel)")
     sv.add_argument("--engine", choices=["solver", "simulate"], default="solver")
@@ -469,7 +566,8 @@ def _add_validate(sub) -> None:
 
 def _add_app(sub) -> None:
     a = sub.add_parser("app", help="a local web page: compare, serve, plan, explain (needs membound[app])")
-    a.add_argument("--port", type=int, default=8000)
+    from .app import DEFAULT_PORT
+    a.add_argument("--port", type=int, default=DEFAULT_PORT, help="not 8000 (vLLM's), 30000 (SGLang's) or 8080 (llama.cpp's)")
     a.add_argument("--host", default="127.0.0.1", help="127.0.0.1 (default) serves this machine only")
     a.set_defaults(func=_app)
 
@@ -500,6 +598,9 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except MissingExtraError as err:   # an extra to install, not bad input: exit status 1 as any ImportError
+        print(f"membound: error: {err}", file=sys.stderr)
+        return 1
     except MemboundError as err:      # a data file's fields keep their names (a CSV's n_chips column)
         shown = str(err) if isinstance(err, ProfileError) else in_flags(str(err))
         print(f"membound: error: {shown}", file=sys.stderr)

@@ -55,8 +55,16 @@ class CompareResult:
             used = "" if m is None else f"{_num(m.total_bytes / 1e9)}/{_num(m.capacity_bytes / 1e9)}"
             out.append([r.hardware, str(r.n_chips), r.parallel.replace("=", "").replace(" ep1", ""),
                         f"{r.decode_tok_s_per_user:,.1f}", f"{r.decode_tok_s_total:,.1f}", _secs(r.ttft_s), r.bound,
-                        used, "" if cost is None else f"{cost:,.2f}"])
+                        used, "-" if cost is None else f"{cost:,.2f}"])
         return out
+
+    def notes(self) -> list[str]:
+        """Lines under the table: devices without a price (never a silent blank), the published
+        per-token API price beside the physics' cost on chips sold as an API, devices left out."""
+        from .display import NO_PRICE, api_price_text
+        out = [f"{r.hardware}: {NO_PRICE}" for r in self.results if r.cost_per_million_tokens_usd is None]
+        out += [f"{r.hardware}: API price: {api}" for r in self.results if (api := api_price_text(r.hardware, r.model))]
+        return out + [f"left out {d}: {why}" for d, why in self.dropped]
 
     def to_dict(self) -> dict:
         """{'model', workload fields, 'results': [Result.to_dict(), ...], 'dropped': [{device, reason}]}."""
@@ -72,8 +80,7 @@ class CompareResult:
 
     def __str__(self) -> str:
         from .display import grid
-        notes = [f"left out {d}: {why}" for d, why in self.dropped]
-        return "\n".join([self.title, grid(list(COLUMNS), self.rows()), *notes, *self.calibrations()])
+        return "\n".join([self.title, grid(list(COLUMNS), self.rows()), *self.notes(), *self.calibrations()])
 
     def calibrations(self) -> list[str]:
         """The footer: each distinct provenance of the results' constants, once."""
@@ -81,7 +88,7 @@ class CompareResult:
 
     def _repr_html_(self) -> str:
         from .display import html_grid
-        notes = "".join(f"<p>left out {html.escape(d)}: {html.escape(why)}</p>" for d, why in self.dropped) \
+        notes = "".join(f"<p>{html.escape(line)}</p>" for line in self.notes()) \
             + "".join(f"<p>{html.escape(c)}</p>" for c in self.calibrations())
         return f"<p><b>{html.escape(self.title)}</b></p>" + html_grid(list(COLUMNS), self.rows()) + notes
 
@@ -96,11 +103,11 @@ def _prices(price_usd_per_hour):
 def compare(model: str | Model, devices, *, batch: int = defaults.BATCH,
             prompt_tokens: int = defaults.PROMPT_TOKENS, output_tokens: int = defaults.OUTPUT_TOKENS,
             weight_dtype: str = defaults.WEIGHT_DTYPE, kv_dtype: str | None = None,
-            activation_dtype: str | None = None, runtime=None, n_chips: int | None = None,
+            activation_dtype: str | None = None, runtime=None, n_chips: int | str | None = None,
             allow_beyond_context: bool = False, speculative=None, price_usd_per_hour=None) -> CompareResult:
     """`estimate()` of `model` on each device of `devices` ("name", "name:CHIPS" or a Hardware).
 
-    A device without a chip count gets `n_chips`, or else the fewest chips that hold the weights
+    A device without a chip count gets `n_chips`, or else (None / "auto") the fewest chips that hold the weights
     and the batch's KV cache at prompt + output tokens (`min_chips`), laid out as `layout_for`
     does. A device that cannot hold the model (or has no layout for the count asked) is left
     out with the reason in `dropped`; unknown names and bad values raise. `speculative` (a
@@ -113,7 +120,7 @@ def compare(model: str | Model, devices, *, batch: int = defaults.BATCH,
     specs = [devices] if isinstance(devices, (str, Hardware)) else list(devices)
     if not specs:
         raise InvalidInputError("devices", devices, "at least one device name")
-    default_n = None if n_chips is None else check_int("n_chips", n_chips, 1)
+    default_n = None if n_chips is None or n_chips == "auto" else check_int("n_chips", n_chips, 1)
     prices = _prices(price_usd_per_hour)
     results, dropped = [], []
     loaded = [(load_hardware(name), n) for name, n in map(device_spec, specs)]

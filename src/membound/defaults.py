@@ -1,7 +1,10 @@
 """The default workload: one place, read by the Python API (`estimate`, `compare`, `sweep`,
-`Workload`) and the CLI, so `mb.estimate(m, d)` and `membound estimate m d` answer alike.
+`serve`, `serve_curve`, `plan_served`, `Workload`), every CLI verb (`estimate`, `compare`,
+`sweep`, `serve`, `plan`) and the web page, so `mb.estimate(m, d)`, `mb.serve(m, d, ...)`,
+`membound serve m d` and the page's Serve panel answer alike.
 
-A chat-like request: one sequence, a 2,048-token prompt, 256 generated tokens, bf16 weights.
+A chat-like request: one sequence, a 2,048-token prompt, 256 generated tokens, bf16 weights,
+on the fewest chips that hold it (`n_chips` None / `--chips auto`).
 """
 from __future__ import annotations
 

@@ -47,8 +47,11 @@ def result_rows(r) -> list[tuple[str, str]]:
         s = r.speculative
         rows.append(("speculative", f"gamma {s['gamma']}, {s['tokens_per_round']:.2f} tokens/round, "
                      f"draft {s['draft'] or 'self-drafting head'}"))
-    if r.cost_per_million_tokens_usd is not None:
-        rows.append(("cost", f"${r.cost_per_million_tokens_usd:,.3f} per million output tokens"))
+    rows.append(("cost", NO_PRICE if r.cost_per_million_tokens_usd is None
+                 else f"${r.cost_per_million_tokens_usd:,.3f} per million output tokens"))
+    api = api_price_text(r.hardware, r.model)
+    if api:
+        rows.append(("API price", api))
     if r.joules_per_token is not None:
         rows.append(("energy", f"{r.joules_per_token:.3g} J per output token"))
     if getattr(r, "assumptions", ()):
@@ -56,6 +59,17 @@ def result_rows(r) -> list[tuple[str, str]]:
     if r.calibration:
         rows.append(("calibration", r.calibration))
     return rows
+
+
+def api_price_text(hardware: str, model: str) -> str:
+    """The published per-token API price of `model` on `hardware` (chips sold as an API: Cerebras,
+    Groq, SambaNova), to read beside the physics' cost; '' where the profile lists none."""
+    from .hardware import load_hardware
+    a = load_hardware(hardware).api_price(model)
+    if a is None:
+        return ""
+    return (f"{a.provider} lists ${a.output_usd_per_million:g} per million output tokens "
+            f"(${a.input_usd_per_million:g} input; {a.date}, {a.source.split(' ', 1)[0]})")
 
 
 def pre_html(text: str) -> str:
@@ -129,9 +143,23 @@ def hardware_rows(h) -> list[tuple[str, str]]:
         rows.append(("latency floor", f"{_secs(h.latency.per_layer_s)} per layer, {_secs(h.latency.per_step_s)} per step"))
     if h.power_w:
         rows.append(("power", f"{h.power_w:,.0f} W"))
-    if h.price_usd_per_hour:
-        rows.append(("price", f"${h.price_usd_per_hour:,.2f} per chip-hour"))
+    rows.append(("price", price_text(h)))
+    for a in h.api_prices:
+        rows.append((f"API {a.model}", f"{a.provider} ${a.input_usd_per_million:g} in / "
+                     f"${a.output_usd_per_million:g} out per million tokens ({a.date})"))
     return rows
+
+
+NO_PRICE = "no price (pass --price)"
+"""What a cost shows where no price per chip-hour is known: never silence (the CLI's --price, the
+library's price_usd_per_hour=)."""
+
+
+def price_text(h) -> str:
+    """A device's price per chip-hour and where it comes from, or why it has none."""
+    if h.price_usd_per_hour:
+        return f"${h.price_usd_per_hour:,.2f} per chip-hour" + (f" ({h.price_source})" if h.price_source else "")
+    return NO_PRICE + (f": {h.no_price}" if h.no_price else "")
 
 
 def model_text(m) -> str:
@@ -193,5 +221,39 @@ def hardware_list_rows(devices) -> tuple[list[str], list[list[str]]]:
     for h in devices:
         peak = h.compute_flops.get("bf16") or h.compute_flops.get("fp16") or max(h.compute_flops.values())
         rows.append([h.name, h.vendor, h.kind, _num(h.capacity_bytes / 1e9), _num(h.bandwidth_bytes_s / 1e12),
-                     _num(peak / 1e12), f"{h.price_usd_per_hour:.2f}" if h.price_usd_per_hour else ""])
+                     _num(peak / 1e12), f"{h.price_usd_per_hour:.2f}" if h.price_usd_per_hour else "none"])
     return header, rows
+
+
+# ---- served curves ---------------------------------------------------------------------------
+_CURVE_HEADER = ["clients", "tok/s/user", "out tok/s/chip", "TTFT", "TPOT", "running", "$/M out"]
+
+
+def serve_curve_table(c) -> tuple[str, list[str], list[list[str]], str]:
+    """A `ServeCurve` as (title, header, rows, footnote): one row per client count."""
+    title = f"{c.model} on {c.n_chips} x {c.hardware}, {c.runtime}: served curve"
+    cost = c.cost_per_million_output_tokens_usd
+    rows = [[f"{int(n):,}", f"{u:,.1f}", f"{t:,.0f}", _secs(float(f)), _secs(float(p)), f"{r:.1f}",
+             "-" if cost is None else f"{cost[i]:,.3g}"]
+            for i, (n, u, t, f, p, r) in enumerate(zip(c.concurrency, c.tok_s_per_user, c.output_tok_s_per_chip,
+                                                         c.ttft_s, c.tpot_s, c.mean_running))]
+    return title, _CURVE_HEADER, rows, "" if cost is not None else f"cost: {NO_PRICE}"
+
+
+def serve_curve_text(c) -> str:
+    title, header, rows, foot = serve_curve_table(c)
+    return "\n".join(line for line in (title, grid(header, rows), foot) if line)
+
+
+def serve_curve_html(c) -> str:
+    title, header, rows, foot = serve_curve_table(c)
+    return (f"<p><b>{html.escape(title)}</b></p>" + html_grid(header, rows)
+            + (f"<p>{html.escape(foot)}</p>" if foot else ""))
+
+
+def served_fast_mode_rows(f) -> list[tuple[str, str]]:
+    """A `ServedFastMode`: the two lanes side by side, and what the fast one costs."""
+    return [("standard lane", f"{f.slow_concurrency:,} clients, {f.slow_tok_s_per_user:,.1f} tok/s per user"),
+            ("fast lane", f"~{f.fast_concurrency:,.1f} clients, {f.fast_tok_s_per_user:,.1f} tok/s per user"),
+            ("speed-up", f"{f.speedup:.2f}x the speed per user"),
+            ("price ratio", f"{f.price_ratio:.2f}x the price per output token")]

@@ -74,6 +74,26 @@ class UnknownNameError(MemboundError, KeyError):
         return (type(self), (self.kind, self.name, self.known, self.suggestions))
 
 
+class MissingExtraError(MemboundError, ImportError):
+    """An optional dependency is not installed; the message names the extra that installs it.
+    Raised before any work starts (`require`)."""
+
+    def __init__(self, module: str, extra: str, what: str):
+        self.module, self.extra, self.what = module, extra, what
+        super().__init__(f"{what} needs {module}: pip install 'membound[{extra}]'")
+
+    def __reduce__(self):
+        return (type(self), (self.module, self.extra, self.what))
+
+
+def require(module: str, extra: str, what: str) -> None:
+    """MissingExtraError in one line naming `pip install 'membound[extra]'` where `module` cannot be
+    imported: called first thing by whatever needs it, so nothing is computed in vain."""
+    import importlib.util
+    if importlib.util.find_spec(module) is None:
+        raise MissingExtraError(module, extra, what)
+
+
 class ProfileError(MemboundError, ValueError):
     """A data file (hardware profile, model config, runtime) is malformed."""
 

@@ -64,15 +64,18 @@ def _check_price(value):
 def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int = defaults.PROMPT_TOKENS,
              output_tokens: int = defaults.OUTPUT_TOKENS, weight_dtype: str = defaults.WEIGHT_DTYPE,
              kv_dtype: str | None = None, activation_dtype: str | None = None,
-             n_chips: int = 1, parallel: Parallel | None = None, speculative: SpeculativeDecoding | None = None,
+             n_chips: int | str | None = None, parallel: Parallel | None = None,
+             speculative: SpeculativeDecoding | None = None,
              runtime=None, quantization: Quantization | None = None, placement: dict | None = None,
              price_usd_per_hour: float | None = None, check_memory: bool = True,
              allow_beyond_context: bool = False, dense_weight_dtype: str | None = defaults.DENSE_WEIGHT_DTYPE) -> Result:
     """Predict decode speed, TTFT, end-to-end time, memory and cost for one configuration.
 
     model, hardware: objects or names (hardware may be a YAML path). batch: sequences decoded
-    together; prompt_tokens / output_tokens per sequence. n_chips with `parallel` (default:
-    `parallel.layout_for`, the one layout rule; chips it cannot use whole stay idle). runtime: None
+    together; prompt_tokens / output_tokens per sequence. n_chips: a count, or None / "auto" (the
+    default): the fewest chips that hold this configuration (`capacity.min_chips`'s search; the
+    chips of `parallel` where one is given; one chip with check_memory=False); laid out by `parallel`
+    (default: `parallel.layout_for`, the one layout rule; chips it cannot use whole stay idle). runtime: None
     (the device's measured fractions), "ideal" (pure roofline) or an engine ("llama.cpp", "vllm",
     "tensorrt-llm", "sglang"). placement pins "weights"/"kv" to tier names. check_memory=False returns a result even when the
     configuration does not fit (memory.fits is then False). The workload defaults are
@@ -82,8 +85,12 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
     tensor that is not a routed expert (attention, dense FFNs, shared experts, LM head,
     embeddings) when the checkpoint keeps them apart (gpt-oss: weight_dtype="mxfp4",
     dense_weight_dtype="bf16"); None = weight_dtype (see mb.Quantization).
-    Raises DoesNotFitError (with bytes missing and chips needed) when it does not fit.
+    Raises DoesNotFitError (with bytes missing and the fewest chips that would hold it) when it
+    does not fit.
     """
+    locals_ = dict(locals())       # the arguments, for the fewest-chips search (auto, or the hint)
+    if n_chips is None or isinstance(n_chips, str):
+        n_chips = _auto_chips(locals_)
     p, B, S, T = _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype,
                           activation_dtype, n_chips, parallel, speculative, runtime, quantization, placement,
                           price_usd_per_hour, allow_beyond_context, dense_weight_dtype)
@@ -103,7 +110,7 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
                                               "capacity_bytes": t.capacity_bytes})
                             for (w, kv), t in zip(r["per_tier"], hw.memory)])})
     if check_memory:
-        _check_fit(memory, hw, pinned, m, N, layout)
+        _check_fit(memory, hw, pinned, m, N, layout, lambda: _fewest_chips(dict(locals_), m, hw))
     watts = hw.power_w
     terms = dict(zip(BOUNDS, _TERMS(r)))
     result = _create(Result, {
@@ -392,7 +399,46 @@ def _check_placement(placement, hw: Hardware):
     return {"weights": placement.get("weights", names[0]), "kv": placement.get("kv", names[0])}
 
 
-def _check_fit(mem: Memory, hw: Hardware, pinned, m: Model, n_chips: int, layout: Parallel):
+def _auto_chips(kw: dict[str, Any]) -> int:
+    """`estimate`'s n_chips=None / "auto": the chips of an explicit `parallel`, one chip where memory
+    is not checked, else the fewest chips that hold the configuration."""
+    n, parallel = kw["n_chips"], kw["parallel"]
+    if n is not None and n != "auto":
+        raise InvalidInputError("n_chips", n, "a chip count (an integer >= 1), or None / 'auto' for the fewest "
+                                "chips that hold the model")
+    given = as_parallel(parallel)
+    if given is not None:
+        return given.chips
+    if not kw["check_memory"]:
+        return 1
+    m, hw = load_model(kw["model"]), load_hardware(kw["hardware"])
+    return _fewest(kw, m, hw)
+
+
+def _fewest(kw: dict[str, Any], m: Model, hw: Hardware) -> int:
+    """The fewest chips that hold `estimate(**kw)`'s configuration laid out by the one layout rule
+    (`capacity.fewest_chips`, the search `min_chips` runs); DoesNotFitError where no count does."""
+    from .capacity import fewest_chips
+
+    def memory(n: int) -> Memory:
+        mem = estimate(**{**kw, "model": m, "hardware": hw, "n_chips": n, "parallel": None,
+                          "check_memory": False}).memory
+        assert mem is not None              # estimate() always gives its memory
+        return mem
+    return fewest_chips(m, hw, memory)
+
+
+def _fewest_chips(kw: dict[str, Any], m: Model, hw: Hardware) -> int | None:
+    """`_fewest`, or None where no count holds the configuration (the does-not-fit hint)."""
+    try:
+        return _fewest(kw, m, hw)
+    except DoesNotFitError:
+        return None
+
+
+def _check_fit(mem: Memory, hw: Hardware, pinned, m: Model, n_chips: int, layout: Parallel, fewest):
+    """DoesNotFitError where `mem` overflows; the chips it names are `fewest()`, the count
+    `min_chips` gives (searched only here, when the configuration does not fit)."""
     if pinned:
         for use in mem.placement:
             if use.weights_bytes + use.kv_bytes > use.capacity_bytes:
@@ -403,8 +449,9 @@ def _check_fit(mem: Memory, hw: Hardware, pinned, m: Model, n_chips: int, layout
         if hw.interconnect is None:     # more chips would be refused: say so instead of a count
             raise DoesNotFitError(mem.total_bytes, mem.capacity_bytes, None,
                                   f"{where}; {hw.name}'s profile has no interconnect, so it runs on one chip")
-        chips = math.ceil(mem.total_bytes * n_chips / mem.capacity_bytes)
-        raise DoesNotFitError(mem.total_bytes, mem.capacity_bytes, chips, where)
+        chips = fewest()
+        raise DoesNotFitError(mem.total_bytes, mem.capacity_bytes, chips,
+                              where if chips else f"{where}; no chip count holds it under the layout rule")
 
 
 def bandwidth_ceiling(model, hardware, weight_dtype: str = "bf16", n_chips: int = 1) -> float:

@@ -7,16 +7,18 @@ Bandwidth is decimal (1 TB/s = 1e12 B/s); capacity is *usable* bytes, with its s
 """
 from __future__ import annotations
 
+import datetime
 import functools
 import operator
 import re
+import statistics
 import threading
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator,
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator,
                       model_validator)
 
 from ._data import HashableModel, Number, read_yaml, validate
@@ -207,6 +209,45 @@ class Fabric(_Strict):
         return self.bandwidth_bits_s / (self.cores * self.links_per_core * 2 * self.wavelet_bits)
 
 
+Usd = Annotated[float, Number, Field(gt=0, le=1e7, allow_inf_nan=False)]
+Text = Annotated[str, Field(min_length=1, pattern=r"\S")]
+
+
+def _as_of(v):
+    """When a price was read, as precisely as its page dates it: 2026, 2026-05 or 2026-05-07 (a YAML
+    date is taken as written)."""
+    if isinstance(v, datetime.date):
+        return v.isoformat()
+    if isinstance(v, str) and re.fullmatch(r"(19|20)\d\d(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?", v):
+        return v
+    raise ValueError("expected the date the price was read: YYYY-MM-DD, or YYYY-MM / YYYY where the page gives no day")
+
+
+AsOf = Annotated[str, BeforeValidator(_as_of)]
+
+
+class PriceQuote(_Strict):
+    """One on-demand list price of one chip-hour: who rents the chip, where the price is listed
+    (a URL, with what the page lists where it is per instance), and when it was read."""
+
+    usd_per_hour: Usd          # per chip (an 8-GPU instance's price divided by 8)
+    provider: Text
+    source: Text
+    date: AsOf                 # when the list price was read (YYYY-MM-DD, YYYY-MM or YYYY)
+
+
+class ApiPrice(_Strict):
+    """A provider's published price per million tokens for one model served on this chip (chips
+    sold as an API, not by the chip-hour: Cerebras, Groq, SambaNova)."""
+
+    model: Text                # a bundled model preset name (llama-3.1-8b)
+    provider: Text
+    input_usd_per_million: Annotated[float, Number, Field(ge=0, le=1e6, allow_inf_nan=False)]
+    output_usd_per_million: Annotated[float, Number, Field(ge=0, le=1e6, allow_inf_nan=False)]
+    source: Text
+    date: AsOf
+
+
 class Hardware(HashableModel):
     """One chip (or wafer) as membound sees it. All figures per chip."""
 
@@ -253,8 +294,13 @@ class Hardware(HashableModel):
     # SMs have, and so which paths a runtime's generation takes on it (a runtime's `no_graph_replay`);
     # None for other vendors' chips
     compute_capability: ComputeCapability | None = None
-    price_usd_per_hour: Annotated[float, Number, Field(gt=0, le=1e7, allow_inf_nan=False)] | None = None
+    # the price per chip-hour costs use: given, or else the median of `prices`; `no_price` says why a
+    # chip has none (not rented by the hour: a consumer card, a laptop, a chip sold as an API)
+    price_usd_per_hour: Usd | None = None
     price_source: str | None = None
+    prices: tuple[PriceQuote, ...] = ()     # on-demand list prices, each with provider, source and date
+    no_price: str = ""
+    api_prices: tuple[ApiPrice, ...] = ()   # published per-token API prices (model, provider, source, date)
     activation_chunk_tokens: Annotated[int, Number, Field(ge=1, le=10**7)] = 8192  # tokens whose activations
     # a prefill chunk holds at once (GPU engines: ~8k); dataflow chips stream and hold few
     achievable: Achievable = Achievable()
@@ -320,6 +366,21 @@ class Hardware(HashableModel):
             if t.read_bytes_s is not None:
                 raise ValueError(f"read_bytes_s: expected only on the fastest memory tier "
                                  f"({self.memory[0].name}, whose streams it caps), got it on {t.name}")
+        return self
+
+    @model_validator(mode="after")
+    def _priced_or_not(self):
+        if self.no_price.strip() and (self.prices or self.price_usd_per_hour is not None):
+            raise ValueError("no_price: expected either a price (prices, price_usd_per_hour) or no_price "
+                             "saying why there is none, not both")
+        if self.prices and self.price_usd_per_hour is None:   # frozen: set once, while validating
+            quotes = sorted(self.prices, key=lambda q: q.usd_per_hour)
+            median = statistics.median(q.usd_per_hour for q in quotes)
+            object.__setattr__(self, "price_usd_per_hour", median)
+            if self.price_source is None:
+                listed = ", ".join(f"{q.provider} ${q.usd_per_hour:g} ({q.date})" for q in quotes)
+                what = f"median of {len(quotes)} on-demand list prices" if len(quotes) > 1 else "on-demand list price"
+                object.__setattr__(self, "price_source", f"{what}: {listed}")
         return self
 
     @model_validator(mode="after")
@@ -413,10 +474,20 @@ class Hardware(HashableModel):
             return False
 
     def with_overrides(self, **changes) -> Hardware:
-        """A copy with fields replaced (validated again), e.g. a different price."""
+        """A copy with fields replaced (validated again), e.g. a different price: a price_usd_per_hour
+        given replaces the profile's (its source and a stated absence, `no_price`, go with it;
+        None leaves the copy without a price, its quotes dropped)."""
         data = self.model_dump()
+        if "price_usd_per_hour" in changes:     # a price set (or removed) by hand replaces the profile's own
+            data.update(no_price="", price_source=None)
+            if changes["price_usd_per_hour"] is None:
+                data["prices"] = ()
         data.update(changes)
         return validate(Hardware, data, f"{self.name} (overridden)")
+
+    def api_price(self, model: str) -> ApiPrice | None:
+        """The published per-token API price of `model` (a preset name) on this chip, if any."""
+        return next((a for a in self.api_prices if a.model == model), None)
 
     def __repr__(self) -> str:
         from .display import hardware_repr

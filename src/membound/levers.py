@@ -76,10 +76,13 @@ class LeverReport:
         return pre_html(str(self))
 
 
-def explain_levers(model, hardware, *, batch: int = 16, weight_dtype: str = "int4", kv_dtype: str = "fp8",
+def explain_levers(model, hardware, *, batch: int = 16, weight_dtype: str = "int4", kv_dtype: str | None = None,
                    speculative=None, **estimate_kwargs) -> LeverReport:
     """Run `estimate()` with the levers added one at a time and removed one at a time.
 
+    The ladder holds the levers asked for: batch and weight format always (their defaults, 16 and
+    int4, are what the question is about), a KV format only where `kv_dtype` is given (the KV cache
+    stays bf16, the baseline's, otherwise), speculative decoding only where `speculative` is.
     estimate_kwargs: the rest of the configuration (prompt_tokens, output_tokens, n_chips,
     runtime, activation_dtype, ...), shared by every step. Steps that would not fit in memory
     are still computed (fits=False) so the ladder is complete.
@@ -87,9 +90,10 @@ def explain_levers(model, hardware, *, batch: int = 16, weight_dtype: str = "int
     for k in ("quantization", "check_memory"):
         if k in estimate_kwargs:
             raise InvalidInputError(k, estimate_kwargs[k], f"not here: explain_levers sets {k}")
-    full = dict(batch=batch, weight_dtype=weight_dtype, kv_dtype=kv_dtype, speculative=speculative)
+    full = dict(batch=batch, weight_dtype=weight_dtype, kv_dtype=kv_dtype or "bf16", speculative=speculative)
     plain = dict(batch=1, weight_dtype="bf16", kv_dtype="bf16", speculative=None)
     keys = dict(zip(LEVERS, ("batch", "weight_dtype", "kv_dtype", "speculative")))
+    asked = [lv for lv in LEVERS if (lv != "kv" or kv_dtype is not None) and (lv != "speculative" or speculative)]
 
     def run(levers):
         return estimate(model, hardware, check_memory=False, **estimate_kwargs, **levers)
@@ -97,7 +101,7 @@ def explain_levers(model, hardware, *, batch: int = 16, weight_dtype: str = "int
     full_r = run(full)
     rungs = [("baseline", "batch 1, bf16, no spec", run(plain))]
     cur = dict(plain)
-    for lever in LEVERS:
+    for lever in asked:
         k = keys[lever]
         cur[k] = full[k]
         label = {"batch": f"+ batch {batch}", "weights": f"+ weights {weight_dtype}",

@@ -498,7 +498,8 @@ def _served_inputs(model, hardware, weight_dtypes, kv_dtype, chips, runtime):
 
 
 def plan_served(model, slo: SLO, *, users: int | None = None, rate: float | None = None,
-                prompt_tokens=2048, output_tokens=256, hardware=DEFAULT_HARDWARE, weight_dtypes=("bf16", "fp8"),
+                prompt_tokens=defaults.PROMPT_TOKENS, output_tokens=defaults.OUTPUT_TOKENS, hardware=DEFAULT_HARDWARE,
+                weight_dtypes=("bf16", "fp8"),
                 kv_dtype: str | None = "fp8", chips=SERVED_CHIPS, concurrency=SERVED_CONCURRENCY,
                 runtime="vllm", prices: dict | None = None, max_utilisation: float = 0.9):
     """Fleets sized with served physics (continuous batching: `serve.solve`, one vectorised solve

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import defaults
 from .capacity import layout_for, min_chips
-from .errors import DoesNotFitError, InvalidInputError
+from .errors import DoesNotFitError, InvalidInputError, require
 from .estimate import prepare
 from .hardware import load_hardware
 from .model import load_model
@@ -19,7 +20,9 @@ def _axes(ax):
     if ax is not None:
         return ax
     import matplotlib.pyplot as plt
-    return plt.subplots(figsize=(7, 4.5))[1]
+    # constrained layout: tick labels, titles and legends outside the axes fit in the figure
+    # when it is saved (`ax.figure.savefig(...)` clipped memory_breakdown's device labels)
+    return plt.subplots(figsize=(7, 4.5), layout="constrained")[1]
 
 
 def _plain(axis, tokens=False, decades_only=False):
@@ -96,6 +99,7 @@ def roofline(hardware, model=None, batches=(1, 8, 64, 512), *, prompt_tokens: in
     arithmetic intensity (FLOP per byte moved), log-log. With `model`, its decode steps (one per
     batch size, at a context of `prompt_tokens`) and its prefill of `prompt_tokens` tokens are
     marked at their intensity and predicted FLOP/s (below the roof by the overheads)."""
+    require("matplotlib", "plot", "membound.plots.roofline")
     hw = load_hardware(hardware)
     ax = _axes(ax)
     peak = hw.peak_flops(compute_dtype)
@@ -146,6 +150,7 @@ def context_curve(model, hardwares, contexts=None, *, batch: int = 1, weight_dty
     device. n_chips: an int, a {device name: int} dict, or None for the fewest chips that hold
     the model at the longest context any chip count can hold. A line stops where the model and
     its KV cache no longer fit."""
+    require("matplotlib", "plot", "membound.plots.context_curve")
     m = load_model(model)
     ax = _axes(ax)
     L = _axis_values(contexts, 2 ** np.arange(9, 18), "contexts",
@@ -168,6 +173,7 @@ def interactivity(model, hardwares, batches=None, *, context_tokens: int = 4096,
     batch grows, one line per device (batch sizes marked at the ends). n_chips as in
     `context_curve` (None: the fewest chips that hold the largest batch). Points that do not
     fit in memory are left out."""
+    require("matplotlib", "plot", "membound.plots.interactivity")
     m = load_model(model)
     ax = _axes(ax)
     B = _axis_values(batches, 2 ** np.arange(0, 10), "batches", "a non-empty list of batch sizes >= 1")
@@ -191,6 +197,7 @@ def interactivity(model, hardwares, batches=None, *, context_tokens: int = 4096,
 def memory_breakdown(result_or_results, ax=None):
     """Per-chip bytes of weights, KV cache, activations (and a draft model) as stacked bars, one
     per result, with each chip's capacity marked; bars past the mark do not fit."""
+    require("matplotlib", "plot", "membound.plots.memory_breakdown")
     results = result_or_results if isinstance(result_or_results, (list, tuple)) else [result_or_results]
     if not results or any(getattr(r, "memory", None) is None for r in results):
         raise InvalidInputError("result_or_results", result_or_results, "one or more mb.Result with a memory breakdown")
@@ -214,7 +221,8 @@ def memory_breakdown(result_or_results, ax=None):
     ax.set_yticks(y, [f"{r.model}\n{r.n_chips} x {r.hardware}, B={r.batch}, L={r.prompt_tokens + r.output_tokens}"
                       for r in results], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlim(0, max(left.max(), cap.max()) * 1.45)
+    # room right of the longest bar for its label ("187 of 151 GB: DOES NOT FIT" is the longest)
+    ax.set_xlim(0, max(left.max(), cap.max()) * (1.45 if all(r.memory.fits for r in results) else 1.85))
     ax.set_xlabel("GB per chip (decimal)")
     ax.set_title("Memory per chip")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=5, frameon=False)
@@ -237,6 +245,7 @@ def validation(df, *, predicted: str | None = None, measured: str | None = None,
     """Predicted against measured (log-log), one colour per category, with the y = x line and
     a ±25% band. Columns default to the first whose names contain 'pred', 'meas' and 'categ'
     (or 'kind'/'metric')."""
+    require("matplotlib", "plot", "membound.plots.validation")
     pc = _column(df, predicted, ("pred",))
     mc = _column(df, measured, ("meas",))
     try:
@@ -248,7 +257,7 @@ def validation(df, *, predicted: str | None = None, measured: str | None = None,
                                                                     for c in sorted(df[cc].unique(), key=str)]
     if ax is None:   # room on the right for one legend row per category
         import matplotlib.pyplot as plt
-        ax = plt.subplots(figsize=(7 + (3.5 if len(groups) > 8 else 0), 5.5))[1]
+        ax = plt.subplots(figsize=(7 + (3.5 if len(groups) > 8 else 0), 5.5), layout="constrained")[1]
     for (c, sel), (colour, marker) in zip(groups, _styles(len(groups))):
         ax.scatter(x[sel], y[sel], s=22, alpha=0.85, color=colour, marker=marker, linewidths=0.6,
                    label=None if c is None else f"{c} ({sel.sum()})")
@@ -265,7 +274,8 @@ def validation(df, *, predicted: str | None = None, measured: str | None = None,
     ax.set_ylim(lo, hi)
     if len(groups) > 8:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
-        ax.figure.tight_layout()
+        if ax.figure.get_layout_engine() is None:     # a figure of the caller's; ours is constrained
+            ax.figure.tight_layout()
     else:
         ax.legend(fontsize=8)
     return ax
@@ -281,12 +291,15 @@ def _styles(n: int) -> list[tuple[str, str]]:
     return [(colours[i % 10], _MARKERS[i % len(_MARKERS)]) for i in range(n)]
 
 
-def served_curve(model, hardwares, *, concurrency=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), prompt_tokens=1024,
-                 output_tokens=1024, weight_dtype: str = "fp8", kv_dtype: str | None = "fp8", n_chips: int = 8,
+def served_curve(model, hardwares, *, concurrency=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+                 prompt_tokens=defaults.PROMPT_TOKENS, output_tokens=defaults.OUTPUT_TOKENS,
+                 weight_dtype: str = "fp8", kv_dtype: str | None = "fp8", n_chips: int = 8,
                  runtime="vllm", ax=None):
     """The served interactivity curve (InferenceMAX's chart): output tok/s per chip against tok/s
     per user as clients grow, continuous batching (membound.serve_curve), one line per device;
-    hardwares: names or (name, chips) pairs. The knee (80% of the best throughput) is marked."""
+    hardwares: names or (name, chips) pairs. The knee (80% of the best throughput) is marked with a
+    diamond, its client count in the legend."""
+    require("matplotlib", "plot", "membound.plots.served_curve")
     from .serving import serve_curve
     ax = _axes(ax)
     conc = _axis_values(concurrency, None, "concurrency", "a non-empty list of client counts >= 1")
@@ -295,10 +308,13 @@ def served_curve(model, hardwares, *, concurrency=(1, 2, 4, 8, 16, 32, 64, 128, 
         c = serve_curve(model, name, concurrency=conc.astype(int), prompt_tokens=prompt_tokens,
                         output_tokens=output_tokens, weight_dtype=weight_dtype, kv_dtype=kv_dtype, n_chips=n,
                         runtime=runtime)
-        line, = ax.plot(c.tok_s_per_user, c.output_tok_s_per_chip, "o-", ms=3, label=f"{n} x {name}")
         k = int(np.flatnonzero(c.concurrency == c.knee())[0])
-        ax.annotate(f"{c.concurrency[k]} clients", (c.tok_s_per_user[k], c.output_tok_s_per_chip[k]),
-                    textcoords="offset points", xytext=(4, 4), fontsize=7, color=line.get_color())
+        # the knee's client count goes in the legend, not beside the point: curves of similar chips
+        # bend at the same place, and labels there overlapped
+        line, = ax.plot(c.tok_s_per_user, c.output_tok_s_per_chip, "o-", ms=3,
+                        label=f"{n} x {name} (knee: {c.concurrency[k]:,} clients)")
+        ax.scatter([c.tok_s_per_user[k]], [c.output_tok_s_per_chip[k]], marker="D", s=50, facecolors="none",
+                   edgecolors=line.get_color(), zorder=3)
     _log_log(ax, "tok/s per user (interactivity)", "output tok/s per chip (throughput)",
              f"{load_model(model).name}, {weight_dtype}, {runtime}: served, {prompt_tokens}/{output_tokens} tokens")
     ax.legend(fontsize=8)

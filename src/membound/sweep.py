@@ -522,6 +522,8 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
         raise InvalidInputError("engine", engine, "'numpy' or 'dask'")
     chunk_size = check_int("chunk_size", chunk_size, 1)
     if engine == "dask":
+        from .errors import require
+        require("dask", "dask", 'sweep(engine="dask")')
         if reduce is not None:
             raise InvalidInputError("reduce", reduce, "None with engine='dask' (reduce the dask DataFrame itself)")
         return _dask_frame(_plan(model, hardware, **kw), chunk_size)

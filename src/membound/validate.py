@@ -310,7 +310,9 @@ def main(argv=None) -> int:
         from .budget import constant_budget, format_budget
         print(format_budget(constant_budget(args.reference)))
         return 0
-    from .errors import MemboundError
+    from .errors import MemboundError, require
+    if args.plot:       # before the fits, not after them
+        require("matplotlib", "plot", "validate --plot")
     from .safeio import check_output_path
     for option, path, suffixes in (("--csv", args.csv, (".csv",)), ("--plot", args.plot, (".png",))):
         if path is not None:     # every output path checked before the work

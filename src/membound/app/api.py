@@ -489,7 +489,7 @@ def _curve(model: Model, name: str, kw: dict[str, Any], key: str, points: list, 
                          "concurrency": fm.fast_concurrency},
                 "slow": {"tok_s_per_user": fm.slow_tok_s_per_user, "output_tok_s_per_chip": slow_per_chip,
                          "concurrency": fm.slow_concurrency},
-                "speedup": fm.speedup, "price_ratio": fm.price_ratio, "reading": str(fm)}
+                "speedup": fm.speedup, "price_ratio": fm.price_ratio, "reading": fm.reading}
     first = results[0]
     return {"hardware": first.hardware, "n_chips": first.n_chips, "parallel": first.parallel, "runtime": first.runtime,
             "calibration": calibration_of(first), "points": [r.to_dict() for r in results],

@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import MemboundError
-from . import api
+from . import DEFAULT_PORT, api
 
 STATIC = Path(__file__).resolve().parent / "static"
 log = logging.getLogger("membound.app")
@@ -116,7 +116,7 @@ def create_app(*, max_body_bytes: int = 256_000, max_workers: int = 2, max_pendi
     return Starlette(routes=routes)
 
 
-def run(host: str = "127.0.0.1", port: int = 8000) -> None:
+def run(host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
     """Serve the app until interrupted (uvicorn; at most 64 open connections)."""
     import uvicorn
     print(f"membound app: http://{host}:{port}/  (Ctrl-C stops it)", flush=True)

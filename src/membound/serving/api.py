@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from .. import defaults
 from ..errors import InvalidInputError, is_finite_number
 from ..estimate import MAX_COUNT, Prepared, prepare
 from ..model import load_model
@@ -29,7 +30,8 @@ SIMULATED_SPAN_S = 1e9
 
 
 def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: float | None = None,
-          prompt_tokens=1024, output_tokens=1024, weight_dtype: str = "bf16", kv_dtype: str | None = None,
+          prompt_tokens=defaults.PROMPT_TOKENS, output_tokens=defaults.OUTPUT_TOKENS, weight_dtype: str = "bf16",
+          kv_dtype: str | None = None,
           activation_dtype: str | None = None, n_chips: int = 1, parallel=None, runtime="vllm",
           scheduler: Scheduler | None = None, speculative=None, engine: str = "solver", seed: int = 0,
           n_requests: int | None = None, price_usd_per_hour: float | None = None,

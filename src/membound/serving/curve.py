@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import defaults
 from ..errors import InvalidInputError, is_finite_number
 from ..estimate import MAX_COUNT
 from .api import build
@@ -37,6 +38,13 @@ class ServeCurve:
                             | ({"cost_per_million_output_tokens_usd": self.cost_per_million_output_tokens_usd}
                                if self.cost_per_million_output_tokens_usd is not None else {}))
 
+    def __str__(self) -> str:
+        from ..display import serve_curve_text
+        return serve_curve_text(self)
+
+    def _repr_html_(self) -> str:
+        from ..display import serve_curve_html
+        return serve_curve_html(self)
 
     def _at_speed(self, tok_s_user: float) -> tuple[float, float, float]:
         """(clients, tok/s per chip, $/Mtok) where the curve reaches `tok_s_user`, log-interpolated."""
@@ -98,17 +106,27 @@ class ServedFastMode:
     fast_tok_s_per_user: float
     slow_tok_s_per_user: float
 
-    def __str__(self) -> str:
+    @property
+    def reading(self) -> str:
+        """The fast lane in one sentence."""
         return (f"fast lane ~{self.fast_concurrency:.1f} clients ({self.fast_tok_s_per_user:,.0f} tok/s per user) vs "
                 f"standard {self.slow_concurrency} clients ({self.slow_tok_s_per_user:,.0f}): "
                 f"{self.speedup:.2f}x the speed for {self.price_ratio:.2f}x the price per token")
+
+    def __str__(self) -> str:
+        from ..display import served_fast_mode_rows, text_table
+        return text_table(served_fast_mode_rows(self))
+
+    def _repr_html_(self) -> str:
+        from ..display import html_table, served_fast_mode_rows
+        return html_table(served_fast_mode_rows(self))
 
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
-def serve_curve(model, hardware, *, concurrency=DEFAULT_CONCURRENCY, prompt_tokens=1024, output_tokens=1024,
-                **kwargs) -> ServeCurve:
+def serve_curve(model, hardware, *, concurrency=DEFAULT_CONCURRENCY, prompt_tokens=defaults.PROMPT_TOKENS,
+                output_tokens=defaults.OUTPUT_TOKENS, **kwargs) -> ServeCurve:
     """The served curve: `serve()`'s steady state at each client count, in one solve.
     kwargs as serve() (dtypes, n_chips, parallel, runtime, scheduler, price_usd_per_hour)."""
     try:
