@@ -338,3 +338,13 @@ def test_serve_overlays_several_devices(client):
     assert d["points"] == d["curves"][0]["points"]          # the first curve is also the answer's own
     bad = client.post("/api/serve", json={**body, "devices": ["h100-sxm:1", "no-such-chip"]})
     assert bad.status_code == 400 and (bad.json()["field"], bad.json()["index"]) == ("devices", 1)
+
+
+def test_compare_shows_the_api_price_beside_the_physics(client):
+    from membound.display import api_price_text
+    rows = client.post("/api/compare", json={"model": "llama-3.1-8b", "devices": ["groq-lpu", "h100-sxm:1"]}).json()["rows"]
+    by = {r["hardware"]: r for r in rows}
+    listed = mb.load_hardware("groq-lpu").api_price("llama-3.1-8b")
+    assert listed is not None and by["groq-lpu"]["api_price"] == api_price_text("groq-lpu", "llama-3.1-8b")
+    assert f"${listed.output_usd_per_million:g} per million output tokens" in by["groq-lpu"]["api_price"]
+    assert by["h100-sxm"]["api_price"] is None          # a GPU is rented by the hour, not sold per token

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from ..compare import compare as run_compare
+from ..display import api_price_text
 from ..dtypes import get_dtype, list_dtypes
 from ..errors import DoesNotFitError, InvalidInputError, MemboundError, ProfileError, UnknownNameError, is_finite_number
 from ..hardware import load_hardware
@@ -216,7 +217,7 @@ def _row(r: Result, price: float | None = None) -> dict[str, Any]:
             "ttft_s": r.ttft_s, "e2e_s": r.e2e_s, "cost_per_million_tokens_usd": r.cost_per_million_tokens_usd,
             "price_usd_per_hour": price if price is not None else load_hardware(r.hardware).price_usd_per_hour,
             "bound": r.bound, "memory_used_bytes": mem.total_bytes, "memory_capacity_bytes": mem.capacity_bytes,
-            "kv_occupancy": None, "calibration": calibration_of(r)}
+            "kv_occupancy": None, "calibration": calibration_of(r), "api_price": api_price_text(r.hardware, r.model) or None}
 
 
 def _served_row(model: Model, name: str, chips: int | None, w: Workload, spec: Any, price: float | None) -> dict[str, Any]:
@@ -231,7 +232,8 @@ def _served_row(model: Model, name: str, chips: int | None, w: Workload, spec: A
             "cost_per_million_tokens_usd": r.cost_per_million_output_tokens_usd,
             "price_usd_per_hour": price if price is not None else load_hardware(r.hardware).price_usd_per_hour,
             "bound": r.bound, "memory_used_bytes": None, "memory_capacity_bytes": None,
-            "kv_occupancy": r.kv_occupancy, "calibration": calibration_of(r)}
+            "kv_occupancy": r.kv_occupancy, "calibration": calibration_of(r),
+            "api_price": api_price_text(r.hardware, r.model) or None}
 
 
 def calibration_of(result) -> dict[str, str]:

@@ -362,6 +362,9 @@ const RENDER = {
       `${w.runtime || [...new Set(d.rows.map((r) => r.calibration.runtime))].join(", ")}` }));
     if (d.speculative) out.append(h("p", { class: "note", id: "compare-speculative", text: d.speculative }));
     out.append(table("compare-table", cols, d.rows, "membound-compare.csv"));
+    // chips sold as an API: the provider's published price per token beside the physics' cost
+    for (const r of d.rows) if (r.api_price) out.append(h("p", { class: "note api-price", "data-hardware": r.hardware,
+      text: `${r.hardware}: API price: ${r.api_price}` }));
     calibrationNotes(out, d.rows.map((r) => r.calibration));
     for (const dr of d.dropped) {
       const row = $$(".device-row")[dr.index];
