@@ -165,3 +165,14 @@ def test_a_class_refitted_away_does_not_shadow_the_default():
     limit = default.params["power_limit_w_per_tflop"]
     factor = min(1.0, 140 / 31 / limit) ** (1 / 3)
     assert eff.compute_fraction == pytest.approx(default.params["compute_fraction"] * factor)
+
+
+def test_assumed_fraction_chips_are_reported_apart(report):
+    # issue 27 item 4: the RTX 4090's profile says its achievable fractions are assumed, the H100's cite a
+    # measurement (HBM vector add 3140 of 3350 GB/s); every held-out row falls in exactly one of the two
+    from membound.validate import fractions_known
+    assert (fractions_known("rtx-4090"), fractions_known("h100-sxm")) == ("assumed", "measured")
+    for c in report["categories"].values():
+        for label in ("validation", "report"):
+            assert c[f"{label}_assumed_rows"] + c[f"{label}_measured_rows"] == c[f"{label}_rows"]
+    assert all(r.fractions == fractions_known(r.hardware) for r in report["rows"])

@@ -58,6 +58,7 @@ class RowResult:
     calibration: bool           # a fit uses this row (in-sample)
     note: str
     role: str = "fit"           # its group's role (membound.split): fit, select (validation) or report
+    fractions: str = "measured"  # "assumed" where the chip's achievable fractions have no published measurement
 
     @property
     def error(self) -> float:
@@ -178,7 +179,7 @@ def validation_report(path=None, group: str = "chip") -> dict:
         else:           # nothing fits this row: its prediction is held out as it stands
             h = p
         rows.append(RowResult(sc.id, sc.category, sc.metric, sc.model, sc.hardware, sc.runtime,
-                              sc.measured, p, h, calib, sc.note, role))
+                              sc.measured, p, h, calib, sc.note, role, fractions_known(sc.hardware)))
     cats = {}
     for name in dict.fromkeys(r.category for r in rows):
         rs = [r for r in rows if r.category == name]
@@ -191,6 +192,9 @@ def validation_report(path=None, group: str = "chip") -> dict:
             c.update({f"{label}_rows": nh, f"{label}_median": medh, f"{label}_p90": p90h,
                       f"{label}_groups": len({GROUPS[group](r) for r in hs}),
                       f"{label}_worst": [(r.id, r.held_out_error) for r in worst]})
+            for kind in ("assumed", "measured"):      # issue 27 item 4: assumed-fraction chips apart
+                nk, medk, _ = _stats([r.held_out_error for r in hs if r.fractions == kind])
+                c.update({f"{label}_{kind}_rows": nk, f"{label}_{kind}_median": medk})
         cats[name] = c
     disclosed = [s for s in skipped if not s[2].startswith(NOT_DISCLOSED + SPECULATIVE)]
     n_disclosed = len(rows) + len(disclosed) + len(set_aside)
@@ -254,7 +258,27 @@ def format_report(rep: dict) -> str:
     for name, c in sorted(rep["categories"].items()):
         worst = ", ".join(f"{i} {100 * e:+.0f}%" for i, e in c["report_worst"])
         out.append(f"{name:36s} {_fig(c['report_rows'], c['report_groups'], c['report_median'], c['report_p90'])} | {worst}")
+    out += ["", "Chips whose achievable fractions are assumed (no published stream or GEMM measurement in their "
+            "profile) apart from those measured: held-out rows and median |error| in %",
+            f"{'category':36s} | {'validation: assumed':>20s} {'measured':>14s} | {'report: assumed':>16s} {'measured':>14s}"]
+    for name, c in sorted(rep["categories"].items()):
+        if c["validation_rows"] or c["report_rows"]:
+            cells = [_share(c[f"{label}_{kind}_rows"], c[f"{label}_{kind}_median"])
+                     for label in ("validation", "report") for kind in ("assumed", "measured")]
+            out.append(f"{name:36s} | {cells[0]:>20s} {cells[1]:>14s} | {cells[2]:>16s} {cells[3]:>14s}")
     return "\n".join(ln.rstrip() for ln in out)
+
+
+def _share(n: int, med: float) -> str:
+    return f"{n:4d} {100 * med:6.1f}" if n else f"{n:4d} {'-':>6s}"
+
+
+def fractions_known(hardware: str) -> str:
+    """"assumed" where the profile's achievable fractions cite no measurement (their evidence says
+    assumed), else "measured"."""
+    from .hardware import load_hardware
+    ev = load_hardware(hardware).achievable.evidence.strip().lower()
+    return "assumed" if ev.startswith("assumed") else "measured"
 
 
 def write_csv(rep: dict, path) -> None:
@@ -264,12 +288,12 @@ def write_csv(rep: dict, path) -> None:
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["id", "category", "metric", "model", "hardware", "runtime", "measured", "predicted_in_sample",
-                    "error_in_sample", "predicted_held_out", "error_held_out", "role", "note"])
+                    "error_in_sample", "predicted_held_out", "error_held_out", "role", "fractions", "note"])
         for r in rep["rows"]:
             h = "" if r.held_out is None else f"{r.held_out:.6g}"
             he = "" if r.held_out is None else f"{r.held_out_error:.4f}"
             w.writerow(csv_row([r.id, r.category, r.metric, r.model, r.hardware, r.runtime, r.measured,
-                                f"{r.predicted:.6g}", f"{r.error:.4f}", h, he, r.role, r.note]))   # formula-safe
+                                f"{r.predicted:.6g}", f"{r.error:.4f}", h, he, r.role, r.fractions, r.note]))   # formula-safe
 
 
 def plot(rep: dict, path) -> None:
