@@ -91,3 +91,18 @@ def test_reference_path_errors(tmp_path):
     bad.write_text("a,b\n1,2\n")
     with pytest.raises(mb.InvalidInputError, match="missing"):
         mv.load_rows(bad)
+
+
+def test_generations_fall_back_and_need_two_chips():
+    # no runtime file for a round: the engine's own runtime; a fit needs rows on two chips at least
+    assert mv.generation("tensorrt-llm", "v0.1") == "tensorrt-llm"
+    q = mb.Quantization("fp8", "fp8")
+    one_chip = [mv.MLPerfRow(f"v5.1/X/s{i}/llama3.1-8b/Offline", "v5.1", "llama3.1-8b", "Offline", "H200", "h200",
+                             "tensorrt-llm", q, 8, 1000.0) for i in range(3)]
+    assert mv.fit_generation(one_chip, "tensorrt-llm", "v5.1") is None
+
+
+def test_serve_percentiles_under_poisson_arrivals_come_from_the_tail_model():
+    r = mb.serve("llama-3.1-8b", "h100-sxm", arrival_rate=5.0, prompt_tokens=mb.Uniform(500, 1500),
+                 output_tokens=mb.Uniform(50, 400), runtime="vllm", weight_dtype="fp8")
+    assert r.tpot.p99 > r.tpot.median and r.ttft.p99 > r.ttft.p90 > r.ttft.median    # a tail, not the mean

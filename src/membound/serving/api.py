@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import numbers
 from dataclasses import replace
 
@@ -217,6 +218,12 @@ def _from_solver(sm, sched, p, st: Steady, prompt, output, concurrency, arrival_
         return wait + own * (prompt.quantile(q) / prompt.mean if prompt.mean else 0.0)
     ttft_qs = Quantiles(ttft_q(0.5), ttft_q(0.9), ttft_q(0.99), ttft)
     tpot = Quantiles(tau, tau, tau, tau)
+    if arrival_rate is not None:     # Poisson arrivals: the tails' model (membound.tails, mlperf's helper)
+        from ..tails import tails
+        t = tails(sm, sched, st, float(arrival_rate), prompt, output)
+        if all(math.isfinite(v) for v in t.ttft):      # else the prefill work outgrows the steps: kept as before
+            ttft_qs = Quantiles(*t.ttft, mean=ttft)
+        tpot = Quantiles(*t.tpot, mean=tau)
     gap = tau_m if sched.mixed_steps else tau_d + tau_m
 
     def itl_q(q):        # a share f of the gaps carries a prefill chunk
