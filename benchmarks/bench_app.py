@@ -37,7 +37,7 @@ def server_side() -> tuple[float, list[float]]:
             assert c.get(path).status_code == 200
         assert c.post("/api/compare", json=DEFAULT).status_code == 200
         return time.perf_counter() - t
-    with TestClient(create_app()) as c:
+    with TestClient(create_app(), base_url="http://127.0.0.1") as c:
         cold = once(c)
         return cold, [once(c) for _ in range(LOADS)]
 

@@ -33,7 +33,7 @@ SMALL_LLAMA = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 
 
 @pytest.fixture(scope="module")
 def client():
-    with TestClient(server.create_app()) as c:
+    with TestClient(server.create_app(), base_url="http://127.0.0.1") as c:    # the Host a loopback app answers to
         yield c
 
 
@@ -173,9 +173,10 @@ def test_served_plan_is_plan_served(client):
 
 
 def test_request_limits(client):
-    assert client.post("/api/compare", content=b"x" * 300_000).status_code == 413
-    r = client.post("/api/compare", content=b"not json")
-    assert r.status_code == 400 and "not JSON" in r.json()["error"]
+    as_json = {"Content-Type": "application/json"}
+    assert client.post("/api/compare", content=b"x" * 300_000, headers=as_json).status_code == 413
+    r = client.post("/api/compare", content=b"not json", headers=as_json)
+    assert r.status_code == 400 and "malformed JSON" in r.json()["error"]
     assert client.post("/api/compare", json={"model": "llama-3.1-8b", "devices": ["h100-sxm"] * 9}).status_code == 400
 
 
@@ -207,7 +208,7 @@ def test_an_internal_error_is_one_line_without_a_traceback(monkeypatch):
     def broken(_body):
         raise RuntimeError("boom")
     monkeypatch.setattr(api, "compare", broken)
-    with TestClient(server.create_app(), raise_server_exceptions=False) as c:
+    with TestClient(server.create_app(), raise_server_exceptions=False, base_url="http://127.0.0.1") as c:
         r = c.post("/api/compare", json={})
     assert r.status_code == 500
     assert r.json()["error"] == "internal error (RuntimeError); see the server log"
@@ -270,7 +271,7 @@ def test_serve_curve_is_mb_serve_at_each_load_with_the_fast_mode_reading(client)
 @pytest.mark.parametrize("extra, field", [({"concurrency": "0,4"}, "concurrency"),
                                           ({"arrival_rate_rps": "1000"}, "arrival_rate_rps"),
                                           ({"standard_lane": 5}, "standard_lane"),
-                                          ({"speedup": 1000}, "speedup"),
+                                          ({"speedup": 1}, "speedup"),
                                           ({"device": "no-such-chip:8"}, "device")])
 def test_serve_bad_input_names_the_field(client, extra, field):
     # 1000 requests/s of 2048 + 256 tokens is far past what one 8-GPU node completes (a few per second)
@@ -348,3 +349,24 @@ def test_compare_shows_the_api_price_beside_the_physics(client):
     assert listed is not None and by["groq-lpu"]["api_price"] == api_price_text("groq-lpu", "llama-3.1-8b")
     assert f"${listed.output_usd_per_million:g} per million output tokens" in by["groq-lpu"]["api_price"]
     assert by["h100-sxm"]["api_price"] is None          # a GPU is rented by the hour, not sold per token
+
+
+def test_a_bug_in_the_fast_mode_reading_is_a_note_and_the_curve_still_comes(client, monkeypatch, caplog):
+    import membound.serving
+    def broken(*_a, **_k):
+        raise ZeroDivisionError("a bug")
+    monkeypatch.setattr(membound.serving, "serve_curve", broken)
+    r = client.post("/api/serve", json={"model": "llama-3.1-8b", "device": "h100-sxm:1", "concurrency": "1,8"})
+    assert r.status_code == 200 and [p["concurrency"] for p in r.json()["points"]] == [1, 8]
+    assert r.json()["fast_mode"] is None
+    assert r.json()["notes"] == ["fast mode not shown: internal error (ZeroDivisionError); see the server log"]
+    assert "fast-mode reading failed" in caplog.text          # the traceback goes to the server's log
+
+
+def test_name_fields_pass_the_bundled_name_not_the_text(client):
+    # "NVIDIA H100 SXM" and "meta-llama/Llama-3.1-8B" are aliases: the answer names the bundled entries
+    r = client.post("/api/compare", json={"model": "meta-llama/Llama-3.1-8B", "devices": ["NVIDIA H100 SXM:1"],
+                                          "runtime": "VLLM"})
+    assert r.status_code == 200, r.json()
+    d = r.json()
+    assert (d["model"], d["rows"][0]["hardware"], d["workload"]["runtime"]) == ("llama-3.1-8b", "h100-sxm", "vllm")

@@ -366,7 +366,7 @@ def _app(args) -> int:
         print(f'membound: error: the web app needs the app extra: pip install "membound[app]" ({err})',
               file=sys.stderr)
         return 1
-    run(host=args.host, port=args.port)
+    run(host=args.host, port=args.port, allow_remote=args.allow_remote, trusted_hosts=args.trusted_host)
     return 0
 
 
@@ -567,9 +567,22 @@ def _add_validate(sub) -> None:
 def _add_app(sub) -> None:
     a = sub.add_parser("app", help="a local web page: compare, serve, plan, explain (needs membound[app])")
     from .app import DEFAULT_PORT
-    a.add_argument("--port", type=int, default=DEFAULT_PORT, help="not 8000 (vLLM's), 30000 (SGLang's) or 8080 (llama.cpp's)")
-    a.add_argument("--host", default="127.0.0.1", help="127.0.0.1 (default) serves this machine only")
+    a.add_argument("--port", type=_port, default=DEFAULT_PORT,
+                   help="TCP port, 1 to 65535; not 8000 (vLLM's), 30000 (SGLang's) or 8080 (llama.cpp's)")
+    a.add_argument("--host", default="127.0.0.1", help="127.0.0.1 (default) serves this machine only; "
+                   "any other address needs --allow-remote")
+    a.add_argument("--allow-remote", action="store_true",
+                   help="allow a --host beyond loopback (the page has no login: anyone who reaches the port can use it)")
+    a.add_argument("--trusted-host", action="append", default=[], metavar="NAME",
+                   help="a Host name the app answers to besides loopback and --host (repeatable)")
     a.set_defaults(func=_app)
+
+
+def _port(text: str) -> int:
+    """argparse type of --port: an integer from 1 to 65535."""
+    if not re.fullmatch(r"[0-9]{1,5}", text.strip()) or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (an integer from 1 to 65535)")
+    return int(text)
 
 
 def _add_bench_parser(sub) -> None:

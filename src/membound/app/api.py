@@ -7,11 +7,18 @@ of its own. Field names are the library's keyword names (`model`, `weight_dtype`
 
 Bad input raises `BadRequest` (a one-line message, the field it belongs to and, for list
 fields such as `devices`, the index of the entry).
+
+The app is a network service, so a field never reaches the file system: `model`, `draft`,
+`devices`, `device`, `hardware`, `prices`, `runtime` take names only (`named`: the library's name
+index, never a path; a pasted config.json is how one brings a model of one's own), JSON is parsed
+with bounds on nesting and integer digits (`parse_json`), and numbers in text are ASCII decimals.
 """
 from __future__ import annotations
 
 import json
+import logging
 import math
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,20 +27,26 @@ from typing import Any, overload
 from ..compare import compare as run_compare
 from ..display import api_price_text
 from ..dtypes import get_dtype, list_dtypes
-from ..errors import DoesNotFitError, InvalidInputError, MemboundError, ProfileError, UnknownNameError, is_finite_number
-from ..hardware import load_hardware
-from ..model import Model, list_models, load_model
-from ..hardware import list_hardware
+from ..errors import (DoesNotFitError, InvalidInputError, MemboundError, ProfileError, UnknownNameError, is_finite_number,
+                      short_repr)
+from ..hardware import list_hardware, load_hardware
+from ..model import Model, _variant, list_models, load_model
+from ..names import resolve_name
 from ..result import Result
 from ..runtime import list_runtimes
 from ..sweep import pareto_front
 
+log = logging.getLogger("membound.app")
 MAX_DEVICES = 8                 # devices in one comparison or plan
 MAX_CONFIG_CHARS = 100_000      # a pasted config.json (real ones are 1-5 kB)
 MAX_TOKENS = 10_000_000         # prompt / output tokens (the model's context window is checked too)
 MAX_BATCH = 100_000
 MAX_USERS = 10_000_000
 DEFAULT_DEVICES = ("h100-sxm:8", "cerebras-wse-3")   # the page's opening comparison
+MAX_NAME_CHARS = 200            # a name (no bundled name or alias is longer)
+MAX_BODY_DEPTH = 8              # nesting of a request body (the page's deepest field, prices, is 2)
+MAX_CONFIG_DEPTH = 16           # nesting of a pasted config.json (real ones: 3 or 4)
+MAX_INT_DIGITS = 30             # digits of an integer in JSON (Python refuses to print one of 4,300)
 
 # Where an error the library raises belongs on the page: unknown names by kind, invalid values
 # by the keyword they name (when the page has an input of that name).
@@ -82,6 +95,54 @@ def at(field: str | None = None, index: int | None = None) -> Iterator[None]:
         raise BadRequest(" ".join(str(err).split()), where, index if where == field else None) from None
 
 
+# ---- parsing JSON --------------------------------------------------------------------------
+def _int_token(token: str) -> int:
+    digits = len(token.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise BadRequest(f"an integer of {digits:,} digits: at most {MAX_INT_DIGITS}")
+    return int(token)
+
+
+def _no_constant(token: str) -> Any:
+    raise BadRequest(f"{token} is not a JSON number")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise BadRequest(f"duplicate key {short_repr(k)}")
+        out[k] = v
+    return out
+
+
+def _depth(value: Any) -> int:
+    """How deeply `value`'s lists and objects nest (iterative: a hostile body cannot recurse)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        v, d = todo.pop()
+        if isinstance(v, (dict, list)):
+            deepest = max(deepest, d)
+            todo += [(x, d + 1) for x in (v.values() if isinstance(v, dict) else v)]
+    return deepest
+
+
+def parse_json(raw: bytes | str, what: str, field: str | None, max_depth: int) -> Any:
+    """JSON text as Python values, or a BadRequest naming `what`: not JSON, NaN/Infinity,
+    an integer of more than MAX_INT_DIGITS digits, a duplicate key, or nesting past `max_depth`."""
+    try:
+        value = json.loads(raw, parse_int=_int_token, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+    except BadRequest as err:
+        raise BadRequest(f"{what} is not accepted: {err}", field) from None
+    except RecursionError:
+        raise BadRequest(f"{what} nests lists or objects too deeply: at most {max_depth} levels", field) from None
+    except (UnicodeDecodeError, ValueError) as e:       # JSONDecodeError is a ValueError
+        raise BadRequest(f"{what}: malformed JSON: {e}", field) from None
+    if _depth(value) > max_depth:
+        raise BadRequest(f"{what} nests lists or objects too deeply: at most {max_depth} levels", field)
+    return value
+
+
 # ---- reading fields ------------------------------------------------------------------------
 def _get(body: dict, key: str, default: Any = None) -> Any:
     v = body.get(key, default)
@@ -96,13 +157,18 @@ def integer(body: dict, key: str, default: int | None, minimum: int, maximum: in
     v = _get(body, key, default)
     if v is None:
         return None
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+    if isinstance(v, str) and _INT.fullmatch(v.strip()):
         v = int(v)
     if isinstance(v, float) and v.is_integer():
         v = int(v)
     if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= maximum:
-        raise BadRequest(f"{key}={v!r} is invalid: expected an integer from {minimum:,} to {maximum:,}", key)
+        raise BadRequest(f"{key}={short_repr(v)} is invalid: expected an integer from {minimum:,} to {maximum:,}", key)
     return v
+
+
+# numbers in text: ASCII decimals only ("²", "٣", "1_000", "0x10", "--5" and "nan" are not numbers)
+_INT = re.compile(r"[+-]?[0-9]{1,18}", re.ASCII)
+_NUMBER = re.compile(r"[+-]?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})(?:[eE][+-]?[0-9]{1,3})?", re.ASCII)
 
 
 def number(body: dict, key: str, default: float | None, minimum: float = 0.0) -> float | None:
@@ -110,20 +176,17 @@ def number(body: dict, key: str, default: float | None, minimum: float = 0.0) ->
     v = _get(body, key, default)
     if v is None:
         return None
-    if isinstance(v, str):
-        try:
-            v = float(v)
-        except ValueError:
-            pass
+    if isinstance(v, str) and _NUMBER.fullmatch(v.strip()):
+        v = float(v)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not is_finite_number(v) or v <= minimum:
-        raise BadRequest(f"{key}={v!r} is invalid: expected a finite number > {minimum:g}", key)
+        raise BadRequest(f"{key}={short_repr(v)} is invalid: expected a finite number > {minimum:g}", key)
     return float(v)
 
 
 def text(body: dict, key: str, default: str | None = None) -> str | None:
     v = _get(body, key, default)
     if v is not None and not isinstance(v, str):
-        raise BadRequest(f"{key}={v!r} is invalid: expected a string", key)
+        raise BadRequest(f"{key}={short_repr(v)} is invalid: expected a string", key)
     return v.strip() if isinstance(v, str) else v
 
 
@@ -141,10 +204,35 @@ def names(body: dict, key: str, default: list[str]) -> list[str]:
     if isinstance(v, str):
         v = [s for s in (p.strip() for p in v.split(",")) if s]
     if not isinstance(v, list) or not v or not all(isinstance(s, str) and s.strip() for s in v):
-        raise BadRequest(f"{key}={v!r} is invalid: expected a list of names", key)
+        raise BadRequest(f"{key}={short_repr(v)} is invalid: expected a list of names", key)
     if len(v) > MAX_DEVICES:
         raise BadRequest(f"{key} has {len(v)} entries: at most {MAX_DEVICES} per request", key)
     return [s.strip() for s in v]
+
+
+# A text that reads as a file path: rooted, home, relative, Windows, URL-encoded, a scheme, two
+# or more folders, or a data file's suffix. A Hugging Face id ("org/name") has one '/'.
+_PATH_LIKE = re.compile(r"^[~./\\]|[\\\x00%]|\.\.|^[a-z][a-z0-9+.-]*:[/\\]|/.*/|\.(?:ya?ml|json|gguf|safetensors|csv)\s*$",
+                        re.IGNORECASE)
+_HINT = {"model": "; to bring a model of your own, paste its config.json"}
+
+
+def named(kind: str, field: str, value: Any, index: int | None = None) -> str:
+    """The bundled name `value` stands for (`membound.names`' index: case, spelling and aliases
+    aside), never a file: a text that reads as a path is refused before any lookup, and the
+    library is then given the bundled name, not the text. (The library looks a bare name up as
+    it always does: a file called exactly "h100-sxm" in the folder the server was started in
+    would be read in its place. That folder is the operator's; no request can write there.)"""
+    if not isinstance(value, str) or not value.strip():
+        raise BadRequest(f"{field}={short_repr(value)} is invalid: expected a {kind} name", field, index)
+    value = value.strip()
+    if len(value) > MAX_NAME_CHARS or _PATH_LIKE.search(value):
+        raise BadRequest(f"{field}={short_repr(value)} is invalid: expected a {kind} name; the app reads no "
+                         f"files{_HINT.get(kind, '')}", field, index)
+    try:
+        return resolve_name(kind, value)
+    except MemboundError as err:       # the field asked, even for a model name in `draft`
+        raise BadRequest(" ".join(str(err).split()), field, index) from None
 
 
 def model_of(body: dict) -> Model:
@@ -154,29 +242,31 @@ def model_of(body: dict) -> Model:
         if len(config) > MAX_CONFIG_CHARS:
             raise BadRequest(f"config has {len(config):,} characters: a config.json is at most "
                              f"{MAX_CONFIG_CHARS:,}", "config")
-        try:
-            cfg = json.loads(config)
-        except json.JSONDecodeError as e:
-            raise BadRequest(f"config: malformed JSON: {e}", "config") from None
+        cfg = parse_json(config, "config", "config", MAX_CONFIG_DEPTH)
         if not isinstance(cfg, dict):
             raise BadRequest("config: expected a JSON object (the contents of config.json)", "config")
+        label = text(body, "config_name") or None
+        if label is not None and len(label) > MAX_NAME_CHARS:
+            raise BadRequest(f"config_name has {len(label):,} characters: at most {MAX_NAME_CHARS}", "config_name")
         with at("config"):
-            return Model.from_hf_config(cfg, name=text(body, "config_name") or None)
-    name = text(body, "model")
-    if not name:
+            return Model.from_hf_config(cfg, name=label)
+    asked = text(body, "model")
+    if not asked:
         raise BadRequest("model is missing: choose a bundled model or paste a config.json", "model")
+    key = named("model", "model", asked)
     with at("model"):
-        return load_model(name)
+        return _variant(load_model(key), asked)    # a release's own context window ("...-2507")
 
 
-def device_spec(spec: str, index: int) -> tuple[str, int | None]:
-    """'h100-sxm:8' -> ('h100-sxm', 8); 'cerebras-wse-3' -> ('cerebras-wse-3', None)."""
+def device_spec(spec: str, index: int | None, field: str = "devices") -> tuple[str, int | None]:
+    """'h100-sxm:8' -> ('h100-sxm', 8); 'cerebras-wse-3' -> ('cerebras-wse-3', None); the name
+    is the bundled name the text stands for (`named`)."""
     name, _, n = spec.partition(":")
     n = n.strip()
-    if n and not (n.isdigit() and 1 <= int(n) <= 100_000):
-        raise BadRequest(f"devices: {spec!r} is invalid: expected NAME or NAME:CHIPS with 1 to 100,000 chips",
-                         "devices", index)
-    return name.strip(), int(n) if n else None
+    if n and not (_INT.fullmatch(n) and 1 <= int(n) <= 100_000):
+        raise BadRequest(f"{field}: {short_repr(spec)} is invalid: expected NAME or NAME:CHIPS with 1 to 100,000 chips",
+                         field, index)
+    return named("hardware", field, name, index), int(n) if n else None
 
 
 @dataclass(frozen=True)
@@ -194,9 +284,7 @@ class Workload:
     def of(cls, body: dict) -> Workload:
         rt = text(body, "runtime") or None
         if rt is not None:
-            with at("runtime"):
-                from ..runtime import load_runtime
-                load_runtime(rt)
+            rt = named("runtime", "runtime", rt)
         return cls(prompt_tokens=integer(body, "prompt_tokens", 2048, 0, MAX_TOKENS) or 0,
                    output_tokens=integer(body, "output_tokens", 256, 1, MAX_TOKENS) or 1,
                    batch=integer(body, "batch", 1, 1, MAX_BATCH) or 1,
@@ -255,10 +343,7 @@ def speculative_of(body: dict, model: Model) -> Any:
     with at("acceptance_rate"):
         if draft.lower() == "mtp":      # the head's cited acceptance unless the request gives one
             return mtp(model, gamma) if alpha is None else mtp(model, gamma, acceptance_rate=alpha)
-        try:
-            draft_model = load_model(draft)
-        except MemboundError as err:
-            raise BadRequest(" ".join(str(err).split()), "draft") from None
+        draft_model = load_model(named("model", "draft", draft))
         if alpha is None:
             raise BadRequest("acceptance_rate is missing: the probability that a drafted token is accepted "
                              "(e.g. 0.7)", "acceptance_rate")
@@ -310,13 +395,10 @@ def compare(body: dict) -> dict[str, Any]:
     w = Workload.of(body)
     mode = text(body, "mode", "static")
     if mode not in ("static", "served"):
-        raise BadRequest(f"mode={mode!r} is invalid: expected 'static' or 'served'", "mode")
+        raise BadRequest(f"mode={short_repr(mode)} is invalid: expected 'static' or 'served'", "mode")
     spec = speculative_of(body, model)
     entries = [device_spec(s, i) for i, s in enumerate(names(body, "devices", list(DEFAULT_DEVICES)))]
-    canonical = []
-    for i, (name, _) in enumerate(entries):
-        with at("devices", i):
-            canonical.append(load_hardware(name).name)
+    canonical = [name for name, _ in entries]
     prices = device_prices(body, canonical)
     rows: list[dict[str, Any]] = []
     dropped: list[dict[str, Any]] = []
@@ -345,7 +427,7 @@ def explain(body: dict) -> dict[str, Any]:
     """One configuration's step terms (seconds per token at the mean context) and memory per chip."""
     model = model_of(body)
     w = Workload.of(body)
-    name, chips = device_spec(text(body, "device", DEFAULT_DEVICES[0]) or "", 0)
+    name, chips = device_spec(text(body, "device", DEFAULT_DEVICES[0]) or "", None, "device")
     with at("device"):
         res = run_compare(model, [f"{name}:{chips}" if chips else name], **w.kwargs())
     if not res.results:
@@ -369,16 +451,16 @@ def prices_of(body: dict, devices: list[str]) -> dict[str, float]:
     if isinstance(raw, str):
         pairs = [p.partition("=") for p in raw.split(",") if p.strip()]
         if any(not eq for _, eq, _ in pairs):
-            raise BadRequest(f"prices={raw!r} is invalid: expected DEVICE=USD per chip-hour, comma-separated", "prices")
+            raise BadRequest(f"prices={short_repr(raw)} is invalid: expected DEVICE=USD per chip-hour, comma-separated",
+                             "prices")
         raw = {k.strip(): v.strip() for k, _, v in pairs}
     if not isinstance(raw, dict):
-        raise BadRequest(f"prices={raw!r} is invalid: expected {{device: USD per chip-hour}}", "prices")
+        raise BadRequest(f"prices={short_repr(raw)} is invalid: expected {{device: USD per chip-hour}}", "prices")
     out = {}
     for name in raw:
-        with at("prices"):
-            hw = load_hardware(name).name
+        hw = named("hardware", "prices", name)
         if hw not in devices:
-            raise BadRequest(f"prices: {name!r} is not one of the devices {devices}", "prices")
+            raise BadRequest(f"prices: {short_repr(name)} is not one of the devices {devices}", "prices")
         try:
             out[hw] = number(raw, name, None) or 0.0
         except BadRequest as err:
@@ -401,15 +483,18 @@ def loads(body: dict) -> tuple[str, list]:
     (clients in a closed loop); a comma-separated string or a list."""
     key = "arrival_rate_rps" if _get(body, "arrival_rate_rps") is not None else "concurrency"
     raw = _get(body, key, [1, 2, 4, 8, 16, 32, 64, 128, 256])
-    items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else [raw]
+    items = [p for p in raw.split(",") if p.strip()] if isinstance(raw, str) else raw if isinstance(raw, list) else [raw]
     if not 1 <= len(items) <= MAX_POINTS:
-        raise BadRequest(f"{key}: {len(items)} points; expected 1 to {MAX_POINTS}", key)
+        raise BadRequest(f"{key}={short_repr(raw)} is invalid: expected 1 to {MAX_POINTS} comma-separated "
+                         f"{'client counts' if key == 'concurrency' else 'rates'}", key)
     values: set[float | None]
     if key == "concurrency":
         values = {integer({key: v}, key, None, 1, MAX_USERS) for v in items}
     else:
         values = {number({key: v}, key, None) for v in items}
-    return key, sorted(values - {None})
+    if None in values:                  # a null in the list
+        raise BadRequest(f"{key}={short_repr(raw)} is invalid: expected numbers, not null", key)
+    return key, sorted(v for v in values if v is not None)
 
 
 def served_kwargs(model: Model, name: str, chips: int | None, w: Workload, spec: Any = None) -> dict[str, Any]:
@@ -446,11 +531,8 @@ def serve(body: dict) -> dict[str, Any]:
                          "standard_lane")
     field = "devices" if _get(body, "devices") is not None else "device"
     specs = (names(body, "devices", []) if field == "devices" else [text(body, "device", DEFAULT_DEVICES[0]) or ""])
-    entries = [device_spec(s, i) for i, s in enumerate(specs)]
-    canonical = []
-    for i, (name, _) in enumerate(entries):
-        with at(field, i if field == "devices" else None):
-            canonical.append(load_hardware(name).name)
+    entries = [device_spec(s, i if field == "devices" else None, field) for i, s in enumerate(specs)]
+    canonical = [name for name, _ in entries]
     prices = device_prices(body, canonical)
     spec = speculative_of(body, model)
     curves = []
@@ -467,35 +549,56 @@ def serve(body: dict) -> dict[str, Any]:
             "columns": [{"key": k, "label": label, "unit": unit} for k, label, unit in cols]}
 
 
-_CURVE_KEYS = ("hardware", "n_chips", "parallel", "runtime", "calibration", "points", "fast_mode")
+_CURVE_KEYS = ("hardware", "n_chips", "parallel", "runtime", "calibration", "points", "fast_mode", "notes")
 
 
 def _curve(model: Model, name: str, kw: dict[str, Any], key: str, points: list, speedup: float, standard: int | None,
            spec: Any, price: float | None, field: str, index: int | None) -> dict[str, Any]:
-    """One device's served curve: `mb.serve` at each load point, and its fast-mode reading."""
+    """One device's served curve: `mb.serve` at each load point, and its fast-mode reading (optional:
+    a fault in it is a note, never the curve's failure)."""
     from ..serving import serve as run_serve
-    from ..serving import serve_curve
     results = []
     for v in points:
         load = {"concurrency": v} if key == "concurrency" else {"arrival_rate": v}
         with at(field, index):
             results.append(run_serve(model, name, **load, **kw, speculative=spec, price_usd_per_hour=price))
-    fast = None
+    fast, notes = None, []
     if key == "concurrency" and len(points) >= 2:
-        with at("speedup"):
-            curve = serve_curve(model, name, concurrency=points, **kw, speculative=spec, price_usd_per_hour=price)
-            fm = curve.fast_mode(speedup, standard_concurrency=standard)
-        i = points.index(fm.slow_concurrency)
-        slow_per_chip = float(curve.output_tok_s_per_chip[i])
-        fast = {"fast": {"tok_s_per_user": fm.fast_tok_s_per_user, "output_tok_s_per_chip": slow_per_chip / fm.price_ratio,
-                         "concurrency": fm.fast_concurrency},
-                "slow": {"tok_s_per_user": fm.slow_tok_s_per_user, "output_tok_s_per_chip": slow_per_chip,
-                         "concurrency": fm.slow_concurrency},
-                "speedup": fm.speedup, "price_ratio": fm.price_ratio, "reading": fm.reading}
+        try:
+            fast = _fast_mode(model, name, points, {**kw, "speculative": spec, "price_usd_per_hour": price},
+                              speedup, standard)
+        except Exception as err:     # an optional reading: its fault is a note, never the answer's
+            notes.append(_fast_mode_note(err, speedup))
     first = results[0]
     return {"hardware": first.hardware, "n_chips": first.n_chips, "parallel": first.parallel, "runtime": first.runtime,
             "calibration": calibration_of(first), "points": [r.to_dict() for r in results],
-            "fast_mode": fast}
+            "fast_mode": fast, "notes": notes}
+
+
+def _fast_mode_note(err: Exception, speedup: float) -> str:
+    """Why the fast-mode reading is missing, in the page's words: the curve cannot reach
+    `speedup` times the standard lane (the library's expectation, not the speed it computed
+    from the user's ratio), another library refusal, or a bug (logged; one line here)."""
+    if isinstance(err, InvalidInputError) and err.field == "speedup":
+        return f"fast mode not shown: a {speedup:g}x faster lane must run at {err.expected}"
+    if isinstance(err, MemboundError):
+        return "fast mode not shown: " + " ".join(str(err).split())
+    log.exception("fast-mode reading failed")
+    return f"fast mode not shown: internal error ({type(err).__name__}); see the server log"
+
+
+def _fast_mode(model: Model, name: str, points: list, kw: dict[str, Any], speedup: float,
+               standard: int | None) -> dict[str, Any]:
+    """The fast-mode reading of the client-count curve (`mb.serve_curve(...).fast_mode`)."""
+    from ..serving import serve_curve
+    curve = serve_curve(model, name, concurrency=points, **kw)
+    fm = curve.fast_mode(speedup, standard_concurrency=standard)
+    slow_per_chip = float(curve.output_tok_s_per_chip[points.index(fm.slow_concurrency)])
+    return {"fast": {"tok_s_per_user": fm.fast_tok_s_per_user, "output_tok_s_per_chip": slow_per_chip / fm.price_ratio,
+                     "concurrency": fm.fast_concurrency},
+            "slow": {"tok_s_per_user": fm.slow_tok_s_per_user, "output_tok_s_per_chip": slow_per_chip,
+                     "concurrency": fm.slow_concurrency},
+            "speedup": fm.speedup, "price_ratio": fm.price_ratio, "reading": fm.reading}
 
 
 # (column, label, unit) of each planner's ranked table, and its frontier's per-chip column
@@ -525,14 +628,12 @@ def plan(body: dict) -> dict[str, Any]:
     model = model_of(body)
     mode = text(body, "planner", "served")
     if mode not in _PLAN_COLUMNS:
-        raise BadRequest(f"planner={mode!r} is invalid: expected 'served' or 'static'", "planner")
+        raise BadRequest(f"planner={short_repr(mode)} is invalid: expected 'served' or 'static'", "planner")
     users = integer(body, "concurrent_users", None, 1, MAX_USERS)
     rate = number(body, "arrival_rate_rps", None)
     prompt = integer(body, "prompt_tokens", 2048, 0, MAX_TOKENS)
     output = integer(body, "output_tokens", 256, 1, MAX_TOKENS)
-    devices = names(body, "hardware", ["h100-sxm", "h200"])
-    with at("hardware"):
-        devices = [load_hardware(d).name for d in devices]
+    devices = [named("hardware", "hardware", d, i) for i, d in enumerate(names(body, "hardware", ["h100-sxm", "h200"]))]
     prices = prices_of(body, devices)
     with at(None):
         slo = SLO(ttft_p90_s=number(body, "ttft_p90_s", None), min_tok_s_per_user=number(body, "min_tok_s_per_user", None),
@@ -545,7 +646,8 @@ def plan(body: dict) -> dict[str, Any]:
         if mode == "served":
             if (users is None) == (rate is None):
                 raise BadRequest("give concurrent users or an arrival rate (one of the two)", "concurrent_users")
-            kw: dict[str, Any] = {} if body.get("runtime") in (None, "") else {"runtime": text(body, "runtime")}
+            rt = text(body, "runtime")
+            kw: dict[str, Any] = {"runtime": named("runtime", "runtime", rt)} if rt else {}
             res = plan_served(model, slo, users=users, rate=rate, prompt_tokens=prompt, output_tokens=output,
                               hardware=devices, weight_dtypes=tuple(dtypes), prices=prices or None, **kw)
         else:

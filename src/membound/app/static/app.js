@@ -435,6 +435,7 @@ const RENDER = {
     d.curves.forEach((c, k) => {
       if (c.fast_mode) out.append(h("p", { class: "reading", id: k === 0 ? "fast-mode" : `fast-mode-${k}`,
         "data-hardware": c.hardware, text: d.curves.length > 1 ? `${name(c)}: ${c.fast_mode.reading}` : c.fast_mode.reading }));
+      for (const n of c.notes || []) out.append(h("p", { class: "note", text: d.curves.length > 1 ? `${name(c)}: ${n}` : n }));
     });
     const rows = d.curves.flatMap((c) => c.points.map((p) => ({ ...p, hardware: c.hardware, device: name(c) })));
     out.append(table("serve-table", [{ key: "device", label: "device" },
