@@ -62,3 +62,9 @@ def test_validate_prints_the_budget(capsys):
     assert main(["--budget"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("Constant budget") and "Over budget (" in out
+
+
+def test_the_cli_prints_the_budget(capsys):
+    from membound.cli import main
+    assert main(["validate", "--budget"]) == 0
+    assert "llama.cpp-metal: 6 free" in capsys.readouterr().out

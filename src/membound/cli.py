@@ -344,6 +344,10 @@ def _validate(args) -> int:
     from . import validate
     if args.plot:       # before the 15 s of fitting, not after
         require("matplotlib", "plot", "validate --plot")
+    if args.budget:          # the constant budget only (membound.budget)
+        from .budget import constant_budget, format_budget
+        print(format_budget(constant_budget(args.reference)))
+        return 0
     if args.mlperf:          # MLPerf Inference results only (membound.mlperf_validate)
         from . import mlperf_validate
         argv = [a for flag, v in (("--csv", args.csv), ("--reference", args.reference)) if v for a in (flag, v)]
@@ -558,6 +562,8 @@ def _add_validate(sub) -> None:
     v.add_argument("--group", choices=["chip", "source"], default="chip",
                    help="held-out group: leave each whole chip (default) or each whole source out of the fits")
     v.add_argument("--json", action="store_true")
+    v.add_argument("--budget", action="store_true", help="print every constant of every runtime instead: fitted or "
+                   "assumed, unit, prior, rows, chips, bound hit (membound.budget)")
     v.add_argument("--mlperf", action="store_true",
                    help="predict the MLPerf Inference LLM results instead (Offline, Server, Interactive); --reference: "
                         "an MLPerf CSV or a folder holding mlperf/mlperf_llm.csv")
