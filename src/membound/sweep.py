@@ -423,6 +423,7 @@ def _dask_frame(plan: _Plan, partition_size: int):
     """The plan as a lazy dask DataFrame. A partition is a run of the blocks `sweep()` evaluates
     (at most partition_size points, one group), so its rows come in the same order; nothing is
     evaluated until the frame is computed, on whatever scheduler is active."""
+    import dask
     import dask.dataframe as dd
     B, S, T = plan.axes
     parts = []
@@ -441,8 +442,12 @@ def _dask_frame(plan: _Plan, partition_size: int):
     meta = _Columns(plan.schema, 0).table(True)
     if not parts:
         return dd.from_pandas(meta, npartitions=1)
-    return dd.from_map(_partition, parts, schema=plan.schema, meta=meta, label="membound-sweep",
-                       enforce_metadata=False)
+    # No string conversion: the labels are categoricals already. With it on (dask's default),
+    # from_map adds a to-pyarrow-string task after every partition, which the scheduler may run
+    # on the other worker, moving the whole partition there.
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_map(_partition, parts, schema=plan.schema, meta=meta, label="membound-sweep",
+                           enforce_metadata=False)
 
 
 def iter_sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMPT_TOKENS,

@@ -1,0 +1,158 @@
+"""Dask that scales (issue 33 item 4): the same query on one local process and on a LocalCluster
+of two worker processes, in the same run; then a billion configurations reduced to a Pareto front.
+
+Run:  python benchmarks/bench_dask.py [--batches 100] [--runs 3] [--pareto]
+
+The query: 2 models x 1 device x `--batches` batches x 500 prompts x 1,000 outputs (--batches 100:
+1e8 configurations), keep the points with TTFT <= 2 s and >= 30 tok/s per user, the ten with the
+most tok/s in total, and count the rows. One process streams it (`sweep(reduce=...)`, partitions of
+a million rows); the cluster computes `sweep(engine="dask")` with the same partitions.
+
+Printed beside each other, from interleaved runs (medians):
+- wall seconds of each, and their ratio (the figure: cluster speed-up over one process);
+- CPU seconds: the local process's own, and the two workers' together (getrusage in each worker
+  before and after). Their difference over the local CPU is what a partition costs beyond its
+  work on the cluster (scheduling, pickling the plan, moving results): the partitions' fixed cost.
+On a machine shared with other work, wall times move with the load average (printed); a
+worker process gets its own share of the CPUs, so the wall ratio can exceed the CPU ratio.
+
+--pareto: 2 models x 5 devices x 100 batches x 1,000 prompts x 1,000 outputs = 1e9 configurations
+on the cluster, each partition reduced to its own front of (tok/s per user, tok/s in total) among
+the points that fit, then the fronts to one: time and the front's size.
+"""
+import argparse
+import logging
+import os
+import platform
+import resource
+import statistics
+import sys
+import time
+
+import numpy as np
+
+MODELS = ["llama-3.1-8b", "qwen3-30b-a3b"]
+CHUNK = 1_000_000
+
+
+def grid(batches: int) -> dict:
+    return dict(model=MODELS, hardware="h100-sxm", batch=list(range(1, batches + 1)),
+                prompt_tokens=list(range(0, 32000, 64)), output_tokens=list(range(1, 1001)))
+
+
+GRID_1E9 = dict(model=MODELS, hardware=["h100-sxm", "h200", "b200", "mi300x", "a100-80gb"],
+                batch=list(range(1, 101)), prompt_tokens=list(range(0, 32000, 32)), output_tokens=list(range(1, 1001)))
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _keep(chunk):
+    return chunk[(chunk.ttft_s <= 2.0) & (chunk.decode_tok_s_per_user >= 30.0)]
+
+
+def local_run(g: dict) -> tuple[float, float, int]:
+    """One process: the streamed sweep folded to (rows, ten best)."""
+    import pandas as pd
+
+    import membound as mb
+
+    def fold(acc, chunk):
+        n, best = acc or (0, None)
+        top = _keep(chunk).nlargest(10, "decode_tok_s_total")
+        both = top if best is None else pd.concat([best, top])
+        return n + len(chunk), both.nlargest(10, "decode_tok_s_total")
+
+    t, c = time.perf_counter(), _cpu()
+    n, _ = mb.sweep(**g, include_unfit=True, chunk_size=CHUNK, reduce=fold)
+    return time.perf_counter() - t, _cpu() - c, n
+
+
+def cluster_run(client, g: dict) -> tuple[float, float, int]:
+    """The cluster: the lazy frame, the same filter, count and ten best; the workers' CPU seconds."""
+    import dask
+
+    import membound as mb
+    before = sum(client.run(_cpu).values())
+    t = time.perf_counter()
+    df = mb.sweep(**g, include_unfit=True, engine="dask", chunk_size=CHUNK)
+    n, _ = dask.compute(df["batch"].count(), _keep(df).nlargest(10, "decode_tok_s_total"))
+    dt = time.perf_counter() - t
+    return dt, sum(client.run(_cpu).values()) - before, int(n)
+
+
+def _front(part):
+    from membound.sweep import pareto_front
+    part = part[part.memory_fits]
+    return part.iloc[pareto_front(part.decode_tok_s_per_user.to_numpy(), part.decode_tok_s_total.to_numpy())]
+
+
+def pareto_run(client) -> dict:
+    import membound as mb
+    from membound.sweep import pareto_front
+    cols = ["model", "hardware", "batch", "prompt_tokens", "output_tokens", "decode_tok_s_per_user",
+            "decode_tok_s_total", "memory_fits"]
+    t = time.perf_counter()
+    df = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", chunk_size=CHUNK, columns=cols)
+    n = int(np.prod([len(v) for v in GRID_1E9.values()]))
+    fronts = df.map_partitions(_front, meta=df._meta).compute()
+    front = fronts.iloc[pareto_front(fronts.decode_tok_s_per_user.to_numpy(), fronts.decode_tok_s_total.to_numpy())]
+    return dict(configurations=n, seconds=time.perf_counter() - t, partitions=df.npartitions, candidates=len(fronts),
+                front=front)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batches", type=int, default=100)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--pareto", action="store_true")
+    args = ap.parse_args()
+    import distributed
+
+    import membound as mb
+    g = grid(args.batches)
+    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"numpy {np.__version__}, dask {distributed.__version__}; load average {os.getloadavg()[0]:.1f}")
+    src = os.path.dirname(os.path.dirname(mb.__file__))
+    t = time.perf_counter()
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       silence_logs=logging.ERROR, env={"PYTHONPATH": src})
+    client = distributed.Client(cluster)
+    print(f"LocalCluster of 2 worker processes x 1 thread started in {time.perf_counter() - t:.1f} s")
+    try:
+        cluster_run(client, grid(2))           # warm: imports and data files in each worker
+        local_run(grid(2))
+        loc, clu, loads = [], [], []
+        for _ in range(args.runs):
+            loads.append(os.getloadavg()[0])
+            loc.append(local_run(g))
+            clu.append(cluster_run(client, g))
+        n = loc[0][2]
+        assert all(r[2] == n for r in loc + clu), "both engines count every configuration"
+        lw, lc = statistics.median(r[0] for r in loc), statistics.median(r[1] for r in loc)
+        cw, cc = statistics.median(r[0] for r in clu), statistics.median(r[1] for r in clu)
+        parts = -(-n // CHUNK)
+        print(f"{n:.0e} configurations, filter + count + 10 best, median of {args.runs} interleaved runs "
+              f"(load average {statistics.median(loads):.1f}):")
+        print(f"  one process : {lw:6.1f} s wall, {lc:6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in loc)} s)")
+        print(f"  2 workers   : {cw:6.1f} s wall, {cc:6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in clu)} s)")
+        print(f"  speed-up    : {lw / cw:.2f}x wall (goal >= 1.6x); CPU: the cluster spends {cc / lc:.2f}x the "
+              f"process's CPU, so a partition costs {(cc - lc) / parts * 1e3:.0f} ms beyond its "
+              f"{lc / parts * 1e3:.0f} ms of work = {(cc - lc) / lc:.0%} (goal < 20%)")
+        if args.pareto:
+            r = pareto_run(client)
+            print(f"1e9 Pareto front: {r['configurations']:,} configurations in {r['partitions']} partitions on the "
+                  f"cluster: {r['seconds']:.0f} s ({r['configurations'] / r['seconds'] / 1e6:.1f} M/s; load "
+                  f"{os.getloadavg()[0]:.1f}); {r['candidates']} partition-front points -> {len(r['front'])} on "
+                  f"the front")
+            print(r["front"].to_string(index=False, max_rows=20))
+    finally:
+        client.close()
+        cluster.close()
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
