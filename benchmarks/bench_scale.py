@@ -1,9 +1,14 @@
 """Speed of membound at scale (issue 17): one estimate(), streamed and DataFrame sweeps of 1e7
 configurations, a many-group grid, and a sweep of 1e8 on a Dask LocalCluster.
 
-Run:  python benchmarks/bench_scale.py [--runs 5] [--only estimate,stream,frame,groups,dask]
+Run:  python benchmarks/bench_scale.py [--runs 5] [--only estimate,stream,frame,groups,dask] [--against REV]
 Each sweep figure is the median of --runs runs, each in a fresh process (so its peak RSS is its
-own). The load average is printed with each figure: other work on the machine slows all of them.
+own). The load average is printed with each figure: other work on the machine slows all of them,
+so each figure stands beside its baseline from the same process (`_timing`): a sweep's rate over
+the bare 128-op numpy pass on as many points (issue 33: streamed >= 0.3x, many-group >= 0.15x),
+in wall and in CPU seconds; a call's time over a pure-Python loop of as many function calls.
+--against REV also runs every case on the code of git revision REV (a temporary `git worktree`),
+in the same run: the ratio of the two is the change's speed-up.
 
 Targets: estimate() on the README example <= 20 us median; streamed sweep of 1e7 >= 15 M
 configurations/s with peak RSS <= 400 MB; DataFrame sweep of 1e7 >= 5 M/s with peak memory
@@ -21,6 +26,8 @@ import sys
 import time
 
 import numpy as np
+
+from _timing import bare_numpy, python_calls, python_reference_us, timed
 
 # 1e7 configurations: 100 batches x 250 prompts x 400 outputs (llama-3.1-8b on one H100)
 GRID_1E7 = dict(model="llama-3.1-8b", hardware="h100-sxm", batch=list(range(1, 101)),
@@ -51,40 +58,57 @@ def case_stream() -> dict:
     import membound as mb
     mb.sweep(**{**GRID_1E7, "batch": [1, 2]}, include_unfit=True, reduce=lambda a, c: 0)   # warm caches
     base = _rss_mb()
-    t, c = time.perf_counter(), time.process_time()
-    rows, best = mb.sweep(**GRID_1E7, include_unfit=True,
-                          reduce=lambda acc, c: ((acc or (0, 0.0))[0] + len(c),
-                                                 max((acc or (0, 0.0))[1], float(c["decode_tok_s_total"].max()))))
-    dt, cpu = time.perf_counter() - t, time.process_time() - c
+    out = {}
+
+    def fold(acc, c):
+        return (acc or (0, 0.0))[0] + len(c), max((acc or (0, 0.0))[1], float(c["decode_tok_s_total"].max()))
+
+    def run():
+        out["rows"], out["best"] = mb.sweep(**GRID_1E7, include_unfit=True, reduce=fold)
+    bw0, bc0 = bare_numpy(10**7)
+    dt, cpu = timed(run)
+    bw1, bc1 = bare_numpy(10**7)
+    rows = out["rows"]
     return dict(configurations=rows, seconds=dt, rate=rows / dt, cpu_rate=rows / cpu, peak_rss_mb=_peak_mb(), base_rss_mb=base,
-                best_tok_s_total=best)
+                best_tok_s_total=out["best"], ratio=(bw0 + bw1) / 2 / dt, cpu_ratio=(bc0 + bc1) / 2 / cpu,
+                bare_rate=2 * rows / (bw0 + bw1))
 
 
 def case_frame() -> dict:
     import membound as mb
     mb.sweep(**{**GRID_1E7, "batch": [1, 2]}, include_unfit=True)        # warm caches
     base = _rss_mb()
+    bw, bc = bare_numpy(10**7)
     t, c = time.perf_counter(), time.process_time()
     table = mb.sweep(**GRID_1E7, include_unfit=True)
     dt, cpu = time.perf_counter() - t, time.process_time() - c
     table_mb = table.memory_usage(deep=True).sum() / 2**20
     peak = _peak_mb()
     return dict(configurations=len(table), seconds=dt, rate=len(table) / dt, cpu_rate=len(table) / cpu, table_mb=table_mb,
-                peak_rss_mb=peak, base_rss_mb=base, peak_over_table=(peak - base) / table_mb)
+                peak_rss_mb=peak, base_rss_mb=base, peak_over_table=(peak - base) / table_mb, ratio=bw / dt,
+                cpu_ratio=bc / cpu)
 
 
 def case_groups() -> dict:
     import membound as mb
     mb.sweep(**{**GRID_GROUPS, "batch": [1]}, on_invalid="skip", include_unfit=True)   # warm caches
-    times, cpus = [], []
-    for _ in range(5):
-        t, c = time.perf_counter(), time.process_time()
-        table = mb.sweep(**GRID_GROUPS, on_invalid="skip", include_unfit=True)
-        times.append(time.perf_counter() - t)
-        cpus.append(time.process_time() - c)
+    out = {}
+
+    def run():
+        out["table"] = mb.sweep(**GRID_GROUPS, on_invalid="skip", include_unfit=True)
+    times, cpus, ratios, cpu_ratios = [], [], [], []
+    for _ in range(9):              # interleaved with the bare pass on as many points
+        bw, bc = bare_numpy(212_000)
+        dt, cpu = timed(run)
+        times.append(dt)
+        cpus.append(cpu)
+        ratios.append(bw / dt)
+        cpu_ratios.append(bc / cpu)
+    table = out["table"]
     dt = statistics.median(times)
     return dict(configurations=len(table), groups=40 - len(table.attrs["skipped"]), seconds=dt,
-                rate=len(table) / dt, cpu_rate=len(table) / statistics.median(cpus))
+                rate=len(table) / dt, cpu_rate=len(table) / statistics.median(cpus),
+                ratio=statistics.median(ratios), cpu_ratio=statistics.median(cpu_ratios))
 
 
 def estimate_us(calls: int) -> dict:
@@ -110,7 +134,10 @@ def estimate_us(calls: int) -> dict:
     same = per_call(lambda _: readme(), batches)
     varying = per_call(lambda b: mb.estimate(model, "h100-sxm", n_chips=8, batch=b, prompt_tokens=2048,
                                              output_tokens=512, weight_dtype="fp8"), batches)
-    return dict(readme_us=same, varying_batch_us=varying, calls=calls)
+    n_calls = python_calls(readme)
+    reference = python_reference_us(n_calls)
+    return dict(readme_us=same, varying_batch_us=varying, calls=calls, python_calls=n_calls, reference_us=reference,
+                ratio=same / reference)
 
 
 def case_dask(runs: int) -> dict:
@@ -141,65 +168,106 @@ def case_dask(runs: int) -> dict:
                                                      "decode_tok_s_total"]].to_dict())
 
 
-def _child(case: str) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--case", case], capture_output=True, text=True, check=True)
+def _child(case: str, src: str | None) -> dict:
+    env = dict(os.environ, PYTHONPATH=src) if src else None
+    out = subprocess.run([sys.executable, __file__, "--case", case], capture_output=True, text=True, check=True,
+                         env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _median_runs(case: str, runs: int) -> dict:
-    results = []
+def _median_runs(case: str, runs: int, sources: dict) -> dict:
+    """{label: median figures} over `runs` fresh processes per source, the sources interleaved."""
+    results: dict = {label: [] for label in sources}
     for _ in range(runs):
-        load = os.getloadavg()[0]
-        r = _child(case)
-        r["load"] = load
-        results.append(r)
-    keys = [k for k, v in results[0].items() if isinstance(v, (int, float))]
-    return {k: statistics.median(r[k] for r in results) for k in keys} | {"runs": runs}
+        for label, src in sources.items():
+            load = os.getloadavg()[0]
+            r = _child(case, src)
+            r["load"] = load
+            results[label].append(r)
+    out = {}
+    for label, rs in results.items():
+        keys = [k for k, v in rs[0].items() if isinstance(v, (int, float))]
+        out[label] = {k: statistics.median(r[k] for r in rs) for k in keys} | {"runs": runs}
+    return out
+
+
+def _worktree(rev: str) -> str:
+    """A temporary detached git worktree of rev; its src folder."""
+    import tempfile
+    root = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=True,
+                          cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    path = tempfile.mkdtemp(prefix="membound-bench-")
+    subprocess.run(["git", "worktree", "add", "--detach", path, rev], cwd=root, check=True, capture_output=True)
+    return path
+
+
+def _print(case: str, label: str, r: dict, base: dict | None, base_label: str | None) -> None:
+    vs = f"; {base['seconds'] / r['seconds']:.2f}x the speed of {base_label}" if base and "seconds" in r else ""
+    tag = f"[{label}] "
+    if case == "estimate":
+        vs = f"; {base['readme_us'] / r['readme_us']:.2f}x the speed of {base_label}" if base else ""
+        print(f"{tag}estimate(), README example (70B fp8, 8 x H100, batch 16, 2048/512): {r['readme_us']:.1f} us median "
+              f"= {r['ratio']:.1f}x a pure-Python loop of its {r['python_calls']:.0f} calls ({r['reference_us']:.1f} us); "
+              f"a new batch every call: {r['varying_batch_us']:.1f} us ({r['calls']:.0f} calls each; load "
+              f"{r['load']:.1f}){vs}")
+    elif case == "stream":
+        print(f"{tag}streamed sweep, 1e7 (reduce): {r['ratio']:.3f}x the bare 128-op numpy pass in wall time, "
+              f"{r['cpu_ratio']:.3f}x in CPU time (goal >= 0.3x); {r['rate'] / 1e6:.2f} M configurations/s "
+              f"({r['seconds']:.2f} s; bare {r['bare_rate'] / 1e6:.1f} M/s), {r['cpu_rate'] / 1e6:.2f} M per CPU-second; "
+              f"peak RSS {r['peak_rss_mb']:.0f} MB (after import {r['base_rss_mb']:.0f} MB); median of {r['runs']}, "
+              f"load {r['load']:.1f}{vs}")
+    elif case == "frame":
+        print(f"{tag}DataFrame sweep, 1e7: {r['ratio']:.3f}x bare numpy in wall time, {r['cpu_ratio']:.3f}x in CPU time; "
+              f"{r['rate'] / 1e6:.2f} M configurations/s ({r['seconds']:.2f} s; {r['cpu_rate'] / 1e6:.2f} M per "
+              f"CPU-second), table {r['table_mb']:.0f} MB, peak RSS {r['peak_rss_mb']:.0f} MB (after import "
+              f"{r['base_rss_mb']:.0f} MB): growth = {r['peak_over_table']:.2f} x the table; median of {r['runs']}, "
+              f"load {r['load']:.1f}{vs}")
+    elif case == "groups":
+        print(f"{tag}many-group grid ({r['configurations']:,.0f} configurations in {r['groups']:.0f} groups): "
+              f"{r['ratio']:.3f}x bare numpy in wall time, {r['cpu_ratio']:.3f}x in CPU time (goal >= 0.15x); "
+              f"{r['rate'] / 1e6:.2f} M configurations/s ({r['seconds'] * 1e3:.0f} ms; {r['cpu_rate'] / 1e6:.2f} M per "
+              f"CPU-second); median of {r['runs']} processes x 9 runs, load {r['load']:.1f}{vs}")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only", default="estimate,stream,frame,groups,dask")
+    ap.add_argument("--against", help="a git revision to run beside this checkout (e.g. HEAD~1, main)")
     ap.add_argument("--case")
     args = ap.parse_args()
     if args.case:
-        print(json.dumps({"stream": case_stream, "frame": case_frame, "groups": case_groups}[args.case]()))
+        cases = {"stream": case_stream, "frame": case_frame, "groups": case_groups,
+                 "estimate": lambda: estimate_us(20000)}
+        print(json.dumps(cases[args.case]()))
         return
     print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}, numpy {np.__version__}; load average at start "
           f"{os.getloadavg()[0]:.1f}")
-    only = args.only.split(",")
-    if "estimate" in only:
-        load = os.getloadavg()[0]
-        e = estimate_us(20000)
-        print(f"estimate(), README example (70B fp8, 8 x H100, batch 16, 2048/512): {e['readme_us']:.1f} us median; "
-              f"a new batch every call: {e['varying_batch_us']:.1f} us ({e['calls']} calls each; load {load:.1f})")
-    if "stream" in only:
-        r = _median_runs("stream", args.runs)
-        print(f"streamed sweep, 1e7 (reduce): {r['rate'] / 1e6:.2f} M configurations/s ({r['seconds']:.2f} s), "
-              f"{r['cpu_rate'] / 1e6:.2f} M per CPU-second; peak RSS {r['peak_rss_mb']:.0f} MB (after import "
-              f"{r['base_rss_mb']:.0f} MB); median of {r['runs']}, "
-              f"load {r['load']:.1f}")
-    if "frame" in only:
-        r = _median_runs("frame", args.runs)
-        print(f"DataFrame sweep, 1e7: {r['rate'] / 1e6:.2f} M configurations/s ({r['seconds']:.2f} s; "
-              f"{r['cpu_rate'] / 1e6:.2f} M per CPU-second), table "
-              f"{r['table_mb']:.0f} MB, peak RSS {r['peak_rss_mb']:.0f} MB (after import {r['base_rss_mb']:.0f} MB): "
-              f"growth = {r['peak_over_table']:.2f} x the table; median of {r['runs']}, load {r['load']:.1f}")
-    if "groups" in only:
-        r = _median_runs("groups", args.runs)
-        print(f"many-group grid ({r['configurations']:,.0f} configurations in {r['groups']:.0f} groups): "
-              f"{r['rate'] / 1e6:.2f} M configurations/s ({r['seconds'] * 1e3:.0f} ms; {r['cpu_rate'] / 1e6:.2f} M per "
-              f"CPU-second); median of {r['runs']} "
-              f"processes x 5 runs, load {r['load']:.1f}")
-    if "dask" in only:
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    sources = {"this checkout": here}
+    tree = None
+    if args.against:
+        tree = _worktree(args.against)
+        sources[args.against] = os.path.join(tree, "src")
+    try:
+        for case in ("estimate", "stream", "frame", "groups"):
+            if case in args.only.split(","):
+                res = _median_runs(case, 1 if case == "estimate" else args.runs, sources)
+                base = res.get(args.against) if args.against else None
+                for label, r in res.items():
+                    _print(case, label, r, base if label != args.against else None, args.against)
+    finally:
+        if tree:
+            subprocess.run(["git", "worktree", "remove", "--force", tree], check=False, capture_output=True,
+                           cwd=here)
+    if "dask" in args.only.split(","):
         load = os.getloadavg()[0]
         r = case_dask(args.runs)
         print(f"Dask LocalCluster (2 worker processes x 1 thread), 1e8 configurations, filter + nlargest: "
               f"{r['seconds']:.1f} s = {r['rate'] / 1e6:.2f} M configurations/s (median of {r['runs']}: "
               f"{', '.join(f'{t:.1f}' for t in r['all_seconds'])} s; cluster start {r['cluster_start_s']:.1f} s; "
-              f"load {load:.1f}); best: {r['best']}")
+              f"load {load:.1f}); best: {r['best']}. Against one process in the same run: benchmarks/bench_dask.py")
 
 
 if __name__ == "__main__":
