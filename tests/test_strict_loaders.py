@@ -190,3 +190,24 @@ def test_validate_checks_its_outputs_first(tmp_path, capsys, args, words):
     assert _main_one_line(args) == 2
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1
+
+
+def test_validate_json_keeps_the_measurements_when_the_served_file_is_broken(tmp_path, capsys):
+    import json
+
+    from membound.cli import main
+    folder = tmp_path / "ref"
+    (folder / "serving").mkdir(parents=True)
+    header, rows = _rows(DATA / "measurements.csv", 3, lambda r: r["id"] in KEEP or r["id"] == "hw-004")
+    _write(folder / "measurements.csv", header, rows)
+    (folder / "serving" / "inferencemax.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
+    assert main(["validate", "--json", "--reference", str(folder)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["skipped"] == [] and "not a CSV file of UTF-8 text" in out["served"]["error"]
+
+
+def test_mlperf_validate_checks_its_csv_first(capsys):
+    from membound.mlperf_validate import main
+    with pytest.raises(SystemExit) as e:
+        main(["--csv", "missing-folder/x.csv"])
+    assert e.value.code == 2 and "--csv='missing-folder/x.csv'" in capsys.readouterr().err

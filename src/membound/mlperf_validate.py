@@ -492,6 +492,9 @@ def main(argv=None) -> int:
                     help="also each accelerator family held out in turn (cold refits), beside in-sample figures")
     a = ap.parse_args(argv)
     try:
+        if a.csv:      # checked before the work (issue 31: every output path first)
+            from .safeio import check_output_path
+            check_output_path(a.csv, "--csv", (".csv",))
         rows, skipped = load_rows(a.reference)
     except MemboundError as e:
         ap.error(str(e))
@@ -514,10 +517,12 @@ def main(argv=None) -> int:
         return 0
     if a.csv:
         import pandas as pd
-        pd.DataFrame([{"id": r.id, "round": r.round, "benchmark": r.benchmark, "scenario": r.scenario,
+
+        from .safeio import csv_frame
+        csv_frame(pd.DataFrame([{"id": r.id, "round": r.round, "benchmark": r.benchmark, "scenario": r.scenario,
                        "family": r.family, "device": r.device, "engine": r.engine, "weights": r.quantization.weights,
                        "chips": r.tp, "layout": r.layout, "measured": r.measured, **{f"pred_{k}": v for k, v in r.pred.items()}}
-                      for r in rows]).to_csv(a.csv, index=False)
+                      for r in rows])).to_csv(a.csv, index=False)     # formula-safe cells
     return 0
 
 
