@@ -22,8 +22,9 @@ from .simulator import _Trace, simulate
 from .solver import Steady, solve
 from .step import StepModel
 
-# the most requests engine="simulate" runs (about 0.5 ms of Python each: 200,000 take a minute or
-# two); the solver, whose cost does not grow with the clients, takes any load
+# the most requests engine="simulate" runs (about 0.5 ms of Python each: 200,000 took 269 s on a
+# loaded machine; a run past SIMULATE_BUDGET_S = 60 s of work is refused, simulator.py); the solver,
+# whose cost does not grow with the clients, takes any load
 MAX_SIMULATED_REQUESTS = 200_000
 # the longest stretch of arrivals the simulator runs: its clock, a float of seconds, resolves
 # 1e9 s to 0.12 us (2**-23 s), well below a step; at 1e-300 requests/s the arrival times overflowed
@@ -50,7 +51,8 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
     dense_weight_dtype: the format of the tensors that are not routed experts, as estimate()'s
     (gpt-oss: weight_dtype="mxfp4", dense_weight_dtype="bf16"); None = weight_dtype.
     allow_beyond_context: serve requests longer than the model's context window, as estimate()'s.
-    The simulator runs at most MAX_SIMULATED_REQUESTS requests (n_requests, or 10 per client).
+    The simulator runs at most MAX_SIMULATED_REQUESTS requests (n_requests, or 10 per client) and
+    at most 60 s of work (SIMULATE_BUDGET_S; past it the run is refused, naming engine='solver').
     """
     if (concurrency is None) == (arrival_rate is None):
         raise InvalidInputError("concurrency", concurrency, "exactly one of concurrency or arrival_rate")
