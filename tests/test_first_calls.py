@@ -62,6 +62,15 @@ def test_cli_estimate_and_serve_default_to_the_fewest_chips():
     assert p.returncode == 0 and p.stdout.startswith("llama-3.1-70b on 2 x h100-sxm"), p.stderr
 
 
+def test_python_serve_defaults_to_the_fewest_chips():
+    # 70.6e9 bf16 = 141 GB of weights: over one 85.5 GB H100, 70.6 GB each on two (tp=2) with room for KV
+    r = mb.serve("llama-3.1-70b", "h100-sxm", concurrency=4)
+    assert (r.n_chips, r.parallel) == (2, "tp=2 pp=1 ep=1")
+    assert mb.serve("llama-3.1-70b", "h100-sxm", concurrency=4, parallel=mb.Parallel(tp=4)).n_chips == 4
+    assert re.search(r"^cost\s+no price \(pass --price\)$", str(mb.serve("llama-3.1-8b", "rtx-3090", concurrency=2)),
+                     re.M)
+
+
 # ---- one set of default lengths ------------------------------------------------------------------
 def _default(fn, name):
     return inspect.signature(fn).parameters[name].default

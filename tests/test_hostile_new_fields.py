@@ -197,7 +197,7 @@ def test_the_simulator_refuses_weights_that_leave_no_kv_cache():
         for engine in ("solver", "simulate"):
             with pytest.raises(mb.DoesNotFitError, match=r"needs 93.4\d GB but capacity is 85.52 GB"):
                 mb.serve("mixtral-8x7b", "h100-sxm", concurrency=1, runtime=runtime, engine=engine, n_requests=10
-                         if engine == "simulate" else None)
+                         if engine == "simulate" else None, n_chips=1)
 
 
 def test_the_simulator_refuses_a_request_whose_kv_cache_does_not_fit_alone():

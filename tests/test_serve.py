@@ -285,7 +285,7 @@ def test_serve_curve_is_serve_at_each_concurrency():
 
 def test_weights_that_leave_no_room_are_does_not_fit():
     with pytest.raises(mb.DoesNotFitError):
-        mb.serve("llama-3.3-70b", "h100-sxm", concurrency=1, weight_dtype="bf16")
+        mb.serve("llama-3.3-70b", "h100-sxm", concurrency=1, weight_dtype="bf16", n_chips=1)
 
 
 def test_fast_mode_and_bus_fare_are_read_off_the_served_curve():

@@ -117,7 +117,7 @@ def _serve(args) -> int:
     from .hardware import load_hardware
     par = Parallel(tp=args.tp or 1, ep=args.ep or 1) if args.tp or args.ep else None
     price = _price_map(args.price, [args.hardware]).get(load_hardware(args.hardware).name)
-    chips = _serve_chips(args, par)
+    chips = None if args.chips == "auto" else args.chips
     rows = [serve(args.model, args.hardware, concurrency=c, prompt_tokens=args.prompt, output_tokens=args.output,
                   weight_dtype=args.weights, kv_dtype=args.kv, activation_dtype=args.activations, n_chips=chips,
                   parallel=par, runtime=args.runtime, engine=args.engine, seed=args.seed,
@@ -139,19 +139,6 @@ def _serve(args) -> int:
     print(f"calibration: {r0.calibration}")
     _cost_notes([r0.hardware], {r0.hardware} if r0.cost_per_million_output_tokens_usd is None else set(), r0.model)
     return 0
-
-
-def _serve_chips(args, par) -> int:
-    """serve's --chips: a count, the chips of --tp x --ep, or auto: the fewest chips that hold the
-    weights and one request of prompt + output tokens (`min_chips`)."""
-    if args.chips != "auto":
-        return args.chips
-    if par is not None:
-        return par.chips
-    from .capacity import min_chips
-    return min_chips(args.model, args.hardware, context_tokens=args.prompt + args.output, weight_dtype=args.weights,
-                     kv_dtype=args.kv, dense_weight_dtype=args.dense_weights,
-                     allow_beyond_context=args.allow_beyond_context)
 
 
 def _cost_notes(devices, unpriced, model: str) -> None:

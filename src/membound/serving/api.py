@@ -34,12 +34,14 @@ SIMULATED_SPAN_S = 1e9
 def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: float | None = None,
           prompt_tokens=defaults.PROMPT_TOKENS, output_tokens=defaults.OUTPUT_TOKENS, weight_dtype: str = "bf16",
           kv_dtype: str | None = None,
-          activation_dtype: str | None = None, n_chips: int = 1, parallel=None, runtime="vllm",
+          activation_dtype: str | None = None, n_chips: int | str | None = None, parallel=None, runtime="vllm",
           scheduler: Scheduler | None = None, speculative=None, engine: str = "solver", seed: int = 0,
           n_requests: int | None = None, price_usd_per_hour: float | None = None,
           dense_weight_dtype: str | None = None, allow_beyond_context: bool = False) -> ServeResult:
     """A served workload: `concurrency` clients in a closed loop, or Poisson arrivals at
-    `arrival_rate` requests/s, against one engine instance of `n_chips` chips.
+    `arrival_rate` requests/s, against one engine instance of `n_chips` chips (None / "auto", the
+    default: the chips of `parallel`, else the fewest that hold the weights and one request of the
+    longest prompt + output, `min_chips`).
 
     prompt_tokens / output_tokens: a count or a distribution (mb.Fixed, mb.Uniform, mb.Samples).
     runtime: an engine with a `served` block (vllm, sglang, tensorrt-llm) gives the scheduler
@@ -87,6 +89,9 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
                                 "or engine='solver'")
     prompt = as_length("prompt_tokens", prompt_tokens, 0)
     output = as_length("output_tokens", output_tokens, 2)
+    n_chips = served_chips(model, hardware, n_chips, parallel, prompt, output, weight_dtype=weight_dtype,
+                           kv_dtype=kv_dtype, dense_weight_dtype=dense_weight_dtype,
+                           allow_beyond_context=allow_beyond_context)
     sm, sched, p = build(model, hardware, prompt=prompt, output=output, weight_dtype=weight_dtype,
                          kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips,
                          parallel=parallel, runtime=runtime, scheduler=scheduler,
@@ -113,6 +118,19 @@ def instance_limits(sched: Scheduler, served: Served, ranks: int) -> Scheduler:
     if not served.rank_limits or ranks == 1:
         return sched
     return replace(sched, max_running=_set(sched.max_running) * ranks, token_budget=_set(sched.token_budget) * ranks)
+
+
+def served_chips(model, hardware, n_chips, parallel, prompt: Length, output: Length, **estimate_kwargs) -> int:
+    """serve's n_chips: a count as given; None / "auto": the chips of `parallel`, else the fewest
+    that hold the weights and one request of the longest prompt + output (`capacity.min_chips`)."""
+    if n_chips is not None and n_chips != "auto":
+        return n_chips          # checked where it is used
+    from ..parallel import as_parallel
+    given = as_parallel(parallel)
+    if given is not None:
+        return given.chips
+    from ..capacity import min_chips
+    return min_chips(model, hardware, context_tokens=max(1, prompt.high + output.high), **estimate_kwargs)
 
 
 def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16", kv_dtype=None,

@@ -88,7 +88,7 @@ class ServeResult:
             ("running batch", f"{self.mean_running:.1f} (cap {self.max_running}), KV {100 * self.kv_occupancy:.0f}% full"),
             ("queueing", f"{_secs(self.queueing_s)}, {self.preemptions} preemptions"),
             ("bound", self.bound),
-            ("cost", f"${cost:.3g} per million output tokens" if cost is not None else "no price known"),
+            ("cost", f"${cost:.3g} per million output tokens" if cost is not None else "no price (pass --price)"),
             ("calibration", self.calibration),
         ]
 
