@@ -47,9 +47,10 @@ def test_rows_skips_and_offline_prediction(tmp_path):
     pd.DataFrame(rows, columns=COLUMNS).to_csv(path, index=False)
     got, skipped = mv.load_rows(path)
     assert [r.scenario for r in got] == ["Offline", "Server"]
-    reasons = sorted(why for _, why in skipped)
+    reasons = sorted(why for _, why, _ in skipped)
     assert reasons == sorted(["open division", "scenario SingleStream not modelled", "no profile for Acme",
-                              "no runtime for the software stack", "no workload for benchmark gptj"])
+                              "no runtime for the software stack",
+                              "gptj: beam search with 4 beams and an end-to-end latency limit, not modelled"])
     off = got[0]
     mv.predict(got)
     assert (off.device, off.engine, off.tp, off.quantization.weights) == ("h100-sxm", "tensorrt-llm", 1, "fp8")
@@ -64,6 +65,8 @@ def test_rows_skips_and_offline_prediction(tmp_path):
     assert srv["ttft_p99_s"] <= 2.0 + 1e-9 and srv["tpot_p99_s"] <= 0.1 + 1e-9
     text = mv.report(got, skipped, source=path)
     assert "Offline" in text and "coverage: 2 of 7 rows predicted" in text
+    # closed rows of shipped presets: the 2 predicted, SingleStream, Acme, PyTorch and gptj (gpt-j-6b): 2 of 6
+    assert "of the 6 closed-division rows of presets membound ships, 33.3% predicted" in text
     cli = run_cli("validate", "--mlperf", "--reference", str(path), "--csv", str(tmp_path / "out.csv"))
     assert cli.returncode == 0 and "coverage: 2 of 7 rows predicted" in cli.stdout
     assert list(pd.read_csv(tmp_path / "out.csv").scenario) == ["Offline", "Server"]

@@ -141,6 +141,15 @@ def load_benchmarks(path: str | Path | None = None) -> dict[str, Benchmark]:
     return out
 
 
+def unmodelled(path: str | Path | None = None) -> dict[str, str]:
+    """{benchmark: why its rows are skipped} of workloads.yaml."""
+    import yaml
+    return dict(yaml.safe_load(Path(path or workloads_path()).read_text()).get("unmodelled", {}))
+
+
+UNMODELLED = unmodelled()
+
+
 def mlperf_csv(path=None) -> Path:
     """The CSV to read: `path` itself when a file; in a folder, its mlperf/mlperf_llm.csv or
     mlperf_llm.csv; None: the copy shipped with membound."""
@@ -229,7 +238,8 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
         raise SkipRow(f"scenario {r.scenario} not modelled")
     bench = benchmarks.get(str(r.model))
     if bench is None:
-        raise SkipRow(f"no workload for benchmark {r.model}")
+        why = UNMODELLED.get(str(r.model))
+        raise SkipRow(f"{r.model}: {why or 'no workload for the benchmark'}")
     device = _device(r)
     engine = engine_of(f"{r.framework} {r.software_stack}")
     if engine is None:
@@ -248,7 +258,8 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
 
 
 def load_rows(path=None, benchmarks: dict[str, Benchmark] | None = None) -> tuple[list[MLPerfRow], list]:
-    """(rows, skipped): the rows to predict and [(id, reason)] of the others. Rows of the same
+    """(rows, skipped): the rows to predict and [(id, reason, closed division of a shipped
+    preset)] of the others. Rows of the same
     system, benchmark family and scenario that differ only in the accuracy target (-99, -99.9:
     usually one run) are kept once, as the submission lists them."""
     import pandas as pd
@@ -267,8 +278,15 @@ def load_rows(path=None, benchmarks: dict[str, Benchmark] | None = None) -> tupl
         try:
             rows.append(_row(r, benchmarks))
         except SkipRow as e:
-            skipped.append((f"{r.round}/{r.submitter}/{r.system_name}/{r.benchmark}/{r.scenario}", str(e)))
+            skipped.append((f"{r.round}/{r.submitter}/{r.system_name}/{r.benchmark}/{r.scenario}", str(e),
+                            r.division == "closed" and _has_preset(str(r.model), benchmarks)))
     return rows, skipped
+
+
+def _has_preset(model: str, benchmarks: dict[str, Benchmark]) -> bool:
+    """Whether membound ships a preset for the benchmark's model (its workload's, or by name)."""
+    from .names import index
+    return model in benchmarks or index("model").lookup(model) is not None
 
 
 def generation(engine: str, rnd: str) -> str:
@@ -462,12 +480,14 @@ def report(rows: list[MLPerfRow], skipped: list, source=None) -> str:
                 lines.append(_line(f"{sc:<11} {v}", [r for r in rows if r.scenario == sc and getattr(r, attr) == v]))
     refused = [r for r in rows if "error" in r.pred]
     total = len(rows) + len(skipped)
+    ours = len(rows) + sum(1 for s in skipped if s[2:] and s[2])
     lines += ["", f"coverage: {len(rows) - len(refused)} of {total} rows predicted; {len(refused)} refused by the "
-              f"physics, {len(skipped)} skipped"]
+              f"physics, {len(skipped)} skipped; of the {ours} closed-division rows of presets membound ships, "
+              f"{100 * (len(rows) - len(refused)) / max(ours, 1):.1f}% predicted"]
     for r in refused[:5]:
         lines.append(f"  refused {r.id}: {r.pred['error'][:160]}")
     reasons: dict[str, int] = {}
-    for _, why in skipped:
+    for _, why, *_ in skipped:
         reasons[why] = reasons.get(why, 0) + 1
     lines.append("skipped: " + "; ".join(f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda t: -t[1])))
     return "\n".join(lines)
