@@ -51,6 +51,8 @@ def measurements(tmp_path):
     ("n_chips", "nan", "a whole number of chips"),
     ("n_chips", "2.5", "a whole number of chips"),
     ("n_chips", "0", "a whole number of chips"), ("n_chips", "-8", "a whole number of chips"),
+    ("n_chips", "\uff18", "a whole number of chips"),      # a full-width 8: float() reads it, a CSV reader should not
+    ("value", "1_000", "a number of"),                      # float() reads 1000: no CSV writes that
     ("prompt_tokens", "2.5", "a whole number of tokens"), ("prompt_tokens", "-5", "a whole number of tokens"),
     ("prompt_tokens", "1e400", "a whole number of tokens"), ("output_tokens", "nan", "a whole number of tokens"),
     ("prompt_tokens", "lots", "a number of tokens, and no rule of this row's source states one"),
@@ -138,6 +140,7 @@ def served(tmp_path):
     ("tpot_median_ms", "", "empty: expected a value"), ("n_gpus", "2.5", "a whole number of GPUs"),
     ("disagg", "yes", "true or false"), ("canonical", "2", "a whole number of flags"),
     ("output_tput_per_gpu", "-inf", "a number of tok/s"),
+    ("isl", "\u0661\u0660\u0662\u0664", "a number of tokens"),   # 1024 in Arabic-Indic digits
 ])
 def test_a_bad_served_cell_skips_its_row_naming_it(served, column, value, words):
     tmp, header, rows = served

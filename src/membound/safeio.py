@@ -86,7 +86,9 @@ class CellError(ValueError):
         super().__init__(f"{where}: column {column!r}: value {short_repr(value)} is not {expected}")
 
 
-_WHOLE = re.compile(r"\+?\d+(\.0*)?")     # 8, +8, 8.0 (as pandas writes an integer column with gaps)
+_WHOLE = re.compile(r"\+?[0-9]+(\.0*)?")     # 8, +8, 8.0 (as pandas writes an integer column with gaps)
+# a decimal number in ASCII digits (float() also takes "1_000", "１.5" and "٣")
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 def whole(text: str, where: str, column: str, lo: int, hi: int, what: str) -> int:
@@ -100,10 +102,7 @@ def whole(text: str, where: str, column: str, lo: int, hi: int, what: str) -> in
 def real(text: str, where: str, column: str, lo: float, hi: float, what: str) -> float:
     """The finite number `text` states, from lo to hi (an absurd magnitude such as 1e-320 is
     refused by the bounds); CellError for "nan", "inf", words."""
-    try:
-        v = float(text)
-    except ValueError:
-        v = math.nan
+    v = float(text) if _DECIMAL.fullmatch(text.strip()) else math.nan
     if not math.isfinite(v) or not lo <= v <= hi:
         raise CellError(where, column, text, f"a number of {what} from {lo:g} to {hi:g}")
     return v
@@ -223,7 +222,7 @@ def _valid(cells, col: Column):
         ok = text.str.fullmatch(_WHOLE.pattern) & (v >= col.lo) & (v <= col.hi)
     elif col.kind == "float":
         v = pd.to_numeric(text.where(~gaps), errors="coerce")
-        ok = np.isfinite(v) & (v >= col.lo) & (v <= col.hi)
+        ok = text.str.fullmatch(_DECIMAL.pattern) & np.isfinite(v) & (v >= col.lo) & (v <= col.hi)
     elif col.kind == "bool":
         ok = text.str.lower().isin(["true", "false"])
     else:
