@@ -9,7 +9,12 @@ The grid: 3 models (dense, MoE, 70B on 8 chips) x 2 devices x 2 weight dtypes x 
 output, every row kept (include_unfit), plus a speculative group; the DataFrame, the streamed
 chunks and the numpy-only table must give the same bytes (checked here). Floats are written
 with repr (17 significant digits), so a change in the last bit changes the digest.
+
+A second digest covers a grid larger than one block (300,000 rows in 2 groups, so blocks and
+chunks matter): the table sorted by its grid keys, every column's exact bits (labels as text),
+so it holds when only the order of rows within a group changes.
 """
+import numpy as np
 import hashlib
 import io
 import sys
@@ -25,6 +30,21 @@ GRID = dict(model=["llama-3.1-8b", "qwen3-30b-a3b", "llama-3.1-70b"], hardware=[
 SPEC = dict(model="llama-3.1-70b", hardware="h100-sxm", n_chips=8, weight_dtype="fp8",
             speculative=mb.SpeculativeDecoding(draft="llama-3.2-1b", gamma=4, acceptance_rate=0.8),
             batch=[1, 8, 32], prompt_tokens=[0, 1024, 4096], output_tokens=[1, 256], include_unfit=True)
+
+
+LARGE = dict(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="h100-sxm", batch=list(range(1, 31)),
+             prompt_tokens=list(range(0, 10000, 100)), output_tokens=list(range(1, 2000, 40)), include_unfit=True)
+
+
+def sorted_digest(table) -> str:
+    t = table.sort_values(["model", "batch", "prompt_tokens", "output_tokens"], ignore_index=True, kind="stable")
+    h = hashlib.sha256()
+    for name in t.columns:
+        col = t[name]
+        h.update(name.encode())
+        h.update("\x1f".join(map(str, col)).encode() if isinstance(col.dtype, pd.CategoricalDtype)
+                 else np.ascontiguousarray(col.to_numpy()).tobytes())
+    return h.hexdigest()
 
 
 def csv_bytes(table) -> bytes:
@@ -46,6 +66,8 @@ def main():
             f.write(data)
     print(f"{len(whole)} rows, {len(whole.columns)} columns, {len(data):,} bytes, "
           f"sha256 {hashlib.sha256(data).hexdigest()}")
+    large = mb.sweep(**LARGE)
+    print(f"{len(large)} rows sorted by grid keys, every column's bits: sha256 {sorted_digest(large)}")
 
 
 if __name__ == "__main__":

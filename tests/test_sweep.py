@@ -260,9 +260,9 @@ def test_dask_engine_on_a_local_cluster_of_two_worker_processes():
             distributed.Client(cluster):
         counts, *rows = dask.compute(lazy["model"].value_counts(), *samples)
     assert counts.to_dict() == {"llama-3.1-8b": 5_000_000, "qwen3-30b-a3b": 5_000_000}
-    for part in rows:
+    for part in rows:       # include_unfit: a sampled row may not fit (qwen3 at large batches)
         assert len(part) == 10
-        _check_rows_equal_estimate(part.reset_index(drop=True))
+        _check_rows_equal_estimate(part.reset_index(drop=True), check_memory=False)
 
 
 def test_columns_selects_what_is_written():

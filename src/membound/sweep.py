@@ -4,8 +4,8 @@ The grid is the cartesian product of the arguments (each a scalar or a list). Py
 only over the categorical groups (model, device, runtime, speculative setting, chip count and
 layout, dtype triple), each prepared once; inside a group the numeric axes batch x prompt x
 output go to `core.evaluate` as broadcast numpy arrays in blocks of at most `BLOCK` points
-(arrays small enough to stay in cache and in the allocator's heap), and each block is written
-straight into preallocated output columns: no concatenation, no per-row Python. The numbers
+(large enough that the core's few hundred numpy calls per block cost little per point), and each
+block is written straight into preallocated output columns: no concatenation, no per-row Python. The numbers
 are `estimate()`'s: the same engine on the same inputs.
 
     table = mb.sweep(model=["llama-3.1-8b", "llama-3.1-70b"], hardware=["h100-sxm", "h200"],
@@ -15,7 +15,8 @@ are `estimate()`'s: the same engine on the same inputs.
 Columns carry `Result.to_dict()`'s names (the per-tier placement text is left out); labels are
 categorical with the same categories in every chunk. Missing figures (cost or energy where the
 device has no price or power) are NaN in the table where `estimate()` gives None. Rows come
-group by group, and within a group block by block (batch-major inside a block).
+group by group, and within a group in grid order (batch, then prompt, then output) when a
+group's prompts x outputs fit one block (or chunk); beyond that block by block, grid order inside each.
 `engine="dask"` returns the same table as a lazy dask DataFrame (see `sweep`).
 """
 from __future__ import annotations
@@ -40,8 +41,11 @@ from .parallel import as_parallel
 from .quantization import Quantization
 
 DEFAULT_CHUNK = 1 << 18      # rows per streamed chunk (iter_sweep, reduce) and per dask partition
-BLOCK = 1 << 15              # points per core evaluation: its temporaries (256 KB each) stay in the
-                             # caches and in the allocator's heap (see _settle_allocator)
+BLOCK = 1 << 18              # points per core evaluation at most. Its fixed cost (~500 numpy calls,
+                             # 0.3-0.5 ms) is then a few % of a block; its temporaries (2 MB each) come
+                             # from the allocator's heap (see _settle_allocator). Measured on the
+                             # streamed 1e7 sweep (CPU seconds): 1<<15 in cubes 0.20x the bare numpy
+                             # pass, 1<<18 along the batch 0.31x (benchmarks/bench_scale.py)
 
 _AXES = ("batch", "prompt_tokens", "output_tokens")
 _FIGURES = ("decode_tok_s_per_user", "decode_tok_s_total", "ttft_s", "prefill_s", "e2e_s", "tpot_s")
@@ -252,12 +256,14 @@ def _settle_allocator() -> None:
 
 
 def _blocks(shape, size):
-    """Slices of a 3-d grid into blocks of at most `size` points, as near cubes as the axes allow:
-    terms of the physics that depend on two axes (most of them) then cost a fraction of the block."""
-    dims = list(shape)
-    while math.prod(dims) > size:
-        i = dims.index(max(dims))
-        dims[i] = (dims[i] + 1) // 2
+    """Slices of a 3-d grid into blocks of at most `size` points, cut along the batch first, then
+    the prompt, then the output (each into equal pieces): blocks of whole prompt x output planes
+    keep the grid's order, and the physics' many batch x prompt terms (the prefill) stay small."""
+    dims, pieces = list(shape), [1, 1, 1]
+    for i in range(3):
+        while math.prod(dims) > size and dims[i] > 1:
+            pieces[i] += 1
+            dims[i] = -(-shape[i] // pieces[i])
     bb, bs, bt = dims
     nb, ns, nt = shape
     for i in range(0, nb, bb):
@@ -308,10 +314,11 @@ class _Columns:
             n = size
         rows = slice(self.rows, self.rows + n)
         self.rows += n
+        data = self.data
 
         def put(name, value):
-            dst = self.data[name][rows]
-            if np.ndim(value) == 0:
+            dst = data[name][rows]
+            if getattr(value, "ndim", 0) == 0:
                 dst.fill(value)
             elif keep is None:
                 np.copyto(dst.reshape(shape), value, casting="unsafe")
@@ -320,27 +327,38 @@ class _Columns:
 
         p = g.prepared
         axes = {"batch": B, "prompt_tokens": S, "output_tokens": T, "memory_fits": fits}
+        consts = g.consts
         value: float | np.ndarray
-        for name in self.data:          # the selected columns only
-            if name in g.consts:
-                value = g.consts[name]
+        for name in data:          # the selected columns only
+            if name in consts:
+                value = consts[name]
             elif name in axes:
                 value = axes[name]
             elif name == "bound":
-                value = self._bound(r, shape, size)
+                if keep is None:            # the codes straight into the column
+                    self._bound(r, shape, size, data[name][rows].reshape(shape))
+                    continue
+                value = self._bound(r, shape, size, self._code[:size].reshape(shape))
             elif name == "cost_per_million_tokens_usd":
                 value = r[name] if p.price is not None else math.nan
             elif name == "joules_per_token":
-                value = g.joules * r["e2e_s"] / (B * T) if g.joules else math.nan
+                if not g.joules:
+                    value = math.nan
+                elif keep is None:          # joules * e2e / (B * T), in the column
+                    dst = data[name][rows].reshape(shape)
+                    np.multiply(g.joules, r["e2e_s"], out=dst)
+                    np.divide(dst, B * T, out=dst)
+                    continue
+                else:
+                    value = g.joules * r["e2e_s"] / (B * T)
             else:
                 value = r[_SOURCE.get(name, name)]
             put(name, value)
 
-    def _bound(self, r: dict, shape, size) -> np.ndarray:
-        """The code of the largest step term (the first on ties, like `core.bound_name`), by running
-        comparisons in reused scratch arrays rather than an argmax over stacked terms."""
+    def _bound(self, r: dict, shape, size, code: np.ndarray) -> np.ndarray:
+        """The code of the largest step term (the first on ties, like `core.bound_name`) into `code`,
+        by running comparisons in reused scratch arrays rather than an argmax over stacked terms."""
         best = self._best[:size].reshape(shape)
-        code = self._code[:size].reshape(shape)
         above = self._above[:size].reshape(shape)
         np.copyto(best, r[f"{BOUNDS[0]}_s"])
         code.fill(0)
