@@ -224,6 +224,9 @@ def test_dask_engine_equals_numpy_engine_row_for_row():
     for include_unfit in (True, False):     # 70B bf16 does not fit one H100: its partitions come back empty
         lazy = sweep(**kw, include_unfit=include_unfit, engine="dask", chunk_size=1000)
         assert lazy.npartitions > 2
+        # the partitions themselves, with no per-partition string-conversion task after them (the
+        # labels are categoricals): such a task moved whole partitions between workers
+        assert [type(e).__name__ for e in lazy.expr.walk()] == ["FromMapProjectable"]
         with dask.config.set(scheduler="synchronous"):
             got = lazy.compute()
         key = ["model", "batch", "prompt_tokens", "output_tokens"]     # blocks follow the partition size
