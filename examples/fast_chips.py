@@ -107,10 +107,10 @@ def claims() -> list[Claim]:
               f'estimate("gpt-oss-120b", "cerebras-wse-3", n_chips={gpt}, weight_dtype="mxfp4")',
               rg.decode_tok_s_per_user, 1000, "tok/s", "a lower bound ('> 1,000'): met when the ratio >= 1", mark(rg)))
     c = mb.serve_curve("llama-3.3-70b", "h200", n_chips=8, weight_dtype="fp8", kv_dtype="fp8",
-                       prompt_tokens=2048, output_tokens=512)
+                       prompt_tokens=2048, output_tokens=512, runtime="vllm")
     fm = c.fast_mode(2.5)
     add(Claim(7, "fast mode: price ratio for 2.5x the speed per user (served curve, 8 x H200, vLLM-style)",
-              'serve_curve("llama-3.3-70b", "h200", n_chips=8, weight_dtype="fp8", ...).fast_mode(2.5).price_ratio',
+              'serve_curve("llama-3.3-70b", "h200", n_chips=8, runtime="vllm", ...).fast_mode(2.5).price_ratio',
               fm.price_ratio, 6, "x price",
               "read against the curve's knee (the fewest clients reaching 80% of the best throughput); a standard "
               "lane run fuller than the knee, or a fast lane on a separate, emptier fleet, costs more: 6x is a "

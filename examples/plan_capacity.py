@@ -22,5 +22,5 @@ cols = ["hardware", "n_chips", "batch", "weight_dtype", "replicas", "total_chips
         "tok_s_per_user", "cost_per_million_tokens_usd", "power_kw"]
 print(best[cols].to_string(index=False, float_format=lambda x: f"{x:.3g}"))
 print()
-print("Interactivity frontier (tokens/s per chip with every seat full vs tokens/s per user):")
+print("Interactivity frontier (output tokens/s per chip vs tokens/s per user, serve()'s steady state):")
 print(result.frontier.to_string(index=False, float_format=lambda x: f"{x:.4g}"))

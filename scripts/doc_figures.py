@@ -51,9 +51,10 @@ def _tour():
 @cache
 def _served():
     import membound as mb
-    s = mb.serve("llama-3.3-70b", "h200", concurrency=64, n_chips=8, weight_dtype="fp8", kv_dtype="fp8")
+    s = mb.serve("llama-3.3-70b", "h200", concurrency=64, n_chips=8, weight_dtype="fp8", kv_dtype="fp8",
+                 runtime="vllm")
     curve = mb.serve_curve("llama-3.3-70b", "h200", n_chips=8, weight_dtype="fp8", kv_dtype="fp8",
-                           prompt_tokens=2048, output_tokens=512)
+                           prompt_tokens=2048, output_tokens=512, runtime="vllm")
     return s, curve.fast_mode(2.5)
 
 

@@ -144,7 +144,7 @@ def test_plan_returns_the_planners_cheapest_fleet(client):
     best = r.json()["ranked"][0]
     want = mb.plan("llama-3.1-8b", mb.Workload(concurrent_users=100, prompt_tokens=1024, output_tokens=256),
                    mb.SLO(ttft_p90_s=1, min_tok_s_per_user=30), hardware=["h100-sxm", "h200"],
-                   prices={"h100-sxm": 2.0}).best
+                   prices={"h100-sxm": 2.0}, batching="static").best
     for key in ("hardware", "n_chips", "batch", "replicas", "cost_per_million_tokens_usd"):
         assert best[key] == want[key]
     r = client.post("/api/plan", json={**body, "concurrent_users": 0})
@@ -160,8 +160,10 @@ def test_served_plan_is_plan_served(client):
     assert r.status_code == 200, r.json()
     d = r.json()
     assert d["planner"] == "served"
-    want = plan_served("llama-3.1-8b", mb.SLO(ttft_p90_s=1, min_tok_s_per_user=30), users=500, prompt_tokens=1024,
-                       output_tokens=256, hardware=["h100-sxm", "h200"]).ranked.iloc[0]
+    want = mb.plan("llama-3.1-8b", mb.Workload(concurrent_users=500, prompt_tokens=1024, output_tokens=256),
+                   mb.SLO(ttft_p90_s=1, min_tok_s_per_user=30), hardware=["h100-sxm", "h200"]).best   # the one planner
+    assert want.equals(plan_served("llama-3.1-8b", mb.SLO(ttft_p90_s=1, min_tok_s_per_user=30), users=500,
+                                   prompt_tokens=1024, output_tokens=256, hardware=["h100-sxm", "h200"]).best)
     best = d["ranked"][0]
     for key in ("hardware", "n_chips", "clients_per_replica", "replicas", "chips_total",
                 "cost_per_million_output_tokens_usd"):
@@ -313,7 +315,8 @@ def test_compare_served_is_mb_serve_at_batch_clients(client):
                     price_usd_per_hour=2.0)
     assert row["decode_tok_s_per_user"] == want.tok_s_per_user and row["ttft_s"] == want.ttft.median
     assert row["cost_per_million_tokens_usd"] == want.cost_per_million_output_tokens_usd
-    assert row["calibration"]["runtime"] == want.runtime == "vllm" and "fitted" in row["calibration"]["note"]
+    # the one default rule (runtime.default_runtime): h100-sxm's is `device`, as estimate()'s
+    assert row["calibration"]["runtime"] == want.runtime == "device" and row["calibration"]["note"] == want.calibration
 
 
 @pytest.mark.parametrize("extra, field", [({"draft": "no-such-model", "acceptance_rate": 0.7}, "draft"),
@@ -335,7 +338,7 @@ def test_serve_overlays_several_devices(client):
         want = [mb.serve("llama-3.1-8b", c["hardware"], concurrency=n, n_chips=1, prompt_tokens=2048,
                          output_tokens=256).tok_s_per_user for n in (1, 8, 64)]
         assert [p["tok_s_per_user"] for p in c["points"]] == want
-        assert c["calibration"]["runtime"] == "vllm"
+        assert c["calibration"]["runtime"] == "device"        # the one default rule, as estimate()'s
     assert d["points"] == d["curves"][0]["points"]          # the first curve is also the answer's own
     bad = client.post("/api/serve", json={**body, "devices": ["h100-sxm:1", "no-such-chip"]})
     assert bad.status_code == 400 and (bad.json()["field"], bad.json()["index"]) == ("devices", 1)

@@ -310,14 +310,9 @@ def _plan(args) -> int:
     wl = Workload(concurrent_users=args.users, arrival_rate_rps=args.rate, prompt_tokens=args.prompt,
                   output_tokens=args.output)
     slo = SLO(ttft_p90_s=args.ttft, min_tok_s_per_user=args.tok_s, e2e_p90_s=args.e2e)
-    if args.served:
-        from .planner import plan_served
-        res = plan_served(args.model, slo, users=args.users, rate=args.rate, prompt_tokens=args.prompt,
-                          output_tokens=args.output, hardware=args.hardware, weight_dtypes=tuple(args.weights),
-                          prices=_price_map(args.price, args.hardware) or None)
-    else:
-        res = plan(args.model, wl, slo, hardware=args.hardware, weight_dtypes=tuple(args.weights),
-                   prices=_price_map(args.price, args.hardware) or None)
+    res = plan(args.model, wl, slo, hardware=args.hardware, weight_dtypes=tuple(args.weights),
+               prices=_price_map(args.price, args.hardware) or None, runtime=args.runtime,
+               batching="static" if args.static else "served")
     if args.json:
         print(_dump({"explanation": res.explanation, "candidates": res.candidates, "notes": res.notes,
                      "ranked": json.loads(res.ranked.head(args.top).to_json(orient="records")),
@@ -511,8 +506,12 @@ def _add_plan(sub) -> None:
     pl.add_argument("--weights", type=_names, default=["bf16", "fp8"], help="comma-separated weight dtypes")
     _price_option(pl)
     pl.add_argument("--top", type=int, default=10, help="rows of the ranking in --json")
-    pl.add_argument("--served", action="store_true",
-                    help="size fleets with served physics (continuous batching, membound serve) instead of static batches")
+    pl.add_argument("--static", action="store_true",
+                    help="the static-batch plan (batches that arrive, prefill and decode together) instead of the "
+                         "default served one (continuous batching, membound serve's physics)")
+    pl.add_argument("--served", action="store_true", help="the default (kept for old command lines)")
+    pl.add_argument("--runtime", default=None, help="the engine whose constants the step pays (default: the device's, "
+                                                    "as estimate and serve)")
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(func=_plan)
 
@@ -529,7 +528,8 @@ def _add_serve(sub) -> None:
     sv.add_argument("--activations", default=None, help="activation (compute) dtype")
     sv.add_argument("--dense-weights", default=defaults.DENSE_WEIGHT_DTYPE, metavar="DTYPE",
                     help=_DENSE_HELP)
-    sv.add_argument("--runtime", default="vllm", help="vllm, sglang, tensorrt-llm (their served defaults)")
+    sv.add_argument("--runtime", default=None, help="vllm, sglang, tensorrt-llm (their served defaults and fitted costs); "
+                    "default: the device's default runtime, as estimate's")
     sv.add_argument("--chips", type=_count_or_auto, default="auto",
                     help="chips in the engine instance, or auto: the fewest that hold the weights and one request")
     _price_option(sv)

@@ -131,7 +131,7 @@ def _check_pools(concurrency, prefill: Pool, decode: Pool) -> None:
 
 def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: Pool, prompt_tokens=1024,
                         output_tokens=1024, weight_dtype: str = "bf16", kv_dtype: str | None = None,
-                        activation_dtype: str | None = None, runtime="vllm", scheduler: Scheduler | None = None,
+                        activation_dtype: str | None = None, runtime=None, scheduler: Scheduler | None = None,
                         speculative=None, price_usd_per_hour: float | None = None,
                         dense_weight_dtype: str | None = None) -> ServeResult:
     """`concurrency` clients in a closed loop against a prefill pool and a decode pool (see the

@@ -1,30 +1,23 @@
 """The capacity planner: the cheapest way to serve a workload under latency targets.
 
-`plan()` sweeps (vectorised, `sweep.sweep`) devices x chip counts x dtypes x batch sizes for one
-model, turns each configuration into a fleet of replicas that carries the traffic, checks the
-SLOs, and ranks what passes by cost per million output tokens. It also returns the
-interactivity frontier: throughput per chip against per-user speed (Pareto, per device).
+`plan()` sizes fleets for one model over devices x chip counts x dtypes and ranks what meets the
+SLOs by cost per million output tokens (all chips' price over the tokens delivered). One
+planner, two explicit modes:
 
-Serving model (continuous batching, as vLLM/TensorRT-LLM/SGLang do; all figures per replica
-of `n_chips` chips holding `batch` seats):
-
-- Decode with prefill interference. Each request's prompt is prefilled while the others decode,
-  so over a request's T output tokens the replica also prefills B prompts: the time per output
-  token a user sees is tpot(B) + prefill_s(B) / T (both from `estimate()` physics).
-- A request occupies a seat for D = prefill of its own prompt + T x that time per token.
-- TTFT = queue wait + wait for the next step boundary (a new request joins the running batch
-  at the end of the current step: q x step at quantile q) + prefill of its own prompt.
-- Queueing (the "bus"): with an arrival rate lambda the seats of all replicas form c = replicas
-  x B servers with offered load a = lambda x D (Erlangs, Little's law). Waiting follows M/M/c
-  (Erlang C: P(wait > t) = C(c, a) exp(-(c - a) t / D)) scaled by 1/2 for deterministic service
-  (the Allen-Cunneen M/D/c approximation, (c_a^2 + c_s^2)/2 with c_a^2 = 1, c_s^2 = 0). The
-  planner adds replicas (utilisation steps down from `max_utilisation`) until the TTFT targets
-  hold. With `concurrent_users` every user holds a seat (a closed loop): replicas =
-  ceil(users / B), no queue.
-- batching="static" is the plain bus: a batch of B leaves together, its TTFT is `estimate()`'s
-  batch-B prefill, and with an arrival rate a passenger also waits for the seats to fill
-  (q x (B - 1) / lambda_replica at quantile q).
-- Cost counts the empty seats: all chips' price over the tokens actually delivered.
+- batching="served" (the default): continuous batching with `serve()`'s physics, the steady-state
+  solver (`serving.solve`, one vectorised solve per device x dtype x chip count over the clients
+  per replica in `batches`). Each configuration takes the most clients per replica whose figures
+  meet the SLO; every figure of a ranked row is what `serve()` reports at that load (TTFT p50/p90
+  and end-to-end p90 from the solver's quantiles, `serving.api.ttft_quantile`; tok/s per user =
+  1 / TPOT). `concurrent_users` need ceil(users / clients) replicas (each then runs
+  ceil(users / replicas) clients, re-solved); `arrival_rate_rps` needs the fewest replicas, from
+  ceil(rate / (max_utilisation x replica throughput)) up, whose open-loop steady state at
+  rate / replicas meets the SLO.
+- batching="static": the plain bus, and it says what it assumes: a batch of `batch` requests
+  arrives, prefills and decodes together (`estimate()`'s static schedule, no prefill overlapping
+  the decodes); with an arrival rate a passenger waits for the seats to fill (q x (B - 1) /
+  lambda_replica at quantile q) and for a free bus (M/D/c: Erlang C halved, Allen-Cunneen),
+  replicas added (utilisation stepping down from `max_utilisation`) until the TTFT targets hold.
 
 Prompt and output lengths may be a number, a list (equally likely) or {tokens: weight}: means set
 throughput and cost, the p50/p90 lengths set the latency checks, the maximum sets memory.
@@ -41,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import defaults
+from .dtypes import get_dtype
 from .errors import InvalidInputError, is_finite_number
 from .estimate import MAX_COUNT, check_int
 from .hardware import load_hardware
@@ -220,8 +214,9 @@ def _check_plan_args(workload: Workload, slo: SLO, batching: str, max_utilisatio
         raise InvalidInputError("workload", workload, "a mb.Workload")
     if not isinstance(slo, SLO):
         raise InvalidInputError("slo", slo, "a mb.SLO")
-    if batching not in ("continuous", "static"):
-        raise InvalidInputError("batching", batching, "'continuous' or 'static'")
+    if batching not in ("served", "continuous", "static"):
+        raise InvalidInputError("batching", batching, "'served' (continuous batching, serve()'s physics; "
+                                "'continuous' is the same) or 'static' (batches decoded together)")
     _check_utilisation(max_utilisation)
     devices = [hardware] if isinstance(hardware, str) else list(hardware)
     if not devices:
@@ -302,16 +297,10 @@ def _lengths_table(table: pd.DataFrame, S: dict, T: dict, batches: list[int]) ->
     return df[df.batch.isin(batches) & df.memory_fits_max & df.memory_fits_mean].reset_index(drop=True)
 
 
-def _seat_times(df: pd.DataFrame, T: dict, batching: str):
-    """(time per output token at the mean and the p90 lengths, a seat's hold time D, TTFT before
-    any queue at p50 and p90), by the batching's serving model (the module docstring)."""
-    if batching == "continuous":
-        tok_time = df.tpot_s_mean.to_numpy() + df.prefill_s_mean.to_numpy() / T["mean"]
-        tok_time_tail = df.tpot_s_p90.to_numpy() + df.prefill_s_p90.to_numpy() / T["p90"]
-        D = df.prefill_s_one_mean.to_numpy() + T["mean"] * tok_time
-        base50 = 0.5 * tok_time + df.prefill_s_one_p50.to_numpy()
-        base90 = 0.9 * tok_time + df.prefill_s_one_p90.to_numpy()
-        return tok_time, tok_time_tail, D, base50, base90
+def _seat_times(df: pd.DataFrame):
+    """The static bus (the module docstring): (time per output token at the mean and the p90
+    lengths, a seat's hold time D = the batch's end-to-end time, TTFT before any queue at p50 and
+    p90)."""
     return (df.tpot_s_mean.to_numpy(), df.tpot_s_p90.to_numpy(), df.e2e_s_mean.to_numpy(),
             df.ttft_s_p50.to_numpy(), df.ttft_s_p90.to_numpy())
 
@@ -333,9 +322,8 @@ def _fleet(workload: Workload, slo: SLO, B, D, base50, base90, per_user, t_p90: 
         r_try = np.where(r_try * B <= load, r_try + 1.0, r_try)      # stability: c > a
         c = r_try * B
         q50, q90 = _wait_quantile(0.5, c, load, D), _wait_quantile(0.9, c, load, D)
-        if batching == "static":
-            lam_r = lam / r_try
-            q50, q90 = q50 + 0.5 * (B - 1) / lam_r, q90 + 0.9 * (B - 1) / lam_r
+        lam_r = lam / r_try             # the bus leaves full: a passenger waits for the seats to fill
+        q50, q90 = q50 + 0.5 * (B - 1) / lam_r, q90 + 0.9 * (B - 1) / lam_r
         ok = _meets(slo, base50 + q50, base90 + q90, per_user, base90 + q90 + t_p90 * tok_time_tail)
         if done is None:          # the first step (replicas is None too)
             replicas, w50, w90 = r_try, q50, q90
@@ -357,18 +345,33 @@ def _cheapest_text(ranked: pd.DataFrame, total: int) -> str:
 
 def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, prices: dict | None = None,
          weight_dtypes=("bf16", "fp8"), kv_dtypes=("bf16",), n_chips=(1, 2, 4, 8), batches=DEFAULT_BATCHES,
-         runtime=None, speculative=None, batching: str = "continuous", max_utilisation: float = 0.9,
+         runtime=None, speculative=None, batching: str = "served", max_utilisation: float = 0.9,
          chunk_size: int | None = None) -> PlanResult:
     """Rank the configurations that carry `workload` within `slo` by cost per million output tokens.
 
     hardware: candidate device names (prices from their profiles; `prices` {name: USD per
-    chip-hour} overrides). Devices without a price are left out, with a note. Returns a
-    PlanResult; bad input raises InvalidInputError.
+    chip-hour} overrides). Devices without a price are left out, with a note. batching: "served"
+    (default; continuous batching with serve()'s physics: `batches` are the clients per replica
+    tried, and each ranked row is what serve() reports there) or "static" (the plain bus: batches
+    that arrive, prefill and decode together; see the module docstring). runtime: as estimate()'s
+    and serve()'s (None: the device's default). The Python API, `membound plan` and the web page
+    all call this function. Returns a PlanResult; bad input raises InvalidInputError.
     """
     devices, batches = _check_plan_args(workload, slo, batching, max_utilisation, hardware, batches)
     m = load_model(model)
     _check_prices(prices)
     price_map, notes = _prices(devices, prices)
+    if batching != "static":
+        from .serving import as_length
+        prompt = as_length("prompt_tokens", _as_served_length(workload.prompt_tokens), 0)
+        output = as_length("output_tokens", _as_served_length(workload.output_tokens), 2)
+        _, wds, chip_counts = _served_inputs(m, list(price_map), weight_dtypes, None, n_chips, runtime)
+        kds = [kv_dtypes] if isinstance(kv_dtypes, str) or kv_dtypes is None else list(kv_dtypes)
+        for kd in kds:
+            if kd is not None:
+                get_dtype(kd)
+        return _plan_served(m, workload.concurrent_users, workload.arrival_rate_rps, prompt, output, slo, price_map,
+                            notes, wds, kds, chip_counts, batches, runtime, speculative, max_utilisation)
     S, T = workload.lengths("prompt_tokens"), workload.lengths("output_tokens")
     kw: dict[str, Any] = dict(chunk_size=chunk_size) if chunk_size else {}
     table = sweep(model=m, hardware=list(price_map), batch=sorted({1, *batches}),
@@ -393,7 +396,7 @@ def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, pric
     nchips = df.n_chips.to_numpy(float)
     price = df.hardware.map(price_map).to_numpy(float)
     watts = df.hardware.map({h: load_hardware(h).power_w or 0.0 for h in price_map}).to_numpy(float)
-    tok_time, tok_time_tail, D, base50, base90 = _seat_times(df, T, batching)
+    tok_time, tok_time_tail, D, base50, base90 = _seat_times(df)
     per_user = 1.0 / tok_time_tail
     replicas, load, w50, w90 = _fleet(workload, slo, B, D, base50, base90, per_user, T["p90"], tok_time_tail,
                                       batching, max_utilisation)
@@ -453,18 +456,165 @@ def _frontier(df):
 
 # ---- served physics (membound.serving) ------------------------------------------------------
 
-SERVED_CHIPS = (1, 2, 4, 8)
-SERVED_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+def _as_served_length(value: Lengths):
+    """A Workload's lengths as serve()'s: a count is mb.Fixed; a list, or {count: weight} with
+    weights in whole ratios (rounded to thousandths of the smallest otherwise), mb.Samples."""
+    from .serving import Fixed, Samples
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return Fixed(int(value))
+    vals, probs = _distribution("lengths", value, 0)
+    reps = np.maximum(np.round(probs / probs.min() * (1 if np.allclose(probs / probs.min(),
+                                                                       np.round(probs / probs.min())) else 1000)), 1)
+    return Samples(tuple(int(v) for v, k in zip(vals, reps) for _ in range(int(k))))
 
 
-def _served_replicas(users: int | None, rate: float | None, max_utilisation: float, clients: float,
-                     e2e: float, x: float, output_mean: float) -> tuple[int, float]:
-    """Replicas of `clients` clients each (x requests/s, e2e s per request) that carry `users`
-    clients or `rate` requests/s, and the output tokens per second they deliver."""
-    if users is not None:
-        return math.ceil(users / clients), users / e2e * output_mean
-    assert rate is not None         # exactly one of users or rate (checked by plan_served)
-    return math.ceil(rate / (max_utilisation * x)), rate * output_mean
+class _Served:
+    """serve()'s figures of one configuration over client counts (arrays): what the SLO checks."""
+
+    def __init__(self, sm, st, prompt, output):
+        from .serving.api import e2e_quantile, ttft_quantile
+        self.st = st
+        self.ttft50, self.ttft90 = ttft_quantile(sm, st, prompt, 0.5), ttft_quantile(sm, st, prompt, 0.9)
+        self.e2e90 = e2e_quantile(sm, st, prompt, output, 0.9)
+        self.per_user = 1.0 / st.tau
+        self.e2e_mean = st.ttft + (output.mean - 1.0) * st.tau
+
+    def meets(self, slo: SLO):
+        return _meets(slo, self.ttft50, self.ttft90, self.per_user, self.e2e90)
+
+    def at(self, i: int) -> dict[str, float]:
+        return dict(ttft_s=float(self.st.ttft[i]), ttft_p50_s=float(self.ttft50[i]), ttft_p90_s=float(self.ttft90[i]),
+                    tpot_s=float(self.st.tau[i]), tok_s_per_user=float(self.per_user[i]),
+                    e2e_s=float(self.e2e_mean[i]), e2e_p90_s=float(self.e2e90[i]))
+
+
+def _users_fleet(sm, sched, prompt, output, slo: SLO, users: int, conc: np.ndarray, fig: _Served, i: int):
+    """(replicas, clients per replica, figures, output tok/s) for `users` clients at conc[i] clients
+    per replica: ceil(users / conc[i]) replicas, each then running ceil(users / replicas) clients
+    (re-solved; conc[i]'s figures where that load misses the SLO)."""
+    from .serving import solve
+    replicas = math.ceil(users / conc[i])
+    load = math.ceil(users / replicas)
+    figs = fig.at(i)
+    if load < conc[i]:
+        fewer = _Served(sm, solve(sm, sched, prompt.mean, output.mean, concurrency=np.array([float(load)])),
+                        prompt, output)
+        if bool(fewer.meets(slo)[0]):
+            return replicas, load, fewer.at(0), users / fewer.at(0)["e2e_s"] * output.mean
+    return replicas, int(conc[i]), figs, users / figs["e2e_s"] * output.mean
+
+
+def _rate_fleet(sm, sched, p, prompt, output, slo: SLO, rate: float, x: float, max_utilisation: float):
+    """(replicas, requests in a replica, figures, output tok/s) for Poisson arrivals at `rate`: the
+    fewest replicas from ceil(rate / (max_utilisation x x)) up (x: a replica's throughput at the
+    clients that met the SLO) whose serve() result at rate / replicas (its open-loop steady state
+    and tails) meets the SLO; None where 64 more do not."""
+    from .errors import MemboundError
+    from .serving import solve
+    from .serving.api import _from_solver
+    first = max(math.ceil(rate / (max_utilisation * x)), 1)
+    for replicas in range(first, first + 64):
+        r_rate = rate / replicas
+        try:
+            st = solve(sm, sched, prompt.mean, output.mean, arrival_rate=r_rate)
+        except MemboundError:            # beyond a replica's capacity: add one
+            continue
+        r = _from_solver(sm, sched, p, st, prompt, output, None, r_rate)     # what serve() returns there
+        if bool(_meets(slo, r.ttft.median, r.ttft.p90, r.tok_s_per_user, r.e2e.p90)):
+            figs = dict(ttft_s=r.ttft.mean, ttft_p50_s=r.ttft.median, ttft_p90_s=r.ttft.p90, tpot_s=r.tpot.mean,
+                        tok_s_per_user=r.tok_s_per_user, e2e_s=r.e2e.mean, e2e_p90_s=r.e2e.p90)
+            return replicas, r_rate * r.e2e.mean, figs, rate * output.mean
+    return None
+
+
+def _plan_served(m, users: int | None, rate: float | None, prompt, output, slo: SLO, price_map: dict[str, float],
+                 notes: list[str], weight_dtypes: list[str], kv_dtypes: list, chips: list[int], conc_list: list[int],
+                 runtime, speculative, max_utilisation: float) -> PlanResult:
+    """plan(batching="served"): see the module docstring."""
+    import pandas as pd
+
+    from .errors import MemboundError
+    from .serving import build, solve
+    conc = np.asarray(sorted(set(conc_list)), float)
+    rows: list[dict[str, Any]] = []
+    frontier: list[dict[str, Any]] = []
+    best: dict[str, tuple[float, str]] = {}          # per SLO target, the best value reached, and where
+    budget = WorkBudget(PLAN_BUDGET_S, _plan_refusal, desc="plan",
+                        total=len(price_map) * len(weight_dtypes) * len(kv_dtypes) * len(chips), unit=" configurations")
+    for hw_name, price in price_map.items():
+        for wd in weight_dtypes:
+            for kd in kv_dtypes:
+                for n in chips:
+                    budget.tick(len(notes) + len(rows))
+                    where = f"{n} x {hw_name}, {wd} weights, {kd or 'default'} KV"
+                    try:
+                        sm, sched, p = build(m, hw_name, prompt=prompt, output=output, weight_dtype=wd, kv_dtype=kd,
+                                             n_chips=n, runtime=runtime, price_usd_per_hour=price,
+                                             speculative=speculative)
+                        st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
+                    except MemboundError as e:
+                        notes.append(f"{where}: {str(e)[:160]}")
+                        continue
+                    fig = _Served(sm, st, prompt, output)
+                    per_chip = st.x * output.mean / n
+                    frontier += [dict(hardware=hw_name, n_chips=n, weight_dtype=wd, kv_dtype=p.resolved.kv.name,
+                                      concurrency=int(c), tok_s_per_user=float(u), output_tok_s_per_chip=float(t))
+                                 for c, u, t in zip(conc, fig.per_user, per_chip)]
+                    _track_best(best, slo, fig, where)
+                    ok = np.flatnonzero(fig.meets(slo))
+                    if users is not None:
+                        if not ok.size:
+                            continue
+                        i = int(ok[-1])                      # the most clients per replica that pass
+                        replicas, clients, figs, tok_s = _users_fleet(sm, sched, prompt, output, slo, users, conc, fig, i)
+                    else:   # from the throughput of the most clients that pass (the fewest tried where none does)
+                        assert rate is not None
+                        x = float(st.x[int(ok[-1]) if ok.size else 0])
+                        found = _rate_fleet(sm, sched, p, prompt, output, slo, rate, x, max_utilisation)
+                        if found is None:
+                            continue
+                        replicas, clients, figs, tok_s = found
+                    usd_h, cost = replicas * n * price, replicas * n * price / 3600.0 / tok_s * 1e6
+                    # the static plan's column names beside the served ones (batch: the clients a replica
+                    # runs; total_chips; throughput_tok_s delivered; cost_per_million_tokens_usd): one schema
+                    rows.append(dict(model=p.model.name, hardware=hw_name, runtime=p.runtime.name, n_chips=n,
+                                     parallel=f"tp={p.layout.tp} pp={p.layout.pp} ep={p.layout.ep}", weight_dtype=wd,
+                                     kv_dtype=p.resolved.kv.name, clients_per_replica=clients, batch=clients,
+                                     replicas=replicas, chips_total=replicas * n, total_chips=replicas * n, **figs,
+                                     throughput_tok_s=tok_s, output_tok_s_per_chip=tok_s / (replicas * n),
+                                     tok_s_per_chip=tok_s / (replicas * n), usd_per_hour=usd_h,
+                                     cost_per_million_output_tokens_usd=cost, cost_per_million_tokens_usd=cost,
+                                     power_kw=replicas * n * (p.hardware.power_w or 0.0) / 1e3,
+                                     price_usd_per_chip_hour=price, calibration=p.labels["calibration"]))
+    budget.close()
+    ranked = pd.DataFrame(rows)
+    if len(ranked):
+        ranked = ranked.sort_values(["cost_per_million_output_tokens_usd", "chips_total"], ignore_index=True)
+        b = ranked.iloc[0]
+        text = (f"{len(ranked)} configurations meet the SLOs (continuous batching, serve()'s physics); cheapest: "
+                f"{b.replicas} x {b.n_chips} {b.hardware} ({b.parallel}, {b.clients_per_replica:g} clients each, "
+                f"{b.weight_dtype} weights, {b.kv_dtype} KV) at ${b.cost_per_million_output_tokens_usd:.3g} per "
+                f"million output tokens, {b.tok_s_per_user:.3g} tok/s per user, TTFT p90 {b.ttft_p90_s:.3g} s")
+    elif not frontier:
+        text = "nothing fits or could run: " + "; ".join(notes)
+    else:
+        text = "\n".join(["no configuration meets all SLOs at any client count (continuous batching):",
+                          *(f"- {name}: best achieved {v:.3g} ({where})" for name, (v, where) in best.items())])
+    return PlanResult(ranked=ranked, frontier=pd.DataFrame(frontier), explanation=text, candidates=len(frontier),
+                      notes=notes)
+
+
+def _track_best(best: dict, slo: SLO, fig: _Served, where: str) -> None:
+    """Keep, per SLO target, the best value any client count of any configuration reached."""
+    for name, target, got, upper in (("TTFT p50 (s)", slo.ttft_p50_s, fig.ttft50, True),
+                                     ("TTFT p90 (s)", slo.ttft_p90_s, fig.ttft90, True),
+                                     ("per-user decode speed (tok/s)", slo.min_tok_s_per_user, fig.per_user, False),
+                                     ("end-to-end p90 (s)", slo.e2e_p90_s, fig.e2e90, True)):
+        if target is None:
+            continue
+        v = float(np.min(got) if upper else np.max(got))
+        if name not in best or (v < best[name][0] if upper else v > best[name][0]):
+            best[name] = (v, where)
 
 
 # the most seconds of work one plan_served may take (time.monotonic, read before each
@@ -480,7 +630,6 @@ def _plan_refusal(elapsed_s: float) -> InvalidInputError:
 def _served_inputs(model, hardware, weight_dtypes, kv_dtype, chips, runtime):
     """(devices, weight formats, chip counts) checked before any solve: a name that is not known
     is the caller's error, raised, not a configuration that "does not meet the SLO"."""
-    from .dtypes import get_dtype
     from .runtime import load_runtime
     load_model(model)
     devices = [load_hardware(h) for h in ([hardware] if isinstance(hardware, str) else list(hardware))]
@@ -499,70 +648,20 @@ def _served_inputs(model, hardware, weight_dtypes, kv_dtype, chips, runtime):
 
 def plan_served(model, slo: SLO, *, users: int | None = None, rate: float | None = None,
                 prompt_tokens=defaults.PROMPT_TOKENS, output_tokens=defaults.OUTPUT_TOKENS, hardware=DEFAULT_HARDWARE,
-                weight_dtypes=("bf16", "fp8"),
-                kv_dtype: str | None = "fp8", chips=SERVED_CHIPS, concurrency=SERVED_CONCURRENCY,
-                runtime="vllm", prices: dict | None = None, max_utilisation: float = 0.9):
-    """Fleets sized with served physics (continuous batching: `serve.solve`, one vectorised solve
-    per device x dtype x chip count over the clients per replica). For each configuration the
-    most clients per replica that still meets the SLO sets the replica's load; `users` clients
-    need ceil(users / clients) replicas, `rate` requests/s need ceil(rate / (max_utilisation x
-    replica throughput)). Ranked by cost per million output tokens (all chips' price over the
-    tokens delivered). The TTFT targets are checked on the solver's steady TTFT (queueing
-    included). Returns a PlanResult (ranked, frontier: tok/s per chip vs tok/s per user)."""
-    import pandas as pd
-
-    from .errors import MemboundError
-    from .serving import as_length, build, solve
+                weight_dtypes=("bf16", "fp8"), kv_dtype: str | None = "bf16", chips=(1, 2, 4, 8),
+                concurrency=DEFAULT_BATCHES, runtime=None, prices: dict | None = None,
+                max_utilisation: float = 0.9) -> PlanResult:
+    """`plan(batching="served")` with serve()'s length types (mb.Fixed, mb.Uniform, mb.Samples or a
+    count): the same planner with plan()'s defaults (kv_dtype: one KV format; chips: plan's n_chips;
+    concurrency: plan's batches, the clients per replica tried), one answer."""
+    from .serving import as_length
     _check_load("users", users, "rate", rate)
     _check_utilisation(max_utilisation)
     _check_prices(prices)
     prompt = as_length("prompt_tokens", prompt_tokens, 0)
     output = as_length("output_tokens", output_tokens, 2)
-    conc = np.asarray(_counts("concurrency", concurrency), float)
-    devices, weight_dtypes, chips = _served_inputs(model, hardware, weight_dtypes, kv_dtype, chips, runtime)
-    rows: list[dict[str, Any]] = []
-    notes: list[str] = []
-    frontier: list[dict[str, Any]] = []
-    budget = WorkBudget(PLAN_BUDGET_S, _plan_refusal, desc="plan", total=len(devices) * len(weight_dtypes) * len(chips),
-                        unit=" configurations")
-    for hw in devices:
-        price = (prices or {}).get(hw.name, hw.price_usd_per_hour)
-        if price is None:
-            notes.append(f"{hw.name}: no price (give prices={{'{hw.name}': usd_per_chip_hour}})")
-            continue
-        for wd in weight_dtypes:
-            for n in chips:
-                budget.tick(len(notes) + len(rows))
-                try:
-                    sm, sched, p = build(model, hw, prompt=prompt, output=output, weight_dtype=wd, kv_dtype=kv_dtype,
-                                         n_chips=n, runtime=runtime, price_usd_per_hour=price)
-                    st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
-                except MemboundError as e:
-                    notes.append(f"{hw.name} x{n} {wd}: {str(e)[:120]}")
-                    continue
-                tok_user, e2e, per_chip = 1.0 / st.tau, st.ttft + (output.mean - 1.0) * st.tau, st.x * output.mean / n
-                frontier += [dict(hardware=hw.name, n_chips=n, weight_dtype=wd, concurrency=int(c),
-                                  tok_s_per_user=float(u), output_tok_s_per_chip=float(t))
-                             for c, u, t in zip(conc, tok_user, per_chip)]
-                ok = _meets(slo, st.ttft, st.ttft, tok_user, e2e)
-                if np.any(ok):
-                    i = int(np.flatnonzero(ok)[-1])          # the most clients per replica that pass
-                    replicas, tok_s = _served_replicas(users, rate, max_utilisation, conc[i], float(e2e[i]),
-                                                       float(st.x[i]), output.mean)
-                    usd_h = replicas * n * price
-                    rows.append(dict(model=p.model.name, hardware=hw.name, runtime=p.runtime.name, n_chips=n,
-                                     parallel=f"tp={p.layout.tp} pp={p.layout.pp} ep={p.layout.ep}", weight_dtype=wd,
-                                     clients_per_replica=int(conc[i]), replicas=replicas, chips_total=replicas * n,
-                                     ttft_s=float(st.ttft[i]), tpot_s=float(st.tau[i]),
-                                     tok_s_per_user=float(tok_user[i]), e2e_s=float(e2e[i]),
-                                     output_tok_s_per_chip=float(per_chip[i]), usd_per_hour=usd_h,
-                                     cost_per_million_output_tokens_usd=usd_h / 3600.0 / tok_s * 1e6))
-    budget.close()
-    ranked = pd.DataFrame(rows)
-    if len(ranked):
-        ranked = ranked.sort_values("cost_per_million_output_tokens_usd", ignore_index=True)
-    explanation = (f"{len(ranked)} configurations meet the SLO; cheapest: {ranked.iloc[0]['hardware']} x"
-                   f"{ranked.iloc[0]['n_chips']} {ranked.iloc[0]['weight_dtype']}" if len(ranked)
-                   else "no configuration meets the SLO at any client count")
-    return PlanResult(ranked=ranked, frontier=pd.DataFrame(frontier), explanation=explanation,
-                      candidates=len(frontier), notes=notes)
+    conc = _counts("concurrency", concurrency)
+    devices, wds, chip_counts = _served_inputs(model, hardware, weight_dtypes, kv_dtype, chips, runtime)
+    price_map, notes = _prices([hw.name for hw in devices], prices)
+    return _plan_served(load_model(model), users, rate, prompt, output, slo, price_map, notes, wds, [kv_dtype],
+                        chip_counts, conc, runtime, None, max_utilisation)

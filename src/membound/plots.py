@@ -294,7 +294,7 @@ def _styles(n: int) -> list[tuple[str, str]]:
 def served_curve(model, hardwares, *, concurrency=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
                  prompt_tokens=defaults.PROMPT_TOKENS, output_tokens=defaults.OUTPUT_TOKENS,
                  weight_dtype: str = "fp8", kv_dtype: str | None = "fp8", n_chips: int = 8,
-                 runtime="vllm", ax=None):
+                 runtime=None, ax=None):
     """The served interactivity curve (InferenceMAX's chart): output tok/s per chip against tok/s
     per user as clients grow, continuous batching (membound.serve_curve), one line per device;
     hardwares: names or (name, chips) pairs. The knee (80% of the best throughput) is marked with a

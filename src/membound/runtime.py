@@ -628,8 +628,11 @@ def list_runtimes() -> list[str]:
 
 
 def default_runtime(hw: Hardware) -> Runtime:
-    """The runtime `estimate()` uses on `hw` when none is named: a runtime file that names the
-    device in `default_for` (a vendor's latest serving software on its own chip), else `device`."""
+    """The runtime every entry point (estimate, compare, sweep, plan, serve, serve_curve) uses on
+    `hw` when none is named (runtime=None): a runtime file that names the device in `default_for`
+    (a vendor's latest serving software on its own chip), else `device` (the profile's measured
+    fractions and latency floor, no engine costs). Name an engine (runtime="vllm") for its fitted
+    costs."""
     return _defaults().get(hw.name, DEVICE)
 
 

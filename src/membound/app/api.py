@@ -620,9 +620,10 @@ _PLAN_COLUMNS = {
 
 def plan(body: dict) -> dict[str, Any]:
     """The cheapest fleets that carry `concurrent_users` (or `arrival_rate_rps`) within the SLOs:
-    `planner` "served" (continuous batching, `planner.plan_served`; default) or "static"
-    (`mb.plan`, batches decoded together with queueing). Top 10 fleets and the frontier."""
-    from ..planner import SLO, plan_served
+    `mb.plan`, the one planner (`membound plan` calls it too), with `planner` "served" (continuous
+    batching, serve()'s physics; default) or "static" (batches decoded together, the explicit bus
+    mode). Top 10 fleets and the frontier."""
+    from ..planner import SLO
     from ..planner import Workload as Traffic
     from ..planner import plan as run_plan
     model = model_of(body)
@@ -643,17 +644,13 @@ def plan(body: dict) -> dict[str, Any]:
         with at("weight_dtypes"):
             get_dtype(d)
     with at(None):
-        if mode == "served":
-            if (users is None) == (rate is None):
-                raise BadRequest("give concurrent users or an arrival rate (one of the two)", "concurrent_users")
-            rt = text(body, "runtime")
-            kw: dict[str, Any] = {"runtime": named("runtime", "runtime", rt)} if rt else {}
-            res = plan_served(model, slo, users=users, rate=rate, prompt_tokens=prompt, output_tokens=output,
-                              hardware=devices, weight_dtypes=tuple(dtypes), prices=prices or None, **kw)
-        else:
-            traffic = Traffic(concurrent_users=users, arrival_rate_rps=rate, prompt_tokens=prompt,
-                              output_tokens=output)
-            res = run_plan(model, traffic, slo, hardware=devices, prices=prices or None, weight_dtypes=tuple(dtypes))
+        if (users is None) == (rate is None):
+            raise BadRequest("give concurrent users or an arrival rate (one of the two)", "concurrent_users")
+        rt = text(body, "runtime")
+        runtime = named("runtime", "runtime", rt) if rt else None
+        traffic = Traffic(concurrent_users=users, arrival_rate_rps=rate, prompt_tokens=prompt, output_tokens=output)
+        res = run_plan(model, traffic, slo, hardware=devices, prices=prices or None, weight_dtypes=tuple(dtypes),
+                       runtime=runtime, batching=mode)
     cols, per_chip = _PLAN_COLUMNS[mode]
     ranked = _records(res.ranked[[c for c, _, _ in cols]].head(10)) if len(res.ranked) else []
     points = [{"hardware": f["hardware"], "tok_s_per_user": f["tok_s_per_user"], "tok_s_per_chip": f[per_chip],

@@ -11,6 +11,7 @@ import numpy as np
 from .. import defaults
 from ..errors import InvalidInputError, is_finite_number
 from ..estimate import MAX_COUNT, Prepared, prepare
+from ..hardware import load_hardware
 from ..model import load_model
 from ..parallel import Parallel
 from ..runtime import DEFAULT_SERVED, Served, load_runtime
@@ -34,7 +35,7 @@ SIMULATED_SPAN_S = 1e9
 def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: float | None = None,
           prompt_tokens=defaults.PROMPT_TOKENS, output_tokens=defaults.OUTPUT_TOKENS, weight_dtype: str = "bf16",
           kv_dtype: str | None = None,
-          activation_dtype: str | None = None, n_chips: int | str | None = None, parallel=None, runtime="vllm",
+          activation_dtype: str | None = None, n_chips: int | str | None = None, parallel=None, runtime=None,
           scheduler: Scheduler | None = None, speculative=None, engine: str = "solver", seed: int = 0,
           n_requests: int | None = None, price_usd_per_hour: float | None = None,
           dense_weight_dtype: str | None = None, allow_beyond_context: bool = False) -> ServeResult:
@@ -44,8 +45,11 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
     longest prompt + output, `min_chips`).
 
     prompt_tokens / output_tokens: a count or a distribution (mb.Fixed, mb.Uniform, mb.Samples).
-    runtime: an engine with a `served` block (vllm, sglang, tensorrt-llm) gives the scheduler
-    defaults and the engine costs; scheduler overrides knobs. engine: "solver" (steady state,
+    runtime: as estimate()'s, the one rule of every entry point: None is the device's default
+    (`runtime.default_runtime`: a vendor's own software where a runtime file names the chip, else
+    `device`, the profile's measured fractions with no engine costs); an engine with a `served`
+    block (vllm, sglang, tensorrt-llm) gives its scheduler defaults and its fitted costs, the same
+    ones estimate() uses; scheduler overrides knobs. engine: "solver" (steady state,
     percentiles from the length distributions) or "simulate" (seeded, n_requests requests;
     default 10 per client as InferenceMAX runs, at least 200). speculative: a mb.SpeculativeDecoding
     with a draft model (mb.mtp(model, gamma) for an MTP head; solver only): each step verifies
@@ -134,13 +138,13 @@ def served_chips(model, hardware, n_chips, parallel, prompt: Length, output: Len
 
 
 def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16", kv_dtype=None,
-          activation_dtype=None, n_chips=1, parallel=None, runtime="vllm", scheduler=None,
+          activation_dtype=None, n_chips=1, parallel=None, runtime=None, scheduler=None,
           price_usd_per_hour=None, speculative=None, dense_weight_dtype=None, quantization=None,
           allow_beyond_context=False):
     """(StepModel, resolved Scheduler, Prepared) for a served configuration; with a
     SpeculativeDecoding, the step verifies drafted tokens (attach_speculative).
     quantization: a mb.Quantization instead of the dtype names (a mixed checkpoint's tensor groups)."""
-    rt = load_runtime(runtime)
+    rt = load_runtime(runtime, load_hardware(hardware))
     # resolved() builds a Scheduler of every knob, whose checks refuse a token budget below max_running
     sched = (scheduler or Scheduler()).resolved(rt.served or DEFAULT_SERVED)
     budget = _set(sched.token_budget)
@@ -227,15 +231,28 @@ def _cost(sm: StepModel, tok_s: float) -> float | None:
     return sm.n_chips * sm.price / 3600.0 / tok_s * 1e6
 
 
+def ttft_quantile(sm: StepModel, st: Steady, prompt: Length, q: float):
+    """The q-quantile of the solver's TTFT (floats or arrays, as st's): the wait is shared, the
+    prompt's own chunks and the host's work on its tokens scale with its length."""
+    own = st.prefill + sm.host_token_s * prompt.mean
+    wait = np.maximum(st.ttft - own, 0.0)
+    return wait + own * (prompt.quantile(q) / prompt.mean if prompt.mean else 0.0)
+
+
+def e2e_quantile(sm: StepModel, st: Steady, prompt: Length, output: Length, q: float):
+    """The q-quantile of the solver's end-to-end time: the TTFT's, then its output's steps."""
+    return ttft_quantile(sm, st, prompt, q) + (output.quantile(q) - 1.0) * st.tau
+
+
 def _from_solver(sm, sched, p, st: Steady, prompt, output, concurrency, arrival_rate) -> ServeResult:
     b, tau, x, ttft = (float(np.asarray(v)) for v in (st.b, st.tau, st.x, st.ttft))
-    tau_d, tau_m, f, pre = (float(np.asarray(v)) for v in (st.tau_d, st.tau_m, st.f, st.prefill))
+    tau_d, tau_m, f = (float(np.asarray(v)) for v in (st.tau_d, st.tau_m, st.f))
     D = output.mean - 1.0
-    own = pre + sm.host_token_s * prompt.mean         # its chunks, and the host's work on its tokens
+    own = float(np.asarray(st.prefill)) + sm.host_token_s * prompt.mean
     wait = max(ttft - own, 0.0)
 
-    def ttft_q(q):       # the prompt's own chunks and tokens scale with its length; the wait is shared
-        return wait + own * (prompt.quantile(q) / prompt.mean if prompt.mean else 0.0)
+    def ttft_q(q):
+        return float(np.asarray(ttft_quantile(sm, st, prompt, q)))
     ttft_qs = Quantiles(ttft_q(0.5), ttft_q(0.9), ttft_q(0.99), ttft)
     tpot = Quantiles(tau, tau, tau, tau)
     if arrival_rate is not None:     # Poisson arrivals: the tails' model (membound.tails, mlperf's helper)
@@ -249,7 +266,7 @@ def _from_solver(sm, sched, p, st: Steady, prompt, output, concurrency, arrival_
     def itl_q(q):        # a share f of the gaps carries a prefill chunk
         return gap if f > 1.0 - q else tau_d
     itl = Quantiles(itl_q(0.5), itl_q(0.9), itl_q(0.99), tau)
-    e50, e90, e99 = (ttft_q(q) + (output.quantile(q) - 1.0) * tau for q in (0.5, 0.9, 0.99))
+    e50, e90, e99 = (float(np.asarray(e2e_quantile(sm, st, prompt, output, q))) for q in (0.5, 0.9, 0.99))
     e2e = Quantiles(e50, e90, e99, ttft + D * tau)
     tok_s = x * output.mean
     kv_occ = b * st.h_mean / st.kv_cap_pairs if st.kv_cap_pairs > 0 else 0.0
