@@ -180,14 +180,15 @@ def test_the_issues_200_user_task_has_one_answer_serve_confirms(capsys):
     assert best.replicas == math.ceil(200 / best.clients_per_replica)
     assert main(["plan", "llama-3.1-70b", "mi300x", "--users", "200", "--prompt", "2048", "--output", "500",
                  "--tok-s", "40", "--json"]) == 0
-    cli = json.loads(capsys.readouterr().out)["ranked"][0]
+    out = capsys.readouterr().out
+    cli = json.loads(out)["ranked"][0]
     keys = ("n_chips", "weight_dtype", "clients_per_replica", "replicas", "chips_total")
     assert [cli[k] for k in keys] == [best[k] for k in keys]
     pytest.importorskip("starlette")
     from starlette.testclient import TestClient
 
     from membound.app.server import create_app
-    with TestClient(create_app()) as client:
+    with TestClient(create_app(), base_url="http://127.0.0.1") as client:     # the Host a loopback app answers to
         web = client.post("/api/plan", json={
             "model": "llama-3.1-70b", "hardware": ["mi300x"], "concurrent_users": 200, "prompt_tokens": 2048,
             "output_tokens": 500, "min_tok_s_per_user": 40}).json()["ranked"][0]
