@@ -61,6 +61,13 @@ def test_longer_context_never_speeds_decode(cfg, more):
 @settings(max_examples=60, deadline=None)
 @given(configs, st.integers(1, 512))
 def test_bigger_batch_never_raises_per_user_speed_nor_lowers_aggregate(cfg, more):
+    if cfg["runtime"] == "llama.cpp":
+        # llama.cpp's MMQ streams the weights once per 128-token column tile (64 on HIP), so a batch
+        # that crosses into a new tile pays a whole weight read: 128 -> 129 sequences of llama-3.2-1b fp8
+        # on an H100 lowers the aggregate 40,403 -> 36,826 tok/s. Grown by whole tiles it never falls:
+        # with c = ceil(B/128) tiles, step = c W + B F, and (B + 128k) / ((c + k) W + (B + 128k) F)
+        # >= B / (c W + B F)  <=>  128 k c >= B k, true as 128 c >= B
+        more = 128 * math.ceil(more / 128)
     base = run(**cfg)
     big = run(**dict(cfg, batch=cfg["batch"] + more))
     assert big.decode_tok_s_per_user <= base.decode_tok_s_per_user * (1 + 1e-12)

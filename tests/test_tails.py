@@ -33,6 +33,19 @@ def test_md1_prefill_queue_p99_by_hand():
     assert np.mean(waits > 0) == pytest.approx(0.5, abs=0.01)     # P(W > 0) = rho
 
 
+@pytest.mark.parametrize("rate", [1e-300, 1e-9, 1e-3])
+def test_a_nearly_idle_queue_finds_its_decay_rate(rate):
+    # M/D/1 with 10 ms prompts: theta solves lambda (e^(theta d) - 1) = theta, i.e. in logs
+    # log lambda + log(e^(theta d)) = log(lambda + theta) up to the -1 (negligible once e^(theta d) >> 1).
+    # At 1e-300 requests/s theta d ~ 700: a capped e^x made the search double theta for ever.
+    d = 0.01
+    rho, theta, c = mg1_wait_tail(rate, np.array([d]))
+    assert rho == pytest.approx(rate * d)
+    assert rate * math.expm1(theta * d) == pytest.approx(theta, rel=1e-9) if theta * d < 700 else \
+        math.log(rate) + theta * d == pytest.approx(math.log(rate + theta), rel=1e-9)
+    assert c > 0.0 and _wait_exceeds(np.array([0.0]), rho, theta, c)[0] <= rho   # P(W > 0) is at most the load
+
+
 def test_a_queue_past_its_capacity_is_refused():
     with pytest.raises(ValueError, match="grows without end"):
         mg1_wait_tail(2.0, np.array([0.6]))

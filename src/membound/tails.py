@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 import numpy as np
+from scipy.special import logsumexp
 
 from .serving.lengths import Length, Samples
 from .serving.scheduler import Scheduler, _set
@@ -74,18 +75,23 @@ def mg1_wait_tail(rate: float, service: np.ndarray) -> tuple[float, float, float
         return 0.0, math.inf, 0.0
     if rho >= 1.0:
         raise ValueError(f"load {rho:.4g} >= 1: the queue grows without end")
-    top = float(np.max(s))
+    # g(theta) = lambda (M(theta) - 1) - theta is 0 at 0, convex, with one root > 0; in logs,
+    # h(theta) = log lambda + log M(theta) - log(lambda + theta) has the same root and never overflows
+    # (a capped exponential made g negative for ever at tiny rates: the search doubled theta without end)
+    log_rate, log_n = math.log(rate), math.log(s.size)
 
-    def g(th: float) -> float:          # lambda (M(theta) - 1) - theta: 0 at 0, convex, one root > 0
-        return rate * (float(np.mean(np.exp(np.minimum(th * s, 700.0)))) - 1.0) - th
-    lo, hi = 0.0, 1.0 / top
-    while g(hi) < 0.0:
+    def h(th: float) -> float:
+        return log_rate + float(logsumexp(th * s)) - log_n - math.log(rate + th)
+    lo, hi = 0.0, 1.0 / float(np.max(s))
+    while h(hi) < 0.0:          # log M grows like theta x max(s), log(lambda + theta) like log theta: ends
         lo, hi = hi, 2.0 * hi
     for _ in range(100):
         mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if g(mid) < 0.0 else (lo, mid)
+        lo, hi = (mid, hi) if h(mid) < 0.0 else (lo, mid)
     theta = 0.5 * (lo + hi)
-    slope = rate * float(np.mean(s * np.exp(np.minimum(theta * s, 700.0)))) - 1.0   # g'(theta) = lambda M'(theta) - 1
+    # g'(theta) = lambda M'(theta) - 1, M'(theta) = mean(s e^(theta s)); in logs while it can overflow
+    log_dm = log_rate + float(logsumexp(theta * s, b=s)) - log_n
+    slope = math.exp(log_dm) - 1.0 if log_dm < 700.0 else math.inf
     c = (1.0 - rho) / slope if slope > 0.0 else rho
     return rho, theta, c
 
