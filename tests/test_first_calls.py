@@ -101,7 +101,7 @@ def test_explain_levers_adds_only_the_levers_asked_for():
 
 # ---- results that render -------------------------------------------------------------------------
 def test_serve_curve_and_fast_mode_render_as_tables():
-    c = mb.serve_curve("llama-3.1-8b", "h100-sxm", concurrency=[1, 4, 16, 64], price_usd_per_hour=3.6)
+    c = mb.serve_curve("llama-3.1-8b", "h100-sxm", concurrency=[1, 4, 16, 64], price_usd_per_hour=3.6, runtime="vllm")
     text = str(c).splitlines()
     assert text[0] == "llama-3.1-8b on 1 x h100-sxm, vllm: served curve"
     assert text[1].split() == ["clients", "tok/s/user", "out", "tok/s/chip", "TTFT", "TPOT", "running", "$/M", "out"]
