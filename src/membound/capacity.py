@@ -7,13 +7,10 @@ memory physics); this module only searches over chip counts.
 """
 from __future__ import annotations
 
-import math
-
-from .errors import DoesNotFitError
 from .estimate import check_int, estimate
 from .hardware import load_hardware
 from .model import load_model
-from .parallel import Parallel, layout_for
+from .parallel import Parallel, fewest_chips, layout_for
 
 __all__ = ["Parallel", "fewest_chips", "layout_for", "min_chips"]
 
@@ -46,26 +43,3 @@ def min_chips(model, hardware, *, batch: int = 1, context_tokens: int = 4096, we
                         **estimate_kwargs).memory
 
     return fewest_chips(m, hw, memory, cap, f"batch {B}, context {L}")
-
-
-def fewest_chips(m, hw, memory, cap: int = 100_000, what: str = "") -> int:
-    """The search of `min_chips` over a function `memory(n) -> Memory` of the per-chip bytes on n
-    chips (laid out by `layout_for`): the first count that fits, else DoesNotFitError."""
-    one = memory(1)
-    if one.fits:
-        return 1
-    last = one
-    where = f"{m.name} on up to {cap:,} x {hw.name}" + (f" ({what})" if what else "") + "; per chip"
-    if hw.interconnect is None:
-        raise DoesNotFitError(one.total_bytes, one.capacity_bytes, None,
-                              f"{m.name} on {hw.name}; {hw.name}'s profile has no interconnect, so it runs on one chip")
-    top = min(cap, hw.interconnect.max_chips * m.n_layers) if hw.kind != "wafer" else min(cap, m.n_layers)
-    lo = max(2, math.ceil((one.weights_bytes + one.kv_bytes + one.other_bytes) / one.capacity_bytes))
-    for n in range(min(lo, top), top + 1):
-        if layout_for(m, hw, n).chips != n:
-            continue
-        last = memory(n)
-        if last.fits:
-            return n
-    raise DoesNotFitError(last.total_bytes, last.capacity_bytes, None,
-                          f"{where}; no chip count holds it under the layout rule")

@@ -14,7 +14,7 @@ from .dtypes import get_dtype
 from .errors import DoesNotFitError, InvalidInputError, MemboundError, is_finite_number
 from .hardware import Hardware, load_hardware
 from .model import Model, load_model
-from .parallel import Parallel, as_parallel, layout_for
+from .parallel import Parallel, as_parallel, fewest_chips, layout_for
 from .quantization import Quantization, Resolved
 from .result import Memory, Result, TierUse, _create
 from .runtime import Efficiency, Runtime, load_runtime
@@ -417,8 +417,7 @@ def _auto_chips(kw: dict[str, Any]) -> int:
 
 def _fewest(kw: dict[str, Any], m: Model, hw: Hardware) -> int:
     """The fewest chips that hold `estimate(**kw)`'s configuration laid out by the one layout rule
-    (`capacity.fewest_chips`, the search `min_chips` runs); DoesNotFitError where no count does."""
-    from .capacity import fewest_chips
+    (`parallel.fewest_chips`, the search `min_chips` runs); DoesNotFitError where no count does."""
 
     def memory(n: int) -> Memory:
         mem = estimate(**{**kw, "model": m, "hardware": hw, "n_chips": n, "parallel": None,

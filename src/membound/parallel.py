@@ -15,11 +15,12 @@ communication each adds to a step.
 from __future__ import annotations
 
 import functools
+import math
 import numbers
 import re
 from dataclasses import dataclass
 
-from .errors import InvalidInputError
+from .errors import DoesNotFitError, InvalidInputError
 from .hardware import load_hardware
 from .model import load_model
 from .roofline import maximum, minimum
@@ -146,3 +147,26 @@ def communication_s(tp, pp, ep, tokens, hidden, n_layers, n_moe_layers, experts_
     a2a = (ep - 1.0) / ep * (act / ep) * experts_per_token / link_bw + minimum(ep - 1.0, 1.0) * link_latency
     t_ep = n_moe_layers * 2.0 * a2a
     return maximum(t_tp, 0.0) + t_pp + t_ep
+
+
+def fewest_chips(m, hw, memory, cap: int = 100_000, what: str = "") -> int:
+    """The search of `min_chips` over a function `memory(n) -> Memory` of the per-chip bytes on n
+    chips (laid out by `layout_for`): the first count that fits, else DoesNotFitError."""
+    one = memory(1)
+    if one.fits:
+        return 1
+    last = one
+    where = f"{m.name} on up to {cap:,} x {hw.name}" + (f" ({what})" if what else "") + "; per chip"
+    if hw.interconnect is None:
+        raise DoesNotFitError(one.total_bytes, one.capacity_bytes, None,
+                              f"{m.name} on {hw.name}; {hw.name}'s profile has no interconnect, so it runs on one chip")
+    top = min(cap, hw.interconnect.max_chips * m.n_layers) if hw.kind != "wafer" else min(cap, m.n_layers)
+    lo = max(2, math.ceil((one.weights_bytes + one.kv_bytes + one.other_bytes) / one.capacity_bytes))
+    for n in range(min(lo, top), top + 1):
+        if layout_for(m, hw, n).chips != n:
+            continue
+        last = memory(n)
+        if last.fits:
+            return n
+    raise DoesNotFitError(last.total_bytes, last.capacity_bytes, None,
+                          f"{where}; no chip count holds it under the layout rule")
