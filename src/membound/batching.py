@@ -8,7 +8,8 @@ aggregate speed stops rising. Every sequence's KV cache must fit in memory: `max
 The "bus" trade-off: a chip-hour costs the same however many seats are filled, so a request
 served at batch B pays for the B_full - B seats it leaves empty: `bus_fare`.
 "Fast mode" (a higher price per token for a faster stream) is two points on this curve:
-`fast_mode` finds the pair of batches that gives a target speed-up and price ratio.
+`fast_mode` finds the pair of batches that gives a target speed-up and price ratio. Both read
+the curve of (speed per user, throughput per chip) as `fares` does, the served curve's reading.
 
 All curves are one vectorised `core.evaluate` call over an array of batches (no Python loop).
 Units: tokens/s, USD per million output tokens, seconds.
@@ -24,6 +25,7 @@ from .result import equal_values
 from .core import BOUNDS
 from .errors import DoesNotFitError, InvalidInputError, is_finite_number
 from .estimate import MAX_COUNT, prepare
+from .fares import SpeedCurve
 
 MAX_BATCH_SEARCH = 1 << 20   # largest batch max_batch() will consider (sequences)
 
@@ -180,7 +182,8 @@ def ridge_batch(model, hardware, **estimate_kwargs) -> int | None:
 
 @dataclass(frozen=True)
 class BusFare:
-    """Price of a seat: a request served at `batch` against a full bus of `full_batch`."""
+    """Price of a seat: a request served at `batch` against a full bus of `full_batch`
+    (`fares.SpeedCurve.fare` over the two batches)."""
 
     batch: int
     full_batch: int
@@ -188,16 +191,8 @@ class BusFare:
     full_cost_per_million_usd: float     # at `full_batch`
     per_user_tok_s: float
     full_per_user_tok_s: float
-
-    @property
-    def price_ratio(self) -> float:
-        """How many times more a token costs at `batch` than on the full bus."""
-        return self.cost_per_million_usd / self.full_cost_per_million_usd
-
-    @property
-    def speedup(self) -> float:
-        """How many times faster one user's stream is at `batch` than on the full bus."""
-        return self.per_user_tok_s / self.full_per_user_tok_s
+    price_ratio: float                   # how many times more a token costs at `batch` than on the full bus
+    speedup: float                       # how many times faster one user's stream is at `batch`
 
     def __str__(self) -> str:
         return (f"batch {self.batch}: ${self.cost_per_million_usd:,.3g} per million tokens at "
@@ -224,7 +219,18 @@ def bus_fare(model, hardware, batch: int = 1, full_batch: int | None = None, **e
     b = _batches([batch, full])
     r = p.evaluate(batch=b)
     cost, speed = np.asarray(r["cost_per_million_tokens_usd"]), np.asarray(r["decode_tok_s_per_user"])
-    return BusFare(int(b[0]), int(b[1]), float(cost[0]), float(cost[1]), float(speed[0]), float(speed[1]))
+    f = _speeds(p, b, r).fare(b[0], b[1])
+    return BusFare(int(b[0]), int(b[1]), float(cost[0]), float(cost[1]), float(speed[0]), float(speed[1]),
+                   f.price_ratio, f.speedup)
+
+
+def _speeds(p, b: np.ndarray, r) -> SpeedCurve:
+    """The static batches as a (speed per user, throughput per chip) curve: a sequence's decode
+    speed, and each chip's output tokens over a request's end-to-end time (prefill included), the
+    time its price per token is paid for (`core.evaluate`'s cost)."""
+    n = b.size
+    per_chip = b * max(float(p.knobs.output), 1.0) / (np.broadcast_to(np.asarray(r["e2e_s"], float), (n,)) * p.n_chips)
+    return SpeedCurve(b, np.broadcast_to(np.asarray(r["decode_tok_s_per_user"], float), (n,)), per_chip)
 
 
 @dataclass(frozen=True)
@@ -255,8 +261,10 @@ class FastMode:
 
 def fast_mode(model, hardware, speedup: float = 2.5, price_ratio: float = 6.0, batches=None,
               **estimate_kwargs) -> FastMode:
-    """The pair of batches (fast < slow, both fitting in memory) whose per-user speed ratio and
-    price-per-token ratio come closest (in log distance) to `speedup` and `price_ratio`.
+    """A pair of batches (fast < slow, both fitting in memory) read off the static curve as the
+    served curve's fast mode is (`fares`): the standard lane is the batch whose lane `speedup`
+    times faster costs closest (in log) to `price_ratio` times its price per token; the fast lane
+    is the batch nearest that lane. FastMode reports the two batches' own ratios.
 
     Price per token is chip-time / tokens = step / B, so the two ratios fix the batch ratio:
     price_ratio = (slow / fast) / speedup; a 2.5x speed-up at 6x the price needs slow = 15 x fast.
@@ -277,15 +285,27 @@ def fast_mode(model, hardware, speedup: float = 2.5, price_ratio: float = 6.0, b
         batches = np.arange(1, min(top, 4096) + 1)
     b = _batches(batches)
     r = p.evaluate(batch=b)
-    ok = np.asarray(r["fits"], bool)
-    b = b[ok]
-    speed = np.asarray(r["decode_tok_s_per_user"])[ok]
-    cost = np.asarray(r["cost_per_million_tokens_usd"])[ok]
-    if b.size < 2:
+    ok = np.broadcast_to(np.asarray(r["fits"], bool), b.shape)
+    if np.count_nonzero(ok) < 2:
         raise InvalidInputError("batches", batches, "at least two batch sizes that fit in memory")
-    s = speed[:, None] / speed[None, :]          # fast (row) over slow (column)
-    c = cost[:, None] / cost[None, :]
-    miss = np.abs(np.log(s / speedup)) + np.abs(np.log(c / price_ratio))
-    miss = np.where(b[:, None] < b[None, :], miss, np.inf)
-    i, j = np.unravel_index(np.argmin(miss), miss.shape)
-    return FastMode(int(b[i]), int(b[j]), float(s[i, j]), float(c[i, j]), float(speedup), float(price_ratio))
+    curve = _speeds(p, b, r)
+    curve = SpeedCurve(b[ok], curve.tok_s_per_user[ok], curve.tok_s_per_chip[ok])
+    slow, fast = _lanes(curve, speedup, price_ratio)
+    f = curve.fare(fast, slow)
+    return FastMode(int(fast), int(slow), f.speedup, f.price_ratio, float(speedup), float(price_ratio))
+
+
+def _lanes(curve: SpeedCurve, speedup: float, price_ratio: float) -> tuple[float, float]:
+    """(standard batch, fast batch): each batch of the curve is a candidate standard lane; its fast
+    lane is read `speedup` times faster (`SpeedCurve.at_speeds`), and the standard whose price
+    ratio comes closest to `price_ratio` (in log) wins; the fast lane is then the batch of the
+    curve nearest (in log) to the one read."""
+    b = np.asarray(curve.load, float)
+    load, t = curve.at_speeds(np.asarray(curve.tok_s_per_user) * speedup)
+    miss = np.abs(np.log(np.asarray(curve.tok_s_per_chip) / t / price_ratio))
+    miss = np.where(np.isnan(miss), np.inf, miss)
+    j = int(np.argmin(miss))
+    if not np.isfinite(miss[j]):          # no batch has a lane `speedup` times faster: the two ends
+        return float(b.max()), float(b.min())
+    below = b[b < b[j]] if np.any(b < b[j]) else b[:1]
+    return float(b[j]), float(below[int(np.argmin(np.abs(np.log(below / load[j]))))])

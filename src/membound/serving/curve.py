@@ -1,7 +1,6 @@
 """The served curve: `serve_curve()` over concurrencies, and the fast mode it offers."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,6 +8,7 @@ import numpy as np
 from .. import defaults
 from ..errors import InvalidInputError, is_finite_number
 from ..estimate import MAX_COUNT
+from ..fares import SpeedCurve
 from .api import build
 from .lengths import as_length
 from .solver import solve
@@ -46,23 +46,10 @@ class ServeCurve:
         from ..display import serve_curve_html
         return serve_curve_html(self)
 
-    def _at_speed(self, tok_s_user: float) -> tuple[float, float, float]:
-        """(clients, tok/s per chip, $/Mtok) where the curve reaches `tok_s_user`, log-interpolated."""
-        u, t, c = (np.log(np.asarray(v, float)) for v in (self.tok_s_per_user, self.output_tok_s_per_chip,
-                                                             self.concurrency))
-        order = np.argsort(u)
-        x = math.log(tok_s_user)
-        if not u.min() <= x <= u.max():
-            raise InvalidInputError("speedup", tok_s_user, f"a speed on the curve: {math.exp(u.min()):.3g} to "
-                                    f"{math.exp(u.max()):.3g} tok/s per user (give more client counts)")
-        ti = float(np.exp(np.interp(x, u[order], t[order])))
-        ci = float(np.exp(np.interp(x, u[order], c[order])))
-        return ci, ti, (self._price / 3600.0 / ti * 1e6 if self._price else math.nan)
-
     @property
-    def _price(self) -> float | None:
-        cost = self.cost_per_million_output_tokens_usd
-        return None if cost is None else float(cost[0] * self.output_tok_s_per_chip[0] * 3600.0 / 1e6)
+    def speeds(self) -> SpeedCurve:
+        """The curve as `fares` reads it: speed per user and throughput per chip against clients."""
+        return SpeedCurve(self.concurrency, self.tok_s_per_user, self.output_tok_s_per_chip)
 
     def knee(self, share: float = 0.8) -> int:
         """The fewest clients whose throughput per chip reaches `share` of the curve's best (past
@@ -77,22 +64,16 @@ class ServeCurve:
         if not (isinstance(speedup, (int, float)) and is_finite_number(speedup) and speedup > 1):
             raise InvalidInputError("speedup", speedup, "a finite ratio > 1")
         std = self.knee() if standard_concurrency is None else standard_concurrency
-        hits = np.flatnonzero(np.asarray(self.concurrency) == std)
-        if not hits.size:
+        if not np.any(np.asarray(self.concurrency) == std):
             raise InvalidInputError("standard_concurrency", standard_concurrency,
                                     f"one of the curve's client counts {list(self.concurrency)}")
-        i = int(hits[0])
-        base = float(self.tok_s_per_user[i])
-        c, t, _ = self._at_speed(base * speedup)
-        return ServedFastMode(float(c), int(std), float(speedup), float(self.output_tok_s_per_chip[i] / t),
-                              base * speedup, base)
+        f = self.speeds.fast_lane(float(speedup), std)
+        return ServedFastMode(f.load, int(std), f.speedup, f.price_ratio, f.tok_s_per_user, f.base_tok_s_per_user)
 
     def bus_fare(self, concurrency: int) -> float:
         """How many times the full bus's price per token a rider pays at `concurrency` clients
-        (the full bus: the curve's highest throughput per chip)."""
-        c = np.asarray(self.concurrency, float)
-        t = float(np.exp(np.interp(math.log(concurrency), np.log(c), np.log(self.output_tok_s_per_chip))))
-        return float(np.max(self.output_tok_s_per_chip) / t)
+        (the full bus: the curve's highest throughput per chip; `fares.SpeedCurve.fare`)."""
+        return self.speeds.fare(concurrency).price_ratio
 
 
 @dataclass(frozen=True)
