@@ -30,9 +30,16 @@ A decoder layer on its square, in the order its values depend on one another: an
 sum of squares reduced over the square and the scale broadcast back), the q/k/v GEMV, the
 attention's three reductions (the softmax's max and sum per head, the values' weighted sum),
 the o GEMV, a second RMSNorm, the gate/up GEMV, the down GEMV, and the hidden state's walk to
-the next layer's square. The cores' own work is their share of the layer's weights, read from
-their SRAM at their share of its bandwidth (or multiplied at their share of the compute peak,
-whichever is slower).
+the next layer's square. Two pairs run side by side, because the arithmetic allows it exactly:
+an RMSNorm's scale is one number per token, so (x g / rms) W = ((x g) W) / rms and the GEMV after
+it starts on x g while the sum of squares is reduced (the layer pays the longer of the two); and
+the softmax's sum is a divisor applied after the values' weighted sum, so those two reductions
+run together once the max is known (the normalise-after form of online softmax: Milakov and
+Gimelshein, "Online normalizer calculation for softmax", 2018, arXiv:1805.02867).
+The cores' own work is their share of the layer's weights: each weight read and its partial sum
+read and written back, memory to memory, at the core's share of the SRAM bandwidth (21 PB/s
+counts reads and writes alike; `local_bytes_per_weight`), or multiplied at their share of the
+compute peak, whichever is slower.
 
 """
 from __future__ import annotations
@@ -74,6 +81,32 @@ def broadcast_cycles(n: Num, wavelets: Num, ramp: Num) -> Num:
     return np.where(n > 1.0, wavelets + (n - 1.0) + 2.0 * ramp + 1.0, 0.0) + 0.0
 
 
+def region_reduce_cycles(side: Num, wavelets: Num, ramp: Num) -> Num:
+    """Cycles to reduce `wavelets` wavelets per core over a side x side region to its corner: every
+    row at once along its line, then the column of row sums (two `reduce_cycles` in series)."""
+    return 2.0 * reduce_cycles(side, wavelets, ramp)
+
+
+def region_broadcast_cycles(side: Num, wavelets: Num, ramp: Num) -> Num:
+    """Cycles to multicast `wavelets` wavelets from a corner over a side x side region: down its
+    column, then along every row at once (two `broadcast_cycles` in series)."""
+    return 2.0 * broadcast_cycles(side, wavelets, ramp)
+
+
+PARTIAL_SUM_BYTES = 2.0   # the narrowest partial sum a core keeps: fp16 (CSL's @fmach, 16-bit multiply-add)
+
+
+def local_bytes_per_weight(w_bytes: Num) -> Num:
+    """SRAM bytes a core moves per weight of its local GEMV: the weight read, and the partial sum it
+    multiplies into read and written back, y[i] += A[i, j] x[j] memory to memory (a core's
+    multiply-add operates on memory operands; Cerebras' own matvec benchmark counts the "actual
+    read/writes" as "read full x; read each col of V stack; read, write full y nb times =
+    3 nb^2 + nb", csl-examples benchmarks/single-tile-matvec/run.py). The partial sum is taken at
+    16 bits, the narrowest a core's floating-point multiply-add keeps, so this is the least a core
+    moves: w + 2 x 2 bytes (6 for a 16-bit weight, 3x the weight alone)."""
+    return w_bytes + 2.0 * PARTIAL_SUM_BYTES
+
+
 def gemv_cycles(k: Num, m: Num, side: Num, ramp: Num, local_per_weight: Num) -> Num:
     """Cycles of a GEMV [1, k] x [k, m] on a side x side square: the input's k/side slices
     broadcast along one axis, each core's (k/side)(m/side) weights at `local_per_weight` cycles
@@ -86,12 +119,15 @@ def layer_cycles(c: ModelConsts, side: Num, ramp: Num, local_per_weight: Num) ->
     """Cycles one decoder layer of `c` takes for one token on a side x side square of cores (the
     module docstring lists its steps)."""
     q, kv, h, f = c.q_dim, c.kv_elems, c.hidden, c.ffn
-    norm = 2.0 * reduce_cycles(side, 1.0, ramp) + 2.0 * broadcast_cycles(side, 1.0, ramp)
-    attention = 2.0 * reduce_cycles(side, c.n_heads / side, ramp) + reduce_cycles(side, q / side, ramp)
-    gemvs = (gemv_cycles(h, q + kv, side, ramp, local_per_weight) + gemv_cycles(q, h, side, ramp, local_per_weight)
-             + gemv_cycles(h, 2.0 * f, side, ramp, local_per_weight) + gemv_cycles(f, h, side, ramp, local_per_weight))
+    norm = region_reduce_cycles(side, 1.0, ramp) + region_broadcast_cycles(side, 1.0, ramp)
+    qkv = gemv_cycles(h, q + kv, side, ramp, local_per_weight)
+    gate_up = gemv_cycles(h, 2.0 * f, side, ramp, local_per_weight)
+    rest = gemv_cycles(q, h, side, ramp, local_per_weight) + gemv_cycles(f, h, side, ramp, local_per_weight)
+    # the softmax's max first; its sum and the values' weighted sum, normalised after, side by side
+    attention = reduce_cycles(side, c.n_heads / side, ramp) \
+        + maximum(reduce_cycles(side, c.n_heads / side, ramp), reduce_cycles(side, q / side, ramp))
     walk = h / side + side          # the hidden state's h/side wavelets per row to the next square
-    return 2.0 * norm + attention + gemvs + walk
+    return maximum(norm, qkv) + attention + maximum(norm, gate_up) + rest + walk
 
 
 def wafer_pass_s(c: ModelConsts, hw: Hardware, tp: Num, w_bytes: Num, layers_per_chip: Num) -> Num:
@@ -108,7 +144,7 @@ def wafer_pass_s(c: ModelConsts, hw: Hardware, tp: Num, w_bytes: Num, layers_per
     sram = hw.memory[0]
     sram_bytes_per_cycle = sram.bandwidth_bytes_s / fab.cores / clock
     macs_per_cycle = max(hw.compute_flops.values()) / 2.0 / fab.cores / clock
-    local = maximum(w_bytes / sram_bytes_per_cycle, 1.0 / macs_per_cycle)
+    local = maximum(local_bytes_per_weight(w_bytes) / sram_bytes_per_cycle, 1.0 / macs_per_cycle)
     largest = (fab.cores * tp / layers_per_chip) ** 0.5
     layer_bytes = (c.total_params - c.lookup_params - c.vocab * c.hidden) / c.n_layers * w_bytes / tp
     smallest = minimum((layer_bytes / (sram.capacity_bytes / fab.cores)) ** 0.5, largest)

@@ -105,6 +105,8 @@ def runtime_yaml(name: str, value: float, ids, err: float, path=None) -> str:
         f"name: {name}",
         f"description: {vendor}'s own serving software as of {date} on {dev}; one fitted constant, "
         f"the rest is the profile's physics",
+        f'provenance: "{vendor} software of {date}: {field} fitted on {len(ids)} published rows '
+        f'({", ".join(ids)}); the rest is the {dev} profile\'s physics"',
         *default,
         "classes:",
         f"  {dev}:",
