@@ -80,9 +80,9 @@ def claims() -> list[Claim]:
     add(Claim(3, "Cerebras, Llama 3.1 405B per user (Nov 2024)",
               f'estimate("llama-3.1-405b", "cerebras-wse-3", n_chips={n405})', r405.decode_tok_s_per_user, 969, "tok/s",
               f"faster than the wafer's physics on any count: at most {best:,.0f} tok/s from {n405} to 126 wafers (a "
-              "layer's norms, GEMVs and reductions in series over its square of cores, membound.dataflow); "
-              "Cerebras' Nov 2024 kernels overlap what this schedule serialises, or the figure used speculative "
-              "decoding it does not state", mark(r405, "hw-016")))
+              "layer's GEMVs and reductions over its square of cores, each RMSNorm beside the GEMV it scales, "
+              "membound.dataflow); Cerebras' Nov 2024 kernels overlap more than this schedule does, or the figure "
+              "used speculative decoding it does not state", mark(r405, "hw-016")))
     t405 = mb.estimate("llama-3.1-405b", "cerebras-wse-3", n_chips=n405, prompt_tokens=1000, output_tokens=1)
     add(Claim(3, "Cerebras 405B time to first token (prompt not stated; 1,000 tokens assumed)",
               f'estimate(..., n_chips={n405}, prompt_tokens=1000).ttft_s', t405.ttft_s * 1e3, 240, "ms",
@@ -96,11 +96,15 @@ def claims() -> list[Claim]:
               'draft="llama-3.1-8b", gamma=4, acceptance_rate=0.7))', r70.decode_tok_s_per_user, 2100, "tok/s",
               f"without speculation the physics gives {r70_plain.decode_tok_s_per_user:,.0f}; the Aug 2024 launch "
               "software (cerebras-2024-08) reached a third of that", mark(r70)))
+    eta = mb.load_runtime("cerebras-2024-08").classes["cerebras-wse-3"].fabric_efficiency
     nr1 = mb.min_chips("deepseek-r1", "cerebras-wse-3", context_tokens=2304)
     rr1 = mb.estimate("deepseek-r1", "cerebras-wse-3", n_chips=nr1)
     add(Claim(5, "a frontier model on Cerebras (DeepSeek-R1 671B as the stand-in)",
               f'estimate("deepseek-r1", "cerebras-wse-3", n_chips={nr1})', rr1.decode_tok_s_per_user, 750, "tok/s",
-              "a community guess about an unnamed, larger model ('70-100 wafers, a layer per wafer')", mark(rr1)))
+              "a community guess about an unnamed, larger model ('70-100 wafers, a layer per wafer'); R1's 61 layers "
+              f"on {nr1} wafers allow {rr1.decode_tok_s_per_user:,.0f} tok/s, and the Aug 2024 software's share of "
+              f"the schedule (cerebras-2024-08, {eta:.2f}) {eta * rr1.decode_tok_s_per_user:,.0f}: 750 lies between",
+              mark(rr1)))
     gpt = mb.min_chips("gpt-oss-120b", "cerebras-wse-3", weight_dtype="mxfp4", context_tokens=2304)
     rg = mb.estimate("gpt-oss-120b", "cerebras-wse-3", n_chips=gpt, weight_dtype="mxfp4")
     add(Claim(6, "a coding model small enough for wafer SRAM (gpt-oss-120b as the stand-in)",

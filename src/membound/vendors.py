@@ -213,11 +213,16 @@ class VendorRow:
 
     @property
     def why(self) -> str:
-        """The physics' own number behind a miss beyond 50% where the figure beats it."""
+        """The physics' own numbers behind a miss beyond 50% where the figure beats it: the fastest
+        the physics runs the row, and how many tokens each pass over the weights would have to yield
+        to reach the figure (figure / that speed: more than 1 needs speculative decoding, or fewer
+        bytes per weight than the row states)."""
         if abs(self.error) <= 0.5 or self.measured <= self.ceiling:
             return ""
         where = f"at its stated {self.n_chips} chips" if self.chips_stated else "on every chip count tried"
-        return f"faster than the physics {where}: at most {self.ceiling:,.0f} tok/s"
+        return (f"faster than the physics {where}: at most {self.ceiling:,.0f} tok/s; the figure needs "
+                f"{self.measured / self.ceiling:.1f} tokens a pass over the weights (speculative decoding, "
+                f"or fewer bits a weight)")
 
     @property
     def error(self) -> float:
