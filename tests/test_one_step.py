@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 import membound as mb
 from membound.serving import build
 
-# every shipped runtime on a device it runs on, with a model that fits one pipeline stage there (serve
-# models no pipeline stages): (runtime, model, device, chips, weight format)
+# every shipped runtime on a device it runs on, with a model that fits one pipeline stage there (pipeline
+# stages: test_serve_pipeline.py): (runtime, model, device, chips, weight format)
 CASES = {
     "cerebras-2024-08": ("llama-3.1-8b", "cerebras-wse-3", 1, "bf16"),
     "device": ("llama-3.1-8b", "h100-sxm", 1, "bf16"),

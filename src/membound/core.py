@@ -881,41 +881,56 @@ def prefill(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip) -> tuple[Num,
     pass): N // budget full steps and one of the rest, each a `pass_terms` step carrying its share
     of the prompts' KV and attention pairs (by its tokens: the steps' pairs sum to the prompts')
     and an LM head for each prompt it holds part of (at least one; all B where they fit one step).
-    B = 1 is served continuous batching's lone prompt (serving.solver's own chunks), step for step."""
+    Over pipeline stages each step is a `pipeline_pass`: the prompts fill the stages in
+    m = min(prompts, pp) micro-batches. B = 1 is served continuous batching's lone prompt
+    (serving.solver's own chunks), step for step."""
     B, S = kn.batch, kn.prompt
     N = B * S
-    if isinstance(ch.pp, float) and ch.pp == 1.0:
-        whole = prompt_pass(mc, eff, kn, ch, B, S, N)
-        P = kn.chunk_tokens
-        if type(P) is float and (P == 0.0 or (type(N) is float and N <= P)):
-            prefill_s = where(S > 0, pass_s(whole, 0.0), 0.0)
-        else:
-            P = where(P > 0.0, P, maximum(N, 1.0))
-            full = floor_int(N / P)
-            rest = N - full * P
-            chunks = full * pass_s(prompt_pass(mc, eff, kn, ch, B, S, minimum(P, N)), 0.0) \
-                + where(rest > 0.0, pass_s(prompt_pass(mc, eff, kn, ch, B, S, rest), 0.0), 0.0)
-            prefill_s = where(S > 0, chunks, 0.0)
-        return prefill_s, whole.mem, whole.comp, whole.head, whole.over
-    # pipeline stages: the B prompts go through in m = min(B, pp) micro-batches; a stage's
-    # share of one micro-batch's pass takes `share` of that pass, and the last micro-batch
-    # leaves the last stage m + pp - 1 such stage-times after the first one entered
-    # (a single prompt, m = 1, still passes the stages one after the other)
-    one = prompt_pass(mc, eff, kn, ch, B / ch.m, S, B / ch.m * S)
-    fill = (ch.m + ch.pp - 1.0) * ch.share
-    pre_m, _, pre_c, _ = timed((one.mem * fill, 0.0, one.comp * fill, 0.0), one.serial)
-    prefill_s = where(S > 0, maximum(maximum(pre_m, pre_c), ch.floor) + comm_s(mc, ch, N) + one.over, 0.0)
-    return prefill_s, one.mem * fill, one.comp * fill, one.head * fill, one.over
+    whole = prompt_pass(mc, eff, kn, ch, B, S, N)
+    P = kn.chunk_tokens
+    if type(P) is float and (P == 0.0 or (type(N) is float and N <= P)):
+        prefill_s = where(S > 0, pass_s(whole, 0.0), 0.0)
+    else:
+        P = where(P > 0.0, P, maximum(N, 1.0))
+        full = floor_int(N / P)
+        rest = N - full * P
+        chunks = full * pass_s(prompt_pass(mc, eff, kn, ch, B, S, minimum(P, N)), 0.0) \
+            + where(rest > 0.0, pass_s(prompt_pass(mc, eff, kn, ch, B, S, rest), 0.0), 0.0)
+        prefill_s = where(S > 0, chunks, 0.0)
+    return prefill_s, whole.mem, whole.comp, whole.head, whole.over
 
 
 def prompt_pass(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, B: Num, S: Num, chunk: Num) -> Pass:
     """A step of `chunk` tokens of B prompts of S tokens, nothing decoding: its share chunk / S of
     their KV (held, read and written) and causal pairs, an LM head for each prompt it holds part of."""
     share = chunk / maximum(S, 1.0)
-    return pass_terms(mc, eff, kn, ch, 0.0, chunk=chunk, prompts=minimum(B, maximum(share, 1.0)),
-                      held=share * effective_context(mc.held_groups, S),
-                      pairs=share * causal_pairs(mc.window_groups, S),
-                      index_pairs=share * causal_pairs(mc.held_groups, S) if mc.index_flops else 0.0)
+    return pipeline_pass(mc, eff, kn, ch, 0.0, chunk=chunk, prompts=minimum(B, maximum(share, 1.0)),
+                         held=share * effective_context(mc.held_groups, S),
+                         pairs=share * causal_pairs(mc.window_groups, S),
+                         index_pairs=share * causal_pairs(mc.held_groups, S) if mc.index_flops else 0.0)[0]
+
+
+def pipeline_pass(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, dec: Num, pos: Num = 1.0, routed: Num = 1.0,
+                  chunk: Num = 0.0, prompts: Num = 0.0, held: Num = 0.0, pairs: Num = 0.0, index_pairs: Num = 0.0
+                  ) -> tuple[Pass, Num, Num]:
+    """A step of `pass_terms`' work through the layout's ch.pp pipeline stages: (the step as one
+    Pass, m, beat). The step's dec + prompts sequences go in m = min(dec + prompts, pp) micro-batches,
+    each a pass of 1/m of the work (its decoding sequences attend to U / m pairs: `pass_s(p, U / m)`).
+    While sequences decode the pipeline runs full: a step takes beat = max(1, m x share) passes of
+    a micro-batch (one pass through all stages, or m of the largest stage's share of it: `chip_of`).
+    A step of prompts alone fills it: their last micro-batch leaves the last stage (m + pp - 1)
+    stage-times after the first entered, beat = (m + pp - 1) x share, over one pass's floor, its
+    communication that of all the step's tokens (`prefill`: a static batch's prompts, a served
+    prompt's chunk). Without stages (pp = 1) it is `pass_terms`, m = beat = 1. Floats or arrays."""
+    if isinstance(ch.pp, float) and ch.pp == 1.0:
+        return pass_terms(mc, eff, kn, ch, dec, pos, routed, chunk, prompts, held, pairs, index_pairs), 1.0, 1.0
+    m = minimum(maximum(dec + prompts, 1.0), ch.pp)
+    decoding = dec > 0.0
+    beat = where(decoding, maximum(1.0, m * ch.share), (m + ch.pp - 1.0) * ch.share)
+    p = pass_terms(mc, eff, kn, ch, dec / m, pos, routed, chunk / m, prompts / m, held / m, pairs / m,
+                   index_pairs / m, beat=beat)
+    return p._replace(floor=where(decoding, p.floor, ch.floor),
+                      comm=where(decoding, p.comm, comm_s(mc, ch, dec * pos + chunk))), m, beat
 
 
 BOUNDS = ("memory", "compute", "latency", "communication", "overhead", "draft")

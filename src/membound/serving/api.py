@@ -42,7 +42,9 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
     """A served workload: `concurrency` clients in a closed loop, or Poisson arrivals at
     `arrival_rate` requests/s, against one engine instance of `n_chips` chips (None / "auto", the
     default: the chips of `parallel`, else the fewest that hold the weights and one request of the
-    longest prompt + output, `min_chips`).
+    longest prompt + output, `min_chips`). Pipeline stages (parallel with pp > 1) are terms of the
+    one step as estimate() prices them (`core.pipeline_pass`): a running batch goes in
+    min(sequences, pp) micro-batches, and a lone prompt fills the pipeline.
 
     prompt_tokens / output_tokens: a count or a distribution (mb.Fixed, mb.Uniform, mb.Samples).
     runtime: as estimate()'s, the one rule of every entry point: None is the device's default
@@ -156,8 +158,6 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
                 parallel=parallel, runtime=rt, price_usd_per_hour=price_usd_per_hour,
                 dense_weight_dtype=dense_weight_dtype, quantization=quantization,
                 allow_beyond_context=allow_beyond_context)
-    if p.layout.pp > 1:
-        raise InvalidInputError("parallel.pp", p.layout.pp, "1 for served workloads (pipeline stages are not modelled in serve)")
     sched = instance_limits(sched, rt.served or DEFAULT_SERVED, p.layout.ep)
     if speculative is None:
         return StepModel(p), sched, p

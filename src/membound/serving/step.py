@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core import Pass, chip_of, decode_index, model_consts, pass_s, pass_terms, timed
+from ..core import Pass, chip_of, decode_index, model_consts, pass_s, pipeline_pass, timed
 from ..estimate import Prepared
-from ..roofline import context_pieces, effective_context, maximum, sum_linear, sum_over_context
+from ..roofline import Num, context_pieces, effective_context, maximum, sum_linear, sum_over_context
 from .scheduler import Scheduler, _set
 
 if TYPE_CHECKING:
@@ -141,12 +141,13 @@ class StepModel:
         """The mean pairs it holds over those contexts."""
         return mean_pairs(self.held_pieces, start, count)
 
-    def index_s(self, b, h):
+    def index_s(self, b, h, m=1.0, beat=1.0):
         """Seconds of the sparse-attention indexer's kernel in a step of b decoding sequences
-        holding h pairs on average (`core.index_terms`); 0 without an indexer."""
+        holding h pairs on average (`core.index_terms`), in m micro-batches of `beat` passes each
+        (`core.pipeline_pass`); 0 without an indexer."""
         if not self.indexed:
             return 0.0
-        return maximum(*decode_index(self.consts, self.chip, b, self.positions, h))
+        return maximum(*decode_index(self.consts, self.chip, b / m, self.positions, h, beat))
 
     def kv_pairs_capacity(self, sched: Scheduler) -> float:
         """(layer, token) KV pairs one chip's share of the cache holds: memory_fraction of what
@@ -157,14 +158,21 @@ class StepModel:
         return max(free, 0.0) / self.kv_pair_bytes
 
     def terms(self, b, c=0.0, cu=0.0, cp=0.0, seqs=None, hp=0.0) -> Pass:
-        """core's step (`core.pass_terms`) of b decoding sequences and c prompt tokens."""
+        """core's step of b decoding sequences and c prompt tokens (`staged`'s pass)."""
+        return self.staged(b, c, cu, cp, seqs, hp)[0]
+
+    def staged(self, b, c=0.0, cu=0.0, cp=0.0, seqs=None, hp=0.0) -> tuple[Pass, Num, Num]:
+        """core's step of b decoding sequences and c prompt tokens through the layout's pipeline
+        stages (`core.pipeline_pass`; `core.pass_terms` without stages): (the pass, the micro-batches
+        m its decoding sequences' pairs are split over, the passes per step)."""
         prompts = (c > 0) * 1.0 if seqs is None else seqs - b
         v = self.positions
-        return pass_terms(self.consts, self.eff, self.knobs, self.chip, b, v, v, c, prompts, cu, cp, hp)
+        return pipeline_pass(self.consts, self.eff, self.knobs, self.chip, b, v, v, c, prompts, cu, cp, hp)
 
     def step(self, b, u, c=0.0, cu=0.0, cp=0.0, seqs=None, h=0.0, hp=0.0):
         """Seconds of a step of b decoding sequences at u attended pairs each and c prompt tokens."""
-        t = pass_s(self.terms(b, c, cu, cp, seqs, hp), b * u) + self.index_s(b, h)
+        p, m, beat = self.staged(b, c, cu, cp, seqs, hp)
+        t = pass_s(p, b * u / m) + self.index_s(b, h, m, beat)
         return t if self.draft is None else t + self.draft(b, u, c, cu, cp, h, hp)
 
     def step1(self, b: float, u: float, c: float = 0.0, cu: float = 0.0, cp: float = 0.0, seqs: float | None = None,
@@ -180,19 +188,19 @@ class StepModel:
         max(memory, compute, floor), each affine in its pairs: `roofline.sum_over_context`).
         With others = 0 and c = 0 it is `estimate(batch=1)`'s time per output token."""
         b = 1.0 + others
-        p = self.terms(b, c, cu, cp, None if seqs is None else seqs, hp)
-        coeffs = timed((p.mem + p.kv * others * u_others, p.kv, p.comp + p.attn * others * u_others, p.attn),
-                       p.serial)
+        p, m, beat = self.staged(b, c, cu, cp, None if seqs is None else seqs, hp)
+        coeffs = timed((p.mem + p.kv * others * u_others / m, p.kv / m, p.comp + p.attn * others * u_others / m,
+                        p.attn / m), p.serial)
         total = sum_over_context(self.consts.pieces, *coeffs, p.floor, start, count)
-        t = total / count + p.comm + p.over + self.index_s(b, h)
+        t = total / count + p.comm + p.over + self.index_s(b, h, m, beat)
         if self.draft is None:
             return t
         return t + self.draft(b, (others * u_others + self.mean_attended(start, count)) / b, c, cu, cp, h, hp)
 
     def bound(self, b, u, c=0.0, cu=0.0, cp=0.0, h=0.0, hp=0.0) -> str:
-        p = self.terms(b, c, cu, cp, None, hp)
-        U = b * u
-        idx = decode_index(self.consts, self.chip, b, self.positions, h)
+        p, m, beat = self.staged(b, c, cu, cp, None, hp)
+        U = b * u / m
+        idx = decode_index(self.consts, self.chip, b / m, self.positions, h, beat)
         vals = {"memory": float(np.mean(p.mem + p.kv * U + idx[0])),
                 "compute": float(np.mean(p.comp + p.attn * U + idx[1])),
                 "communication": float(np.mean(p.comm)), "overhead": float(np.mean(p.over)),
