@@ -200,6 +200,10 @@ GENERATION_NOTES = {
     "hw-016": "Nov 2024 software: no generation is fitted on one row, so the wafer's physics alone predicts "
               "it (membound.vendors)",
     "hw-021": "Aug 2023 software, a lower bound ('more than 100'): met by the 2024 runtime's prediction",
+    "hw-022": "2025 software: after kernel looping (arXiv:2410.23668) removed the layer-boundary penalty "
+              "sambanova-2024 fits, so the physics alone predicts it (membound.vendors)",
+    "hw-023": "2025 software: after kernel looping (arXiv:2410.23668) removed the layer-boundary penalty "
+              "sambanova-2024 fits, so the physics alone predicts it (membound.vendors)",
 }
 
 
