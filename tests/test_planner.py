@@ -193,3 +193,32 @@ def test_the_issues_200_user_task_has_one_answer_serve_confirms(capsys):
             "model": "llama-3.1-70b", "hardware": ["mi300x"], "concurrent_users": 200, "prompt_tokens": 2048,
             "output_tokens": 500, "min_tok_s_per_user": 40}).json()["ranked"][0]
     assert [web[k] for k in keys] == [best[k] for k in keys]
+
+
+def test_a_p99_rate_plan_sizes_replicas_by_max_rate():
+    # MLPerf's question as a plan: Poisson arrivals at 2.5 x the highest rate one replica serves with
+    # p99 TTFT <= 2 s and p99 TPOT <= 50 ms (mb.max_rate, the same tails): ceil(2.5) = 3 replicas, and
+    # serve() at rate / 3 (below that highest rate, where the p99s rise with the rate) meets both.
+    slo = mb.SLO(ttft_p99_s=2.0, tpot_p99_s=0.05)
+    top = mb.max_rate("llama-3.1-8b", "h100-sxm", slo=slo, prompt_tokens=1024, output_tokens=256,
+                      weight_dtype="fp8", runtime="vllm")
+    assert top.rate > 0.0 and top.binding in ("ttft_p99_s", "tpot_p99_s", "")
+    w = mb.Workload(arrival_rate_rps=2.5 * top.rate, prompt_tokens=1024, output_tokens=256)
+    res = mb.plan("llama-3.1-8b", w, slo, hardware=["h100-sxm"], prices={"h100-sxm": 2.0}, weight_dtypes=["fp8"],
+                  n_chips=[1], batches=[8, 64], runtime="vllm", max_utilisation=1.0)
+    row = res.best
+    assert row.replicas == 3
+    s = mb.serve("llama-3.1-8b", "h100-sxm", arrival_rate=2.5 * top.rate / 3, prompt_tokens=1024, output_tokens=256,
+                 weight_dtype="fp8", runtime="vllm")
+    assert s.ttft.p99 <= 2.0 and s.tpot.p99 <= 0.05
+    assert row.ttft_p99_s == pytest.approx(s.ttft.p99, rel=1e-12) and row.tpot_p99_s == pytest.approx(s.tpot.p99)
+
+
+def test_p99_targets_are_checked():
+    with pytest.raises(InvalidInputError, match="ttft_p99_s"):
+        mb.SLO(ttft_p99_s=-1.0)
+    with pytest.raises(InvalidInputError, match="tpot_p99_s"):
+        mb.SLO(tpot_p99_s=float("nan"))
+    w = mb.Workload(arrival_rate_rps=5.0, prompt_tokens=1024, output_tokens=256)
+    with pytest.raises(InvalidInputError, match="batching='served'"):
+        mb.plan("llama-3.1-8b", w, mb.SLO(tpot_p99_s=0.05), hardware=["h100-sxm"], batching="static")

@@ -7,7 +7,8 @@ import pytest
 
 import membound as mb
 from membound.serving import Uniform, build, solve
-from membound.tails import _quantile, _wait_exceeds, mg1_wait_tail, tails, tpot_quantiles
+from membound.tails import (_quantile, _wait_exceeds, birth_death, correlation_time, mg1_wait_tail, step_chain, tails,
+                            tpot_quantiles, window_share)
 
 
 def test_md1_prefill_queue_p99_by_hand():
@@ -58,24 +59,58 @@ def test_tpot_tail_of_prefill_interference_by_hand():
     # reached at K = 6: tau - 0.4 + 1.2 = tau + 0.8 ms; the median at K = 2 (P(K <= 1) = 0.406,
     # P(K <= 2) = 0.677): tau.
     tau = 0.010
-    q50, _, q99 = tpot_quantiles(tau, 0.0096, 0.0296, 0.02, True, 0.0, 0.0, np.array([101.0]))
+    q50, _, q99 = tpot_quantiles(tau, 0.0096, 0.0296, 0.02, True, np.array([101.0]))
     assert q99 == pytest.approx(tau + 0.0008, abs=2e-6)
     assert q50 == pytest.approx(tau, abs=2e-6)
 
 
+def test_occupancy_chain_by_hand():
+    # A batch whose step does not grow with it: mu(n) = n / R, R = 1 s a request's residence, arrivals
+    # at 2/s: M/G/infinity, Poisson(2): P(0) = e^-2 = 0.13534, P(2) = 2^2 / 2! e^-2 = 0.27067. Its
+    # count decorrelates as e^(-t / R) (exponential residences): correlation time R = 1 s.
+    p = birth_death(2.0, np.arange(1, 200) / 1.0)
+    assert p[0] == pytest.approx(0.13534, abs=1e-5) and p[2] == pytest.approx(0.27067, abs=1e-5)
+    assert correlation_time(p, np.arange(p.size, dtype=float), 2.0) == pytest.approx(1.0, rel=1e-6)
+    # A batch of one that completes 1/s (M/M/1), arrivals at 0.5/s: P(n) = 0.5 x 0.5^n; the queue
+    # length's integrated autocorrelation over its variance is (1 + rho) / (1 - rho)^2 / mu
+    # = 1.5 / 0.25 = 6 s (Whitt 1989, "Planning queueing simulations": asymptotic variance
+    # 2 rho (1 + rho) / (1 - rho)^4, variance rho / (1 - rho)^2).
+    p = birth_death(0.5, np.array([1.0]))
+    assert p[:3] == pytest.approx([0.5, 0.25, 0.125], abs=1e-12)
+    assert correlation_time(p, np.arange(p.size, dtype=float), 0.5) == pytest.approx(6.0, rel=1e-6)
+    assert birth_death(1.0, np.array([1.0])) is None            # a full batch that keeps no pace: no law
+    # a window's mean keeps all the variance of a window far shorter than the correlation, 2 corr /
+    # window of one far longer (2 (1e4 - 1) / 1e8), and 2 (1 - 1 + e^-1) = 0.7358 at one correlation time
+    assert window_share(np.array([1e-6, 1.0, 1e4]), 1.0) == pytest.approx([1.0, 0.73576, 1.9998e-4], rel=1e-4)
+
+
+def test_prompts_per_step_chain_by_hand():
+    # Steps of d0 = 10 ms with no prompt work: the prompts a step takes are those that came during
+    # the last one, Poisson(rate d0) = Poisson(0.5) at 50/s: P(0) = e^-0.5 = 0.60653.
+    p = step_chain(50.0, 0.010, 0.0)
+    assert p[0] == pytest.approx(0.60653, abs=1e-5) and p[1] == pytest.approx(0.30327, abs=1e-5)
+    # each prompt adding 8 ms: offspring mean r = 50 x 0.008 = 0.4 a prompt; the chain's mean
+    # m = rate d0 + r m, m = 0.5 / 0.6 = 0.8333 prompts a step (a branching process with immigration)
+    p = step_chain(50.0, 0.010, 0.008)
+    assert float(np.sum(np.arange(p.size) * p)) == pytest.approx(0.5 / 0.6, rel=1e-3)
+
+
 def test_tails_against_the_simulator():
-    # Llama-3.1-8B fp8 on an H100 with vLLM, Poisson arrivals at 30% of saturation; lengths uniform.
-    # The model's p99s sit within 30% of the simulator's (measured: TTFT -22%, TPOT -15%: the model
-    # keeps fewer prompts per prefill step than the simulator batches), and above its own medians.
+    # Llama-3.1-8B fp8 on an H100 with vLLM, Poisson arrivals at 30% and 85% of saturation; lengths
+    # uniform. Measured (simulator seeds 0, 1, 2; 3,000 requests): at 30% the p99s are -6..-9% (TTFT)
+    # and -3..-9% (TPOT) off the simulator's; at 85% -21..-36% (TTFT) and -18..+4% (TPOT), where
+    # before the clumped steps and the occupancy model they were -59% and -54% on the MLPerf
+    # workloads (the seed's scatter is 20% of a p99 there). They sit above their own medians.
     PROMPT, OUT = Uniform(500, 1500), Uniform(50, 400)
     sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=PROMPT, output=OUT, runtime="vllm", weight_dtype="fp8")
     cap = float(solve(sm, sched, PROMPT.mean, OUT.mean, concurrency=np.array([1e9])).x[0])
-    lam = 0.3 * cap
-    t = tails(sm, sched, solve(sm, sched, PROMPT.mean, OUT.mean, arrival_rate=np.array([lam])), lam, PROMPT, OUT)
-    r = mb.serve("llama-3.1-8b", "h100-sxm", arrival_rate=lam, prompt_tokens=PROMPT, output_tokens=OUT, runtime="vllm",
-                 weight_dtype="fp8", engine="simulate", n_requests=3000)
-    assert t.ttft[2] == pytest.approx(r.ttft.p99, rel=0.3)
-    assert t.tpot[2] == pytest.approx(r.tpot.p99, rel=0.3)
-    assert t.ttft[0] == pytest.approx(r.ttft.median, rel=0.15)
-    assert t.ttft[2] > t.ttft[1] > t.ttft[0] and t.tpot[2] > t.tpot[0]
-    assert 0.0 < t.rho < 1.0 and math.isfinite(t.ttft[2])
+    for load, tol_ttft, tol_tpot in ((0.3, 0.15, 0.15), (0.85, 0.4, 0.25)):
+        lam = load * cap
+        t = tails(sm, sched, solve(sm, sched, PROMPT.mean, OUT.mean, arrival_rate=np.array([lam])), lam, PROMPT, OUT)
+        r = mb.serve("llama-3.1-8b", "h100-sxm", arrival_rate=lam, prompt_tokens=PROMPT, output_tokens=OUT,
+                     runtime="vllm", weight_dtype="fp8", engine="simulate", n_requests=3000)
+        assert t.ttft[2] == pytest.approx(r.ttft.p99, rel=tol_ttft)
+        assert t.tpot[2] == pytest.approx(r.tpot.p99, rel=tol_tpot)
+        assert t.ttft[0] == pytest.approx(r.ttft.median, rel=0.15)
+        assert t.ttft[2] > t.ttft[1] > t.ttft[0] and t.tpot[2] > t.tpot[0]
+        assert 0.0 < t.rho < 1.0 and math.isfinite(t.ttft[2])

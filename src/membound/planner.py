@@ -116,15 +116,23 @@ class Workload:
 
 @dataclass(frozen=True)
 class SLO:
-    """Latency targets (None: no target). Seconds and tokens per second per user."""
+    """Latency targets (None: no target). Seconds and tokens per second per user.
+
+    ttft_p99_s, tpot_p99_s: MLPerf's Server/Interactive limits (the 99th percentile of TTFT and of a
+    request's mean inter-token time). They need batching="served": with an arrival rate the planner
+    sizes replicas by the highest rate a replica serves within the limits (`mb.max_rate`, the tails
+    of `membound.tails`); with clients in a closed loop the TPOT has no tail model (its p99 is the
+    mean step)."""
 
     ttft_p50_s: float | None = None
     ttft_p90_s: float | None = None
     min_tok_s_per_user: float | None = None
     e2e_p90_s: float | None = None
+    ttft_p99_s: float | None = None
+    tpot_p99_s: float | None = None
 
     def __post_init__(self):
-        for name in ("ttft_p50_s", "ttft_p90_s", "min_tok_s_per_user", "e2e_p90_s"):
+        for name in ("ttft_p50_s", "ttft_p90_s", "min_tok_s_per_user", "e2e_p90_s", "ttft_p99_s", "tpot_p99_s"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)
                                   or not is_finite_number(v) or v <= 0):
@@ -217,6 +225,11 @@ def _check_plan_args(workload: Workload, slo: SLO, batching: str, max_utilisatio
     if batching not in ("served", "continuous", "static"):
         raise InvalidInputError("batching", batching, "'served' (continuous batching, serve()'s physics; "
                                 "'continuous' is the same) or 'static' (batches decoded together)")
+    if batching == "static":
+        for name in ("ttft_p99_s", "tpot_p99_s"):
+            if getattr(slo, name) is not None:
+                raise InvalidInputError(f"slo.{name}", getattr(slo, name), "None with batching='static' (p99 "
+                                        "targets need the served tails: batching='served')")
     _check_utilisation(max_utilisation)
     devices = [hardware] if isinstance(hardware, str) else list(hardware)
     if not devices:
@@ -417,10 +430,11 @@ def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, pric
     return PlanResult(ranked, _frontier(df), text, len(df), notes)
 
 
-def _meets(slo: SLO, t50, t90, per_user, e2e):
+def _meets(slo: SLO, t50, t90, per_user, e2e, t99=None, tpot99=None):
     ok = np.ones_like(np.asarray(per_user, dtype=float), dtype=bool)
     for target, got, upper in ((slo.ttft_p50_s, t50, True), (slo.ttft_p90_s, t90, True),
-                               (slo.min_tok_s_per_user, per_user, False), (slo.e2e_p90_s, e2e, True)):
+                               (slo.min_tok_s_per_user, per_user, False), (slo.e2e_p90_s, e2e, True),
+                               (slo.ttft_p99_s, t99, True), (slo.tpot_p99_s, tpot99, True)):
         if target is not None:
             ok &= (got <= target) if upper else (got >= target)
     return ok
@@ -475,17 +489,20 @@ class _Served:
         from .serving.api import e2e_quantile, ttft_quantile
         self.st = st
         self.ttft50, self.ttft90 = ttft_quantile(sm, st, prompt, 0.5), ttft_quantile(sm, st, prompt, 0.9)
+        self.ttft99 = ttft_quantile(sm, st, prompt, 0.99)
         self.e2e90 = e2e_quantile(sm, st, prompt, output, 0.9)
         self.per_user = 1.0 / st.tau
+        self.tpot99 = st.tau            # a closed loop's TPOT has no tail model: every sequence sees the mean step
         self.e2e_mean = st.ttft + (output.mean - 1.0) * st.tau
 
     def meets(self, slo: SLO):
-        return _meets(slo, self.ttft50, self.ttft90, self.per_user, self.e2e90)
+        return _meets(slo, self.ttft50, self.ttft90, self.per_user, self.e2e90, self.ttft99, self.tpot99)
 
     def at(self, i: int) -> dict[str, float]:
         return dict(ttft_s=float(self.st.ttft[i]), ttft_p50_s=float(self.ttft50[i]), ttft_p90_s=float(self.ttft90[i]),
-                    tpot_s=float(self.st.tau[i]), tok_s_per_user=float(self.per_user[i]),
-                    e2e_s=float(self.e2e_mean[i]), e2e_p90_s=float(self.e2e90[i]))
+                    ttft_p99_s=float(self.ttft99[i]), tpot_s=float(self.st.tau[i]), tpot_p99_s=float(self.tpot99[i]),
+                    tok_s_per_user=float(self.per_user[i]), e2e_s=float(self.e2e_mean[i]),
+                    e2e_p90_s=float(self.e2e90[i]))
 
 
 def _users_fleet(sm, sched, prompt, output, slo: SLO, users: int, conc: np.ndarray, fig: _Served, i: int):
@@ -508,11 +525,20 @@ def _rate_fleet(sm, sched, p, prompt, output, slo: SLO, rate: float, x: float, m
     """(replicas, requests in a replica, figures, output tok/s) for Poisson arrivals at `rate`: the
     fewest replicas from ceil(rate / (max_utilisation x x)) up (x: a replica's throughput at the
     clients that met the SLO) whose serve() result at rate / replicas (its open-loop steady state
-    and tails) meets the SLO; None where 64 more do not."""
+    and tails) meets the SLO; None where 64 more do not. With a p99 target, from
+    ceil(rate / r) up instead, r the highest rate a replica serves within the SLO's latency limits
+    (`rate_search.search`, mb.max_rate's search: the tails' p99s rise with the rate); None where
+    no rate meets them."""
     from .errors import MemboundError
     from .serving import solve
     from .serving.api import _from_solver
     first = max(math.ceil(rate / (max_utilisation * x)), 1)
+    if slo.ttft_p99_s is not None or slo.tpot_p99_s is not None:
+        from .rate_search import limits_of, search
+        top = search(sm, sched, prompt, output, limits_of(slo, skip_e2e=True))
+        if top.rate <= 0.0:
+            return None
+        first = max(math.ceil(rate / top.rate * (1.0 - 1e-9)), 1)
     for replicas in range(first, first + 64):
         r_rate = rate / replicas
         try:
@@ -520,9 +546,10 @@ def _rate_fleet(sm, sched, p, prompt, output, slo: SLO, rate: float, x: float, m
         except MemboundError:            # beyond a replica's capacity: add one
             continue
         r = _from_solver(sm, sched, p, st, prompt, output, None, r_rate)     # what serve() returns there
-        if bool(_meets(slo, r.ttft.median, r.ttft.p90, r.tok_s_per_user, r.e2e.p90)):
-            figs = dict(ttft_s=r.ttft.mean, ttft_p50_s=r.ttft.median, ttft_p90_s=r.ttft.p90, tpot_s=r.tpot.mean,
-                        tok_s_per_user=r.tok_s_per_user, e2e_s=r.e2e.mean, e2e_p90_s=r.e2e.p90)
+        if bool(_meets(slo, r.ttft.median, r.ttft.p90, r.tok_s_per_user, r.e2e.p90, r.ttft.p99, r.tpot.p99)):
+            figs = dict(ttft_s=r.ttft.mean, ttft_p50_s=r.ttft.median, ttft_p90_s=r.ttft.p90, ttft_p99_s=r.ttft.p99,
+                        tpot_s=r.tpot.mean, tpot_p99_s=r.tpot.p99, tok_s_per_user=r.tok_s_per_user, e2e_s=r.e2e.mean,
+                        e2e_p90_s=r.e2e.p90)
             return replicas, r_rate * r.e2e.mean, figs, rate * output.mean
     return None
 
@@ -609,7 +636,9 @@ def _track_best(best: dict, slo: SLO, fig: _Served, where: str) -> None:
     for name, target, got, upper in (("TTFT p50 (s)", slo.ttft_p50_s, fig.ttft50, True),
                                      ("TTFT p90 (s)", slo.ttft_p90_s, fig.ttft90, True),
                                      ("per-user decode speed (tok/s)", slo.min_tok_s_per_user, fig.per_user, False),
-                                     ("end-to-end p90 (s)", slo.e2e_p90_s, fig.e2e90, True)):
+                                     ("end-to-end p90 (s)", slo.e2e_p90_s, fig.e2e90, True),
+                                     ("TTFT p99 (s)", slo.ttft_p99_s, fig.ttft99, True),
+                                     ("TPOT p99 (s)", slo.tpot_p99_s, fig.tpot99, True)):
         if target is None:
             continue
         v = float(np.min(got) if upper else np.max(got))

@@ -45,15 +45,17 @@ class MaxRate:
     limits: dict
 
 
-def limits_of(slo) -> dict[str, float]:
+def limits_of(slo, skip_e2e: bool = False) -> dict[str, float]:
     """The latency limits of `slo`: a mapping of LIMITS keys to seconds, or a mb.SLO (its TTFT
-    p50/p90 targets and min_tok_s_per_user as a median TPOT of 1 / that)."""
+    p50/p90/p99 targets, its TPOT p99 and min_tok_s_per_user as a median TPOT of 1 / that).
+    skip_e2e: leave an SLO's e2e_p90_s out (the planner checks it itself) instead of refusing it."""
     from .planner import SLO
     if isinstance(slo, SLO):
-        if slo.e2e_p90_s is not None:
+        if slo.e2e_p90_s is not None and not skip_e2e:
             raise InvalidInputError("slo.e2e_p90_s", slo.e2e_p90_s, "None in max_rate (its limits are TTFT and TPOT)")
-        out = {"ttft_p50_s": slo.ttft_p50_s, "ttft_p90_s": slo.ttft_p90_s,
-               "tpot_p50_s": None if slo.min_tok_s_per_user is None else 1.0 / slo.min_tok_s_per_user}
+        out = {"ttft_p50_s": slo.ttft_p50_s, "ttft_p90_s": slo.ttft_p90_s, "ttft_p99_s": slo.ttft_p99_s,
+               "tpot_p50_s": None if slo.min_tok_s_per_user is None else 1.0 / slo.min_tok_s_per_user,
+               "tpot_p99_s": slo.tpot_p99_s}
         lim = {k: float(v) for k, v in out.items() if v is not None}
     elif isinstance(slo, Mapping):
         lim = {}

@@ -6,12 +6,34 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
+from scipy.special import gammainc, gammaln
 
 from ..errors import DoesNotFitError, InvalidInputError
 from ..roofline import causal_pairs
 from .lengths import Length
 from .scheduler import Scheduler, _set
 from .step import StepModel
+
+
+# prompts-per-step counts the open loop's clumped steps price one by one (`_State._clumped`), and the
+# rounds of the step-length bias (a long step gathers more prompts for the next)
+CLUMP_POINTS = 12
+CLUMP_ROUNDS = 2
+
+
+def _poisson_mix(means, weights, n: int):
+    """The law of K drawn from a mixture of Poissons (means, weights: arrays whose first axis lists
+    the parts) over K = 0 .. n - 1 and a last cell for K >= n: (weights, counts), each cell's count
+    being K (the last: its conditional mean, E[K; K >= n] = mean P(K >= n - 1) for a Poisson)."""
+    m = np.asarray(means, float)
+    k = np.arange(n, dtype=float).reshape((-1, 1) + (1,) * (m.ndim - 1))
+    pmf = np.exp(k * np.log(np.maximum(m[None], 1e-300)) - m[None] - gammaln(k + 1.0))    # (k, parts, ...)
+    w = np.sum(pmf * weights[None], axis=1)
+    tail = np.sum(np.clip(gammainc(float(n), m), 0.0, 1.0) * weights, axis=0)
+    tail_k = np.sum(m * np.clip(gammainc(float(n - 1), m), 0.0, 1.0) * weights, axis=0)
+    counts = np.concatenate([np.broadcast_to(k[:, 0], w.shape), np.where(tail > 1e-300, tail_k / np.maximum(
+        tail, 1e-300), float(n))[None]], axis=0)
+    return np.concatenate([w, tail[None]], axis=0), counts
 
 
 @dataclass(frozen=True)
@@ -155,20 +177,90 @@ class _State:
         c = np.minimum(np.maximum(c0, pbar), avail)
         f = np.minimum(pbar / np.maximum(c, 1e-30), 1.0)
         tau, tau_d, tau_m, tau_own = self._steps(b, others, c0, c, f)
-        x = b * sm.tokens_per_step / (D * tau)
         pre = self._own_chunks(others, c0, tau_own)
+        half = 0.5 * tau          # an arrival's mean wait for the running step to end
+        if not self.closed and S > 0:      # Poisson arrivals: a step takes the prompts that came during the last
+            tau, tau_m, f, half, own = self._clumped(b, others, avail, pbar, tau_d)
+            pre = pre * own
+        x = b * sm.tokens_per_step / (D * tau)
         rho = np.minimum(pbar / np.maximum(avail, 1e-30), 0.999)
-        # an arrival waits for the running step to end (half a step on average), except in a
-        # closed loop with no host time, where requests arrive as others complete, at a boundary;
-        # in a closed loop it waits only while others run (a lone client finds the engine idle)
+        # an arrival waits for the running step to end (half a step on average; the clumped steps of
+        # Poisson arrivals, length-biased), except in a closed loop with no host time, where requests
+        # arrive as others complete, at a boundary; in a closed loop it waits only while others run
+        # (a lone client finds the engine idle)
         host = sm.host(S)
-        residual = (0.0 if host == 0.0 else 0.5 * tau * np.minimum(others, 1.0)) if self.closed else 0.5 * tau
+        residual = (0.0 if host == 0.0 else half * np.minimum(others, 1.0)) if self.closed else half
         balance = _balance_wait(sm.ranks, _set(self.sched.dp_balance_steps), b, x * tau, tau)
         held, released = self._held(others, x * tau, tau_d, c0, avail, tau_own)
         ttft = host + residual + pre + rho / (2.0 * (1.0 - rho)) * pre + balance \
             + (self.recv_wait + sm.lookahead) * tau * np.minimum(others, 1.0) + held + released
         pre = pre + released
         return tau / sm.tokens_per_step, tau_d, tau_m, f, x, ttft, pre, pbar <= avail
+
+    def _clumped(self, b, others, avail, pbar, tau_d):
+        """The steps of Poisson arrivals (open loop): a step takes, within the token budget, the
+        prompts that arrived during the step before, and a step's cost is convex in its prompt
+        tokens (max(memory, compute): the first tokens of a chunk hide under the decodes' memory
+        time, the rest cost compute), so prompts that come together cost more than the same prompts
+        spread one a step (the spread-chunk mean of `_steps`, which the closed loop keeps). The
+        prompts K a step takes form a Markov chain: K' ~ Poisson(rate x the step K made), a long
+        step gathering more (a = pbar / S prompts a step on average); its law is found from
+        K ~ Poisson(a) by CLUMP_ROUNDS rounds of that map, a mixture of Poissons, over K = 0 ..
+        CLUMP_POINTS - 1 and the rest as one chunk at its conditional mean count. The tokens
+        beyond the largest chunk (the budget; whole prompts without chunked prefill) carry to extra
+        full steps. Returns (the mean step, the mean step carrying prompt tokens, the share of
+        decode steps carrying some, an arrival's mean wait for the running step (length-biased:
+        E[dur^2] / 2 E[dur]), and its own prefill step over one with its prompt alone (size-biased:
+        a prompt lands in a step of k prompts with probability k p_k / a))."""
+        S = self.S
+        cmax = avail if self.sched.chunked_prefill else np.maximum(np.floor(avail / S), 1.0) * S
+        a = np.asarray(pbar, float) / S
+        shape = np.shape(a)
+        cfull = np.broadcast_to(cmax, shape)[None]
+        w, counts = _poisson_mix(a[None], np.ones((1,) + shape), CLUMP_POINTS)
+        mixed = self.sched.mixed_steps
+        for rnd in range(CLUMP_ROUNDS + 1):
+            chunk = np.minimum(counts * S, cmax)
+            dur = self._chunk_step(b, others, np.concatenate([chunk, cfull], axis=0))
+            dur_k, dur_full = dur[:-1], dur[-1]
+            if mixed:        # a step with K prompts is a decode step too (K = 0: tau_d)
+                dur_k = np.concatenate([np.broadcast_to(tau_d, shape)[None], dur_k[1:]], axis=0)
+                cycle = dur_k
+            else:            # a prefill step apart, after the decode step it waited for
+                cycle = np.concatenate([np.broadcast_to(tau_d, shape)[None], tau_d + dur_k[1:]], axis=0)
+            if rnd == CLUMP_ROUNDS:
+                break
+            mean_cycle = np.maximum(np.sum(w * cycle, axis=0), 1e-300)
+            w, counts = _poisson_mix(a * cycle / mean_cycle, w, CLUMP_POINTS)
+        carry = np.maximum(pbar - np.sum(w * chunk, axis=0), 0.0) / np.maximum(cmax, 1e-30)   # extra full steps
+        if mixed:
+            time = np.sum(w * dur_k, axis=0) + carry * dur_full
+            steps = 1.0 + carry
+            sq = np.sum(w * dur_k ** 2, axis=0) + carry * dur_full ** 2
+            carrying = (time - w[0] * tau_d) / np.maximum(steps - w[0], 1e-30)
+        else:
+            alone = np.sum(w[1:] * dur_k[1:], axis=0) + carry * dur_full
+            time, steps = tau_d + alone, 1.0
+            sq = tau_d ** 2 + np.sum(w[1:] * dur_k[1:] ** 2, axis=0) + carry * dur_full ** 2
+            carrying = alone / np.maximum(1.0 - w[0] + carry, 1e-30)
+        f = np.minimum((1.0 - w[0] + carry) / steps, 1.0)
+        half = sq / np.maximum(2.0 * time, 1e-30)
+        took = np.maximum(np.sum(w[1:] * counts[1:], axis=0), 1e-30)
+        own = np.sum(w[1:] * counts[1:] * dur_k[1:], axis=0) / took / np.maximum(dur_k[1], 1e-30)
+        own = np.where(a > 1e-12, np.maximum(own, 1.0), 1.0)
+        return time / steps, carrying, f, half, own
+
+    def _chunk_step(self, b, others, c):
+        """A step carrying c prompt tokens (whole prompts' shares of the KV and the pairs): beside
+        the decodes (averaged over a decoding sequence's contexts, as `_steps`) where steps mix,
+        alone where they do not. c: an array whose first axis lists chunks."""
+        sm, S = self.sm, max(self.S, 1.0)
+        share = c / S
+        if self.sched.mixed_steps:
+            return sm.step_over_context(others, self.u_mean, self.S, self.T, c, share * self.u_S,
+                                        share * self.pairs_S, h=self.h_mean, hp=share * self.index_S)
+        return sm.step(0.0 * b, self.u_mean, c, share * self.u_S, share * self.pairs_S, seqs=share,
+                       hp=share * self.index_S)
 
     def _held(self, others, arrivals, tau_d, c0, avail, tau_own):
         """Batch waiting (Scheduler.batch_wait_*): the seconds a prompt is held while the others
@@ -278,6 +370,16 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
     b, tau, tau_d, tau_m, f, x, ttft, pre = (_closed_loop(state, concurrency, cap) if closed
                                              else _open_loop(state, arrival_rate, cap))
     return Steady(b, tau, tau_d, tau_m, f, x, ttft, pre, cap, kv_pairs, state.u_mean, state.h_mean)
+
+
+def open_loop_rates(sm: StepModel, sched: Scheduler, prompt: float, output: float, b) -> tuple[np.ndarray, ...]:
+    """Poisson arrivals' steady figures with b others decoding beside a sequence (an array): (mean
+    seconds per output token, requests completed per second, the decode step, the step carrying
+    prompt tokens, a prompt's own prefill seconds). The occupancy model of `membound.tails` reads
+    the engine's figures as functions of its load from here."""
+    state = _State(sm, sched, float(prompt), float(output), False)
+    tau, tau_d, tau_m, _, x, _, pre, _ = state(np.asarray(b, float))
+    return tuple(np.asarray(v, float) * np.ones(np.shape(b)) for v in (tau, x, tau_d, tau_m, pre))
 
 
 def finite_run_share(e2e, tau0: float, output: Length, concurrency, runs=10.0) -> np.ndarray:
