@@ -152,3 +152,40 @@ def test_the_cli_footer_names_the_calibration(capsys):
     assert "calibration" in capsys.readouterr().out
     assert main(["serve", "llama-3.1-8b", "h200", "--concurrency", "1", "--runtime", "sglang"]) == 0
     assert "calibration: sglang" in capsys.readouterr().out
+
+
+# ---- speculative decoding: the drafter's passes are terms of the one step -----------------------
+
+# (target, device, layout, formats, draft, runtimes): a dense draft of a dense target, on one chip and
+# tensor-parallel, under pipeline stages, an MoE target with a dense draft, and DeepSeek's MTP module
+# (an MoE draft, expert-parallel like its target)
+SPECULATIVE = [("llama-3.1-8b", "h100-sxm", mb.Parallel(), dict(weight_dtype="bf16"), "llama-3.2-1b"),
+               ("llama-3.1-70b", "h200", mb.Parallel(tp=2), dict(weight_dtype="fp8"), "llama-3.2-1b"),
+               ("llama-3.1-70b", "h200", mb.Parallel(tp=2, pp=2), dict(weight_dtype="fp8"), "llama-3.2-1b"),
+               ("qwen3-30b-a3b", "h200", mb.Parallel(), dict(weight_dtype="bf16"), "qwen3-0.6b"),
+               ("deepseek-r1", "h200", mb.Parallel(tp=8), dict(weight_dtype="fp8", kv_dtype="fp8"), "mtp"),
+               ("deepseek-r1", "h200", mb.Parallel(ep=8), dict(weight_dtype="fp8", kv_dtype="fp8"), "mtp")]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from(SPECULATIVE), runtime=st.sampled_from(["vllm", "sglang", "tensorrt-llm", "device", "ideal"]),
+       S=lengths, T=st.integers(2, 4096), gamma=st.integers(1, 6), alpha=st.floats(0.0, 1.0),
+       rho=st.sampled_from([0.0, 0.5]))
+def test_a_lone_client_gets_estimates_ttft_and_tpot_with_speculative_decoding(case, runtime, S, T, gamma, alpha,
+                                                                              rho):
+    # estimate(batch=1)'s round (gamma draft passes, the first over every verified position, and the verify
+    # pass, core.draft_passes / pass_terms) is the served step of one client, and the drafter's prefill of the
+    # prompt (core.prefill on the draft's chip, in the target's chunks) is in both TTFTs
+    model, device, layout, formats, draft = case
+    spec = (mb.mtp(model, gamma, alpha) if draft == "mtp" else
+            mb.SpeculativeDecoding(draft=draft, gamma=gamma, acceptance_rate=alpha, route_correlation=rho))
+    common = dict(prompt_tokens=S, output_tokens=T, n_chips=layout.chips, parallel=layout, runtime=runtime,
+                  allow_beyond_context=True, speculative=spec, **formats)
+    e = mb.estimate(model, device, batch=1, check_memory=False, **common)
+    try:
+        s = mb.serve(model, device, concurrency=1, **common)
+    except mb.MemboundError as err:     # the longest requests outgrow the KV cache in serve
+        assert "KV cache for one request fits" in str(err)
+        return
+    assert s.ttft.mean == pytest.approx(e.ttft_s, rel=1e-9)
+    assert s.tpot.mean == pytest.approx(e.tpot_s, rel=1e-9)

@@ -59,6 +59,10 @@ def test_one_client_tpot_is_verify_plus_drafts_over_tokens_per_step(alpha, k):
                  speculative=spec)
     assert r.tpot.mean == pytest.approx((verify + drafts) / tokens, rel=1e-9)
     assert r.tok_s_per_user == pytest.approx(tokens / (verify + drafts), rel=1e-9)
+    # estimate() prices the same round (core.draft_passes): its TPOT at batch 1 is the same figure
+    e = mb.estimate("llama-3.1-8b", "h100-sxm", batch=1, prompt_tokens=1000, output_tokens=201, runtime="ideal",
+                    speculative=spec)
+    assert e.tpot_s == pytest.approx((verify + drafts) / tokens, rel=1e-9)
     # e.g. alpha 0.8, k 3: (4.8066 ms + 3 x 0.7595 ms) / 2.952 tokens = 2.4 ms, against
     # 4.8055 ms for one plain step
     plain = mb.serve("llama-3.1-8b", "h100-sxm", concurrency=1, prompt_tokens=1000, output_tokens=201,

@@ -29,15 +29,15 @@ achievable bandwidth; the times add (DESIGN.md).
 where (`chip_base` once per configuration, `chip_of` per workload, `held_*_bytes`, `placement`),
 a decode step's bytes and FLOPs (`weights_s`, `gemm_s`, `step_coeffs`, `timed`), the latency
 floor, communication and overheads (`floor_s`, `comm_s`, `step_overhead_s`, `launch_s`), the
-decode over the output (`decode`) with a speculative round's drafter (`drafter`,
-`draft_model_terms`, `draft_head_terms`), and the prefill (`prefill`, `prefill_memory_s`,
+decode over the output (`decode`) with a speculative round's drafter (a draft model's passes:
+`draft_passes`, `draft_model_s`; a head's: `drafter`, `draft_head_terms`), and the prefill (`prefill`, `prefill_memory_s`,
 `prefill_compute_s`). The drafter's physics stays here, not in
 speculative.py: the core must not import a multiplier.
 """
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from .dataflow import wafer_pass_s
@@ -125,8 +125,19 @@ class SpecArgs(NamedTuple):
     head_params: float = 0.0        # its own parameters (2 FLOPs each per token)
     head_lm_params: float = 0.0     # target LM-head parameters it re-reads (target's format)
     route_correlation: float = 0.0  # rho: verified positions of a sequence route like 1+(v-1)(1-rho) tokens
-    draft_head_bytes: float | None = None  # bytes per weight of a draft model's LM head where its format is
-                                           # its own (a llama.cpp draft file's q6_K); None = the weights'
+
+
+class Drafter(NamedTuple):
+    """A draft model on the target's chips, as the one step sees it (built by `estimate.prepare`):
+    its consts, its efficiencies (the target runtime's, less the host's per-step, per-sequence and
+    per-request work, which the round pays once, in its verify pass), its Knobs (the target's
+    formats, tensor-parallel like it, expert-parallel where it has experts, no pipeline stages) and
+    their ChipBase. Its passes are `pass_terms` on that chip (`draft_passes`)."""
+
+    mc: ModelConsts
+    eff: Efficiency
+    kn: Knobs
+    base: ChipBase
 
 
 # a decode step as affine functions of u(L): (memory_a, memory_b, compute_a, compute_b) seconds
@@ -272,13 +283,13 @@ assert Chip._fields[:len(ChipBase._fields)] == ChipBase._fields   # chip_of buil
 # ---- one evaluation ---------------------------------------------------------------------
 
 def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, positions: Num = 1.0,
-             spec: SpecArgs | None = None, draft: ModelConsts | None = None, pinned: dict[str, str] | None = None,
+             spec: SpecArgs | None = None, draft: Drafter | None = None, pinned: dict[str, str] | None = None,
              extra_weight_bytes_chip: Num = 0.0, extra_kv_bytes_token_chip: Num = 0.0,
              base: ChipBase | None = None) -> dict[str, Any]:
     """Everything `estimate()` reports, as a dict of floats or arrays.
 
     spec: a SpecArgs for speculative decoding, with `positions` verified per round; draft: the
-    draft model's ModelConsts (None for a self-drafting head or a draft_cost fraction).
+    draft model's Drafter (None for a self-drafting head or a draft_cost fraction).
     A round = gamma draft steps + one verify pass; the draft's share is reported as `draft_s`
     and the drafter's prefill of the prompt is added to TTFT. base: `chip_base` of these
     arguments, when the caller has it already (a configuration evaluated again).
@@ -751,7 +762,7 @@ def context_kernels_s(mc: ModelConsts, eff: Efficiency) -> float:
 # ---- decode over the output: plain or speculative ----------------------------------------
 
 def decode(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, plain_pass: Pass, step_floor: Num,
-           u_mid: Num, positions: Num, spec: SpecArgs | None, draft: ModelConsts | None, index_s: Num = 0.0
+           u_mid: Num, positions: Num, spec: SpecArgs | None, draft: Drafter | None, index_s: Num = 0.0
            ) -> tuple[Coeffs, Num, Num, Num, Num, Num]:
     """The T decode steps from context S: (a step's (memory, compute) coefficients, its additive
     terms, its overhead share of them, the seconds of all T tokens, the drafter's share per token
@@ -768,53 +779,80 @@ def decode(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, 
                         beat=ch.beat)
     coeffs, extra = decode_coeffs(verify, ch.b), verify.comm + verify.over
     verify_sum = sum_over_context(mc.pieces, *timed(coeffs, verify.serial), step_floor, S, T) + (extra + index_s) * T
-    draft_sum, draft_mid, draft_pre = drafter(mc, hw, eff, kn, ch, spec, draft, plain, plain_extra, step_floor,
-                                              u_mid, plain_pass.serial)
     gamma, tpr = spec.gamma, spec.tokens_per_round
+    if draft is not None:       # a draft model: its round's passes, summed
+        draft_sum, draft_mid, draft_pre = draft_model_s(draft, hw, kn, ch.b, positions, gamma)
+        return coeffs, extra, verify.over, (draft_sum + verify_sum) / tpr, draft_mid / tpr, draft_pre
+    draft_sum, draft_mid, draft_pre = drafter(mc, hw, eff, kn, ch, spec, plain, plain_extra, step_floor,
+                                              u_mid, plain_pass.serial)
     return coeffs, extra, verify.over, (gamma * draft_sum + verify_sum) / tpr, gamma * draft_mid / tpr, draft_pre
 
 
 # ---- the drafter of a speculative round -----------------------------------------------
 
 def drafter(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, spec: SpecArgs,
-            draft: ModelConsts | None, plain: Coeffs, plain_extra: Num, step_floor: Num, u_mid: Num, serial: Num
-            ) -> tuple[Num, Num, Num]:
-    """A speculative round's drafting: (one draft step summed over the T decode steps, one at the
-    mean context, the drafter's prefill of the prompt (0 without a prompt)). A draft model and a
-    self-drafting head are costed by their own physics; a draft_cost is a fraction of a plain step."""
+            plain: Coeffs, plain_extra: Num, step_floor: Num, u_mid: Num, serial: Num) -> tuple[Num, Num, Num]:
+    """A self-drafting head's or a draft_cost fraction's drafting (a draft model's is
+    `draft_model_s`): (one draft step summed over the T decode steps, one at the mean context, the
+    drafter's prefill of the prompt (0 without a prompt)). A head is costed by its own physics; a
+    draft_cost is a fraction of a plain step."""
     S, T = kn.prompt, kn.output                  # serial: a draft step's, b tokens (the plain step's)
-    if draft is None and spec.draft_cost is not None:      # legacy: a fixed fraction of a plain step
+    if spec.draft_cost is not None:      # legacy: a fixed fraction of a plain step
         plain_sum = sum_over_context(mc.pieces, *timed(plain, serial), step_floor, S, T) + plain_extra * T
         mid = maximum(maximum(plain[0] + plain[1] * u_mid, plain[2] + plain[3] * u_mid), step_floor) + plain_extra
         return spec.draft_cost * plain_sum, spec.draft_cost * mid, 0.0
-    if draft is not None:
-        c, fl, extra, pieces, u, pre = draft_model_terms(draft, hw, eff, kn, ch, S + (T - 1.0) / 2.0,
-                                                         spec.draft_head_bytes)
-    else:
-        c, fl, extra, pieces, u, pre = draft_head_terms(mc, hw, eff, kn, ch, spec, plain, u_mid)
+    c, fl, extra, pieces, u, pre = draft_head_terms(mc, hw, eff, kn, ch, spec, plain, u_mid)
     c = timed(c, serial)
     total = sum_over_context(pieces, *c, fl, S, T) + extra * T
     mid = maximum(maximum(c[0] + c[1] * u, c[2] + c[3] * u), fl) + extra
     return total, mid, where(S > 0, pre, 0.0)
 
 
-# a drafter's step and prefill: (step coefficients, floor, additive terms per step, its context
+def draft_chip(d: Drafter, hw: Hardware, kn: Knobs) -> tuple[Chip, Knobs]:
+    """The draft model's chip and knobs at `kn`'s workload (batch, prompt, output)."""
+    dkn = replace(d.kn, batch=kn.batch, prompt=kn.prompt, output=kn.output)
+    return chip_of(d.mc, hw, d.eff, dkn, d.base, None, 0.0, 0.0)[0], dkn
+
+
+def draft_passes(d: Drafter, dkn: Knobs, dch: Chip, dec: Num, positions: Num, chunk: Num = 0.0, prompts: Num = 0.0,
+                 held: Num = 0.0, pairs: Num = 0.0, index_pairs: Num = 0.0) -> tuple[Pass, Pass]:
+    """A speculative round's draft-model passes beside `dec` decoding sequences, as `pass_terms`
+    on the draft's chip: (the first, each of the other gamma - 1). The first takes every verified
+    position of each sequence (the accepted tokens and their hidden states, padded to `positions`
+    under a CUDA graph: TensorRT-LLM's MTP Eagle feeds all accepted tokens to the first MTP module
+    forward, NVIDIA's tech blog 2 "DeepSeek R1 MTP Implementation and Optimization"; SGLang's EAGLE
+    worker re-runs the draft over the accepted tokens after verifying), so its experts are those
+    dec x positions tokens touch, and carries the step's prompt chunk (the drafter keeps a KV cache
+    of the prompt too: `chunk`, `prompts`, `held`, `pairs`, `index_pairs` as `pass_terms`, in the
+    draft's pairs). The others take one token each."""
+    first = pass_terms(d.mc, d.eff, dkn, dch, dec, positions, positions, chunk, prompts, held, pairs, index_pairs)
+    return first, pass_terms(d.mc, d.eff, dkn, dch, dec)
+
+
+def draft_model_s(d: Drafter, hw: Hardware, kn: Knobs, dec: Num, positions: Num, gamma: Num) -> tuple[Num, Num, Num]:
+    """A draft model's share of the T decode rounds of `dec` sequences from context S (`draft_passes`:
+    the first pass and gamma - 1 others a round, each summed over the contexts exactly, with a
+    sparse-attention indexer's kernel at the mean context), the same at the mean context, and its
+    prefill of the B prompts (core's `prefill` on the draft's chip: chunked as the target's)."""
+    S, T = kn.prompt, kn.output
+    dch, dkn = draft_chip(d, hw, kn)
+    first, rest = draft_passes(d, dkn, dch, dec, positions)
+    L_mid = S + (T - 1.0) / 2.0
+    u_mid = effective_context(d.mc.window_groups, L_mid)
+    total: Num = 0.0
+    mid: Num = 0.0
+    for p, pos, n in ((first, positions, 1.0), (rest, 1.0, gamma - 1.0)):
+        index = maximum(*decode_index(d.mc, dch, dec, pos, d.mc.n_layers * L_mid))
+        total = total + n * (sum_over_context(d.mc.pieces, *timed(decode_coeffs(p, dec), p.serial), p.floor, S, T)
+                             + (p.comm + p.over + index) * T)
+        mid = mid + n * (pass_s(p, dec * u_mid) + index)
+    pre = prefill(d.mc, d.eff, dkn, dch)[0]
+    return total, mid, pre
+
+
+# a head's step and prefill: (step coefficients, floor, additive terms per step, its context
 # pieces, u at the mean context, prefill seconds with its additive terms)
 DraftTerms: TypeAlias = tuple[Coeffs, Num, Num, tuple[tuple[float, float, float, float], ...], Num, Num]
-
-
-def draft_model_terms(d: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, L_mid: Num,
-                      w_head: Num | None = None) -> DraftTerms:
-    """A draft model on the target's chips, tensor-parallel like it, in the target's formats (its LM
-    head in `w_head` bytes per weight where its file gives it its own)."""
-    B, S = kn.batch, kn.prompt
-    coeffs = step_coeffs_draft(d, ch.b, kn, ch.flops, ch.w_inv, ch.kv_inv, ch.tp, ch.attn_flops, w_head)
-    fl = floor_s(d, hw, eff, ch.tp, ch.w_dense, d.n_layers)
-    over = eff.per_step_overhead_s + d.n_layers * eff.per_layer_overhead_s
-    extra = over + launch_s(d, eff, ch.b * 1.0) + draft_comm_s(ch, ch.b, d.hidden, d.n_layers)
-    pre = maximum(draft_prefill_s(d, B, S, kn, ch.flops, ch.w_inv, ch.kv_inv, ch.tp, ch.attn_flops, w_head), fl)
-    pre_extra = over + launch_s(d, eff, B * S) + draft_comm_s(ch, B * S, d.hidden, d.n_layers)
-    return coeffs, fl, extra, d.pieces, effective_context(d.window_groups, L_mid), pre + pre_extra
 
 
 def draft_head_terms(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, spec: SpecArgs,
@@ -838,38 +876,6 @@ def draft_head_terms(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, 
     pre = maximum(maximum(pre_mem, pre_fl), fl)
     pre_extra = eff.per_layer_overhead_s + draft_comm_s(ch, B * S, mc.hidden, 1.0)
     return coeffs, fl, extra, mc.pieces, u_mid, pre + pre_extra
-
-
-def draft_weight_bytes(d: ModelConsts, tokens: Num, kn: Knobs, w_head: Num | None = None) -> Num:
-    """Bytes of a draft model's weights one pass of `tokens` tokens reads (experts touched only;
-    the input embedding, a lookup, left out); its LM head at `w_head` bytes per weight where given."""
-    touched = expected_experts(d.n_experts, d.k, tokens)
-    w = (d.total_params - d.lookup_params - d.n_moe_layers * (d.n_experts - touched) * d.expert_params) * kn.w_bytes
-    return w if w_head is None else w + d.vocab * d.hidden * (w_head - kn.w_bytes)
-
-
-def step_coeffs_draft(d: ModelConsts, b: Num, kn: Knobs, C: Num, w_inv: Num, kv_inv: Num, tp: Num = 1.0,
-                      Ca: Num | None = None, w_head: Num | None = None) -> Coeffs:
-    """A draft model's decode step on one chip of the same device, at the target's weight and
-    KV dtypes, batch b, split over tp chips like the target: (mem_a, mem_b, cmp_a, cmp_b) as
-    affine functions of u(L)."""
-    w = draft_weight_bytes(d, b, kn, w_head)
-    kv_split = minimum(tp, d.kv_split_max)
-    return (w / tp * w_inv, b * d.kv_elems * kn.kv_bytes / kv_split * kv_inv,
-            b * 2.0 * (d.active_params - d.lookup_params) * (1.0 + kn.dequant) / (tp * C),
-            b * d.attn_per_pair / (tp * (Ca or C)))
-
-
-def draft_prefill_s(d: ModelConsts, B: Num, S: Num, kn: Knobs, C: Num, w_inv: Num, kv_inv: Num, tp: Num,
-                   Ca: Num, w_head: Num | None = None) -> Num:
-    """A draft model's prefill of B prompts of S tokens on one chip (before communication and
-    overhead): max(weights + KV written, FLOPs, floor is added by the caller)."""
-    w = draft_weight_bytes(d, B * S, kn, w_head)
-    kv = B * effective_context(d.window_groups, S) * d.kv_elems * kn.kv_bytes / minimum(tp, d.kv_split_max)
-    head = d.vocab * d.hidden     # the LM head for each prompt's last token only (as `evaluate`)
-    gemm = B * 2.0 * ((d.active_params - d.lookup_params - head) * S + head * minimum(S, 1.0)) * (1.0 + kn.dequant)
-    attn = B * d.prefill_attn_per_pair * causal_pairs(d.window_groups, S)
-    return maximum(w / tp * w_inv + kv * kv_inv, gemm / (tp * C) + attn / (tp * Ca))
 
 
 # ---- prefill ----------------------------------------------------------------------------

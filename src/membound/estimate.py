@@ -9,7 +9,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import defaults, dtypes
-from .core import BOUNDS, ChipBase, Knobs, ModelConsts, SpecArgs, chip_base, evaluate, held_weight_bytes, model_consts
+from .core import (BOUNDS, ChipBase, Drafter, Knobs, ModelConsts, SpecArgs, chip_base, evaluate, held_weight_bytes,
+                   model_consts)
 from .dtypes import get_dtype
 from .errors import DoesNotFitError, InvalidInputError, MemboundError, is_finite_number
 from .hardware import Hardware, load_hardware
@@ -240,7 +241,7 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
     res = q.resolve(hw, m, native_mixed=rt.backend_for(hw).quantized_activations is None)  # llama.cpp converts
     price = _check_price(price_usd_per_hour if price_usd_per_hour is not None else hw.price_usd_per_hour)
     pinned = _check_placement(placement, hw)
-    spec_args, draft_mc, extra_w, extra_kv, positions = _speculative(speculative, m, q, hw, res, layout)
+    spec_args, extra_w, extra_kv, positions = _speculative(speculative, m, q, hw, res, layout)
     eff = upcast(rt.efficiency(hw), res)
     kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
                chunk_tokens=rt.backend_for(hw).chunk_tokens(layout.ep),
@@ -248,13 +249,34 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
                pp=float(layout.pp), ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0,
                index_peak_flops=hw.peak_flops("fp8") if m.index_topk and hw.supports("fp8") else None,
                **_compute_paths(eff, res, hw))
-    return Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
-                    dict(positions=positions, spec=spec_args, draft=draft_mc, pinned=pinned,
-                         extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv), model_consts(m),
-                    dict(model=m.name, hardware=hw.name, runtime=rt.name, n_chips=N,
-                         parallel=f"tp={layout.tp} pp={layout.pp} ep={layout.ep}", weight_dtype=res.weights.name,
-                         kv_dtype=res.kv.name, activation_dtype=res.activations.name,
-                         calibration=rt.provenance_for(hw)))
+    p = Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
+                 dict(positions=positions, spec=spec_args, draft=None, pinned=pinned,
+                      extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv), model_consts(m),
+                 dict(model=m.name, hardware=hw.name, runtime=rt.name, n_chips=N,
+                      parallel=f"tp={layout.tp} pp={layout.pp} ep={layout.ep}", weight_dtype=res.weights.name,
+                      kv_dtype=res.kv.name, activation_dtype=res.activations.name,
+                      calibration=rt.provenance_for(hw)))
+    if speculative is not None and speculative.draft is not None:
+        d = draft_prepared(p, speculative, q)
+        p.extra["draft"] = Drafter(d.consts, d.eff, d.knobs, d.chip_base)
+    return p
+
+
+def draft_prepared(p: Prepared, spec: SpeculativeDecoding, quantization: Quantization | None = None) -> Prepared:
+    """The draft model of `spec` as a configuration on `p`'s chips (the one drafter of estimate() and
+    serve(), `core.Drafter`): tensor-parallel like the target, expert-parallel like it where it has
+    experts, no pipeline stages (it lives with the first stage); in the target's formats
+    (`quantization`, else p's format names: a llama.cpp draft file's own q6_K head as the
+    Quantization gives it); the target runtime's efficiencies less the host's per-step,
+    per-sequence and per-request work, which a round pays once, in its verify pass; at p's workload."""
+    dm = load_model(spec.draft)
+    layout = Parallel(tp=p.layout.tp, ep=p.layout.ep if dm.n_experts else 1)
+    res = p.resolved
+    q = quantization or Quantization(res.weights.name, res.kv.name, res.activations.name)
+    d = _resolve(dm, p.hardware, p.runtime, layout.chips, layout, None, None, None, None, q, None, p.price)
+    eff = replace(d.eff, per_step_overhead_s=0.0, per_sequence_overhead_s=0.0, per_request_s=0.0,
+                  per_prompt_token_s=0.0)
+    return replace(d, eff=eff).at(p.batch, p.prompt, p.output)
 
 
 def upcast(eff: Efficiency, res: Resolved) -> Efficiency:
@@ -287,13 +309,13 @@ def _layout(m: Model, hw: Hardware, N: int, parallel) -> Parallel:
 
 
 def _speculative(speculative: SpeculativeDecoding | None, m: Model, q: Quantization, hw: Hardware, res: Resolved,
-                 layout: Parallel) -> tuple[SpecArgs | None, ModelConsts | None, float, float, float]:
-    """(SpecArgs, the draft model's consts, extra weight bytes and KV bytes per token per chip,
-    positions verified per round) of a SpeculativeDecoding, or the plain step's (None, None, 0, 0, 1).
-    A draft model is in the target's formats (`q`), its LM head and input embedding as `q` gives
-    them for the draft (a llama.cpp draft file's own q6_K output tensor)."""
+                 layout: Parallel) -> tuple[SpecArgs | None, float, float, float]:
+    """(SpecArgs, extra weight bytes and KV bytes per token per chip, positions verified per round)
+    of a SpeculativeDecoding, or the plain step's (None, 0, 0, 1). A draft model is in the target's
+    formats (`q`), its LM head and input embedding as `q` gives them for the draft (a llama.cpp
+    draft file's own q6_K output tensor); its passes are `draft_prepared`'s."""
     if speculative is None:
-        return None, None, 0.0, 0.0, 1.0
+        return None, 0.0, 0.0, 1.0
     if not isinstance(speculative, SpeculativeDecoding):
         raise InvalidInputError("speculative", speculative, "a mb.SpeculativeDecoding")
     own, lm = speculative.head(m)                  # a self-drafting head's parameters
@@ -305,7 +327,7 @@ def _speculative(speculative: SpeculativeDecoding | None, m: Model, q: Quantizat
     # the drafter lives where the target's first stage is (its tokens start there), split over that
     # stage's tp chips; the first stage hands target layers of as many bytes on to the later ones,
     # so over pp stages each chip holds 1/pp of the drafter's share (not a copy on every stage)
-    draft_mc, extra_w, extra_kv = None, 0.0, 0.0
+    extra_w, extra_kv = 0.0, 0.0
     if own or lm:                                   # the head, split like the target, and
         extra_w = head_bytes / layout.tp / layout.pp            # the KV cache of its one layer
         extra_kv = m.kv_bytes_per_token(res.kv.name) / m.n_layers / min(layout.tp, model_consts(m).kv_split_max) \
@@ -319,9 +341,7 @@ def _speculative(speculative: SpeculativeDecoding | None, m: Model, q: Quantizat
                                            layout.tp, layout.tp, 1.0)
         extra_w = float(dense + experts) / layout.pp
         extra_kv = dm.kv_bytes_per_token(res.kv.name) / min(layout.tp, draft_mc.kv_split_max) / layout.pp
-        if d_res.head_weights != res.weights:
-            spec_args = spec_args._replace(draft_head_bytes=d_res.head_weights.bytes)
-    return spec_args, draft_mc, extra_w, extra_kv, float(speculative.positions)
+    return spec_args, extra_w, extra_kv, float(speculative.positions)
 
 
 def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, Any]:

@@ -1,7 +1,6 @@
 """The entry points: `serve()` and `build()` (a configuration as an engine serves it)."""
 from __future__ import annotations
 
-import copy
 import math
 import numbers
 from dataclasses import replace
@@ -10,10 +9,8 @@ import numpy as np
 
 from .. import defaults
 from ..errors import InvalidInputError, is_finite_number
-from ..estimate import MAX_COUNT, Prepared, prepare
+from ..estimate import MAX_COUNT, Prepared, draft_prepared, prepare
 from ..hardware import load_hardware
-from ..model import load_model
-from ..parallel import Parallel
 from ..runtime import DEFAULT_SERVED, Served, load_runtime
 from ..speculative import SpeculativeDecoding
 from .lengths import Length, as_length
@@ -21,7 +18,7 @@ from .result import Quantiles, ServeResult
 from .scheduler import Scheduler, _set
 from .simulator import _Trace, simulate
 from .solver import Steady, solve
-from .step import StepModel
+from .step import Drafting, StepModel
 
 # the most requests engine="simulate" runs (about 0.5 ms of Python each: 200,000 took 269 s on a
 # loaded machine; a run past SIMULATE_BUDGET_S = 60 s of work is refused, simulator.py); the solver,
@@ -172,20 +169,13 @@ def attach_speculative(sm: StepModel, spec: SpeculativeDecoding) -> None:
     """Make a served step model `sm` (plain decoding) a speculative one. Each step, every decoding
     sequence verifies `spec.positions` tokens (the weights the step touches, its FLOPs, its
     communication grow with them; its KV is read once) and emits `tokens_per_round` tokens on
-    average; the drafter runs `gamma` passes over the decoding sequences. The first takes every
-    verified position of each sequence (the accepted tokens and their hidden states, padded to
-    `positions` under a CUDA graph: TensorRT-LLM's MTP Eagle feeds all accepted tokens with their
-    hidden states to the first MTP module forward, NVIDIA's tech blog 2 "DeepSeek R1 MTP
-    Implementation and Optimization"; SGLang's EAGLE worker re-runs the draft over the accepted
-    tokens after verifying), so its MoE layer touches the experts of b x positions tokens; it also
-    carries the step's prefill chunk (the drafter keeps a KV cache of the prompt too). The other
-    gamma - 1 passes take one token each. The drafter is a StepModel of the draft model on the
-    target's devices (tensor-parallel like it, in the target's formats) with the engine's per-layer
-    and per-MoE-layer costs; the per-step, per-sequence and per-request host costs are the round's
-    and paid once, by the verify pass. Its weights and its KV (per token, L_draft/L_target of the
-    target's pairs) come out of the KV cache's room. Only a draft model is costed here (a preset, a
-    Model, or `mtp_module(model)`); a head given by head_params/head_vocab or a draft_cost fraction
-    raises InvalidInputError."""
+    average; the drafter runs `gamma` passes over the decoding sequences: estimate()'s draft
+    passes (`core.draft_passes` on the draft model's configuration, `estimate.draft_prepared`),
+    the first over every verified position and the step's prefill chunk, the other gamma - 1 over
+    one token each (`Drafting`). Its weights and its KV (per token, L_draft/L_target of the
+    target's pairs) come out of the KV cache's room. Only a draft model is costed here (a preset,
+    a Model, or `mtp_module(model)`); a head given by head_params/head_vocab or a draft_cost
+    fraction raises InvalidInputError."""
     if not isinstance(spec, SpeculativeDecoding):
         raise InvalidInputError("speculative", spec, "a mb.SpeculativeDecoding")
     if spec.draft is None:
@@ -194,23 +184,11 @@ def attach_speculative(sm: StepModel, spec: SpeculativeDecoding) -> None:
                                 "a draft model in serve(): a preset name, a Model, or mb.mtp_module(model) for an "
                                 "MTP head (heads given by head_params or draft_cost are costed by estimate() only)")
     p = sm.prepared
-    dm = load_model(spec.draft)
-    layout = Parallel(tp=p.layout.tp, ep=p.layout.ep if dm.n_experts else 1)
-    res = p.resolved
-    pd = prepare(dm, p.hardware, batch=1, prompt_tokens=p.prompt, output_tokens=p.output,
-                 weight_dtype=res.weights.name, kv_dtype=res.kv.name, activation_dtype=res.activations.name,
-                 n_chips=layout.chips, parallel=layout, runtime=p.runtime, allow_beyond_context=True)
-    sd = StepModel(pd, drafter=True)
-    extend = copy.copy(sd)                      # the first pass: every verified position of a sequence
-    extend.positions = float(spec.positions)
-    r = dm.n_layers / p.model.n_layers          # the drafter's (layer, token) pairs per target pair
-    rest = spec.gamma - 1
-
-    def draft(b, u, c=0.0, cu=0.0, cp=0.0, h=0.0, hp=0.0):
-        first = extend.step(b, u * r, c, cu * r, cp * r, h=h * r, hp=hp * r)
-        return first + rest * np.where(np.asarray(b) > 0, sd.step(b, u * r, h=h * r), 0.0) if rest else first
-
-    sm.positions, sm.tokens_per_step, sm.draft = float(spec.positions), spec.tokens_per_round, draft
+    sd = StepModel(draft_prepared(p, spec))
+    r = sd.consts.n_layers / sm.consts.n_layers     # the drafter's (layer, token) pairs per target pair
+    sm.positions, sm.tokens_per_step = float(spec.positions), spec.tokens_per_round
+    sm.routed = 1.0 + (sm.positions - 1.0) * (1.0 - spec.route_correlation)
+    sm.draft = Drafting(sd, spec.gamma, sm.positions, r)
     sm.weights_bytes += sd.weights_bytes
     sm.kv_pair_bytes += sd.kv_pair_bytes * r
 

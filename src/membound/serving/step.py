@@ -2,7 +2,7 @@
 (`core.pass_terms`) on a served configuration."""
 from __future__ import annotations
 
-from dataclasses import replace
+import copy
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,7 +13,7 @@ from ..roofline import Num, context_pieces, effective_context, maximum, sum_line
 from .scheduler import Scheduler, _set
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
 
 def mean_pairs(pieces: Sequence[tuple[float, float, float, float]], start: float, count: float) -> float:
@@ -49,10 +49,7 @@ class StepModel:
     join its attention's. h = hp = 0 without one.
     """
 
-    def __init__(self, p: Prepared, *, drafter: bool = False):
-        if drafter:     # a speculative round's host work is paid once, by its verify pass
-            p = replace(p, eff=replace(p.eff, per_step_overhead_s=0.0, per_sequence_overhead_s=0.0,
-                                       per_request_s=0.0, per_prompt_token_s=0.0))
+    def __init__(self, p: Prepared):
         mc = model_consts(p.model)
         self.prepared, self.consts, self.eff, self.knobs = p, mc, p.eff, p.knobs
         self.chip, _, _ = chip_of(mc, p.hardware, p.eff, p.knobs, p.chip_base, p.pinned,
@@ -74,8 +71,8 @@ class StepModel:
         self.capacity_bytes = float(ch.capacity)
         # speculative decoding (attach_speculative): positions each decoding sequence verifies per
         # step, the tokens it emits per step on average, and the drafter's seconds per step
-        self.positions, self.tokens_per_step = 1.0, 1.0
-        self.draft: Callable[..., np.ndarray] | None = None
+        self.positions, self.tokens_per_step, self.routed = 1.0, 1.0, 1.0
+        self.draft: Drafting | None = None
 
     # the step's per-unit costs, exact (the figures a hand derivation checks)
     @property
@@ -166,14 +163,14 @@ class StepModel:
         stages (`core.pipeline_pass`; `core.pass_terms` without stages): (the pass, the micro-batches
         m its decoding sequences' pairs are split over, the passes per step)."""
         prompts = (c > 0) * 1.0 if seqs is None else seqs - b
-        v = self.positions
-        return pipeline_pass(self.consts, self.eff, self.knobs, self.chip, b, v, v, c, prompts, cu, cp, hp)
+        return pipeline_pass(self.consts, self.eff, self.knobs, self.chip, b, self.positions, self.routed, c, prompts,
+                             cu, cp, hp)
 
     def step(self, b, u, c=0.0, cu=0.0, cp=0.0, seqs=None, h=0.0, hp=0.0):
         """Seconds of a step of b decoding sequences at u attended pairs each and c prompt tokens."""
         p, m, beat = self.staged(b, c, cu, cp, seqs, hp)
         t = pass_s(p, b * u / m) + self.index_s(b, h, m, beat)
-        return t if self.draft is None else t + self.draft(b, u, c, cu, cp, h, hp)
+        return t if self.draft is None else t + self.draft.step(b, u, c, cu, cp, h, hp)
 
     def step1(self, b: float, u: float, c: float = 0.0, cu: float = 0.0, cp: float = 0.0, seqs: float | None = None,
               h: float = 0.0, hp: float = 0.0) -> float:
@@ -195,7 +192,7 @@ class StepModel:
         t = total / count + p.comm + p.over + self.index_s(b, h, m, beat)
         if self.draft is None:
             return t
-        return t + self.draft(b, (others * u_others + self.mean_attended(start, count)) / b, c, cu, cp, h, hp)
+        return t + self.draft.step_over_context(others, u_others, start, count, c, cu, cp, h, hp)
 
     def bound(self, b, u, c=0.0, cu=0.0, cp=0.0, h=0.0, hp=0.0) -> str:
         p, m, beat = self.staged(b, c, cu, cp, None, hp)
@@ -206,3 +203,34 @@ class StepModel:
                 "communication": float(np.mean(p.comm)), "overhead": float(np.mean(p.over)),
                 "latency": float(np.mean(p.floor))}
         return max(vals, key=vals.__getitem__)
+
+
+class Drafting:
+    """A speculative round's draft-model passes beside a served step (`core.draft_passes`, the
+    passes estimate() prices): `sd`, the StepModel of the draft model's configuration, runs the
+    first pass over every verified position of each decoding sequence (`positions`) with the
+    step's prompt chunk, and gamma - 1 passes of one token each where sequences decode. The
+    draft's (layer, token) pairs are `ratio` (its layers over the target's) of the target's, but
+    a sequence's own contexts, summed over exactly (`step_over_context`), are the draft's."""
+
+    def __init__(self, sd: StepModel, gamma: int, positions: float, ratio: float):
+        self.first = copy.copy(sd)
+        self.first.positions = self.first.routed = positions
+        self.rest, self.more, self.r = sd, gamma - 1, ratio
+
+    def step(self, b, u, c=0.0, cu=0.0, cp=0.0, h=0.0, hp=0.0):
+        """The draft passes' seconds in a step (arguments in the target's pairs, as `StepModel.step`)."""
+        r = self.r
+        first = self.first.step(b, u * r, c, cu * r, cp * r, h=h * r, hp=hp * r)
+        if not self.more:
+            return first
+        return first + self.more * np.where(np.asarray(b) > 0, self.rest.step(b, u * r, h=h * r), 0.0)
+
+    def step_over_context(self, others, u_others, start: float, count: float, c=0.0, cu=0.0, cp=0.0, h=0.0, hp=0.0):
+        """The mean draft passes a decoding sequence sees over its own contexts (`StepModel.step_over_context`)."""
+        r = self.r
+        first = self.first.step_over_context(others, u_others * r, start, count, c, cu * r, cp * r, h=h * r,
+                                             hp=hp * r)
+        if not self.more:
+            return first
+        return first + self.more * self.rest.step_over_context(others, u_others * r, start, count, h=h * r)
