@@ -136,14 +136,17 @@ def claims() -> list[Claim]:
               rsn.decode_tok_s_per_user, 198, "tok/s",
               "weights not stated, bf16 assumed: 84 GB per socket, 20 GB of routed experts spill to DDR (100 GB/s); "
               f"in R1's native fp8 all fit in HBM and the physics gives {rsn8.decode_tok_s_per_user:,.0f}: the figure "
-              "lies between (HBM and DDR bandwidths derived from one Hot Chips slide, hardware_datasheets.md)",
+              "lies between (HBM and DDR bandwidths from the Hot Chips 2024 slide, whose 0.01 s model switch of "
+              "Llama 3.1 8B pins 1600 GB/s a rack to the DDR)",
               mark(rsn, "hw-022")))
     r8 = mb.estimate("llama-3.1-8b", "sambanova-sn40l", n_chips=16)
     add(Claim(12, "SambaNova, Llama 3 8B (Llama 3.1 8B)", 'estimate("llama-3.1-8b", "sambanova-sn40l", n_chips=16)',
               r8.decode_tok_s_per_user, 1000, "tok/s",
               "the physics alone (no default runtime: sambanova-2024, fitted on hw-025 and hw-009, is confirmed by no "
-              "independent row); with runtime=\"sambanova-2024\" its ~10 us per layer gives ~1,020, but that is the "
-              "fitted row itself", mark(r8)))
+              "independent row); the May 2024 software paid a synchronisation at every decoder layer's kernel "
+              "boundary, which SambaNova's kernel looping later removed (arXiv:2410.23668: up to 2.2x faster "
+              "decode); with runtime=\"sambanova-2024\" its ~10 us per layer gives ~1,020, but that is the fitted "
+              "row itself", mark(r8)))
     add(Claim(14, "agent loop: 20 calls x 800 tokens at 70 tok/s", "agent_loop_s(20, 800, 70)",
               mb.agent_loop_s(20, 800, 70), 230, "s", mark="physics only"))
     add(Claim(14, "agent loop at 750 tok/s", "agent_loop_s(20, 800, 750)", mb.agent_loop_s(20, 800, 750), 21, "s",

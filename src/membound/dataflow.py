@@ -99,9 +99,10 @@ PARTIAL_SUM_BYTES = 2.0   # the narrowest partial sum a core keeps: fp16 (CSL's 
 def local_bytes_per_weight(w_bytes: Num) -> Num:
     """SRAM bytes a core moves per weight of its local GEMV: the weight read, and the partial sum it
     multiplies into read and written back, y[i] += A[i, j] x[j] memory to memory (a core's
-    multiply-add operates on memory operands; Cerebras' own matvec benchmark counts the "actual
-    read/writes" as "read full x; read each col of V stack; read, write full y nb times =
-    3 nb^2 + nb", csl-examples benchmarks/single-tile-matvec/run.py). The partial sum is taken at
+    multiply-add takes memory operands: Cerebras' own matvec benchmark runs
+    @fmacs(y_dest_dsr, y_src0_dsr, A_src1_dsr, x[j]) over y for each column j, csl-examples
+    benchmarks/single-tile-matvec/src/pe_matvec.csl, and counts the "actual read/writes" as "read
+    full x; read each col of V stack; read, write full y nb times = 3 nb^2 + nb", its run.py). The partial sum is taken at
     16 bits, the narrowest a core's floating-point multiply-add keeps, so this is the least a core
     moves: w + 2 x 2 bytes (6 for a 16-bit weight, 3x the weight alone)."""
     return w_bytes + 2.0 * PARTIAL_SUM_BYTES
