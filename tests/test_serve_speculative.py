@@ -212,3 +212,25 @@ def test_the_mtp_report_names_its_acceptance_and_its_fitted_rows():
     assert "VALIDATION (select chips held out)               48/48" in text   # B200: a select chip
     cited = report([], [], {"mtp": other_categories(mtp_acceptance=0.85)["mtp"]})
     assert "acceptance 0.85 per token (DeepSeek-V3's on natural text, cited, not fitted)" in cited
+
+
+def test_estimate_and_serve_count_the_same_drafter_bytes():
+    # DeepSeek-R1's MTP module (one MoE layer: 256 routed experts of 3 x 7168 x 2048 = 44,040,192 params each,
+    # fp8: 1 byte a weight) on 8 x H200, laid out like its target: under tp = 8 a chip holds 1/8 of its dense
+    # tensors and 1/8 of each expert; under ep = 8 (attention data-parallel) all its dense tensors and 32 of the
+    # 256 experts. So with X = 256 x 44,040,192 bytes of experts, other(ep) - X/8 = 8 (other(tp) - X/8).
+    # estimate() and serve() count the same bytes (estimate.draft_bytes)
+    from membound.dtypes import get_dtype
+    kw = dict(weight_dtype="fp8", kv_dtype="fp8", n_chips=8, runtime="sglang")
+    spec = mb.mtp("deepseek-r1", 2, 0.5)
+    other = {}
+    for layout in (mb.Parallel(tp=8), mb.Parallel(ep=8)):
+        e = mb.estimate("deepseek-r1", "h200", parallel=layout, speculative=spec, **kw)
+        plain, _, _ = build("deepseek-r1", "h200", prompt=mb.Fixed(1000), output=mb.Fixed(200), parallel=layout, **kw)
+        sm, _, _ = build("deepseek-r1", "h200", prompt=mb.Fixed(1000), output=mb.Fixed(200), parallel=layout,
+                         speculative=spec, **kw)
+        assert sm.weights_bytes - plain.weights_bytes == pytest.approx(e.memory.other_bytes, rel=1e-12)
+        other[layout.ep] = e.memory.other_bytes
+    assert mb.mtp_module("deepseek-r1").expert_params == 3 * 7168 * 2048
+    x = 256 * 3 * 7168 * 2048 * get_dtype("fp8").bytes
+    assert other[8] - x / 8 == pytest.approx(8 * (other[1] - x / 8), rel=1e-12)

@@ -9,8 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import defaults, dtypes
-from .core import (BOUNDS, ChipBase, Drafter, Knobs, ModelConsts, SpecArgs, chip_base, evaluate, held_weight_bytes,
-                   model_consts)
+from .core import (BOUNDS, ChipBase, Drafter, Knobs, ModelConsts, SpecArgs, chip_base, evaluate, model_consts)
 from .dtypes import get_dtype
 from .errors import DoesNotFitError, InvalidInputError, MemboundError, is_finite_number
 from .hardware import Hardware, load_hardware
@@ -259,7 +258,22 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
     if speculative is not None and speculative.draft is not None:
         d = draft_prepared(p, speculative, q)
         p.extra["draft"] = Drafter(d.consts, d.eff, d.knobs, d.chip_base)
+        p.extra["extra_weight_bytes_chip"], p.extra["extra_kv_bytes_token_chip"] = draft_bytes(d, layout)
     return p
+
+
+def draft_bytes(d: Prepared, layout: Parallel) -> tuple[float, float]:
+    """(weight bytes per chip, KV bytes per token per chip) a draft model of configuration `d`
+    (`draft_prepared`) adds to the target's chips of `layout`: its chip's weights (tensor-parallel,
+    its experts expert-parallel like the target's) and a token's KV over its layers (each
+    tensor-parallel rank's share, with a sparse-attention indexer's keys; the target's expert
+    parallelism splits the sequences). The drafter lives where the target's first stage is (its
+    tokens start there); the first stage hands target layers of as many bytes on to the later ones,
+    so over pp stages each chip holds 1/pp of it (not a copy on every stage). estimate() and
+    serve() count the same bytes."""
+    b = d.chip_base
+    return (float(b.dense_held + b.expert_held) / layout.pp,
+            float((b.kv_pair + d.consts.index_bytes) * d.consts.n_layers) / layout.pp)
 
 
 def draft_prepared(p: Prepared, spec: SpeculativeDecoding, quantization: Quantization | None = None) -> Prepared:
@@ -313,7 +327,8 @@ def _speculative(speculative: SpeculativeDecoding | None, m: Model, q: Quantizat
     """(SpecArgs, extra weight bytes and KV bytes per token per chip, positions verified per round)
     of a SpeculativeDecoding, or the plain step's (None, 0, 0, 1). A draft model is in the target's
     formats (`q`), its LM head and input embedding as `q` gives them for the draft (a llama.cpp
-    draft file's own q6_K output tensor); its passes are `draft_prepared`'s."""
+    draft file's own q6_K output tensor): its passes and bytes are `draft_prepared`'s and
+    `draft_bytes`' (set by `_resolve`)."""
     if speculative is None:
         return None, 0.0, 0.0, 1.0
     if not isinstance(speculative, SpeculativeDecoding):
@@ -324,23 +339,13 @@ def _speculative(speculative: SpeculativeDecoding | None, m: Model, q: Quantizat
     spec_args = SpecArgs(float(speculative.gamma), speculative.tokens_per_round,
                          None if cost is None else float(cost), head_bytes, own, lm,
                          float(speculative.route_correlation))
-    # the drafter lives where the target's first stage is (its tokens start there), split over that
-    # stage's tp chips; the first stage hands target layers of as many bytes on to the later ones,
-    # so over pp stages each chip holds 1/pp of the drafter's share (not a copy on every stage)
+    # a head lives where the target's first stage is (its tokens start there), split over that
+    # stage's tp chips; over pp stages each chip holds 1/pp of it (as a draft model: `draft_bytes`)
     extra_w, extra_kv = 0.0, 0.0
     if own or lm:                                   # the head, split like the target, and
         extra_w = head_bytes / layout.tp / layout.pp            # the KV cache of its one layer
         extra_kv = m.kv_bytes_per_token(res.kv.name) / m.n_layers / min(layout.tp, model_consts(m).kv_split_max) \
             / layout.pp
-    if speculative.draft is not None:               # a draft model, split over tp too
-        dm = load_model(speculative.draft)
-        draft_mc = model_consts(dm)
-        d_res = q.resolve(hw, dm)
-        w = res.weights.bytes
-        dense, experts = held_weight_bytes(draft_mc, w, w, d_res.head_weights.bytes, d_res.embed_weights.bytes,
-                                           layout.tp, layout.tp, 1.0)
-        extra_w = float(dense + experts) / layout.pp
-        extra_kv = dm.kv_bytes_per_token(res.kv.name) / min(layout.tp, draft_mc.kv_split_max) / layout.pp
     return spec_args, extra_w, extra_kv, float(speculative.positions)
 
 

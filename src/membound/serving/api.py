@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import defaults
 from ..errors import InvalidInputError, is_finite_number
-from ..estimate import MAX_COUNT, Prepared, draft_prepared, prepare
+from ..estimate import MAX_COUNT, Prepared, draft_bytes, draft_prepared, prepare
 from ..hardware import load_hardware
 from ..runtime import DEFAULT_SERVED, Served, load_runtime
 from ..speculative import SpeculativeDecoding
@@ -172,8 +172,8 @@ def attach_speculative(sm: StepModel, spec: SpeculativeDecoding) -> None:
     average; the drafter runs `gamma` passes over the decoding sequences: estimate()'s draft
     passes (`core.draft_passes` on the draft model's configuration, `estimate.draft_prepared`),
     the first over every verified position and the step's prefill chunk, the other gamma - 1 over
-    one token each (`Drafting`). Its weights and its KV (per token, L_draft/L_target of the
-    target's pairs) come out of the KV cache's room. Only a draft model is costed here (a preset,
+    one token each (`Drafting`). Its weights and its KV (`estimate.draft_bytes`, estimate()'s
+    count) come out of the KV cache's room. Only a draft model is costed here (a preset,
     a Model, or `mtp_module(model)`); a head given by head_params/head_vocab or a draft_cost
     fraction raises InvalidInputError."""
     if not isinstance(spec, SpeculativeDecoding):
@@ -184,13 +184,15 @@ def attach_speculative(sm: StepModel, spec: SpeculativeDecoding) -> None:
                                 "a draft model in serve(): a preset name, a Model, or mb.mtp_module(model) for an "
                                 "MTP head (heads given by head_params or draft_cost are costed by estimate() only)")
     p = sm.prepared
-    sd = StepModel(draft_prepared(p, spec))
+    d = draft_prepared(p, spec)
+    sd = StepModel(d)
     r = sd.consts.n_layers / sm.consts.n_layers     # the drafter's (layer, token) pairs per target pair
     sm.positions, sm.tokens_per_step = float(spec.positions), spec.tokens_per_round
     sm.routed = 1.0 + (sm.positions - 1.0) * (1.0 - spec.route_correlation)
     sm.draft = Drafting(sd, spec.gamma, sm.positions, r)
-    sm.weights_bytes += sd.weights_bytes
-    sm.kv_pair_bytes += sd.kv_pair_bytes * r
+    weights, kv_token = draft_bytes(d, p.layout)       # estimate()'s bytes of the drafter
+    sm.weights_bytes += weights
+    sm.kv_pair_bytes += kv_token / float(sm.chip.ep * sm.consts.n_layers)
 
 
 def _common(sm: StepModel, p: Prepared, prompt: Length, output: Length, concurrency, arrival_rate, engine: str):
