@@ -168,11 +168,24 @@ def test_a_class_refitted_away_does_not_shadow_the_default():
 
 
 def test_assumed_fraction_chips_are_reported_apart(report):
-    # issue 27 item 4: the RTX 4090's profile says its achievable fractions are assumed, the H100's cite a
-    # measurement (HBM vector add 3140 of 3350 GB/s); every held-out row falls in exactly one of the two
+    # issue 27 item 4: the H100's and the RTX 4090's profiles cite measurements for both fractions (HBM
+    # vector add 3140 of 3350 GB/s; a 1 GiB copy at 921.85 of 1008 GB/s and torch.mm fp16), the RTX
+    # A6000's only for compute (its bandwidth is assumed), an Apple M1's for neither: a chip with either
+    # fraction assumed is an assumed-fraction chip; every held-out row falls in exactly one of the two
     from membound.validate import fractions_known
-    assert (fractions_known("rtx-4090"), fractions_known("h100-sxm")) == ("assumed", "measured")
+    assert [fractions_known(c) for c in ("h100-sxm", "rtx-4090", "rtx-a6000", "apple-m1")] == \
+        ["measured", "measured", "assumed", "assumed"]
     for c in report["categories"].values():
         for label in ("validation", "report"):
             assert c[f"{label}_assumed_rows"] + c[f"{label}_measured_rows"] == c[f"{label}_rows"]
     assert all(r.fractions == fractions_known(r.hardware) for r in report["rows"])
+
+
+def test_each_fraction_is_assumed_or_measured_by_its_own_clause():
+    from membound.validate import fraction_evidence as fe
+    assert fe("assumed; no measurement in the reference files", "compute_fraction") == "assumed"
+    ev = "bandwidth assumed (no stream measurement); compute: torch.mm fp16 120.49 of 154.8 TFLOP/s"
+    assert (fe(ev, "bandwidth_fraction"), fe(ev, "compute_fraction")) == ("assumed", "measured")
+    ev = "bandwidth: vendor copy 90%; compute: assumed as the H100"
+    assert (fe(ev, "bandwidth_fraction"), fe(ev, "compute_fraction")) == ("measured", "assumed")
+    assert fe("HBM vector add 3140 of 3350 GB/s; bf16 matmul 794.5 of 989", "bandwidth_fraction") == "measured"

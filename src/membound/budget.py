@@ -12,6 +12,8 @@ Kinds of constant:
 - set: fixed from a cited fact of the engine's code or a measurement (calibrate.FIXED,
   serve_calibrate.FIXED), with the reason where the code gives one;
 - held: a device class's figure held at the runtime default's value (too few rows to fit it);
+- profile: a fraction the runtime's entry leaves to each chip (its profile's `achievable`: a published
+  stream or GEMM measurement, or "assumed" where none was found), listed per chip of its rows;
 - assumed: any other figure the runtime file sets (a prior, not evidence).
 
 Groups are chips: a fit over rows of n chips may free at most n // 2 constants. A fitted value
@@ -30,7 +32,7 @@ UNITS = (("_cycles", "cycles"), ("w_per_tflop", "W per fp32 TFLOP/s"), ("_steps"
 # a served block's scheduler settings: the engine's launch defaults (runtime.Served), not costs
 SETTINGS = ("max_running", "token_budget", "kv_block_tokens", "memory_fraction", "dp_balance_steps",
             "recv_interval_steps", "batch_wait_steps", "batch_wait_ratio", "lookahead_steps")
-KINDS = ("fitted", "frozen", "set", "held", "setting", "assumed")
+KINDS = ("fitted", "frozen", "set", "held", "profile", "setting", "assumed")
 FREE = ("fitted", "frozen")
 
 
@@ -46,7 +48,8 @@ class Constant:
     name: str
     value: float
     kind: str                # KINDS: fitted | frozen (fitted earlier on the same rows, then held) | set | held |
-                             # setting (an engine's scheduler default) | assumed
+                             # profile (a chip's achievable fraction) | setting (an engine's scheduler default) |
+                             # assumed
     unit: str
     prior: tuple | None      # (lo, hi) of a fitted figure
     rows: int = 0            # rows the fit used (fitted only)
@@ -109,10 +112,30 @@ def _calibrated(scenarios) -> dict:
                     b.constants.append(Constant(rt, g.key, p, v, "fitted", unit_of(p), (lo, hi), len(g.rows), chips, side))
             named = set(g.params) | set(FIT[rt])
             set_in_file = entry.model_fields_set if entry is not None else set()
+            b.constants += _profile_fractions(rt, g.key, set_in_file, chips)
             for k, v in _numeric({k: values[k] for k in set_in_file if k in values}).items():
                 if k not in named:
                     b.constants.append(Constant(rt, g.key, k, v, "assumed", unit_of(k), None))
         out[rt] = b
+    return out
+
+
+FRACTIONS = ("bandwidth_fraction", "compute_fraction")
+
+
+def _profile_fractions(rt: str, key: str, set_in_file: set, chips: tuple) -> list:
+    """The fractions entry `key` of runtime `rt` leaves to the chips (`runtime._efficiency`: an unset
+    fraction is the profile's `achievable`), one per chip its rows are on: measured where the
+    profile cites a measurement, assumed where it says so (validate.fractions_known)."""
+    from .hardware import load_hardware
+    from .validate import fraction_evidence
+    out = []
+    for name in (f for f in FRACTIONS if f not in set_in_file):
+        for chip in chips:
+            ach = load_hardware(chip).achievable
+            how = fraction_evidence(ach.evidence, name)
+            out.append(Constant(rt, chip, name, float(getattr(ach, name)), "profile", unit_of(name), None,
+                                why=f"{how}: the chip's profile (achievable), not fitted"))
     return out
 
 

@@ -258,8 +258,8 @@ def format_report(rep: dict) -> str:
     for name, c in sorted(rep["categories"].items()):
         worst = ", ".join(f"{i} {100 * e:+.0f}%" for i, e in c["report_worst"])
         out.append(f"{name:36s} {_fig(c['report_rows'], c['report_groups'], c['report_median'], c['report_p90'])} | {worst}")
-    out += ["", "Chips whose achievable fractions are assumed (no published stream or GEMM measurement in their "
-            "profile) apart from those measured: held-out rows and median |error| in %",
+    out += ["", "Chips with an assumed achievable fraction (no published stream or GEMM measurement in their "
+            "profile for one or both) apart from those measured: held-out rows and median |error| in %",
             f"{'category':36s} | {'validation: assumed':>20s} {'measured':>14s} | {'report: assumed':>16s} {'measured':>14s}"]
     for name, c in sorted(rep["categories"].items()):
         if c["validation_rows"] or c["report_rows"]:
@@ -273,12 +273,25 @@ def _share(n: int, med: float) -> str:
     return f"{n:4d} {100 * med:6.1f}" if n else f"{n:4d} {'-':>6s}"
 
 
+def fraction_evidence(evidence: str, fraction: str) -> str:
+    """"assumed" or "measured": what a profile's `achievable.evidence` says of one of its fractions
+    ("bandwidth_fraction" or "compute_fraction"). Text that starts with "assumed" assumes both; else a
+    fraction is assumed where its own clause says so ("bandwidth assumed ...", "compute: assumed ...")."""
+    import re
+    ev = evidence.strip().lower()
+    if ev.startswith("assumed"):
+        return "assumed"
+    word = fraction.split("_")[0]
+    return "assumed" if re.search(rf"\b{word}:?\s+assumed\b", ev) else "measured"
+
+
 def fractions_known(hardware: str) -> str:
-    """"assumed" where the profile's achievable fractions cite no measurement (their evidence says
-    assumed), else "measured"."""
+    """"assumed" where either of the profile's achievable fractions cites no published measurement
+    (`fraction_evidence`), else "measured"."""
     from .hardware import load_hardware
-    ev = load_hardware(hardware).achievable.evidence.strip().lower()
-    return "assumed" if ev.startswith("assumed") else "measured"
+    ev = load_hardware(hardware).achievable.evidence
+    kinds = {fraction_evidence(ev, f) for f in ("bandwidth_fraction", "compute_fraction")}
+    return "assumed" if "assumed" in kinds else "measured"
 
 
 def write_csv(rep: dict, path) -> None:
