@@ -39,9 +39,9 @@ def test_quantized_gemm_peak_is_a_multiple_of_fp32_on_gpus_only():
     on = _pre("llama-2-7b", "h100-sxm", runtime=_rt(quantized_gemm=qg), **kw)
     off = _pre("llama-2-7b", "h100-sxm", runtime=_rt(), **kw)
     # same FLOPs; the GEMMs' peak 1979e12 (int8 tensor) -> 4 x 67e12 (fp32) = 268e12 FLOP/s;
-    # attention stays at the 16-bit 989e12 (the KV is fp16), dequantization adds 15% to GEMMs;
+    # attention stays at the 16-bit 989e12 (the KV is fp16), dequantization adds 1/9 to GEMMs;
     # the layers' GEMMs over 512 tokens, the LM head (32,000 x 4,096) over the last one only
-    gemm = 2 * ((6_738_415_616 - 2 * 32000 * 4096) * 512 + 32000 * 4096) * 1.15
+    gemm = 2 * ((6_738_415_616 - 2 * 32000 * 4096) * 512 + 32000 * 4096) * (1 + 1 / 9)
     attn = 4 * 32 * 128 * 32 * 512 * 511 / 2
     assert on == pytest.approx(gemm / 268e12 + attn / 989e12, rel=1e-9)
     assert off == pytest.approx(gemm / 1979e12 + attn / 989e12, rel=1e-9)
@@ -193,12 +193,12 @@ def test_quantized_gemms_run_at_the_vector_rate_where_the_backend_has_no_matrix_
     vec = _pre("llama-2-7b", "arc-a770", runtime=_rt(quantized_gemm=qg), **kw)
     mat = _pre("llama-2-7b", "arc-a770", runtime=_rt(quantized_gemm=QuantizedGemm(fp32_multiple=4.0)), **kw)
     # Arc A770: fp32 17.2 TFLOP/s -> 2 x 17.2 = 34.4 (vector) vs 4 x 17.2 = 68.8 (below its int8 275.3);
-    # the GEMMs as in the test above, their dequantization +15% on the matrix path and 15% x 2/4 = 7.5%
+    # the GEMMs as in the test above, their dequantization +1/9 on the matrix path and 1/9 x 2/4 = 1/18
     # on the vector one (it runs at the fp32 lane rate either way); attention at the fp16 XMX peak 137.6
     flops = 2 * ((6_738_415_616 - 2 * 32000 * 4096) * 512 + 32000 * 4096)
     attn = 4 * 32 * 128 * 32 * 512 * 511 / 2
-    assert vec == pytest.approx(flops * 1.075 / 34.4e12 + attn / 137.6e12, rel=1e-9)
-    assert mat == pytest.approx(flops * 1.15 / 68.8e12 + attn / 137.6e12, rel=1e-9)
+    assert vec == pytest.approx(flops * (1 + 1 / 18) / 34.4e12 + attn / 137.6e12, rel=1e-9)
+    assert mat == pytest.approx(flops * (1 + 1 / 9) / 68.8e12 + attn / 137.6e12, rel=1e-9)
     # another device keeps the matrix peak: RX 9070 XT min(4 x 48.7, int8 389.3) = 194.8 TFLOP/s
     xt = mb.load_hardware("rx-9070-xt")
     assert _rt(quantized_gemm=qg).efficiency(xt).quantized_peak_flops == pytest.approx(194.8e12)
@@ -215,7 +215,7 @@ def test_dequantisation_costs_the_share_of_a_gemm_its_path_peak_gives_it():
     assert dequant_scale(QuantizedGemm(fp32_multiple=4.0, vector_devices=("arc-a770",), vector_multiple=1.0),
                          a770) == 1.0 / 4.0
     assert dequant_scale(None, a770) == 1.0
-    # the bundled Vulkan backend: half the share on the A770 (q4_0: 0.15 -> 0.075), the whole on an RX 9070 XT
+    # the bundled Vulkan backend: half the share on the A770 (q4_0: 1/9 -> 1/18), the whole on an RX 9070 XT
     rt = mb.load_runtime("llama.cpp-vulkan")
     assert rt.efficiency(a770).quantized_dequant_scale == 0.5
     assert rt.efficiency(xt).quantized_dequant_scale == 1.0
@@ -262,15 +262,15 @@ def test_a_dequantising_vector_mat_vec_costs_its_instructions_per_weight_at_the_
     cmp = 2 * (m.active_params - lookup) / (17.2e12 / 5)               # the matmul weights, 2 FLOPs each
     # (no context: no KV read, no attention FLOPs)
     assert 1 / r.decode_tok_s_per_user == pytest.approx(mem + cmp, rel=1e-9)
-    # the same runtime on a device not listed keeps the GEMMs' peak (RTX 4090: 4 x 82.6e12, +15% dequant)
+    # the same runtime on a device not listed keeps the GEMMs' peak (RTX 4090: 4 x 82.6e12, +1/9 dequant)
     r2 = mb.estimate(m, "rtx-4090", runtime=_rt(quantized_gemm=qg, overlap=0.0), **kw)
     mem2 = ((m.total_params - lookup + 4096) * 4.5 + lookup * (6.5625 - 4.5)) / 8 / 1008e9
-    cmp2 = 2 * (m.active_params - lookup) * 1.15 / 330.4e12
+    cmp2 = 2 * (m.active_params - lookup) * (1 + 1 / 9) / 330.4e12
     assert 1 / r2.decode_tok_s_per_user == pytest.approx(mem2 + cmp2, rel=1e-9)
     # a format not listed (q8_0: 8.5 bits, its head too) keeps the GEMMs' path on the A770: 2 x 17.2e12 vector peak, +dequant
     r3 = mb.estimate(m, "arc-a770", runtime=_rt(quantized_gemm=qg, overlap=0.0), **{**kw, "weight_dtype": "q8_0"})
     mem3 = (m.total_params - lookup + 4096) * 8.5 / 8 / 560e9
-    cmp3 = 2 * (m.active_params - lookup) * 1.075 / 34.4e12    # dequantisation 15% x 2/4 on the vector path
+    cmp3 = 2 * (m.active_params - lookup) * (1 + 1 / 18) / 34.4e12    # dequantisation 1/9 x 2/4 on the vector path
     assert 1 / r3.decode_tok_s_per_user == pytest.approx(mem3 + cmp3, rel=1e-9)
 
 
@@ -444,14 +444,14 @@ def test_a_pass_of_two_to_eight_tokens_adds_the_mat_vec_instructions_of_each_fur
     # llama.cpp CUDA: up to 8 tokens (MMVQ_MAX_BATCH_SIZE) each weight is streamed once and every token
     # (column) issues its own dot-product instructions: 0.875 per q4_0 weight at one lane-instruction
     # per CUDA core per clock, fp32 / 2 = 82.6e12 / 2 = 41.3e12 lane-instructions/s on an RTX 4090. A
-    # batch-1 step keeps its own figure (one token at the GEMMs' 4 x 82.6e12 = 330.4e12 FLOP/s, +15%
+    # batch-1 step keeps its own figure (one token at the GEMMs' 4 x 82.6e12 = 330.4e12 FLOP/s, +1/9
     # dequantisation; the fitted batch-1 fractions hold its column), each further column adds
     # P x 0.875 / 41.3e12; above 8 tokens the tiled GEMM (MMQ) at 330.4e12 for every token
     qg = QuantizedGemm(fp32_multiple=4.0, mmvq_max_tokens=8, mmvq_column_ops={"q4_0": 0.875})
     m = mb.load_model("llama-2-7b")
     lookup = 32000 * 4096
     P = m.active_params - lookup                       # the matmul weights
-    one = 2 * P * 1.15 / 330.4e12                      # 0.0484 ms
+    one = 2 * P * (1 + 1 / 9) / 330.4e12              # 0.0468 ms
     kw = dict(prompt_tokens=0, output_tokens=1, weight_dtype="q4_0", activation_dtype="int8")
     for B, cmp in ((1, one), (2, one + P * 0.875 / 41.3e12), (8, one + 7 * P * 0.875 / 41.3e12),
                    (16, 16 * one)):
@@ -523,7 +523,7 @@ def test_a_mat_vec_column_takes_the_longer_of_its_issue_and_its_dp4a_on_the_int3
         qg = QuantizedGemm(fp32_multiple=4.0, mmvq_max_tokens=8, mmvq_column_ops={"q4_0": ops},
                            mmvq_column_int_ops={"q4_0": int_ops})
         for chip, fp32, bw, col in (("rtx-4090", 82.6e12, 1008e9, col_4090), ("rtx-5090", 104.8e12, 1792e9, col_5090)):
-            one = 2 * P * 1.15 / (4 * fp32)            # the first column at the GEMMs' 4 x fp32, +15% dequant
+            one = 2 * P * (1 + 1 / 9) / (4 * fp32)      # the first column at the GEMMs' 4 x fp32, +1/9 dequant
             # q4_0 4.5 bits, the LM head q6_K's 6.5625, 2 embedding rows
             mem = ((m.total_params - lookup + 2 * 4096) * 4.5 + lookup * (6.5625 - 4.5)) / 8 / bw
             r = mb.estimate(m, chip, batch=2, runtime=_rt(quantized_gemm=qg, overlap=0.0), **kw)

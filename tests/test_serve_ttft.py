@@ -27,14 +27,14 @@ def _gamma(model, device, q, **served):
 
 def test_upcast_experts_pay_the_efficiency_in_a_prefill_token():
     # gpt-oss-120b on one H200: MXFP4 experts upcast to bf16 activations (no fp4 on Hopper), the
-    # weight-only path (dequant 0.15). Its routed GEMMs per token: 36 MoE layers x 4 experts x
+    # weight-only path (dequant 1/9). Its routed GEMMs per token: 36 MoE layers x 4 experts x
     # 24,891,840 params (3 x 2880 x 2880 + 5760 + 2880 biases) = 3,584,424,960 params, 2 FLOPs each,
-    # x (1 + 0.15) for the dequantisation, at bf16 989 TFLOP/s x 0.5 (served) x 0.8 (the H200's
-    # achievable): 8,244,177,408 / 3.956e14 = 20.840 us per token at the dense rate. At efficiency
-    # 0.5 they take twice that: a prefill token's GEMMs cost 20.840 us more.
+    # x (1 + 1/9) for the dequantisation, at bf16 989 TFLOP/s x 0.5 (served) x 0.8 (the H200's
+    # achievable): 7,965,388,800 / 3.956e14 = 20.135 us per token at the dense rate. At efficiency
+    # 0.5 they take twice that: a prefill token's GEMMs cost 20.135 us more.
     routed = 36 * 4 * 24_891_840
-    dense_rate_s = 2 * routed * 1.15 / (989e12 * 0.5 * 0.8)
-    assert dense_rate_s == pytest.approx(20.840e-6, rel=1e-4)
+    dense_rate_s = 2 * routed * (1 + 1 / 9) / (989e12 * 0.5 * 0.8)
+    assert dense_rate_s == pytest.approx(20.135e-6, rel=1e-4)
     slow = _gamma("gpt-oss-120b", "h200", GPT_OSS, moe_upcast_efficiency=0.5)
     plain = _gamma("gpt-oss-120b", "h200", GPT_OSS, moe_upcast_efficiency=1.0)
     assert slow - plain == pytest.approx(dense_rate_s * (1 / 0.5 - 1), rel=1e-9)

@@ -82,10 +82,17 @@ GGUF_OUTPUT = {"q4_0": "q6_k", "q4_k_m": "q6_k", "q5_k_m": "q6_k", "q6_k": "q6_k
 """The output tensor's format llama.cpp's quantizer gives a file of each block type (module
 docstring), where the model is no Falcon and its hidden size a multiple of QK_K."""
 RESIDUAL_BYTES = 2.0   # bf16/fp16: the residual stream an engine keeps and all-reduces (module docstring)
-# ASSUMED, not sourced (issue 27 item 5, open): the extra GEMM work of a weight-only format, as a share of
-# 2 x params FLOPs (Marlin-class kernels: near-ideal to batch ~16-32, then ~fp16 GEMM speed less a little).
-# On a fitted runtime it trades against the fitted compute_fraction; membound.budget lists it as assumed.
-DEFAULT_DEQUANT_OVERHEAD = 0.15
+# The extra GEMM work of a weight-only format, as a share of its 2 x params FLOPs, where the chip's matrix
+# units cannot multiply the weights as they are: a compute-bound W4A16 GEMM runs at 1 / (1 + this) of the
+# 16-bit GEMM's rate. Measured: MARLIN, the FP16 x INT4 kernel vLLM, SGLang and TGI run for GPTQ/AWQ
+# weights, keeps its ideal speed-up to batch 16-32 and at batch >= 1024 (compute-bound) runs about 10%
+# below the FP16 GEMM on an A10 (Frantar et al., 'MARLIN: Mixed-Precision Auto-Regressive Parallel
+# Inference on Large Language Models', PPoPP 2025, arXiv 2408.11743, GEMM benchmarks over batch
+# 1-65k; the ~10% read from the summary at wentao.site/marlin_summary, the paper's figure not checked
+# here): 1 / 0.9 - 1 = 1/9. It is one figure for every chip, where the dequantisation's share in truth
+# scales with the chip's matrix-to-vector rate ratio over the tile's token rows; on a fitted runtime it
+# trades against the fitted compute_fraction.
+DEFAULT_DEQUANT_OVERHEAD = 1.0 / 0.9 - 1.0
 
 
 @dataclass(frozen=True)
