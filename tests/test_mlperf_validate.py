@@ -42,15 +42,17 @@ def test_rows_skips_and_offline_prediction(tmp_path):
             _row(scenario="Server", tokens_per_s=7000.0, tokens_per_s_per_accel=875.0),
             _row(division="open"), _row(scenario="SingleStream"), _row(accelerator="Acme X1", accel_family="Acme",
                                                                        accel_variant="X1"),
-            _row(framework="PyTorch", software_stack="ipex"), _row(model="gptj", benchmark="gptj-99")]
+            _row(framework="PyTorch", software_stack="ipex"), _row(model="gptj", benchmark="gptj-99"),
+            _row(model="qwen3-vl-235b-a22b", benchmark="qwen3-vl-235b-a22b")]
     path = tmp_path / "m.csv"
     pd.DataFrame(rows, columns=COLUMNS).to_csv(path, index=False)
     got, skipped = mv.load_rows(path)
-    assert [r.scenario for r in got] == ["Offline", "Server"]
+    assert [(r.benchmark, r.scenario) for r in got] == [("llama3.1-8b", "Offline"), ("llama3.1-8b", "Server"),
+                                                        ("gptj", "Offline")]
     reasons = sorted(why for _, why, _ in skipped)
     assert reasons == sorted(["open division", "scenario SingleStream not modelled", "no profile for Acme",
                               "no runtime for the software stack",
-                              "gptj: beam search with 4 beams and an end-to-end latency limit, not modelled"])
+                              "qwen3-vl-235b-a22b: image inputs (a vision encoder per request), not modelled"])
     off = got[0]
     mv.predict(got)
     assert (off.device, off.engine, off.tp, off.quantization.weights) == ("h100-sxm", "tensorrt-llm", 1, "fp8")
@@ -63,13 +65,20 @@ def test_rows_skips_and_offline_prediction(tmp_path):
     srv = got[1].pred
     assert 0 < srv["tok_s_per_accel"] < off.pred["tok_s_per_accel"]       # within limits: below saturation
     assert srv["ttft_p99_s"] <= 2.0 + 1e-9 and srv["tpot_p99_s"] <= 0.1 + 1e-9
+    # gptj: beam search of 4 (workloads.yaml), 69 tokens a sample (mlperf.conf's scaling factor)
+    gj = mv.load_benchmarks()["gptj"]
+    assert gj.beams == 4 and gj.limits["Server"] == {"e2e_p99_s": 20.0} and gj.output.mean == pytest.approx(69, abs=1)
+    sm, sched, _ = build("gpt-j-6b", "h100-sxm", prompt=gj.prompt, output=gj.output, quantization=got[2].quantization,
+                         runtime="tensorrt-llm", n_chips=got[2].tp)
+    assert got[2].pred["tok_s_per_accel"] == pytest.approx(saturation(sm, sched, gj.prompt, gj.output, beams=4)
+                                                           * gj.output.mean / got[2].tp, rel=1e-9)
     text = mv.report(got, skipped, source=path)
-    assert "Offline" in text and "coverage: 2 of 7 rows predicted" in text
-    # closed rows of shipped presets: the 2 predicted, SingleStream, Acme, PyTorch and gptj (gpt-j-6b): 2 of 6
-    assert "of the 6 closed-division rows of presets membound ships, 33.3% predicted" in text
+    assert "Offline" in text and "coverage: 3 of 8 rows predicted" in text
+    # closed rows of shipped presets: the 3 predicted, SingleStream, Acme and PyTorch: 3 of 6 (qwen3-vl: no preset)
+    assert "of the 6 closed-division rows of presets membound ships, 50.0% predicted" in text
     cli = run_cli("validate", "--mlperf", "--reference", str(path), "--csv", str(tmp_path / "out.csv"))
-    assert cli.returncode == 0 and "coverage: 2 of 7 rows predicted" in cli.stdout
-    assert list(pd.read_csv(tmp_path / "out.csv").scenario) == ["Offline", "Server"]
+    assert cli.returncode == 0 and "coverage: 3 of 8 rows predicted" in cli.stdout
+    assert list(pd.read_csv(tmp_path / "out.csv").scenario) == ["Offline", "Server", "Offline"]
 
 
 def test_formats_and_the_layout_rule():

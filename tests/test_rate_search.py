@@ -71,3 +71,39 @@ def test_offline_saturation_of_a_kv_bound_engine_by_hand():
     assert float(st.b[0]) == pytest.approx(b, rel=1e-6)
     x = saturation(sm, rs, Fixed(S), Fixed(T))
     assert x == pytest.approx(b / ((T - 1) * float(st.tau[0])), rel=1e-6)
+
+
+def test_offline_saturation_with_beams_by_hand():
+    # gptj's rule: beam search of 4 beams, each request 4 sequences after one prefill; the beams share
+    # the prompt's KV blocks (TensorRT-LLM's KVCacheManager.add_sequence), each holds its own tokens.
+    # Llama-3.1-8B bf16 on an H100 as above (preemption "none" reserves a request's whole KV):
+    # a beam holds 32 x (3,000 / 4 + 3,001) = 32 x 3,751 = 120,032 pairs (a request 4 x that:
+    # 32 x 3,000 + 4 x 32 x 3,001), so b = room / 120,032 sequences decode at once, b / 4 requests,
+    # completing b / (4 D tau) requests a second.
+    S, T = 3000, 3001
+    sched = Scheduler(max_running=4096, token_budget=16_384, chunked_prefill=True, preemption="none",
+                      memory_fraction=0.9)
+    sm, rs, _ = build("llama-3.1-8b", "h100-sxm", prompt=Fixed(S), output=Fixed(T), runtime="tensorrt-llm",
+                      weight_dtype="bf16", kv_dtype="bf16", scheduler=sched)
+    m, hw = mb.load_model("llama-3.1-8b"), mb.load_hardware("h100-sxm")
+    act = float(sm.prepared.evaluate(batch=1.0, prompt=16384.0, output=1.0)["activation_bytes_chip"])
+    room = 0.9 * (hw.capacity_bytes - m.total_params * 2 - act) / 4096
+    b = room / (32 * (S / 4 + T))
+    st = solve(sm, rs, S, T, concurrency=np.array([1e9]), beams=4)
+    assert float(st.b[0]) == pytest.approx(b, rel=1e-6)
+    x = saturation(sm, rs, Fixed(S), Fixed(T), beams=4)
+    assert x == pytest.approx(b / (4 * (T - 1) * float(st.tau[0])), rel=1e-6)
+    # one beam is the plain engine: the same figures as without the argument
+    assert saturation(sm, rs, Fixed(S), Fixed(T), beams=1) == saturation(sm, rs, Fixed(S), Fixed(T))
+
+
+def test_an_end_to_end_limit_lands_on_its_bound():
+    # gptj's Server limit is a p99 end-to-end time; the search checks the bound
+    # p99 TTFT + (p99 output - 1) x p99 TPOT, so a limit set to that bound at 40% of saturation lands there.
+    sm, sched, _ = _engine()
+    cap = saturation(sm, sched, PROMPT, OUT)
+    r0 = 0.4 * cap
+    t0 = tails(sm, sched, solve(sm, sched, PROMPT.mean, OUT.mean, arrival_rate=np.array([r0])), r0, PROMPT, OUT)
+    assert t0.e2e_p99 == pytest.approx(t0.ttft[2] + (OUT.quantile(0.99) - 1) * t0.tpot[2], rel=1e-12)
+    got = search(sm, sched, PROMPT, OUT, {"e2e_p99_s": t0.e2e_p99})
+    assert got.binding == "e2e_p99_s" and got.rate == pytest.approx(r0, rel=5e-3)

@@ -25,7 +25,7 @@ from .serving.solver import solve
 from .serving.step import StepModel
 from .tails import Tails, tails
 
-LIMITS = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s")
+LIMITS = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "e2e_p99_s")
 SATURATED = 1e9        # closed-loop clients far beyond any engine's running batch: its saturation
 GRID = 16              # rates tried between 1% and 99.5% of saturation before the bisection
 BISECTIONS = 10        # halvings of the bracket: 2^-10 of it
@@ -75,25 +75,28 @@ def limits_of(slo, skip_e2e: bool = False) -> dict[str, float]:
 def _failing(t: Tails, lim: dict[str, float]) -> str:
     """The first limit `t` breaks, or ''."""
     got = {"ttft_p50_s": t.ttft[0], "ttft_p90_s": t.ttft[1], "ttft_p99_s": t.ttft[2],
-           "tpot_p50_s": t.tpot[0], "tpot_p90_s": t.tpot[1], "tpot_p99_s": t.tpot[2]}
+           "tpot_p50_s": t.tpot[0], "tpot_p90_s": t.tpot[1], "tpot_p99_s": t.tpot[2], "e2e_p99_s": t.e2e_p99}
     return next((k for k, v in lim.items() if got[k] > v), "")
 
 
-def saturation(sm: StepModel, sched: Scheduler, prompt: Length, output: Length) -> float:
-    """Requests per second of the engine with its queue never empty (MLPerf Offline)."""
-    return float(solve(sm, sched, prompt.mean, output.mean, concurrency=np.array([SATURATED])).x[0])
+def saturation(sm: StepModel, sched: Scheduler, prompt: Length, output: Length, beams: int = 1) -> float:
+    """Requests per second of the engine with its queue never empty (MLPerf Offline); beams: beam
+    search's width (serving.solve)."""
+    return float(solve(sm, sched, prompt.mean, output.mean, concurrency=np.array([SATURATED]), beams=beams).x[0])
 
 
-def search(sm: StepModel, sched: Scheduler, prompt: Length, output: Length, lim: dict[str, float]) -> MaxRate:
-    """`max_rate` on a built engine (serving.build): see the module docstring."""
-    cap = saturation(sm, sched, prompt, output)
+def search(sm: StepModel, sched: Scheduler, prompt: Length, output: Length, lim: dict[str, float],
+           beams: int = 1) -> MaxRate:
+    """`max_rate` on a built engine (serving.build): see the module docstring. e2e_p99_s is checked
+    against a bound, p99 TTFT + (p99 output - 1) x p99 TPOT (Tails.e2e_p99)."""
+    cap = saturation(sm, sched, prompt, output, beams)
 
     def at(rate: float) -> Tails | None:
         try:
-            st = solve(sm, sched, prompt.mean, output.mean, arrival_rate=np.array([rate]))
+            st = solve(sm, sched, prompt.mean, output.mean, arrival_rate=np.array([rate]), beams=beams)
         except MemboundError:      # beyond the open loop's capacity
             return None
-        return tails(sm, sched, st, rate, prompt, output)
+        return tails(sm, sched, st, rate, prompt, output, beams=beams)
     grid = cap * np.concatenate([np.geomspace(0.01, 0.9, GRID - 3), [0.95, 0.98, 0.995]])
     best, best_t, fail, why = 0.0, None, None, ""
     for r in grid:

@@ -63,6 +63,7 @@ class Tails:
     ttft: tuple[float, float, float]
     tpot: tuple[float, float, float]
     rho: float          # load of the prefill capacity (0: idle, 1: saturated)
+    e2e_p99: float = math.nan   # a bound on the p99 end-to-end time: p99 TTFT + (p99 output - 1) x p99 TPOT
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,8 @@ class Occupancy:
     arrive: np.ndarray     # P(n decoding when a request arrives), n = 0 .. cap (Poisson arrivals see time averages)
 
 
-def occupancy(sm: StepModel, sched: Scheduler, rate: float, prompt: float, output: float, cap: float) -> Occupancy:
+def occupancy(sm: StepModel, sched: Scheduler, rate: float, prompt: float, output: float, cap: float,
+              beams: int = 1) -> Occupancy:
     """The decoding batch's distribution under Poisson arrivals at `rate`: the engine is a
     processor-sharing server whose completion rate with n sequences decoding is
     mu(n) = n / (D tau(n)), tau(n) the open loop's step with n - 1 others beside a sequence
@@ -90,11 +92,12 @@ def occupancy(sm: StepModel, sched: Scheduler, rate: float, prompt: float, outpu
     request in the batch sees it size-biased (n P(n)). The step's
     correlation time is that of a birth-death chain: int Cov(tau(0), tau(t)) dt =
     sum_n F(n)^2 / (P(n) rate), F(n) = sum_{k<=n} P(k) (tau(k) - mean) (Whitt, "Stochastic-Process
-    Limits", or any text on the asymptotic variance of birth-death chains)."""
-    top = max(int(math.floor(cap)), 1)
+    Limits", or any text on the asymptotic variance of birth-death chains). n counts requests:
+    under beam search each decodes `beams` sequences (cap counts sequences)."""
+    top = max(int(math.floor(cap / beams)), 1)
     grid = np.unique(np.round(np.geomspace(1.0, float(top), OCCUPANCY_POINTS)))
     # the solver's figures at b are those a decoding sequence sees beside b others: n in the batch
-    tau_g = open_loop_rates(sm, sched, prompt, output, grid - 1.0)[0]
+    tau_g = open_loop_rates(sm, sched, prompt, output, beams * grid - 1.0, beams)[0]
     n = np.arange(1, top + 1, dtype=float)
     tau = np.interp(n, grid, tau_g)
     p = birth_death(rate, n / max(output - 1.0, 1e-9) / np.maximum(tau, 1e-300))    # mu(n) = n / (D tau(n))
@@ -383,24 +386,24 @@ def tpot_quantiles(tau: float, tau_d: float, tau_m: float, f: float, mixed: bool
 
 
 def tails(sm: StepModel, sched: Scheduler, st: Steady, rate: float, prompt: Length, output: Length,
-          i: int = 0) -> Tails:
+          i: int = 0, beams: int = 1) -> Tails:
     """The TTFT and TPOT quantiles (p50, p90, p99) of element i of an open-loop steady state `st`
-    at `rate` requests/s (see the module docstring)."""
+    at `rate` requests/s (see the module docstring); beams: as the solver's (solve(beams=...))."""
     b, tau, tau_d, tau_m, f, ttft, pre = (float(np.ravel(v)[i]) for v in (st.b, st.tau, st.tau_d, st.tau_m, st.f,
                                                                          st.ttft, st.prefill))
     step = tau * sm.tokens_per_step
     budget = float(_set(sched.token_budget))
     avail = max(budget - (b * sm.positions if _set(sched.mixed_steps) else 0.0), 1.0)
     own = pre + sm.host_token_s * prompt.mean
-    occ = occupancy(sm, sched, rate, prompt.mean, output.mean, st.cap)
+    occ = occupancy(sm, sched, rate, prompt.mean, output.mean, st.cap, beams)
     # requests that wait for a place in a full batch wait for completions: Little's law on the queue
     ttft += occ.queued / rate if math.isfinite(occ.queued) else math.inf
     # the loads arrivals find: equally likely decoding counts, the steps and own prefill there
     cdf_a = np.cumsum(occ.arrive)
     found = np.searchsorted(cdf_a / cdf_a[-1], (np.arange(TTFT_LOAD_POINTS) + 0.5) / TTFT_LOAD_POINTS).astype(float)
-    _, _, d_n, m_n, pre_n = open_loop_rates(sm, sched, prompt.mean, output.mean, np.minimum(found, st.cap))
+    tau_n, _, d_n, m_n, pre_n = open_loop_rates(sm, sched, prompt.mean, output.mean,
+                                                np.minimum(beams * found, st.cap), beams)
     tps = sm.tokens_per_step
-    tau_n = open_loop_rates(sm, sched, prompt.mean, output.mean, np.minimum(found, st.cap))[0]
     host = sm.host_token_s * prompt.mean
     split = not _set(sched.mixed_steps)
     states = np.column_stack([tau_n * tps, d_n, m_n + (d_n if split else 0.0), pre_n + host])
@@ -411,4 +414,5 @@ def tails(sm: StepModel, sched: Scheduler, st: Steady, rate: float, prompt: Leng
     load = occ.tau[np.minimum(pick, occ.n.size - 1)]
     p_q = tpot_quantiles(tau, tau_d / sm.tokens_per_step, tau_m / sm.tokens_per_step, f, bool(_set(sched.mixed_steps)),
                          points(output), load=load, corr=occ.corr_s if math.isfinite(occ.corr_s) else 0.0)
-    return Tails((t_q[0], t_q[1], t_q[2]), (p_q[0], p_q[1], p_q[2]), rho)
+    e2e = t_q[2] + (output.quantile(0.99) - 1.0) * p_q[2]
+    return Tails((t_q[0], t_q[1], t_q[2]), (p_q[0], p_q[1], p_q[2]), rho, e2e)

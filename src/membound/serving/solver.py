@@ -83,10 +83,13 @@ def kv_room_knobs(sched: Scheduler) -> str:
 def _running_cap(state: _State, prompt: float) -> tuple[float, float]:
     """The most sequences that run at once (the scheduler's cap, the KV cache's, the token
     budget's) and the KV pairs a chip holds; errors where not one request fits."""
-    sm, sched, S = state.sm, state.sched, state.S
+    sm, sched, S, W = state.sm, state.sched, state.S, state.W
     kv_pairs = kv_room(sm, sched)
-    hold = sequence_hold(sm, sched, S, state.D, state.h_mean, S + state.T)
-    cap = min(float(_set(sched.max_running)), kv_pairs / max(hold, 1e-30), (state.P - 1.0) / sm.positions)
+    # beams share their prompt's KV blocks (TensorRT-LLM's KVCacheManager.add_sequence allocates the
+    # context blocks share_across_beam; each beam's generated tokens get blocks of its own)
+    shared = (1.0 - 1.0 / W) * float(sm.held(S))
+    hold = sequence_hold(sm, sched, S, state.D, state.h_mean, S + state.T) - shared
+    cap = min(float(_set(sched.max_running)) * W, kv_pairs / max(hold, 1e-30), (state.P - 1.0) / sm.positions)
     if cap < 1.0:
         raise InvalidInputError("prompt_tokens", prompt, f"a workload whose KV cache for one request fits: "
                                 f"{kv_pairs:.3g} KV pairs free per chip {kv_room_knobs(sched)}, one request needs "
@@ -150,8 +153,11 @@ def batch_wait(hold_steps: int, threshold: float, budget: float, prompt: float, 
 class _State:
     """The steady figures at a mean of b decoding sequences, for mean lengths S, T."""
 
-    def __init__(self, sm: StepModel, sched: Scheduler, S: float, T: float, closed: bool):
+    def __init__(self, sm: StepModel, sched: Scheduler, S: float, T: float, closed: bool, beams: int = 1):
         self.sm, self.sched, self.S, self.T, self.closed = sm, sched, S, T, closed
+        # beam search: a request decodes `beams` sequences after one prefill; the state counts
+        # sequences (b, x: sequences completed a second, W per request), solve() converts at its edge
+        self.W = float(beams)
         self.D = max(T - 1.0, 1e-9)
         # the pairs a decoding sequence attends to (holds), averaged over its decode contexts
         # S .. S+T-1 exactly (estimate's T steps; sliding windows make u(L) piecewise linear)
@@ -173,7 +179,7 @@ class _State:
         others = b * (N - 1.0) / N if self.closed else b
         avail = self.P - (others * sm.positions if self.sched.mixed_steps else 0.0)
         c0 = np.minimum(S, avail) if self.sched.chunked_prefill else S + 0.0 * b
-        pbar = others * S * sm.tokens_per_step / D      # prefill tokens per decode step
+        pbar = others * S * sm.tokens_per_step / (D * self.W)      # prefill tokens per decode step
         c = np.minimum(np.maximum(c0, pbar), avail)
         f = np.minimum(pbar / np.maximum(c, 1e-30), 1.0)
         tau, tau_d, tau_m, tau_own = self._steps(b, others, c0, c, f)
@@ -190,8 +196,8 @@ class _State:
         # (a lone client finds the engine idle)
         host = sm.host(S)
         residual = (0.0 if host == 0.0 else half * np.minimum(others, 1.0)) if self.closed else half
-        balance = _balance_wait(sm.ranks, _set(self.sched.dp_balance_steps), b, x * tau, tau)
-        held, released = self._held(others, x * tau, tau_d, c0, avail, tau_own)
+        balance = _balance_wait(sm.ranks, _set(self.sched.dp_balance_steps), b, x * tau / self.W, tau)
+        held, released = self._held(others, x * tau / self.W, tau_d, c0, avail, tau_own)
         ttft = host + residual + pre + rho / (2.0 * (1.0 - rho)) * pre + balance \
             + (self.recv_wait + sm.lookahead) * tau * np.minimum(others, 1.0) + held + released
         pre = pre + released
@@ -361,25 +367,29 @@ def _open_loop(state: _State, arrival_rate, cap: float):
 
 
 def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, concurrency=None,
-          arrival_rate=None) -> Steady:
+          arrival_rate=None, beams: int = 1) -> Steady:
     """The steady state for mean lengths `prompt`, `output` (see the module docstring).
-    concurrency or arrival_rate may be numpy arrays (vectorised)."""
+    concurrency or arrival_rate may be numpy arrays (vectorised). beams: beam search's width, each
+    request decoding that many sequences after one prefill, sharing its prompt's KV (b and cap
+    count sequences, x requests; output tokens are the requests')."""
     closed = concurrency is not None
-    state = _State(sm, sched, float(prompt), float(output), closed)
+    state = _State(sm, sched, float(prompt), float(output), closed, beams)
     cap, kv_pairs = _running_cap(state, prompt)
-    b, tau, tau_d, tau_m, f, x, ttft, pre = (_closed_loop(state, concurrency, cap) if closed
-                                             else _open_loop(state, arrival_rate, cap))
-    return Steady(b, tau, tau_d, tau_m, f, x, ttft, pre, cap, kv_pairs, state.u_mean, state.h_mean)
+    W = float(beams)
+    b, tau, tau_d, tau_m, f, x, ttft, pre = (_closed_loop(state, np.asarray(concurrency, float) * W, cap) if closed
+                                             else _open_loop(state, np.asarray(arrival_rate, float) * W, cap))
+    return Steady(b, tau, tau_d, tau_m, f, x / W, ttft, pre, cap, kv_pairs, state.u_mean, state.h_mean)
 
 
-def open_loop_rates(sm: StepModel, sched: Scheduler, prompt: float, output: float, b) -> tuple[np.ndarray, ...]:
+def open_loop_rates(sm: StepModel, sched: Scheduler, prompt: float, output: float, b,
+                    beams: int = 1) -> tuple[np.ndarray, ...]:
     """Poisson arrivals' steady figures with b others decoding beside a sequence (an array): (mean
     seconds per output token, requests completed per second, the decode step, the step carrying
     prompt tokens, a prompt's own prefill seconds). The occupancy model of `membound.tails` reads
     the engine's figures as functions of its load from here."""
-    state = _State(sm, sched, float(prompt), float(output), False)
+    state = _State(sm, sched, float(prompt), float(output), False, beams)
     tau, tau_d, tau_m, _, x, _, pre, _ = state(np.asarray(b, float))
-    return tuple(np.asarray(v, float) * np.ones(np.shape(b)) for v in (tau, x, tau_d, tau_m, pre))
+    return tuple(np.asarray(v, float) * np.ones(np.shape(b)) for v in (tau, x / float(beams), tau_d, tau_m, pre))
 
 
 def finite_run_share(e2e, tau0: float, output: Length, concurrency, runs=10.0) -> np.ndarray:
