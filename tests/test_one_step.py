@@ -189,3 +189,27 @@ def test_a_lone_client_gets_estimates_ttft_and_tpot_with_speculative_decoding(ca
         return
     assert s.ttft.mean == pytest.approx(e.ttft_s, rel=1e-9)
     assert s.tpot.mean == pytest.approx(e.tpot_s, rel=1e-9)
+
+
+# groq-2024's case (Qwen3-0.6B on 8 LPUs of 230 MB SRAM) has no room for a draft beside its target
+DRAFTED = sorted(r for r in CASES if r != "groq-2024")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runtime=st.sampled_from(DRAFTED), S=lengths, T=st.integers(2, 4096), gamma=st.integers(1, 6),
+       alpha=st.floats(0.0, 1.0))
+def test_every_runtime_prices_a_draft_models_round_alike_in_estimate_and_serve(runtime, S, T, gamma, alpha):
+    # a draft model beside every shipped runtime's case, multi-tier devices included (SambaNova: the draft's
+    # bytes take their place in the target chip's tiers in both)
+    model, device, chips, w = CASES[runtime]
+    spec = mb.SpeculativeDecoding(draft="llama-3.2-1b", gamma=gamma, acceptance_rate=alpha)
+    common = dict(prompt_tokens=S, output_tokens=T, n_chips=chips, runtime=runtime, weight_dtype=w,
+                  allow_beyond_context=True, speculative=spec)
+    e = mb.estimate(model, device, batch=1, check_memory=False, **common)
+    try:
+        s = mb.serve(model, device, concurrency=1, **common)
+    except mb.MemboundError as err:     # the longest requests outgrow a small device's KV cache in serve
+        assert isinstance(err, mb.DoesNotFitError) or "KV cache for one request fits" in str(err)
+        return
+    assert s.ttft.mean == pytest.approx(e.ttft_s, rel=1e-9)
+    assert s.tpot.mean == pytest.approx(e.tpot_s, rel=1e-9)

@@ -150,18 +150,19 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
     if not sched.chunked_prefill and prompt.high > budget:
         raise InvalidInputError("scheduler.token_budget", budget,
                                 f"at least the longest prompt ({prompt.high}) without chunked prefill")
+    if speculative is not None and not isinstance(speculative, SpeculativeDecoding):
+        raise InvalidInputError("speculative", speculative, "None or a mb.SpeculativeDecoding (e.g. mb.mtp(model, 3))")
+    # a draft model's bytes sit on the target's chips as estimate() places them (`estimate.draft_bytes`)
+    drafted = speculative if speculative is not None and speculative.draft is not None else None
     p = prepare(model, hardware, batch=1, prompt_tokens=int(prompt.high), output_tokens=int(output.high),
                 weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips,
-                parallel=parallel, runtime=rt, price_usd_per_hour=price_usd_per_hour,
+                parallel=parallel, runtime=rt, price_usd_per_hour=price_usd_per_hour, speculative=drafted,
                 dense_weight_dtype=dense_weight_dtype, quantization=quantization,
                 allow_beyond_context=allow_beyond_context)
     sched = instance_limits(sched, rt.served or DEFAULT_SERVED, p.layout.ep)
-    if speculative is None:
-        return StepModel(p), sched, p
-    if not isinstance(speculative, SpeculativeDecoding):
-        raise InvalidInputError("speculative", speculative, "None or a mb.SpeculativeDecoding (e.g. mb.mtp(model, 3))")
     sm = StepModel(p)
-    attach_speculative(sm, speculative)
+    if speculative is not None:
+        attach_speculative(sm, speculative)
     return sm, sched, p
 
 
@@ -190,9 +191,10 @@ def attach_speculative(sm: StepModel, spec: SpeculativeDecoding) -> None:
     sm.positions, sm.tokens_per_step = float(spec.positions), spec.tokens_per_round
     sm.routed = 1.0 + (sm.positions - 1.0) * (1.0 - spec.route_correlation)
     sm.draft = Drafting(sd, spec.gamma, sm.positions, r)
-    weights, kv_token = draft_bytes(d, p.layout)       # estimate()'s bytes of the drafter
-    sm.weights_bytes += weights
-    sm.kv_pair_bytes += kv_token / float(sm.chip.ep * sm.consts.n_layers)
+    if p.extra["draft"] is None:        # a plain configuration's step: the drafter's bytes join its own
+        weights, kv_token = draft_bytes(d, p.layout)       # (estimate()'s count; `build` places them)
+        sm.weights_bytes += weights
+        sm.kv_pair_bytes += kv_token / float(sm.chip.ep * sm.consts.n_layers)
 
 
 def _common(sm: StepModel, p: Prepared, prompt: Length, output: Length, concurrency, arrival_rate, engine: str):
