@@ -621,3 +621,11 @@ def test_a_scheduler_one_step_ahead_adds_one_step_to_the_ttft_while_a_batch_deco
     assert st[0].b[0] > 1.0 and st[1].b[0] == pytest.approx(st[0].b[0], rel=1e-9)
     assert st[1].ttft[0] - st[0].ttft[0] == pytest.approx(st[0].tau[0], rel=1e-6)
     assert one[1].ttft[0] == pytest.approx(one[0].ttft[0], rel=1e-12)
+
+
+def test_a_subnormal_arrival_rate_prices_no_cost_rather_than_infinity():
+    # 2.2e-309 requests/s x 128 output tokens = 2.8e-307 tok/s; an H100's price (dollars/hour) / 3600 / 2.8e-307
+    # x 1e6 is above the largest float (1.8e308), so there is no finite cost to report: None, never inf
+    r = mb.serve("llama-3.1-8b", "h100-sxm", arrival_rate=2.2e-309, prompt_tokens=128, output_tokens=128)
+    assert r.cost_per_million_output_tokens_usd is None
+    assert 0 < r.output_tok_s_per_chip < 1e-300

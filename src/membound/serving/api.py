@@ -208,9 +208,12 @@ def _common(sm: StepModel, p: Prepared, prompt: Length, output: Length, concurre
 
 
 def _cost(sm: StepModel, tok_s: float) -> float | None:
+    """Dollars per million output tokens; None without a price, or where the throughput is so
+    small (a subnormal arrival rate) that the figure overflows a float."""
     if sm.price is None or tok_s <= 0:
         return None
-    return sm.n_chips * sm.price / 3600.0 / tok_s * 1e6
+    cost = sm.n_chips * sm.price / 3600.0 / tok_s * 1e6
+    return cost if math.isfinite(cost) else None
 
 
 def ttft_quantile(sm: StepModel, st: Steady, prompt: Length, q: float):
