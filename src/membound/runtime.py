@@ -358,6 +358,11 @@ class Runtime(HashableModel):
         """The effective figures this runtime gets on `hw`."""
         return _efficiency(self, hw)
 
+    def entry_key(self, hw: Hardware) -> str | None:
+        """The `classes` entry this runtime (not its backend) uses on `hw`: the device's name, else its
+        device_class, else its kind, else 'default'; None where it has none of them."""
+        return next((k for k in (hw.name, hw.device_class, hw.kind, "default") if k in self.classes), None)
+
     def provenance_for(self, hw: Hardware) -> str:
         """The one-line provenance of the constants this runtime uses on `hw` (a result's
         `calibration`): its backend's `provenance`, and the device-class entry that applies where the
@@ -366,7 +371,7 @@ class Runtime(HashableModel):
         text = rt.provenance or rt.calibration or rt.description or "no provenance recorded"
         line = text if text.startswith(rt.name) else f"{rt.name}: {text}"
         if len(rt.classes) > 1:
-            key = next((k for k in (hw.name, hw.device_class, hw.kind, "default") if k in rt.classes), None)
+            key = rt.entry_key(hw)
             if key is None:
                 return f"{line}; {hw.name}: no entry (the device profile's own fractions)"
             rows = re.search(r"from (\d+) rows", rt.classes[key].evidence)
@@ -442,11 +447,8 @@ class Efficiency:
 @functools.lru_cache(maxsize=4096)
 def _efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
     rt = rt.backend_for(hw)
-    entry = RuntimeEntry()
-    for key in (hw.name, hw.device_class, hw.kind, "default"):
-        if key in rt.classes:
-            entry = rt.classes[key]
-            break
+    key = rt.entry_key(hw)
+    entry = RuntimeEntry() if key is None else rt.classes[key]
     bw_default = hw.achievable.bandwidth_fraction if rt.use_device_fractions else 1.0
     c_default = hw.achievable.compute_fraction if rt.use_device_fractions else 1.0
     floor = rt.use_latency_floor

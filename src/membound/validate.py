@@ -40,6 +40,7 @@ from .calibrate import (FIT, FIXED, beats_physics, calibrate_runtimes, is_calibr
                         runtime_from_fits)
 from .reference import SPECIALISED, Scenario, load_reference, predict, reference_csv
 
+FRACTION_KINDS = ("assumed", "measured", "fitted")   # a row's fractions: the profile's, or the runtime's own
 NOT_DISCLOSED = ("hardware not disclosed", "mixed MI300X/MI325X system")
 SPECULATIVE = ("a speculative-decoding ratio", "speculative decoding figure")
 
@@ -58,7 +59,7 @@ class RowResult:
     calibration: bool           # a fit uses this row (in-sample)
     note: str
     role: str = "fit"           # its group's role (membound.split): fit, select (validation) or report
-    fractions: str = "measured"  # "assumed" where the chip's achievable fractions have no published measurement
+    fractions: str = "measured"  # FRACTION_KINDS: where its fractions come from (fractions_known)
 
     @property
     def error(self) -> float:
@@ -179,7 +180,7 @@ def validation_report(path=None, group: str = "chip") -> dict:
         else:           # nothing fits this row: its prediction is held out as it stands
             h = p
         rows.append(RowResult(sc.id, sc.category, sc.metric, sc.model, sc.hardware, sc.runtime,
-                              sc.measured, p, h, calib, sc.note, role, fractions_known(sc.hardware)))
+                              sc.measured, p, h, calib, sc.note, role, fractions_known(sc.hardware, sc.runtime)))
     cats = {}
     for name in dict.fromkeys(r.category for r in rows):
         rs = [r for r in rows if r.category == name]
@@ -192,7 +193,7 @@ def validation_report(path=None, group: str = "chip") -> dict:
             c.update({f"{label}_rows": nh, f"{label}_median": medh, f"{label}_p90": p90h,
                       f"{label}_groups": len({GROUPS[group](r) for r in hs}),
                       f"{label}_worst": [(r.id, r.held_out_error) for r in worst]})
-            for kind in ("assumed", "measured"):      # issue 27 item 4: assumed-fraction chips apart
+            for kind in FRACTION_KINDS:               # issue 27 item 4: assumed-fraction rows apart
                 nk, medk, _ = _stats([r.held_out_error for r in hs if r.fractions == kind])
                 c.update({f"{label}_{kind}_rows": nk, f"{label}_{kind}_median": medk})
         cats[name] = c
@@ -258,14 +259,17 @@ def format_report(rep: dict) -> str:
     for name, c in sorted(rep["categories"].items()):
         worst = ", ".join(f"{i} {100 * e:+.0f}%" for i, e in c["report_worst"])
         out.append(f"{name:36s} {_fig(c['report_rows'], c['report_groups'], c['report_median'], c['report_p90'])} | {worst}")
-    out += ["", "Chips with an assumed achievable fraction (no published stream or GEMM measurement in their "
-            "profile for one or both) apart from those measured: held-out rows and median |error| in %",
-            f"{'category':36s} | {'validation: assumed':>20s} {'measured':>14s} | {'report: assumed':>16s} {'measured':>14s}"]
+    out += ["", "Rows by where their achievable fractions come from: assumed (a fraction the prediction takes from "
+            "the chip's profile has no published stream or GEMM measurement), measured (those it takes cite one), "
+            "fitted (the runtime's entry sets both): held-out rows and median |error| in %",
+            f"{'category':36s} | {'validation: assumed':>20s} {'measured':>14s} {'fitted':>14s} | "
+            f"{'report: assumed':>16s} {'measured':>14s} {'fitted':>14s}"]
     for name, c in sorted(rep["categories"].items()):
         if c["validation_rows"] or c["report_rows"]:
             cells = [_share(c[f"{label}_{kind}_rows"], c[f"{label}_{kind}_median"])
-                     for label in ("validation", "report") for kind in ("assumed", "measured")]
-            out.append(f"{name:36s} | {cells[0]:>20s} {cells[1]:>14s} | {cells[2]:>16s} {cells[3]:>14s}")
+                     for label in ("validation", "report") for kind in FRACTION_KINDS]
+            out.append(f"{name:36s} | {cells[0]:>20s} {cells[1]:>14s} {cells[2]:>14s} | "
+                       f"{cells[3]:>16s} {cells[4]:>14s} {cells[5]:>14s}")
     return "\n".join(ln.rstrip() for ln in out)
 
 
@@ -285,13 +289,24 @@ def fraction_evidence(evidence: str, fraction: str) -> str:
     return "assumed" if re.search(rf"\b{word}:?\s+assumed\b", ev) else "measured"
 
 
-def fractions_known(hardware: str) -> str:
-    """"assumed" where either of the profile's achievable fractions cites no published measurement
-    (`fraction_evidence`), else "measured"."""
+def fractions_known(hardware: str, runtime: str | None = None) -> str:
+    """Where a row's achievable fractions come from: "assumed" where one that its prediction takes
+    from the chip's profile cites no published measurement (`fraction_evidence`), "measured" where
+    those it takes cite one, "fitted" where the runtime's entry for the chip sets both itself (a
+    classes: runtime's fitted fractions; the profile then caps only the stream at its measured
+    read ceiling). A runtime with a served block scales the profile's fractions: they count."""
     from .hardware import load_hardware
-    ev = load_hardware(hardware).achievable.evidence
-    kinds = {fraction_evidence(ev, f) for f in ("bandwidth_fraction", "compute_fraction")}
-    return "assumed" if "assumed" in kinds else "measured"
+    from .runtime import load_runtime
+    hw = load_hardware(hardware)
+    own: set = set()
+    if runtime is not None:
+        rt = load_runtime(runtime).backend_for(hw)
+        key = rt.entry_key(hw)
+        if rt.served is None and key is not None:
+            own = rt.classes[key].model_fields_set
+    kinds = {fraction_evidence(hw.achievable.evidence, f) for f in ("bandwidth_fraction", "compute_fraction")
+             if f not in own}
+    return "assumed" if "assumed" in kinds else "measured" if kinds else "fitted"
 
 
 def write_csv(rep: dict, path) -> None:
