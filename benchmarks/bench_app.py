@@ -29,7 +29,7 @@ def server_side() -> tuple[float, list[float]]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from starlette.testclient import TestClient
-    from membound.app.server import create_app
+    from membound.present.app.server import create_app
 
     def once(c) -> float:
         t = time.perf_counter()

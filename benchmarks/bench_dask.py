@@ -84,14 +84,14 @@ def cluster_run(client, g: dict) -> tuple[float, float, int]:
 
 
 def _front(part):
-    from membound.sweep import pareto_front
+    from membound.planning.sweep import pareto_front
     part = part[part.memory_fits]
     return part.iloc[pareto_front(part.decode_tok_s_per_user.to_numpy(), part.decode_tok_s_total.to_numpy())]
 
 
 def pareto_run(client) -> dict:
     import membound as mb
-    from membound.sweep import pareto_front
+    from membound.planning.sweep import pareto_front
     cols = ["model", "hardware", "batch", "prompt_tokens", "output_tokens", "decode_tok_s_per_user",
             "decode_tok_s_total", "memory_fits"]
     t = time.perf_counter()

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 import membound as mb
-from membound.planner import plan_served
+from membound.planning.planner import plan_served
 from membound.serving import build, simulate, solve
 
 from _timing import median_s

@@ -45,7 +45,7 @@ def main():
     print(f"estimate(), 70B tp=8 int4/fp8 + draft: {t_big:7.1f} us median")
 
     # the core on one block of the grid: batch x prompt x output broadcast, every figure computed
-    prepare = sys.modules["membound.estimate"].prepare
+    prepare = sys.modules["membound.physics.estimate"].prepare
     p = prepare(m, hw)
     B = np.arange(1, 65, dtype=float)[:, None, None]
     S = np.linspace(0, 8192, 64).round()[None, :, None]

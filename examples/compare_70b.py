@@ -5,7 +5,7 @@ model with its KV cache, which bound won, and the step's terms that say why.
     python examples/compare_70b.py
 """
 import membound as mb
-from membound.capacity import layout_for, min_chips
+from membound.physics.capacity import layout_for, min_chips
 
 MODEL = "llama-3.1-70b"
 PROMPT, OUTPUT = 2048, 256

@@ -7,7 +7,7 @@ import sys
 import matplotlib
 
 matplotlib.use("Agg")
-from membound import plots  # noqa: E402
+from membound.present import plots  # noqa: E402
 
 out = sys.argv[1] if len(sys.argv) > 1 else "context.png"
 ax = plots.context_curve("llama-3.1-70b", ["h100-sxm", "cerebras-wse-3", "groq-lpu"], weight_dtype="int8",

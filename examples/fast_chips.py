@@ -5,7 +5,7 @@ reason. `python examples/fast_chips.py` prints it; scripts/fast_chips_readme.py 
 docs/fast-chips.md (a test fails when that section is stale).
 
 Each answer is the shortest call a user would write first (the device's default runtime: its
-physics alone, unless a vendor runtime is confirmed by an independent row, membound.vendors),
+physics alone, unless a vendor runtime is confirmed by an independent row, membound.fidelity.vendors),
 marked "fitted row" (its figure is a row a fit used: not a check), "independent row" (a fitted
 runtime meets a figure no fit used) or "physics only" (no fitted constant in the answer).
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import membound as mb
-from membound import vendors
+from membound.fidelity import vendors
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def claims() -> list[Claim]:
               f'estimate("llama-3.1-405b", "cerebras-wse-3", n_chips={n405})', r405.decode_tok_s_per_user, 969, "tok/s",
               f"faster than the wafer's physics on any count: at most {best:,.0f} tok/s from {n405} to 126 wafers (a "
               "layer's GEMVs and reductions over its square of cores, each RMSNorm beside the GEMV it scales, "
-              "membound.dataflow); Cerebras' Nov 2024 kernels overlap more than this schedule does, or the figure "
+              "membound.physics.dataflow); Cerebras' Nov 2024 kernels overlap more than this schedule does, or the figure "
               "used speculative decoding it does not state", mark(r405, "hw-016")))
     t405 = mb.estimate("llama-3.1-405b", "cerebras-wse-3", n_chips=n405, prompt_tokens=1000, output_tokens=1)
     add(Claim(3, "Cerebras 405B time to first token (prompt not stated; 1,000 tokens assumed)",
@@ -170,7 +170,7 @@ def main():
     rep_rows, held, fitted = vendors.vendor_report()
     print(f"\nIndependent vendor rows: median |error| {100 * held:.0f}% "
           f"(n={sum(r.independent and not r.lower_bound for r in rep_rows)}); fitted rows {100 * fitted:.0f}% "
-          f"(n={sum(r.fitted for r in rep_rows)}) - python -m membound.vendors")
+          f"(n={sum(r.fitted for r in rep_rows)}) - python -m membound.fidelity.vendors")
 
 
 if __name__ == "__main__":

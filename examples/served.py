@@ -6,7 +6,7 @@ steady-state solver and from the iteration-level simulator (percentiles), then a
 Run: python examples/served.py
 """
 import membound as mb
-from membound.planner import plan_served
+from membound.planning.planner import plan_served
 
 L = dict(prompt_tokens=mb.Uniform(819, 1024), output_tokens=mb.Uniform(819, 1024),
          weight_dtype="fp8", kv_dtype="fp8", n_chips=8, runtime="vllm")

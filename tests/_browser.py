@@ -24,7 +24,7 @@ class AppServer:
 
     def __init__(self):
         import uvicorn
-        from membound.app.server import create_app
+        from membound.present.app.server import create_app
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))

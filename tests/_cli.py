@@ -3,7 +3,7 @@ import io
 from contextlib import redirect_stderr, redirect_stdout
 from types import SimpleNamespace
 
-from membound.cli import main
+from membound.present.cli import main
 
 
 def run_cli(*args: str) -> SimpleNamespace:

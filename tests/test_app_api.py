@@ -22,8 +22,8 @@ with warnings.catch_warnings():       # starlette 1.x: "install httpx2" (httpx w
     from starlette.testclient import TestClient  # noqa: E402
 
 import membound as mb  # noqa: E402
-from membound.planner import plan_served  # noqa: E402
-from membound.app import api, server  # noqa: E402
+from membound.planning.planner import plan_served  # noqa: E402
+from membound.present.app import api, server  # noqa: E402
 
 STATIC = Path(server.__file__).resolve().parent / "static"
 SMALL_LLAMA = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 8,
@@ -217,9 +217,9 @@ def test_an_internal_error_is_one_line_without_a_traceback(monkeypatch):
 
 
 def test_cli_without_the_app_extra_names_the_install_command(monkeypatch, capsys):
-    from membound import cli
+    from membound.present import cli
     monkeypatch.setitem(sys.modules, "starlette", None)          # as if starlette were not installed
-    for mod in [m for m in sys.modules if m.startswith("starlette.") or m == "membound.app.server"]:
+    for mod in [m for m in sys.modules if m.startswith("starlette.") or m == "membound.present.app.server"]:
         monkeypatch.delitem(sys.modules, mod)
     assert cli.main(["app"]) == 1
     err = capsys.readouterr().err
@@ -345,7 +345,7 @@ def test_serve_overlays_several_devices(client):
 
 
 def test_compare_shows_the_api_price_beside_the_physics(client):
-    from membound.display import api_price_text
+    from membound.base.display import api_price_text
     rows = client.post("/api/compare", json={"model": "llama-3.1-8b", "devices": ["groq-lpu", "h100-sxm:1"]}).json()["rows"]
     by = {r["hardware"]: r for r in rows}
     listed = mb.load_hardware("groq-lpu").api_price("llama-3.1-8b")

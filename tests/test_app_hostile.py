@@ -50,7 +50,7 @@ def _free_port() -> int:
 
 def _bait(folder: Path) -> None:
     """Files a path-reading app would find: relative to its working folder, under ~, by symlink."""
-    profile = yaml.safe_load((mb.hardware.bundled_profiles_dir() / "h100-sxm.yaml").read_text())
+    profile = yaml.safe_load((mb.catalog.hardware.bundled_profiles_dir() / "h100-sxm.yaml").read_text())
     profile.update(name=BAIT_NAME, aliases=[])
     text = yaml.safe_dump(profile)
     for name in ("bait.yaml", "bait", "h100-sxm.yml"):
@@ -446,7 +446,7 @@ def test_port_out_of_range_is_one_line_without_a_banner():
 
 @pytest.mark.parametrize("port", ["0", "-1", "65536", "1e3", "\uff18\uff10", "\u00b2", "80.0", "", "9" * 5000])
 def test_port_variants_are_refused_by_the_parser(port, capsys):
-    from membound import cli
+    from membound.present import cli
     with pytest.raises(SystemExit) as e:
         cli.main(["app", "--port", port])
     err = capsys.readouterr().err
@@ -468,7 +468,7 @@ def test_a_port_in_use_is_one_line_and_no_banner():
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.0.0.1", "example.com", "127.0.0.1.example.com", "[::]"])
 def test_beyond_loopback_needs_allow_remote(host, capsys):
-    from membound import cli
+    from membound.present import cli
     TALLY.setdefault("cli", [0, 0])[0] += 1
     assert cli.main(["app", "--host", host]) == 2          # refused before anything is bound
     err = capsys.readouterr().err
@@ -478,7 +478,7 @@ def test_beyond_loopback_needs_allow_remote(host, capsys):
 
 def test_allow_remote_warns_before_serving(monkeypatch, capsys):
     # no socket beyond loopback is opened in the test suite: listen() and uvicorn are stand-ins
-    from membound.app import server
+    from membound.present.app import server
     import uvicorn
     served = []
     monkeypatch.setattr(server, "listen", lambda host, port: socket.socket())
@@ -497,7 +497,7 @@ def test_allow_remote_warns_before_serving(monkeypatch, capsys):
                                             ("localhost", True), ("LocalHost", True), ("0.0.0.0", False), ("::", False),
                                             ("10.0.0.1", False), ("localhost.example.com", False), ("", False)])
 def test_is_loopback(host, loopback):
-    from membound.app.server import is_loopback
+    from membound.present.app.server import is_loopback
     assert is_loopback(host) is loopback
 
 
@@ -537,7 +537,7 @@ def test_any_value_in_any_field_is_a_200_or_a_one_line_400():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from starlette.testclient import TestClient
-    from membound.app import server
+    from membound.present.app import server
 
     client = TestClient(server.create_app(), raise_server_exceptions=False, base_url="http://127.0.0.1")
     routes = [(path, field) for path, fields in _FIELDS.items() for field in fields]

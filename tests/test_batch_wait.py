@@ -114,7 +114,7 @@ def test_batch_wait_knobs_are_checked_and_the_simulator_refuses_them():
 def test_the_trt_llama_recipes_flags():
     # InferenceMAX 70b_fp8_h200_trt_slurm.sh / 70b_fp*_b200_trt_slurm.sh (v1): --max_num_tokens 16384;
     # 1k/1k below TP 8 adds batch_wait_timeout_iters 20, batch_wait_max_tokens_ratio 0.9
-    from membound.serve_validate import recipe_scheduler
+    from membound.fidelity.serve_validate import recipe_scheduler
     assert recipe_scheduler("trtllm", "h200", "llama-3.3-70b", 4, isl=1024, osl=1024, tp=1) == Scheduler(
         token_budget=16384, batch_wait_steps=20, batch_wait_ratio=0.9)
     assert recipe_scheduler("trtllm", "b200", "llama-3.3-70b", 64, isl=1024, osl=1024, tp=4).batch_wait_steps == 20

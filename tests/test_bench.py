@@ -1,4 +1,4 @@
-"""membound.bench: SSE parsing, statistics, prompts, saving, the fit, and the client against a
+"""membound.present.bench: SSE parsing, statistics, prompts, saving, the fit, and the client against a
 small paced SSE server written here (standard library, loopback only)."""
 import json
 import socket
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import membound as mb
-from membound import bench
-from membound.bench import BenchResult, Point, Round, Sample
-from membound.hardware import Hardware, LatencyFloor, MemoryTier
+from membound.present import bench
+from membound.present.bench import BenchResult, Point, Round, Sample
+from membound.catalog.hardware import Hardware, LatencyFloor, MemoryTier
 
 
 # ---- pure functions ------------------------------------------------------------------------
@@ -330,7 +330,7 @@ def test_run_levels_rounds_and_model_check(paced, tmp_path):
 
 
 def test_cli_bench_against_the_paced_server(paced, tmp_path, capsys):
-    from membound.cli import main
+    from membound.present.cli import main
     rc = main(["bench", paced, "--served-model", "paced", "--concurrency", "1,2", "--repeats", "1",
                "--context-tokens", "200", "--warmup", "0", "--quiet", "--model", "llama-3.2-1b",
                "--hardware", "h100-sxm", "--save", str(tmp_path / "raw.csv")])
@@ -343,8 +343,8 @@ def test_cli_bench_against_the_paced_server(paced, tmp_path, capsys):
 
 
 def test_cli_bench_progress_counts_every_request(paced, tmp_path, capsys, monkeypatch):
-    import membound.progress as progress
-    from membound.cli import main
+    import membound.base.progress as progress
+    from membound.present.cli import main
     made = []
     real = progress.bar
 

@@ -1,4 +1,4 @@
-"""membound.bench against real fault servers on 127.0.0.1 (standard library, one thread per
+"""membound.present.bench against real fault servers on 127.0.0.1 (standard library, one thread per
 request, every loop bounded so a handler stops by itself): a server that drips one byte every
 0.5 s, one that sends JSON of the wrong shape, impossible usage figures, a line with no end,
 a stream cut after its finish_reason, and a Ctrl-C in the middle of a run. Also --save checked
@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import membound as mb
-from membound import bench
+from membound.present import bench
 
 WRONG_SHAPES = {"list": [1, 2, 3], "null": None, "string": "hello", "choices-of-int": {"choices": [1]},
                 "int-content": {"choices": [{"delta": {"content": 7}, "finish_reason": None}]}}
@@ -117,7 +117,7 @@ def test_drip_server_fails_within_timeout_plus_one_second(faults, capsys):
     assert time.monotonic() - t < 1.0 + 1.0
     assert s.error_kind == "timeout" and "1 s deadline" in s.error and not s.ok
     # the same through the command line's --timeout
-    from membound.cli import main
+    from membound.present.cli import main
     t = time.monotonic()
     rc = main(["bench", faults, "--served-model", "drip", "--timeout", "1", "--repeats", "1",
                "--no-long-context", "--warmup", "0", "--quiet"])
@@ -164,7 +164,7 @@ def test_impossible_usage_figures_fail_the_request(faults, mode, message):
 
 
 def test_negative_usage_with_a_comparison_still_prints_the_measurements(faults, capsys):
-    from membound.cli import main
+    from membound.present.cli import main
     rc = main(["bench", faults, "--served-model", "neg-usage", "--repeats", "1", "--no-long-context",
                "--warmup", "0", "--quiet", "--model", "llama-3.2-1b", "--hardware", "h100-sxm"])
     out = capsys.readouterr().out

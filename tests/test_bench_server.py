@@ -1,4 +1,4 @@
-"""membound.bench end to end against a real OpenAI-compatible server on loopback: llama.cpp's
+"""membound.present.bench end to end against a real OpenAI-compatible server on loopback: llama.cpp's
 server (llama-cpp-python) running a tiny random-weight Llama the test writes as GGUF itself.
 Skips when llama-cpp-python[server] or gguf is not installed."""
 import json
@@ -17,7 +17,7 @@ pytest.importorskip("llama_cpp")
 pytest.importorskip("llama_cpp.server.app")   # fastapi, uvicorn, sse-starlette, ...
 
 import membound as mb  # noqa: E402
-from membound import bench  # noqa: E402
+from membound.present import bench  # noqa: E402
 from tiny_gguf import membound_model_yaml, write_tiny_llama  # noqa: E402
 
 ALIAS = "tiny-llama"

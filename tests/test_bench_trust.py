@@ -10,9 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import membound as mb
-from membound import bench
-from membound.bench import client, trust
-from membound.cli import main
+from membound.present import bench
+from membound.present.bench import client, trust
+from membound.present.cli import main
 
 PROMPT_TOKENS = 40     # what every fake server reports as the prompt's tokens
 MODES = ["ok", "continuous", "prompt-changes", "over-cap", "per-chunk", "at-factor", "prompt-plus", "prompt-plus-eos",

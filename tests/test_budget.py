@@ -1,7 +1,7 @@
-"""The constant budget (membound.budget): every constant of every runtime, counted by hand."""
+"""The constant budget (membound.fidelity.budget): every constant of every runtime, counted by hand."""
 import pytest
 
-from membound.budget import FREE, constant_budget, format_budget, unit_of
+from membound.fidelity.budget import FREE, constant_budget, format_budget, unit_of
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def test_llama_cpp_metal_is_within_its_budget(budget):
 def test_vllms_held_step_figures_count_as_frozen_free_constants(budget):
     # serve_calibrate.FIXED["vllm"] holds 7 figures of an earlier fit on the same H200 rows (none at a
     # bound or neutral): frozen, free like the 3 fitted ones; one chip allows none
-    from membound.serve_calibrate import FIXED
+    from membound.fidelity.serve_calibrate import FIXED
     b = budget["vllm"]
     frozen = {c.name for c in b.constants if c.kind == "frozen"}
     assert frozen == set(FIXED["vllm"]) and len(frozen) == 7
@@ -70,13 +70,13 @@ def test_every_constant_has_a_kind_and_the_table_flags_what_is_over(budget):
 
 
 def test_validate_prints_the_budget(capsys):
-    from membound.validate import main
+    from membound.fidelity.validate import main
     assert main(["--budget"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("Constant budget") and "Over budget (" in out
 
 
 def test_the_cli_prints_the_budget(capsys):
-    from membound.cli import main
+    from membound.present.cli import main
     assert main(["validate", "--budget"]) == 0
     assert "llama.cpp-metal: 6 free" in capsys.readouterr().out

@@ -3,15 +3,15 @@
 import pytest
 
 import membound as mb
-from membound.calibrate import beats_physics, fit_group, main, write_runtimes
-from membound.reference import Scenario, _apple, predict
-from membound.runtime import Runtime, RuntimeEntry
+from membound.fidelity.calibrate import beats_physics, fit_group, main, write_runtimes
+from membound.fidelity.reference import Scenario, _apple, predict
+from membound.catalog.runtime import Runtime, RuntimeEntry
 
 
 def _truth(params: dict) -> Runtime:
     """llama.cpp's CUDA backend (its MMQ path, int8 activations and mat-vec passes of up to 8 tokens, whose
     overlap is their own) with these figures on the RTX 4090's class."""
-    from membound.runtime import load_runtime
+    from membound.catalog.runtime import load_runtime
     cuda = load_runtime("llama.cpp-cuda")
     return Runtime(name="llama.cpp-cuda", quantized_gemm=cuda.quantized_gemm,
                    quantized_activations=cuda.quantized_activations, matvec_max_tokens=cuda.matvec_max_tokens,
@@ -82,7 +82,7 @@ def test_a_row_faster_than_the_pure_roofline_is_set_aside_by_hand():
 def test_calibration_writes_only_the_keys_it_fits(tmp_path):
     # another helper's key in an entry, and another helper's entry, survive a calibration
     import yaml
-    from membound.calibrate import GroupFit
+    from membound.fidelity.calibrate import GroupFit
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "nemo.yaml").write_text(yaml.safe_dump({
         "name": "nemo", "max_batch": 64, "served": {"chunk_tokens": 512},
@@ -104,7 +104,7 @@ def test_a_backend_assumed_from_cuda_keeps_its_own_graph_rule(tmp_path):
     # ASSUMED_FROM copies llama.cpp-cuda's default figures (ungraphed_layer_s among them) into the HIP
     # file's entry, never CUDA's graph rule (below compute capability 8.0): HIP keeps its own (none at all)
     import yaml
-    from membound.calibrate import ASSUMED_FROM, GroupFit
+    from membound.fidelity.calibrate import ASSUMED_FROM, GroupFit
     assert ASSUMED_FROM["llama.cpp-hip"][0] == "llama.cpp-cuda"
     (tmp_path / "src").mkdir()
     cuda_rule = {"below_compute_capability": 8.0, "evidence": "ggml-cuda"}
@@ -121,7 +121,7 @@ def test_a_backend_assumed_from_cuda_keeps_its_own_graph_rule(tmp_path):
 
 
 def test_calibrate_help_and_default_write_nothing(capsys, monkeypatch):
-    import membound.calibrate as cal
+    import membound.fidelity.calibrate as cal
     called = []
     monkeypatch.setattr(cal, "write_runtimes", lambda *a, **k: called.append(a) or [])
     monkeypatch.setattr(cal, "write_specialised", lambda *a, **k: called.append(a) or [])
@@ -164,7 +164,7 @@ def test_an_entry_no_longer_fitted_loses_its_fitted_figures(tmp_path):
     # another helper's beside it; a calibration that no longer fits that class removes the fitted
     # figures and keeps the other; an entry of fitted figures only is dropped
     import yaml
-    from membound.calibrate import GroupFit
+    from membound.fidelity.calibrate import GroupFit
     (tmp_path / "src").mkdir()
     old = "fitted by membound.calibrate on 2026-01-01 from 4 rows"
     (tmp_path / "src" / "llama.cpp-vulkan.yaml").write_text(yaml.safe_dump({
@@ -185,8 +185,8 @@ def test_an_entry_no_longer_fitted_loses_its_fitted_figures(tmp_path):
 def test_llama_cpp_cuda_overlap_is_set_from_the_kernel_not_fitted():
     # MMQ loads a tile, synchronises, multiplies, synchronises: no overlap of loads and math. Rows
     # made with overlap 0.6 do not move it: the entry holds 0 and says why
-    from membound.calibrate import FIXED, _evidence, calibrate_runtimes
-    from membound.runtime import load_runtime
+    from membound.fidelity.calibrate import FIXED, _evidence, calibrate_runtimes
+    from membound.catalog.runtime import load_runtime
     truth = _truth(dict(bandwidth_fraction=0.7, compute_fraction=0.4, per_layer_overhead_s=3e-5, overlap=0.6))
     [g] = calibrate_runtimes(_synthetic_rows(truth), runtimes=["llama.cpp-cuda"], iters=5)["llama.cpp-cuda"]
     assert g.params["overlap"] == 0.0 and "overlap" in g.copied
@@ -199,8 +199,8 @@ def test_the_cuda_power_limit_is_one_figure_of_the_runtime():
     # set from public SGEMM measurements (FIXED), held at that value in every device-class entry (a
     # class's rows cannot pin a law across chips) and not copied to the HIP backend (the watts per
     # TFLOP/s of NVIDIA boards); rows made with another limit do not move it
-    from membound.calibrate import FIXED, RUNTIME_WIDE, _evidence, calibrate_runtimes
-    from membound.runtime import load_runtime
+    from membound.fidelity.calibrate import FIXED, RUNTIME_WIDE, _evidence, calibrate_runtimes
+    from membound.catalog.runtime import load_runtime
     assert RUNTIME_WIDE == ("power_limit_w_per_tflop",)
     value, why = FIXED["llama.cpp-cuda"]["power_limit_w_per_tflop"]
     assert "torch-performance-test-data" in why
@@ -220,7 +220,7 @@ def test_the_cuda_power_limit_is_derived_from_the_cited_sgemm_rates():
     #   RTX 5090  (69.16 + 67.57) / 2 = 68.365; / 104.8 = 0.652338; 0.936272; 0.820740; 575 / 104.8 = 5.486641 -> 6.6850
     #   RTX PRO 6000  (77.24 + 74.03) / 2 = 75.635; / 125 = 0.605080; 0.868445; 0.654978; 600 / 125 = 4.8 -> 7.3285
     # the median: 6.6850, the figure FIXED holds
-    from membound.calibrate import FIXED, power_limit_from_sgemm
+    from membound.fidelity.calibrate import FIXED, power_limit_from_sgemm
     assert power_limit_from_sgemm() == pytest.approx(6.6850, abs=5e-4)
     assert FIXED["llama.cpp-cuda"]["power_limit_w_per_tflop"][0] == pytest.approx(power_limit_from_sgemm(), abs=5e-4)
     # a board whose share equals the spare board's sits exactly at the limit: its own watts per TFLOP/s
@@ -232,8 +232,8 @@ def test_the_cuda_power_limit_is_derived_from_the_cited_sgemm_rates():
 def test_llama_cpp_vulkan_overlap_is_set_from_the_shader_not_fitted():
     # ggml-vulkan's mul_mm loads a tile to shared memory, barrier()s, multiplies, barrier()s: no overlap;
     # every bundled entry holds 0 and its evidence says why
-    from membound.calibrate import FIXED
-    from membound.runtime import load_runtime
+    from membound.fidelity.calibrate import FIXED
+    from membound.catalog.runtime import load_runtime
     value, why = FIXED["llama.cpp-vulkan"]["overlap"]
     assert value == 0.0 and "mul_mm.comp" in why
     classes = load_runtime("llama.cpp-vulkan").classes
@@ -242,8 +242,8 @@ def test_llama_cpp_vulkan_overlap_is_set_from_the_shader_not_fitted():
 
 def test_llama_cpp_vulkan_dispatch_cost_is_fitted_in_gpu_cycles():
     # Vulkan's per-layer dispatch and barrier cost is a floor of GPU cycles, timed at each chip's clock
-    from membound.calibrate import FIT
-    from membound.runtime import load_runtime
+    from membound.fidelity.calibrate import FIT
+    from membound.catalog.runtime import load_runtime
     assert "per_layer_overhead_cycles" in FIT["llama.cpp-vulkan"] and "per_layer_overhead_s" not in FIT["llama.cpp-vulkan"]
     rt = load_runtime("llama.cpp-vulkan")
     cyc = rt.classes["default"].per_layer_overhead_cycles      # one entry for every chip (calibrate.CLASS_ENTRIES)
@@ -270,8 +270,8 @@ def test_a_class_without_moe_prefill_rows_takes_the_defaults_moe_gemm_rate():
     # rows) recovers 0.3, and the 4090's class entry holds that figure, copied, not fitted: left
     # unset it would read 1.0, and a gpt-oss prefill there would run its expert GEMMs
     # 1 / 0.3 = 3.3x faster than the rows say
-    from membound.calibrate import calibrate_runtimes, runtime_from_fits
-    from membound.runtime import load_runtime
+    from membound.fidelity.calibrate import calibrate_runtimes, runtime_from_fits
+    from membound.catalog.runtime import load_runtime
     cuda = load_runtime("llama.cpp-cuda")
     entry = RuntimeEntry(bandwidth_fraction=0.8, compute_fraction=0.7, per_layer_overhead_s=3e-5, overlap=0.0,
                          moe_gemm_efficiency=0.3, per_moe_layer_overhead_s=2e-5, ungraphed_layer_s=25e-6,
@@ -303,7 +303,7 @@ def test_a_batched_moe_row_is_beyond_physics_only_past_the_fewest_experts_its_ba
     # 32 x (1 - (1 - 4/32)^16) = 28.2 experts a layer on average (estimate()'s assumption); sixteen
     # that route alike read the 4 one token reads. Physics bounds the row by the latter: the
     # weights of one token's step, streamed once for all sixteen.
-    from membound.calibrate import fewest_experts
+    from membound.fidelity.calibrate import fewest_experts
     assert 32 * (1 - (1 - 4 / 32) ** 16) == pytest.approx(28.2, abs=0.05)
     sc = Scenario(id="x", category="c", metric="decode_tok_s_total", measured=1.0, model="gpt-oss-20b",
                   hardware="dgx-spark", runtime="llama.cpp-cuda", weight_dtype="mxfp4", batch=16, output_tokens=1)

@@ -2,7 +2,7 @@
 import pytest
 
 import membound as mb
-from membound.capacity import layout_for, min_chips
+from membound.physics.capacity import layout_for, min_chips
 
 
 def test_70b_bf16_needs_two_h100s():

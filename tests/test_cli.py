@@ -94,4 +94,4 @@ def test_console_script_is_declared():
     import tomllib
     from pathlib import Path
     conf = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
-    assert conf["project"]["scripts"]["membound"] == "membound.cli:main"
+    assert conf["project"]["scripts"]["membound"] == "membound.present.cli:main"

@@ -151,7 +151,7 @@ def test_h20_is_a_memory_rich_compute_capped_hopper():
 
 
 def test_the_reference_a10_row_names_a_profile_now():
-    from membound.reference import _device
+    from membound.fidelity.reference import _device
     assert _device("NVIDIA A10 (ECC disabled)") == ("a10", 1.0)
 
 

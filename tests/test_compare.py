@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import membound as mb
-from membound.cli import in_flags
+from membound.present.cli import in_flags
 
 
 def test_compare_picks_the_fewest_chips_and_keeps_fixed_counts():
@@ -73,7 +73,7 @@ def test_context_window_is_an_error_with_an_opt_out():
 
 
 def test_context_error_on_the_cli_is_one_line_in_flags(capsys):
-    from membound.cli import main
+    from membound.present.cli import main
     assert main(["estimate", "llama-3.1-8b", "h100-sxm", "--prompt", "200000"]) == 2
     out, err = capsys.readouterr()
     (line,) = err.splitlines()
@@ -89,10 +89,10 @@ def test_in_flags_rewords_parameter_names():
 
 
 def test_api_and_cli_share_the_default_workload(capsys):
-    from membound import defaults
+    from membound.base import defaults
     r = mb.estimate("llama-3.1-8b", "h100-sxm")
     assert (r.batch, r.prompt_tokens, r.output_tokens, r.weight_dtype) == (1, 2048, 256, "bf16")
     assert (defaults.BATCH, defaults.PROMPT_TOKENS, defaults.OUTPUT_TOKENS) == (1, 2048, 256)
-    from membound.cli import main
+    from membound.present.cli import main
     assert main(["estimate", "llama-3.1-8b", "h100-sxm", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["decode_tok_s_per_user"] == r.decode_tok_s_per_user

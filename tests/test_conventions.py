@@ -33,7 +33,7 @@ def test_help_states_each_default_once():
     # argparse's own "(default: None)"; every option of every verb now says it once
     import argparse
 
-    from membound.cli import build_parser
+    from membound.present.cli import build_parser
     verbs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     for name, parser in verbs.choices.items():
         formatter = parser._get_formatter()
@@ -65,7 +65,7 @@ def test_plan_price_flag_needs_device_equals_usd(value):
 
 
 def test_parquet_error_is_one_line(capsys, tmp_path, monkeypatch):
-    from membound import cli
+    from membound.present import cli
     import importlib.util
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a))

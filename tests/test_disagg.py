@@ -2,7 +2,7 @@
 import pytest
 
 import membound as mb
-from membound.serve_validate import load_rows
+from membound.fidelity.serve_validate import load_rows
 
 H100_BW = 3.35e12                 # B/s
 L8B = 8_030_261_248               # Llama-3.1-8B parameters

@@ -2,7 +2,7 @@
 import pytest
 
 import membound as mb
-from membound.runtime import Runtime, RuntimeEntry
+from membound.catalog.runtime import Runtime, RuntimeEntry
 
 
 @pytest.mark.parametrize("name, bits", [

@@ -4,7 +4,7 @@ import math
 import pytest
 
 import membound as mb
-from membound.hardware import Hardware
+from membound.catalog.hardware import Hardware
 
 
 def finite(r):

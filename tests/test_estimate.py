@@ -4,7 +4,7 @@ import math
 import pytest
 
 import membound as mb
-from membound.hardware import Hardware
+from membound.catalog.hardware import Hardware
 
 H100_BW = 3.35e12          # B/s, NVIDIA datasheet
 H100_BF16 = 989e12         # dense FLOP/s
@@ -129,7 +129,7 @@ def test_a_runtime_computing_every_positions_logits_runs_the_head_over_the_whole
     #   head  = 128,256 x 4,096 = 525,336,576 params x 2 x 2048 (not x 1)  =  2,151,778,615,296
     #   attention 4 x 32 heads x 128 x 32 layers = 524,288 x 2048 x 2047 / 2 = 1,098,974,756,864
     #   total = 31,839,146,213,376 FLOPs -> 32.193 ms at 989 TFLOP/s (last-token head: 30.02 ms)
-    from membound.runtime import IDEAL
+    from membound.catalog.runtime import IDEAL
     s, head, body = 2048, 128256 * 4096, 6_979_588_096
     flops = 2 * body * s + 2 * head * s + 4 * 32 * 128 * 32 * s * (s - 1) / 2
     assert flops == 31_839_146_213_376
@@ -144,7 +144,7 @@ def test_a_runtime_computing_every_positions_logits_runs_the_head_over_the_whole
 
 
 def test_hf_transformers_rows_run_the_head_over_every_position_tinychat_over_the_last():
-    from membound.runtime import load_runtime
+    from membound.catalog.runtime import load_runtime
     assert load_runtime("hf-transformers").prefill_logits == "all"
     assert "v4.45" in load_runtime("hf-transformers").prefill_logits_evidence
     assert load_runtime("tinychat").prefill_logits == "last"
@@ -285,12 +285,12 @@ def test_cached_setup_gives_the_numbers_of_a_fresh_one():
     # prepare() resolves layout, formats and runtime once per distinct set of arguments; the
     # cached set-up at a new workload must equal one resolved afresh, field for field
     import sys
-    est = sys.modules["membound.estimate"]
+    est = sys.modules["membound.physics.estimate"]
     kw = dict(n_chips=8, weight_dtype="fp8", runtime="vllm")
     for batch, prompt, output in ((1, 0, 1), (16, 2048, 512), (300, 100, 7)):
         cached = est.prepare("llama-3.1-70b", "h100-sxm", batch=batch, prompt_tokens=prompt, output_tokens=output, **kw)
         fresh = est._resolve(mb.load_model("llama-3.1-70b"), mb.load_hardware("h100-sxm"),
-                             sys.modules["membound.runtime"].load_runtime("vllm"), 8, None, "fp8", None, None,
+                             sys.modules["membound.catalog.runtime"].load_runtime("vllm"), 8, None, "fp8", None, None,
                              None, None, None, None).at(batch, prompt, output)
         assert (cached.batch, cached.prompt, cached.output) == (batch, prompt, output)
         assert cached.evaluate() == fresh.evaluate()
@@ -305,7 +305,7 @@ def test_prepared_rebuilds_its_chip_base_when_replaced():
     # prefill FLOP runs at peak x compute_fraction, so halving the fraction doubles the prefill's
     # compute term exactly (x / (c/2) = 2x / c); tp=2 halves it ((2 N + attn) / 2 per chip).
     import dataclasses
-    from membound.estimate import prepare
+    from membound.physics.estimate import prepare
     p = prepare("llama-3.1-8b", "h100-sxm", prompt_tokens=2048)
     base = p.evaluate()["prefill_compute_s"]
     slow = dataclasses.replace(p, eff=dataclasses.replace(p.eff, compute_fraction=p.eff.compute_fraction / 2))
@@ -326,7 +326,7 @@ def test_a_pipelined_prefill_overlaps_its_micro_batches(pp, batch, fill):
     # leaves the last stage m + pp - 1 stage-times after the first entered, a stage-time being the
     # largest stage's share of one micro-batch's pass. So the prefill's compute and memory terms are
     # those of one micro-batch's pass through the whole model times (m + pp - 1) x share.
-    from membound.estimate import prepare
+    from membound.physics.estimate import prepare
     m = min(batch, pp)
     one = prepare("llama-2-7b", "h100-sxm", batch=batch // m, prompt_tokens=1024, runtime="ideal").evaluate()
     piped = prepare("llama-2-7b", "h100-sxm", batch=batch, prompt_tokens=1024, runtime="ideal", n_chips=pp,

@@ -1,4 +1,4 @@
-"""One reading of a (speed per user, throughput per chip) curve (`membound.fares`) serves the static
+"""One reading of a (speed per user, throughput per chip) curve (`membound.physics.fares`) serves the static
 batches' bus fare and fast mode (`mb.bus_fare`, `mb.fast_mode`) and the served curve's
 (`ServeCurve.bus_fare`, `ServeCurve.fast_mode`)."""
 import math
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import membound as mb
-from membound.fares import SpeedCurve
+from membound.physics.fares import SpeedCurve
 
 # a curve of power laws in the load c: u = 100 / sqrt(c) tok/s per user, t = 100 sqrt(c) tok/s per chip
 POWER = SpeedCurve(np.array([1.0, 4.0, 16.0]), np.array([100.0, 50.0, 25.0]), np.array([100.0, 200.0, 400.0]))

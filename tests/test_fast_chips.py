@@ -5,7 +5,7 @@ import math
 import pytest
 
 import membound as mb
-from membound import vendors
+from membound.fidelity import vendors
 
 
 def test_reduce_and_broadcast_over_a_line_by_hand():
@@ -14,7 +14,7 @@ def test_reduce_and_broadcast_over_a_line_by_hand():
     (d = 6) 64 x 6 + 63 + 5 x 6 = 477; two-phase (8 groups) 2 x 64 + 63 + 5 x 2 x 7 = 261.
     One wavelet: chain 1 + 63 + 315 = 379, tree 6 + 63 + 30 = 99, two-phase 2 + 63 + 70 = 135.
     A broadcast of 64: 64 + 63 + 5 = 132. One core: nothing to do."""
-    from membound.dataflow import broadcast_cycles, reduce_cycles
+    from membound.physics.dataflow import broadcast_cycles, reduce_cycles
     assert reduce_cycles(64.0, 64.0, 2.0) == pytest.approx(261)
     assert reduce_cycles(64.0, 1.0, 2.0) == pytest.approx(99)
     assert reduce_cycles(64.0, 1000.0, 2.0) == pytest.approx(min(1000 + 63 + 315, 6000 + 63 + 30, 2000 + 63 + 70))
@@ -29,7 +29,7 @@ def test_reduce_and_broadcast_over_a_square_region_by_hand():
     1,378 a line (the two-phase form's 2,000 + 63 + 70 and the tree's 6,000 + 93 are longer),
     2,756. The scale broadcast back: down the column and along the rows, 2 x (1 + 63 + 5) = 138.
     One core: nothing."""
-    from membound.dataflow import region_broadcast_cycles, region_reduce_cycles
+    from membound.physics.dataflow import region_broadcast_cycles, region_reduce_cycles
     assert region_reduce_cycles(64.0, 1.0, 2.0) == pytest.approx(198)
     assert region_reduce_cycles(64.0, 1000.0, 2.0) == pytest.approx(2756)
     assert region_broadcast_cycles(64.0, 1.0, 2.0) == pytest.approx(138)
@@ -40,7 +40,7 @@ def test_a_core_moves_its_partial_sum_twice_per_weight():
     """A core's GEMV is y[i] += A[i, j] x[j] memory to memory (Cerebras' matvec benchmark: 3 nb^2
     accesses for nb^2 weights): a 16-bit weight and a 16-bit partial sum read and written back move
     2 + 2 + 2 = 6 bytes; an 8-bit weight 1 + 4 = 5."""
-    from membound.dataflow import local_bytes_per_weight
+    from membound.physics.dataflow import local_bytes_per_weight
     assert local_bytes_per_weight(2.0) == 6.0 and local_bytes_per_weight(1.0) == 5.0
 
 
@@ -55,7 +55,7 @@ def test_gemv_and_layer_over_a_square_by_hand():
     values' 64 wavelets (261): 357; four GEMVs, and the walk to the next square (4096/64 + 64)."""
     from types import SimpleNamespace
 
-    from membound.dataflow import gemv_cycles, layer_cycles
+    from membound.physics.dataflow import gemv_cycles, layer_cycles
     assert gemv_cycles(4096.0, 4096.0, 64.0, 2.0, 0.5) == pytest.approx(132 + 2048 + 261)
 
     def gemv(k, m):     # broadcast k/64, local k m / 4096 x 0.5, reduce m/64 (best of the three forms)
@@ -79,8 +79,8 @@ def test_one_wafer_by_hand():
     multiply-adds a cycle). A layer owns 900,000 / 32 cores (a square up to
     167.7 wide) and needs at least its 218 M weights x 2 B / (44 GB / 900,000) = 8,913 cores
     (94.4 wide): the compiler takes the fastest of 16 sizes between. 32 layers at that clock."""
-    from membound.core import model_consts
-    from membound.dataflow import layer_cycles
+    from membound.physics.core import model_consts
+    from membound.physics.dataflow import layer_cycles
     hw = mb.load_hardware("cerebras-wse-3")
     m = mb.load_model("llama-3.1-8b")
     clock = 2.14e17 / (900_000 * 4 * 2 * 32)

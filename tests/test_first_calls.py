@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import membound as mb
-from membound import defaults
+from membound.base import defaults
 from membound.errors import MissingExtraError
 
 from _cli import run_cli
@@ -77,16 +77,16 @@ def _default(fn, name):
 
 
 def test_one_set_of_default_lengths():
-    from membound.cli import build_parser
+    from membound.present.cli import build_parser
     want = (defaults.PROMPT_TOKENS, defaults.OUTPUT_TOKENS)
     assert want == (2048, 256)
-    from membound.planner import plan_served
+    from membound.planning.planner import plan_served
     for fn in (mb.estimate, mb.compare, mb.sweep, mb.serve, mb.serve_curve, plan_served, mb.plots.served_curve):
         assert (_default(fn, "prompt_tokens"), _default(fn, "output_tokens")) == want, fn.__name__
     for verb in ("estimate", "compare", "serve", "plan"):
         args = build_parser().parse_args([verb, "llama-3.1-8b", "h100-sxm"])
         assert (args.prompt, args.output) == want, verb
-    from membound.app.api import Workload
+    from membound.present.app.api import Workload
     w = Workload.of({})
     assert (w.prompt_tokens, w.output_tokens) == want
 
@@ -162,7 +162,7 @@ def test_plots_without_matplotlib_name_the_extra(without, monkeypatch, fn, args)
 
 def test_dask_engine_without_dask_names_the_extra(without, monkeypatch):
     without("dask")
-    sw = importlib.import_module("membound.sweep")    # the module (mb.sweep is the function)
+    sw = importlib.import_module("membound.planning.sweep")    # the module (mb.sweep is the function)
     monkeypatch.setattr(sw, "_plan", lambda *a, **k: pytest.fail("work started"))
     with pytest.raises(MissingExtraError, match=r"^sweep\(engine=\"dask\"\) needs dask: pip install 'membound\[dask\]'$"):
         mb.sweep("llama-3.1-8b", "h100-sxm", engine="dask")
@@ -170,7 +170,7 @@ def test_dask_engine_without_dask_names_the_extra(without, monkeypatch):
 
 def test_validate_plot_without_matplotlib_fails_before_the_fits(without, monkeypatch, tmp_path):
     without("matplotlib")
-    import membound.validate as v
+    import membound.fidelity.validate as v
     monkeypatch.setattr(v, "validation_report", lambda *a, **k: pytest.fail("work started"))
     p = run_cli("validate", "--plot", str(tmp_path / "v.png"))
     assert p.returncode == 1 and p.stderr == "membound: error: validate --plot needs matplotlib: pip install 'membound[plot]'\n"
@@ -193,8 +193,8 @@ def test_notebook_extra_installs_a_front_end():
 
 
 def test_app_port_is_no_inference_servers():
-    from membound.app import DEFAULT_PORT
-    from membound.cli import build_parser
+    from membound.present.app import DEFAULT_PORT
+    from membound.present.cli import build_parser
     assert DEFAULT_PORT not in (8000, 30000, 8080, 11434, 1234, 8888, 5000, 3000)
     assert build_parser().parse_args(["app"]).port == DEFAULT_PORT
     for page in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:      # no page sends the app to 8000

@@ -1,4 +1,4 @@
-"""The one fitter (membound.fitter): bounded least squares and its report."""
+"""The one fitter (membound.fidelity.fitter): bounded least squares and its report."""
 
 import math
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import membound as mb
-from membound.fitter import FitReport, Param, at_bounds, fit
+from membound.fidelity.fitter import FitReport, Param, at_bounds, fit
 
 X = np.arange(5.0)
 

@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 
 import membound as mb
 from membound.errors import MemboundError
-from membound.runtime import NoGraphReplay, Runtime, RuntimeEntry, load_runtime
+from membound.catalog.runtime import NoGraphReplay, Runtime, RuntimeEntry, load_runtime
 
 # Llama-2-7B q4_0, one decode step at context 0 (no KV read yet): the 32 layers' parameters (norms
 # included) at 4.5 bits, the q6_K LM head (131,072,000 parameters at 6.5625 bits: llama.cpp's default

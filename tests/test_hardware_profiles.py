@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import membound as mb
-from membound.hardware import bundled_profiles_dir, load_hardware_file
+from membound.catalog.hardware import bundled_profiles_dir, load_hardware_file
 
 MiB = 2**20
 GiB = 2**30

@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import membound as mb
-from membound import bench
-from membound.hardware import load_hardware_file
-from membound.model import load_model_file
+from membound.present import bench
+from membound.catalog.hardware import load_hardware_file
+from membound.catalog.model import load_model_file
 
 CASES = {"profile": 0, "profile_ok": 0, "config": 0, "config_ok": 0, "yaml_text": 0}
-BASE_PROFILE = yaml.safe_load(Path(mb.hardware.bundled_profiles_dir() / "h100-sxm.yaml").read_text())
+BASE_PROFILE = yaml.safe_load(Path(mb.catalog.hardware.bundled_profiles_dir() / "h100-sxm.yaml").read_text())
 BASE_CONFIG = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
                "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000,
                "tie_word_embeddings": False}
@@ -250,7 +250,7 @@ def test_a_file_of_many_small_values_fails_fast(tmp_path, text):
 
 
 def _profile_with(tmp_path, old: str, new: str) -> Path:
-    text = (mb.hardware.bundled_profiles_dir() / "h100-sxm.yaml").read_text()
+    text = (mb.catalog.hardware.bundled_profiles_dir() / "h100-sxm.yaml").read_text()
     assert old in text
     f = tmp_path / "slip.yaml"
     f.write_text(text.replace(old, new, 1))
@@ -311,7 +311,7 @@ def test_errors_show_values_cut_short():
 
 
 def test_register_dtype_refuses_to_replace_a_builtin_silently():
-    from membound.dtypes import get_dtype
+    from membound.catalog.dtypes import get_dtype
     before = mb.estimate("llama-3.2-1b", "h100-sxm").decode_tok_s_per_user
     bf16 = get_dtype("bf16")
     for name in ("BF16", "bf16", " Q4_0 "):
@@ -330,7 +330,7 @@ def test_register_dtype_refuses_to_replace_a_builtin_silently():
         assert get_dtype("bf16").bits == 8
         assert mb.estimate("llama-3.2-1b", "h100-sxm").decode_tok_s_per_user > 1.5 * before
     finally:
-        mb.dtypes._registry["bf16"] = bf16
+        mb.catalog.dtypes._registry["bf16"] = bf16
     assert mb.estimate("llama-3.2-1b", "h100-sxm").decode_tok_s_per_user == before
 
 
@@ -394,7 +394,7 @@ def test_binary_and_non_utf8_prompt_files(tmp_path, capsys):
     with pytest.raises(mb.ProfileError) as e:
         bench.load_prompts(latin)
     _one_line(e, "not UTF-8")
-    from membound.cli import main
+    from membound.present.cli import main
     assert main(["bench", "http://127.0.0.1:9", "--prompts", str(binary), "--quiet"]) == 2
 
 
@@ -423,7 +423,7 @@ def test_heads_that_do_not_divide_hidden_need_head_dim():
 def test_a_registered_profile_that_was_deleted(tmp_path):
     folder = tmp_path / "mine"
     folder.mkdir()
-    text = "".join(line for line in (mb.hardware.bundled_profiles_dir() / "h100-sxm.yaml").open()
+    text = "".join(line for line in (mb.catalog.hardware.bundled_profiles_dir() / "h100-sxm.yaml").open()
                    if not line.startswith(("aliases:", "display_name:")))
     f = folder / "hostile-deleted.yaml"
     f.write_text(text.replace("name: h100-sxm", "name: hostile-deleted") + "display_name: gone soon\n")
@@ -444,7 +444,7 @@ def test_compare_chip_counts_are_ascii_integers(spec):
 
 @pytest.mark.parametrize("flag", ["--tp", "--pp", "--ep"])
 def test_cli_zero_ways_is_an_error_not_one(flag, capsys):
-    from membound.cli import main
+    from membound.present.cli import main
     rc = main(["estimate", "llama-3.1-8b", "h100-sxm", flag, "0"])   # was silently read as 1
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "0" in err

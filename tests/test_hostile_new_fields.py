@@ -9,10 +9,10 @@ import yaml
 
 import membound as mb
 from membound import InvalidInputError, ProfileError
-from membound.bench import load_runtime_file
-from membound.hardware import bundled_profiles_dir
-from membound.model import Model, load_model
-from membound.runtime import runtimes_dir
+from membound.present.bench import load_runtime_file
+from membound.catalog.hardware import bundled_profiles_dir
+from membound.catalog.model import Model, load_model
+from membound.catalog.runtime import runtimes_dir
 
 
 def _yaml(tmp_path: Path, name: str, data: dict) -> str:
@@ -32,7 +32,7 @@ def test_a_variant_context_is_bounded_as_max_context_is():
 def test_a_model_type_is_spelled_as_the_hugging_face_config_spells_it(tmp_path):
     # quantization.gguf_output_format compares model_type with "falcon": "Falcon" would silently
     # give a Falcon a q6_K output tensor instead of llama.cpp's q8_0
-    data = yaml.safe_load((Path(mb.model.__file__).parent / "data/models/falcon-7b.yaml").read_text())
+    data = yaml.safe_load((Path(mb.__file__).parent / "data/models/falcon-7b.yaml").read_text())
     assert data["model_type"] == "falcon"
     for bad in ("Falcon", " falcon", "x" * 65):
         with pytest.raises(ProfileError, match=r"model_type.*expected the Hugging Face config's model_type"):
@@ -154,7 +154,7 @@ def test_a_runtime_loads_by_path_and_a_missing_file_says_so(tmp_path, capsys):
         mb.load_runtime(path)
     with pytest.raises(ProfileError, match=r"nope.yaml: field '<file>': no such file"):
         mb.load_runtime(str(tmp_path / "nope.yaml"))
-    from membound.cli import main
+    from membound.present.cli import main
     assert main(["estimate", "llama-2-7b", "rtx-4090", "--runtime", str(tmp_path / "nope.yaml")]) == 2
     assert "no such file" in capsys.readouterr().err
 
@@ -279,7 +279,7 @@ def test_a_simulation_is_refused_past_its_seconds_of_work(monkeypatch):
     # assumed 20 us). A clock that advances 1 s a read: the budget's start is read 0, each pass reads
     # once, so with SIMULATE_BUDGET_S = 60 the 61st pass reads 61 s > 60 s and the run is refused by
     # name; the same run finishes under the real clock
-    from membound import workbudget
+    from membound.base import workbudget
     from membound.serving import simulator
     kw = dict(concurrency=4, prompt_tokens=131072, output_tokens=2000, n_requests=8, engine="simulate",
               allow_beyond_context=True)
@@ -295,7 +295,7 @@ def test_a_simulation_is_refused_past_its_seconds_of_work(monkeypatch):
 # ---- planners, disaggregated pools, speculative arithmetic, sweep, explore (issue 14 fuzz) ----
 
 def _plan_served(**kw):
-    from membound.planner import plan_served
+    from membound.planning.planner import plan_served
     return plan_served("llama-3.1-8b", mb.SLO(ttft_p90_s=1.0), hardware=["h100-sxm"], weight_dtypes=["bf16"],
                        chips=[1], **{"users": 100, **kw})
 
@@ -425,7 +425,7 @@ def test_a_compute_peak_under_a_key_no_format_computes_at_is_refused_by_name():
     # "FP8" (or a typo) in compute_flops used to load and never be used: the chip then "lacked" fp8
     # and fp8 weights computed at its bf16 rate. The keys are the registered formats' compute keys;
     # a format registered with a new one (fp6) lets a profile give that peak
-    import membound.dtypes as dt
+    import membound.catalog.dtypes as dt
     h100 = mb.load_hardware("h100-sxm")
     with pytest.raises(InvalidInputError, match=r"compute_flops=.* expected key 'FP8': expected a compute "
                                                 r"format's key, one of \['bf16', 'fp16', 'fp32', 'fp4', 'fp8', "

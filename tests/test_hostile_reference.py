@@ -10,7 +10,7 @@ import pytest
 
 import membound as mb
 from membound import InvalidInputError, ProfileError
-from membound.model import load_model
+from membound.catalog.model import load_model
 
 
 # ---- Quantization.resolve, predict() -------------------------------------------------------
@@ -53,7 +53,7 @@ def test_a_scenario_refuses_figures_it_cannot_predict(change, field, words):
 # ---- the reference CSV ---------------------------------------------------------------------
 
 def _awq_falcon_row() -> dict:
-    with open(mb.reference.reference_csv(), newline="", encoding="utf-8") as f:
+    with open(mb.fidelity.reference.reference_csv(), newline="", encoding="utf-8") as f:
         return next(r for r in csv.DictReader(f) if r["model"] == "Falcon-7B" and "AWQ" in r["weight_dtype"])
 
 
@@ -103,7 +103,7 @@ def test_a_csv_without_the_schema_or_text_is_a_profile_error(tmp_path):
 
 
 def test_the_cli_names_a_csv_s_columns_as_the_file_does(tmp_path, capsys):
-    from membound.cli import main
+    from membound.present.cli import main
     no_kv = {k: v for k, v in _awq_falcon_row().items() if k != "kv_dtype"}
     assert main(["validate", "--reference", _csv(tmp_path / "a.csv", [no_kv])]) == 2
     err = capsys.readouterr().err
@@ -118,7 +118,7 @@ def test_rows_in_the_new_dtype_spellings_predict_as_the_canonical_one(tmp_path):
     ref = mb.load_reference(_csv(tmp_path / "m.csv", [dict(base, id=f"s{i}", weight_dtype=w)
                                                       for i, w in enumerate(spellings)]))
     assert ref.skipped == [] and {s.weight_dtype for s in ref.scenarios} == {"int4_g64"}
-    assert mb.dtypes.get_dtype("int4_g64").bits == 4 + 16 / 64 and mb.dtypes.get_dtype("int4-g128").name == "int4"
+    assert mb.catalog.dtypes.get_dtype("int4_g64").bits == 4 + 16 / 64 and mb.catalog.dtypes.get_dtype("int4-g128").name == "int4"
     figures = {round(mb.predict(s), 9) for s in ref.scenarios}
     assert len(figures) == 1
 
@@ -139,7 +139,7 @@ def test_an_unknown_format_names_the_parameter_it_was_given_as(kw, words):
 
 
 def test_the_cli_names_the_flag_of_an_unknown_format(capsys):
-    from membound.cli import main
+    from membound.present.cli import main
     assert main(["estimate", "llama-2-7b", "h100-sxm", "--kv", "q9"]) == 2
     assert "--kv='q9' is invalid: expected a registered KV-cache format" in capsys.readouterr().err
 
@@ -147,7 +147,7 @@ def test_the_cli_names_the_flag_of_an_unknown_format(capsys):
 def test_a_row_s_kv_cache_format_is_read_not_assumed(tmp_path):
     # llama.cpp's -ctk q8_0 -ctv q8_0 rows were predicted with an f16 cache: every text but 'fp8...'
     # became fp16/bf16. A named format is used; a text naming none skips the row
-    with open(mb.reference.reference_csv(), newline="", encoding="utf-8") as f:
+    with open(mb.fidelity.reference.reference_csv(), newline="", encoding="utf-8") as f:
         base = next(r for r in csv.DictReader(f) if "@ d" in r["notes"] and r["metric"] == "decode_tok_s_per_user"
                     and r["kv_dtype"] == "f16")
     rows = [dict(base, id="f16"), dict(base, id="q8", kv_dtype="q8_0"), dict(base, id="Q8", kv_dtype="Q8_0 (-ctk/-ctv)"),

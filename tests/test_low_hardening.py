@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 import membound as mb
-from membound import hardware
+from membound.catalog import hardware
 from membound.errors import ProfileError
-from membound.safeio import csv_cell, csv_frame
+from membound.base.safeio import csv_cell, csv_frame
 
 
 def _profile(**changes) -> str:
@@ -89,14 +89,15 @@ def test_a_frame_of_text_categories_and_numbers():
 
 
 def test_the_sweep_checks_its_output_before_the_grid(tmp_path, capsys):
-    from membound.cli import main
+    from membound.present.cli import main
     rc = main(["sweep", "--models", "llama-3.2-1b", "--hardware", "h100-sxm", "--out", str(tmp_path / "no" / "x.csv")])
     err = capsys.readouterr().err
     assert rc == 2 and "--out=" in err and "does not exist" in err
 
 
 def test_a_large_reference_shows_its_progress(monkeypatch):
-    from membound import progress, reference
+    from membound.base import progress
+    from membound.fidelity import reference
     shown = []
 
     def track(items, desc, **kw):
@@ -112,8 +113,9 @@ def test_a_large_reference_shows_its_progress(monkeypatch):
 
 
 def test_a_large_served_reference_shows_its_progress(monkeypatch):
-    from membound import progress, reference
-    from membound.serve_validate import load_rows
+    from membound.base import progress
+    from membound.fidelity import reference
+    from membound.fidelity.serve_validate import load_rows
     shown = []
 
     def track(items, desc, **kw):

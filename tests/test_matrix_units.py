@@ -6,10 +6,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import membound as mb
-from membound.core import on_matrix_units
+from membound.physics.core import on_matrix_units
 from membound.errors import MemboundError
-from membound.estimate import prepare
-from membound.runtime import MatrixUnits, Runtime, RuntimeEntry
+from membound.physics.estimate import prepare
+from membound.catalog.runtime import MatrixUnits, Runtime, RuntimeEntry
 
 P_MATRIX, P_SHADER = 15.04e12, 3.76e12      # apple-m5: 4 x fp32 (Apple's 'over 4x'), the fp32 rate
 PARAMS, V, H = 6_738_415_616, 32000, 4096   # llama-2-7b; the untied input embedding is a lookup

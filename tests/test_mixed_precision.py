@@ -110,7 +110,7 @@ def test_bad_dense_formats_name_the_field(call, field):
 
 
 def test_served_rows_use_the_checkpoints_mix():
-    from membound.serve_validate import formats
+    from membound.fidelity.serve_validate import formats
     q = formats("fp4", "gpt-oss-120b", "openai/gpt-oss-120b", amd=False)
     assert (q.weights, q.dense_weights, q.head_weights, q.kv) == ("mxfp4", "bf16", None, "fp8")
     q = formats("fp4", "llama-3.3-70b", "nvidia/Llama-3.3-70B-Instruct-FP4", amd=False)

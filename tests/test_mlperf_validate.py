@@ -1,10 +1,10 @@
-"""membound.mlperf_validate: MLPerf rows as served workloads (loader rules, skips, predictions)."""
+"""membound.fidelity.mlperf_validate: MLPerf rows as served workloads (loader rules, skips, predictions)."""
 import pandas as pd
 import pytest
 
 import membound as mb
-from membound import mlperf_validate as mv
-from membound.rate_search import saturation
+from membound.fidelity import mlperf_validate as mv
+from membound.planning.rate_search import saturation
 from membound.serving import build
 
 from _cli import run_cli

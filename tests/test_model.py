@@ -1,4 +1,4 @@
-"""Tests for membound.model: parameter counts against published figures, KV bytes, FLOPs,
+"""Tests for membound.catalog.model: parameter counts against published figures, KV bytes, FLOPs,
 sliding windows, validation, Hugging Face config parsing and preset loading."""
 import json
 import pickle
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from membound.errors import InvalidInputError, MemboundError, ProfileError, UnknownNameError
-from membound.model import Model, list_models, load_model
+from membound.catalog.model import Model, list_models, load_model
 
 B = 1e9
 
@@ -408,15 +408,15 @@ def test_deepseek_decode_attention_flops_reach_the_core_by_hand():
     # One decode step of deepseek-v3 (fp8 weights, bf16 KV) on 8 x H200 (tp=8), ideal roofline:
     # 4,096 more cached tokens add 61 layers x 4,096 tokens x 278,528 FLOPs (absorbed MLA),
     # split over 8 chips, at the bf16 peak (989e12 FLOP/s) where attention computes.
-    from membound.estimate import prepare
-    from membound.parallel import Parallel
+    from membound.physics.estimate import prepare
+    from membound.physics.parallel import Parallel
 
     def compute_s(ctx):
         p = prepare("deepseek-v3", "h200", prompt_tokens=ctx, output_tokens=1, weight_dtype="fp8",
                     kv_dtype="bf16", n_chips=8, parallel=Parallel(tp=8), runtime="ideal")
         return float(p.evaluate()["compute_s"])
 
-    from membound.hardware import load_hardware
+    from membound.catalog.hardware import load_hardware
     peak = load_hardware("h200").compute_flops["bf16"]
     assert peak == 989e12
     assert compute_s(8192) - compute_s(4096) == pytest.approx(61 * 4096 * 278_528 / 8 / peak, rel=1e-6)

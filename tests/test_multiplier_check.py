@@ -1,7 +1,7 @@
 """The comparison with published multiplier measurements runs and its formula rows check out."""
 import pytest
 
-from membound import multiplier_check as mc
+from membound.fidelity import multiplier_check as mc
 
 ROWS = mc.load_rows()   # the measurements ship with the package: never skipped
 
@@ -27,7 +27,7 @@ def test_report_has_every_section_and_finite_errors():
 
 
 def test_help_answers_without_running_the_check(capsys):
-    from membound.multiplier_check import main
+    from membound.fidelity.multiplier_check import main
     with pytest.raises(SystemExit) as e:
         main(["--help"])
     assert e.value.code == 0 and "--reference" in capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""Names from the outside world (membound.names): every bundled name and alias resolves to itself,
+"""Names from the outside world (membound.catalog.names): every bundled name and alias resolves to itself,
 loose spellings resolve, misses give a one-line did-you-mean, aliases never collide, and a user
 folder cannot silently shadow a bundled device."""
 import pickle
@@ -8,9 +8,9 @@ import sys
 import pytest
 
 import membound as mb
-from membound import hardware, names
+from membound.catalog import hardware, names
 from membound.errors import ProfileError, UnknownNameError
-from membound.names import Entry, NameIndex, normalise
+from membound.catalog.names import Entry, NameIndex, normalise
 
 LISTS = {"model": mb.list_models, "hardware": mb.list_hardware, "runtime": mb.list_runtimes,
          "dtype": mb.list_dtypes}
@@ -245,7 +245,7 @@ def _bench_args(**kw):
 
 
 def test_bench_takes_the_preset_from_the_served_model_id():
-    from membound.bench.cli import _membound_model
+    from membound.present.bench.cli import _membound_model
     args = _bench_args(hardware="h100-sxm", served_model="meta-llama/Llama-3.1-8B-Instruct")
     assert _membound_model(args) == "llama-3.1-8b"
     assert _membound_model(_bench_args(hardware="h100-sxm", served_model="x", model="qwen3-8b")) == "qwen3-8b"

@@ -67,7 +67,7 @@ def test_vendor_spellings_reach_the_new_profiles(spelling, name):
 
 def test_profiles_the_reference_rows_name_now_exist():
     # every device the reference measurements name (and membound maps) has a profile: the rows are predicted
-    from membound.reference import load_reference
+    from membound.fidelity.reference import load_reference
     missing = [reason for _, _, reason in load_reference().skipped if reason.startswith("no bundled profile")]
     assert missing == []
 

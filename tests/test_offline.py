@@ -1,11 +1,11 @@
-"""membound.offline: throughput with every request queued at once (trtllm-bench, MLPerf Offline).
+"""membound.serving.offline: throughput with every request queued at once (trtllm-bench, MLPerf Offline).
 Engine limits and saturated steady states derived by hand."""
 import numpy as np
 import pytest
 
 import membound as mb
 from membound.errors import InvalidInputError
-from membound.offline import offline_throughput, trtllm_bench_scheduler
+from membound.serving.offline import offline_throughput, trtllm_bench_scheduler
 from membound.serving import build, simulate
 
 L8B, L70B = 8_030_261_248, 70_553_706_496       # Llama-3.1-8B, Llama-3.3-70B parameters
@@ -128,7 +128,7 @@ def test_a_pipeline_runs_at_its_largest_stage():
     # 8,030,261,248 - 32 x 218,112,000 = 1,050,677,248 (embedding, head, final norm). The stage:
     # 1,050,677,248 + 8 x 218,112,000 = 2,795,573,248. Each chip caches its layers' KV for all 4
     # micro-batches: a micro-batch has a quarter of the cache's share of memory (0.8 / 4 = 0.2).
-    from membound.offline import pipeline_stage
+    from membound.serving.offline import pipeline_stage
     stage, sched, n, layout = pipeline_stage("llama-3.1-8b", mb.Scheduler(memory_fraction=0.8), "tensorrt-llm",
                                              mb.Parallel(tp=2, pp=4))
     assert stage.n_layers == 8 and stage.total_params == 2_795_573_248

@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 import membound as mb
-from membound import hardware
-from membound.sweep import iter_sweep
+from membound.catalog import hardware
+from membound.planning.sweep import iter_sweep
 from membound.errors import InvalidInputError, ProfileError
 
 

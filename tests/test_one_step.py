@@ -147,7 +147,7 @@ def test_the_engines_with_a_served_block_say_what_is_assumed():
 
 
 def test_the_cli_footer_names_the_calibration(capsys):
-    from membound.cli import main
+    from membound.present.cli import main
     assert main(["estimate", "llama-3.1-8b", "h200", "--runtime", "vllm"]) == 0
     assert "calibration" in capsys.readouterr().out
     assert main(["serve", "llama-3.1-8b", "h200", "--concurrency", "1", "--runtime", "sglang"]) == 0

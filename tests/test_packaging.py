@@ -28,7 +28,7 @@ def test_wheel_contains_data(tmp_path):
     assert any(n.startswith("membound/data/models/") and n.endswith("llama-3.1-8b.yaml") for n in names)
     assert any(n.startswith("membound/data/runtimes/") for n in names)
     assert "membound/py.typed" in names
-    assert {"membound/app/static/index.html", "membound/app/static/app.js", "membound/app/static/app.css"} <= set(names)
+    assert {f"membound/present/app/static/{f}" for f in ("index.html", "app.js", "app.css")} <= set(names)
 
 
 @pytest.mark.skipif(not (ROOT / "pyproject.toml").exists(), reason="needs the source tree")

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 import membound as mb
 from membound.errors import InvalidInputError
-from membound.planner import _erlang_c, _wait_quantile
+from membound.planning.planner import _erlang_c, _wait_quantile
 
 PRICES = {"h100-sxm": 2.5, "h200": 3.5, "b200": 5.5, "mi300x": 2.5}
 
@@ -171,7 +171,7 @@ def test_the_issues_200_user_task_has_one_answer_serve_confirms(capsys):
     # the CLI and the web page call one planner; serve() at the answer's clients per replica confirms it
     import json
 
-    from membound.cli import main
+    from membound.present.cli import main
     w = mb.Workload(concurrent_users=200, prompt_tokens=2048, output_tokens=500)
     best = mb.plan("llama-3.1-70b", w, mb.SLO(min_tok_s_per_user=40), hardware=["mi300x"]).best
     s = mb.serve("llama-3.1-70b", "mi300x", concurrency=int(best.clients_per_replica), prompt_tokens=2048,
@@ -187,7 +187,7 @@ def test_the_issues_200_user_task_has_one_answer_serve_confirms(capsys):
     pytest.importorskip("starlette")
     from starlette.testclient import TestClient
 
-    from membound.app.server import create_app
+    from membound.present.app.server import create_app
     with TestClient(create_app(), base_url="http://127.0.0.1") as client:     # the Host a loopback app answers to
         web = client.post("/api/plan", json={
             "model": "llama-3.1-70b", "hardware": ["mi300x"], "concurrent_users": 200, "prompt_tokens": 2048,

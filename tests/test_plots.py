@@ -8,7 +8,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 import membound as mb  # noqa: E402
-from membound import plots  # noqa: E402
+from membound.present import plots  # noqa: E402
 
 
 def _save(ax, path):

@@ -10,8 +10,8 @@ import re
 import pytest
 
 import membound as mb
-from membound.display import NO_PRICE
-from membound.hardware import Hardware, bundled_profiles_dir
+from membound.base.display import NO_PRICE
+from membound.catalog.hardware import Hardware, bundled_profiles_dir
 
 from _cli import run_cli
 

@@ -31,8 +31,8 @@ def test_pickle_roundtrip_equal(obj):
 
 
 def test_estimate_is_thread_safe_and_deterministic():
-    mb.hardware._catalogue.cache_clear()
-    mb.hardware._load_cached.cache_clear()
+    mb.catalog.hardware._catalogue.cache_clear()
+    mb.catalog.hardware._load_cached.cache_clear()
     args = [("llama-3.1-8b", "h100-sxm", b) for b in (1, 2, 4, 8)] * 25
 
     def run(a):

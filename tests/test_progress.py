@@ -1,7 +1,7 @@
 """Progress bars: counts of the work itself, shown on a terminal (or forced), never when quiet."""
 import io
 
-import membound.progress as progress
+import membound.base.progress as progress
 
 
 def test_track_counts_each_item_and_reaches_the_total(monkeypatch):

@@ -96,14 +96,14 @@ def test_python_dash_m_entry_points_run_without_a_double_import_warning(module):
     import subprocess
     import sys
     env = {**os.environ, "PYTHONWARNINGS": "error::RuntimeWarning"}
-    r = subprocess.run([sys.executable, "-m", f"membound.{module}", "--help"], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", f"membound.fidelity.{module}", "--help"], capture_output=True, text=True,
                        env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "RuntimeWarning" not in r.stderr
 
 
 def test_validation_report_is_imported_on_first_use():
-    assert callable(mb.validation_report) and mb.validation_report.__module__ == "membound.validate"
+    assert callable(mb.validation_report) and mb.validation_report.__module__ == "membound.fidelity.validate"
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         mb.no_such_name  # noqa: B018
 

@@ -159,7 +159,7 @@ def test_a_chip_multiplies_fp4_beside_fp8_only_where_it_has_fp4_matrix_units():
 
 
 def test_a_registered_format_says_whether_mixed_matrix_instructions_take_it():
-    import membound.dtypes as dt
+    import membound.catalog.dtypes as dt
     try:
         d = mb.register_dtype("mxfp4_test", 4.25, "fp4", mixed_operand=True)
         plain = mb.register_dtype("fp4_test_scaled", 4.5, "fp4")
@@ -180,7 +180,7 @@ def test_llama_cpp_converts_mxfp4_to_int8_whatever_pairs_the_chip_could_take():
     # its e2m1 value table: a dequantising pass on every chip. On an RTX 5090, whose profile lists no
     # int8 rate, its activations stand in at the fp8 rate (Runtime.default_activations), which the
     # chip could pair with MXFP4 as it is; the runtime converts anyway: 1/9, as on a chip with int8.
-    from membound.estimate import prepare
+    from membound.physics.estimate import prepare
     cpp = prepare("gpt-oss-20b", "rtx-5090", runtime="llama.cpp-cuda", weight_dtype="mxfp4").resolved
     assert cpp.activations.name == "fp8" and cpp.dequant == pytest.approx(1 / 9)
     # the same formats in an engine whose MoE GEMM takes MXFP4 x MXFP8 (vLLM's FlashInfer path): none

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 import membound as mb
-from membound.rate_search import limits_of, saturation, search
+from membound.planning.rate_search import limits_of, saturation, search
 from membound.serving import Fixed, Scheduler, Uniform, build, solve
-from membound.tails import tails
+from membound.serving.tails import tails
 
 PROMPT, OUT = Uniform(800, 1200), Uniform(100, 300)
 

@@ -116,7 +116,7 @@ def test_the_notebooks_capacity_plan_is_the_planners():
     # examples/tour.ipynb section 6: 2,000 users, 2048/500 tokens, >= 30 tok/s, TTFT p90 <= 1 s, 8-GPU nodes,
     # sized with serve()'s physics (plan's default): the answer is serve()'s steady state at its clients
     import membound as mb
-    from membound.estimate import prepare
+    from membound.physics.estimate import prepare
     res = mb.plan("llama-3.1-70b", mb.Workload(concurrent_users=2000, prompt_tokens=2048, output_tokens=500),
                   mb.SLO(ttft_p90_s=1.0, min_tok_s_per_user=30), hardware=["h100-sxm"], weight_dtypes=("fp8",),
                   n_chips=(8,))

@@ -4,7 +4,7 @@ import csv
 import pytest
 
 import membound as mb
-from membound.reference import reference_dir
+from membound.fidelity.reference import reference_dir
 
 FIELDS = ["id", "source_title", "source_url_or_repo_path", "hardware", "n_chips", "model", "params_b",
           "weight_dtype", "kv_dtype", "batch_or_concurrency", "prompt_tokens", "output_tokens", "metric",
@@ -99,8 +99,8 @@ def test_prefill_at_depth_combines_memory_and_compute_as_the_runtime_does():
     # 2 B = 524,288 B a token at 0.8 x 1.008e12 B/s). A runtime whose kernels do not overlap loads and
     # math (overlap 0) adds the two; overlap 1 takes the larger; the per-layer overhead (32 layers x
     # 10 us) is added once to either
-    from membound.reference import Scenario, predict
-    from membound.runtime import Runtime, RuntimeEntry
+    from membound.fidelity.reference import Scenario, predict
+    from membound.catalog.runtime import Runtime, RuntimeEntry
     sc = Scenario(id="x", category="c", metric="prefill_tok_s", measured=1.0, model="llama-2-7b",
                   hardware="rtx-4090", runtime="t", weight_dtype="q4_0", prompt_tokens=512, output_tokens=0,
                   depth=2048)
@@ -108,7 +108,7 @@ def test_prefill_at_depth_combines_memory_and_compute_as_the_runtime_does():
     def rt(overlap):
         return Runtime(name="t", use_latency_floor=False, classes={"default": RuntimeEntry(
             bandwidth_fraction=0.8, compute_fraction=0.5, per_layer_overhead_s=1e-5, overlap=overlap)})
-    from membound.reference import _run
+    from membound.fidelity.reference import _run
     full, old, new = (_run(sc, rt(1.0), 1, S, 1)[1] for S in (2560, 2048, 512))
     # both passes run one LM head, so their difference lacks the new tokens' one: 32,000 x 4,096 of
     # the 6,738,415,616 - 131,072,000 (untied lookup) params one decode token multiplies, at the same
@@ -131,8 +131,8 @@ def test_a_prefill_after_cached_tokens_reads_their_kv_as_often_as_the_runtime_pa
     # TinyChat's chunk prefill copies the cache before FlashAttention reads it (3 passes): 2 x that more
     from dataclasses import replace
 
-    from membound.reference import Scenario, predict
-    from membound.runtime import Runtime, RuntimeEntry
+    from membound.fidelity.reference import Scenario, predict
+    from membound.catalog.runtime import Runtime, RuntimeEntry
     sc = Scenario(id="x", category="c", metric="ttft_ms", measured=1.0, model="llama-2-7b", hardware="rtx-4090",
                   runtime="t", weight_dtype="fp16", prompt_tokens=32, output_tokens=1, depth=1024)
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from membound.roofline import (causal_pairs, context_pieces, effective_context, expected_experts,
+from membound.physics.roofline import (causal_pairs, context_pieces, effective_context, expected_experts,
                                sum_linear, sum_max3, sum_over_context, sum_positive_part)
 
 pos = st.floats(0, 5, allow_nan=False)

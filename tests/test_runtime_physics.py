@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import membound as mb
-from membound.estimate import prepare
-from membound.runtime import QuantizedGemm, Runtime, RuntimeEntry
+from membound.physics.estimate import prepare
+from membound.catalog.runtime import QuantizedGemm, Runtime, RuntimeEntry
 
 
 def _pre(*args, **kw) -> float:
@@ -207,7 +207,7 @@ def test_quantized_gemms_run_at_the_vector_rate_where_the_backend_has_no_matrix_
 def test_dequantisation_costs_the_share_of_a_gemm_its_path_peak_gives_it():
     # dequantising runs on the vector ALUs at the fp32 lane rate whatever multiplies: its share of a
     # GEMM scales with the path's peak over fp32 -> vector_multiple / fp32_multiple on a vector device
-    from membound.runtime import dequant_scale
+    from membound.catalog.runtime import dequant_scale
     a770, xt = mb.load_hardware("arc-a770"), mb.load_hardware("rx-9070-xt")
     qg = QuantizedGemm(fp32_multiple=4.0, vector_devices=("arc-a770",), vector_multiple=2.0)
     assert dequant_scale(qg, a770) == 2.0 / 4.0
@@ -291,7 +291,7 @@ def test_a_per_layer_floor_in_cycles_takes_less_time_on_a_faster_clock():
     r = mb.estimate("llama-2-7b", "rtx-4090", output_tokens=1, weight_dtype="fp16", runtime=rt)
     assert r.step_terms_s["overhead"] == pytest.approx(32 * 2e5 / 2.52e9, rel=1e-9)
     # a profile without a clock is timed at runtime.DEFAULT_CLOCK_HZ, 1.8 GHz: 2e5 / 1.8e9 s
-    from membound.runtime import DEFAULT_CLOCK_HZ
+    from membound.catalog.runtime import DEFAULT_CLOCK_HZ
     spark = mb.load_hardware("dgx-spark")
     assert spark.clock_hz is None and DEFAULT_CLOCK_HZ == 1.8e9
     assert rt.efficiency(spark).per_layer_overhead_s == pytest.approx(2e5 / 1.8e9, rel=1e-12)
@@ -340,7 +340,7 @@ def test_a_context_stage_of_more_kernels_pays_the_per_layer_floor_that_many_time
     assert mb.estimate("llama-2-7b", "rtx-4090", runtime=ctx, **dec).step_terms_s["overhead"] \
         == pytest.approx(32 * 2e5 / 2.52e9, rel=1e-9)
     # TinyChat's file gives the count from the kernels its context stage launches
-    from membound.runtime import load_runtime
+    from membound.catalog.runtime import load_runtime
     assert load_runtime("tinychat").prefill_layer_kernels == pytest.approx(19 / 12, rel=1e-4)
     assert load_runtime("hf-transformers").prefill_layer_kernels == 1.0
 
@@ -350,8 +350,8 @@ def test_hf_transformers_per_layer_floor_is_host_time_the_same_on_every_gpu():
     # layer costs the same on an RTX A6000 (1.80 GHz) and an RTX 4090 (2.52 GHz); a 32-layer step
     # pays 32 x that figure on both (with 2.04e-4 s: 6.528e-3 s), where a cycles floor would be
     # 1.4 x less on the faster clock
-    from membound.calibrate import FIT
-    from membound.runtime import load_runtime
+    from membound.fidelity.calibrate import FIT
+    from membound.catalog.runtime import load_runtime
     assert "per_layer_overhead_s" in FIT["hf-transformers"] and "per_layer_overhead_cycles" not in FIT["hf-transformers"]
     hf = load_runtime("hf-transformers")
     assert hf.classes["default"].per_layer_overhead_cycles == 0.0
@@ -370,7 +370,7 @@ def test_a_model_whose_code_blocks_the_host_pays_the_hosts_dispatch_of_every_lay
     # A runtime whose Falcon code blocks the host (a list index: a synchronising copy) adds its host's
     # 32 layers x 400 us = 12.8 ms to Falcon's step; LLaMA's dispatch stays hidden behind its kernels,
     # and so does Falcon's under a runtime that does not list it
-    from membound.runtime import load_runtime
+    from membound.catalog.runtime import load_runtime
 
     def rt(blocking):
         return Runtime(name="t", use_latency_floor=False, use_device_fractions=False,
@@ -397,9 +397,9 @@ def test_only_rows_of_a_host_blocking_model_fit_the_hosts_dispatch(monkeypatch):
     # the host's dispatch is hidden behind the kernels of a model whose code does not block the host,
     # so only Falcon rows (hf-transformers lists falcon) could pin per_layer_host_s, where a runtime's
     # FIT asks for it (the bundled one no longer does: its budget frees one constant)
-    from membound import calibrate
-    from membound.calibrate import _params_for
-    from membound.reference import Scenario
+    from membound.fidelity import calibrate
+    from membound.fidelity.calibrate import _params_for
+    from membound.fidelity.reference import Scenario
     assert "per_layer_host_s" not in calibrate.FIT["hf-transformers"]
     monkeypatch.setitem(calibrate.FIT, "hf-transformers", ("per_layer_overhead_s", "per_layer_host_s"))
 
@@ -430,8 +430,8 @@ def test_no_runtime_streams_faster_than_the_chips_measured_reads(tmp_path):
     # a chip without a measured read rate: the fraction as fitted (RTX 4090, 0.95)
     assert rt.efficiency(mb.load_hardware("rtx-4090")).bandwidth_fraction == 0.95
     # a read rate above the peak, or without its source, is refused naming the field
-    from membound.hardware import load_hardware_file
-    text = (mb.hardware.bundled_profiles_dir() / "dgx-spark.yaml").read_text()
+    from membound.catalog.hardware import load_hardware_file
+    text = (mb.catalog.hardware.bundled_profiles_dir() / "dgx-spark.yaml").read_text()
     for bad, field in ((text.replace("read_bytes_s: 2.32e+11", "read_bytes_s: 3.0e+11"), "read_bytes_s"),
                        (text.replace("read_source:", "#"), "read_source")):
         f = tmp_path / "dgx-spark.yaml"
@@ -465,7 +465,7 @@ def test_a_pass_of_two_to_eight_tokens_adds_the_mat_vec_instructions_of_each_fur
     mem = (m.total_params - lookup + 8 * 4096) * 8.5 / 8 / 1008e9
     assert 8 / r.decode_tok_s_total == pytest.approx(mem + 8 * one, rel=1e-9)
     # the bundled CUDA backend has the path; Apple's Metal backend has no quantized_gemm at all
-    from membound.runtime import load_runtime
+    from membound.catalog.runtime import load_runtime
     q = load_runtime("llama.cpp-cuda").quantized_gemm
     assert q is not None and q.mmvq_max_tokens == 8 and q.mmvq_column_ops["q8_0"] == 1.25
 
@@ -483,7 +483,7 @@ def test_a_weight_only_runtime_keeps_the_lm_head_in_16_bits():
     kw16 = dict(kw, weight_dtype="fp16")
     a, b = (mb.estimate("llama-3-8b", "rtx-4090", runtime=r, **kw16).step_terms_s["memory"] for r in (awq, plain))
     assert a == pytest.approx(b, rel=1e-12)
-    from membound.runtime import load_runtime
+    from membound.catalog.runtime import load_runtime
     assert load_runtime("tinychat").weight_only_head == "fp16"
     assert load_runtime("tinychat").default_head("int4", mb.load_hardware("rtx-4090")) == "fp16"
 
@@ -531,7 +531,7 @@ def test_a_mat_vec_column_takes_the_longer_of_its_issue_and_its_dp4a_on_the_int3
     assert P * 0.875 / 41.3e12 == pytest.approx(0.140e-3, rel=2e-3)
     # the bundled CUDA backend: dp4a 0.25 per weight in each format; on an Ada, Ampere GA10x or Hopper
     # chip (INT32 on half the lanes) no format's column is INT32-bound (0.5 < 0.8125..1.25) ...
-    from membound.runtime import load_runtime
+    from membound.catalog.runtime import load_runtime
     cuda = load_runtime("llama.cpp-cuda")
     assert cuda.quantized_gemm is not None and dict(cuda.quantized_gemm.mmvq_column_int_ops) == \
         {"q8_0": 0.25, "q4_0": 0.25, "mxfp4": 0.25}
@@ -545,13 +545,13 @@ def test_a_mat_vec_column_takes_the_longer_of_its_issue_and_its_dp4a_on_the_int3
 
 
 def test_the_int32_lane_share_is_sourced_and_the_int32_ops_are_part_of_the_column(tmp_path):
-    from membound._data import validate
-    from membound.hardware import load_hardware_file
+    from membound.catalog._data import validate
+    from membound.catalog.hardware import load_hardware_file
     assert mb.load_hardware("rtx-4090").int32_lanes_per_fp32 == 0.5      # Ada: 64 INT32 of 128 lanes per SM
     assert mb.load_hardware("h100-sxm").int32_lanes_per_fp32 == 0.5      # Hopper: 64 INT32, 128 FP32 per SM
     assert mb.load_hardware("rtx-5090").int32_lanes_per_fp32 == 1.0      # Blackwell: all lanes FP32/INT32
     assert mb.load_hardware("a100-80gb").int32_lanes_per_fp32 == 1.0     # GA100: 64 INT32 beside 64 FP32
-    text = (mb.hardware.bundled_profiles_dir() / "rtx-4090.yaml").read_text()
+    text = (mb.catalog.hardware.bundled_profiles_dir() / "rtx-4090.yaml").read_text()
     for bad, field in ((text.replace("int32_source:", "#"), "int32_source"),
                        (text.replace("int32_lanes_per_fp32: 0.5", "int32_lanes_per_fp32: 2"), "int32_lanes_per_fp32"),
                        (text.replace("int32_lanes_per_fp32: 0.5", "int32_lanes_per_fp32: 0"), "int32_lanes_per_fp32")):
@@ -569,7 +569,7 @@ def test_the_int32_lane_share_is_sourced_and_the_int32_ops_are_part_of_the_colum
 def test_a_column_is_bound_by_its_issue_or_by_its_int32_work_whichever_is_longer(ops, frac, share):
     # law: the INT32 lanes bind exactly where the column's INT32 share of instructions exceeds the
     # device's INT32 share of lanes; with every lane INT32-capable (share 1) the issue always binds
-    from membound.runtime import _column_clocks
+    from membound.catalog.runtime import _column_clocks
     int_ops = frac * ops
     c = _column_clocks(ops, int_ops, share)
     assert c >= ops and c >= int_ops / share
@@ -631,7 +631,7 @@ def test_the_mat_vec_overlap_defaults_to_the_entrys_and_governs_small_prefills_a
 
 
 def test_a_sweep_splits_mat_vec_and_tiled_passes_as_estimate_does():
-    from membound.sweep import sweep
+    from membound.planning.sweep import sweep
     t = sweep(model="llama-3.1-8b", hardware="h100-sxm", batch=[1, 8, 9, 32], prompt_tokens=[0, 4, 512],
               output_tokens=4, weight_dtype="bf16", runtime=_mv(0.0, 1.0), as_frame=False)
     assert len(t["batch"]) == 12
@@ -647,7 +647,7 @@ def test_llama_cpp_mat_vec_passes_are_set_serial_from_the_rows_that_measure_them
     # (MMVQ_MAX_BATCH_SIZE, MMVF_MAX_BATCH_SIZE, mul_mat_vec_max_cols); their loops have no barrier, but
     # DGX Spark's 2-8 sequence steps and the A770's dequantising mat-vec add their instructions to their
     # bytes: overlap 0, as the tiled GEMMs', each with its own evidence
-    from membound.runtime import load_runtime
+    from membound.catalog.runtime import load_runtime
     for name in ("llama.cpp-cuda", "llama.cpp-hip", "llama.cpp-vulkan"):
         rt = load_runtime(name)
         assert (rt.matvec_max_tokens, rt.matvec_overlap) == (8, 0.0)

@@ -3,10 +3,10 @@ prompt sends to its decode worker, and workers wider than one scale-up domain. H
 import pytest
 
 import membound as mb
-from membound._data import validate
-from membound.disagg import kv_transfer_s
-from membound.estimate import prepare
-from membound.hardware import Hardware
+from membound.catalog._data import validate
+from membound.serving.disagg import kv_transfer_s
+from membound.physics.estimate import prepare
+from membound.catalog.hardware import Hardware
 from membound.serving import as_length, build
 
 NIC = 400e9 / 8            # ConnectX-7: 400 Gb/s = 50 GB/s each way

@@ -78,7 +78,7 @@ def test_a_runtime_computing_every_positions_logits_pays_the_head_per_prefill_to
     # The same ideal H100 with prefill_logits "all" (transformers before v4.45): the LM head is a
     # row per prompt token, so the per-token GEMMs are 2 x (8,030,261,248 - 525,336,576) FLOP
     # (only the untied input embedding, a lookup, is not multiplied) and no row is paid per prompt
-    from membound.runtime import IDEAL
+    from membound.catalog.runtime import IDEAL
     every = IDEAL.model_copy(update={"name": "ideal-all-logits", "prefill_logits": "all"})
     sm, _, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Fixed(1000), output=mb.Fixed(2), runtime=every)
     assert sm.head == 0.0
@@ -236,7 +236,7 @@ def test_result_renders_and_flattens():
 def test_cli_serve_table_json_and_bad_input(capsys):
     import json
 
-    from membound.cli import main
+    from membound.present.cli import main
     assert main(["serve", "llama-3.1-8b", "h100-sxm", "--concurrency", "1,8", "--prompt", "512", "--output", "64"]) == 0
     out = capsys.readouterr().out
     assert "tok/s/user" in out and out.count("\n") == 6          # title, header, rule, 2 rows, calibration
@@ -256,7 +256,7 @@ def test_cli_serve_table_json_and_bad_input(capsys):
 
 
 def test_served_planner_rows_are_serve_results_under_the_slo():
-    from membound.planner import plan_served
+    from membound.planning.planner import plan_served
     slo = mb.SLO(ttft_p90_s=1.0, min_tok_s_per_user=30)
     plan = plan_served("llama-3.1-8b", slo, users=500, prompt_tokens=1024, output_tokens=256,
                        hardware=["h100-sxm", "h200"], weight_dtypes=["fp8"], chips=(1, 2), runtime="vllm")
@@ -320,7 +320,7 @@ def test_served_curve_plot_draws_one_line_per_device():
 
 
 def test_cli_plan_served(capsys):
-    from membound.cli import main
+    from membound.present.cli import main
     assert main(["plan", "llama-3.1-8b", "h100-sxm", "--users", "100", "--ttft", "1", "--tok-s", "30",
                  "--weights", "fp8"]) == 0         # served physics: plan's default
     out = capsys.readouterr().out
@@ -478,7 +478,7 @@ def test_scheduler_limits_per_rank_or_per_instance_as_each_engine_counts_them():
 def test_wide_ep_decode_workers_run_their_recipes_limits():
     # the GB200 dynamo-sglang decode workers with DP attention launch with --max-running-requests
     # 18432 (global); other chips' and tensor-parallel workers keep the runtime's defaults
-    from membound.serve_validate import WIDE_EP_DECODE, load_rows
+    from membound.fidelity.serve_validate import WIDE_EP_DECODE, load_rows
     rows, _ = load_rows(kinds=("disaggregated",))
     wide = [r for r in rows if r.scheduler is not None]
     assert wide and all(r.framework == "dynamo-sglang" and r.device == "gb200" and r.parallel.ep > 1 for r in wide)
@@ -544,7 +544,7 @@ def test_a_scheduler_that_takes_requests_every_k_steps_makes_them_wait_half_of_k
                  scheduler=Scheduler(recv_interval_steps=10), weight_dtype="fp8", kv_dtype="fp8", n_chips=8,
                  runtime="sglang")
     # the recipes' flags: B200 polls every 30 steps from 16 clients, every 10 below; MI300X runs 4
-    from membound.serve_validate import recipe_scheduler
+    from membound.fidelity.serve_validate import recipe_scheduler
     assert recipe_scheduler("sglang", "b200", "deepseek-r1", 16).recv_interval_steps == 30
     assert recipe_scheduler("sglang", "b200", "deepseek-r1", 8).recv_interval_steps == 10
     assert recipe_scheduler("sglang", "mi300x", "deepseek-r1", 64).recv_interval_steps == 4
@@ -559,7 +559,7 @@ def test_a_b300_sglang_deepseek_row_waits_for_its_recipes_recv_interval():
     # (10 - 1) / 2 = 4.5). The MI325X and MI355X recipes run 4 decode steps back to back
     # (--num-continuous-decode-steps 4) at any concurrency; a chip without a recipe entry: none.
     from membound.serving import Scheduler, solve
-    from membound.serve_validate import recipe_scheduler
+    from membound.fidelity.serve_validate import recipe_scheduler
     rs = recipe_scheduler("sglang", "b300", "deepseek-r1", 64)
     assert rs == Scheduler(recv_interval_steps=30)
     assert recipe_scheduler("sglang", "b300", "deepseek-r1", 15) == Scheduler(recv_interval_steps=10)
@@ -581,7 +581,7 @@ def test_a_b300_sglang_deepseek_row_waits_for_its_recipes_recv_interval():
 
 def _ahead(name: str, steps: int):
     """The runtime `name` with its served block's lookahead_steps set (a plain Served for `ideal`)."""
-    from membound.runtime import Served, load_runtime
+    from membound.catalog.runtime import Served, load_runtime
     rt = load_runtime(name)
     served = (rt.served or Served()).model_copy(update={"lookahead_steps": steps})
     return rt.model_copy(update={"served": served})

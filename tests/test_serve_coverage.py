@@ -1,11 +1,11 @@
 """Served coverage (issue 12 'no configuration the servers ran is refused'; issue 14 'chips not in
 the shared folder'): the standard InferenceMAX configurations on the chips the shipped rows do not
 hold are all predicted. A small grid here (seconds); the full one is
-`python -m membound.serve_coverage --mtp --disagg` (55,809 configurations x concurrencies, 100%)."""
+`python -m membound.fidelity.serve_coverage --mtp --disagg` (55,809 configurations x concurrencies, 100%)."""
 import pytest
 
 import membound as mb
-from membound.serve_coverage import Coverage, main, runnable, smoke, weight_dtype
+from membound.fidelity.serve_coverage import Coverage, main, runnable, smoke, weight_dtype
 
 NEW_CHIPS = ("b300", "gb300", "gb200", "mi325x", "mi355x")
 

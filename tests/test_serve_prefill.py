@@ -3,7 +3,7 @@
 import pytest
 
 import membound as mb
-from membound.roofline import causal_pairs
+from membound.physics.roofline import causal_pairs
 from membound.serving import build
 
 H100, H200 = 989e12, 989e12      # dense 16-bit FLOP/s (H100 SXM, H200: the same Hopper die)

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import membound as mb
-from membound.offline import offline_throughput
-from membound.roofline import causal_pairs
+from membound.serving.offline import offline_throughput
+from membound.physics.roofline import causal_pairs
 from membound.serving import Fixed, Scheduler, build
 
 N_LAYERS, TOPK = 61, 2048
@@ -147,7 +147,7 @@ def test_speculative_disaggregated_curve_and_offline_take_the_preset():
 
 
 def test_cli_serve_and_served_plan_take_the_preset(capsys):
-    from membound.cli import main
+    from membound.present.cli import main
     assert main(["serve", "deepseek-v3.2", "h200", "--chips", "8", "--weights", "fp8", "--kv", "fp8",
                  "--runtime", "sglang", "--concurrency", "4", "--prompt", "32768", "--output", "256", "--json"]) == 0
     row = json.loads(capsys.readouterr().out)[0]

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 import membound as mb
 from membound.serving import build
-from membound.serve_validate import MTP_DRAFTS, load_rows
+from membound.fidelity.serve_validate import MTP_DRAFTS, load_rows
 
 H100_BW = 3.35e12                      # B/s
 H = 4096                               # Llama-3.1-8B hidden size
@@ -129,7 +129,7 @@ def test_mtp_rows_are_their_own_category_with_the_recipes_drafts():
 
 
 def test_validate_cli_checks_the_mtp_acceptance(capsys):
-    from membound.serve_validate import main
+    from membound.fidelity.serve_validate import main
     with pytest.raises(SystemExit) as e:
         main(["--mtp-acceptance", "1.5"])
     assert e.value.code == 2 and "acceptance_rate=1.5" in capsys.readouterr().err
@@ -159,8 +159,8 @@ def test_disaggregated_decode_pool_drafts_too():
 def test_the_mtp_rows_run_this_workloads_acceptance_and_mtp_keeps_the_cited_one():
     # InferenceMAX's random-token prompts: one per-token acceptance for the data set (fitted on the
     # H200 MTP rows), while mb.mtp() keeps DeepSeek-V3's natural-text 0.85 (public default).
-    from membound.serve_validate import INFERENCEMAX_MTP_ACCEPTANCE
-    from membound.speculative import MTP_ACCEPTANCE
+    from membound.fidelity.serve_validate import INFERENCEMAX_MTP_ACCEPTANCE
+    from membound.physics.speculative import MTP_ACCEPTANCE
     assert MTP_ACCEPTANCE == 0.85 and mb.mtp("deepseek-r1", 3).acceptance_rate == 0.85
     a = INFERENCEMAX_MTP_ACCEPTANCE
     assert a == 0.52
@@ -179,7 +179,7 @@ def test_the_mtp_acceptance_fit_recovers_a_known_figure_from_the_fit_chips_rows_
     # every residual log(pred / meas) is 0 there. B200 rows made 3x slower are ignored (held out).
     import copy
 
-    from membound.serve_calibrate import fit_mtp_acceptance, mtp_residuals
+    from membound.fidelity.serve_calibrate import fit_mtp_acceptance, mtp_residuals
     rows, _ = load_rows(kinds=("mtp",))
     h200 = [copy.copy(r) for r in rows if r.hw == "h200"][:6]
     b200 = [copy.copy(r) for r in rows if r.hw == "b200"][:3]
@@ -197,15 +197,15 @@ def test_the_mtp_acceptance_fit_recovers_a_known_figure_from_the_fit_chips_rows_
 def test_the_bundled_mtp_acceptance_is_the_fit_on_the_20_h200_mtp_rows():
     # names the rows: 20 canonical good H200 MTP rows (SGLang 8, TensorRT-LLM 12), 2026-01-14 ..
     # 2026-05-20; the fit lands inside (0, 0.99), not on a bound
-    from membound.serve_calibrate import fit_mtp_acceptance
-    from membound.serve_validate import INFERENCEMAX_MTP_ACCEPTANCE
+    from membound.fidelity.serve_calibrate import fit_mtp_acceptance
+    from membound.fidelity.serve_validate import INFERENCEMAX_MTP_ACCEPTANCE
     fit = fit_mtp_acceptance()
     assert fit["n"] == 20 and fit["dates"] == ("2026-01-14", "2026-05-20") and not fit["on_bound"]
     assert fit["acceptance"] == INFERENCEMAX_MTP_ACCEPTANCE
 
 
 def test_the_mtp_report_names_its_acceptance_and_its_fitted_rows():
-    from membound.serve_validate import other_categories, report
+    from membound.fidelity.serve_validate import other_categories, report
     text = report([], [], {"mtp": other_categories()["mtp"]})
     assert "acceptance 0.52 per token (this workload's, fitted on the H200 MTP rows)" in text
     assert "fitted rows (acceptance fitted on them)          20/20" in text
@@ -220,7 +220,7 @@ def test_estimate_and_serve_count_the_same_drafter_bytes():
     # tensors and 1/8 of each expert; under ep = 8 (attention data-parallel) all its dense tensors and 32 of the
     # 256 experts. So with X = 256 x 44,040,192 bytes of experts, other(ep) - X/8 = 8 (other(tp) - X/8).
     # estimate() and serve() count the same bytes (estimate.draft_bytes)
-    from membound.dtypes import get_dtype
+    from membound.catalog.dtypes import get_dtype
     kw = dict(weight_dtype="fp8", kv_dtype="fp8", n_chips=8, runtime="sglang")
     spec = mb.mtp("deepseek-r1", 2, 0.5)
     other = {}

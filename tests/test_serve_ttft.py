@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import membound as mb
-from membound.runtime import load_runtime
+from membound.catalog.runtime import load_runtime
 from membound.serving import Fixed, build, serve, solve
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import membound as mb
-from membound.serve_validate import AMD, FIT_HARDWARE, load_rows, predict, summary
+from membound.fidelity.serve_validate import AMD, FIT_HARDWARE, load_rows, predict, summary
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def test_held_out_chips_never_saw_the_fit(rows):
 
 def test_held_out_accuracy_regression(rows):
     # Thresholds = the measured medians of the select chips' rows (validation; H100, B200, MI300X:
-    # membound.split), 2026-12-06, TPOT / TTFT / tput: 9.1 / 17.2 / 9.2% overall; NVIDIA 9.9 / 18.9
+    # membound.fidelity.split), 2026-12-06, TPOT / TTFT / tput: 9.1 / 17.2 / 9.2% overall; NVIDIA 9.9 / 18.9
     # / 9.7%; AMD 5.7 / 14.5 / 7.5%, with the margin of test_validation: 1.25 x measured + 1 point
     # (a 3x regression fails). No aggregated row is on a report chip (GB200's are disaggregated).
     rs, _ = rows
@@ -48,7 +48,7 @@ def test_the_other_categories_regression_on_validation_and_report_chips():
     # measured 2026-12-06 (TPOT / TTFT / tput): MTP on select chips (B200) 14.4 / 36.8 / 13.0%;
     # disaggregated on select chips (B200, H100) 12.6 / 81.5 / 24.1%, on report chips (GB200)
     # 21.4 / 87.1 / 20.0%; limit 1.25 x measured + 1 point
-    from membound.serve_validate import other_categories
+    from membound.fidelity.serve_validate import other_categories
     limit = lambda m: 1.25 * m + 0.01   # noqa: E731
     others = other_categories()
     for key, role, want in (("mtp", "select", (0.144, 0.368, 0.130)), ("disaggregated", "select", (0.126, 0.815, 0.241)),
@@ -62,8 +62,8 @@ def test_the_other_categories_regression_on_validation_and_report_chips():
 def test_served_fits_hold_what_the_rows_cannot_pin_and_sit_off_their_bounds():
     # a figure fitted onto its bound means missing physics: every fitted served figure in the
     # bundled runtimes lies strictly inside its bounds; the held ones are exactly their FIXED values
-    from membound.runtime import load_runtime
-    from membound.serve_calibrate import ENGINES, FIXED, HIGH, LOW, PARAMS, fitted_params
+    from membound.catalog.runtime import load_runtime
+    from membound.fidelity.serve_calibrate import ENGINES, FIXED, HIGH, LOW, PARAMS, fitted_params
     for name in ENGINES:
         served = load_runtime(name).served
         assert set(fitted_params(name)) | set(FIXED[name]) == set(PARAMS)
@@ -77,8 +77,8 @@ def test_served_fits_hold_what_the_rows_cannot_pin_and_sit_off_their_bounds():
 def test_the_all_to_all_latency_is_fitted_on_the_fit_chips_dp_attention_rows_only():
     # per_alltoall_s sees only H200 rows with DP attention (aggregated, and disaggregated decode
     # workers' TPOT): TensorRT-LLM 1 + 6 of them, SGLang 5; vLLM has none there and holds 0
-    from membound.runtime import load_runtime
-    from membound.serve_calibrate import ALLTOALL, ALLTOALL_RANGE, dp_rows
+    from membound.catalog.runtime import load_runtime
+    from membound.fidelity.serve_calibrate import ALLTOALL, ALLTOALL_RANGE, dp_rows
     counts = {}
     for name in ("tensorrt-llm", "sglang", "vllm"):
         rs = dp_rows(name)
@@ -99,7 +99,7 @@ def _relabel(tmp_path, changes, name="rows.csv"):
     ([(column -> value)] per copy): a CSV of the schema with other chips and models."""
     import pandas as pd
 
-    from membound.serve_validate import served_csv
+    from membound.fidelity.serve_validate import served_csv
     d = pd.read_csv(served_csv())
     base = d[(d.hw == "h200") & (d.framework == "vllm") & (d.model == "openai/gpt-oss-120b") & (d.tp == 8)
              & (d.canonical == 1) & (d.quality == "good") & (d.scenario == "1k1k") & ~d.disagg.astype(bool)
@@ -140,7 +140,7 @@ def test_new_chips_and_models_resolve_and_are_predicted(tmp_path):
 
 
 def test_reference_folder_and_report_header(tmp_path, capsys):
-    from membound.serve_validate import main, section
+    from membound.fidelity.serve_validate import main, section
     (tmp_path / "serving").mkdir()
     path = _relabel(tmp_path / "serving", [{"hw": "mi355x"}], name="inferencemax.csv")
     assert main(["--reference", str(tmp_path)]) == 0
@@ -189,7 +189,7 @@ def test_gpt_oss_experts_compute_with_8_bit_activations_on_blackwell_only():
     # TensorRT-LLM's GPT-OSS guide: B200/GB200/B300/GB300 run MXFP4 experts with MXFP8 activations,
     # H200 with BF16; vLLM's B200 recipe sets VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1. A B200 expert
     # GEMM so computes at its fp8 peak, 4.5e15 FLOP/s, not the fp4 9.0e15; an H200's at bf16, 9.89e14.
-    from membound.serve_validate import formats
+    from membound.fidelity.serve_validate import formats
     blackwell = formats("fp4", "gpt-oss-120b", "openai/gpt-oss-120b", amd=False, fp4_chip=True)
     hopper = formats("fp4", "gpt-oss-120b", "openai/gpt-oss-120b", amd=False, fp4_chip=False)
     mi355x = formats("fp4", "gpt-oss-120b", "openai/gpt-oss-120b", amd=True, fp4_chip=True)

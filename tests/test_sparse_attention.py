@@ -66,7 +66,7 @@ def test_the_indexer_scores_at_the_fp8_rate_whatever_the_kv_format():
     # its heads (64 -> 128) adds, to a 4,096-token prefill on 8 x H200 (fp8 weights, pure roofline):
     # the GEMMs of 61 x (1536 x 64 x 128 + 7168 x 64) more parameters, 2 FLOPs each per token, split
     # over tp 8 at the fp8 rate; and 16,384 more FLOPs per (layer, causal pair), on every rank
-    from membound.estimate import prepare
+    from membound.physics.estimate import prepare
     S, fp8 = 4096, 1.979e15
     m = mb.load_model("deepseek-v3.2")
     wide = mb.Model(**(m.model_dump() | {"name": "v32-wide-indexer", "index_n_heads": 128}))

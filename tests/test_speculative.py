@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import membound as mb
-from membound.speculative import expected_tokens_per_round
+from membound.physics.speculative import expected_tokens_per_round
 
 IDEAL = dict(runtime="ideal", prompt_tokens=0, output_tokens=1)   # context 0: no KV, pure roofline
 
@@ -274,7 +274,7 @@ def test_route_correlation_default_is_physics_neutral():
     # the default routes every verified position independently (rho = 0): qwen3-30b-a3b, batch 1,
     # 60 positions read 128 * (1 - (1 - 8/128)^60) ≈ 125.3 experts per layer, as 60 batched tokens do;
     # the one fitted value is a named option, not a default
-    from membound.speculative import ANGELSLIM_ROUTE_CORRELATION, ROUTE_CORRELATION
+    from membound.physics.speculative import ANGELSLIM_ROUTE_CORRELATION, ROUTE_CORRELATION
     assert ROUTE_CORRELATION == 0.0 and ANGELSLIM_ROUTE_CORRELATION == 0.996
     spec = mb.SpeculativeDecoding(gamma=5, mean_accepted_tokens=3.0, verify_tokens=60, draft_cost=0.0)
     assert spec.route_correlation == 0.0

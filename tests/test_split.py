@@ -1,11 +1,11 @@
-"""The committed fit/select/report split (membound.split): roles by the rule, recorded, and used
+"""The committed fit/select/report split (membound.fidelity.split): roles by the rule, recorded, and used
 by validate's hold-outs."""
 import hashlib
 
 import pytest
 
 import membound as mb
-from membound import split
+from membound.fidelity import split
 
 
 def test_the_rule_by_hand():
@@ -34,8 +34,8 @@ def test_a_select_chip_is_refitted_without_every_report_chip_and_a_fit_chip_is_n
     # llama.cpp CUDA rows: DGX Spark is a select chip, the RTX 4090 a fit chip, the RTX PRO 6000 a
     # report chip (data/split.csv). Spark's held-out prediction is the refit without Spark AND
     # without every report chip's rows; the 4090 has none; the PRO 6000's refit leaves out only itself
-    from membound.reference import load_reference
-    from membound.validate import held_out_predictions, refit_without, _safe_predict
+    from membound.fidelity.reference import load_reference
+    from membound.fidelity.validate import held_out_predictions, refit_without, _safe_predict
     assert (split.role("chip", "dgx-spark"), split.role("chip", "rtx-4090"),
             split.role("chip", "rtx-pro-6000-blackwell")) == ("select", "fit", "report")
     scs = [s for s in load_reference().scenarios if s.runtime == "llama.cpp-cuda"]
@@ -54,9 +54,9 @@ def test_a_select_chip_is_refitted_without_every_report_chip_and_a_fit_chip_is_n
 def test_hold_out_refits_are_cold_and_converged(monkeypatch):
     # a refit without a group never reads the bundled figures (which saw the group) and runs until the
     # solver converges: the default entry's FitReport says so
-    import membound.calibrate as cal
-    from membound.reference import load_reference
-    from membound.validate import refit_without
+    import membound.fidelity.calibrate as cal
+    from membound.fidelity.reference import load_reference
+    from membound.fidelity.validate import refit_without
 
     def leak(rt):
         raise AssertionError(f"a hold-out refit read the bundled {rt} figures")

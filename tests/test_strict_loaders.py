@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from membound.errors import ProfileError
-from membound.reference import load_reference
-from membound.serve_validate import load_rows
-from membound.serve_validate import main as serve_validate_main
-from membound.validate import main as validate_main
+from membound.fidelity.reference import load_reference
+from membound.fidelity.serve_validate import load_rows
+from membound.fidelity.serve_validate import main as serve_validate_main
+from membound.fidelity.validate import main as validate_main
 
 DATA = Path(str(resources.files("membound"))) / "data" / "reference"
 
@@ -189,7 +189,7 @@ def test_validate_keeps_the_measurements_report_when_the_served_file_is_broken(t
 @pytest.mark.parametrize("args, words", [(["--csv", "missing/x.csv"], "does not exist"),
                                          (["--plot", "x.txt"], ".png")])
 def test_validate_checks_its_outputs_first(tmp_path, capsys, args, words):
-    from membound.validate import _main_one_line
+    from membound.fidelity.validate import _main_one_line
     assert _main_one_line(args) == 2
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1
@@ -198,7 +198,7 @@ def test_validate_checks_its_outputs_first(tmp_path, capsys, args, words):
 def test_validate_json_keeps_the_measurements_when_the_served_file_is_broken(tmp_path, capsys):
     import json
 
-    from membound.cli import main
+    from membound.present.cli import main
     folder = tmp_path / "ref"
     (folder / "serving").mkdir(parents=True)
     header, rows = _rows(DATA / "measurements.csv", 3, lambda r: r["id"] in KEEP or r["id"] == "hw-004")
@@ -210,7 +210,7 @@ def test_validate_json_keeps_the_measurements_when_the_served_file_is_broken(tmp
 
 
 def test_mlperf_validate_checks_its_csv_first(capsys):
-    from membound.mlperf_validate import main
+    from membound.fidelity.mlperf_validate import main
     with pytest.raises(SystemExit) as e:
         main(["--csv", "missing-folder/x.csv"])
     assert e.value.code == 2 and "--csv='missing-folder/x.csv'" in capsys.readouterr().err

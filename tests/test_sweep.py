@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 import membound as mb
 from membound.errors import DoesNotFitError, InvalidInputError, UnknownNameError
-from membound.sweep import iter_sweep, pareto_front, sweep
+from membound.planning.sweep import iter_sweep, pareto_front, sweep
 
 SKIP = {"memory_placement",   # per-tier text; the table carries the numbers
         "assumptions"}        # a profile's unsourced figures (text): load_hardware(name).assumptions(n_chips)
@@ -152,7 +152,7 @@ def test_pareto_front():
 def test_core_runs_unchanged_on_dask():
     da = pytest.importorskip("dask.array")
     import dask
-    prepare = sys.modules["membound.estimate"].prepare
+    prepare = sys.modules["membound.physics.estimate"].prepare
     p = prepare("mixtral-8x7b", "h100-sxm", n_chips=2, runtime="vllm")
     B = np.array([1.0, 4.0, 16.0, 64.0])[:, None, None]
     S = np.array([0.0, 512.0, 4096.0])[None, :, None]

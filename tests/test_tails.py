@@ -1,4 +1,4 @@
-"""The served latency tails (membound.tails): the M/G/1 prefill queue by hand, the TPOT mixture
+"""The served latency tails (membound.serving.tails): the M/G/1 prefill queue by hand, the TPOT mixture
 by hand, and the whole model against the iteration-level simulator."""
 import math
 
@@ -7,7 +7,7 @@ import pytest
 
 import membound as mb
 from membound.serving import Uniform, build, solve
-from membound.tails import (_quantile, _wait_exceeds, birth_death, correlation_time, mg1_wait_tail, step_chain, tails,
+from membound.serving.tails import (_quantile, _wait_exceeds, birth_death, correlation_time, mg1_wait_tail, step_chain, tails,
                             tpot_quantiles, window_share)
 
 

@@ -1,10 +1,10 @@
 """Error against the published measurements must not regress past what the physics reaches on
 groups no fit saw.
 
-Each chip is a fit, select or report group (membound.split, data/split.csv: a hash of its name).
+Each chip is a fit, select or report group (membound.fidelity.split, data/split.csv: a hash of its name).
 Thresholds pin, per category, the median |error| of the validation rows (select chips, each left
 out with every report chip of a cold, converged refit) and of the report rows (report chips, each
-left out of a cold, converged refit), as measured on 2026-12-06 (python -m membound.validate),
+left out of a cold, converged refit), as measured on 2026-12-06 (python -m membound.fidelity.validate),
 with a stated margin: limit = 1.25 x measured + 1 point, so that a regression to 3x the measured
 figure fails (3x > 1.25x + 1 point for every figure above 0.6%). In-sample figures are never
 thresholds. A category without select (or report) chips has no figure of that kind to pin.
@@ -12,7 +12,7 @@ thresholds. A category without select (or report) chips has no figure of that ki
 import pytest
 
 import membound as mb
-from membound.reference import reference_dir
+from membound.fidelity.reference import reference_dir
 
 MARGIN = (1.25, 0.01)              # limit = 1.25 x measured + 1 point
 MEASURED = {                       # category -> (validation median, report median) |error|, re-pinned 2026-12-06
@@ -44,7 +44,7 @@ def test_the_margin_fails_a_threefold_regression():
 
 @pytest.fixture(scope="module")
 def report():
-    from membound.validate import validation_report
+    from membound.fidelity.validate import validation_report
     return validation_report()
 
 
@@ -60,7 +60,7 @@ def test_held_out_error_does_not_regress(report, category, measured):
 
 
 def test_validation_and_report_figures_come_from_their_own_roles(report):
-    from membound import split
+    from membound.fidelity import split
     for r in report["rows"]:
         assert r.role == split.role("chip", r.hardware)
         if r.role == "fit":
@@ -82,8 +82,8 @@ def test_every_row_is_predicted_or_skipped_with_a_reason(report):
 def test_held_out_rows_of_a_chip_come_from_fits_without_that_chip():
     # leaving the RTX 4090 out: the llama.cpp CUDA refit names no 4090 row, and a row of the 4090
     # is predicted by that refit, not by the bundled runtime
-    from membound.reference import load_reference, predict
-    from membound.validate import refit_without
+    from membound.fidelity.reference import load_reference, predict
+    from membound.fidelity.validate import refit_without
     scs = [s for s in load_reference().scenarios if s.runtime == "llama.cpp-cuda"]
     ids = {s.id for s in scs if s.hardware == "rtx-4090"}
     runtime, fits = refit_without(scs, ids, "llama.cpp-cuda")
@@ -104,7 +104,7 @@ def test_coverage_counts_rows_whose_device_is_disclosed(report):
 
 def test_validate_help_and_a_csv_of_the_same_schema(tmp_path, capsys):
     # --help answers; --reference takes a bare CSV of the same schema (two rows of the shipped file)
-    from membound.validate import main
+    from membound.fidelity.validate import main
     with pytest.raises(SystemExit) as e:
         main(["--help"])
     assert e.value.code == 0 and "--reference" in capsys.readouterr().out
@@ -119,7 +119,7 @@ def test_validate_help_and_a_csv_of_the_same_schema(tmp_path, capsys):
 def test_cerebras_rows_repeating_the_fitted_scenarios_within_ten_percent(report):
     # calibrated on hw-014/hw-015 (Cerebras blog); hw-005/hw-010 are Artificial Analysis' figures of
     # the same two scenarios (model and wafer count), so they check the data, not the fit (issue 28:
-    # membound.vendors reports them apart from the independent rows): 1,837 and 445 against the
+    # membound.fidelity.vendors reports them apart from the independent rows): 1,837 and 445 against the
     # fitted 1,800 and 450 put them within 2% + the fit's own residual (4-5%)
     rows = {r.id: r for r in report["rows"]}
     for rid in ("hw-005", "hw-010"):
@@ -130,7 +130,7 @@ def test_cerebras_rows_repeating_the_fitted_scenarios_within_ten_percent(report)
 def test_gpt_oss_gguf_dense_tensors_at_q8_0_by_hand():
     # gpt-oss-20b, batch 1, no context, ideal roofline on an H100: a step streams the non-expert
     # tensors at q8_0 (8.5 bits) and 4 of 32 experts per layer at mxfp4 (4.25 bits).
-    from membound.estimate import prepare
+    from membound.physics.estimate import prepare
     m = mb.load_model("gpt-oss-20b")
     p = prepare(m, "h100-sxm", prompt_tokens=0, output_tokens=1, weight_dtype="mxfp4", runtime="ideal",
                 activation_dtype="bf16")
@@ -144,7 +144,7 @@ def test_gpt_oss_gguf_dense_tensors_at_q8_0_by_hand():
 
 def test_tensorrt_llm_at_batch_one_stays_physical():
     # nothing is fitted to TensorRT-LLM's estimate() entries now (its maximum-load rows are
-    # predicted by membound.offline): llama-3.1-8b bf16 at batch 1 on an H100 sits between 60% of
+    # predicted by membound.serving.offline): llama-3.1-8b bf16 at batch 1 on an H100 sits between 60% of
     # the bandwidth ceiling and the ceiling (3.35e12 / 15.0e9 B streamed = 223 tok/s)
     r = mb.estimate("llama-3.1-8b", "h100-sxm", prompt_tokens=128, output_tokens=128, runtime="tensorrt-llm")
     ceiling = 3.35e12 / (2 * (8_030_261_248 - 128256 * 4096 + 4096))
@@ -154,8 +154,8 @@ def test_tensorrt_llm_at_batch_one_stays_physical():
 def test_a_class_refitted_away_does_not_shadow_the_default():
     # leaving DGX Spark out, llama.cpp-cuda's 'edge' class keeps only 2 Jetson rows (< 4): no edge
     # entry may remain, or the Spark rows would be predicted with no fitted figure at all
-    from membound.reference import load_reference
-    from membound.validate import refit_without
+    from membound.fidelity.reference import load_reference
+    from membound.fidelity.validate import refit_without
     scs = [s for s in load_reference().scenarios if s.runtime == "llama.cpp-cuda"]
     runtime, fits = refit_without(scs, {s.id for s in scs if s.hardware == "dgx-spark"}, "llama.cpp-cuda")
     assert "edge" not in {f.key for f in fits} and "edge" not in runtime.classes
@@ -173,7 +173,7 @@ def test_assumed_fraction_rows_are_reported_apart(report):
     # vector add 3140 of 3350 GB/s; a 1 GiB copy at 921.85 of 1008 GB/s and torch.mm fp16), the RTX
     # A6000's only for compute (its bandwidth is assumed), an Apple M1's for neither: a chip with either
     # fraction assumed is an assumed-fraction chip
-    from membound.validate import FRACTION_KINDS, fractions_known
+    from membound.fidelity.validate import FRACTION_KINDS, fractions_known
     assert [fractions_known(c) for c in ("h100-sxm", "rtx-4090", "rtx-a6000", "apple-m1")] == \
         ["measured", "measured", "assumed", "assumed"]
     # a row takes only the fractions its runtime leaves to the chip: TinyChat's entry sets none (the
@@ -190,7 +190,7 @@ def test_assumed_fraction_rows_are_reported_apart(report):
 
 
 def test_each_fraction_is_assumed_or_measured_by_its_own_clause():
-    from membound.validate import fraction_evidence as fe
+    from membound.fidelity.validate import fraction_evidence as fe
     assert fe("assumed; no measurement in the reference files", "compute_fraction") == "assumed"
     ev = "bandwidth assumed (no stream measurement); compute: torch.mm fp16 120.49 of 154.8 TFLOP/s"
     assert (fe(ev, "bandwidth_fraction"), fe(ev, "compute_fraction")) == ("assumed", "measured")

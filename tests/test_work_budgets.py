@@ -7,10 +7,10 @@ import itertools
 import pytest
 
 import membound as mb
-from membound import workbudget
+from membound.base import workbudget
 from membound.errors import InvalidInputError, UnknownNameError
-from membound.planner import MAX_GRID_POINTS, plan_served
-from membound.workbudget import WorkBudget
+from membound.planning.planner import MAX_GRID_POINTS, plan_served
+from membound.base.workbudget import WorkBudget
 
 
 def _counter():
@@ -81,7 +81,7 @@ def test_plan_served_raises_input_errors_instead_of_finding_no_configuration(kw,
 def test_plan_served_is_refused_past_its_seconds_of_work(monkeypatch):
     # 1 s a read: the start reads 0, the k-th configuration's tick reads k; 2 devices x 2 formats x
     # 16 chip counts = 64 configurations, so with PLAN_BUDGET_S = 60 the 61st tick is refused
-    from membound import planner
+    from membound.planning import planner
     monkeypatch.setattr(workbudget, "CLOCK", _counter())
     assert planner.PLAN_BUDGET_S == 60.0
     with pytest.raises(InvalidInputError, match=r"plan_served='61 s' is invalid: expected a plan of at most 60 s"):

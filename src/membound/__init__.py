@@ -23,42 +23,42 @@ Which call answers which question (docs/questions.md has the full map; help(mb.N
 Every bad input raises a subclass of MemboundError naming the field, the value and what was expected.
 """
 from .errors import DoesNotFitError, InvalidInputError, MemboundError, ProfileError, UnknownNameError
-from .names import resolve_name, suggest_names
-from .dtypes import DType, get_dtype, list_dtypes, register_dtype
-from .hardware import Hardware, add_hardware_dir, list_hardware, load_hardware
-from .model import Model, list_models, load_model
-from .runtime import Runtime, list_runtimes, load_runtime
-from .parallel import Parallel
-from .quantization import Quantization
-from .speculative import SpeculativeDecoding, expected_tokens_per_round
-from .result import Memory, Result
-from .estimate import bandwidth_ceiling, estimate
-from .capacity import layout_for, min_chips
-from .compare import CompareResult, compare
-from . import plots   # matplotlib is imported only when a plot is drawn
-from .speculative import head_cost, head_param_count, mtp, mtp_module, predicted_speedup
-from .batching import BatchCurve, BusFare, FastMode, batch_curve, bus_fare, fast_mode, max_batch, ridge_batch
-from .levers import LeverReport, QuantSpeedup, best_gamma, explain_levers, quantization_speedup, speculative_speedup
-from .sweep import iter_sweep, pareto_front, sweep
-from .planner import SLO, PlanResult, Workload, plan
-from .rate_search import MaxRate, max_rate
+from .catalog.names import resolve_name, suggest_names
+from .catalog.dtypes import DType, get_dtype, list_dtypes, register_dtype
+from .catalog.hardware import Hardware, add_hardware_dir, list_hardware, load_hardware
+from .catalog.model import Model, list_models, load_model
+from .catalog.runtime import Runtime, list_runtimes, load_runtime
+from .physics.parallel import Parallel
+from .physics.quantization import Quantization
+from .physics.speculative import SpeculativeDecoding, expected_tokens_per_round
+from .physics.result import Memory, Result
+from .physics.estimate import bandwidth_ceiling, estimate
+from .physics.capacity import layout_for, min_chips
+from .planning.compare import CompareResult, compare
+from .present import plots   # matplotlib is imported only when a plot is drawn
+from .physics.speculative import head_cost, head_param_count, mtp, mtp_module, predicted_speedup
+from .planning.batching import BatchCurve, BusFare, FastMode, batch_curve, bus_fare, fast_mode, max_batch, ridge_batch
+from .planning.levers import LeverReport, QuantSpeedup, best_gamma, explain_levers, quantization_speedup, speculative_speedup
+from .planning.sweep import iter_sweep, pareto_front, sweep
+from .planning.planner import SLO, PlanResult, Workload, plan
+from .planning.rate_search import MaxRate, max_rate
 from .serving import Fixed, Samples, Scheduler, ServeCurve, ServeResult, Uniform, serve, serve_curve
-from .disagg import Pool, serve_disaggregated
-from .product import VoiceTurn, agent_loop_s, reasoning_time_s, thinking_tokens, voice_turn
+from .serving.disagg import Pool, serve_disaggregated
+from .planning.product import VoiceTurn, agent_loop_s, reasoning_time_s, thinking_tokens, voice_turn
 
-from .reference import Scenario, load_reference, predict, reference_dir
-from .explore import explore   # ipywidgets is imported only when the explorer is built
-from . import defaults
+from .fidelity.reference import Scenario, load_reference, predict, reference_dir
+from .present.explore import explore   # ipywidgets is imported only when the explorer is built
+from .base import defaults
 
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
     """`validation_report` is imported on first use: importing membound.validate (and through
-    it calibrate and vendors) with the package would make `python -m membound.validate` warn that
+    it calibrate and vendors) with the package would make `python -m membound.fidelity.validate` warn that
     the module was already imported before it ran."""
     if name == "validation_report":
-        from .validate import validation_report
+        from .fidelity.validate import validation_report
         return validation_report
     raise AttributeError(f"module 'membound' has no attribute {name!r}")
 

@@ -55,7 +55,7 @@ class UnknownNameError(MemboundError, KeyError):
     def __init__(self, kind: str, name, known, suggestions=None):
         self.kind, self.name, self.known = kind, name, sorted(known)
         if suggestions is None:
-            from .names import NameIndex, Entry
+            from .catalog.names import NameIndex, Entry
             suggestions = NameIndex.build(kind, [Entry(k) for k in self.known]).suggest(name if isinstance(name, str) else "")
         self.suggestions = list(suggestions)
         quoted = [repr(s) for s in self.suggestions]

@@ -36,7 +36,7 @@ from .api import attach_speculative, build, instance_limits, serve
 from .curve import DEFAULT_CONCURRENCY, ServeCurve, ServedFastMode, serve_curve
 from .lengths import Fixed, Length, Samples, Uniform, as_length
 from .result import Quantiles, ServeResult
-from ..runtime import DEFAULT_SERVED
+from ..catalog.runtime import DEFAULT_SERVED
 from .scheduler import Scheduler
 from .simulator import simulate
 from .solver import Steady, batch_wait, finite_run_share, run_share, solve

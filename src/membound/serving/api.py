@@ -7,12 +7,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from .. import defaults
+from ..base import defaults
 from ..errors import InvalidInputError, is_finite_number
-from ..estimate import MAX_COUNT, Prepared, draft_bytes, draft_prepared, prepare
-from ..hardware import load_hardware
-from ..runtime import DEFAULT_SERVED, Served, load_runtime
-from ..speculative import SpeculativeDecoding
+from ..physics.estimate import MAX_COUNT, Prepared, draft_bytes, draft_prepared, prepare
+from ..catalog.hardware import load_hardware
+from ..catalog.runtime import DEFAULT_SERVED, Served, load_runtime
+from ..physics.speculative import SpeculativeDecoding
 from .lengths import Length, as_length
 from .result import Quantiles, ServeResult
 from .scheduler import Scheduler, _set
@@ -128,11 +128,11 @@ def served_chips(model, hardware, n_chips, parallel, prompt: Length, output: Len
     that hold the weights and one request of the longest prompt + output (`capacity.min_chips`)."""
     if n_chips is not None and n_chips != "auto":
         return n_chips          # checked where it is used
-    from ..parallel import as_parallel
+    from ..physics.parallel import as_parallel
     given = as_parallel(parallel)
     if given is not None:
         return given.chips
-    from ..capacity import min_chips
+    from ..physics.capacity import min_chips
     return min_chips(model, hardware, context_tokens=max(1, prompt.high + output.high), **estimate_kwargs)
 
 
@@ -241,7 +241,7 @@ def _from_solver(sm, sched, p, st: Steady, prompt, output, concurrency, arrival_
     ttft_qs = Quantiles(ttft_q(0.5), ttft_q(0.9), ttft_q(0.99), ttft)
     tpot = Quantiles(tau, tau, tau, tau)
     if arrival_rate is not None:     # Poisson arrivals: the tails' model (membound.tails, mlperf's helper)
-        from ..tails import tails
+        from .tails import tails
         t = tails(sm, sched, st, float(arrival_rate), prompt, output)
         if all(math.isfinite(v) for v in t.ttft):      # else the prefill work outgrows the steps: kept as before
             ttft_qs = Quantiles(*t.ttft, mean=ttft)

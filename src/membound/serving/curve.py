@@ -5,10 +5,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import defaults
+from ..base import defaults
 from ..errors import InvalidInputError, is_finite_number
-from ..estimate import MAX_COUNT
-from ..fares import SpeedCurve
+from ..physics.estimate import MAX_COUNT
+from ..physics.fares import SpeedCurve
 from .api import build
 from .lengths import as_length
 from .solver import solve
@@ -39,11 +39,11 @@ class ServeCurve:
                                if self.cost_per_million_output_tokens_usd is not None else {}))
 
     def __str__(self) -> str:
-        from ..display import serve_curve_text
+        from ..base.display import serve_curve_text
         return serve_curve_text(self)
 
     def _repr_html_(self) -> str:
-        from ..display import serve_curve_html
+        from ..base.display import serve_curve_html
         return serve_curve_html(self)
 
     @property
@@ -95,11 +95,11 @@ class ServedFastMode:
                 f"{self.speedup:.2f}x the speed for {self.price_ratio:.2f}x the price per token")
 
     def __str__(self) -> str:
-        from ..display import served_fast_mode_rows, text_table
+        from ..base.display import served_fast_mode_rows, text_table
         return text_table(served_fast_mode_rows(self))
 
     def _repr_html_(self) -> str:
-        from ..display import html_table, served_fast_mode_rows
+        from ..base.display import html_table, served_fast_mode_rows
         return html_table(served_fast_mode_rows(self))
 
 

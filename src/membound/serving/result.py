@@ -93,11 +93,11 @@ class ServeResult:
         ]
 
     def __str__(self) -> str:
-        from ..display import text_table
+        from ..base.display import text_table
         return text_table(self.rows())
 
     def _repr_html_(self) -> str:
-        from ..display import html_table
+        from ..base.display import html_table
         return html_table(self.rows())
 
 

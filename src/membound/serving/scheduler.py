@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields
 from typing import TypeVar
 
 from ..errors import InvalidInputError
-from ..runtime import Served
+from ..catalog.runtime import Served
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..roofline import causal_pairs, effective_context
-from ..workbudget import WorkBudget
+from ..physics.roofline import causal_pairs, effective_context
+from ..base.workbudget import WorkBudget
 from .scheduler import Scheduler, _set
 from .solver import kv_room, kv_room_knobs
 from .step import StepModel

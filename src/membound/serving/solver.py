@@ -9,7 +9,7 @@ import numpy as np
 from scipy.special import gammainc, gammaln
 
 from ..errors import DoesNotFitError, InvalidInputError
-from ..roofline import causal_pairs
+from ..physics.roofline import causal_pairs
 from .lengths import Length
 from .scheduler import Scheduler, _set
 from .step import StepModel

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core import Pass, chip_of, decode_index, model_consts, pass_s, pipeline_pass, timed
-from ..estimate import Prepared
-from ..roofline import Num, context_pieces, effective_context, maximum, sum_linear, sum_over_context
+from ..physics.core import Pass, chip_of, decode_index, model_consts, pass_s, pipeline_pass, timed
+from ..physics.estimate import Prepared
+from ..physics.roofline import Num, context_pieces, effective_context, maximum, sum_linear, sum_over_context
 from .scheduler import Scheduler, _set
 
 if TYPE_CHECKING:

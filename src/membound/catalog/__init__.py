@@ -1,0 +1,4 @@
+"""The catalogue layer: what can be named. dtypes, models, hardware profiles, runtimes (engines and their
+fitted constants, as files), the name resolver and the bundled data files. Imports only `membound.base`
+and `membound.errors`. See docs/architecture.md.
+"""

@@ -1,0 +1,292 @@
+"""The constant budget (issue 27 item 2; DESIGN.md, rules of honest fitting): every constant of
+every runtime, fitted or not, with its unit, prior range, the rows and groups behind it and
+whether it sits on a bound; a runtime with more than one free constant per two groups (chips) its
+fits span is flagged.
+
+    python -m membound.fidelity.budget            (or membound.budget.format_budget())
+
+Kinds of constant:
+- fitted: chosen by the one fitter (membound.fitter) on the rows named: a runtime entry's figures
+  (membound.calibrate.FIT), an engine's served costs (membound.serve_calibrate), a fast chip's
+  generation constant (membound.vendors.FITS);
+- set: fixed from a cited fact of the engine's code or a measurement (calibrate.FIXED,
+  serve_calibrate.FIXED), with the reason where the code gives one;
+- held: a device class's figure held at the runtime default's value (too few rows to fit it);
+- profile: a fraction the runtime's entry leaves to each chip (its profile's `achievable`: a published
+  stream or GEMM measurement, or "assumed" where none was found), listed per chip of its rows;
+- assumed: any other figure the runtime file sets (a prior, not evidence).
+
+Groups are chips: a fit over rows of n chips may free at most n // 2 constants. A fitted value
+within a thousandth of its range from a bound is "on a bound": missing physics, not a result.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+
+from .fitter import Param
+
+UNITS = (("_cycles", "cycles"), ("w_per_tflop", "W per fp32 TFLOP/s"), ("_steps", "steps"), ("_tokens", "tokens"),
+         ("_rows", "rows"), ("_s", "s"), ("fraction", "share"), ("efficiency", "share"), ("overlap", "share"),
+         ("acceptance", "share"), ("_ratio", "share"), ("max_running", "sequences"), ("token_budget", "tokens"))
+# a served block's scheduler settings: the engine's launch defaults (runtime.Served), not costs
+SETTINGS = ("max_running", "token_budget", "kv_block_tokens", "memory_fraction", "dp_balance_steps",
+            "recv_interval_steps", "batch_wait_steps", "batch_wait_ratio", "lookahead_steps")
+KINDS = ("fitted", "frozen", "set", "held", "profile", "setting", "assumed")
+FREE = ("fitted", "frozen")
+
+
+def unit_of(name: str) -> str:
+    """The unit a constant's name states (membound's names carry their units)."""
+    return next((u for suffix, u in UNITS if name.endswith(suffix)), "1")
+
+
+@dataclass(frozen=True)
+class Constant:
+    runtime: str
+    entry: str               # a class entry ("default", "edge", ...), "served" or "runtime"
+    name: str
+    value: float
+    kind: str                # KINDS: fitted | frozen (fitted earlier on the same rows, then held) | set | held |
+                             # profile (a chip's achievable fraction) | setting (an engine's scheduler default) |
+                             # assumed
+    unit: str
+    prior: tuple | None      # (lo, hi) of a fitted figure
+    rows: int = 0            # rows the fit used (fitted only)
+    chips: tuple = ()        # chips those rows are on
+    bound: str = ""          # "lower" / "upper" where a fitted value sits on a bound
+    why: str = ""            # the reason a set figure gives
+
+
+@dataclass
+class RuntimeBudget:
+    runtime: str
+    constants: list = field(default_factory=list)
+
+    @property
+    def free(self) -> int:
+        return sum(c.kind in FREE for c in self.constants)
+
+    @property
+    def chips(self) -> tuple:
+        return tuple(sorted({h for c in self.constants if c.kind in FREE for h in c.chips}))
+
+    @property
+    def allowed(self) -> int:
+        """One free constant per two groups (chips) the fits span."""
+        return len(self.chips) // 2
+
+    @property
+    def over(self) -> bool:
+        return self.free > self.allowed
+
+
+def _numeric(d: dict) -> dict:
+    return {k: float(v) for k, v in d.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _calibrated(scenarios) -> dict:
+    """{runtime: RuntimeBudget} of the runtimes membound.calibrate fits (values as bundled)."""
+    from .calibrate import BOUNDS, FIT, FIXED, RUNTIME_WIDE, calibrate_runtimes
+    from ..catalog.hardware import load_hardware  # noqa: F401 - the fits load profiles
+    from ..catalog.runtime import load_runtime
+    out = {}
+    for rt, groups in calibrate_runtimes(scenarios).items():
+        bundled = load_runtime(rt)
+        b = RuntimeBudget(rt)
+        by_id = {s.id: s for s in scenarios}
+        for g in groups:
+            entry = bundled.classes.get(g.key)
+            values = entry.model_dump(exclude_none=True) if entry is not None else g.params
+            chips = tuple(sorted({by_id[i].hardware for i in g.rows if i in by_id}))
+            for p in g.params:
+                v = float(values.get(p, g.params[p]))
+                if p in FIXED.get(rt, {}):
+                    b.constants.append(Constant(rt, g.key, p, v, "set", unit_of(p), None, why=FIXED[rt][p][1]))
+                elif p in g.copied:
+                    what = "the runtime's figure" if p in RUNTIME_WIDE else "the default's value"
+                    b.constants.append(Constant(rt, g.key, p, v, "held", unit_of(p), None, why=what))
+                else:
+                    lo, hi = BOUNDS[p]
+                    side = Param(p, lo, hi, min(max(v, lo), hi)).bound_hit(v) or ""
+                    b.constants.append(Constant(rt, g.key, p, v, "fitted", unit_of(p), (lo, hi), len(g.rows), chips, side))
+            named = set(g.params) | set(FIT[rt])
+            set_in_file = entry.model_fields_set if entry is not None else set()
+            b.constants += _profile_fractions(rt, g.key, set_in_file, chips)
+            for k, v in _numeric({k: values[k] for k in set_in_file if k in values}).items():
+                if k not in named:
+                    b.constants.append(Constant(rt, g.key, k, v, "assumed", unit_of(k), None))
+        out[rt] = b
+    return out
+
+
+FRACTIONS = ("bandwidth_fraction", "compute_fraction")
+
+
+def _profile_fractions(rt: str, key: str, set_in_file: set, chips: tuple) -> list:
+    """The fractions entry `key` of runtime `rt` leaves to the chips (`runtime._efficiency`: an unset
+    fraction is the profile's `achievable`), one per chip its rows are on: measured where the
+    profile cites a measurement, assumed where it says so (validate.fractions_known)."""
+    from ..catalog.hardware import load_hardware
+    from .validate import fraction_evidence
+    out = []
+    for name in (f for f in FRACTIONS if f not in set_in_file):
+        for chip in chips:
+            ach = load_hardware(chip).achievable
+            how = fraction_evidence(ach.evidence, name)
+            out.append(Constant(rt, chip, name, float(getattr(ach, name)), "profile", unit_of(name), None,
+                                why=f"{how}: the chip's profile (achievable), not fitted"))
+    return out
+
+
+def _served(budgets: dict) -> None:
+    """Add each engine's served block: fitted (on the fitting chip's rows) or held."""
+    from ..catalog.runtime import load_runtime
+    from .serve_calibrate import ALLTOALL, ALLTOALL_RANGE, ENGINES, FIXED, HIGH, LOW, NEUTRAL, dp_rows, fitted_params
+    from .serve_validate import load_rows
+    rows, _ = load_rows()
+    for name in ENGINES:
+        served = getattr(load_runtime(name), "served", None)
+        if served is None:
+            continue
+        b = budgets.setdefault(name, RuntimeBudget(name))
+        fit_rows = [r for r in rows if r.runtime == name and r.fitted]
+        chips = tuple(sorted({r.device for r in fit_rows}))
+        values = _numeric(served.model_dump())
+        for k in fitted_params(name):
+            v = values[k]
+            side = Param(k, LOW[k], HIGH[k], min(max(v, LOW[k]), HIGH[k])).bound_hit(v) or ""
+            b.constants.append(Constant(name, "served", k, v, "fitted", unit_of(k), (LOW[k], HIGH[k]), len(fit_rows),
+                                        chips, side))
+        ep = dp_rows(name)
+        if ep:
+            v = values.get(ALLTOALL, 0.0)
+            side = Param(ALLTOALL, *ALLTOALL_RANGE, v).bound_hit(v) or ""
+            b.constants.append(Constant(name, "served", ALLTOALL, v, "fitted", "s", ALLTOALL_RANGE, len(ep),
+                                        tuple(sorted({r.device for r in ep})), side))
+        for k, v in FIXED.get(name, {}).items():
+            # pinned at a bound or a neutral value: set; any other held value is an earlier fit's, frozen
+            if NEUTRAL.get(k) == v:
+                kind, why = "set", "neutral: not fitted (serve_calibrate.FIXED)"
+            elif float(v) in (LOW[k], HIGH[k]):
+                kind, why = "set", "pinned at its bound, where a free fit sat: missing physics (serve_calibrate.FIXED)"
+            else:
+                kind, why = "frozen", "an earlier fit on the same rows, held (serve_calibrate.FIXED)"
+            b.constants.append(Constant(name, "served", k, float(v), kind, unit_of(k), (LOW[k], HIGH[k]),
+                                        len(fit_rows) if kind == "frozen" else 0, chips if kind == "frozen" else (),
+                                        why=why))
+        named = set(fitted_params(name)) | set(FIXED.get(name, {})) | ({ALLTOALL} if ep else set())
+        for k, v in values.items():
+            if k not in named:
+                kind = "setting" if k in SETTINGS else "assumed"
+                b.constants.append(Constant(name, "served", k, v, kind, unit_of(k), None))
+
+
+def _vendors(budgets: dict, scenarios) -> None:
+    from ..catalog.runtime import load_runtime
+    from .vendors import FITS
+    by_id = {s.id: s for s in scenarios}
+    for name, (dev, ids, fld, _, (lo, hi)) in FITS.items():
+        try:
+            rt = load_runtime(name)
+        except Exception:   # noqa: BLE001 - a generation without a file has nothing to list
+            continue
+        entry = rt.classes.get(dev)
+        if entry is None or getattr(entry, fld) is None:
+            continue
+        v = float(getattr(entry, fld))
+        side = Param(fld, lo, hi, min(max(v, lo), hi)).bound_hit(v) or ""
+        chips = tuple(sorted({by_id[i].hardware for i in ids if i in by_id}))
+        budgets[name] = RuntimeBudget(name, [Constant(name, dev, fld, v, "fitted", unit_of(fld), (lo, hi), len(ids),
+                                                      chips, side)])
+
+
+def _others(budgets: dict) -> None:
+    """What no fit touches: every figure a runtime file sets that calibrate and the fast chips' fits
+    do not fit (the class entries of the served engines and of the unfitted runtimes; the served
+    blocks of runtimes serve_calibrate does not fit) is assumed, or an engine's setting."""
+    from .calibrate import FIT
+    from ..catalog.runtime import list_runtimes, load_runtime
+    from .serve_calibrate import ENGINES
+    from .vendors import FITS
+    for name in list_runtimes():
+        rt = load_runtime(name)
+        b = budgets.setdefault(name, RuntimeBudget(name))
+        if name not in FIT and name not in FITS:
+            for key, e in rt.classes.items():
+                why = e.evidence[:120]
+                for k, v in _numeric(e.model_dump(exclude_none=True, exclude_defaults=True)).items():
+                    b.constants.append(Constant(name, key, k, v, "assumed", unit_of(k), None, why=why))
+        served = getattr(rt, "served", None)
+        if served is not None and name not in ENGINES:
+            for k, v in _numeric(served.model_dump(exclude_defaults=True)).items():
+                b.constants.append(Constant(name, "served", k, v, "setting" if k in SETTINGS else "assumed",
+                                            unit_of(k), None))
+
+
+def constant_budget(path=None) -> dict:
+    """{runtime: RuntimeBudget}: every constant of every bundled runtime (see the module docstring);
+    `path`: the reference measurements the calibrated runtimes' rows come from (default: shipped)."""
+    from .calibrate import fit_rows  # noqa: F401 - the rows calibrate uses
+    from .reference import load_reference
+    ref = load_reference(path)
+    budgets = _calibrated(ref.scenarios)
+    _served(budgets)
+    _vendors(budgets, ref.scenarios)
+    _others(budgets)
+    _core(budgets)
+    return dict(sorted(budgets.items()))
+
+
+def _core(budgets: dict) -> None:
+    """Physics constants outside any runtime file (listed so they are seen)."""
+    from ..physics.quantization import DEFAULT_DEQUANT_OVERHEAD
+    budgets["(core)"] = RuntimeBudget("(core)", [Constant(
+        "(core)", "quantization", "DEFAULT_DEQUANT_OVERHEAD", DEFAULT_DEQUANT_OVERHEAD, "set", "share", None,
+        why="a weight-only GEMM's extra work: MARLIN runs ~10% below FP16 when compute-bound (arXiv 2408.11743)")])
+
+
+WHY_CHARS = 90     # a set figure's reason, cut to this many characters in the printed table
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.4g}"
+
+
+def format_budget(budgets: dict | None = None) -> str:
+    budgets = constant_budget() if budgets is None else budgets
+    out = ["Constant budget: every constant of every runtime (membound.budget). Kinds: fitted (the one fitter, on the "
+           "rows counted), frozen (fitted earlier on the same rows, then held: free too), set (a cited fact, a bound "
+           "or a neutral value), held (a class at the default's value), profile (a fraction each chip's profile "
+           "gives: measured or assumed there), setting (an engine's scheduler default), assumed (a prior the file "
+           "sets). Budget: at most one free constant per two chips its fits span.", "",
+           f"  {'entry':16s} {'constant':28s} {'value':>10s} {'unit':18s} {'kind':8s} {'prior':18s} {'rows':18s} "
+           "bound hit / reason", ""]
+    for name, b in budgets.items():
+        n = {k: sum(c.kind == k for c in b.constants) for k in KINDS}
+        flag = "  OVER BUDGET" if b.over else ""
+        out.append(f"{name}: {b.free} free ({n['fitted']} fitted, {n['frozen']} frozen) over {len(b.chips)} chips "
+                   f"(allowed {b.allowed}){flag}; " + ", ".join(f"{n[k]} {k}" for k in KINDS[2:]))
+        for c in b.constants:
+            prior = f"[{_fmt(c.prior[0])}, {_fmt(c.prior[1])}]" if c.prior and c.kind in FREE else ""
+            fit = f"{c.rows} rows, {len(c.chips)} chips" if c.kind in FREE else ""
+            bound = f"ON {c.bound.upper()} BOUND (missing physics)" if c.bound else ""
+            why = c.why if len(c.why) <= WHY_CHARS else c.why[:WHY_CHARS - 3] + "..."
+            out.append(f"  {c.entry:16s} {c.name:28s} {_fmt(c.value):>10s} {c.unit:18s} {c.kind:8s} {prior:18s} "
+                       f"{fit:18s} {bound or why}".rstrip())
+        out.append("")
+    over = [n for n, b in budgets.items() if b.over]
+    out.append(f"Over budget ({len(over)}): {', '.join(over) or 'none'}")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m membound.fidelity.budget", description=__doc__.splitlines()[0])
+    ap.add_argument("--reference", default=None, help="a measurements CSV or a folder holding measurements.csv")
+    a = ap.parse_args(argv)
+    print(format_budget(constant_budget(a.reference)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,160 @@
+"""A wafer's own physics, from its architecture papers: a layer's GEMVs and collectives over the
+square of cores it owns (Cerebras WSE). `core.floor_s` calls it. (A tensor-streaming chip's
+exchange is `parallel.communication_s` over its directly wired node; the memory tiers of an RDU
+are `core.placement`'s.)
+
+Wafer (Cerebras WSE). Facts:
+
+- the fabric is a 2-D mesh; each core's router links to its four neighbours and to its own
+  core through a "ramp"; a message is a stream of 32-bit wavelets, one wavelet per link per
+  cycle, one cycle per hop (Cerebras SDK documentation, "A Conceptual View" of the WSE:
+  sdk.cerebras.net; Luczynski et al., "Near-Optimal Wafer-Scale Reduce", HPDC 2024,
+  arXiv:2404.15888, sec. 2-3);
+- a collective's time on the WSE, validated there to within 4% on a CS-2:
+  T = max(C, E/N) + L + (2 T_R + 1) D cycles, with C the most wavelets one core must take in
+  (contention), E/N the wavelet-hops per link used (energy), L the longest path in hops
+  (distance), D the dependent steps in series (depth) and T_R the cycles from a router to its
+  core and back (T_R = 2 on the WSE-2; ibid., sec. 3, "performance model");
+- a GEMV [1, K] x [K, M] on a P x P square of cores: the input vector's K/P slices are
+  broadcast along one axis, each core multiplies its (K/P) x (M/P) block, and the partial
+  outputs (M/P per core) are reduced along the other axis (He et al., "WaferLLM: Large Language
+  Model Inference at Wafer Scale", OSDI 2025, arXiv:2502.04563: MeshGEMV, whose reduce is a
+  K-tree that bounds the depth);
+- a 16- or 32-bit value travels one to a wavelet (the SDK's fabric data structures move one
+  element per wavelet; an assumption where a kernel would pack two 16-bit values).
+
+The reduce of B wavelets per core over n cores in a line takes, by that model, the better of a
+chain (every core adds and forwards: C = B, L = n - 1, D = n - 1) and a binomial tree (depth
+d = ceil(log2 n): C = B d, L = n - 1, D = d); a multicast broadcast C = B, L = n - 1, D = 1.
+A decoder layer on its square, in the order its values depend on one another: an RMSNorm (a
+sum of squares reduced over the square and the scale broadcast back), the q/k/v GEMV, the
+attention's three reductions (the softmax's max and sum per head, the values' weighted sum),
+the o GEMV, a second RMSNorm, the gate/up GEMV, the down GEMV, and the hidden state's walk to
+the next layer's square. Two pairs run side by side, because the arithmetic allows it exactly:
+an RMSNorm's scale is one number per token, so (x g / rms) W = ((x g) W) / rms and the GEMV after
+it starts on x g while the sum of squares is reduced (the layer pays the longer of the two); and
+the softmax's sum is a divisor applied after the values' weighted sum, so those two reductions
+run together once the max is known (the normalise-after form of online softmax: Milakov and
+Gimelshein, "Online normalizer calculation for softmax", 2018, arXiv:1805.02867).
+The cores' own work is their share of the layer's weights: each weight read and its partial sum
+read and written back, memory to memory, at the core's share of the SRAM bandwidth (21 PB/s
+counts reads and writes alike; `local_bytes_per_weight`), or multiplied at their share of the
+compute peak, whichever is slower.
+
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .roofline import Num, maximum, minimum
+
+if TYPE_CHECKING:
+    from .core import ModelConsts
+    from ..catalog.hardware import Hardware
+
+
+def _ceil_log2(n: Num) -> Num:
+    return np.ceil(np.log2(maximum(n, 1.0)))
+
+
+def reduce_cycles(n: Num, wavelets: Num, ramp: Num) -> Num:
+    """Cycles to reduce `wavelets` (B) wavelets per core over `n` cores in a line, by Luczynski et
+    al.'s model, the best of their three forms: a chain, B + (n - 1) + (2 T_R + 1)(n - 1); a
+    binomial tree, B d + (n - 1) + (2 T_R + 1) d with d = ceil(log2 n); and their two-phase
+    reduce, chains in g = ceil(sqrt n) groups at once and then a chain over the g group heads,
+    2 B + (n - 1) + (2 T_R + 1) 2 (g - 1). 0 for one core."""
+    hops = maximum(n - 1.0, 0.0)
+    step = 2.0 * ramp + 1.0
+    d = _ceil_log2(n)
+    g = np.ceil(np.sqrt(maximum(n, 1.0)))
+    chain = wavelets + hops + step * hops
+    tree = wavelets * d + hops + step * d
+    two_phase = 2.0 * wavelets + hops + step * 2.0 * (g - 1.0)
+    return np.where(n > 1.0, minimum(minimum(chain, tree), two_phase), 0.0) + 0.0
+
+
+def broadcast_cycles(n: Num, wavelets: Num, ramp: Num) -> Num:
+    """Cycles to multicast `wavelets` wavelets from one core to `n` in a line: B + (n - 1) +
+    (2 T_R + 1), the wavelets following one another down the line; 0 for one core."""
+    return np.where(n > 1.0, wavelets + (n - 1.0) + 2.0 * ramp + 1.0, 0.0) + 0.0
+
+
+def region_reduce_cycles(side: Num, wavelets: Num, ramp: Num) -> Num:
+    """Cycles to reduce `wavelets` wavelets per core over a side x side region to its corner: every
+    row at once along its line, then the column of row sums (two `reduce_cycles` in series)."""
+    return 2.0 * reduce_cycles(side, wavelets, ramp)
+
+
+def region_broadcast_cycles(side: Num, wavelets: Num, ramp: Num) -> Num:
+    """Cycles to multicast `wavelets` wavelets from a corner over a side x side region: down its
+    column, then along every row at once (two `broadcast_cycles` in series)."""
+    return 2.0 * broadcast_cycles(side, wavelets, ramp)
+
+
+PARTIAL_SUM_BYTES = 2.0   # the narrowest partial sum a core keeps: fp16 (CSL's @fmach, 16-bit multiply-add)
+
+
+def local_bytes_per_weight(w_bytes: Num) -> Num:
+    """SRAM bytes a core moves per weight of its local GEMV: the weight read, and the partial sum it
+    multiplies into read and written back, y[i] += A[i, j] x[j] memory to memory (a core's
+    multiply-add takes memory operands: Cerebras' own matvec benchmark runs
+    @fmacs(y_dest_dsr, y_src0_dsr, A_src1_dsr, x[j]) over y for each column j, csl-examples
+    benchmarks/single-tile-matvec/src/pe_matvec.csl, and counts the "actual read/writes" as "read
+    full x; read each col of V stack; read, write full y nb times = 3 nb^2 + nb", its run.py). The partial sum is taken at
+    16 bits, the narrowest a core's floating-point multiply-add keeps, so this is the least a core
+    moves: w + 2 x 2 bytes (6 for a 16-bit weight, 3x the weight alone)."""
+    return w_bytes + 2.0 * PARTIAL_SUM_BYTES
+
+
+def gemv_cycles(k: Num, m: Num, side: Num, ramp: Num, local_per_weight: Num) -> Num:
+    """Cycles of a GEMV [1, k] x [k, m] on a side x side square: the input's k/side slices
+    broadcast along one axis, each core's (k/side)(m/side) weights at `local_per_weight` cycles
+    each, the m/side partial outputs per core reduced along the other axis."""
+    return broadcast_cycles(side, k / side, ramp) + k * m / side**2 * local_per_weight \
+        + reduce_cycles(side, m / side, ramp)
+
+
+def layer_cycles(c: ModelConsts, side: Num, ramp: Num, local_per_weight: Num) -> Num:
+    """Cycles one decoder layer of `c` takes for one token on a side x side square of cores (the
+    module docstring lists its steps)."""
+    q, kv, h, f = c.q_dim, c.kv_elems, c.hidden, c.ffn
+    norm = region_reduce_cycles(side, 1.0, ramp) + region_broadcast_cycles(side, 1.0, ramp)
+    qkv = gemv_cycles(h, q + kv, side, ramp, local_per_weight)
+    gate_up = gemv_cycles(h, 2.0 * f, side, ramp, local_per_weight)
+    rest = gemv_cycles(q, h, side, ramp, local_per_weight) + gemv_cycles(f, h, side, ramp, local_per_weight)
+    # the softmax's max first; its sum and the values' weighted sum, normalised after, side by side
+    attention = reduce_cycles(side, c.n_heads / side, ramp) \
+        + maximum(reduce_cycles(side, c.n_heads / side, ramp), reduce_cycles(side, q / side, ramp))
+    walk = h / side + side          # the hidden state's h/side wavelets per row to the next square
+    return maximum(norm, qkv) + attention + maximum(norm, gate_up) + rest + walk
+
+
+def wafer_pass_s(c: ModelConsts, hw: Hardware, tp: Num, w_bytes: Num, layers_per_chip: Num) -> Num:
+    """Seconds one token takes through every layer of `c` on wafers (each holding
+    `layers_per_chip` layers; tp wafers share a layer): the layers' cycles at the fabric's clock.
+    A layer owns cores x tp / layers_per_chip cores; its weights need at least their bytes over a
+    core's SRAM, and the compiler maps its GEMVs onto the square, between those two sizes, that
+    takes the fewest cycles (a larger square shortens the cores' own work and lengthens every
+    collective's path: `SIDES` sizes compared). 0 without a fabric."""
+    fab = hw.fabric
+    if fab is None:
+        return 0.0
+    clock = fab.clock_hz()
+    sram = hw.memory[0]
+    sram_bytes_per_cycle = sram.bandwidth_bytes_s / fab.cores / clock
+    macs_per_cycle = max(hw.compute_flops.values()) / 2.0 / fab.cores / clock
+    local = maximum(local_bytes_per_weight(w_bytes) / sram_bytes_per_cycle, 1.0 / macs_per_cycle)
+    largest = (fab.cores * tp / layers_per_chip) ** 0.5
+    layer_bytes = (c.total_params - c.lookup_params - c.vocab * c.hidden) / c.n_layers * w_bytes / tp
+    smallest = minimum((layer_bytes / (sram.capacity_bytes / fab.cores)) ** 0.5, largest)
+    ramp = float(fab.ramp_cycles)
+    best = layer_cycles(c, maximum(smallest, 1.0), ramp, local)
+    for i in range(1, SIDES):
+        side = smallest * (largest / smallest) ** (i / (SIDES - 1))
+        best = minimum(best, layer_cycles(c, maximum(side, 1.0), ramp, local))
+    return c.n_layers * best / clock
+
+
+SIDES = 16   # square sizes compared, geometric from the fewest cores that hold a layer to all it owns

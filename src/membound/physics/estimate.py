@@ -1,0 +1,498 @@
+"""`estimate()`: one prediction for one configuration, and the pure bandwidth ceiling."""
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import operator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..base import defaults
+from ..catalog import dtypes
+from .core import (BOUNDS, ChipBase, Drafter, Knobs, ModelConsts, SpecArgs, chip_base, evaluate, model_consts)
+from ..catalog.dtypes import get_dtype
+from ..errors import DoesNotFitError, InvalidInputError, MemboundError, is_finite_number
+from ..catalog.hardware import Hardware, load_hardware
+from ..catalog.model import Model, load_model
+from .parallel import Parallel, as_parallel, fewest_chips, layout_for
+from .quantization import Quantization, Resolved
+from .result import Memory, Result, TierUse, _create
+from ..catalog.runtime import Efficiency, Runtime, load_runtime
+from .speculative import SpeculativeDecoding
+
+
+MAX_COUNT = 10**9
+"""The largest batch, token count or chip count any function takes: far beyond a real
+deployment, and small enough that every product of counts stays exact in float arithmetic
+(10**400 overflowed a float; a prompt of 10**19 tokens lost the decode step to rounding)."""
+
+_WORKLOAD = frozenset(("batch", "prompt", "output"))   # the Knobs fields chip_base does not read
+_TERMS = operator.itemgetter(*(f"{k}_s" for k in BOUNDS))   # core.evaluate's keys of the BOUNDS terms
+
+
+def check_int(field: str, value, minimum: int, maximum: int = MAX_COUNT) -> int:
+    """An integer in [minimum, maximum] (numpy integers accepted), else InvalidInputError."""
+    if type(value) is int and minimum <= value <= maximum:      # the common case, without the ABC check
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not minimum <= int(value) <= maximum:
+        raise InvalidInputError(field, value, f"an integer from {minimum:,} to {maximum:,}")
+    return int(value)
+
+
+def check_context(m: Model, prompt_tokens, output_tokens) -> None:
+    """prompt + output tokens (numbers or arrays: the largest counts) within the model's context
+    window, else InvalidInputError; a model without a known window is not checked."""
+    if isinstance(prompt_tokens, int) and isinstance(output_tokens, int):
+        total = prompt_tokens + output_tokens
+    else:
+        import numpy as np
+        total = int(np.max(prompt_tokens)) + int(np.max(output_tokens))
+    if m.max_context is not None and total > m.max_context:
+        raise InvalidInputError("prompt_tokens + output_tokens", total,
+                                f"at most {m.name}'s context window of {m.max_context:,} tokens "
+                                f"(allow_beyond_context=True estimates past it)")
+
+
+def _check_price(value):
+    if value is None:
+        return None
+    if not is_finite_number(value) or value < 0:
+        raise InvalidInputError("price_usd_per_hour", value, "a finite price >= 0 per chip-hour")
+    return float(value)
+
+
+def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int = defaults.PROMPT_TOKENS,
+             output_tokens: int = defaults.OUTPUT_TOKENS, weight_dtype: str = defaults.WEIGHT_DTYPE,
+             kv_dtype: str | None = None, activation_dtype: str | None = None,
+             n_chips: int | str | None = None, parallel: Parallel | None = None,
+             speculative: SpeculativeDecoding | None = None,
+             runtime=None, quantization: Quantization | None = None, placement: dict | None = None,
+             price_usd_per_hour: float | None = None, check_memory: bool = True,
+             allow_beyond_context: bool = False, dense_weight_dtype: str | None = defaults.DENSE_WEIGHT_DTYPE) -> Result:
+    """Predict decode speed, TTFT, end-to-end time, memory and cost for one configuration.
+
+    model, hardware: objects or names (hardware may be a YAML path). batch: sequences decoded
+    together; prompt_tokens / output_tokens per sequence. n_chips: a count, or None / "auto" (the
+    default): the fewest chips that hold this configuration (`capacity.min_chips`'s search; the
+    chips of `parallel` where one is given; one chip with check_memory=False); laid out by `parallel`
+    (default: `parallel.layout_for`, the one layout rule; chips it cannot use whole stay idle). runtime: None
+    (the device's measured fractions), "ideal" (pure roofline) or an engine ("llama.cpp", "vllm",
+    "tensorrt-llm", "sglang"). placement pins "weights"/"kv" to tier names. check_memory=False returns a result even when the
+    configuration does not fit (memory.fits is then False). The workload defaults are
+    `membound.defaults` (batch 1, 2,048 prompt and 256 output tokens, bf16), as the CLI's.
+    prompt_tokens + output_tokens beyond the model's context window (`Model.max_context`) is an
+    InvalidInputError unless allow_beyond_context=True. dense_weight_dtype: the format of every
+    tensor that is not a routed expert (attention, dense FFNs, shared experts, LM head,
+    embeddings) when the checkpoint keeps them apart (gpt-oss: weight_dtype="mxfp4",
+    dense_weight_dtype="bf16"); None = weight_dtype (see mb.Quantization).
+    Raises DoesNotFitError (with bytes missing and the fewest chips that would hold it) when it
+    does not fit.
+    """
+    locals_ = dict(locals())       # the arguments, for the fewest-chips search (auto, or the hint)
+    if n_chips is None or isinstance(n_chips, str):
+        n_chips = _auto_chips(locals_)
+    p, B, S, T = _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype,
+                          activation_dtype, n_chips, parallel, speculative, runtime, quantization, placement,
+                          price_usd_per_hour, allow_beyond_context, dense_weight_dtype)
+    m, hw, layout, price, pinned = p.model, p.hardware, p.layout, p.price, p.pinned
+    N, spec_args, positions = p.n_chips, p.spec_args, p.positions
+    kn = _with(p.knobs, batch=float(B), prompt=float(S), output=float(T))   # = p.at(B, S, T).evaluate()
+    r = evaluate(p.consts, hw, p.eff, kn, base=p.chip_base, **p.extra)
+    for key in ("decode_tok_s_per_user", "ttft_s", "e2e_s"):   # a last guard: never NaN/inf/0
+        if not (math.isfinite(r[key]) and r[key] > 0):
+            raise InvalidInputError(key, r[key], f"a finite positive figure; the inputs ({p.model.name} on "
+                                    f"{p.hardware.name}) are outside the physical range")
+    memory = _create(Memory, {      # dict displays: one dict per object (estimate()'s hot path)
+        "weights_bytes": r["weights_bytes_chip"], "kv_bytes": r["kv_bytes_chip"],
+        "activation_bytes": r["activation_bytes_chip"], "other_bytes": r["extra_bytes_chip"],
+        "capacity_bytes": r["capacity_bytes_chip"], "fits": bool(r["fits"]),
+        "placement": tuple([_create(TierUse, {"tier": t.name, "weights_bytes": float(w), "kv_bytes": float(kv),
+                                              "capacity_bytes": t.capacity_bytes})
+                            for (w, kv), t in zip(r["per_tier"], hw.memory)])})
+    if check_memory:
+        _check_fit(memory, hw, pinned, m, N, layout, lambda: _fewest_chips(dict(locals_), m, hw))
+    watts = hw.power_w
+    terms = dict(zip(BOUNDS, _TERMS(r)))
+    result = _create(Result, {
+        **p.labels, "batch": B, "prompt_tokens": S, "output_tokens": T,
+        "decode_tok_s_per_user": r["decode_tok_s_per_user"], "decode_tok_s_total": r["decode_tok_s_total"],
+        "ttft_s": r["ttft_s"], "prefill_s": r["prefill_s"], "e2e_s": r["e2e_s"], "tpot_s": r["tpot_s"],
+        "bound": max(terms, key=terms.__getitem__), "step_terms_s": terms, "memory": memory,  # = core.bound_name(r)
+        "cost_per_million_tokens_usd": r["cost_per_million_tokens_usd"] if price is not None else None,
+        "joules_per_token": (watts * N * r["e2e_s"] / (B * T)) if watts else None,
+        "speculative": None if speculative is None or spec_args is None else {
+            "gamma": speculative.gamma, "tokens_per_round": spec_args.tokens_per_round,
+            "verify_positions": int(positions), "draft": getattr(speculative.draft, "name", speculative.draft)},
+        "assumptions": hw.assumptions(N)})
+    return result
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated configuration, ready for `core.evaluate`: what `estimate()` and vectorised
+    helpers (batching, sweeps) share. `evaluate(**knobs)` may replace Knobs fields with arrays."""
+
+    model: Model
+    hardware: Hardware
+    runtime: Runtime
+    layout: Parallel
+    resolved: Resolved
+    price: float | None
+    pinned: dict[str, str] | None
+    batch: int
+    prompt: int
+    output: int
+    n_chips: int
+    spec_args: SpecArgs | None
+    positions: float
+    eff: Efficiency
+    knobs: Knobs
+    extra: dict[str, Any]   # core.evaluate's keyword arguments beyond the knobs
+    consts: ModelConsts
+    labels: dict[str, str | int]  # Result's label fields: model, hardware, runtime, n_chips, parallel, dtypes,
+                                  # calibration (the runtime's provenance on this device)
+    chip_base: ChipBase = field(init=False)   # core.chip_base of knobs: the same for every batch, prompt
+                                              # and output (rebuilt by dataclasses.replace, not by `at`)
+
+    def __post_init__(self):
+        object.__setattr__(self, "chip_base", chip_base(self.consts, self.hardware, self.eff, self.knobs))
+
+    def evaluate(self, **knobs) -> dict:
+        """`core.evaluate` on this configuration, with Knobs fields replaced (floats or arrays)."""
+        kn = replace(self.knobs, **knobs) if knobs else self.knobs
+        base = self.chip_base if _WORKLOAD.issuperset(knobs) else None     # else core.evaluate builds it
+        return evaluate(self.consts, self.hardware, self.eff, kn, base=base, **self.extra)
+
+    def at(self, batch: int, prompt: int, output: int) -> Prepared:
+        """This configuration at another workload (numbers already checked)."""
+        kn = _with(self.knobs, batch=float(batch), prompt=float(prompt), output=float(output))
+        return _with(self, batch=batch, prompt=prompt, output=output, knobs=kn)
+
+
+def _with(obj, **changes):
+    """A copy of a frozen dataclass with some fields changed; `dataclasses.replace` runs __init__
+    again (and its checks), several times slower on the hot path of `prepare`."""
+    new = object.__new__(type(obj))
+    new.__dict__.update(obj.__dict__, **changes)
+    return new
+
+
+def prepare(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int = defaults.PROMPT_TOKENS,
+            output_tokens: int = defaults.OUTPUT_TOKENS, weight_dtype: str = defaults.WEIGHT_DTYPE,
+            kv_dtype: str | None = None, activation_dtype: str | None = None,
+            n_chips: int = 1, parallel: Parallel | None = None, speculative: SpeculativeDecoding | None = None,
+            runtime=None, quantization: Quantization | None = None, placement: dict | None = None,
+            price_usd_per_hour: float | None = None, allow_beyond_context: bool = False,
+            dense_weight_dtype: str | None = defaults.DENSE_WEIGHT_DTYPE) -> Prepared:
+    """Validate `estimate()`'s arguments and resolve them into a `Prepared` configuration.
+    Everything but the workload numbers (layout, formats, runtime efficiencies, speculative
+    set-up, placement, price) is resolved once per distinct set of arguments and cached; each
+    call checks only batch, prompt and output."""
+    base, B, S, T = _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype,
+                             activation_dtype, n_chips, parallel, speculative, runtime, quantization, placement,
+                             price_usd_per_hour, allow_beyond_context, dense_weight_dtype)
+    return base.at(B, S, T)
+
+
+def _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype, activation_dtype,
+             n_chips, parallel, speculative, runtime, quantization, placement, price_usd_per_hour,
+             allow_beyond_context, dense_weight_dtype=None) -> tuple[Prepared, int, int, int]:
+    """`prepare` as (the cached configuration at batch 1, prompt 0, output 1; batch; prompt;
+    output), all checked: `estimate()` builds its knobs without a second Prepared."""
+    m = load_model(model)
+    hw = load_hardware(hardware)
+    rt = load_runtime(runtime, hw)
+    B = check_int("batch", batch, 1)
+    S = check_int("prompt_tokens", prompt_tokens, 0)
+    T = check_int("output_tokens", output_tokens, 1)
+    N = check_int("n_chips", n_chips, 1)
+    if not allow_beyond_context:
+        check_context(m, S, T)
+    parallel = as_parallel(parallel)
+    if quantization is not None and not isinstance(quantization, Quantization):
+        raise InvalidInputError("quantization", quantization,
+                                "a mb.Quantization(weights, kv, activations); for one format give "
+                                "weight_dtype= (and kv_dtype=, activation_dtype=) instead")
+    if dense_weight_dtype is not None and quantization is not None:
+        raise InvalidInputError("dense_weight_dtype", dense_weight_dtype,
+                                "None with quantization= (give mb.Quantization(dense_weights=...) instead)")
+    args = (m, hw, rt, N, parallel, weight_dtype, kv_dtype, activation_dtype, speculative, quantization,
+            placement, price_usd_per_hour, dense_weight_dtype)
+    try:
+        # an unhashable argument raises TypeError here, by design (caught below); the formats'
+        # generation is part of the key, so a format re-registered under its name is never served stale
+        base = _resolve_cached(*args, dtypes.generation())
+    except (TypeError, MemboundError):  # an unhashable argument (a placement dict) or a bad format name:
+        base = _resolve(*args)          # resolve afresh (which raises the error naming the field)
+    return base, B, S, T
+
+
+def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtype, activation_dtype, speculative,
+             quantization, placement, price_usd_per_hour, dense_weight_dtype=None) -> Prepared:
+    """`prepare` less the workload: a Prepared at batch 1, prompt 0, output 1."""
+    B, S, T = 1, 0, 1
+    layout = _layout(m, hw, N, parallel)
+    if quantization is None and activation_dtype is None:   # the runtime's own, where it has one (llama.cpp: int8)
+        activation_dtype = rt.default_activations(weight_dtype, hw)
+    q = quantization or Quantization(weight_dtype, kv_dtype, activation_dtype, dense_weights=dense_weight_dtype)
+    if q.head_weights is None:   # the runtime's own head format (TinyChat: fp16), however the formats came
+        q = replace(q, head_weights=rt.default_head(q.weights, hw))
+    res = q.resolve(hw, m, native_mixed=rt.backend_for(hw).quantized_activations is None)  # llama.cpp converts
+    price = _check_price(price_usd_per_hour if price_usd_per_hour is not None else hw.price_usd_per_hour)
+    pinned = _check_placement(placement, hw)
+    spec_args, extra_w, extra_kv, positions = _speculative(speculative, m, q, hw, res, layout)
+    eff = upcast(rt.efficiency(hw), res)
+    kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
+               chunk_tokens=rt.backend_for(hw).chunk_tokens(layout.ep),
+               kv_bytes=res.kv.bytes, act_bytes=res.residual_bytes, tp=float(layout.tp),
+               pp=float(layout.pp), ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0,
+               index_peak_flops=hw.peak_flops("fp8") if m.index_topk and hw.supports("fp8") else None,
+               **_compute_paths(eff, res, hw))
+    p = Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
+                 dict(positions=positions, spec=spec_args, draft=None, pinned=pinned,
+                      extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv), model_consts(m),
+                 dict(model=m.name, hardware=hw.name, runtime=rt.name, n_chips=N,
+                      parallel=f"tp={layout.tp} pp={layout.pp} ep={layout.ep}", weight_dtype=res.weights.name,
+                      kv_dtype=res.kv.name, activation_dtype=res.activations.name,
+                      calibration=rt.provenance_for(hw)))
+    if speculative is not None and speculative.draft is not None:
+        d = draft_prepared(p, speculative, q)
+        p.extra["draft"] = Drafter(d.consts, d.eff, d.knobs, d.chip_base)
+        p.extra["extra_weight_bytes_chip"], p.extra["extra_kv_bytes_token_chip"] = draft_bytes(d, layout)
+    return p
+
+
+def draft_bytes(d: Prepared, layout: Parallel) -> tuple[float, float]:
+    """(weight bytes per chip, KV bytes per token per chip) a draft model of configuration `d`
+    (`draft_prepared`) adds to the target's chips of `layout`: its chip's weights (tensor-parallel,
+    its experts expert-parallel like the target's) and a token's KV over its layers (each
+    tensor-parallel rank's share, with a sparse-attention indexer's keys; the target's expert
+    parallelism splits the sequences). The drafter lives where the target's first stage is (its
+    tokens start there); the first stage hands target layers of as many bytes on to the later ones,
+    so over pp stages each chip holds 1/pp of it (not a copy on every stage). estimate() and
+    serve() count the same bytes."""
+    b = d.chip_base
+    return (float(b.dense_held + b.expert_held) / layout.pp,
+            float((b.kv_pair + d.consts.index_bytes) * d.consts.n_layers) / layout.pp)
+
+
+def draft_prepared(p: Prepared, spec: SpeculativeDecoding, quantization: Quantization | None = None) -> Prepared:
+    """The draft model of `spec` as a configuration on `p`'s chips (the one drafter of estimate() and
+    serve(), `core.Drafter`): tensor-parallel like the target, expert-parallel like it where it has
+    experts, no pipeline stages (it lives with the first stage); in the target's formats
+    (`quantization`, else p's format names: a llama.cpp draft file's own q6_K head as the
+    Quantization gives it); the target runtime's efficiencies less the host's per-step,
+    per-sequence and per-request work, which a round pays once, in its verify pass; at p's workload."""
+    dm = load_model(spec.draft)
+    layout = Parallel(tp=p.layout.tp, ep=p.layout.ep if dm.n_experts else 1)
+    res = p.resolved
+    q = quantization or Quantization(res.weights.name, res.kv.name, res.activations.name)
+    d = _resolve(dm, p.hardware, p.runtime, layout.chips, layout, None, None, None, None, q, None, p.price)
+    eff = replace(d.eff, per_step_overhead_s=0.0, per_sequence_overhead_s=0.0, per_request_s=0.0,
+                  per_prompt_token_s=0.0)
+    return replace(d, eff=eff).at(p.batch, p.prompt, p.output)
+
+
+def upcast(eff: Efficiency, res: Resolved) -> Efficiency:
+    """The runtime's efficiency with its `moe_upcast_efficiency` as the expert GEMMs' rate where
+    this configuration's experts take that path: a weight-only format (`Resolved.dequant` > 0)
+    computing in 16-bit activations (MXFP4 gpt-oss on Hopper and CDNA3, whose engines upcast the
+    weights to bf16 inside the MoE GEMM); unchanged elsewhere: fp8 or fp4 experts computing in
+    their own format, or MXFP4 weights with MXFP8 activations on Blackwell, whose tensor cores take
+    the mixed MX operands natively (no upcast), and where the runtime leaves it at 1.0."""
+    if eff.moe_upcast_efficiency == 1.0 or res.dequant == 0.0 or res.activations.bits < 16:
+        return eff
+    return replace(eff, moe_gemm_efficiency=eff.moe_upcast_efficiency)
+
+
+def _layout(m: Model, hw: Hardware, N: int, parallel) -> Parallel:
+    """The layout given (checked against the model and N chips), else the one layout rule's; one
+    that needs an interconnect the device lacks, or spans more of it than one domain, is refused."""
+    if parallel is not None and parallel.chips == N:
+        layout = parallel.check(m, N)
+    else:   # the one layout rule (its own layout may leave chips idle)
+        rule = layout_for(m, hw, N)
+        layout = (parallel or rule).check(m, N, exact=parallel is not None and parallel != rule)
+    if layout.chips > 1 and hw.interconnect is None:
+        raise InvalidInputError("n_chips", N, f"1: {hw.name} has no interconnect in its profile")
+    if hw.interconnect is not None and layout.tp * layout.ep > hw.interconnect.max_chips and hw.scale_out is None:
+        raise InvalidInputError("parallel", layout,
+                                f"tp*ep <= {hw.interconnect.max_chips} chips of one {hw.interconnect.name} domain "
+                                f"({hw.name}'s profile has no scale_out network to span domains)")
+    return layout
+
+
+def _speculative(speculative: SpeculativeDecoding | None, m: Model, q: Quantization, hw: Hardware, res: Resolved,
+                 layout: Parallel) -> tuple[SpecArgs | None, float, float, float]:
+    """(SpecArgs, extra weight bytes and KV bytes per token per chip, positions verified per round)
+    of a SpeculativeDecoding, or the plain step's (None, 0, 0, 1). A draft model is in the target's
+    formats (`q`), its LM head and input embedding as `q` gives them for the draft (a llama.cpp
+    draft file's own q6_K output tensor): its passes and bytes are `draft_prepared`'s and
+    `draft_bytes`' (set by `_resolve`)."""
+    if speculative is None:
+        return None, 0.0, 0.0, 1.0
+    if not isinstance(speculative, SpeculativeDecoding):
+        raise InvalidInputError("speculative", speculative, "a mb.SpeculativeDecoding")
+    own, lm = speculative.head(m)                  # a self-drafting head's parameters
+    head_bytes = own * get_dtype(speculative.head_dtype).bytes
+    cost = speculative.draft_cost
+    spec_args = SpecArgs(float(speculative.gamma), speculative.tokens_per_round,
+                         None if cost is None else float(cost), head_bytes, own, lm,
+                         float(speculative.route_correlation))
+    # a head lives where the target's first stage is (its tokens start there), split over that
+    # stage's tp chips; over pp stages each chip holds 1/pp of it (as a draft model: `draft_bytes`)
+    extra_w, extra_kv = 0.0, 0.0
+    if own or lm:                                   # the head, split like the target, and
+        extra_w = head_bytes / layout.tp / layout.pp            # the KV cache of its one layer
+        extra_kv = m.kv_bytes_per_token(res.kv.name) / m.n_layers / min(layout.tp, model_consts(m).kv_split_max) \
+            / layout.pp
+    return spec_args, extra_w, extra_kv, float(speculative.positions)
+
+
+def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, Any]:
+    """The Knobs of this runtime's kernel paths (peak_flops, dequant, gemm_tile_tokens, gemv_peak_flops,
+    attn_peak_flops and, where they apply, the dense tensors' and the matrix units'): block-quantized
+    weights with 8-bit activations on its quantized GEMMs (llama.cpp's MMQ; their dequantisation's
+    share scaled to the path, runtime.dequant_scale), 16-bit activations on
+    narrower weights tiled over the tokens, 16-bit GEMMs on matrix units beside the shader ALUs
+    (`_matrix_units`), the dense tensors' own bytes and peaks when the formats are mixed, and
+    the LM head's and input embedding's own bytes (a llama.cpp file's q6_K output tensor)."""
+    paths: dict[str, Any] = dict(peak_flops=res.peak_flops, gemm_tile_tokens=0.0, gemv_peak_flops=None,
+                                 attn_peak_flops=res.attn_peak_flops, dequant=res.dequant)
+    w, a = res.weights, res.activations
+    if _on_mmq(eff, w, a):
+        paths.update(peak_flops=eff.quantized_peak_flops, gemm_tile_tokens=eff.quantized_tile_tokens,
+                     dequant=res.dequant * eff.quantized_dequant_scale)
+        if eff.gemv_peak_flops and w.name in eff.gemv_formats and not res.mixed:
+            paths["gemv_peak_flops"] = eff.gemv_peak_flops
+        elif eff.mmvq_max_tokens:       # a small pass: mat-vecs at their instructions per weight per token
+            rate = {f: 2.0 * eff.mmvq_issue_rate / n for f, n in eff.mmvq_column_ops}
+            paths.update(mmvq_tokens=eff.mmvq_max_tokens, mmvq_flops=rate.get(w.name, 0.0),
+                         mmvq_dense_flops=rate.get(res.dense_weights.name if res.mixed else w.name, 0.0))
+    elif eff.weight_only_tile_tokens and a.bits >= 16 and w.bits < a.bits:   # 16-bit activations on
+        paths["gemm_tile_tokens"] = eff.weight_only_tile_tokens              # narrower weights (W4A16)
+    if res.mixed:       # the tensors that are not routed experts: their own bytes and compute path
+        d_peak, d_dequant = res.dense_peak_flops, res.dense_dequant
+        if _on_mmq(eff, res.dense_weights, res.dense_activations):
+            d_peak, d_dequant = eff.quantized_peak_flops, res.dense_dequant * eff.quantized_dequant_scale
+        paths.update(w_bytes_dense=res.dense_weights.bytes, dense_peak_flops=d_peak, dense_dequant=d_dequant)
+    if res.own_head:    # the LM head and input embedding: their own bytes, on the dense tensors' path
+        paths.update(w_bytes_head=res.head_weights.bytes, w_bytes_embed=res.embed_weights.bytes)
+    units = _matrix_units(eff, res, hw) if paths["peak_flops"] == res.peak_flops else None
+    if units is not None:
+        shader, attn, matrix = units
+        paths.update(peak_flops=shader, attn_peak_flops=attn, matrix_peak_flops=matrix)
+        if res.mixed:
+            paths["dense_peak_flops"] = shader
+    return paths
+
+
+def _on_mmq(eff: Efficiency, w: dtypes.DType, a: dtypes.DType) -> bool:
+    """Whether weights `w` with activations `a` run on the runtime's quantized GEMMs (llama.cpp's
+    MMQ): an 8-bit GEMM on weights of another format, where the runtime has that path."""
+    return bool(eff.quantized_peak_flops) and a.bits <= 8 and w.compute != a.compute
+
+
+def _matrix_units(eff: Efficiency, res: Resolved, hw: Hardware) -> tuple[float, float, float] | None:
+    """(the shader ALUs' peak, attention's peak, the matrix units' peak) where the runtime runs 16-bit
+    GEMMs on matrix units the device has beside its shader ALUs (runtime.MatrixUnits, Hardware.
+    shader_flops): decode and the rest of a GEMM's work at the shader rate, a prefill GEMM's
+    multiply-accumulates at the matrix units' (core.on_matrix_units), attention at the shader rate
+    unless the runtime runs it there too; else None."""
+    a, units = res.activations, eff.matrix_units
+    shader = hw.shader_peak_flops(a.compute) if units is not None and a.compute else None
+    if units is None or shader is None or a.bits < 16 or res.dense_activations.bits < 16:
+        return None
+    attn = res.attn_peak_flops if units.attention else hw.shader_peak_flops("bf16") or res.attn_peak_flops
+    return shader, attn, res.peak_flops
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolve_cached(*args_and_formats) -> Prepared:
+    return _resolve(*args_and_formats[:-1])
+
+
+def _check_placement(placement, hw: Hardware):
+    if placement is None:
+        return None
+    if not isinstance(placement, dict) or not set(placement) <= {"weights", "kv"}:
+        raise InvalidInputError("placement", placement, "a dict with keys 'weights' and/or 'kv' naming tiers")
+    names = [t.name for t in hw.memory]
+    for k, v in placement.items():
+        if v not in names:
+            raise InvalidInputError(f"placement[{k!r}]", v, f"one of {hw.name}'s tiers {names}")
+    return {"weights": placement.get("weights", names[0]), "kv": placement.get("kv", names[0])}
+
+
+def _auto_chips(kw: dict[str, Any]) -> int:
+    """`estimate`'s n_chips=None / "auto": the chips of an explicit `parallel`, one chip where memory
+    is not checked, else the fewest chips that hold the configuration."""
+    n, parallel = kw["n_chips"], kw["parallel"]
+    if n is not None and n != "auto":
+        raise InvalidInputError("n_chips", n, "a chip count (an integer >= 1), or None / 'auto' for the fewest "
+                                "chips that hold the model")
+    given = as_parallel(parallel)
+    if given is not None:
+        return given.chips
+    if not kw["check_memory"]:
+        return 1
+    m, hw = load_model(kw["model"]), load_hardware(kw["hardware"])
+    return _fewest(kw, m, hw)
+
+
+def _fewest(kw: dict[str, Any], m: Model, hw: Hardware) -> int:
+    """The fewest chips that hold `estimate(**kw)`'s configuration laid out by the one layout rule
+    (`parallel.fewest_chips`, the search `min_chips` runs); DoesNotFitError where no count does."""
+
+    def memory(n: int) -> Memory:
+        mem = estimate(**{**kw, "model": m, "hardware": hw, "n_chips": n, "parallel": None,
+                          "check_memory": False}).memory
+        assert mem is not None              # estimate() always gives its memory
+        return mem
+    return fewest_chips(m, hw, memory)
+
+
+def _fewest_chips(kw: dict[str, Any], m: Model, hw: Hardware) -> int | None:
+    """`_fewest`, or None where no count holds the configuration (the does-not-fit hint)."""
+    try:
+        return _fewest(kw, m, hw)
+    except DoesNotFitError:
+        return None
+
+
+def _check_fit(mem: Memory, hw: Hardware, pinned, m: Model, n_chips: int, layout: Parallel, fewest):
+    """DoesNotFitError where `mem` overflows; the chips it names are `fewest()`, the count
+    `min_chips` gives (searched only here, when the configuration does not fit)."""
+    if pinned:
+        for use in mem.placement:
+            if use.weights_bytes + use.kv_bytes > use.capacity_bytes:
+                raise DoesNotFitError(use.weights_bytes + use.kv_bytes, use.capacity_bytes, None,
+                                      f"tier {use.tier!r} of {hw.name} overflows with the pinned placement")
+    if not mem.fits:
+        where = f"{m.name} on {n_chips} x {hw.name} ({layout}); per chip"
+        if hw.interconnect is None:     # more chips would be refused: say so instead of a count
+            raise DoesNotFitError(mem.total_bytes, mem.capacity_bytes, None,
+                                  f"{where}; {hw.name}'s profile has no interconnect, so it runs on one chip")
+        chips = fewest()
+        raise DoesNotFitError(mem.total_bytes, mem.capacity_bytes, chips,
+                              where if chips else f"{where}; no chip count holds it under the layout rule")
+
+
+def bandwidth_ceiling(model, hardware, weight_dtype: str = "bf16", n_chips: int = 1) -> float:
+    """The pure bandwidth ceiling in tok/s for one user: aggregate peak bandwidth over the
+    bytes one token streams (every active weight; of an untied input embedding only the one
+    row looked up), ignoring capacity, KV, compute and every overhead. The LM head streams in its
+    own format where the file gives it one (a llama.cpp q4_0 file's q6_K: mb.Quantization).
+    70B at 16 bits on one H100: 3.35e12 / 139 GB ≈ 24 tok/s (the often-quoted 141 GB counts the
+    input embedding table too)."""
+    m = load_model(model)
+    hw = load_hardware(hardware)
+    N = check_int("n_chips", n_chips, 1)
+    res = Quantization(weight_dtype).resolve(hw, m)
+    head = m.vocab_size * m.hidden_size
+    table = 0 if m.tied_embeddings else head          # an untied input embedding: one row read
+    row = 0 if m.tied_embeddings else m.hidden_size
+    streamed = (m.active_params - head - table) * res.weights.bytes + head * res.head_weights.bytes \
+        + row * res.embed_weights.bytes
+    return N * hw.bandwidth_bytes_s / streamed

@@ -1,0 +1,172 @@
+"""Spreading one model over several chips: tensor, pipeline and expert parallelism, and the
+communication each adds to a step.
+
+- Tensor parallel (tp): every layer's weights, KV heads and FLOPs split over tp chips; two
+  all-reduces per layer (after attention, after the MLP). All-reduce of V bytes: 2(tp-1)/tp * V
+  over the link bandwidth, plus link latency per hop — what dominates at batch 1: 2(tp-1) hops
+  on a ring, 2 on a switched fabric (the interconnect's `topology`).
+- Pipeline parallel (pp): layers split into pp stages; a token still passes every stage in
+  order, so per-user speed does not rise, but pp micro-batches are in flight at once: a batch
+  of B runs as m = min(B, pp) micro-batches of B/m. Each stage boundary costs one hop.
+- Expert parallel (ep): MoE experts split over ep chips (attention runs data-parallel over
+  them), ceil(experts / ep) to a chip, so ep need not divide the experts (48 ranks on 256);
+  two all-to-alls per MoE layer (dispatch and combine).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import re
+from dataclasses import dataclass
+
+from ..errors import DoesNotFitError, InvalidInputError
+from ..catalog.hardware import load_hardware
+from ..catalog.model import load_model
+from .roofline import maximum, minimum
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """A parallel layout; chips used = tp * pp * ep."""
+
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+
+    def __post_init__(self):
+        for field in ("tp", "pp", "ep"):     # numpy integers accepted (as estimate's counts are)
+            v = getattr(self, field)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or not 1 <= v <= 10**9:
+                raise InvalidInputError(f"parallel.{field}", v, "an integer from 1 to 1,000,000,000")
+            object.__setattr__(self, field, int(v))
+
+    @classmethod
+    def parse(cls, text: str) -> Parallel:
+        """'tp=2', 'tp=2,pp=4' or 'tp2 pp4 ep8' (the form `str(result.parallel)` shows) -> a Parallel."""
+        parts = [p for p in re.split(r"[,\s]+", text.strip().lower()) if p] if isinstance(text, str) else []
+        found = [re.fullmatch(r"(tp|pp|ep)\s*=?\s*([0-9]+)", p, flags=re.ASCII) for p in parts]
+        keys = [m[1] for m in found if m]
+        if not parts or not all(found) or len(set(keys)) != len(keys):
+            raise InvalidInputError("parallel", text, "a layout such as 'tp=2', 'tp=2,pp=4' or a mb.Parallel")
+        return cls(**{m[1]: int(m[2]) for m in found if m})   # all matched (checked above)
+
+    @property
+    def chips(self) -> int:
+        return self.tp * self.pp * self.ep
+
+    def check(self, model, n_chips: int, exact: bool = True) -> Parallel:
+        """Raise unless this layout fits `model` and uses `n_chips` chips (exact) or at most
+        `n_chips` (the layout rule leaves the chips that cannot form a whole stage idle)."""
+        if self.chips > n_chips or (exact and self.chips != n_chips):
+            raise InvalidInputError("parallel", self, f"tp*pp*ep == n_chips ({n_chips}); got {self.chips}")
+        if model.n_heads % self.tp:
+            raise InvalidInputError("parallel.tp", self.tp, f"a divisor of the {model.n_heads} attention heads of {model.name}")
+        if self.pp > model.n_layers:
+            raise InvalidInputError("parallel.pp", self.pp, f"at most the {model.n_layers} layers of {model.name}")
+        if self.ep > 1 and not self.ep <= model.n_experts:
+            raise InvalidInputError("parallel.ep", self.ep, f"at most the {model.n_experts} experts of {model.name}"
+                                    + ("" if model.n_experts else " (a dense model: ep=1)"))
+        return self
+
+    def stage_layers(self, n_layers: int) -> int:
+        """Layers of the largest pipeline stage: ceil(n_layers / pp) (stages may be uneven; the
+        largest decides memory per chip and the pipeline's beat)."""
+        return -(-n_layers // self.pp)
+
+
+def as_parallel(value) -> Parallel | None:
+    """None, a Parallel, a dict such as {"tp": 2} or text such as "tp=2,pp=4" -> Parallel or None.
+    Text is parsed because its form is unambiguous (the one `Result.parallel` prints)."""
+    if value is None or isinstance(value, Parallel):
+        return value
+    if isinstance(value, str):
+        return Parallel.parse(value)
+    if isinstance(value, dict) and set(value) <= {"tp", "pp", "ep"}:
+        return Parallel(**value)
+    raise InvalidInputError("parallel", value, "a mb.Parallel, a dict like {'tp': 2} or text like 'tp=2,pp=4'")
+
+
+def layout_for(model, hardware, n_chips: int) -> Parallel:
+    """THE layout rule (DESIGN.md, "Layouts over many chips"): the layout `n_chips` chips get when
+    the user names only a count. estimate, compare, min_chips, sweep, the planner and validation
+    all use it.
+
+    - tensor parallelism first, within the scale-up domain: the largest divisor of the attention
+      heads <= min(n_chips, domain). The domain is the interconnect's `node_chips` where set (a
+      GroqNode of 8 LPUs), else its `max_chips` (an NVLink/xGMI domain); a wafer's is 1 (wafers
+      pipeline: tensor parallelism over the wafer I/O would be communication-bound);
+    - then pipeline stages: pp = min(layers, n_chips // tp); layers split as evenly as they go
+      (the largest stage holds ceil(layers / pp));
+    - when the chips outnumber domain x layers, tensor parallelism widens across domains (up to
+      the interconnect's `max_chips`; never on wafers); chips that cannot form a whole stage idle.
+
+    Any chip count gets a layout, and memory per chip never rises with one more chip: for a
+    fixed tp, pp never falls; tp only steps up to t' at n = t' chips, whose share 1/t' is below
+    the ceil(L/pp)/(L*t) of the layout before it (tested as a law)."""
+    m, hw = load_model(model), load_hardware(hardware)
+    if isinstance(n_chips, bool) or not isinstance(n_chips, numbers.Integral) or n_chips < 1:
+        raise InvalidInputError("n_chips", n_chips, "an integer >= 1")
+    n = int(n_chips)
+    if n == 1:
+        return Parallel()
+    link = hw.interconnect
+    if link is None:
+        raise InvalidInputError("n_chips", n, f"1: {hw.name} has no interconnect in its profile")
+    if hw.kind == "wafer":
+        cap = domain = 1
+    else:
+        cap = link.max_chips
+        domain = min(link.node_chips or cap, cap)
+    tp, pp = _rule(m.n_heads, m.n_layers, domain, cap, n)
+    return Parallel(tp=tp, pp=pp)
+
+
+@functools.lru_cache(maxsize=65536)
+def _rule(heads: int, layers: int, domain: int, cap: int, n: int) -> tuple[int, int]:
+    want = min(n, cap, max(domain, n // layers))
+    tp = max(t for t in range(1, min(want, heads) + 1) if heads % t == 0)
+    return tp, min(layers, n // tp)
+
+
+def communication_s(tp, pp, ep, tokens, hidden, n_layers, n_moe_layers, experts_per_token,
+                    act_bytes, link_bw, link_latency, ring=True):
+    """Seconds one step spends communicating, for `tokens` tokens per pass (floats or arrays).
+
+    tp: n_layers * 2 all-reduces of tokens*hidden*act_bytes: every chip moves 2(tp-1)/tp of
+        the volume; a ring pays 2(tp-1) hops of latency, a switched fabric (NVSwitch, xGMI
+        all-to-all links) 2 hops whatever tp (reduce-scatter and all-gather through the switch);
+    pp: (pp-1) boundary hops of the same activation;
+    ep: n_moe_layers * 2 all-to-alls of each chip's tokens*k*hidden*act_bytes.
+    """
+    act = tokens * hidden * act_bytes
+    hops = 2.0 * (tp - 1.0) if ring else 2.0 * minimum(tp - 1.0, 1.0)
+    ring = 2.0 * (tp - 1.0) / tp * act / link_bw + hops * link_latency
+    t_tp = n_layers * 2.0 * ring
+    t_pp = (pp - 1.0) * (link_latency + act / link_bw)
+    a2a = (ep - 1.0) / ep * (act / ep) * experts_per_token / link_bw + minimum(ep - 1.0, 1.0) * link_latency
+    t_ep = n_moe_layers * 2.0 * a2a
+    return maximum(t_tp, 0.0) + t_pp + t_ep
+
+
+def fewest_chips(m, hw, memory, cap: int = 100_000, what: str = "") -> int:
+    """The search of `min_chips` over a function `memory(n) -> Memory` of the per-chip bytes on n
+    chips (laid out by `layout_for`): the first count that fits, else DoesNotFitError."""
+    one = memory(1)
+    if one.fits:
+        return 1
+    last = one
+    where = f"{m.name} on up to {cap:,} x {hw.name}" + (f" ({what})" if what else "") + "; per chip"
+    if hw.interconnect is None:
+        raise DoesNotFitError(one.total_bytes, one.capacity_bytes, None,
+                              f"{m.name} on {hw.name}; {hw.name}'s profile has no interconnect, so it runs on one chip")
+    top = min(cap, hw.interconnect.max_chips * m.n_layers) if hw.kind != "wafer" else min(cap, m.n_layers)
+    lo = max(2, math.ceil((one.weights_bytes + one.kv_bytes + one.other_bytes) / one.capacity_bytes))
+    for n in range(min(lo, top), top + 1):
+        if layout_for(m, hw, n).chips != n:
+            continue
+        last = memory(n)
+        if last.fits:
+            return n
+    raise DoesNotFitError(last.total_bytes, last.capacity_bytes, None,
+                          f"{where}; no chip count holds it under the layout rule")

@@ -1,0 +1,697 @@
+"""Vectorised sweeps: `estimate()` over a grid, one row per point, no Python loop per point.
+
+The grid is the cartesian product of the arguments (each a scalar or a list). Python loops
+only over the categorical groups (model, device, runtime, speculative setting, chip count and
+layout, dtype triple), each prepared once; inside a group the numeric axes batch x prompt x
+output go to `core.evaluate` as broadcast numpy arrays in blocks of at most `BLOCK` points
+(large enough that the core's few hundred numpy calls per block cost little per point), and each
+block is written straight into preallocated output columns: no concatenation, no per-row Python. The numbers
+are `estimate()`'s: the same engine on the same inputs.
+
+    table = mb.sweep(model=["llama-3.1-8b", "llama-3.1-70b"], hardware=["h100-sxm", "h200"],
+                     batch=[1, 8, 64], prompt_tokens=[512, 8192], output_tokens=256,
+                     weight_dtype=["bf16", "fp8"])
+
+Columns carry `Result.to_dict()`'s names (the per-tier placement text is left out); labels are
+categorical with the same categories in every chunk. Missing figures (cost or energy where the
+device has no price or power) are NaN in the table where `estimate()` gives None. Rows come
+group by group, and within a group in grid order (batch, then prompt, then output) when a
+group's prompts x outputs fit one block (or chunk); beyond that block by block, grid order inside each.
+`engine="dask"` returns the same table as a lazy dask DataFrame (see `sweep`).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import itertools
+import math
+import sys
+from dataclasses import dataclass, replace
+
+import numpy as np
+from pydantic import BaseModel
+
+from ..base import defaults
+from ..physics.core import BOUNDS
+from ..errors import InvalidInputError, MemboundError
+from ..physics.estimate import MAX_COUNT, Prepared, check_context, check_int, prepare
+from ..catalog.hardware import load_hardware, one_name_each
+from ..catalog.model import load_model
+from ..physics.parallel import as_parallel
+from ..physics.quantization import Quantization
+
+DEFAULT_CHUNK = 1 << 18      # rows per streamed chunk (iter_sweep, reduce) and per dask partition
+BLOCK = 1 << 18              # points per core evaluation at most. Its fixed cost (~500 numpy calls,
+                             # 0.3-0.5 ms) is then a few % of a block; its temporaries (2 MB each) come
+                             # from the allocator's heap (see _settle_allocator). Measured on the
+                             # streamed 1e7 sweep (CPU seconds): 1<<15 in cubes 0.20x the bare numpy
+                             # pass, 1<<18 along the batch 0.31x (benchmarks/bench_scale.py)
+
+_AXES = ("batch", "prompt_tokens", "output_tokens")
+_FIGURES = ("decode_tok_s_per_user", "decode_tok_s_total", "ttft_s", "prefill_s", "e2e_s", "tpot_s")
+_MEMORY = (("memory_weights_bytes", "weights_bytes_chip"), ("memory_kv_bytes", "kv_bytes_chip"),
+           ("memory_activation_bytes", "activation_bytes_chip"), ("memory_other_bytes", "extra_bytes_chip"),
+           ("memory_capacity_bytes", "capacity_bytes_chip"))
+_SOURCE = dict(_MEMORY)        # table column -> core.evaluate key, where they differ
+_SPEC_NUMBERS = ("spec_gamma", "spec_tokens_per_round", "spec_verify_positions")
+_KINDS = {"int": np.int64, "float": np.float64, "bool": np.bool_}
+
+
+def _columns(spec: bool) -> tuple[tuple[str, str], ...]:
+    """(name, kind) of every column, in table order; kind: cat (labels), int, float or bool."""
+    cols = [("model", "cat"), ("hardware", "cat"), ("runtime", "cat"), ("n_chips", "int"), ("parallel", "cat"),
+            *((k, "int") for k in _AXES), ("weight_dtype", "cat"), ("kv_dtype", "cat"), ("activation_dtype", "cat"),
+            *((k, "float") for k in _FIGURES), ("bound", "cat"), ("cost_per_million_tokens_usd", "float"),
+            ("joules_per_token", "float"), *((k, "float") for k, _ in _MEMORY), ("memory_fits", "bool"),
+            *((f"{k}_s", "float") for k in BOUNDS), ("calibration", "cat")]
+    if spec:
+        cols += [*((k, "float") for k in _SPEC_NUMBERS), ("spec_draft", "cat")]
+    return tuple(cols)
+
+
+def _code_dtype(n_categories: int):
+    """The integer type pandas keeps categorical codes in (so handing it codes copies nothing)."""
+    return np.int8 if n_categories < 127 else np.int16 if n_categories < 32767 else np.int32
+
+
+@dataclass(frozen=True)
+class _Schema:
+    """The table's columns, with the categories of its label columns (the same in every chunk and
+    partition, so chunks stack and dask knows them up front)."""
+
+    columns: tuple[tuple[str, str], ...]
+    categories: dict[str, tuple[str, ...]]
+    include_unfit: bool
+
+    def dtype(self, name: str, kind: str):
+        return _code_dtype(len(self.categories[name])) if kind == "cat" else _KINDS[kind]
+
+    def select(self, columns) -> _Schema:
+        """The schema of these columns only (in table order); None keeps all."""
+        if columns is None:
+            return self
+        names = [c for c, _ in self.columns]
+        wanted = [columns] if isinstance(columns, str) else list(columns)
+        for c in wanted:
+            if c not in names:
+                raise InvalidInputError("columns", c, f"names of the sweep's columns: {', '.join(names)}")
+        return replace(self, columns=tuple(c for c in self.columns if c[0] in wanted))
+
+
+@dataclass(frozen=True)
+class _Group:
+    """One categorical combination, prepared once (`estimate.prepare`), with the values its rows
+    share: label codes, chip count, speculative numbers."""
+
+    prepared: Prepared
+    consts: dict[str, float]
+    joules: float | None      # watts * chips, or None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A validated sweep: the schema, the groups and the numeric axes (float arrays)."""
+
+    schema: _Schema
+    groups: tuple[_Group, ...]
+    axes: tuple[np.ndarray, np.ndarray, np.ndarray]
+    skipped: tuple[tuple[str, str], ...]
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        b, s, t = self.axes
+        return b.size, s.size, t.size
+
+    @property
+    def points(self) -> int:
+        return len(self.groups) * math.prod(self.shape)
+
+
+class Table(dict):
+    """A dict of equal-length numpy arrays (the fallback when pandas is missing), with `attrs`."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.attrs: dict = {}
+
+
+def _as_list(field: str, value) -> list:
+    if isinstance(value, (str, bytes, dict, BaseModel)) or not hasattr(value, "__iter__") \
+            or getattr(value, "ndim", 1) == 0:
+        return [value]
+    values = list(value)
+    if not values:
+        raise InvalidInputError(field, value, "a value or a non-empty list of values")
+    return values
+
+
+def _int_axis(field: str, value, minimum: int) -> np.ndarray:
+    """A sorted-as-given float array of validated integers (each >= minimum)."""
+    values = _as_list(field, value)
+    arr = np.asarray(values)
+    if arr.dtype.kind in "iu" and arr.ndim == 1:   # the ceiling too: 2**63 became a negative label
+        bad = np.flatnonzero((arr < minimum) | (arr > MAX_COUNT))
+        if bad.size:
+            check_int(field, values[bad[0]], minimum)
+    else:
+        for v in values:
+            check_int(field, v, minimum)
+    return np.asarray(arr, dtype=float)
+
+
+def _prepared(models, hardware, runtimes, speculative, chips, parallels, dtypes, price, first, on_invalid,
+              skipped):
+    """(Prepared, labels, speculative) for every categorical combination that can run."""
+    for m, hw, rt, sp, n, par, (wd, kd, ad) in itertools.product(
+            models, hardware, runtimes, speculative, chips, parallels, dtypes):
+        n_chips = par.chips if (n is None and par is not None) else (1 if n is None else n)
+        p_hw = price.get(hw.name) if isinstance(price, dict) else price
+        try:
+            p = prepare(m, hw, batch=first[0], prompt_tokens=first[1], output_tokens=first[2],
+                        weight_dtype=wd, kv_dtype=kd, activation_dtype=ad, n_chips=n_chips,
+                        parallel=par, speculative=sp, runtime=rt, price_usd_per_hour=p_hw,
+                        allow_beyond_context=True)     # _plan checked the grid's longest context
+        except MemboundError as e:
+            if on_invalid == "raise" or not isinstance(e, InvalidInputError):
+                raise
+            skipped.append((f"{m.name} on {n_chips} x {hw.name}, {wd}/{kd}/{ad}, runtime={rt}", str(e)))
+            continue
+        labels = {k: v for k, v in p.labels.items() if k != "n_chips"}     # estimate()'s labels
+        if sp is not None and sp.draft is not None:     # a self-drafting head has no draft to name:
+            labels["spec_draft"] = getattr(sp.draft, "name", sp.draft)     # missing, as estimate's None
+        yield p, labels, sp
+
+
+def _within_context(m, S, T, on_invalid: str, skipped: list) -> bool:
+    """The grid's longest prompt + output within the model's window (else raise, or skip it)."""
+    try:
+        check_context(m, S.max(), T.max())
+    except InvalidInputError as e:
+        if on_invalid == "raise":
+            raise
+        skipped.append((m.name, str(e)))
+        return False
+    return True
+
+
+def _plan(model, hardware, *, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype, activation_dtype,
+          n_chips, parallel, runtime, speculative, price_usd_per_hour, include_unfit, on_invalid,
+          allow_beyond_context=False, columns=None) -> _Plan:
+    """Check every argument and prepare every group (errors surface here, before any evaluation)."""
+    selected = columns
+    if on_invalid not in ("raise", "skip"):
+        raise InvalidInputError("on_invalid", on_invalid, "'raise' or 'skip'")
+    B = _int_axis("batch", batch, 1)
+    S = _int_axis("prompt_tokens", prompt_tokens, 0)
+    T = _int_axis("output_tokens", output_tokens, 1)
+    models = [load_model(m) for m in _as_list("model", model)]
+    skipped: list = []
+    if not allow_beyond_context:
+        models = [m for m in models if _within_context(m, S, T, on_invalid, skipped)]
+    devices = [load_hardware(h) for h in _as_list("hardware", hardware)]
+    one_name_each(devices)
+    chips = [None if n is None else check_int("n_chips", n, 1) for n in _as_list("n_chips", n_chips)]
+    parallels = [as_parallel(par) for par in _as_list("parallel", parallel)]   # "tp=2" as estimate takes
+    dtypes = list(itertools.product(_as_list("weight_dtype", weight_dtype), _as_list("kv_dtype", kv_dtype),
+                                    _as_list("activation_dtype", activation_dtype)))
+    if isinstance(price_usd_per_hour, dict):
+        price = {load_hardware(k).name: v for k, v in price_usd_per_hour.items()}
+    else:
+        price = price_usd_per_hour
+    first = (int(B[0]), int(S[0]), int(T[0]))
+    found = list(_prepared(models, devices, _as_list("runtime", runtime), _as_list("speculative", speculative),
+                           chips, parallels, dtypes, price, first, on_invalid, skipped))
+    columns = _columns(any(sp is not None for _, _, sp in found))
+    categories = {name: tuple(dict.fromkeys(labels[name] for _, labels, _ in found if name in labels))
+                  for name, kind in columns if kind == "cat"}
+    categories["bound"] = BOUNDS
+    groups = []
+    for p, labels, sp in found:
+        consts: dict[str, float] = {name: categories[name].index(labels[name]) if name in labels else -1
+                                    for name, kind in columns if kind == "cat" and name != "bound"}
+        consts["n_chips"] = p.n_chips
+        if "spec_draft" in categories:
+            spec = (sp.gamma, p.spec_args[1], int(p.positions)) if sp is not None else (math.nan,) * 3
+            consts.update(zip(_SPEC_NUMBERS, map(float, spec)))
+        watts = p.hardware.power_w
+        groups.append(_Group(p, consts, watts * p.n_chips if watts else None))
+    schema = _Schema(columns, categories, include_unfit).select(selected)
+    return _Plan(schema, tuple(groups), (B, S, T), tuple(skipped))
+
+
+@functools.cache
+def _settle_allocator() -> None:
+    """Let the allocator keep the core's temporaries between blocks. With its default thresholds
+    glibc serves each of the ~100 block-sized temporaries `core.evaluate` makes per block from
+    fresh pages (mmap above 128 KiB, heap memory trimmed back to the OS once 128 KiB are free;
+    dask workers lower that to 64 KiB), so 70% of a sweep's time went to page faults. Raising the
+    two thresholds (mallopt(3)) once per process keeps up to 32 MiB of freed heap for reuse.
+    Elsewhere than glibc there is no mallopt and nothing to do."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError, TypeError):
+        return
+    mallopt(-3, 16 << 20)       # M_MMAP_THRESHOLD: blocks below 16 MiB come from the heap
+    mallopt(-1, 32 << 20)       # M_TRIM_THRESHOLD: keep up to 32 MiB of free heap
+
+
+def _blocks(shape, size):
+    """Slices of a 3-d grid into blocks of at most `size` points, cut along the batch first, then
+    the prompt, then the output (each into equal pieces): blocks of whole prompt x output planes
+    keep the grid's order, and the physics' many batch x prompt terms (the prefill) stay small."""
+    dims, pieces = list(shape), [1, 1, 1]
+    for i in range(3):
+        while math.prod(dims) > size and dims[i] > 1:
+            pieces[i] += 1
+            dims[i] = -(-shape[i] // pieces[i])
+    bb, bs, bt = dims
+    nb, ns, nt = shape
+    for i in range(0, nb, bb):
+        for j in range(0, ns, bs):
+            for k in range(0, nt, bt):
+                yield slice(i, i + bb), slice(j, j + bs), slice(k, k + bt)
+
+
+class _Columns:
+    """Preallocated output columns of `capacity` rows, filled from the front one block at a time.
+    Pages never written cost no memory, so a capacity above the rows kept is free."""
+
+    def __init__(self, schema: _Schema, capacity: int):
+        self.schema = schema
+        self.capacity = capacity
+        self.data = {name: np.empty(capacity, schema.dtype(name, kind)) for name, kind in schema.columns}
+        self.rows = 0
+        self.dropped = 0
+        block = min(capacity, BLOCK)
+        self._best = np.empty(block)                 # scratch of the bound selection, reused
+        self._code = np.empty(block, _code_dtype(len(BOUNDS)))
+        self._above = np.empty(block, bool)
+        self._free = self._references() if hasattr(sys, "getrefcount") else None
+
+    def _references(self) -> tuple[int, ...]:
+        return tuple(sys.getrefcount(a) for a in self.data.values())
+
+    def released(self) -> bool:
+        """True when nothing outside holds a view of these columns (so they may be rewritten)."""
+        return self._free is not None and self._references() == self._free
+
+    def add(self, g: _Group, B: np.ndarray, S: np.ndarray, T: np.ndarray) -> None:
+        """Evaluate group g on the block batch B x prompt S x output T (1-d float arrays) and append
+        its rows (those that fit, unless the schema keeps every row)."""
+        shape = (B.size, S.size, T.size)
+        size = B.size * S.size * T.size
+        B, S, T = B[:, None, None], S[None, :, None], T[None, None, :]
+        r = g.prepared.evaluate(batch=B, prompt=S, output=T)
+        fits = np.broadcast_to(r["fits"], shape)
+        keep = None
+        if not self.schema.include_unfit:
+            n = int(np.count_nonzero(fits))
+            keep = fits if n < size else None
+            self.dropped += size - n
+            if n == 0:
+                return
+        else:
+            n = size
+        rows = slice(self.rows, self.rows + n)
+        self.rows += n
+        data = self.data
+
+        def put(name, value):
+            dst = data[name][rows]
+            if getattr(value, "ndim", 0) == 0:
+                dst.fill(value)
+            elif keep is None:
+                np.copyto(dst.reshape(shape), value, casting="unsafe")
+            else:
+                dst[...] = np.broadcast_to(value, shape)[keep]
+
+        p = g.prepared
+        axes = {"batch": B, "prompt_tokens": S, "output_tokens": T, "memory_fits": fits}
+        consts = g.consts
+        value: float | np.ndarray
+        for name in data:          # the selected columns only
+            if name in consts:
+                value = consts[name]
+            elif name in axes:
+                value = axes[name]
+            elif name == "bound":
+                if keep is None:            # the codes straight into the column
+                    self._bound(r, shape, size, data[name][rows].reshape(shape))
+                    continue
+                value = self._bound(r, shape, size, self._code[:size].reshape(shape))
+            elif name == "cost_per_million_tokens_usd":
+                value = r[name] if p.price is not None else math.nan
+            elif name == "joules_per_token":
+                if not g.joules:
+                    value = math.nan
+                elif keep is None:          # joules * e2e / (B * T), in the column
+                    dst = data[name][rows].reshape(shape)
+                    np.multiply(g.joules, r["e2e_s"], out=dst)
+                    np.divide(dst, B * T, out=dst)
+                    continue
+                else:
+                    value = g.joules * r["e2e_s"] / (B * T)
+            else:
+                value = r[_SOURCE.get(name, name)]
+            put(name, value)
+
+    def _bound(self, r: dict, shape, size, code: np.ndarray) -> np.ndarray:
+        """The code of the largest step term (the first on ties, like `core.bound_name`) into `code`,
+        by running comparisons in reused scratch arrays rather than an argmax over stacked terms."""
+        best = self._best[:size].reshape(shape)
+        above = self._above[:size].reshape(shape)
+        np.copyto(best, r[f"{BOUNDS[0]}_s"])
+        code.fill(0)
+        for i, k in enumerate(BOUNDS[1:], 1):
+            term = r[f"{k}_s"]
+            np.greater(term, best, out=above)
+            np.putmask(code, above, i)
+            np.maximum(best, term, out=best)
+        return code
+
+    def table(self, as_frame):
+        """The rows so far as a pandas DataFrame (as_frame None or True; no copy) or a Table."""
+        n = self.rows
+        cats = self.schema.categories
+        if as_frame is not False:
+            try:
+                import pandas as pd
+            except ImportError:
+                if as_frame:
+                    raise
+            else:
+                return pd.DataFrame({name: pd.Categorical.from_codes(self.data[name][:n], cats[name], validate=False)
+                                     if kind == "cat" else self.data[name][:n]
+                                     for name, kind in self.schema.columns}, copy=False)
+        out = Table()
+        for name, kind in self.schema.columns:
+            v = self.data[name][:n]
+            out[name] = np.array([*cats[name], None], dtype=object)[v] if kind == "cat" else v
+        return out
+
+
+def _fill(cols: _Columns, g: _Group, B, S, T) -> None:
+    """Every point of group g over the axes B x S x T, block by block."""
+    for bi, si, ti in _blocks((B.size, S.size, T.size), min(BLOCK, cols.capacity)):
+        cols.add(g, B[bi], S[si], T[ti])
+
+
+def _chunks(plan: _Plan, chunk_size: int):
+    """The plan's rows in `_Columns` of at most chunk_size rows each. Buffers come from a small
+    pool: one whose rows the consumer has let go of (no reference left to its arrays) is written
+    again, so a stream touches the same memory chunk after chunk instead of page-faulting fresh
+    memory each time; a chunk still referenced is never overwritten."""
+    B, S, T = plan.axes
+    pool: list[_Columns] = []
+
+    def empty() -> _Columns:
+        for c in pool:
+            if c.released():
+                c.rows = c.dropped = 0
+                return c
+        c = _Columns(plan.schema, chunk_size)
+        if len(pool) < 3:
+            pool.append(c)
+        return c
+
+    cols = empty()
+    for g in plan.groups:
+        for bi, si, ti in _blocks(plan.shape, min(BLOCK, chunk_size)):
+            size = (bi.stop - bi.start) * (si.stop - si.start) * (ti.stop - ti.start)
+            if cols.rows + size > chunk_size:
+                if cols.rows:
+                    yield cols
+                cols = empty()
+            cols.add(g, B[bi], S[si], T[ti])
+    yield cols
+
+
+def _partition(part: tuple, schema: _Schema, columns=None):
+    """One dask partition: a group over a run of blocks ((B, S, T) slices), as a pandas DataFrame
+    of the columns dask asks for (it pushes a column selection down to here)."""
+    g, blocks = part
+    _settle_allocator()
+    cols = _Columns(schema.select(columns), sum(B.size * S.size * T.size for B, S, T in blocks))
+    for B, S, T in blocks:
+        cols.add(g, B, S, T)
+    return cols.table(True)
+
+
+def _dask_frame(plan: _Plan, partition_size: int):
+    """The plan as a lazy dask DataFrame. A partition is a run of the blocks `sweep()` evaluates
+    (at most partition_size points, one group), so its rows come in the same order; nothing is
+    evaluated until the frame is computed, on whatever scheduler is active."""
+    import dask
+    import dask.dataframe as dd
+    B, S, T = plan.axes
+    parts = []
+    for g in plan.groups:
+        run: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        points = 0
+        for bi, si, ti in _blocks(plan.shape, min(BLOCK, partition_size)):
+            block = (B[bi], S[si], T[ti])
+            size = block[0].size * block[1].size * block[2].size
+            if run and points + size > partition_size:
+                parts.append((g, run))
+                run, points = [], 0
+            run.append(block)
+            points += size
+        parts.append((g, run))
+    meta = _Columns(plan.schema, 0).table(True)
+    if not parts:
+        return dd.from_pandas(meta, npartitions=1)
+    # No string conversion: the labels are categoricals already. With it on (dask's default),
+    # from_map adds a to-pyarrow-string task after every partition, which the scheduler may run
+    # on the other worker, moving the whole partition there.
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_map(_partition, parts, schema=plan.schema, meta=meta, label="membound-sweep",
+                           enforce_metadata=False)
+
+
+def iter_sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMPT_TOKENS,
+               output_tokens=defaults.OUTPUT_TOKENS, weight_dtype=defaults.WEIGHT_DTYPE,
+               kv_dtype=None, activation_dtype=None, n_chips=None, parallel=None, runtime=None,
+               speculative=None, price_usd_per_hour=None, chunk_size: int = DEFAULT_CHUNK,
+               include_unfit: bool = False, on_invalid: str = "raise", as_frame=None, columns=None,
+               allow_beyond_context: bool = False, _stats=None):
+    """Yield the sweep's table in chunks of at most `chunk_size` rows (see `sweep`); stream them to
+    disk or reduce them as they come: memory stays at a few chunks. A chunk you keep is never
+    written again; the memory of chunks you let go is reused. `_stats` (a dict) receives
+    dropped/skipped counts."""
+    chunk_size = check_int("chunk_size", chunk_size, 1)
+    _settle_allocator()
+    plan = _plan(model, hardware, batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                 weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype,
+                 n_chips=n_chips, parallel=parallel, runtime=runtime, speculative=speculative,
+                 price_usd_per_hour=price_usd_per_hour, include_unfit=include_unfit, on_invalid=on_invalid,
+                 allow_beyond_context=allow_beyond_context, columns=columns)
+    stats = _stats if _stats is not None else {}
+    stats["dropped_unfit"] = 0
+    stats["skipped"] = list(plan.skipped)
+    for cols in _chunks(plan, chunk_size):
+        stats["dropped_unfit"] += cols.dropped
+        if cols.rows:
+            yield cols.table(as_frame)
+
+
+def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMPT_TOKENS,
+          output_tokens=defaults.OUTPUT_TOKENS, weight_dtype=defaults.WEIGHT_DTYPE,
+          kv_dtype=None, activation_dtype=None, n_chips=None, parallel=None, runtime=None,
+          speculative=None, price_usd_per_hour=None, chunk_size: int = DEFAULT_CHUNK,
+          include_unfit: bool = False, on_invalid: str = "raise", reduce=None, as_frame=None,
+          columns=None, engine: str = "numpy", allow_beyond_context: bool = False, concurrency=None,
+          scheduler=None):
+    """Evaluate every point of a grid; one row per point with `estimate()`'s figures.
+
+    Each argument takes a scalar or a list; the grid is their cartesian product. n_chips=None
+    means each `parallel` layout's chip count (1 chip when parallel is None too); n_chips="auto"
+    puts each point on the fewest chips that hold it (as `compare` does: `min_chips`,
+    `layout_for`), with a `reason` column for points no count holds.
+    A model whose window (`max_context`) is shorter than the grid's longest prompt + output
+    raises (on_invalid="skip": is skipped) unless allow_beyond_context=True.
+    price_usd_per_hour: None (the profiles' prices), a number, or {device name: price}.
+    include_unfit: keep points whose memory does not fit (memory_fits False) instead of dropping
+    them; the number dropped is in `table.attrs["dropped_unfit"]`.
+    on_invalid: "raise" (like `estimate()`) or "skip" combinations a device or model cannot
+    run (an activation dtype it lacks, a chip count the heads do not split over); skipped
+    groups and their reasons are in `table.attrs["skipped"]`.
+    reduce: None to return the table, or a function (accumulator, chunk) -> accumulator folded
+    over chunks of at most chunk_size rows (the accumulator starts as None); its final value is
+    returned, and memory stays at one chunk.
+    columns: the names of the columns to return (default: all); fewer columns, less to write.
+    concurrency: client counts (closed loop) to serve instead of static batches: one row per
+    (group, clients, prompt, output) with `serve()`'s steady state (ttft_s, tpot_s, tok_s_per_user,
+    output_tok_s_per_chip, mean_running, cost per million output tokens), one vectorised solve
+    (`serve_curve`) per group and lengths; `batch` is then left out, `scheduler` applies.
+    engine: "numpy" (here, now) or "dask": a lazy dask DataFrame of partitions of at most
+    chunk_size rows, evaluated where it is computed (threads, processes, or a distributed
+    cluster: `distributed.Client("tcp://scheduler:8786")` then `.compute()`); invalid inputs
+    still raise here. Needs the `dask` extra.
+    Returns a pandas DataFrame where pandas is installed (as_frame=False: a dict of arrays).
+    """
+    kw = dict(batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens, weight_dtype=weight_dtype,
+              kv_dtype=kv_dtype, activation_dtype=activation_dtype, n_chips=n_chips, parallel=parallel,
+              runtime=runtime, speculative=speculative, price_usd_per_hour=price_usd_per_hour,
+              include_unfit=include_unfit, on_invalid=on_invalid, columns=columns,
+              allow_beyond_context=allow_beyond_context)
+    if concurrency is not None:
+        if batch != defaults.BATCH:
+            raise InvalidInputError("batch", batch, f"left at {defaults.BATCH} with concurrency= (the engine "
+                                                    "decides the running batch)")
+        return _served(model, hardware, concurrency, scheduler, kw)
+    if isinstance(n_chips, str) and n_chips == "auto":
+        return _fewest_chips(model, hardware, kw, check_int("chunk_size", chunk_size, 1))
+    if engine not in ("numpy", "dask"):
+        raise InvalidInputError("engine", engine, "'numpy' or 'dask'")
+    chunk_size = check_int("chunk_size", chunk_size, 1)
+    if engine == "dask":
+        from ..errors import require
+        require("dask", "dask", 'sweep(engine="dask")')
+        if reduce is not None:
+            raise InvalidInputError("reduce", reduce, "None with engine='dask' (reduce the dask DataFrame itself)")
+        return _dask_frame(_plan(model, hardware, **kw), chunk_size)
+    if reduce is not None:
+        if not callable(reduce):
+            raise InvalidInputError("reduce", reduce, "None or a function (accumulator, chunk) -> accumulator")
+        acc = None
+        for chunk in iter_sweep(model, hardware, **kw, chunk_size=chunk_size, as_frame=as_frame):
+            acc = reduce(acc, chunk)
+        return acc
+    _settle_allocator()
+    plan = _plan(model, hardware, **kw)
+    cols = _Columns(plan.schema, plan.points)
+    for g in plan.groups:
+        _fill(cols, g, *plan.axes)
+    table = cols.table(as_frame)
+    table.attrs["dropped_unfit"] = cols.dropped
+    table.attrs["skipped"] = list(plan.skipped)
+    return table
+
+
+def pareto_front(x, y) -> np.ndarray:
+    """Indices of the points not dominated when both x and y are better larger (sorted by x)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    order = np.lexsort((-y, -x))          # x descending, ties: y descending
+    ys = y[order]
+    before = np.concatenate(([-np.inf], np.maximum.accumulate(ys)[:-1]))
+    return order[ys > before][::-1]
+
+
+# ---- the fewest chips per point, and why a point was dropped ------------------------------------
+def drop_reasons(table) -> np.ndarray:
+    """Per row: "" where the point fits in memory, else why not (GB per chip needed and held)."""
+    cap = np.asarray(table["memory_capacity_bytes"], dtype=float)
+    need = sum((np.asarray(table[c], dtype=float) for c, _ in _MEMORY if c != "memory_capacity_bytes"),
+               np.zeros_like(cap))
+    fits = np.asarray(table["memory_fits"], dtype=bool)
+    chips = np.asarray(table["n_chips"])
+    return np.array(["" if ok else f"does not fit: {n / 1e9:.3g} GB per chip > {c / 1e9:.3g} GB on {k} chips"
+                     for ok, n, c, k in zip(fits, need, cap, chips)], dtype=object)
+
+
+def chip_counts(m, hw, B, S, T, weight_dtype, kv_dtype, runtime) -> list[int]:
+    """Every chip count `layout_for` accepts from the fewest that hold the grid's smallest point
+    to the fewest that hold its largest (one count, 1, when even the smallest never fits)."""
+    from ..physics.capacity import layout_for, min_chips
+    from ..errors import DoesNotFitError
+    kw = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype, runtime=runtime)
+    try:
+        lo = min_chips(m, hw, batch=int(B.min()), context_tokens=max(1, int(S.min() + T.min())), **kw)
+    except DoesNotFitError:
+        return [1]
+    try:
+        hi = min_chips(m, hw, batch=int(B.max()), context_tokens=int(S.max() + T.max()), **kw)
+    except DoesNotFitError:
+        hi = min(100_000, max(lo, 64 * lo))
+    return [n for n in range(lo, hi + 1) if layout_for(m, hw, n) is not None]
+
+
+def _fewest_chips(model, hardware, kw: dict, chunk_size: int):
+    """sweep(n_chips="auto"): for each (model, device, weight dtype) the grid on every candidate chip
+    count, then per point the fewest that fits (else the largest tried), with `reason`."""
+    import pandas as pd
+    from ..physics.capacity import layout_for
+    B = _int_axis("batch", kw["batch"], 1)
+    S = _int_axis("prompt_tokens", kw["prompt_tokens"], 0)
+    T = _int_axis("output_tokens", kw["output_tokens"], 1)
+    if kw["parallel"] is not None:
+        raise InvalidInputError("parallel", kw["parallel"], "None with n_chips='auto' (layouts are chosen per count)")
+    frames, skipped = [], []
+    kv0 = _as_list("kv_dtype", kw["kv_dtype"])[0]
+    runtime0 = _as_list("runtime", kw["runtime"])[0]
+    for m, hw, wd in itertools.product([load_model(x) for x in _as_list("model", model)],
+                                       [load_hardware(x) for x in _as_list("hardware", hardware)],
+                                       _as_list("weight_dtype", kw["weight_dtype"])):
+        parts = []
+        for n in chip_counts(m, hw, B, S, T, wd, kv0, runtime0):
+            part = sweep(m, hw, **{**kw, "weight_dtype": wd, "n_chips": n, "parallel": layout_for(m, hw, n),
+                                   "include_unfit": True, "columns": None}, chunk_size=chunk_size)
+            skipped += part.attrs["skipped"]
+            if len(part):
+                parts.append(part.reset_index(drop=True))
+        if not parts or any(len(p) != len(parts[0]) for p in parts):
+            continue
+        fits = np.stack([p["memory_fits"].to_numpy(bool) for p in parts])
+        pick = np.where(fits.any(axis=0), fits.argmax(axis=0), len(parts) - 1)
+        stacked = pd.concat(parts, ignore_index=True)
+        frames.append(stacked.iloc[pick * len(parts[0]) + np.arange(len(parts[0]))])
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if len(table):
+        table["reason"] = drop_reasons(table)
+        if not kw["include_unfit"]:
+            table = table[table["memory_fits"]].reset_index(drop=True)
+    if kw["columns"] is not None and len(table):
+        wanted = [kw["columns"]] if isinstance(kw["columns"], str) else list(kw["columns"])
+        table = table[[c for c in table.columns if c in wanted or c == "reason"]]
+    table.attrs["skipped"] = skipped
+    table.attrs["dropped_unfit"] = 0 if kw["include_unfit"] else int(sum(len(f) for f in frames) - len(table))
+    return table
+
+
+# ---- served workloads: client counts instead of static batches -----------------------------------
+_SERVED = ("tok_s_per_user", "output_tok_s_per_chip", "ttft_s", "tpot_s", "mean_running")
+
+
+def _served(model, hardware, concurrency, scheduler, kw: dict):
+    """sweep(concurrency=[...]): `serve_curve` (the steady-state solver, vectorised over the
+    client counts) for every group and (prompt, output) pair, as one table."""
+    import pandas as pd
+    from ..serving import serve_curve
+    clients = _int_axis("concurrency", concurrency, 1).astype(np.int64)
+    S = _int_axis("prompt_tokens", kw["prompt_tokens"], 0).astype(np.int64)
+    T = _int_axis("output_tokens", kw["output_tokens"], 2).astype(np.int64)
+    price = kw["price_usd_per_hour"]
+    parts, skipped = [], []
+    for m, hw, rt, n, par, wd, kd, ad in itertools.product(
+            [load_model(x) for x in _as_list("model", model)], [load_hardware(x) for x in _as_list("hardware", hardware)],
+            _as_list("runtime", kw["runtime"]), _as_list("n_chips", kw["n_chips"]), _as_list("parallel", kw["parallel"]),
+            _as_list("weight_dtype", kw["weight_dtype"]), _as_list("kv_dtype", kw["kv_dtype"]),
+            _as_list("activation_dtype", kw["activation_dtype"])):
+        n_chips = par.chips if (n is None and par is not None) else (1 if n is None else n)
+        for s, t in itertools.product(S, T):
+            try:
+                c = serve_curve(m, hw, concurrency=clients, prompt_tokens=int(s), output_tokens=int(t),
+                                weight_dtype=wd, kv_dtype=kd, activation_dtype=ad, n_chips=n_chips, parallel=par,
+                                runtime=rt, scheduler=scheduler,
+                                price_usd_per_hour=price.get(hw.name) if isinstance(price, dict) else price)
+            except MemboundError as e:
+                if kw["on_invalid"] == "raise" or not isinstance(e, InvalidInputError):
+                    raise
+                skipped.append((f"{m.name} on {n_chips} x {hw.name}, {wd}/{kd}/{ad}, {s}/{t} tokens", str(e)))
+                continue
+            k = len(c.concurrency)
+            cost = c.cost_per_million_output_tokens_usd
+            res = Quantization(wd, kd, ad).resolve(hw)
+            parts.append(pd.DataFrame({
+                "model": c.model, "hardware": c.hardware, "runtime": c.runtime, "n_chips": c.n_chips,
+                "weight_dtype": res.weights.name, "kv_dtype": res.kv.name, "activation_dtype": res.activations.name,
+                "concurrency": c.concurrency, "prompt_tokens": np.full(k, s), "output_tokens": np.full(k, t),
+                **{f: getattr(c, f) for f in _SERVED},
+                "cost_per_million_output_tokens_usd": np.full(k, np.nan) if cost is None else cost}))
+    table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    for name in ("model", "hardware", "runtime", "weight_dtype", "kv_dtype", "activation_dtype"):
+        if name in table:
+            table[name] = table[name].astype("category")
+    table.attrs["skipped"] = skipped
+    table.attrs["dropped_unfit"] = 0
+    return table
