@@ -80,3 +80,13 @@ def test_the_cli_prints_the_budget(capsys):
     from membound.present.cli import main
     assert main(["validate", "--budget"]) == 0
     assert "llama.cpp-metal: 6 free" in capsys.readouterr().out
+
+
+def test_every_runtime_calibrate_fits_is_within_its_budget(budget):
+    # issue 27 item 2: a runtime membound.calibrate fits frees at most one constant per two chips its
+    # rows span (chips // 2), and none of its fitted figures was frozen on the side
+    from membound.fidelity.calibrate import FIT
+    for name in FIT:
+        b = budget[name]
+        assert b.free <= len(b.chips) // 2, (name, b.free, b.chips)
+        assert not [c for c in b.constants if c.kind == "frozen"], name

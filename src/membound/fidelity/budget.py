@@ -123,7 +123,8 @@ def _calibrated(scenarios) -> dict:
 FRACTIONS = ("bandwidth_fraction", "compute_fraction")
 
 
-def _profile_fractions(rt: str, key: str, set_in_file: set, chips: tuple) -> list:
+def _profile_fractions(rt: str, key: str, set_in_file: set, chips: tuple,
+                       role: str = "the chip's profile (achievable), not fitted") -> list:
     """The fractions entry `key` of runtime `rt` leaves to the chips (`runtime._efficiency`: an unset
     fraction is the profile's `achievable`), one per chip its rows are on: measured where the
     profile cites a measurement, assumed where it says so (validate.fractions_known)."""
@@ -135,7 +136,7 @@ def _profile_fractions(rt: str, key: str, set_in_file: set, chips: tuple) -> lis
             ach = load_hardware(chip).achievable
             how = fraction_evidence(ach.evidence, name)
             out.append(Constant(rt, chip, name, float(getattr(ach, name)), "profile", unit_of(name), None,
-                                why=f"{how}: the chip's profile (achievable), not fitted"))
+                                why=f"{how}: {role}"))
     return out
 
 
@@ -152,6 +153,10 @@ def _served(budgets: dict) -> None:
         b = budgets.setdefault(name, RuntimeBudget(name))
         fit_rows = [r for r in rows if r.runtime == name and r.fitted]
         chips = tuple(sorted({r.device for r in fit_rows}))
+        # a served block's fractions are shares of each chip's achievable ones (runtime.served_efficiency):
+        # its fits rest on the fitting chips' profile figures
+        b.constants += _profile_fractions(name, "served", set(), chips,
+                                          "the fitting chip's profile figure the served fractions scale")
         values = _numeric(served.model_dump())
         for k in fitted_params(name):
             v = values[k]
