@@ -76,6 +76,27 @@ def role(kind: str, name: str) -> str:
     return recorded().get((kind, name)) or rule(kind, name)
 
 
+@lru_cache(maxsize=1)
+def mlperf_roles() -> dict[str, str]:
+    """{MLPerf accelerator family: role} as committed in data/mlperf_split.csv (its header states
+    the rule: a family takes its base chip's committed role, the Hopper families fit)."""
+    path = Path(str(resources.files("membound") / "data" / "mlperf_split.csv"))
+    out: dict[str, str] = {}
+    for ln in path.read_text().splitlines():
+        if not ln.strip() or ln.startswith("#") or ln.startswith("family,"):
+            continue
+        family, _, r = ln.split(",")
+        if r not in ROLES:
+            raise InvalidInputError("role", r, f"one of {ROLES} ({path}: {ln})")
+        out[family] = r
+    return out
+
+
+def mlperf_role(family: str) -> str:
+    """The role of MLPerf accelerator family `family` (`mlperf_roles`); "report" where not listed."""
+    return mlperf_roles().get(family, "report")
+
+
 def groups_of_reference(path=None) -> set:
     """{(kind, name)} of every chip and source of the reference measurements and served rows."""
     from .reference import load_reference
