@@ -83,7 +83,10 @@ slow (its 128/128 row 61%); with it at 0 every model is 17-52% fast. So the cost
 batch, and it is smaller for the small model: scaled by the layers (32 of Llama-3.3-70B's 80) the 8B
 rows go to -9% (405B scaled by 126/80: -6 to -13%), a hint that the work is per sequence per layer
 (kernels that walk each sequence's block table, append its KV, rotate its query) rather than per
-sequence; a refit of that form on the served rows is the next step.
+sequence. Refitted in that form (per sequence per layer, TensorRT-LLM's H200 rows) it is not better:
+in-sample TPOT/TTFT/throughput 6.2/20.4/5.7% against 4.9/19.5/4.5%, B200 within a point either way,
+the maximum-load rows 12.8% against 9.4% (8B -14%, 405B -14 to -17%): set aside too. The cost's
+large-batch shape is open.
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), bounded least squares (membound.fitter.fit, the one fitter).
 
