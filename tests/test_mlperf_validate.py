@@ -118,3 +118,26 @@ def test_serve_percentiles_under_poisson_arrivals_come_from_the_tail_model():
     r = mb.serve("llama-3.1-8b", "h100-sxm", arrival_rate=5.0, prompt_tokens=mb.Uniform(500, 1500),
                  output_tokens=mb.Uniform(50, 400), runtime="vllm", weight_dtype="fp8")
     assert r.tpot.p99 > r.tpot.median and r.ttft.p99 > r.ttft.p90 > r.ttft.median    # a tail, not the mean
+
+
+def test_cpu_only_rows_are_host_processors(tmp_path):
+    # A CPU-only system: its host processors run the model. The row names the CPU in host_processor,
+    # 2 sockets a node; 800 tokens/s over 1 node x 2 sockets = 400 per socket; PyTorch with Intel's
+    # extensions runs as the `device` runtime; an older row without a precision names its format in
+    # the description ("...-INT4"), a socket the loader has no profile for is skipped by name.
+    cols = COLUMNS + ["host_processor", "host_processors_per_node", "nodes", "system_desc"]
+    cpu = dict(accelerator=float("nan"), accel_family="CPU-only", accel_variant="", accelerators_per_node=0,
+               n_accelerators=0, tokens_per_s_per_accel=float("nan"), framework="PyTorch", software_stack="",
+               host_processors_per_node=2, nodes=1)
+    rows = [_row(**cpu, tokens_per_s=800.0, host_processor="Intel(R) Xeon(R) 6980P", precision="weights=INT8",
+                 system_desc="1-node-2S-GNR"),
+            _row(**cpu, model="gptj", benchmark="gptj-99", round="v4.0", precision=float("nan"),
+                 host_processor="Intel(R) Xeon(R) Platinum 8480+", system_desc="1-node-2S-SPR-PyTorch-INT4"),
+            _row(**cpu, host_processor="Acme CPU 9000", precision="weights=INT8", system_desc="")]
+    path = tmp_path / "cpu.csv"
+    pd.DataFrame(rows, columns=cols).to_csv(path, index=False)
+    got, skipped = mv.load_rows(path)
+    assert [(r.device, r.engine, r.per_node, r.quantization.weights) for r in got] == [
+        ("xeon-6980p", "device", 2, "int8"), ("xeon-platinum-8480p", "device", 2, "int4")]
+    assert got[0].measured == pytest.approx(800.0 / 2) and got[0].family == "CPU-only"
+    assert [why for _, why, _ in skipped] == ["no profile for the CPU Acme CPU 9000"]

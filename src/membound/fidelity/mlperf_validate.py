@@ -7,6 +7,8 @@ CSV). It maps to served workloads of one engine instance:
 - **Server / Interactive**: Poisson arrivals; the result is the highest rate whose p99 TTFT and
   p99 TPOT (gptj: p99 end-to-end time) meet the benchmark's limits (`max_rate.search`,
   percentiles from `membound.tails`), as completed output tokens per second.
+- **deepseek-r1 Interactive** runs the rules' speculative decoding, EAGLE-style with the model's
+  MTP head, 3 draft steps (workloads.yaml `speculative`; `speculative.mtp`).
 - **gptj** decodes with beam search of 4 beams: each request is 4 sequences after one prefill,
   sharing the prompt's KV (`serving.solve(beams=...)`); its tokens are the request's.
 The prediction is output tokens/s per accelerator: the instance's, over its chips.
@@ -26,7 +28,12 @@ The workload rules of this data set live here, with the loader (never in predict
   chip with fp4 from round v5.0 on, else fp8 where the chip has it, else bf16; fp4 is NVFP4 on
   NVIDIA and MXFP4 on AMD; KV fp8 where the chip computes fp8;
 - engines: the software stack names it: TensorRT(-LLM) -> tensorrt-llm, vLLM -> vllm,
-  SGLang -> sglang; other stacks are skipped with the reason.
+  SGLang -> sglang; other stacks are skipped with the reason;
+- CPU-only systems (accel_family "CPU-only"): the host processor's profile (by the CSV's
+  host_processor), its sockets the "accelerators" (tokens/s per socket, sockets per node the
+  groups), the stack (PyTorch with Intel's extensions) as the `device` runtime (the profile's
+  fractions, no served engine's costs: assumed), the format from the precision column or, where it
+  has none, the system description's INT4 / INT8 / BF16.
 
 Rows used: closed division, scenarios Offline, Server and Interactive, a benchmark of
 workloads.yaml whose preset and device resolve (membound.names). Rows that cannot be predicted are
@@ -55,6 +62,9 @@ from ..serving.lengths import Length, Samples
 SHIPPED = "data/reference/mlperf/mlperf_llm.csv"
 WORKLOADS = "data/reference/mlperf/workloads.yaml"
 SCENARIOS = ("Offline", "Server", "Interactive")
+CPU_ONLY = "CPU-only"        # the CSV's accel_family of systems without accelerators
+CPU_ENGINE = "device"        # their stack (PyTorch with Intel's extensions): no served engine's costs
+CPU_FORMATS = ("int4", "int8", "bf16")    # format words of a CPU system's description
 TP_SIZES = (1, 2, 4, 8)
 LENGTH_POINTS = 64          # equally likely lengths standing for a distribution
 ENGINES = (("tensorrt", "tensorrt-llm"), ("trt", "tensorrt-llm"), ("sglang", "sglang"), ("vllm", "vllm"))
@@ -74,6 +84,7 @@ class Benchmark:
     output: Length
     limits: dict          # scenario -> {"ttft_p99_s": s, "tpot_p99_s": s} or {"e2e_p99_s": s}
     beams: int = 1        # beam search's width (each request decodes that many sequences)
+    mtp: dict = field(default_factory=dict)     # scenario -> draft steps of the model's MTP head the rules set
 
 
 @dataclass
@@ -140,7 +151,8 @@ def load_benchmarks(path: str | Path | None = None) -> dict[str, Benchmark]:
                    for k in ("prompt", "output")]
         keys = {"ttft_s": "ttft_p99_s", "tpot_s": "tpot_p99_s", "e2e_s": "e2e_p99_s"}
         limits = {sc: {keys[k]: float(x) for k, x in v.items()} for sc, v in b.get("limits", {}).items()}
-        out[name] = Benchmark(name, b["preset"], lengths[0], lengths[1], limits, int(b.get("beams", 1)))
+        mtp = {sc: int(v["mtp_steps"]) for sc, v in b.get("speculative", {}).items()}
+        out[name] = Benchmark(name, b["preset"], lengths[0], lengths[1], limits, int(b.get("beams", 1)), mtp)
     return out
 
 
@@ -208,9 +220,19 @@ def _quantization(wd: str, preset: str, hw) -> Quantization:
     return Quantization(wd, "fp8" if hw.supports("fp8") and wd != "bf16" else None)
 
 
+def cpu_only(r: Any) -> bool:
+    """A CPU-only system (no accelerator: its host processors run the model)."""
+    return str(r.accel_family) == CPU_ONLY
+
+
 def _device(r: Any) -> str:
     from ..catalog.names import index
     look = index("hardware").lookup
+    if cpu_only(r):
+        host = getattr(r, "host_processor", "")
+        if isinstance(host, str) and host and (name := look(host)):
+            return name
+        raise SkipRow(f"no profile for the CPU {host}")
     for text in (r.accelerator, getattr(r, "accel_variant", ""), r.accel_family):
         if isinstance(text, str) and text and (name := look(text)):
             return name
@@ -244,15 +266,22 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
         why = UNMODELLED.get(str(r.model))
         raise SkipRow(f"{r.model}: {why or 'no workload for the benchmark'}")
     device = _device(r)
-    engine = engine_of(f"{r.framework} {r.software_stack}")
+    engine = CPU_ENGINE if cpu_only(r) else engine_of(f"{r.framework} {r.software_stack}")
     if engine is None:
         raise SkipRow("no runtime for the software stack")
     hw = load_hardware(device)
-    wd = weight_format(str(r.precision), hw, str(r.round))
+    precision = str(r.precision)
+    if cpu_only(r) and "weights=" not in precision:      # older CPU rows name the format in the description
+        word = next((w for w in CPU_FORMATS if w in str(getattr(r, "system_desc", "")).lower()), "bf16")
+        precision = f"weights={word}"
+    wd = weight_format(precision, hw, str(r.round))
     quant = _quantization(wd, bench.preset, hw)
-    per_node = int(r.accelerators_per_node) if r.accelerators_per_node == r.accelerators_per_node else 1
+    count = getattr(r, "host_processors_per_node", 1) if cpu_only(r) else r.accelerators_per_node
+    per_node = int(count) if count == count and count else 1
     layouts(bench.preset, device, wd, max(per_node, 1))      # some group holds the weights
-    measured = float(r.tokens_per_s_per_accel)
+    nodes = getattr(r, "nodes", 1)
+    measured = float(r.tokens_per_s / (per_node * (nodes if nodes == nodes and nodes else 1))
+                     if cpu_only(r) else r.tokens_per_s_per_accel)
     if not (math.isfinite(measured) and measured > 0):
         raise SkipRow("no tokens per second per accelerator")
     rid = f"{r.round}/{r.submitter}/{r.system_name}/{r.benchmark}/{r.scenario}"
@@ -336,7 +365,13 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
             for m in members:
                 m.tp, m.layout = tp, str(lay)
                 if m.scenario not in done:
-                    mr = search(sm, sched, bench.prompt, bench.output, bench.limits[m.scenario], bench.beams)
+                    eng, eng_sched = sm, sched
+                    if m.scenario in bench.mtp:       # the rules' speculative decoding with the MTP head
+                        from .speculative import mtp
+                        eng, eng_sched, _ = build(bench.preset, device, prompt=bench.prompt, output=bench.output,
+                                                  quantization=q, runtime=runtime, n_chips=lay.chips, parallel=lay,
+                                                  speculative=mtp(bench.preset, bench.mtp[m.scenario]))
+                    mr = search(eng, eng_sched, bench.prompt, bench.output, bench.limits[m.scenario], bench.beams)
                     done[m.scenario] = {"tok_s_per_accel": mr.output_tok_s / tp, "ttft_p99_s": mr.ttft[2],
                                         "tpot_p99_s": mr.tpot[2], "binding": mr.binding or "saturation"}
                 m.pred = done[m.scenario]
