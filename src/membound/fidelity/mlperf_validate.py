@@ -367,7 +367,7 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
                 if m.scenario not in done:
                     eng, eng_sched = sm, sched
                     if m.scenario in bench.mtp:       # the rules' speculative decoding with the MTP head
-                        from .speculative import mtp
+                        from ..physics.speculative import mtp
                         eng, eng_sched, _ = build(bench.preset, device, prompt=bench.prompt, output=bench.output,
                                                   quantization=q, runtime=runtime, n_chips=lay.chips, parallel=lay,
                                                   speculative=mtp(bench.preset, bench.mtp[m.scenario]))
