@@ -585,7 +585,7 @@ def pass_terms(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, dec: Num, 
     if mc.index_flops:      # every tensor-parallel rank runs the indexer whole: split over ep only
         comp = comp + beat * index_pairs * mc.index_flops / (ch.ep * ch.index_flops)
     over = step_overhead_s(mc, eff, ch, dec + prompts) + launch_s(mc, eff, tokens) \
-        + where(chunk > 0, context_kernels_s(mc, eff), 0.0)
+        + (0.0 if type(chunk) is float and chunk == 0.0 else where(chunk > 0, context_kernels_s(mc, eff), 0.0))
     return Pass(mem, beat * ch.kv_pair * ch.kv_inv / ch.ep, comp,
                 beat * pos * mc.attn_per_pair / (ch.group * ch.attn_flops), serial_share(eff, tokens),
                 ch.floor * beat, comm_s(mc, ch, tokens), over, beat * head)
@@ -892,7 +892,8 @@ def prefill(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip) -> tuple[Num,
     (serving.solver's own chunks), step for step."""
     B, S = kn.batch, kn.prompt
     N = B * S
-    whole = prompt_pass(mc, eff, kn, ch, B, S, N)
+    counts = prompt_counts(mc, S)
+    whole = prompt_pass(mc, eff, kn, ch, B, S, N, counts)
     P = kn.chunk_tokens
     if type(P) is float and (P == 0.0 or (type(N) is float and N <= P)):
         prefill_s = where(S > 0, pass_s(whole, 0.0), 0.0)
@@ -900,20 +901,30 @@ def prefill(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip) -> tuple[Num,
         P = where(P > 0.0, P, maximum(N, 1.0))
         full = floor_int(N / P)
         rest = N - full * P
-        chunks = full * pass_s(prompt_pass(mc, eff, kn, ch, B, S, minimum(P, N)), 0.0) \
-            + where(rest > 0.0, pass_s(prompt_pass(mc, eff, kn, ch, B, S, rest), 0.0), 0.0)
+        chunks = full * pass_s(prompt_pass(mc, eff, kn, ch, B, S, minimum(P, N), counts), 0.0)
+        if type(rest) is not float or rest > 0.0:   # a float rest of 0 adds where()'s 0.0: nothing
+            chunks = chunks + where(rest > 0.0, pass_s(prompt_pass(mc, eff, kn, ch, B, S, rest, counts), 0.0), 0.0)
         prefill_s = where(S > 0, chunks, 0.0)
     return prefill_s, whole.mem, whole.comp, whole.head, whole.over
 
 
-def prompt_pass(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, B: Num, S: Num, chunk: Num) -> Pass:
+def prompt_counts(mc: ModelConsts, S: Num) -> tuple[Num, Num, Num]:
+    """A prompt of S tokens' (layer, token) pairs of KV held, its causal attention pairs and its
+    indexer's causal pairs over the held tokens (0 without an indexer): what `prompt_pass` shares out."""
+    return (effective_context(mc.held_groups, S), causal_pairs(mc.window_groups, S),
+            causal_pairs(mc.held_groups, S) if mc.index_flops else 0.0)
+
+
+def prompt_pass(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, B: Num, S: Num, chunk: Num,
+                counts: tuple[Num, Num, Num] | None = None) -> Pass:
     """A step of `chunk` tokens of B prompts of S tokens, nothing decoding: its share chunk / S of
-    their KV (held, read and written) and causal pairs, an LM head for each prompt it holds part of."""
+    their KV (held, read and written) and causal pairs, an LM head for each prompt it holds part of.
+    counts: `prompt_counts(mc, S)`, where the caller has them already."""
+    held, pairs, index = prompt_counts(mc, S) if counts is None else counts
     share = chunk / maximum(S, 1.0)
     return pipeline_pass(mc, eff, kn, ch, 0.0, chunk=chunk, prompts=minimum(B, maximum(share, 1.0)),
-                         held=share * effective_context(mc.held_groups, S),
-                         pairs=share * causal_pairs(mc.window_groups, S),
-                         index_pairs=share * causal_pairs(mc.held_groups, S) if mc.index_flops else 0.0)[0]
+                         held=share * held, pairs=share * pairs,
+                         index_pairs=share * index if mc.index_flops else 0.0)[0]
 
 
 def pipeline_pass(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, dec: Num, pos: Num = 1.0, routed: Num = 1.0,

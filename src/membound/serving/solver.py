@@ -8,6 +8,7 @@ from statistics import NormalDist
 import numpy as np
 from scipy.special import gammainc, gammaln
 
+from ..physics.core import Pass
 from ..errors import DoesNotFitError, InvalidInputError
 from ..physics.roofline import causal_pairs
 from .lengths import Length
@@ -182,8 +183,7 @@ class _State:
         pbar = others * S * sm.tokens_per_step / (D * self.W)      # prefill tokens per decode step
         c = np.minimum(np.maximum(c0, pbar), avail)
         f = np.minimum(pbar / np.maximum(c, 1e-30), 1.0)
-        tau, tau_d, tau_m, tau_own = self._steps(b, others, c0, c, f)
-        pre = self._own_chunks(others, c0, tau_own)
+        tau, tau_d, tau_m, tau_own, pre = self._steps(b, others, c0, c, f)
         half = 0.5 * tau          # an arrival's mean wait for the running step to end
         if not self.closed and S > 0:      # Poisson arrivals: a step takes the prompts that came during the last
             tau, tau_m, f, half, own = self._clumped(b, others, avail, pbar, tau_d)
@@ -284,20 +284,6 @@ class _State:
         gate = np.minimum(others, 1.0)
         return gate * steps * tau_d, gate * (tau_rel - tau_own)
 
-    def _own_chunks(self, others, c0, tau_own):
-        """Seconds of the prompt's own prefill steps: S // c0 full chunks (tau_own each) and a last
-        one of the S mod c0 tokens left (one step of c0 where S = 0). Each chunk carries its share
-        of the prompt's KV and attention pairs (by its tokens), so the chunks' pairs sum to the
-        prompt's: a prompt within the budget is one step, core's prefill of it."""
-        S = self.S
-        if S <= 0:
-            return tau_own
-        c0 = np.maximum(c0, 1.0)
-        full = np.floor(S / c0)
-        rest = S - full * c0
-        last = self._own_step(others, rest)
-        return full * tau_own + np.where(rest > 0.0, last, 0.0)
-
     def _own_step(self, others, c, prompts=None):
         """A step carrying c tokens of the prompt (its share of the KV and the pairs) beside the
         others' decodes where steps mix (alone where they do not); `prompts`: the prompts the c
@@ -311,20 +297,93 @@ class _State:
         return sm.step(0.0 * others, self.u_mean, c, seqs=1.0 if prompts is None else prompts, **kw)
 
     def _steps(self, b, others, c0, c, f):
-        """The mean step, the decode step, the step with a prefill chunk c, the prompt's own (c0)."""
-        sm, S, u_mean, u_S, pairs_S = self.sm, self.S, self.u_mean, self.u_S, self.pairs_S
-        h, idx_S = self.h_mean, self.index_S
-        share = c / max(S, 1.0)
-        # a decoding sequence's step, averaged over its own decode contexts (the others at their mean)
-        tau_d = sm.step_over_context(others, u_mean, S, self.T, h=h)
-        if self.sched.mixed_steps:
-            tau_m = sm.step_over_context(others, u_mean, S, self.T, c, share * u_S, share * pairs_S, h=h,
-                                         hp=share * idx_S)
-            tau = (1.0 - f) * tau_d + f * tau_m
-        else:
-            tau_m = sm.step(0.0 * b, u_mean, c, share * u_S, share * pairs_S, seqs=share, hp=share * idx_S)
-            tau = tau_d + f * tau_m
-        return tau, tau_d, tau_m, self._own_step(others, c0)
+        """The mean step, the decode step, the step with a prefill chunk c, the prompt's own (c0),
+        and the seconds of the prompt's own prefill steps: S // c0 full chunks (tau_own each) and a
+        last one of the S mod c0 tokens left (one step of c0 where S = 0). Each chunk carries its
+        share of the prompt's KV and attention pairs (by its tokens), so the chunks' pairs sum to the
+        prompt's: a prompt within the budget is one step, core's prefill of it.
+        The steps, as rows: a decoding sequence's step averaged over its own decode contexts (the
+        others at their mean; `StepModel.step_over_context`), the step with the chunk c likewise
+        where steps mix (else a step of the chunk alone: `StepModel.step`), the prompt's own steps
+        (`_own_step`). Arrays are evaluated as one stack of rows (`_stacked_steps`), each element
+        computed as alone."""
+        S, mixed = self.S, self.sched.mixed_steps
+        full = rest = None
+        chunks = [0.0, c, c0]
+        if S > 0:
+            c0_ = np.maximum(c0, 1.0)
+            full = np.floor(S / c0_)
+            rest = S - full * c0_
+            chunks.append(rest)
+        n = len(chunks)
+        share = [x / max(S, 1.0) for x in chunks]
+        one = 1.0 + others
+        if mixed:       # the prompt's tokens beside the others' decodes
+            dec, prompts = [one, one] + [others] * (n - 2), [(x > 0) * 1.0 for x in chunks]
+            h, over = [self.h_mean] * n, 2
+        else:           # a decode step, then the chunk's and the prompt's own steps alone
+            dec = [one, 0.0 * b] + [0.0 * others] * (n - 2)
+            prompts = [0.0, share[1] - dec[1]] + [1.0 - dec[2]] * (n - 2)
+            h, over = [self.h_mean] + [0.0] * (n - 1), 1
+        rows = (dec, chunks, prompts, [x * self.u_S for x in share], [x * self.pairs_S for x in share],
+                [x * self.index_S for x in share], h)
+        if np.ndim(one) or np.ndim(c):
+            t = self._stacked_steps(rows, others, over, np.broadcast(one, dec[1], c0, c).shape)
+        else:           # numbers: each row as numbers (their own float paths)
+            t = [self._step_rows(tuple(col[i] for col in rows), others, i < over) for i in range(n)]
+        tau_d, tau_m, tau_own = t[0], t[1], t[2]
+        tau = (1.0 - f) * tau_d + f * tau_m if mixed else tau_d + f * tau_m
+        pre = tau_own if full is None else full * tau_own + np.where(rest > 0.0, t[3], 0.0)
+        return tau, tau_d, tau_m, tau_own, pre
+
+    def _step_rows(self, rows, others, over_context: bool, staged=None):
+        """Steps given as rows (decoding sequences, chunk tokens, prompts, their KV pairs, causal
+        pairs, indexer pairs, held pairs h; floats, or arrays stacked along a first axis): averaged
+        over a decoding sequence's own contexts (`StepModel.step_over_context`, others beside it)
+        or one step (`StepModel.step`), the drafter's rounds added. staged: the rows' pass
+        (`StepModel.pass_of`), where the caller has it."""
+        sm = self.sm
+        dec, c, _, cu, cp, hp, h = rows
+        p, m, beat = sm.pass_of(*rows[:6]) if staged is None else staged
+        if over_context:
+            t = sm.over_context_of(p, m, beat, others, self.u_mean, self.S, self.T, h)
+            return t if sm.draft is None else t + sm.draft.step_over_context(others, self.u_mean, self.S, self.T, c,
+                                                                             cu, cp, h, hp)
+        t = sm.step_of(p, m, beat, dec, self.u_mean, h)
+        return t if sm.draft is None else t + sm.draft.step(dec, self.u_mean, c, cu, cp, h, hp)
+
+    def _stacked_steps(self, rows, others, over: int, shape: tuple[int, ...]) -> np.ndarray:
+        """`_step_rows` of all the rows at once, one pass for them all: the first `over` averaged
+        over the contexts."""
+        st = _stack(shape, *rows)
+        p, m, beat = self.sm.pass_of(*st[:6])
+        top, low = slice(0, over), slice(over, len(rows[0]))
+        oth = np.broadcast_to(others, st[0][top].shape)
+        return np.concatenate([
+            self._step_rows(tuple(x[top] for x in st), oth, True, (_rows(p, top), _row(m, top), _row(beat, top))),
+            self._step_rows(tuple(x[low] for x in st), others, False, (_rows(p, low), _row(m, low), _row(beat, low)))])
+
+
+def _stack(shape: tuple[int, ...], *columns: list) -> tuple[np.ndarray, ...]:
+    """Each list of floats or arrays (each broadcasting to `shape`) as one array of its entries
+    stacked along a first axis."""
+    out = []
+    for col in columns:
+        a = np.empty((len(col), *shape))
+        for i, x in enumerate(col):
+            a[i] = x
+        out.append(a)
+    return tuple(out)
+
+
+def _row(x, rows: slice):
+    """The rows of a figure evaluated on `_stack`ed arguments (a float: the same for all)."""
+    return x[rows] if isinstance(x, np.ndarray) and x.ndim else x
+
+
+def _rows(p: Pass, rows: slice) -> Pass:
+    """The rows of a pass evaluated on `_stack`ed arguments."""
+    return Pass(*(_row(x, rows) for x in p))
 
 
 def _closed_loop(state: _State, concurrency, cap: float):

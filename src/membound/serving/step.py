@@ -163,14 +163,23 @@ class StepModel:
         stages (`core.pipeline_pass`; `core.pass_terms` without stages): (the pass, the micro-batches
         m its decoding sequences' pairs are split over, the passes per step)."""
         prompts = (c > 0) * 1.0 if seqs is None else seqs - b
+        return self.pass_of(b, c, prompts, cu, cp, hp)
+
+    def pass_of(self, b, c, prompts, cu, cp, hp) -> tuple[Pass, Num, Num]:
+        """`staged` with the prompts the c tokens belong to given (floats or arrays: the solver
+        stacks the steps it needs along a first axis and evaluates them in one call)."""
         return pipeline_pass(self.consts, self.eff, self.knobs, self.chip, b, self.positions, self.routed, c, prompts,
                              cu, cp, hp)
 
     def step(self, b, u, c=0.0, cu=0.0, cp=0.0, seqs=None, h=0.0, hp=0.0):
         """Seconds of a step of b decoding sequences at u attended pairs each and c prompt tokens."""
-        p, m, beat = self.staged(b, c, cu, cp, seqs, hp)
-        t = pass_s(p, b * u / m) + self.index_s(b, h, m, beat)
+        t = self.step_of(*self.staged(b, c, cu, cp, seqs, hp), b, u, h)
         return t if self.draft is None else t + self.draft.step(b, u, c, cu, cp, h, hp)
+
+    def step_of(self, p: Pass, m, beat, b, u, h):
+        """`step` of the pass p (`staged`: m micro-batches of `beat` passes) of b decoding sequences
+        (u, h as there), the drafter left out."""
+        return pass_s(p, b * u / m) + self.index_s(b, h, m, beat)
 
     def step1(self, b: float, u: float, c: float = 0.0, cu: float = 0.0, cp: float = 0.0, seqs: float | None = None,
               h: float = 0.0, hp: float = 0.0) -> float:
@@ -185,14 +194,19 @@ class StepModel:
         max(memory, compute, floor), each affine in its pairs: `roofline.sum_over_context`).
         With others = 0 and c = 0 it is `estimate(batch=1)`'s time per output token."""
         b = 1.0 + others
-        p, m, beat = self.staged(b, c, cu, cp, None if seqs is None else seqs, hp)
-        coeffs = timed((p.mem + p.kv * others * u_others / m, p.kv / m, p.comp + p.attn * others * u_others / m,
-                        p.attn / m), p.serial)
-        total = sum_over_context(self.consts.pieces, *coeffs, p.floor, start, count)
-        t = total / count + p.comm + p.over + self.index_s(b, h, m, beat)
+        t = self.over_context_of(*self.staged(b, c, cu, cp, None if seqs is None else seqs, hp), others, u_others,
+                                 start, count, h)
         if self.draft is None:
             return t
         return t + self.draft.step_over_context(others, u_others, start, count, c, cu, cp, h, hp)
+
+    def over_context_of(self, p: Pass, m, beat, others, u_others, start: float, count: float, h):
+        """`step_over_context` of the pass p (`staged`: m micro-batches of `beat` passes) of 1 + others
+        decoding sequences, the drafter left out."""
+        coeffs = timed((p.mem + p.kv * others * u_others / m, p.kv / m, p.comp + p.attn * others * u_others / m,
+                        p.attn / m), p.serial)
+        total = sum_over_context(self.consts.pieces, *coeffs, p.floor, start, count)
+        return total / count + p.comm + p.over + self.index_s(1.0 + others, h, m, beat)
 
     def bound(self, b, u, c=0.0, cu=0.0, cp=0.0, h=0.0, hp=0.0) -> str:
         p, m, beat = self.staged(b, c, cu, cp, None, hp)
