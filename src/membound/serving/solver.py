@@ -203,6 +203,15 @@ class _State:
         pre = pre + released
         return tau / sm.tokens_per_step, tau_d, tau_m, f, x, ttft, pre, pbar <= avail
 
+    @property
+    def pointwise(self) -> bool:
+        """Whether each element of an evaluation is computed alone, whatever is evaluated beside it:
+        not where batch waiting sizes its Poisson sums by the largest rate in the call (`batch_wait`),
+        nor under Poisson arrivals, whose clumped steps sum over chunks (`_clumped`)."""
+        sched = self.sched
+        waits = bool(_set(sched.batch_wait_steps) and _set(sched.batch_wait_ratio)) and self.sm.ranks == 1
+        return self.closed and not waits
+
     def _clumped(self, b, others, avail, pbar, tau_d):
         """The steps of Poisson arrivals (open loop): a step takes, within the token budget, the
         prompts that arrived during the step before, and a step's cost is convex in its prompt
@@ -390,14 +399,20 @@ def _closed_loop(state: _State, concurrency, cap: float):
     """N clients hold N = b + X TTFT (Little): b where that holds, or the cap with the rest queued."""
     N = np.asarray(concurrency, float)
     hi = np.minimum(N, cap)
-    tau, _, _, _, x, ttft, _, ok = state(hi, N)
-    capped = ok & (hi + x * ttft <= N)
 
     def below(b, n):
         tau, _, _, _, x, ttft, _, ok = state(b, n)
         return ok & (b + x * ttft < n)
-    b = np.where(capped, hi, _root(below, N * 1e-9, hi, N))
-    tau, tau_d, tau_m, f, x, ttft, pre, _ = state(b, N)
+    if state.pointwise and N.size == 1:     # the same figures in fewer evaluations (`_root_ahead`)
+        root, at_hi, at_root = _root_ahead(state, _held_below, N * 1e-9, hi, N)
+    else:
+        at_hi, at_root = state(hi, N), None
+    tau, _, _, _, x, ttft, _, ok = at_hi
+    capped = ok & (hi + x * ttft <= N)
+    if at_root is None:
+        root = _root(below, N * 1e-9, hi, N)
+    b = np.where(capped, hi, root)
+    tau, tau_d, tau_m, f, x, ttft, pre, _ = (at_hi if capped else at_root) if at_root is not None else state(b, N)
     # the prefill budget binds before the clients are all served (b + X TTFT < N where the
     # root stopped at the budget's edge): b is the most the budget sustains and the rest queue,
     # as at the cap (Little's law over all N clients would count the queue as decoding)
@@ -405,6 +420,14 @@ def _closed_loop(state: _State, concurrency, cap: float):
     ttft = np.where(full, np.maximum((N - b) / x, ttft), ttft)
     x = np.where(full, x, N / (ttft + state.D * tau))      # Little's law, exact at the root
     return b, tau, tau_d, tau_m, f, x, ttft, pre
+
+
+def _held_below(figures, b, n):
+    """`_closed_loop`'s test of b decoding sequences among n clients, from the state's figures there:
+    (whether they hold fewer than n, b + X TTFT < n; the margin n - b - X TTFT, continuous in b)."""
+    _, _, _, _, x, ttft, _, ok = figures
+    held = b + x * ttft
+    return ok & (held < n), n - held
 
 
 def _open_loop(state: _State, arrival_rate, cap: float):
@@ -500,3 +523,82 @@ def _root(below, lo, hi, arg, points: int = 24, rounds: int = 7):
         lo, hi = np.take_along_axis(grid, (k - 1)[:, None], 1)[:, 0], np.take_along_axis(grid, k[:, None], 1)[:, 0]
     b = np.sqrt(lo * hi)
     return b.reshape(shape) if shape else float(b[0])
+
+
+def _root_ahead(state, test, lo, hi, arg, points: int = 24, rounds: int = 7):
+    """`_root` of one element to the bit, in fewer evaluations of `state`: (the root, the state's
+    figures at hi, at the root). test(figures, b, arg): `_root`'s below from the state's figures at
+    b, and a margin continuous in b, positive where below is (its zero is where below turns).
+    The first evaluation takes the first round's grid and hi. Each later one takes the round whose
+    bracket is known and, after it, the rounds as they would go were the root where the margin's
+    last values put it (`_predicted_root`, `_brackets`), and that root's point; the rounds are
+    checked one after the other as `_root` takes them (each on its own grid, counted alike), the
+    first whose bracket the prediction missed ending the count. Every round `_root` takes is thus
+    evaluated on its own grid, so the answer is `_root`'s where a point's figures do not depend on
+    the points evaluated beside it (`_State.pointwise`)."""
+    shape = np.shape(arg)
+    lo, hi, arg = (np.atleast_1d(np.asarray(v, float)) for v in (lo, hi, arg))
+    j = np.linspace(0.0, 1.0, points)
+    chain, last, at_hi = [(lo, hi)], hi, None
+    for _ in range(rounds):
+        grids = [lo_[:, None] * (hi_ / lo_)[:, None] ** j for lo_, hi_ in chain]
+        points_b = np.concatenate([*grids, last[:, None]], axis=1)
+        figures = state(points_b, arg[:, None])
+        flags, margin = test(figures, points_b, arg[:, None])
+        if at_hi is None:
+            at_hi = _column(figures, -1, shape)
+        for i, grid in enumerate(grids):      # as _root's rounds (one element: its row indexed)
+            k = min(max(int(np.count_nonzero(flags[0, i * points:(i + 1) * points])), 1), points - 1)
+            lo, hi = grid[:, k - 1], grid[:, k]
+            rounds -= 1
+            if rounds == 0:
+                b = np.sqrt(lo * hi)
+                at_b = _column(figures, -1, shape) if last[0] == b[0] else state(b.reshape(shape), arg.reshape(shape))
+                return (b.reshape(shape) if shape else float(b[0])), at_hi, at_b
+            if i + 1 == len(grids) or chain[i + 1][0][0] != lo[0] or chain[i + 1][1][0] != hi[0]:
+                break
+        guess = _predicted_root(grid[0], margin[0, i * points:(i + 1) * points], k, flags[0, i * points])
+        *ahead, after = _brackets(lo, hi, guess, j, rounds)      # the rounds left, and the bracket they leave
+        chain, last = [(lo, hi), *ahead], np.sqrt(after[0] * after[1])
+    raise AssertionError("unreachable: each evaluation takes at least one round")
+
+
+def _column(figures: tuple, i: int, shape: tuple[int, ...]) -> tuple:
+    """The figures of one column of a (1, points) evaluation, shaped as `shape` (one element)."""
+    return tuple(x[:, i].reshape(shape)[()] if np.ndim(x) == 2 else x for x in figures)
+
+
+def _brackets(lo, hi, guess: float, j, count: int) -> list:
+    """The (lo, hi) brackets of `_root`'s next `count` rounds from (lo, hi) were `below` true
+    exactly below `guess`."""
+    out = []
+    for _ in range(count):
+        grid = lo[:, None] * (hi / lo)[:, None] ** j
+        k = min(max(int(np.count_nonzero(grid[0] < guess)), 1), j.size - 1)
+        lo, hi = grid[:, k - 1], grid[:, k]
+        out.append((lo, hi))
+    return out
+
+
+def _predicted_root(grid: np.ndarray, margin: np.ndarray, k: int, first_below: bool) -> float:
+    """Where a margin sampled on a geometric grid crosses 0 in [grid[k-1], grid[k]]: inverse
+    interpolation of log b over the (up to) four points about the crossing (beyond the grid
+    where the margin does not cross in it)."""
+    if k == grid.size - 1 and margin[-1] > 0:
+        return math.inf
+    if k == 1 and not first_below:
+        return 0.0
+    idx = [i for i in range(max(k - 2, 0), min(k + 2, grid.size))]
+    ys, xs = margin[idx], np.log(grid[idx])
+    if not (np.all(np.isfinite(ys)) and np.all(np.diff(ys) < 0)):     # not a clean crossing: the middle
+        ys, xs = margin[[k - 1, k]], np.log(grid[[k - 1, k]])
+        if not (np.all(np.isfinite(ys)) and ys[0] > ys[1]):
+            return float(np.sqrt(grid[k - 1] * grid[k]))
+    x = 0.0                                     # Lagrange's polynomial of x in y, at y = 0
+    for a in range(len(ys)):
+        w = 1.0
+        for c in range(len(ys)):
+            if c != a:
+                w *= (0.0 - ys[c]) / (ys[a] - ys[c])
+        x += w * xs[a]
+    return float(np.exp(x))
