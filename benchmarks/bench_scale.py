@@ -1,7 +1,7 @@
-"""Speed of membound at scale (issue 17): one estimate(), streamed and DataFrame sweeps of 1e7
-configurations, a many-group grid, and a sweep of 1e8 on a Dask LocalCluster.
+"""Speed of membound at scale (issue 17): one estimate(), one serve(), streamed and DataFrame sweeps
+of 1e7 configurations, a many-group grid, and a sweep of 1e8 on a Dask LocalCluster.
 
-Run:  python benchmarks/bench_scale.py [--runs 5] [--only estimate,stream,frame,groups,dask] [--against REV]
+Run:  python benchmarks/bench_scale.py [--runs 5] [--only estimate,serve,stream,frame,groups,dask] [--against REV]
 Each sweep figure is the median of --runs runs, each in a fresh process (so its peak RSS is its
 own). The load average is printed with each figure: other work on the machine slows all of them,
 so each figure stands beside its baseline from the same process (`_timing`): a sweep's rate over
@@ -10,7 +10,8 @@ in wall and in CPU seconds; a call's time over a pure-Python loop of as many fun
 --against REV also runs every case on the code of git revision REV (a temporary `git worktree`),
 in the same run: the ratio of the two is the change's speed-up.
 
-Targets: estimate() on the README example <= 20 us median; streamed sweep of 1e7 >= 15 M
+Targets (issue 33, against 20fca62 in the same run: --against 20fca62): estimate() <= 1/3 of its time,
+serve() <= 1/6 of its CPU time per call. Earlier: estimate() on the README example <= 20 us median; streamed sweep of 1e7 >= 15 M
 configurations/s with peak RSS <= 400 MB; DataFrame sweep of 1e7 >= 5 M/s with peak memory
 <= 1.5x the table; the 212k-configuration grid of 2 models x 5 devices x 4 dtypes >= 5 M/s;
 Dask LocalCluster (2 worker processes) over 1e8: time and configurations/s.
@@ -140,6 +141,27 @@ def estimate_us(calls: int) -> dict:
                 ratio=same / reference)
 
 
+def serve_us(blocks: int = 15, per_block: int = 10) -> dict:
+    """serve() of issue 33's example, 70B fp8 on 8 x H200 with 64 clients (vllm, 1,024 + 1,024
+    tokens: the defaults of 20fca62, given here so that any revision serves the same workload):
+    the median over blocks of `per_block` calls of their CPU time per call (a loaded machine's
+    other work moves wall time, not this process's CPU time), and of their wall time."""
+    import membound as mb
+
+    def one():
+        return mb.serve("llama-3.3-70b", "h200", n_chips=8, concurrency=64, weight_dtype="fp8", runtime="vllm",
+                        prompt_tokens=1024, output_tokens=1024)
+    for _ in range(5):
+        one()
+    cpu, wall = [], []
+    for _ in range(blocks):
+        w, c = timed(lambda: [one() for _ in range(per_block)])
+        cpu.append(c / per_block * 1e6)
+        wall.append(w / per_block * 1e6)
+    return dict(serve_cpu_us=statistics.median(cpu), serve_wall_us=statistics.median(wall),
+                calls=blocks * per_block, python_calls=python_calls(one))
+
+
 def case_dask(runs: int) -> dict:
     import logging
     import dask
@@ -210,6 +232,11 @@ def _print(case: str, label: str, r: dict, base: dict | None, base_label: str | 
               f"= {r['ratio']:.1f}x a pure-Python loop of its {r['python_calls']:.0f} calls ({r['reference_us']:.1f} us); "
               f"a new batch every call: {r['varying_batch_us']:.1f} us ({r['calls']:.0f} calls each; load "
               f"{r['load']:.1f}){vs}")
+    elif case == "serve":
+        vs = f"; {base['serve_cpu_us'] / r['serve_cpu_us']:.2f}x the speed of {base_label} (CPU)" if base else ""
+        print(f"{tag}serve(), 70B fp8 on 8 x H200, 64 clients (vllm, 1024/1024): {r['serve_cpu_us']:.0f} us CPU per call "
+              f"(median of blocks; wall {r['serve_wall_us']:.0f} us), {r['python_calls']:.0f} Python calls; load "
+              f"{r['load']:.1f}{vs}")
     elif case == "stream":
         print(f"{tag}streamed sweep, 1e7 (reduce): {r['ratio']:.3f}x the bare 128-op numpy pass in wall time, "
               f"{r['cpu_ratio']:.3f}x in CPU time (goal >= 0.3x); {r['rate'] / 1e6:.2f} M configurations/s "
@@ -232,13 +259,13 @@ def _print(case: str, label: str, r: dict, base: dict | None, base_label: str | 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--only", default="estimate,stream,frame,groups,dask")
+    ap.add_argument("--only", default="estimate,serve,stream,frame,groups,dask")
     ap.add_argument("--against", help="a git revision to run beside this checkout (e.g. HEAD~1, main)")
     ap.add_argument("--case")
     args = ap.parse_args()
     if args.case:
         cases = {"stream": case_stream, "frame": case_frame, "groups": case_groups,
-                 "estimate": lambda: estimate_us(20000)}
+                 "estimate": lambda: estimate_us(20000), "serve": serve_us}
         print(json.dumps(cases[args.case]()))
         return
     print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
@@ -251,9 +278,9 @@ def main():
         tree = _worktree(args.against)
         sources[args.against] = os.path.join(tree, "src")
     try:
-        for case in ("estimate", "stream", "frame", "groups"):
+        for case in ("estimate", "serve", "stream", "frame", "groups"):
             if case in args.only.split(","):
-                res = _median_runs(case, 1 if case == "estimate" else args.runs, sources)
+                res = _median_runs(case, 1 if case in ("estimate", "serve") else args.runs, sources)
                 base = res.get(args.against) if args.against else None
                 for label, r in res.items():
                     _print(case, label, r, base if label != args.against else None, args.against)
