@@ -601,4 +601,5 @@ def _predicted_root(grid: np.ndarray, margin: np.ndarray, k: int, first_below: b
             if c != a:
                 w *= (0.0 - ys[c]) / (ys[a] - ys[c])
         x += w * xs[a]
-    return float(np.exp(x))
+    low, high = math.log(grid[k - 1]), math.log(grid[k])      # the crossing is in this bracket
+    return math.exp(min(max(x, low), high)) if math.isfinite(x) else float(np.sqrt(grid[k - 1] * grid[k]))
