@@ -345,7 +345,7 @@ def test_serve_overlays_several_devices(client):
 
 
 def test_compare_shows_the_api_price_beside_the_physics(client):
-    from membound.base.display import api_price_text
+    from membound.catalog.hardware import api_price_text
     rows = client.post("/api/compare", json={"model": "llama-3.1-8b", "devices": ["groq-lpu", "h100-sxm:1"]}).json()["rows"]
     by = {r["hardware"]: r for r in rows}
     listed = mb.load_hardware("groq-lpu").api_price("llama-3.1-8b")
@@ -355,10 +355,10 @@ def test_compare_shows_the_api_price_beside_the_physics(client):
 
 
 def test_a_bug_in_the_fast_mode_reading_is_a_note_and_the_curve_still_comes(client, monkeypatch, caplog):
-    import membound.serving
+    import membound.present.app.api as app_api
     def broken(*_a, **_k):
         raise ZeroDivisionError("a bug")
-    monkeypatch.setattr(membound.serving, "serve_curve", broken)
+    monkeypatch.setattr(app_api, "serve_curve", broken)
     r = client.post("/api/serve", json={"model": "llama-3.1-8b", "device": "h100-sxm:1", "concurrency": "1,8"})
     assert r.status_code == 200 and [p["concurrency"] for p in r.json()["points"]] == [1, 8]
     assert r.json()["fast_mode"] is None

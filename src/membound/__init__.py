@@ -58,7 +58,7 @@ def __getattr__(name: str):
     it calibrate and vendors) with the package would make `python -m membound.fidelity.validate` warn that
     the module was already imported before it ran."""
     if name == "validation_report":
-        from .fidelity.validate import validation_report
+        from .fidelity.validate import validation_report   # on first use: runpy (python -m ...validate) must find it unimported
         return validation_report
     raise AttributeError(f"module 'membound' has no attribute {name!r}")
 

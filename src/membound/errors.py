@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import numbers
 import reprlib
+import importlib.util
 
 _SHORT = reprlib.Repr()
 _SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother = 2, 60, 40, 60
@@ -50,13 +51,11 @@ class InvalidInputError(MemboundError, ValueError):
 
 class UnknownNameError(MemboundError, KeyError):
     """A model, device, dtype or runtime name that is not registered. The message is one line:
-    the nearest known names (`suggestions`, from membound.names), never the whole catalogue."""
+    the nearest known names (`suggestions`, which the name resolver, membound.catalog.names, passes),
+    never the whole catalogue. errors sits below every layer and imports nothing of membound."""
 
-    def __init__(self, kind: str, name, known, suggestions=None):
+    def __init__(self, kind: str, name, known, suggestions=()):
         self.kind, self.name, self.known = kind, name, sorted(known)
-        if suggestions is None:
-            from .catalog.names import NameIndex, Entry
-            suggestions = NameIndex.build(kind, [Entry(k) for k in self.known]).suggest(name if isinstance(name, str) else "")
         self.suggestions = list(suggestions)
         quoted = [repr(s) for s in self.suggestions]
         hint = ""
@@ -89,7 +88,6 @@ class MissingExtraError(MemboundError, ImportError):
 def require(module: str, extra: str, what: str) -> None:
     """MissingExtraError in one line naming `pip install 'membound[extra]'` where `module` cannot be
     imported: called first thing by whatever needs it, so nothing is computed in vain."""
-    import importlib.util
     if importlib.util.find_spec(module) is None:
         raise MissingExtraError(module, extra, what)
 

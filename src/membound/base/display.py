@@ -19,7 +19,7 @@ def _secs(x: float) -> str:
     return f"{x * 1e6:.3g} µs"
 
 
-def result_rows(r) -> list[tuple[str, str]]:
+def result_rows(r, api_price: str = "") -> list[tuple[str, str]]:
     rows = [
         ("model", r.model), ("hardware", f"{r.n_chips} x {r.hardware} ({r.parallel})"),
         ("runtime", r.runtime),
@@ -49,9 +49,8 @@ def result_rows(r) -> list[tuple[str, str]]:
                      f"draft {s['draft'] or 'self-drafting head'}"))
     rows.append(("cost", NO_PRICE if r.cost_per_million_tokens_usd is None
                  else f"${r.cost_per_million_tokens_usd:,.3f} per million output tokens"))
-    api = api_price_text(r.hardware, r.model)
-    if api:
-        rows.append(("API price", api))
+    if api_price:     # the device's published per-token API price (catalog.hardware.api_price_text)
+        rows.append(("API price", api_price))
     if r.joules_per_token is not None:
         rows.append(("energy", f"{r.joules_per_token:.3g} J per output token"))
     if getattr(r, "assumptions", ()):
@@ -59,17 +58,6 @@ def result_rows(r) -> list[tuple[str, str]]:
     if r.calibration:
         rows.append(("calibration", r.calibration))
     return rows
-
-
-def api_price_text(hardware: str, model: str) -> str:
-    """The published per-token API price of `model` on `hardware` (chips sold as an API: Cerebras,
-    Groq, SambaNova), to read beside the physics' cost; '' where the profile lists none."""
-    from ..catalog.hardware import load_hardware
-    a = load_hardware(hardware).api_price(model)
-    if a is None:
-        return ""
-    return (f"{a.provider} lists ${a.output_usd_per_million:g} per million output tokens "
-            f"(${a.input_usd_per_million:g} input; {a.date}, {a.source.split(' ', 1)[0]})")
 
 
 def pre_html(text: str) -> str:
@@ -88,12 +76,12 @@ def html_table(rows) -> str:
     return f"<table>{body}</table>"
 
 
-def result_text(r) -> str:
-    return text_table(result_rows(r))
+def result_text(r, api_price: str = "") -> str:
+    return text_table(result_rows(r, api_price))
 
 
-def result_html(r) -> str:
-    return html_table(result_rows(r))
+def result_html(r, api_price: str = "") -> str:
+    return html_table(result_rows(r, api_price))
 
 
 # ---- models and devices ------------------------------------------------------------------

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InvalidInputError, short_repr
+from ..errors import ProfileError
+import csv
+import numpy as np
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[+-](\d+\.?\d*|\.\d+)(e[+-]?\d+)?", re.IGNORECASE)   # a signed decimal numeral
@@ -47,7 +50,7 @@ def csv_row(row):
 
 def csv_frame(df):
     """A copy of a pandas DataFrame whose text cells (and column names) pass csv_cell."""
-    import pandas as pd
+    import pandas as pd   # pandas: deferred, about a second to import; only tables need it
     out = df.copy()
     for col in out.columns:
         dtype = out[col].dtype
@@ -111,7 +114,6 @@ def real(text: str, where: str, column: str, lo: float, hi: float, what: str) ->
 def check_header(header, source: str, required: Sequence[str]) -> list[str]:
     """The header's column names (an Excel BOM stripped from the first), checked: a file with
     no header, a duplicate column name or a required column missing is a ProfileError."""
-    from ..errors import ProfileError
     if not header:
         raise ProfileError(source, "<file>", "empty: expected a header row naming " + ", ".join(required))
     names = [str(h).strip() for h in header]
@@ -133,9 +135,7 @@ def read_csv_rows(path, required: Sequence[str]) -> tuple[list[str], list[tuple[
     UTF-8 with or without a BOM; a file that is empty, not text, has an unterminated quote or
     a header check failure is a ProfileError of one line. A row with more or fewer cells than
     the header comes back with the key "__cells__" holding its count (the caller skips it)."""
-    import csv
 
-    from ..errors import ProfileError
     source = str(path)
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
@@ -173,10 +173,8 @@ def read_typed_frame(path, required: Sequence[str], schema: dict[str, Column], i
     the rest are converted as pandas would have typed them (int64, or float64 with NaN gaps;
     bool; text with NaN gaps). An empty, binary or unterminated file, a duplicate or missing
     column is a ProfileError of one line."""
-    import numpy as np
-    import pandas as pd
+    import pandas as pd   # pandas: deferred, about a second to import; only tables need it
 
-    from ..errors import ProfileError
     source = str(path)
     try:
         head = pd.read_csv(path, header=None, nrows=1, dtype=str, encoding="utf-8-sig", keep_default_na=False)
@@ -213,8 +211,7 @@ def read_typed_frame(path, required: Sequence[str], schema: dict[str, Column], i
 
 def _valid(cells, col: Column):
     """Which cells of one column (text) hold what `col` says, all at once (a million rows)."""
-    import numpy as np
-    import pandas as pd
+    import pandas as pd   # pandas: deferred, about a second to import; only tables need it
     text = cells.str.strip()
     gaps = text == ""
     if col.kind == "int":
@@ -245,8 +242,7 @@ def _check_cell(text: str, where: str, name: str, col: Column) -> None:
 
 def _typed(raw, schema: dict[str, Column]):
     """The text frame with each column typed as pandas infers it from valid cells."""
-    import numpy as np
-    import pandas as pd
+    import pandas as pd   # pandas: deferred, about a second to import; only tables need it
     out = raw.reset_index(drop=True).copy()
     for name in out.columns:
         col = schema.get(name, Column("text"))

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import InvalidInputError, MemboundError
+from .progress import bar
 
 
 CLOCK: Callable[[], float] = time.monotonic     # what a budget reads when not given a clock (tests swap it)
@@ -47,7 +48,6 @@ class WorkBudget:
         if done is None or elapsed < self.show_after_s:
             return
         if self._bar is None:
-            from .progress import bar
             self._bar = bar(self.total, self.desc, unit=self.unit)
         if done > self._shown:
             self._bar.update(done - self._shown)

@@ -25,6 +25,7 @@ from ._data import HashableModel, Number, read_yaml, validate
 from . import names
 from .dtypes import compute_keys
 from ..errors import InvalidInputError, ProfileError
+from ..base.display import hardware_repr, hardware_text, hardware_html
 
 
 def _g(x: float) -> str:
@@ -490,15 +491,12 @@ class Hardware(HashableModel):
         return next((a for a in self.api_prices if a.model == model), None)
 
     def __repr__(self) -> str:
-        from ..base.display import hardware_repr
         return hardware_repr(self)
 
     def __str__(self) -> str:
-        from ..base.display import hardware_text
         return hardware_text(self)
 
     def _repr_html_(self) -> str:
-        from ..base.display import hardware_html
         return hardware_html(self)
 
 
@@ -671,3 +669,13 @@ def load_hardware(name_or_path: str | Path | Hardware) -> Hardware:
     if f.parent == state[0] and not any(o for _, o in state[1]):   # bundled files do not change
         _by_name[s] = hw                                             # and nothing may shadow them
     return hw
+
+
+def api_price_text(hardware: str, model: str) -> str:
+    """The published per-token API price of `model` on `hardware` (chips sold as an API: Cerebras,
+    Groq, SambaNova), to read beside the physics' cost; '' where the profile lists none."""
+    a = load_hardware(hardware).api_price(model)
+    if a is None:
+        return ""
+    return (f"{a.provider} lists ${a.output_usd_per_million:g} per million output tokens "
+            f"(${a.input_usd_per_million:g} input; {a.date}, {a.source.split(' ', 1)[0]})")

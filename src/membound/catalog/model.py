@@ -21,6 +21,7 @@ from ._data import invalid_input, read_json, read_yaml, validate
 from .dtypes import get_dtype
 from . import names
 from ..errors import InvalidInputError, ProfileError, short_repr
+from ..base.display import model_text, model_html
 
 # Upper bounds keep a hostile config from becoming a billion-iteration loop (the fuzz test found
 # num_hidden_layers=10**9): far beyond any real model, well inside float arithmetic.
@@ -367,11 +368,9 @@ class Model(BaseModel):
                 f"{self.active_params / 1e9:.2f}B active{moe})")
 
     def __str__(self) -> str:
-        from ..base.display import model_text
         return model_text(self)
 
     def _repr_html_(self) -> str:
-        from ..base.display import model_html
         return model_html(self)
 
     @classmethod

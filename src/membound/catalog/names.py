@@ -216,9 +216,7 @@ def index(kind: str) -> NameIndex:
     """The current index of one kind ("model", "hardware", "runtime" or "dtype")."""
     if kind not in KINDS:
         raise InvalidInputError("kind", kind, f"one of {list(KINDS)}")
-    if kind not in _providers:                    # the loader registers itself on import
-        from . import dtypes, hardware, model, runtime  # noqa: F401
-    return _providers[kind]()
+    return _providers[kind]()   # each loader registers its kind when membound.catalog is imported
 
 
 def resolve_name(kind: str, text: str) -> str:

@@ -22,9 +22,18 @@ within a thousandth of its range from a bound is "on a bound": missing physics, 
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass, field
 
 from .fitter import Param
+from .calibrate import BOUNDS, FIT, FIXED, RUNTIME_WIDE, calibrate_runtimes
+from ..catalog.hardware import load_hardware
+from ..catalog.runtime import load_runtime, list_runtimes
+from .serve_calibrate import ALLTOALL, ALLTOALL_RANGE, ENGINES, FIXED as SERVED_FIXED, HIGH, LOW, NEUTRAL, dp_rows, fitted_params
+from .serve_validate import load_rows
+from .vendors import FITS
+from .reference import load_reference
+from ..physics.quantization import DEFAULT_DEQUANT_OVERHEAD
 
 UNITS = (("_cycles", "cycles"), ("w_per_tflop", "W per fp32 TFLOP/s"), ("_steps", "steps"), ("_tokens", "tokens"),
          ("_rows", "rows"), ("_s", "s"), ("fraction", "share"), ("efficiency", "share"), ("overlap", "share"),
@@ -34,6 +43,17 @@ SETTINGS = ("max_running", "token_budget", "kv_block_tokens", "memory_fraction",
             "recv_interval_steps", "batch_wait_steps", "batch_wait_ratio", "lookahead_steps")
 KINDS = ("fitted", "frozen", "set", "held", "profile", "setting", "assumed")
 FREE = ("fitted", "frozen")
+
+
+def fraction_evidence(evidence: str, fraction: str) -> str:
+    """"assumed" or "measured": what a profile's `achievable.evidence` says of one of its fractions
+    ("bandwidth_fraction" or "compute_fraction"). Text that starts with "assumed" assumes both; else a
+    fraction is assumed where its own clause says so ("bandwidth assumed ...", "compute: assumed ...")."""
+    ev = evidence.strip().lower()
+    if ev.startswith("assumed"):
+        return "assumed"
+    word = fraction.split("_")[0]
+    return "assumed" if re.search(rf"\b{word}:?\s+assumed\b", ev) else "measured"
 
 
 def unit_of(name: str) -> str:
@@ -87,9 +107,6 @@ def _numeric(d: dict) -> dict:
 
 def _calibrated(scenarios) -> dict:
     """{runtime: RuntimeBudget} of the runtimes membound.calibrate fits (values as bundled)."""
-    from .calibrate import BOUNDS, FIT, FIXED, RUNTIME_WIDE, calibrate_runtimes
-    from ..catalog.hardware import load_hardware  # noqa: F401 - the fits load profiles
-    from ..catalog.runtime import load_runtime
     out = {}
     for rt, groups in calibrate_runtimes(scenarios).items():
         bundled = load_runtime(rt)
@@ -128,8 +145,6 @@ def _profile_fractions(rt: str, key: str, set_in_file: set, chips: tuple,
     """The fractions entry `key` of runtime `rt` leaves to the chips (`runtime._efficiency`: an unset
     fraction is the profile's `achievable`), one per chip its rows are on: measured where the
     profile cites a measurement, assumed where it says so (validate.fractions_known)."""
-    from ..catalog.hardware import load_hardware
-    from .validate import fraction_evidence
     out = []
     for name in (f for f in FRACTIONS if f not in set_in_file):
         for chip in chips:
@@ -142,9 +157,6 @@ def _profile_fractions(rt: str, key: str, set_in_file: set, chips: tuple,
 
 def _served(budgets: dict) -> None:
     """Add each engine's served block: fitted (on the fitting chip's rows) or held."""
-    from ..catalog.runtime import load_runtime
-    from .serve_calibrate import ALLTOALL, ALLTOALL_RANGE, ENGINES, FIXED, HIGH, LOW, NEUTRAL, dp_rows, fitted_params
-    from .serve_validate import load_rows
     rows, _ = load_rows()
     for name in ENGINES:
         served = getattr(load_runtime(name), "served", None)
@@ -169,7 +181,7 @@ def _served(budgets: dict) -> None:
             side = Param(ALLTOALL, *ALLTOALL_RANGE, v).bound_hit(v) or ""
             b.constants.append(Constant(name, "served", ALLTOALL, v, "fitted", "s", ALLTOALL_RANGE, len(ep),
                                         tuple(sorted({r.device for r in ep})), side))
-        for k, v in FIXED.get(name, {}).items():
+        for k, v in SERVED_FIXED.get(name, {}).items():
             # pinned at a bound or a neutral value: set; any other held value is an earlier fit's, frozen
             if NEUTRAL.get(k) == v:
                 kind, why = "set", "neutral: not fitted (serve_calibrate.FIXED)"
@@ -180,7 +192,7 @@ def _served(budgets: dict) -> None:
             b.constants.append(Constant(name, "served", k, float(v), kind, unit_of(k), (LOW[k], HIGH[k]),
                                         len(fit_rows) if kind == "frozen" else 0, chips if kind == "frozen" else (),
                                         why=why))
-        named = set(fitted_params(name)) | set(FIXED.get(name, {})) | ({ALLTOALL} if ep else set())
+        named = set(fitted_params(name)) | set(SERVED_FIXED.get(name, {})) | ({ALLTOALL} if ep else set())
         for k, v in values.items():
             if k not in named:
                 kind = "setting" if k in SETTINGS else "assumed"
@@ -188,8 +200,6 @@ def _served(budgets: dict) -> None:
 
 
 def _vendors(budgets: dict, scenarios) -> None:
-    from ..catalog.runtime import load_runtime
-    from .vendors import FITS
     by_id = {s.id: s for s in scenarios}
     for name, (dev, ids, fld, _, (lo, hi)) in FITS.items():
         try:
@@ -210,10 +220,6 @@ def _others(budgets: dict) -> None:
     """What no fit touches: every figure a runtime file sets that calibrate and the fast chips' fits
     do not fit (the class entries of the served engines and of the unfitted runtimes; the served
     blocks of runtimes serve_calibrate does not fit) is assumed, or an engine's setting."""
-    from .calibrate import FIT
-    from ..catalog.runtime import list_runtimes, load_runtime
-    from .serve_calibrate import ENGINES
-    from .vendors import FITS
     for name in list_runtimes():
         rt = load_runtime(name)
         b = budgets.setdefault(name, RuntimeBudget(name))
@@ -232,8 +238,6 @@ def _others(budgets: dict) -> None:
 def constant_budget(path=None) -> dict:
     """{runtime: RuntimeBudget}: every constant of every bundled runtime (see the module docstring);
     `path`: the reference measurements the calibrated runtimes' rows come from (default: shipped)."""
-    from .calibrate import fit_rows  # noqa: F401 - the rows calibrate uses
-    from .reference import load_reference
     ref = load_reference(path)
     budgets = _calibrated(ref.scenarios)
     _served(budgets)
@@ -245,7 +249,6 @@ def constant_budget(path=None) -> dict:
 
 def _core(budgets: dict) -> None:
     """Physics constants outside any runtime file (listed so they are seen)."""
-    from ..physics.quantization import DEFAULT_DEQUANT_OVERHEAD
     budgets["(core)"] = RuntimeBudget("(core)", [Constant(
         "(core)", "quantization", "DEFAULT_DEQUANT_OVERHEAD", DEFAULT_DEQUANT_OVERHEAD, "set", "share", None,
         why="a weight-only GEMM's extra work: MARLIN runs ~10% below FP16 when compute-bound (arXiv 2408.11743)")])

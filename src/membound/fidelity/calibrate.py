@@ -51,6 +51,10 @@ from .vendors import FITS as VENDOR_FITS
 from .vendors import fit as vendor_fit
 from .vendors import fitted_rows as vendor_fitted_rows
 from .vendors import runtime_yaml as vendor_yaml
+from ..catalog.hardware import load_hardware
+from ..catalog.runtime import load_runtime, RuntimeEntry, runtimes_dir, clear_caches
+from ..base.progress import track
+import yaml
 
 if TYPE_CHECKING:
     from ..catalog.runtime import Runtime
@@ -163,7 +167,6 @@ def power_limit_from_sgemm(tflops: dict | None = None, spare: str = SGEMM_SPARE)
     rated clock, from measured SGEMM rates: each board's median share of its fp32 peak over the
     `spare` board's share is the clock its power sustains, (w / limit) ** (1/3) at w watts per
     TFLOP/s (runtime.power_factor), so limit = w / ratio ** 3; the median over the power-short boards."""
-    from ..catalog.hardware import load_hardware
     tflops = tflops or SGEMM_TFLOPS
 
     def share(name: str) -> float:
@@ -266,7 +269,6 @@ def _is_moe(model: str) -> bool:
 
 
 def _blocks_host(rt: str, model: str) -> bool:
-    from ..catalog.runtime import load_runtime
     return load_model(model).model_type in load_runtime(rt).host_blocking_model_types
 
 
@@ -298,7 +300,6 @@ def _params_for(rt: str, rows) -> tuple:
 
 
 def _runtime_with(base, key: str, params: dict, others: dict):
-    from ..catalog.runtime import RuntimeEntry
     classes = {k: v for k, v in others.items()}
     classes[key] = RuntimeEntry(**params)
     return type(base)(**{**base.model_dump(), "classes": classes})   # a fresh instance: its own hash
@@ -308,8 +309,6 @@ def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: d
               iters: int = 200, fixed: dict | None = None) -> GroupFit:
     """Fit FIT[rt_name]'s parameters for one (runtime, device class or 'default') group; the
     figures in `fixed` are held at their values (copied into the entry, not fitted)."""
-    from ..catalog.hardware import load_hardware
-    from ..catalog.runtime import load_runtime
     base = load_runtime(rt_name)
     fixed = fixed or {}
     # a device class's entry takes the runtime-wide figures from `fixed` (the default's), never fits them
@@ -364,9 +363,7 @@ def calibrate_runtimes(scenarios, runtimes=None, warm: bool = False, iters: int 
     """{runtime: [GroupFit, ...]} from every usable row (`fit_rows`). `runtimes` limits the
     runtimes refitted; warm=True starts from the bundled figures; classes=True also fits an entry
     per device class with at least MIN_ROWS rows (off by default: CLASS_ENTRIES)."""
-    from ..catalog.hardware import load_hardware
     out = {}
-    from ..base.progress import track
     names = list(runtimes or FIT)
     for rt in (names if runtimes else track(names, "calibrate", unit=" runtimes")):
         rows = fit_rows(scenarios, rt)
@@ -400,13 +397,11 @@ def calibrate_runtimes(scenarios, runtimes=None, warm: bool = False, iters: int 
 
 
 def _bundled_entries(rt: str) -> dict:
-    from ..catalog.runtime import load_runtime
     return {k: e.model_dump(exclude_none=True) for k, e in load_runtime(rt).classes.items()}
 
 
 def runtime_from_fits(rt_name: str, groups, base: Runtime | None = None) -> Runtime:
     """The runtime `rt_name` (or `base`) with its fitted entries replaced by `groups` (in memory only)."""
-    from ..catalog.runtime import RuntimeEntry, load_runtime
     base = base or load_runtime(rt_name)
     classes = dict(base.classes)
     for g in groups:
@@ -451,9 +446,7 @@ def write_runtimes(fits: dict, folder: Path | str, source: Path | None = None) -
     """Write each fitted runtime's YAML into `folder`: the file from `source` (default: the
     bundled runtimes) with only the fitted keys of the fitted entries, their evidence and the
     `calibration` note replaced; every other key is kept."""
-    import yaml
 
-    from ..catalog.runtime import runtimes_dir
     source = Path(source or runtimes_dir())
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -494,7 +487,6 @@ def write_runtimes(fits: dict, folder: Path | str, source: Path | None = None) -
 def provenance(rt: str, groups, today: str) -> str:
     """The runtime file's one-line `provenance` (Result.calibration) for what this calibration fitted:
     the free figures, their rows and chips, the figures set rather than fitted, and any bound hit."""
-    from .reference import load_reference
     chips = {s.id: s.hardware for s in load_reference().scenarios}
     parts = []
     for g in groups:
@@ -576,7 +568,6 @@ def main(argv=None) -> int:
     fits, special = calibrate(args.reference)
     print(format_fits(fits, special))
     if args.out or args.write_bundled:
-        from ..catalog.runtime import clear_caches, runtimes_dir
         rt_dir = Path(args.out) if args.out else runtimes_dir()
         paths = write_runtimes(fits, rt_dir) + write_specialised(special, rt_dir)
         clear_caches()

@@ -125,7 +125,7 @@ def fit(residuals: Callable[[dict], np.ndarray], params: Sequence[Param], rows: 
     optimum wins. `residuals` takes {name: value} and returns a 1-D array of finite numbers.
     `max_iterations` caps the solver's steps (scipy's max_nfev; each step's Jacobian costs another
     len(params) evaluations)."""
-    from scipy.optimize import least_squares
+    from scipy.optimize import least_squares   # scipy.optimize: deferred, slow to import; only fits need it
 
     params = tuple(params)
     names = [p.name for p in params]

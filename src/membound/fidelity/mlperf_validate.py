@@ -58,6 +58,19 @@ from ..errors import InvalidInputError, MemboundError
 from ..physics.quantization import Quantization
 from .reference import SkipRow
 from ..serving.lengths import Length, Samples
+from .serve_validate import formats
+from ..catalog.names import index
+from ..catalog.hardware import load_hardware
+from ..catalog.model import load_model
+from .serve_coverage import layouts as shapes, runnable
+from ..catalog.runtime import list_runtimes, load_runtime
+from ..planning.rate_search import saturation, search
+from ..serving.api import build
+from .fitter import Param, fit
+from ..base.safeio import csv_frame, check_output_path
+from statistics import NormalDist
+from importlib import resources
+import yaml
 
 SHIPPED = "data/reference/mlperf/mlperf_llm.csv"
 WORKLOADS = "data/reference/mlperf/workloads.yaml"
@@ -117,7 +130,6 @@ def length_distribution(mean: float, lo: int, hi: int, cv: float, n: int = LENGT
     [lo, hi], whose clipped mean is `mean` (its median found by bisection)."""
     if not lo <= mean <= hi:
         raise InvalidInputError("mean", mean, f"within the bounds [{lo}, {hi}]")
-    from statistics import NormalDist
     sigma = math.sqrt(math.log1p(cv * cv))
     z = np.array([NormalDist().inv_cdf((i + 0.5) / n) for i in range(n)])
 
@@ -132,18 +144,15 @@ def length_distribution(mean: float, lo: int, hi: int, cv: float, n: int = LENGT
 
 def runtimes_dir() -> Path:
     """The bundled runtimes' folder (where the generations' YAML files go)."""
-    from importlib import resources
     return Path(str(resources.files("membound"))) / "data" / "runtimes"
 
 
 def workloads_path() -> Path:
-    from importlib import resources
     return Path(str(resources.files("membound"))) / WORKLOADS
 
 
 def load_benchmarks(path: str | Path | None = None) -> dict[str, Benchmark]:
     """The benchmarks of workloads.yaml (the shipped one by default), by the CSV's model name."""
-    import yaml
     doc = yaml.safe_load(Path(path or workloads_path()).read_text())
     out = {}
     for name, b in doc["benchmarks"].items():
@@ -158,7 +167,6 @@ def load_benchmarks(path: str | Path | None = None) -> dict[str, Benchmark]:
 
 def unmodelled(path: str | Path | None = None) -> dict[str, str]:
     """{benchmark: why its rows are skipped} of workloads.yaml."""
-    import yaml
     return dict(yaml.safe_load(Path(path or workloads_path()).read_text()).get("unmodelled", {}))
 
 
@@ -168,7 +176,6 @@ UNMODELLED = unmodelled()
 def mlperf_csv(path=None) -> Path:
     """The CSV to read: `path` itself when a file; in a folder, its mlperf/mlperf_llm.csv or
     mlperf_llm.csv; None: the copy shipped with membound."""
-    from importlib import resources
     if path is None:
         return Path(str(resources.files("membound"))) / SHIPPED
     p = Path(path)
@@ -212,7 +219,6 @@ def _quantization(wd: str, preset: str, hw) -> Quantization:
     """The checkpoint's tensor formats for weight format `wd`: the served rows' rules
     (serve_validate.formats: gpt-oss's bf16 non-expert tensors, ModelOpt's bf16 head, KV fp8);
     KV fp8 only where the chip computes fp8, bf16 formats as they are."""
-    from .serve_validate import formats
     label = {"nvfp4": "fp4", "mxfp4": "fp4"}.get(wd, wd)
     if label in ("fp8", "fp4") or preset.startswith("gpt-oss"):
         q = formats(label, preset, "", hw.vendor == "AMD", hw.supports("fp4"))
@@ -226,7 +232,6 @@ def cpu_only(r: Any) -> bool:
 
 
 def _device(r: Any) -> str:
-    from ..catalog.names import index
     look = index("hardware").lookup
     if cpu_only(r):
         host = getattr(r, "host_processor", "")
@@ -243,10 +248,6 @@ def layouts(model: str, device: str, wd: str, per_node: int) -> list:
     """The engine-instance layouts (mb.Parallel) of a node's accelerators whose weights fit
     (module docstring): tensor parallel over 1, 2, 4, 8 dividing the node, and for a MoE model
     expert parallel with data-parallel attention over 2 to 8 (serve_coverage.layouts)."""
-    from ..catalog.hardware import load_hardware
-    from ..catalog.model import load_model
-    from .serve_coverage import layouts as shapes
-    from .serve_coverage import runnable
     m, hw = load_model(model), load_hardware(device)
     out = [lay for n in TP_SIZES if per_node % n == 0 for lay in shapes(m, n) if runnable(m, hw, wd, lay)]
     if not out:
@@ -256,7 +257,6 @@ def layouts(model: str, device: str, wd: str, per_node: int) -> list:
 
 def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
     """One CSV row as an MLPerfRow; SkipRow with the reason where it cannot be predicted."""
-    from ..catalog.hardware import load_hardware
     if r.division != "closed":
         raise SkipRow("open division")
     if r.scenario not in SCENARIOS:
@@ -294,7 +294,7 @@ def load_rows(path=None, benchmarks: dict[str, Benchmark] | None = None) -> tupl
     preset)] of the others. Rows of the same
     system, benchmark family and scenario that differ only in the accuracy target (-99, -99.9:
     usually one run) are kept once, as the submission lists them."""
-    import pandas as pd
+    import pandas as pd   # pandas: deferred, about a second to import; only tables need it
     benchmarks = benchmarks if benchmarks is not None else load_benchmarks()
     df = pd.read_csv(mlperf_csv(path))
     missing = [c for c in REQUIRED if c not in df.columns]
@@ -317,7 +317,6 @@ def load_rows(path=None, benchmarks: dict[str, Benchmark] | None = None) -> tupl
 
 def _has_preset(model: str, benchmarks: dict[str, Benchmark]) -> bool:
     """Whether membound ships a preset for the benchmark's model (its workload's, or by name)."""
-    from ..catalog.names import index
     return model in benchmarks or index("model").lookup(model) is not None
 
 
@@ -325,7 +324,6 @@ def generation(engine: str, rnd: str) -> str:
     """The runtime of `engine` as the submitters of round `rnd` ran it: the bundled
     `<engine>-mlperf-<round>` (a software generation, GENERATION_FIT's constant fitted on it) where
     there is one, else the engine's own runtime."""
-    from ..catalog.runtime import list_runtimes
     name = f"{engine}-mlperf-{rnd}"
     return name if name in list_runtimes() else engine
 
@@ -335,8 +333,6 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
     """Fill row.pred ({"tok_s_per_accel": ...} or {"error": ...}): one engine build per
     configuration, its saturation for Offline and the rate search per latency limits. runtimes:
     {(engine, round): Runtime} to use instead of `generation`'s (fits)."""
-    from ..planning.rate_search import saturation, search
-    from ..serving.api import build
     benchmarks = benchmarks if benchmarks is not None else load_benchmarks()
     groups: dict[tuple, list[MLPerfRow]] = {}
     for r in rows:
@@ -411,8 +407,6 @@ def fit_generation(rows: list[MLPerfRow], engine: str, rnd: str, families=GENERA
     """The fitter's report (membound.fitter.fit) of GENERATION_PARAM on the Offline rows of
     `engine` in round `rnd` on `families`, from the engine's own runtime (a cold fit); None where
     those rows span fewer than two chips."""
-    from .fitter import Param, fit
-    from ..catalog.runtime import load_runtime
     mine = [r for r in rows if r.engine == engine and r.round == rnd and r.family in families
             and r.scenario == "Offline"]
     if len({r.device for r in mine}) < 2:
@@ -432,7 +426,6 @@ def fit_generation(rows: list[MLPerfRow], engine: str, rnd: str, families=GENERA
 
 def generation_runtime(engine: str, rnd: str, report) -> dict:
     """The runtime YAML (as a dict) of `engine`'s round-`rnd` generation from a fit report."""
-    import yaml
     doc = yaml.safe_load((runtimes_dir() / f"{engine}.yaml").read_text())
     name, _, _ = GENERATION_PARAM
     value = float(report.params[name])
@@ -464,7 +457,6 @@ def by_family(rows: list[MLPerfRow]) -> list[tuple[str, str, dict, dict]]:
     """Each accelerator family of the generation engines held out in turn: (round, family, held
     out, in sample) summaries of its rows, predicted with the round's constant refitted cold on the
     other families' Offline rows (held out) or on all families' (in sample)."""
-    from ..catalog.runtime import load_runtime
     name, _, _ = GENERATION_PARAM
     out = []
     for engine in GENERATION_ENGINES:
@@ -552,13 +544,11 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     try:
         if a.csv:      # checked before the work (issue 31: every output path first)
-            from ..base.safeio import check_output_path
             check_output_path(a.csv, "--csv", (".csv",))
         rows, skipped = load_rows(a.reference)
     except MemboundError as e:
         ap.error(str(e))
     if a.fit:
-        import yaml
         for (engine, rnd), rep in fit_all(rows).items():
             doc = generation_runtime(engine, rnd, rep)
             Path(a.fit, f"{engine}-mlperf-{rnd}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, width=110))
@@ -575,9 +565,8 @@ def main(argv=None) -> int:
     except BrokenPipeError:
         return 0
     if a.csv:
-        import pandas as pd
+        import pandas as pd   # pandas: deferred, about a second to import; only tables need it
 
-        from ..base.safeio import csv_frame
         csv_frame(pd.DataFrame([{"id": r.id, "round": r.round, "benchmark": r.benchmark, "scenario": r.scenario,
                        "family": r.family, "device": r.device, "engine": r.engine, "weights": r.quantization.weights,
                        "chips": r.tp, "layout": r.layout, "measured": r.measured, **{f"pred_{k}": v for k, v in r.pred.items()}}

@@ -24,6 +24,9 @@ from ..physics.estimate import estimate
 from ..catalog.model import Model
 from ..planning.levers import speculative_speedup
 from ..physics.speculative import ANGELSLIM_ROUTE_CORRELATION, SpeculativeDecoding, head_param_count, predicted_speedup
+from ..catalog.model import load_model
+from .fitter import Param, fit
+import argparse
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,6 @@ def leviathan(rows) -> list:
 # Method settings (assumed, one per family): gamma = draft depth / heads, verify = tree tokens,
 # head = what one drafting step reads, costed by core.evaluate in its own bytes (bf16) and FLOPs.
 def _load(model):
-    from ..catalog.model import load_model
     return load_model(model)
 
 
@@ -208,7 +210,6 @@ def _cost_note(spec) -> str:
 def _solve_tau(f, target, lo=1.0, hi=None):
     """tau in [lo, hi] with f(tau) = target (f increasing): the one fitter (membound.fitter) on
     log(f(tau) / target), one anchor row; a bound where no tau in the range reaches it."""
-    from .fitter import Param, fit
     rep = fit(lambda p: [math.log(f(p["tau"]) / target)], [Param("tau", lo, hi, (lo + hi) / 2)])
     return rep.params["tau"]
 
@@ -370,7 +371,6 @@ def report(path=None) -> str:
 
 
 def main(argv=None) -> int:
-    import argparse
     ap = argparse.ArgumentParser(prog="python -m membound.fidelity.multiplier_check",
                                  description="Score the multipliers (speculative decoding, quantization, batching) "
                                              "against the papers' measured speed-ups in the reference data.")

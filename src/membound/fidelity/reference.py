@@ -49,6 +49,16 @@ from ..physics.core import serial_share
 from ..errors import InvalidInputError, MemboundError, short_repr
 from ..catalog.names import index
 from ..base.safeio import CellError, read_csv_rows, real, whole
+from ..catalog.hardware import load_hardware
+from ..catalog.runtime import load_runtime
+from ..base.progress import track
+from ..catalog.model import load_model
+from ..physics.capacity import min_chips
+from ..physics.parallel import layout_for, Parallel
+from ..physics.estimate import prepare
+from ..serving.offline import offline_throughput, trtllm_bench_scheduler
+from ..physics.quantization import Quantization
+from dataclasses import replace
 
 if TYPE_CHECKING:
     from ..catalog.hardware import Hardware
@@ -229,7 +239,6 @@ def _dtype(text: str, hw: str) -> str | None:
 
 def _apple(text: str):
     """(profile name, compute scale) for an Apple row, or None."""
-    from ..catalog.hardware import load_hardware
     m = _APPLE.match(text)
     if not m:
         return None
@@ -267,7 +276,6 @@ def llama_cpp_backend(framework: str, hw_kind: str, vendor: str) -> str:
     for word, backend in _BACKENDS:
         if word in framework:
             return backend
-    from ..catalog.runtime import load_runtime
     native = load_runtime("llama.cpp").backends
     native_rt = native.get(hw_kind) or native.get(vendor.lower())
     if native_rt is None:     # as the runtime refuses it: no backend of llama.cpp runs there (a TPU)
@@ -343,7 +351,6 @@ def load_reference(path: str | Path | None = None) -> Reference:
     out = Reference()
     source = reference_csv(path)
     _, rows = read_csv_rows(source, COLUMNS)
-    from ..base.progress import track    # a large file (a million rows took 94 s) shows its rows read, on a terminal
     for line, r in (track(rows, "reference rows", unit=" rows") if len(rows) > PROGRESS_ROWS else rows):
         where = f"{source} line {line}"
         r["__where__"] = where
@@ -376,8 +383,6 @@ class _Shape:
 
 def _scenario(r: dict[str, str]) -> Scenario:
     """One row as a Scenario; SkipRow where membound does not predict it."""
-    from ..catalog.hardware import load_hardware
-    from ..catalog.model import load_model
     rid, metric, framework = r["id"], r["metric"], r["framework"]
     if metric in ("speedup_vs_baseline", "acceptance_length"):
         raise SkipRow("a speculative-decoding ratio (the multipliers' validation, not this report)")
@@ -492,7 +497,6 @@ def _formats(kv_text: str, wd: str, rt: str, hw: Hardware) -> tuple[str, str | N
     dense = "q8_0" if (wd == "mxfp4" and rt.startswith("llama.cpp")) else None
     # llama.cpp's CUDA/HIP/Vulkan MMQ kernels and its CPU dot products quantize activations to
     # q8_1/q8_0 and multiply block-quantized weights as int8: the runtime says so, as estimate() asks it
-    from ..catalog.runtime import load_runtime
     return kv, dense, load_runtime(rt).default_activations(wd, hw)
 
 
@@ -598,10 +602,29 @@ def _awq(s: _Shape, metric: str, notes: str, rt: str) -> None:
     s.output = 1
 
 
+# the runtime (software generation) of each vendor row, by the date of its figure; "device": no
+# generation is fitted for it, the physics alone predicts it (Cerebras' Nov 2024 405B figure is
+# faster than the Aug 2024 software by far, and one row cannot fit a generation of its own;
+# SambaNova's 2025 DeepSeek-R1 figures come after kernel looping, deployed in production by Oct
+# 2024, removed the layer-boundary penalty sambanova-2024 fits: arXiv:2410.23668)
+ROW_RUNTIME = {
+    "hw-005": "cerebras-2024-08", "hw-010": "cerebras-2024-08", "hw-014": "cerebras-2024-08",
+    "hw-015": "cerebras-2024-08", "hw-016": "device",
+    "hw-006": "groq-2024", "hw-011": "groq-2024", "hw-018": "groq-2024", "hw-019": "groq-2024",
+    "hw-020": "groq-2024", "hw-021": "groq-2024",
+    "hw-004": "sambanova-2024", "hw-009": "sambanova-2024", "hw-022": "device",
+    "hw-023": "device", "hw-025": "sambanova-2024",
+}
+
+
+def source_of(row_id: str) -> str:
+    """The source a row comes from: its id's prefix (apple-001 -> apple, lcpp2-004 -> lcpp2)."""
+    return row_id.rsplit("-", 1)[0]
+
+
 def _specialised(r: dict[str, str], s: _Shape, model: str, hw: Hardware, wd: str, rt: str) -> str:
     """Wafer, LPU and RDU rows: batch 1 at half the stated context, on the fewest chips that hold
     the weights; the vendor's software generation at the figure's date (its runtime)."""
-    from .vendors import ROW_RUNTIME
     if r["metric"] == "ttft_ms":
         raise SkipRow("prompt length not stated")
     if s.batch != 1 and s.batch is not None:
@@ -636,9 +659,6 @@ def _special_layout(model_name, hw, wd, stated):
     """Chips and (tp, pp, ep) for a specialised-chip row: the stated count, else a SambaRack of
     16 sockets for SambaNova (the unit it serves from: hw-022), else the fewest chips that hold
     the weights plus 8k tokens of KV; laid out by the one layout rule (parallel.layout_for)."""
-    from ..physics.capacity import min_chips
-    from ..catalog.model import load_model
-    from ..physics.parallel import layout_for
     ctx = min(8192, load_model(model_name).max_context or 8192)
     n = stated or (16 if hw.name == "sambanova-sn40l" else
                    min_chips(model_name, hw, context_tokens=ctx, weight_dtype=wd))
@@ -650,7 +670,6 @@ def _special_layout(model_name, hw, wd, stated):
 
 @functools.lru_cache(maxsize=4096)
 def _hardware(sc: Scenario):
-    from ..catalog.hardware import load_hardware
     hw = load_hardware(sc.hardware)
     if sc.compute_scale != 1.0:
         hw = hw.with_overrides(compute_flops={k: v * sc.compute_scale for k, v in hw.compute_flops.items()})
@@ -663,18 +682,13 @@ _PREPARED: dict = {}
 def _prepared(sc: Scenario, runtime, batch, prompt, output, hw=None, model=None):
     """`estimate.prepare` for `sc`; cached per (scenario, backend, lengths, device), the runtime's
     efficiencies swapped in (a fit evaluates the same rows under many runtimes)."""
-    from dataclasses import replace
 
-    from ..physics.estimate import prepare
-    from ..physics.parallel import Parallel
-    from ..catalog.runtime import load_runtime
     rt = load_runtime(runtime)
     hw = hw or _hardware(sc)
     backend = rt.backend_for(hw)
     key = (sc, backend.name, backend.quantized_gemm, backend.matrix_units, batch, prompt, output, hw, model)
     p = _PREPARED.get(key)
     if p is None:
-        from ..physics.quantization import Quantization
         tp, pp, ep = sc.parallel
         # a row whose LM head is stored apart (sc.head_dtype) says so through a Quantization
         formats = dict(weight_dtype=sc.weight_dtype, kv_dtype=sc.kv_dtype, activation_dtype=sc.activation_dtype,
@@ -703,9 +717,6 @@ def max_load_throughput(sc: Scenario, runtime, hw=None, model=None) -> float:
     (`membound.offline`). trtllm-bench rows run the engine limits its tuning heuristic sets for
     the row's lengths (`offline.trtllm_bench_scheduler`); other rows (MLPerf) the engine's served
     defaults."""
-    from ..serving.offline import offline_throughput, trtllm_bench_scheduler
-    from ..physics.parallel import Parallel
-    from ..physics.quantization import Quantization
     tp, pp, ep = sc.parallel
     q = Quantization(sc.weight_dtype, sc.kv_dtype, activations=sc.activation_dtype, dense_weights=sc.dense_dtype,
                      head_weights=sc.head_dtype)
@@ -722,8 +733,6 @@ def max_load_throughput(sc: Scenario, runtime, hw=None, model=None) -> float:
 def predict(sc: Scenario, runtime=None, hw=None, model=None) -> float:
     """membound's figure for `sc`, in the unit of `sc.metric`. runtime, hw (a Hardware) and model
     (a Model) stand in for the row's own (either also by name)."""
-    from ..catalog.hardware import load_hardware
-    from ..catalog.model import load_model
     if not isinstance(sc, Scenario):
         raise InvalidInputError("scenario", sc, "a membound.Scenario (one of load_reference().scenarios)")
     hw = None if hw is None else load_hardware(hw)

@@ -110,6 +110,8 @@ from . import fitter
 from .fitter import Param
 from ..catalog.runtime import Runtime, clear_caches, load_runtime, runtimes_dir
 from .serve_validate import FIT_HARDWARE, load_rows, predict
+from ..physics.speculative import mtp
+import yaml
 
 PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_s", "per_layer_s", "moe_expert_rows",
           "moe_tile_tokens", "per_sequence_s", "per_request_s", "moe_upcast_efficiency", "per_prompt_token_s")
@@ -235,7 +237,6 @@ def mtp_residuals(rows, acceptance: float) -> np.ndarray:
     """log(pred / meas) of TPOT, TTFT and throughput per GPU of MTP `rows` (serve_validate
     ServedRows of kind "mtp"), predicted with every drafter at per-token `acceptance` (3.0 for a
     refused row's metrics, as `residuals`)."""
-    from ..physics.speculative import mtp
     drafters: dict = {}
     for r in rows:
         assert r.spec is not None, "an MTP row without its drafter"
@@ -271,7 +272,6 @@ def write(name: str, fit: dict, folder: Path) -> Path:
     """Update only the fitted keys of the runtime file's `served` block (the file's last block;
     the text above it is left byte for byte), writing the result into `folder` (the bundled
     file is the starting point when `folder` has none)."""
-    import yaml
     path = folder / f"{name}.yaml"
     text = (path if path.is_file() else runtimes_dir() / f"{name}.yaml").read_text()
     head, sep, _ = text.partition("\nserved:\n")

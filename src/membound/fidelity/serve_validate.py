@@ -44,6 +44,15 @@ from ..physics.quantization import Quantization
 from .reference import SkipRow
 from ..serving import Fixed, Scheduler, Uniform, build, finite_run_share, run_share, solve
 from ..physics.speculative import MTP_ACCEPTANCE, SpeculativeDecoding, mtp
+from ..catalog.names import index
+from ..errors import InvalidInputError
+from .reference import reference_dir, PROGRESS_ROWS
+from ..base.safeio import Column, read_typed_frame, csv_frame, check_output_path
+from ..base.progress import track
+from ..catalog.hardware import load_hardware
+from . import split
+from importlib import resources
+from pathlib import Path
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -183,7 +192,6 @@ class ServedRow:
     def role(self) -> str:
         """"fit" (a row of the fitting chips), else its chip's role in the committed split
         (membound.split): "report", or "select" (the split's fit chips are not fitted on here)."""
-        from . import split
         if self.fitted:
             return "fit"
         return "report" if split.role("chip", self.device) == "report" else "select"
@@ -235,24 +243,18 @@ def formats(precision: str, model: str, checkpoint: str, amd: bool, fp4_chip: bo
 def resolve_device(label: str) -> str | None:
     """The profile a CSV `hw` label names (a runner family such as h100, or any name or alias
     the resolver knows), or None."""
-    from ..catalog.names import index
     return RUNNER_LABELS.get(label) or index("hardware").lookup(label)
 
 
 def resolve_model(hf_id: str) -> str | None:
     """The preset a CSV `model` (a Hugging Face id) names, through presets' names and aliases, or None."""
-    from ..catalog.names import index
     return index("model").lookup(hf_id)
 
 
 def served_csv(path=None):
     """The served CSV to read: `path` itself when it is a file; in a folder, its
     serving/inferencemax.csv or inferencemax.csv; None: the copy shipped with membound."""
-    from importlib import resources
-    from pathlib import Path
 
-    from ..errors import InvalidInputError
-    from .reference import reference_dir
     if path is None:        # $MEMBOUND_REFERENCE_DIR's served rows when it has them, else the shipped copy
         cand = reference_dir(None) / "serving" / "inferencemax.csv"
         return cand if cand.is_file() else Path(str(resources.files("membound"))) / SHIPPED
@@ -276,7 +278,6 @@ def _schema() -> dict:
     """What each typed column of the served CSV holds (safeio.read_typed_frame parses every cell
     by it; a row with a cell outside it is skipped, named). Counts are whole numbers, lengths and
     times positive numbers below 1e9 (a measured 1e-320 would make errors infinite)."""
-    from ..base.safeio import Column
     # an optional count may be 0 (the CSV's disaggregated pools write 0 for "none recorded")
     count = lambda what, optional=True: Column("int", 0 if optional else 1, 10**7, optional, what)   # noqa: E731
     figure = lambda what, optional=True, lo=1e-6: Column("float", lo, 1e9, optional, what)  # noqa: E731
@@ -317,8 +318,6 @@ def load_rows(path=None, all_rows: bool = False, kinds: tuple[str, ...] = ("aggr
     drafters: dict[tuple[str, int], SpeculativeDecoding] = {}
     r: Any     # a CSV row: its columns' types are the file's, not known to the type checker
     frame, skipped = _read_served(path, all_rows, kinds)
-    from ..base.progress import track
-    from .reference import PROGRESS_ROWS      # a large file shows its rows read, on a terminal
     tuples = frame.itertuples(index=False)
     for r in (track(tuples, "served rows", total=len(frame), unit=" rows") if len(frame) > PROGRESS_ROWS else tuples):
         try:
@@ -332,7 +331,6 @@ def _read_served(path, all_rows: bool, kinds: tuple[str, ...]) -> tuple[pd.DataF
     """The served CSV, every typed cell parsed strictly (safeio.read_typed_frame: a bad cell
     skips its row, named in the second item), the pool columns filled where absent; the
     canonical good rows (and the disaggregated caution ones where that kind is asked) unless all."""
-    from ..base.safeio import read_typed_frame
     d, bad = read_typed_frame(served_csv(path), REQUIRED, _schema())
     for c in ("n_prefill_gpus", "prefill_workers", "n_decode_gpus", "decode_workers", "prefill_dp_attention"):
         if c not in d.columns:
@@ -347,7 +345,6 @@ def _served_row(r: Any, kinds: tuple[str, ...], drafters: dict[tuple[str, int], 
                 mtp_acceptance: float) -> ServedRow:
     """One CSV row as a ServedRow; SkipRow where it is not predicted. `drafters` caches the MTP
     drafts by (model, draft steps)."""
-    from ..catalog.hardware import load_hardware
     kind = "disaggregated" if bool(r.disagg) else ("mtp" if r.spec_decoding != "none" else "aggregated")
     model, device = _resolve_row(r)
     if kind not in kinds:
@@ -611,7 +608,7 @@ def _served_or_none(path):
         csv = served_csv(path)
     except MemboundError:
         return None
-    import pandas as pd
+    import pandas as pd   # pandas: deferred, about a second to import; only tables need it
     try:
         header = pd.read_csv(csv, nrows=0, encoding="utf-8-sig").columns
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError):   # the strict reader names what is wrong
@@ -632,7 +629,6 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     try:
         if a.csv:      # checked before the work
-            from ..base.safeio import check_output_path
             check_output_path(a.csv, "--csv", (".csv",))
         others = other_categories(a.reference, mtp_acceptance=a.mtp_acceptance)
         rows, skipped = load_rows(a.reference, all_rows=a.all)
@@ -644,9 +640,8 @@ def main(argv=None) -> int:
     except BrokenPipeError:          # piped into head
         return 0
     if a.csv:
-        import pandas as pd
+        import pandas as pd   # pandas: deferred, about a second to import; only tables need it
 
-        from ..base.safeio import csv_frame
         csv_frame(pd.DataFrame([{"id": r.id, "category": r.category, "conc": r.conc, "fitted": r.fitted, "role": r.role,
                                  "date": r.date,
                        "tpot_s": r.tpot_s, "ttft_s": r.ttft_s, "tput_per_gpu": r.tput_per_gpu,

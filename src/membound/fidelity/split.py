@@ -14,7 +14,8 @@ Its role is decided by its name alone, never by an error:
   end; never tuned on. Its figures are the test.
 
 The roles of the groups the shipped data holds are recorded in `data/split.csv` (its header
-states this rule); `python -m membound.fidelity.split --write` records groups added since, and a test
+states this rule); `python -m membound.fidelity.validate --write-split` records groups added since (validate knows
+the data sets; this module knows only the rule and the file), and a test
 checks that every recorded role is the rule's. A group not recorded takes the rule's role.
 """
 from __future__ import annotations
@@ -37,7 +38,7 @@ HEADER = """\
 # fit: fitted on in every refit, no held-out figure. select: held out in turn (cold refit without it and
 # without every report group); used to choose model forms, frozen constants and switches (validation
 # figures). report: held out in turn (cold refit without it), printed at the end, never tuned on.
-# Rewrite with: python -m membound.fidelity.split --write (adds new groups; a recorded role never changes).
+# Rewrite with: python -m membound.fidelity.validate --write-split (adds new groups; a recorded role never changes).
 kind,name,role
 """
 
@@ -97,19 +98,6 @@ def mlperf_role(family: str) -> str:
     return mlperf_roles().get(family, "report")
 
 
-def groups_of_reference(path=None) -> set:
-    """{(kind, name)} of every chip and source of the reference measurements and served rows."""
-    from .reference import load_reference
-    from .serve_validate import load_rows
-    from .validate import source_of
-    ref = load_reference(path)
-    out = {("chip", s.hardware) for s in ref.scenarios} | {("source", source_of(s.id)) for s in ref.scenarios}
-    rows = []
-    for kind in ("aggregated", "mtp", "disaggregated"):
-        rows += load_rows(kinds=(kind,))[0]
-    return out | {("chip", r.device) for r in rows if getattr(r, "device", None)}
-
-
 def write(groups) -> Path:
     """Record `groups` ({(kind, name)}) with their rule's roles, keeping every recorded one."""
     path = split_csv()
@@ -121,10 +109,7 @@ def write(groups) -> Path:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m membound.fidelity.split", description=__doc__.splitlines()[0])
-    ap.add_argument("--write", action="store_true", help="record the groups of the shipped data not yet in data/split.csv")
-    a = ap.parse_args(argv)
-    if a.write:
-        print(f"wrote {write(groups_of_reference())}")
+    ap.parse_args(argv)   # the roles as recorded; validate --write-split records new groups
     for (k, n), r in sorted(recorded().items()):
         print(f"{k:7s} {n:32s} {r}")
     return 0

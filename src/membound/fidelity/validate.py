@@ -38,7 +38,17 @@ from . import split
 from ..base.progress import track
 from .calibrate import (FIT, FIXED, beats_physics, calibrate_runtimes, is_calibration,
                         runtime_from_fits)
-from .reference import SPECIALISED, Scenario, load_reference, predict, reference_csv
+from .reference import SPECIALISED, Scenario, load_reference, predict, reference_csv, source_of
+from .budget import fraction_evidence
+from .serve_validate import load_rows
+from ..catalog.runtime import RuntimeEntry, load_runtime
+from .calibrate import _at_bounds
+from ..catalog.hardware import load_hardware
+from ..base.safeio import csv_row, check_output_path
+from ..errors import MemboundError, require, InvalidInputError
+from .serve_validate import section
+from .budget import constant_budget, format_budget
+import csv
 
 FRACTION_KINDS = ("assumed", "measured", "fitted")   # a row's fractions: the profile's, or the runtime's own
 NOT_DISCLOSED = ("hardware not disclosed", "mixed MI300X/MI325X system")
@@ -71,11 +81,6 @@ class RowResult:
         return None if self.held_out is None else self.held_out / self.measured - 1.0
 
 
-def source_of(row_id: str) -> str:
-    """The source a row comes from: its id's prefix (apple-001 -> apple, lcpp2-004 -> lcpp2)."""
-    return row_id.rsplit("-", 1)[0]
-
-
 GROUPS = {"chip": lambda sc: sc.hardware, "source": lambda sc: source_of(sc.id)}
 
 
@@ -84,7 +89,6 @@ def _stripped(rt_name: str):
     entry left with nothing but its evidence is dropped, so that it cannot shadow a refitted
     `default` for its device class. Figures set, not fitted (calibrate.FIXED), go too: every
     refitted entry gets them again."""
-    from ..catalog.runtime import RuntimeEntry, load_runtime
     base = load_runtime(rt_name)
     fitted = FIT[rt_name] + tuple(FIXED.get(rt_name, {})) + ("evidence",)
     classes = {}
@@ -148,9 +152,7 @@ def _stats(errs) -> tuple:
 def validation_report(path=None, group: str = "chip") -> dict:
     """{'rows': [RowResult], 'categories': {name: {...}}, 'skipped': [(id, metric, reason)],
     'set_aside': [(id, metric, reason)], 'bounds': [..], 'coverage': {...}, 'source': file}."""
-    from .calibrate import calibrate_runtimes as _fit_all  # noqa: F401 - the same fit the bundled files hold
     if group not in GROUPS:
-        from ..errors import InvalidInputError
         raise InvalidInputError("group", group, f"one of {sorted(GROUPS)}")
     ref = load_reference(path)
     skipped = list(ref.skipped)
@@ -199,7 +201,6 @@ def validation_report(path=None, group: str = "chip") -> dict:
         cats[name] = c
     disclosed = [s for s in skipped if not s[2].startswith(NOT_DISCLOSED + SPECULATIVE)]
     n_disclosed = len(rows) + len(disclosed) + len(set_aside)
-    from ..catalog.runtime import load_runtime
     bounds = [f"{rt} {k}: " + ", ".join(_entry_bounds(rt, e)) for rt in FIT
               for k, e in load_runtime(rt).classes.items() if _entry_bounds(rt, e)]
     return dict(rows=rows, categories=cats, skipped=skipped, set_aside=set_aside, group=group,
@@ -210,7 +211,6 @@ def validation_report(path=None, group: str = "chip") -> dict:
 
 
 def _entry_bounds(rt: str, entry) -> list:
-    from .calibrate import _at_bounds
     vals = {p: getattr(entry, p) for p in FIT[rt]           # figures the file sets and a fit chose
             if p in entry.model_fields_set and p not in FIXED.get(rt, {})}
     return _at_bounds(vals)
@@ -277,26 +277,12 @@ def _share(n: int, med: float) -> str:
     return f"{n:4d} {100 * med:6.1f}" if n else f"{n:4d} {'-':>6s}"
 
 
-def fraction_evidence(evidence: str, fraction: str) -> str:
-    """"assumed" or "measured": what a profile's `achievable.evidence` says of one of its fractions
-    ("bandwidth_fraction" or "compute_fraction"). Text that starts with "assumed" assumes both; else a
-    fraction is assumed where its own clause says so ("bandwidth assumed ...", "compute: assumed ...")."""
-    import re
-    ev = evidence.strip().lower()
-    if ev.startswith("assumed"):
-        return "assumed"
-    word = fraction.split("_")[0]
-    return "assumed" if re.search(rf"\b{word}:?\s+assumed\b", ev) else "measured"
-
-
 def fractions_known(hardware: str, runtime: str | None = None) -> str:
     """Where a row's achievable fractions come from: "assumed" where one that its prediction takes
     from the chip's profile cites no published measurement (`fraction_evidence`), "measured" where
     those it takes cite one, "fitted" where the runtime's entry for the chip sets both itself (a
     classes: runtime's fitted fractions; the profile then caps only the stream at its measured
     read ceiling). A runtime with a served block scales the profile's fractions: they count."""
-    from ..catalog.hardware import load_hardware
-    from ..catalog.runtime import load_runtime
     hw = load_hardware(hardware)
     own: set = set()
     if runtime is not None:
@@ -310,9 +296,7 @@ def fractions_known(hardware: str, runtime: str | None = None) -> str:
 
 
 def write_csv(rep: dict, path) -> None:
-    import csv
 
-    from ..base.safeio import csv_row
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["id", "category", "metric", "model", "hardware", "runtime", "measured", "predicted_in_sample",
@@ -326,9 +310,9 @@ def write_csv(rep: dict, path) -> None:
 
 def plot(rep: dict, path) -> None:
     """Held-out prediction vs measured, log-log, one colour per category (needs matplotlib)."""
-    import matplotlib
+    import matplotlib   # matplotlib: the plot extra
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt   # matplotlib: the plot extra
     fig, ax = plt.subplots(figsize=(8, 7))
     rows = [r for r in rep["rows"] if r.held_out is not None]
     for name in rep["categories"]:
@@ -345,6 +329,16 @@ def plot(rep: dict, path) -> None:
     plt.close(fig)
 
 
+def split_groups(path=None) -> set:
+    """{(kind, name)} of every chip and source of the reference measurements and served rows."""
+    ref = load_reference(path)
+    out = {("chip", s.hardware) for s in ref.scenarios} | {("source", source_of(s.id)) for s in ref.scenarios}
+    rows = []
+    for kind in ("aggregated", "mtp", "disaggregated"):
+        rows += load_rows(kinds=(kind,))[0]
+    return out | {("chip", r.device) for r in rows if getattr(r, "device", None)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m membound.fidelity.validate",
                                  description="Predict every reference measurement and report the error per "
@@ -357,21 +351,22 @@ def main(argv=None) -> int:
     ap.add_argument("--plot", default=None, help="write held-out predicted vs measured to this PNG")
     ap.add_argument("--budget", action="store_true", help="print the constant budget instead: every constant of every "
                     "runtime, fitted or not, its unit, prior, rows, chips and bound (membound.budget)")
+    ap.add_argument("--write-split", action="store_true",
+                    help="record the groups of the shipped data not yet in data/split.csv (membound.fidelity.split)")
     args = ap.parse_args(argv)
+    if args.write_split:
+        print(f"wrote {split.write(split_groups(args.reference))}")
+        return 0
     if args.budget:
-        from .budget import constant_budget, format_budget
         print(format_budget(constant_budget(args.reference)))
         return 0
-    from ..errors import MemboundError, require
     if args.plot:       # before the fits, not after them
         require("matplotlib", "plot", "validate --plot")
-    from ..base.safeio import check_output_path
     for option, path, suffixes in (("--csv", args.csv, (".csv",)), ("--plot", args.plot, (".png",))):
         if path is not None:     # every output path checked before the work
             check_output_path(path, option, suffixes)
     rep = validation_report(args.reference, args.group)
     print(format_report(rep))
-    from .serve_validate import section      # served workloads: their own categories (serve's module)
     try:
         print("\n" + section(args.reference))
     except MemboundError as e:               # the measurements report above stands
@@ -385,7 +380,6 @@ def main(argv=None) -> int:
 
 def _main_one_line(argv=None) -> int:
     """main() for `python -m membound.fidelity.validate`: an error of membound's is one line, exit 2."""
-    from ..errors import MemboundError
     try:
         return main(argv)
     except MemboundError as e:

@@ -37,6 +37,12 @@ import datetime
 import math
 import statistics
 from dataclasses import dataclass, replace
+from .reference import ROW_RUNTIME
+from ..catalog.runtime import Runtime, RuntimeEntry
+from .fitter import Param, fit as least_squares
+from .reference import predict, load_reference, _special_layout
+from ..catalog.model import load_model
+from ..catalog.hardware import load_hardware
 
 # what each runtime's one constant is, in the runtime file (the module docstring gives the sources)
 MEANING = {
@@ -53,19 +59,6 @@ FITS = {
     "groq-2024": ("groq-lpu", ("hw-018", "hw-019"), "hop_latency_s", "2024-02", (1e-8, 1e-3)),
     "sambanova-2024": ("sambanova-sn40l", ("hw-025", "hw-009"), "per_layer_overhead_s", "2024-05", (1e-9, 1e-3)),
 }
-# the runtime (software generation) of each vendor row, by the date of its figure; "device": no
-# generation is fitted for it, the physics alone predicts it (Cerebras' Nov 2024 405B figure is
-# faster than the Aug 2024 software by far, and one row cannot fit a generation of its own;
-# SambaNova's 2025 DeepSeek-R1 figures come after kernel looping, deployed in production by Oct
-# 2024, removed the layer-boundary penalty sambanova-2024 fits: arXiv:2410.23668)
-ROW_RUNTIME = {
-    "hw-005": "cerebras-2024-08", "hw-010": "cerebras-2024-08", "hw-014": "cerebras-2024-08",
-    "hw-015": "cerebras-2024-08", "hw-016": "device",
-    "hw-006": "groq-2024", "hw-011": "groq-2024", "hw-018": "groq-2024", "hw-019": "groq-2024",
-    "hw-020": "groq-2024", "hw-021": "groq-2024",
-    "hw-004": "sambanova-2024", "hw-009": "sambanova-2024", "hw-022": "device",
-    "hw-023": "device", "hw-025": "sambanova-2024",
-}
 # rows that state a lower bound ("more than 100", "exceeding 250", "over 4500"): met when predicted >= it
 LOWER_BOUNDS = {"hw-021", "hw-023", "hw-024"}
 CONFIRM = 0.25      # a prediction within 25% of a figure confirms it (issue 28's bar for independent rows)
@@ -76,7 +69,6 @@ def fitted_rows() -> set:
 
 
 def _runtime(name: str, value: float):
-    from ..catalog.runtime import Runtime, RuntimeEntry
     dev, _, field, _, _ = FITS[name]
     return Runtime(name=name, classes={dev: RuntimeEntry(**{field: value})})
 
@@ -85,9 +77,6 @@ def fit(scenarios) -> dict:
     """{runtime: ({field: value}, row ids, median |error| on them)}: the one constant of each vendor
     runtime, least squares on log(predicted / measured) over its named rows (membound.fitter, in
     log space within the FITS bounds)."""
-    from .fitter import Param
-    from .fitter import fit as least_squares
-    from .reference import predict
     out = {}
     for name, (_dev, ids, field, _, (lo, hi)) in FITS.items():
         rows = [s for s in scenarios if s.id in ids]
@@ -141,7 +130,6 @@ def runtime_yaml(name: str, value: float, ids, err: float, path=None) -> str:
 def architecture(model: str) -> tuple:
     """What makes two presets the same network for a speed figure: their shapes (not names,
     context limits or rope settings: Llama 3 8B and Llama 3.1 8B are one architecture)."""
-    from ..catalog.model import load_model
     m = load_model(model)
     return (m.n_layers, m.hidden_size, m.n_heads, m.n_kv_heads, m.head_dim, m.ffn_size, m.vocab_size,
             m.n_experts, m.experts_per_token, m.expert_ffn_size)
@@ -154,7 +142,6 @@ def independent(sc, fitted_scenarios) -> bool:
 
 
 def _scenarios(path=None) -> list:
-    from .reference import load_reference
     return [s for s in load_reference(path).scenarios
             if s.id in ROW_RUNTIME and s.metric == "decode_tok_s_per_user"]
 
@@ -162,7 +149,6 @@ def _scenarios(path=None) -> list:
 def confirming_rows(name: str, value: float, path=None) -> list[str]:
     """The independent rows of runtime `name` that no fit used and that its constant at `value`
     predicts within CONFIRM (a stated lower bound: met)."""
-    from .reference import predict
     scs = _scenarios(path)
     fitted = [s for s in scs if s.id in fitted_rows()]
     rt = _runtime(name, value)
@@ -179,8 +165,6 @@ def confirming_rows(name: str, value: float, path=None) -> list[str]:
 def _counts(sc, tries: int = 48) -> list[tuple[int, tuple[int, int, int]]]:
     """The chip counts a row allows, with their layouts: the stated one, else from the fewest that
     hold the model (by the layout rule) up to `tries` steps of an eighth of it beyond."""
-    from ..catalog.hardware import load_hardware
-    from .reference import _special_layout
     if sc.chips_stated:
         return [(sc.n_chips, sc.parallel)]
     hw = load_hardware(sc.hardware)
@@ -197,7 +181,6 @@ def _counts(sc, tries: int = 48) -> list[tuple[int, tuple[int, int, int]]]:
 def chip_range(sc, tries: int = 48) -> tuple[int, int] | None:
     """The smallest and largest chip counts (`_counts`) whose prediction lands within CONFIRM of
     `sc`'s figure (a lower bound: at or above it); None where no count does."""
-    from .reference import predict
     hits = []
     for chips, par in _counts(sc, tries):
         e = predict(replace(sc, n_chips=chips, parallel=par)) / sc.measured - 1.0
@@ -209,7 +192,6 @@ def chip_range(sc, tries: int = 48) -> tuple[int, int] | None:
 def physics_ceiling(sc, tries: int = 48) -> float:
     """The fastest the physics alone (the device's own figures, no runtime constant) runs `sc` on
     any chip count it allows (`_counts`): a figure above it is faster than the physics."""
-    from .reference import predict
     return max(predict(replace(sc, n_chips=chips, parallel=par), runtime="device") for chips, par in _counts(sc, tries))
 
 
@@ -269,7 +251,6 @@ def vendor_report(path=None) -> tuple[list[VendorRow], float, float]:
     independent rows, median |error| of the fitted rows). Rows no fit used that repeat a fitted
     row's architecture and chip count are in `rows` (kind "same as a fitted row") and in neither
     median; so are stated lower bounds (met or not, said per row)."""
-    from .reference import predict
     scs = _scenarios(path)
     fitted_ids = fitted_rows()
     fitted = [s for s in scs if s.id in fitted_ids]

@@ -44,15 +44,38 @@ compute peak, whichever is slower.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from .roofline import Num, maximum, minimum
 
 if TYPE_CHECKING:
-    from .core import ModelConsts
     from ..catalog.hardware import Hardware
+
+
+class ModelConsts(Protocol):
+    """The numbers of a model a wafer's layer reads (core.ModelConsts has them; dataflow sits below core,
+    which calls it, so it names the fields rather than importing core)."""
+
+    @property
+    def n_layers(self) -> float: ...
+    @property
+    def hidden(self) -> float: ...
+    @property
+    def n_heads(self) -> float: ...
+    @property
+    def ffn(self) -> float: ...
+    @property
+    def kv_elems(self) -> float: ...
+    @property
+    def q_dim(self) -> float: ...
+    @property
+    def total_params(self) -> float: ...
+    @property
+    def lookup_params(self) -> float: ...
+    @property
+    def vocab(self) -> float: ...
 
 
 def _ceil_log2(n: Num) -> Num:

@@ -20,6 +20,7 @@ from .quantization import Quantization, Resolved
 from .result import Memory, Result, TierUse, _create
 from ..catalog.runtime import Efficiency, Runtime, load_runtime
 from .speculative import SpeculativeDecoding
+import numpy as np
 
 
 MAX_COUNT = 10**9
@@ -46,7 +47,6 @@ def check_context(m: Model, prompt_tokens, output_tokens) -> None:
     if isinstance(prompt_tokens, int) and isinstance(output_tokens, int):
         total = prompt_tokens + output_tokens
     else:
-        import numpy as np
         total = int(np.max(prompt_tokens)) + int(np.max(output_tokens))
     if m.max_context is not None and total > m.max_context:
         raise InvalidInputError("prompt_tokens + output_tokens", total,

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from ..base.display import result_text, result_html
+from ..catalog.hardware import api_price_text
+import numpy as np
 
 
 def equal_values(a, b) -> bool:
     """Equality that never raises: numpy arrays and pandas tables compare whole (shape, values,
     NaN equal to NaN), dicts and tuples element by element, dataclasses field by field."""
-    import numpy as np
     if type(a) is not type(b):
         return False
     if isinstance(a, np.ndarray):
@@ -112,13 +114,11 @@ class Result:
 
     def to_pandas(self):
         """A one-row pandas DataFrame (needs pandas)."""
-        import pandas as pd
+        import pandas as pd   # pandas: deferred, about a second to import; only tables need it
         return pd.DataFrame([self.to_dict()])
 
     def __str__(self) -> str:
-        from ..base.display import result_text
-        return result_text(self)
+        return result_text(self, api_price_text(self.hardware, self.model))
 
     def _repr_html_(self) -> str:
-        from ..base.display import result_html
-        return result_html(self)
+        return result_html(self, api_price_text(self.hardware, self.model))

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidInputError, is_finite_number
+from ..catalog.model import load_model, Model
+from ..catalog.dtypes import get_dtype
+import numpy as np
 
 if TYPE_CHECKING:
     from ..catalog.model import Model
@@ -53,7 +56,6 @@ def expected_tokens_per_round(alpha, gamma):
         if 1.0 - alpha < ALPHA_ONE:
             return gamma + 1.0
         return (1.0 - alpha ** (gamma + 1.0)) / (1.0 - alpha)
-    import numpy as np
     alpha = np.asarray(alpha, dtype=float)
     one = 1.0 - alpha < ALPHA_ONE
     safe = np.where(one, 0.5, alpha)
@@ -61,7 +63,6 @@ def expected_tokens_per_round(alpha, gamma):
 
 
 def _check_round(alpha, gamma) -> None:
-    import numpy as np
     if isinstance(gamma, bool) or not isinstance(gamma, numbers.Integral) or not 0 <= int(gamma) <= 10**6:
         raise InvalidInputError("gamma", gamma, "an integer from 0 to 1,000,000 (tokens drafted per round)")
     a = np.asarray(alpha)
@@ -127,7 +128,6 @@ class SpeculativeDecoding:
             raise InvalidInputError("head_vocab", self.head_vocab, "an integer >= 0, or None (the target's LM head)")
         if not (_real(self.route_correlation) and 0 <= self.route_correlation <= 1):
             raise InvalidInputError("route_correlation", self.route_correlation, "a number in [0, 1]")
-        from ..catalog.dtypes import get_dtype
         get_dtype(self.head_dtype)          # an unknown name raises UnknownNameError
         head_given = self.head_params is not None or self.head_vocab is not None
         if self.draft is not None and (self.draft_cost is not None or head_given):
@@ -181,7 +181,6 @@ def head_param_count(model, layers: int = 1, lm_head: bool = True, vocab: int | 
     An EAGLE head is ~1 layer + the LM head; a Medusa head is one hidden x hidden block + its
     own LM head (layers=0, add hidden^2 yourself). vocab: the head's own output vocabulary if
     smaller than the target's (EAGLE-3: 32,000)."""
-    from ..catalog.model import load_model
     # 1e300 or NaN layers made an inf or NaN count, '8' or None a TypeError
     if isinstance(layers, bool) or not isinstance(layers, numbers.Integral) or not 0 <= layers <= 10**6:
         raise InvalidInputError("layers", layers, "an integer from 0 to 1,000,000 (decoder layers in the head)")
@@ -199,7 +198,6 @@ def head_param_count(model, layers: int = 1, lm_head: bool = True, vocab: int | 
 def head_cost(model, layers: int = 1, lm_head: bool = True, vocab: int | None = None) -> float:
     """`head_param_count` over the target's active parameters: a head step's cost as a fraction
     of a plain target step, by bytes read at the same format (for `draft_cost`; ~0.05 of a 7B)."""
-    from ..catalog.model import load_model
     return head_param_count(model, layers, lm_head, vocab) / load_model(model).active_params
 
 
@@ -220,7 +218,6 @@ def mtp_module(model) -> Model:
     embedding and LM head, which the module shares and reads again every draft step. DeepSeek-V3
     publishes the module at 14B parameters; this gives 13.36B for deepseek-r1 (its 2h x h input
     projection, 0.1B, left out)."""
-    from ..catalog.model import Model, load_model
     m = load_model(model)
     fields = m.model_dump()
     fields.update(name=f"{m.name}-mtp", n_layers=1, first_dense_layers=0, moe_layer_interval=1, aliases=(),

@@ -26,6 +26,8 @@ from ..physics.core import BOUNDS
 from ..errors import DoesNotFitError, InvalidInputError, is_finite_number
 from ..physics.estimate import MAX_COUNT, prepare
 from ..physics.fares import SpeedCurve
+from ..base.display import pre_html
+import html
 
 MAX_BATCH_SEARCH = 1 << 20   # largest batch max_batch() will consider (sequences)
 
@@ -66,7 +68,7 @@ class BatchCurve:
 
     def to_pandas(self):
         """A DataFrame with one row per batch (needs pandas)."""
-        import pandas as pd
+        import pandas as pd   # pandas: deferred, about a second to import; only tables need it
         cols = dict(batch=self.batch.astype(int), per_user_tok_s=self.per_user_tok_s,
                     total_tok_s=self.total_tok_s, bound=list(self.bound), fits=self.fits)
         if self.cost_per_million_usd is not None:
@@ -85,7 +87,6 @@ class BatchCurve:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        import html
         return (self.to_pandas().to_html(index=False, float_format=lambda x: f"{x:,.4g}")
                 + f"<p>{html.escape(self.__str__().splitlines()[-1])}</p>")
 
@@ -201,7 +202,6 @@ class BusFare:
                 f"({self.price_ratio:.3g}x the price, {self.speedup:.3g}x the speed)")
 
     def _repr_html_(self) -> str:
-        from ..base.display import pre_html
         return pre_html(str(self))
 
 
@@ -255,7 +255,6 @@ class FastMode:
                 f"(target {self.target_speedup:g}x for {self.target_price_ratio:g}x; miss {self.error:.1%})")
 
     def _repr_html_(self) -> str:
-        from ..base.display import pre_html
         return pre_html(str(self))
 
 

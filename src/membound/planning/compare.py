@@ -12,6 +12,8 @@ from ..physics.estimate import check_int, estimate
 from ..catalog.hardware import Hardware, load_hardware, one_name_each
 from ..catalog.model import Model, load_model
 from ..physics.result import Result
+from ..base.display import _num, _secs, NO_PRICE, grid, html_grid
+from ..catalog.hardware import api_price_text
 
 COLUMNS = ("device", "chips", "layout", "tok/s/user", "tok/s total", "TTFT", "bound", "GB/chip used/cap", "$/M tok")
 
@@ -48,7 +50,6 @@ class CompareResult:
 
     def rows(self) -> list[list[str]]:
         """The table's cells as text (the columns are `COLUMNS`)."""
-        from ..base.display import _num, _secs
         out = []
         for r in self.results:
             m, cost = r.memory, r.cost_per_million_tokens_usd
@@ -61,7 +62,6 @@ class CompareResult:
     def notes(self) -> list[str]:
         """Lines under the table: devices without a price (never a silent blank), the published
         per-token API price beside the physics' cost on chips sold as an API, devices left out."""
-        from ..base.display import NO_PRICE, api_price_text
         out = [f"{r.hardware}: {NO_PRICE}" for r in self.results if r.cost_per_million_tokens_usd is None]
         out += [f"{r.hardware}: API price: {api}" for r in self.results if (api := api_price_text(r.hardware, r.model))]
         return out + [f"left out {d}: {why}" for d, why in self.dropped]
@@ -75,11 +75,10 @@ class CompareResult:
 
     def to_pandas(self):
         """One row per device with `Result.to_dict()`'s columns."""
-        import pandas as pd
+        import pandas as pd   # pandas: deferred, about a second to import; only tables need it
         return pd.DataFrame([r.to_dict() for r in self.results])
 
     def __str__(self) -> str:
-        from ..base.display import grid
         return "\n".join([self.title, grid(list(COLUMNS), self.rows()), *self.notes(), *self.calibrations()])
 
     def calibrations(self) -> list[str]:
@@ -87,7 +86,6 @@ class CompareResult:
         return [f"calibration: {c}" for c in dict.fromkeys(r.calibration for r in self.results) if c]
 
     def _repr_html_(self) -> str:
-        from ..base.display import html_grid
         notes = "".join(f"<p>{html.escape(line)}</p>" for line in self.notes()) \
             + "".join(f"<p>{html.escape(c)}</p>" for c in self.calibrations())
         return f"<p><b>{html.escape(self.title)}</b></p>" + html_grid(list(COLUMNS), self.rows()) + notes

@@ -27,6 +27,7 @@ from ..physics.estimate import estimate, prepare
 from ..physics.result import Result, equal_values
 from ..physics.quantization import Quantization
 from ..physics.speculative import SpeculativeDecoding
+from ..base.display import pre_html
 
 LEVERS = ("batch", "weights", "kv", "speculative")
 
@@ -72,7 +73,6 @@ class LeverReport:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        from ..base.display import pre_html
         return pre_html(str(self))
 
 
@@ -143,7 +143,6 @@ class QuantSpeedup:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        from ..base.display import pre_html
         return pre_html(str(self))
 
     def __eq__(self, other) -> bool:

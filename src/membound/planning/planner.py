@@ -42,6 +42,12 @@ from ..catalog.model import load_model
 from ..physics.result import equal_values
 from .sweep import pareto_front, sweep
 from ..base.workbudget import WorkBudget
+from ..serving import Fixed, Samples, solve, build, as_length
+from ..errors import MemboundError
+from ..serving.api import _from_solver, e2e_quantile, ttft_quantile
+from ..catalog.runtime import load_runtime
+from .rate_search import limits_of, search
+import html
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -176,7 +182,6 @@ class PlanResult:
                "cost_per_million_output_tokens_usd")
 
     def _repr_html_(self) -> str:
-        import html
         head = f"<p>{html.escape(self.explanation)}</p>"
         if not self.feasible:
             return head
@@ -289,7 +294,7 @@ def _prices(devices: list[str], prices: dict | None) -> tuple[dict[str, float], 
 def _lengths_table(table: pd.DataFrame, S: dict, T: dict, batches: list[int]) -> pd.DataFrame:
     """One row per configuration and batch, with the figures at the mean, p50 and p90 lengths
     (the prefill of one prompt alone at batch 1), kept where the longest request fits."""
-    import pandas as pd
+    import pandas as pd   # pandas: deferred, about a second to import; only tables need it
 
     def at(s, t, cols, batch_one=False):
         sel = table[(table.prompt_tokens == s) & (table.output_tokens == t)]
@@ -375,7 +380,6 @@ def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, pric
     _check_prices(prices)
     price_map, notes = _prices(devices, prices)
     if batching != "static":
-        from ..serving import as_length
         prompt = as_length("prompt_tokens", _as_served_length(workload.prompt_tokens), 0)
         output = as_length("output_tokens", _as_served_length(workload.output_tokens), 2)
         _, wds, chip_counts = _served_inputs(m, list(price_map), weight_dtypes, None, n_chips, runtime)
@@ -464,7 +468,7 @@ def _frontier(df):
         idx = pareto_front(g.tok_s_per_user.to_numpy(), g.seat_tok_s_per_chip.to_numpy())
         parts.append(g.iloc[idx])
     cols = ["hardware", "n_chips", "parallel", "batch", "weight_dtype", "tok_s_per_user", "seat_tok_s_per_chip"]
-    import pandas as pd
+    import pandas as pd   # pandas: deferred, about a second to import; only tables need it
     return pd.concat(parts)[cols].reset_index(drop=True) if parts else df[cols]
 
 
@@ -473,7 +477,6 @@ def _frontier(df):
 def _as_served_length(value: Lengths):
     """A Workload's lengths as serve()'s: a count is mb.Fixed; a list, or {count: weight} with
     weights in whole ratios (rounded to thousandths of the smallest otherwise), mb.Samples."""
-    from ..serving import Fixed, Samples
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return Fixed(int(value))
     vals, probs = _distribution("lengths", value, 0)
@@ -486,7 +489,6 @@ class _Served:
     """serve()'s figures of one configuration over client counts (arrays): what the SLO checks."""
 
     def __init__(self, sm, st, prompt, output):
-        from ..serving.api import e2e_quantile, ttft_quantile
         self.st = st
         self.ttft50, self.ttft90 = ttft_quantile(sm, st, prompt, 0.5), ttft_quantile(sm, st, prompt, 0.9)
         self.ttft99 = ttft_quantile(sm, st, prompt, 0.99)
@@ -509,7 +511,6 @@ def _users_fleet(sm, sched, prompt, output, slo: SLO, users: int, conc: np.ndarr
     """(replicas, clients per replica, figures, output tok/s) for `users` clients at conc[i] clients
     per replica: ceil(users / conc[i]) replicas, each then running ceil(users / replicas) clients
     (re-solved; conc[i]'s figures where that load misses the SLO)."""
-    from ..serving import solve
     replicas = math.ceil(users / conc[i])
     load = math.ceil(users / replicas)
     figs = fig.at(i)
@@ -529,12 +530,8 @@ def _rate_fleet(sm, sched, p, prompt, output, slo: SLO, rate: float, x: float, m
     ceil(rate / r) up instead, r the highest rate a replica serves within the SLO's latency limits
     (`rate_search.search`, mb.max_rate's search: the tails' p99s rise with the rate); None where
     no rate meets them."""
-    from ..errors import MemboundError
-    from ..serving import solve
-    from ..serving.api import _from_solver
     first = max(math.ceil(rate / (max_utilisation * x)), 1)
     if slo.ttft_p99_s is not None or slo.tpot_p99_s is not None:
-        from .rate_search import limits_of, search
         top = search(sm, sched, prompt, output, limits_of(slo, skip_e2e=True))
         if top.rate <= 0.0:
             return None
@@ -558,10 +555,8 @@ def _plan_served(m, users: int | None, rate: float | None, prompt, output, slo: 
                  notes: list[str], weight_dtypes: list[str], kv_dtypes: list, chips: list[int], conc_list: list[int],
                  runtime, speculative, max_utilisation: float) -> PlanResult:
     """plan(batching="served"): see the module docstring."""
-    import pandas as pd
+    import pandas as pd   # pandas: deferred, about a second to import; only tables need it
 
-    from ..errors import MemboundError
-    from ..serving import build, solve
     conc = np.asarray(sorted(set(conc_list)), float)
     rows: list[dict[str, Any]] = []
     frontier: list[dict[str, Any]] = []
@@ -659,7 +654,6 @@ def _plan_refusal(elapsed_s: float) -> InvalidInputError:
 def _served_inputs(model, hardware, weight_dtypes, kv_dtype, chips, runtime):
     """(devices, weight formats, chip counts) checked before any solve: a name that is not known
     is the caller's error, raised, not a configuration that "does not meet the SLO"."""
-    from ..catalog.runtime import load_runtime
     load_model(model)
     devices = [load_hardware(h) for h in ([hardware] if isinstance(hardware, str) else list(hardware))]
     if not devices:
@@ -683,7 +677,6 @@ def plan_served(model, slo: SLO, *, users: int | None = None, rate: float | None
     """`plan(batching="served")` with serve()'s length types (mb.Fixed, mb.Uniform, mb.Samples or a
     count): the same planner with plan()'s defaults (kv_dtype: one KV format; chips: plan's n_chips;
     concurrency: plan's batches, the clients per replica tried), one answer."""
-    from ..serving import as_length
     _check_load("users", users, "rate", rate)
     _check_utilisation(max_utilisation)
     _check_prices(prices)

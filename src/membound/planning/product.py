@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..errors import InvalidInputError, is_finite_number
 from ..physics.estimate import check_int
+from ..base.display import pre_html
 
 VOICE_GAP_S = 0.5   # seconds of silence a listener tolerates before the reply (the seeds' figure)
 
@@ -87,7 +88,6 @@ class VoiceTurn:
                 + (f"{self.margin_s * 1e3:,.0f} ms to spare" if self.ok else f"{-self.margin_s * 1e3:,.0f} ms too slow"))
 
     def _repr_html_(self) -> str:
-        from ..base.display import pre_html
         return pre_html(str(self))
 
 

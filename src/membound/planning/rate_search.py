@@ -24,6 +24,7 @@ from ..serving.scheduler import Scheduler
 from ..serving.solver import solve
 from ..serving.step import StepModel
 from ..serving.tails import Tails, tails
+from ..serving.api import build
 
 LIMITS = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "e2e_p99_s")
 SATURATED = 1e9        # closed-loop clients far beyond any engine's running batch: its saturation
@@ -49,8 +50,7 @@ def limits_of(slo, skip_e2e: bool = False) -> dict[str, float]:
     """The latency limits of `slo`: a mapping of LIMITS keys to seconds, or a mb.SLO (its TTFT
     p50/p90/p99 targets, its TPOT p99 and min_tok_s_per_user as a median TPOT of 1 / that).
     skip_e2e: leave an SLO's e2e_p90_s out (the planner checks it itself) instead of refusing it."""
-    from .planner import SLO
-    if isinstance(slo, SLO):
+    if not isinstance(slo, Mapping) and hasattr(slo, "min_tok_s_per_user"):   # a planner.SLO (planner imports this module)
         if slo.e2e_p90_s is not None and not skip_e2e:
             raise InvalidInputError("slo.e2e_p90_s", slo.e2e_p90_s, "None in max_rate (its limits are TTFT and TPOT)")
         out = {"ttft_p50_s": slo.ttft_p50_s, "ttft_p90_s": slo.ttft_p90_s, "ttft_p99_s": slo.ttft_p99_s,
@@ -132,7 +132,6 @@ def max_rate(model, hardware, *, slo, prompt_tokens=1024, output_tokens=1024, we
     the latency percentiles stay within `slo` (e.g. {"ttft_p99_s": 2.0, "tpot_p99_s": 0.2}, the
     keys of LIMITS, or a mb.SLO); lengths a count or a distribution (mb.Fixed, Uniform, Samples);
     the other arguments as serve()'s. The percentiles come from `membound.tails`."""
-    from ..serving.api import build
     lim = limits_of(slo)
     prompt = as_length("prompt_tokens", prompt_tokens, 0)
     output = as_length("output_tokens", output_tokens, 2)

@@ -39,6 +39,9 @@ from ..catalog.hardware import load_hardware, one_name_each
 from ..catalog.model import load_model
 from ..physics.parallel import as_parallel
 from ..physics.quantization import Quantization
+from ..physics.capacity import layout_for, min_chips
+from ..errors import DoesNotFitError, require
+from ..serving import serve_curve
 
 DEFAULT_CHUNK = 1 << 18      # rows per streamed chunk (iter_sweep, reduce) and per dask partition
 BLOCK = 1 << 18              # points per core evaluation at most. Its fixed cost (~500 numpy calls,
@@ -375,7 +378,7 @@ class _Columns:
         cats = self.schema.categories
         if as_frame is not False:
             try:
-                import pandas as pd
+                import pandas as pd   # pandas: deferred, about a second to import; only tables need it
             except ImportError:
                 if as_frame:
                     raise
@@ -441,8 +444,8 @@ def _dask_frame(plan: _Plan, partition_size: int):
     """The plan as a lazy dask DataFrame. A partition is a run of the blocks `sweep()` evaluates
     (at most partition_size points, one group), so its rows come in the same order; nothing is
     evaluated until the frame is computed, on whatever scheduler is active."""
-    import dask
-    import dask.dataframe as dd
+    import dask   # dask: the dask extra
+    import dask.dataframe as dd   # dask: the dask extra
     B, S, T = plan.axes
     parts = []
     for g in plan.groups:
@@ -545,7 +548,6 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
         raise InvalidInputError("engine", engine, "'numpy' or 'dask'")
     chunk_size = check_int("chunk_size", chunk_size, 1)
     if engine == "dask":
-        from ..errors import require
         require("dask", "dask", 'sweep(engine="dask")')
         if reduce is not None:
             raise InvalidInputError("reduce", reduce, "None with engine='dask' (reduce the dask DataFrame itself)")
@@ -592,8 +594,6 @@ def drop_reasons(table) -> np.ndarray:
 def chip_counts(m, hw, B, S, T, weight_dtype, kv_dtype, runtime) -> list[int]:
     """Every chip count `layout_for` accepts from the fewest that hold the grid's smallest point
     to the fewest that hold its largest (one count, 1, when even the smallest never fits)."""
-    from ..physics.capacity import layout_for, min_chips
-    from ..errors import DoesNotFitError
     kw = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype, runtime=runtime)
     try:
         lo = min_chips(m, hw, batch=int(B.min()), context_tokens=max(1, int(S.min() + T.min())), **kw)
@@ -609,8 +609,7 @@ def chip_counts(m, hw, B, S, T, weight_dtype, kv_dtype, runtime) -> list[int]:
 def _fewest_chips(model, hardware, kw: dict, chunk_size: int):
     """sweep(n_chips="auto"): for each (model, device, weight dtype) the grid on every candidate chip
     count, then per point the fewest that fits (else the largest tried), with `reason`."""
-    import pandas as pd
-    from ..physics.capacity import layout_for
+    import pandas as pd   # pandas: deferred, about a second to import; only tables need it
     B = _int_axis("batch", kw["batch"], 1)
     S = _int_axis("prompt_tokens", kw["prompt_tokens"], 0)
     T = _int_axis("output_tokens", kw["output_tokens"], 1)
@@ -655,8 +654,7 @@ _SERVED = ("tok_s_per_user", "output_tok_s_per_chip", "ttft_s", "tpot_s", "mean_
 def _served(model, hardware, concurrency, scheduler, kw: dict):
     """sweep(concurrency=[...]): `serve_curve` (the steady-state solver, vectorised over the
     client counts) for every group and (prompt, output) pair, as one table."""
-    import pandas as pd
-    from ..serving import serve_curve
+    import pandas as pd   # pandas: deferred, about a second to import; only tables need it
     clients = _int_axis("concurrency", concurrency, 1).astype(np.int64)
     S = _int_axis("prompt_tokens", kw["prompt_tokens"], 0).astype(np.int64)
     T = _int_axis("output_tokens", kw["output_tokens"], 2).astype(np.int64)

@@ -14,6 +14,26 @@ import sys
 
 from ..base import defaults
 from ..errors import MemboundError, MissingExtraError, ProfileError, require
+from ..errors import InvalidInputError
+from ..physics.speculative import SpeculativeDecoding
+from ..physics.estimate import estimate
+from ..physics.parallel import Parallel
+from ..catalog.hardware import load_hardware, api_price_text, list_hardware
+from ..planning.compare import compare, device_spec
+from ..base.display import grid, NO_PRICE, markdown, model_list_rows, hardware_list_rows
+from ..serving import serve
+from ..planning.sweep import drop_reasons, iter_sweep, sweep
+from ..base.safeio import check_output_path, csv_frame
+from ..base.progress import bar as progress_bar
+from ..planning.planner import SLO, Workload, plan
+from ..fidelity import validate, mlperf_validate
+from ..fidelity.serve_validate import served_report
+from ..catalog.model import list_models, load_model
+from .. import __version__
+from .app import DEFAULT_PORT
+from .bench.cli import add_parser
+from ..fidelity.budget import constant_budget, format_budget
+import math
 
 
 class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
@@ -67,8 +87,6 @@ _DENSE_HELP = ("format of the tensors that are not routed experts (attention, de
 def _speculative(args):
     """The SpeculativeDecoding the flags ask for (--draft MODEL or --mtp, --gamma, --acceptance or
     --accepted-tokens), or None where none of them is given."""
-    from ..errors import InvalidInputError
-    from ..physics.speculative import SpeculativeDecoding
     given = (args.draft, args.mtp, args.gamma, args.acceptance, args.accepted_tokens)
     if all(v in (None, False) for v in given):
         return None
@@ -83,9 +101,6 @@ def _speculative(args):
 
 
 def _estimate(args) -> int:
-    from ..physics.estimate import estimate
-    from ..physics.parallel import Parallel
-    from ..catalog.hardware import load_hardware
     par = Parallel(tp=args.tp, pp=args.pp, ep=args.ep) if (args.tp, args.pp, args.ep) != (1, 1, 1) else None
     price = _price_map(args.price, [args.hardware]).get(load_hardware(args.hardware).name)
     r = estimate(args.model, args.hardware, batch=args.batch, prompt_tokens=args.prompt,
@@ -99,7 +114,6 @@ def _estimate(args) -> int:
 
 # ---- compare -------------------------------------------------------------------------------
 def _compare(args) -> int:
-    from ..planning.compare import compare
     res = compare(args.model, args.devices, batch=args.batch, prompt_tokens=args.prompt, output_tokens=args.output,
                   weight_dtype=args.weights, kv_dtype=args.kv, activation_dtype=args.activations,
                   runtime=args.runtime, n_chips=None if args.chips == "auto" else args.chips,
@@ -111,10 +125,6 @@ def _compare(args) -> int:
 
 # ---- serve ---------------------------------------------------------------------------------
 def _serve(args) -> int:
-    from ..base.display import grid
-    from ..physics.parallel import Parallel
-    from ..serving import serve
-    from ..catalog.hardware import load_hardware
     par = Parallel(tp=args.tp or 1, ep=args.ep or 1) if args.tp or args.ep else None
     price = _price_map(args.price, [args.hardware]).get(load_hardware(args.hardware).name)
     chips = None if args.chips == "auto" else args.chips
@@ -144,7 +154,6 @@ def _serve(args) -> int:
 def _cost_notes(devices, unpriced, model: str) -> None:
     """After a table: which devices have no price (never a silent blank), and the published per-token
     API price of `model` on chips sold as an API, beside the physics' cost."""
-    from ..base.display import NO_PRICE, api_price_text
     for d in devices:
         if d in unpriced:
             print(f"{d}: {NO_PRICE}")
@@ -167,7 +176,6 @@ _PRICE_HELP = ("USD per chip-hour: one value for every device, or DEVICE=USD (re
 
 def _price(text: str) -> list[tuple[str | None, float]]:
     """'2.5' -> [(None, 2.5)]; 'h100-sxm=2.5,h200=3.5' -> [('h100-sxm', 2.5), ('h200', 3.5)]."""
-    import math
     out: list[tuple[str | None, float]] = []
     for part in text.split(","):
         name, eq, usd = part.strip().rpartition("=")
@@ -186,9 +194,6 @@ def _price_map(pairs, devices) -> dict[str, float]:
     """--price as {device name: USD per chip-hour} for `devices` (names, 'NAME:CHIPS' or Hardware):
     a bare value prices every device, DEVICE=USD one (any spelling of its name); a device not asked
     about is refused."""
-    from ..planning.compare import device_spec
-    from ..errors import InvalidInputError
-    from ..catalog.hardware import load_hardware
     if not pairs:
         return {}
     asked = [load_hardware(device_spec(d)[0]).name for d in devices]
@@ -232,7 +237,6 @@ _BLANKED = ("decode_tok_s_per_user", "decode_tok_s_total", "ttft_s", "prefill_s"
 
 def _sweep_tables(args):
     """The sweep's tables in order: every grid point with a `reason` ('' where it fits)."""
-    from ..planning.sweep import drop_reasons, iter_sweep, sweep
     kw = dict(batch=args.batch, prompt_tokens=args.prompt, output_tokens=args.output, weight_dtype=args.weights,
               kv_dtype=args.kv, runtime=args.runtime, include_unfit=True, on_invalid="skip",
               chunk_size=args.chunk_size, allow_beyond_context=args.allow_beyond_context,
@@ -250,10 +254,7 @@ def _sweep_tables(args):
 
 
 def _sweep(args) -> int:
-    import math
 
-    from ..errors import InvalidInputError
-    from ..base.safeio import check_output_path, csv_frame
     if not args.out.endswith((".csv", ".parquet")):
         raise InvalidInputError("--out", args.out, "a file name ending in .csv or .parquet")
     check_output_path(args.out, "--out", (".csv", ".parquet"))     # before the first point, not after the grid
@@ -262,7 +263,6 @@ def _sweep(args) -> int:
     grid_points = math.prod(len(v) for v in (args.models, args.hardware, args.batch, args.prompt, args.output,
                                              args.weights, [None] if args.chips == "auto" else args.chips))
     rows, dropped, frames, skipped = 0, 0, [], {}
-    from ..base.progress import bar as progress_bar
     with progress_bar(grid_points, "sweep", unit=" points", force=args.progress, quiet=args.quiet) as bar:
         for i, df in enumerate(_sweep_tables(args)):
             unfit = df["reason"] != ""
@@ -276,7 +276,7 @@ def _sweep(args) -> int:
                 frames.append(df)
             bar.update(len(df))
     if args.out.endswith(".parquet"):
-        import pandas as pd
+        import pandas as pd   # pandas: deferred, about a second to import; only tables need it
         (pd.concat(frames) if frames else pd.DataFrame()).to_parquet(args.out, index=False)
     elif rows == 0:
         open(args.out, "w").close()
@@ -295,8 +295,6 @@ def _sweep(args) -> int:
 
 def _sweep_price_notes(args) -> None:
     """The devices whose cost column is blank for want of a price, by name."""
-    from ..base.display import NO_PRICE
-    from ..catalog.hardware import load_hardware
     given = _price_map(args.price, args.hardware)
     for d in args.hardware:
         hw = load_hardware(d)
@@ -306,7 +304,6 @@ def _sweep_price_notes(args) -> None:
 
 # ---- plan, validate ------------------------------------------------------------------------
 def _plan(args) -> int:
-    from ..planning.planner import SLO, Workload, plan
     wl = Workload(concurrent_users=args.users, arrival_rate_rps=args.rate, prompt_tokens=args.prompt,
                   output_tokens=args.output)
     slo = SLO(ttft_p90_s=args.ttft, min_tok_s_per_user=args.tok_s, e2e_p90_s=args.e2e)
@@ -323,15 +320,12 @@ def _plan(args) -> int:
 
 
 def _validate(args) -> int:
-    from ..fidelity import validate
     if args.plot:       # before the 15 s of fitting, not after
         require("matplotlib", "plot", "validate --plot")
     if args.budget:          # the constant budget only (membound.budget)
-        from ..fidelity.budget import constant_budget, format_budget
         print(format_budget(constant_budget(args.reference)))
         return 0
     if args.mlperf:          # MLPerf Inference results only (membound.mlperf_validate)
-        from ..fidelity import mlperf_validate
         argv = [a for flag, v in (("--csv", args.csv), ("--reference", args.reference)) if v for a in (flag, v)]
         return int(mlperf_validate.main(argv) or 0)
     if not args.json:
@@ -339,8 +333,6 @@ def _validate(args) -> int:
                                   ("--group", args.group)) if v for a in (flag, v)]
         return int(validate.main(argv) or 0)
     rep = validate.validation_report(args.reference, args.group)
-    from ..errors import MemboundError
-    from ..fidelity.serve_validate import served_report
     try:
         served: dict = served_report(args.reference)
     except MemboundError as e:          # a broken served file: the measurements report stands
@@ -352,7 +344,7 @@ def _validate(args) -> int:
 # ---- app -------------------------------------------------------------------------------------
 def _app(args) -> int:
     try:
-        from .app.server import run
+        from .app.server import run   # starlette: the app extra (server imports it)
     except ImportError as err:
         print(f'membound: error: the web app needs the app extra: pip install "membound[app]" ({err})',
               file=sys.stderr)
@@ -363,8 +355,6 @@ def _app(args) -> int:
 
 # ---- models, hardware ----------------------------------------------------------------------
 def _models(args) -> int:
-    from ..base.display import grid, markdown, model_list_rows
-    from ..catalog.model import list_models, load_model
     if args.action == "show":
         m = load_model(args.name)
         counts = {"total_params": m.total_params, "active_params": m.active_params,
@@ -381,8 +371,6 @@ def _models(args) -> int:
 
 
 def _hardware(args) -> int:
-    from ..base.display import grid, hardware_list_rows, markdown
-    from ..catalog.hardware import list_hardware, load_hardware
     if args.action == "show":
         h = load_hardware(args.name)
         print(_dump(h.model_dump()) if args.json else h)
@@ -409,7 +397,6 @@ def _catalogue(sub, verb: str, what: str, func):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .. import __version__
     p = _Parser(prog="membound", description="Predict LLM inference speed on given hardware.")
     p.add_argument("--version", action="version", version=f"membound {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -564,7 +551,6 @@ def _add_validate(sub) -> None:
 
 def _add_app(sub) -> None:
     a = sub.add_parser("app", help="a local web page: compare, serve, plan, explain (needs membound[app])")
-    from .app import DEFAULT_PORT
     a.add_argument("--port", type=_port, default=DEFAULT_PORT,
                    help="TCP port, 1 to 65535; not 8000 (vLLM's), 30000 (SGLang's) or 8080 (llama.cpp's)")
     a.add_argument("--host", default="127.0.0.1", help="127.0.0.1 (default) serves this machine only; "
@@ -585,7 +571,6 @@ def _port(text: str) -> int:
 
 def _add_bench_parser(sub) -> None:
     """`membound bench URL ...` (membound.bench): measure an OpenAI-compatible endpoint."""
-    from .bench.cli import add_parser
     add_parser(sub)
 
 

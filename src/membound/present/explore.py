@@ -25,6 +25,9 @@ from ..catalog.hardware import list_hardware
 from ..catalog.model import list_models
 from ..physics.result import Result
 from ..serving import ServeResult, serve
+from ..catalog.hardware import load_hardware
+from ..catalog.model import load_model
+from . import plots
 
 WEIGHT_DTYPES = ("bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4", "q8_0", "q4_k_m")
 KV_DTYPES = ("bf16", "fp8")
@@ -42,9 +45,7 @@ class Explorer:
     def __init__(self, model: str, hardware: str, *, n_chips: int = 0, weight_dtype: str = defaults.WEIGHT_DTYPE,
                  kv_dtype: str = "bf16", batch: int = defaults.BATCH, prompt_tokens: int = defaults.PROMPT_TOKENS,
                  output_tokens: int = defaults.OUTPUT_TOKENS):
-        import ipywidgets as w
-        from ..catalog.hardware import load_hardware
-        from ..catalog.model import load_model
+        import ipywidgets as w   # ipywidgets: the notebook extra
         model, hardware = load_model(model).name, load_hardware(hardware).name   # names checked up front
         # within the controls' bounds: a bounded widget clamped an out-of-range value silently
         # (prompt_tokens=-5 ran as 0, n_chips=-1 as the fewest, 10**6 as 100,000)
@@ -98,8 +99,7 @@ class Explorer:
         self.plot.value = self._png()
 
     def _png(self) -> bytes:
-        from matplotlib.figure import Figure
-        from . import plots
+        from matplotlib.figure import Figure   # matplotlib: the plot extra
         r, s = self.result, self.served
         assert r is not None, "drawn only after a result was set"
         fig = Figure(figsize=(7, 4))
@@ -133,8 +133,8 @@ def explore(model: str = "llama-3.1-8b", hardware: str = "h100-sxm", **settings)
     """An interactive explorer (see the module): `settings` are Explorer's starting values
     (n_chips, weight_dtype, kv_dtype, batch, prompt_tokens, output_tokens)."""
     try:
-        import ipywidgets  # noqa: F401
-        import matplotlib  # noqa: F401
+        import ipywidgets  # noqa: F401 - ipywidgets: the notebook extra
+        import matplotlib  # noqa: F401 - matplotlib: the plot extra
     except ImportError as err:
         raise ImportError(f"explore() needs ipywidgets and matplotlib: pip install 'membound[notebook]' ({err})") \
             from None

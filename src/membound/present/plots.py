@@ -14,12 +14,13 @@ from ..errors import DoesNotFitError, InvalidInputError, require
 from ..physics.estimate import prepare
 from ..catalog.hardware import load_hardware
 from ..catalog.model import load_model
+from ..serving import serve_curve
 
 
 def _axes(ax):
     if ax is not None:
         return ax
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt   # matplotlib: the plot extra
     # constrained layout: tick labels, titles and legends outside the axes fit in the figure
     # when it is saved (`ax.figure.savefig(...)` clipped memory_breakdown's device labels)
     return plt.subplots(figsize=(7, 4.5), layout="constrained")[1]
@@ -28,7 +29,7 @@ def _axes(ax):
 def _plain(axis, tokens=False, decades_only=False):
     """Tick labels as plain numbers (1, 30, 1,000) or token counts (512, 4k, 128k), not 10^x;
     decades_only for axes that span many decades (1, 2, 5 labels would collide)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator
+    from matplotlib.ticker import FuncFormatter, LogLocator   # matplotlib: the plot extra
 
     def fmt(v, _):
         if tokens and v >= 1024:
@@ -256,7 +257,7 @@ def validation(df, *, predicted: str | None = None, measured: str | None = None,
     groups = [(None, np.ones(len(df), bool))] if cc is None else [(c, (df[cc] == c).to_numpy())
                                                                     for c in sorted(df[cc].unique(), key=str)]
     if ax is None:   # room on the right for one legend row per category
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt   # matplotlib: the plot extra
         ax = plt.subplots(figsize=(7 + (3.5 if len(groups) > 8 else 0), 5.5), layout="constrained")[1]
     for (c, sel), (colour, marker) in zip(groups, _styles(len(groups))):
         ax.scatter(x[sel], y[sel], s=22, alpha=0.85, color=colour, marker=marker, linewidths=0.6,
@@ -286,7 +287,7 @@ _MARKERS = ("o", "s", "^", "D", "v", "P", "X")   # 7 shapes against 10 colours: 
 
 def _styles(n: int) -> list[tuple[str, str]]:
     """n distinct (colour, marker) pairs: the 10 tab colours with 7 shapes, both cycling (lcm 70)."""
-    from matplotlib import colormaps
+    from matplotlib import colormaps   # matplotlib: the plot extra
     colours = colormaps["tab10"].colors     # type: ignore[attr-defined]  # tab10 is a ListedColormap
     return [(colours[i % 10], _MARKERS[i % len(_MARKERS)]) for i in range(n)]
 
@@ -300,7 +301,6 @@ def served_curve(model, hardwares, *, concurrency=(1, 2, 4, 8, 16, 32, 64, 128, 
     hardwares: names or (name, chips) pairs. The knee (80% of the best throughput) is marked with a
     diamond, its client count in the legend."""
     require("matplotlib", "plot", "membound.plots.served_curve")
-    from ..serving import serve_curve
     ax = _axes(ax)
     conc = _axis_values(concurrency, None, "concurrency", "a non-empty list of client counts >= 1")
     for item in ([hardwares] if isinstance(hardwares, str) else list(hardwares)):

@@ -19,6 +19,9 @@ from .scheduler import Scheduler, _set
 from .simulator import _Trace, simulate
 from .solver import Steady, solve
 from .step import Drafting, StepModel
+from ..physics.parallel import as_parallel
+from ..physics.capacity import min_chips
+from .tails import tails
 
 # the most requests engine="simulate" runs (about 0.5 ms of Python each: 200,000 took 269 s on a
 # loaded machine; a run past SIMULATE_BUDGET_S = 60 s of work is refused, simulator.py); the solver,
@@ -128,11 +131,9 @@ def served_chips(model, hardware, n_chips, parallel, prompt: Length, output: Len
     that hold the weights and one request of the longest prompt + output (`capacity.min_chips`)."""
     if n_chips is not None and n_chips != "auto":
         return n_chips          # checked where it is used
-    from ..physics.parallel import as_parallel
     given = as_parallel(parallel)
     if given is not None:
         return given.chips
-    from ..physics.capacity import min_chips
     return min_chips(model, hardware, context_tokens=max(1, prompt.high + output.high), **estimate_kwargs)
 
 
@@ -241,7 +242,6 @@ def _from_solver(sm, sched, p, st: Steady, prompt, output, concurrency, arrival_
     ttft_qs = Quantiles(ttft_q(0.5), ttft_q(0.9), ttft_q(0.99), ttft)
     tpot = Quantiles(tau, tau, tau, tau)
     if arrival_rate is not None:     # Poisson arrivals: the tails' model (membound.tails, mlperf's helper)
-        from .tails import tails
         t = tails(sm, sched, st, float(arrival_rate), prompt, output)
         if all(math.isfinite(v) for v in t.ttft):      # else the prefill work outgrows the steps: kept as before
             ttft_qs = Quantiles(*t.ttft, mean=ttft)

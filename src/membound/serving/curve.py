@@ -12,6 +12,7 @@ from ..physics.fares import SpeedCurve
 from .api import build
 from .lengths import as_length
 from .solver import solve
+from ..base.display import serve_curve_text, serve_curve_html, served_fast_mode_rows, text_table, html_table
 
 
 @dataclass(frozen=True)
@@ -32,18 +33,16 @@ class ServeCurve:
     cost_per_million_output_tokens_usd: np.ndarray | None
 
     def to_pandas(self):
-        import pandas as pd
+        import pandas as pd   # pandas: deferred, about a second to import; only tables need it
         return pd.DataFrame({k: getattr(self, k) for k in ("concurrency", "tok_s_per_user", "output_tok_s_per_chip",
                                                            "ttft_s", "tpot_s", "mean_running")}
                             | ({"cost_per_million_output_tokens_usd": self.cost_per_million_output_tokens_usd}
                                if self.cost_per_million_output_tokens_usd is not None else {}))
 
     def __str__(self) -> str:
-        from ..base.display import serve_curve_text
         return serve_curve_text(self)
 
     def _repr_html_(self) -> str:
-        from ..base.display import serve_curve_html
         return serve_curve_html(self)
 
     @property
@@ -95,11 +94,9 @@ class ServedFastMode:
                 f"{self.speedup:.2f}x the speed for {self.price_ratio:.2f}x the price per token")
 
     def __str__(self) -> str:
-        from ..base.display import served_fast_mode_rows, text_table
         return text_table(served_fast_mode_rows(self))
 
     def _repr_html_(self) -> str:
-        from ..base.display import html_table, served_fast_mode_rows
         return html_table(served_fast_mode_rows(self))
 
 

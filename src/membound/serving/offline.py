@@ -35,6 +35,7 @@ from ..catalog.model import Model, load_model
 from ..physics.parallel import Parallel
 from ..physics.quantization import Quantization
 from . import Fixed, Scheduler, build, solve
+from ..catalog.runtime import load_runtime
 
 # trtllm-bench throughput (NVIDIA/TensorRT-LLM v1.0, tensorrt_llm/bench/benchmark/throughput.py):
 # --kv_cache_free_gpu_mem_fraction defaults to 0.90, and the perf-overview tables "in many cases"
@@ -131,7 +132,6 @@ def pipeline_stage(model, scheduler: Scheduler | None, runtime, layout: Parallel
     the cache (memory_fraction / pp); max_running and token_budget are per micro-batch (as
     trtllm-bench's heuristic divides its batch by pp). The activations handed from stage to stage
     (hidden size x 2 B per token) are not costed; nor is a ramp, the queue never empties."""
-    from ..catalog.runtime import load_runtime
     m = load_model(model)
     pp = layout.pp
     if m.n_experts or m.layer_windows or m.full_attention_interval:

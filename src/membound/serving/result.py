@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from .scheduler import Scheduler
+from ..base.display import text_table, html_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +68,7 @@ class ServeResult:
 
     def to_pandas(self):
         """A one-row pandas DataFrame (needs pandas)."""
-        import pandas as pd
+        import pandas as pd   # pandas: deferred, about a second to import; only tables need it
         return pd.DataFrame([self.to_dict()])
 
     def rows(self) -> list[tuple[str, str]]:
@@ -93,11 +94,9 @@ class ServeResult:
         ]
 
     def __str__(self) -> str:
-        from ..base.display import text_table
         return text_table(self.rows())
 
     def _repr_html_(self) -> str:
-        from ..base.display import html_table
         return html_table(self.rows())
 
 

@@ -41,6 +41,7 @@ from .lengths import Length, Samples
 from .scheduler import Scheduler, _set
 from .solver import Steady, open_loop_rates
 from .step import StepModel
+from statistics import NormalDist
 
 # points of a length distribution the tails integrate over (Samples keep theirs up to this many)
 LENGTH_POINTS = 64
@@ -374,7 +375,6 @@ def tpot_quantiles(tau: float, tau_d: float, tau_m: float, f: float, mixed: bool
         vals.append((base[small][:, :, None] + step[:, None, :]).ravel())
         wts.append(np.broadcast_to(pmf[:, None, :], (ms.size, dev.size, k.size)).ravel())
     if (~small).any():
-        from statistics import NormalDist
         z = np.array([NormalDist().inv_cdf((i + 0.5) / 16.0) for i in range(16)])
         ml, Dl = mu[~small], D[~small]
         step = extra * np.sqrt(ml)[:, None] / Dl[:, None] * z[None, :]

@@ -16,6 +16,6 @@ DEFAULT_PORT = 8321
 
 def __getattr__(name: str) -> Any:        # starlette is imported only when the server is wanted
     if name in ("create_app", "run"):
-        from . import server
+        from . import server   # starlette: the app extra (server imports it)
         return getattr(server, name)
     raise AttributeError(name)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from ...planning.compare import compare as run_compare
-from ...base.display import api_price_text
+from ...catalog.hardware import api_price_text
 from ...catalog.dtypes import get_dtype, list_dtypes
 from ...errors import (DoesNotFitError, InvalidInputError, MemboundError, ProfileError, UnknownNameError, is_finite_number,
                       short_repr)
@@ -35,6 +35,10 @@ from ...catalog.names import resolve_name
 from ...physics.result import Result
 from ...catalog.runtime import list_runtimes
 from ...planning.sweep import pareto_front
+from ...serving import serve as run_serve, serve_curve
+from ...physics.speculative import SpeculativeDecoding, mtp
+from ...physics.capacity import layout_for, min_chips
+from ...planning.planner import SLO, Workload as Traffic, plan as run_plan
 
 log = logging.getLogger("membound.app")
 MAX_DEVICES = 8                 # devices in one comparison or plan
@@ -310,7 +314,6 @@ def _row(r: Result, price: float | None = None) -> dict[str, Any]:
 
 def _served_row(model: Model, name: str, chips: int | None, w: Workload, spec: Any, price: float | None) -> dict[str, Any]:
     """`mb.serve` with `w.batch` clients in a closed loop, as the page's Compare row (TTFT: the median)."""
-    from ...serving import serve as run_serve
     kw = served_kwargs(model, name, chips, w, spec)
     r = run_serve(model, name, concurrency=w.batch, speculative=spec, price_usd_per_hour=price, **kw)
     d = r.to_dict()
@@ -334,7 +337,6 @@ def calibration_of(result) -> dict[str, str]:
 def speculative_of(body: dict, model: Model) -> Any:
     """The request's speculative decoding, or None: `draft` a model preset or "mtp" (the target's
     own multi-token-prediction head), `gamma` tokens drafted per round, `acceptance_rate` per token."""
-    from ...physics.speculative import SpeculativeDecoding, mtp
     draft = text(body, "draft")
     if not draft:
         return None
@@ -500,7 +502,6 @@ def loads(body: dict) -> tuple[str, list]:
 def served_kwargs(model: Model, name: str, chips: int | None, w: Workload, spec: Any = None) -> dict[str, Any]:
     """`mb.serve`'s keywords for one deployment: `chips` (None = the fewest that hold the model at
     the request's lengths) laid out by `layout_for`, and the request's lengths, formats and runtime."""
-    from ...physics.capacity import layout_for, min_chips
     chips = chips or min_chips(model, name, context_tokens=w.prompt_tokens + w.output_tokens,
                                weight_dtype=w.weight_dtype, kv_dtype=w.kv_dtype, speculative=spec)
     layout = layout_for(model, name, chips)
@@ -556,7 +557,6 @@ def _curve(model: Model, name: str, kw: dict[str, Any], key: str, points: list, 
            spec: Any, price: float | None, field: str, index: int | None) -> dict[str, Any]:
     """One device's served curve: `mb.serve` at each load point, and its fast-mode reading (optional:
     a fault in it is a note, never the curve's failure)."""
-    from ...serving import serve as run_serve
     results = []
     for v in points:
         load = {"concurrency": v} if key == "concurrency" else {"arrival_rate": v}
@@ -590,7 +590,6 @@ def _fast_mode_note(err: Exception, speedup: float) -> str:
 def _fast_mode(model: Model, name: str, points: list, kw: dict[str, Any], speedup: float,
                standard: int | None) -> dict[str, Any]:
     """The fast-mode reading of the client-count curve (`mb.serve_curve(...).fast_mode`)."""
-    from ...serving import serve_curve
     curve = serve_curve(model, name, concurrency=points, **kw)
     fm = curve.fast_mode(speedup, standard_concurrency=standard)
     slow_per_chip = float(curve.output_tok_s_per_chip[points.index(fm.slow_concurrency)])
@@ -623,9 +622,6 @@ def plan(body: dict) -> dict[str, Any]:
     `mb.plan`, the one planner (`membound plan` calls it too), with `planner` "served" (continuous
     batching, serve()'s physics; default) or "static" (batches decoded together, the explicit bus
     mode). Top 10 fleets and the frontier."""
-    from ...planning.planner import SLO
-    from ...planning.planner import Workload as Traffic
-    from ...planning.planner import plan as run_plan
     model = model_of(body)
     mode = text(body, "planner", "served")
     if mode not in _PLAN_COLUMNS:

@@ -214,7 +214,7 @@ def run(host: str = "127.0.0.1", port: int = DEFAULT_PORT, *, allow_remote: bool
         trusted_hosts: Sequence[str] = ()) -> None:
     """Serve the app until interrupted (uvicorn; at most 64 open connections). `host` must be a
     loopback address unless `allow_remote`; the banner prints once the port is bound."""
-    import uvicorn
+    import uvicorn   # uvicorn: the app extra
     if not is_loopback(host) and not allow_remote:
         raise InvalidInputError("host", host, "a loopback address (127.0.0.1, ::1 or localhost): the page has no "
                                 "login, so serving other machines takes --allow-remote")

@@ -6,6 +6,16 @@ import json
 import os
 import sys
 from dataclasses import asdict
+from . import compare, fit_runtime, load_prompts, run
+from .report import calibration_text, comparison_text
+from ...catalog.model import load_model
+from ...errors import InvalidInputError, MemboundError
+from .localcpu import local_cpu_hardware
+from ...base.progress import bar
+from ...base.safeio import check_output_path
+from ...catalog.names import index
+from ...catalog.hardware import load_hardware
+from .trust import vet
 
 
 def _levels(text: str) -> list[int]:
@@ -73,15 +83,12 @@ def _progress(bar):
 
 def _compare(args, res, hw, out: dict, text: list) -> None:
     """The measured-vs-predicted table (and the calibration when asked) added to out/text."""
-    from . import compare, fit_runtime
-    from .report import calibration_text, comparison_text
     rows = compare(res, args.model, hw, weight_dtype=args.weights, kv_dtype=args.kv, runtime=args.runtime)
     out["comparison"] = [asdict(r) for r in rows]
     hw_name = getattr(hw, "name", hw)
     if not isinstance(hw, str):
         text.append(f"hardware: {hw.display_name}: {hw.bandwidth_bytes_s / 1e9:.3g} GB/s "
                     f"({hw.memory[0].source}); {hw.compute_source}")
-    from ...catalog.model import load_model
     text.append(comparison_text(rows, load_model(args.model).name, hw_name, args.runtime))
     if args.calibrate:
         cal = fit_runtime(res, args.model, hw, weight_dtype=args.weights, kv_dtype=args.kv, source=args.url)
@@ -92,9 +99,6 @@ def _compare(args, res, hw, out: dict, text: list) -> None:
 
 
 def main(args) -> int:
-    from ...errors import InvalidInputError
-    from . import load_prompts
-    from .localcpu import local_cpu_hardware
     args.model = _membound_model(args)
     if (args.model is None) != (args.hardware is None):
         raise InvalidInputError("--model/--hardware", args.model or args.hardware, "both, or neither")
@@ -104,11 +108,8 @@ def main(args) -> int:
     prompts = [p for f in args.prompts for p in load_prompts(f)] if args.prompts else None
     hw = None
     if args.hardware is not None:   # checked before the run, not after it
-        from ...catalog.hardware import load_hardware
-        from ...catalog.model import load_model
         load_model(args.model)
         hw = local_cpu_hardware(args.bandwidth) if args.hardware == "local-cpu" else load_hardware(args.hardware).name
-    from ...base.progress import bar
     # requests measured: each level's concurrency x prompts (and their long-context twins) x repeats
     n_requests = sum(args.concurrency) * len(prompts or [None]) * (1 if args.no_long_context else 2) * args.repeats
     with bar(n_requests, "bench", unit=" requests", quiet=args.quiet) as progress:
@@ -119,7 +120,6 @@ def main(args) -> int:
 def _check_outputs(args) -> None:
     """Every file the run will write, checked before the first request (a bad path would
     otherwise be found after the run, and its printed results lost)."""
-    from ...base.safeio import check_output_path
     if args.save is not None:
         check_output_path(args.save, "--save", (".csv", ".json"))
     if args.calibrate:
@@ -131,8 +131,6 @@ def _membound_model(args) -> str | None:
     meta-llama/Llama-3.1-8B-Instruct is an alias), resolved before anything is sent."""
     if args.model is not None or args.hardware is None or not args.served_model:
         return args.model
-    from ...errors import InvalidInputError
-    from ...catalog.names import index
     idx = index("model")
     hit = idx.lookup(args.served_model)
     if hit is None:
@@ -143,7 +141,6 @@ def _membound_model(args) -> str | None:
 
 
 def _run(args, prompts, on_sample):
-    from . import run
     return run(args.url, args.served_model, prompts, concurrency=args.concurrency, repeats=args.repeats,
                max_tokens=args.max_tokens, long_context=not args.no_long_context,
                context_tokens=args.context_tokens, temperature=args.temperature, timeout_s=args.timeout,
@@ -155,10 +152,8 @@ def _run(args, prompts, on_sample):
 
 
 def _report(args, res, hw) -> int:
-    from ...errors import MemboundError
     vet_error = None
     if hw is not None:      # a speed the device's roofline forbids is a protocol fault, before any statistic
-        from .trust import vet
         try:
             res = vet(res, args.model, hw, weight_dtype=args.weights, kv_dtype=args.kv)
         except MemboundError as e:

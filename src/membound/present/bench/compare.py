@@ -33,6 +33,7 @@ from ...catalog.hardware import load_hardware
 from ...catalog.model import load_model
 from ...catalog.runtime import Runtime, RuntimeEntry, load_runtime
 from .prompts import CHARS_PER_TOKEN
+from .trust import check_points, vet
 
 F_MIN = 0.01
 F_STARTS = 9     # starting fractions of the fit, log-spaced over [F_MIN, 1]
@@ -147,7 +148,6 @@ def fit_runtime(measured, model, hardware, *, weight_dtype: str = "bf16", kv_dty
     """Fit bandwidth fraction and per-step overhead (see module docstring). measured: a
     BenchResult or a list of Point. Requests faster than the roofline allows are left out
     (trust.vet); a Point that fast is an InvalidInputError."""
-    from .trust import check_points, vet
     kw: dict = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     pts = list(measured) if isinstance(measured, (list, tuple)) else points_from(vet(measured, model, hardware, **kw))
     if not pts or not all(isinstance(p, Point) and p.decode_tok_s > 0 for p in pts):

@@ -26,6 +26,8 @@ from ...errors import InvalidInputError, short_repr
 from ...base.safeio import check_output_path, csv_row
 from .client import MAX_TOKENS_PER_CHUNK, Sample, count_prompt_tokens, list_models, stream_chat
 from .prompts import RATE_LIMITER, Prompt, long_context as make_long_context
+from .trust import running_totals
+from .report import bench_text
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,6 @@ class BenchResult:
         return p
 
     def __str__(self) -> str:
-        from .report import bench_text
         return bench_text(self)
 
 
@@ -302,7 +303,6 @@ def run(url: str, model: str | None = None, prompts=None, *, concurrency=(1,), r
         result.interrupted = True
         result.notes.append("interrupted: the samples measured so far are kept; requests in flight "
                             "are marked 'interrupted' and left out of the statistics")
-    from .trust import running_totals
     result = running_totals(result)
     if journal is not None and target is not None:     # both or neither
         result.saved_to = journal.finish(result, target)
