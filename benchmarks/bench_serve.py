@@ -22,7 +22,7 @@ QUICK = "--quick" in sys.argv
 
 def main():
     print(f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} cores")
-    prompt, output = mb.Uniform(819, 1024), mb.Uniform(819, 1024)
+    prompt, output = mb.serving.Uniform(819, 1024), mb.serving.Uniform(819, 1024)
     sm, sched, _ = build("llama-3.3-70b", "h200", prompt=prompt, output=output, weight_dtype="fp8", kv_dtype="fp8",
                          runtime="vllm")
     conc = np.arange(1, 257, dtype=float)

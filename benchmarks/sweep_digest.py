@@ -22,6 +22,7 @@ import sys
 import pandas as pd
 
 import membound as mb
+from membound.planning.sweep import iter_sweep
 
 GRID = dict(model=["llama-3.1-8b", "qwen3-30b-a3b", "llama-3.1-70b"], hardware=["h100-sxm", "mi300x"],
             weight_dtype=["bf16", "fp8"], n_chips=[1, 8], batch=[1, 3, 16, 64, 256],
@@ -55,7 +56,7 @@ def csv_bytes(table) -> bytes:
 
 def main():
     whole = pd.concat([mb.sweep(**GRID), mb.sweep(**SPEC)], ignore_index=True)
-    streamed = pd.concat([*mb.iter_sweep(**GRID, chunk_size=777), *mb.iter_sweep(**SPEC, chunk_size=50)],
+    streamed = pd.concat([*iter_sweep(**GRID, chunk_size=777), *iter_sweep(**SPEC, chunk_size=50)],
                          ignore_index=True)
     data = csv_bytes(whole)
     assert csv_bytes(streamed) == data, "streamed chunks differ from the table"

@@ -5,23 +5,24 @@ many GPUs does it take? (docs/capacity-planning.md; tests/test_capacity_recipe.p
 Run: python examples/capacity_recipe.py
 """
 import membound as mb
+from membound.planning.planner import PlanResult
 
 DEVICES = ["h100-sxm", "h200", "mi300x", "b200"]
 
 
-def recipe() -> mb.PlanResult:
+def recipe() -> PlanResult:
     """Every fleet that carries the workload within the target, cheapest first (prices: the profiles')."""
     workload = mb.Workload(concurrent_users=200, prompt_tokens=2048, output_tokens=500)
     target = mb.SLO(min_tok_s_per_user=40)
     return mb.plan("llama-3.1-70b", workload, target, hardware=DEVICES)
 
 
-def cheapest_per_device(result: mb.PlanResult):
+def cheapest_per_device(result: PlanResult):
     """The cheapest fleet of each device (rows of `result.ranked`, cheapest first)."""
     return result.ranked.drop_duplicates("hardware")
 
 
-def table(result: mb.PlanResult) -> str:
+def table(result: PlanResult) -> str:
     """The cheapest fleet of each device as a Markdown table."""
     head = ("| device | fleet | weights | users per replica | tok/s per user | GPUs | $ per million output tokens |\n"
             "| --- | --- | --- | --- | --- | --- | --- |")

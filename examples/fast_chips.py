@@ -1,5 +1,5 @@
-"""The seed claims as a scorecard: each quantitative claim of ../shared/reference/seed_claims.md
-(shipped as membound/data/reference/seed_claims.md) next to the membound call that reproduces it,
+"""The seed claims as a scorecard: each quantitative claim of
+src/membound/data/reference/seed_claims.md (shipped with the package) next to the membound call that reproduces it,
 the prediction, the published figure and their ratio; a miss beyond 30% carries its physical
 reason. `python examples/fast_chips.py` prints it; scripts/fast_chips_readme.py writes it into
 docs/fast-chips.md (a test fails when that section is stale).
@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import membound as mb
+from membound.planning import product
 from membound.fidelity import vendors
 
 
@@ -148,8 +149,8 @@ def claims() -> list[Claim]:
               "decode); with runtime=\"sambanova-2024\" its ~10 us per layer gives ~1,020, but that is the fitted "
               "row itself", mark(r8)))
     add(Claim(14, "agent loop: 20 calls x 800 tokens at 70 tok/s", "agent_loop_s(20, 800, 70)",
-              mb.agent_loop_s(20, 800, 70), 230, "s", mark="physics only"))
-    add(Claim(14, "agent loop at 750 tok/s", "agent_loop_s(20, 800, 750)", mb.agent_loop_s(20, 800, 750), 21, "s",
+              product.agent_loop_s(20, 800, 70), 230, "s", mark="physics only"))
+    add(Claim(14, "agent loop at 750 tok/s", "agent_loop_s(20, 800, 750)", product.agent_loop_s(20, 800, 750), 21, "s",
               mark="physics only"))
     return out
 

@@ -5,12 +5,14 @@ Price per token is chip-time over tokens, step / B, so the two ratios fix the ba
 Run: python examples/fast_mode.py
 """
 import membound as mb
+from membound.planning import batching
+from membound.planning.batching import bus_fare
 
 WORKLOAD = dict(prompt_tokens=2048, output_tokens=512)
 
 for hw in ("h100-sxm", "h200"):
     for runtime in ("vllm", "tensorrt-llm"):
-        f = mb.fast_mode("llama-3.1-70b", hw, speedup=2.5, price_ratio=6.0, n_chips=8, runtime=runtime, **WORKLOAD)
+        f = batching.fast_mode("llama-3.1-70b", hw, speedup=2.5, price_ratio=6.0, n_chips=8, runtime=runtime, **WORKLOAD)
         print(f"8 x {hw:9} {runtime:13} {f}")
 
 print()
@@ -18,7 +20,7 @@ curve = mb.batch_curve("llama-3.1-70b", "h100-sxm", batches=[1, 4, 13, 32, 64, 1
                        n_chips=8, runtime="vllm", **WORKLOAD)
 print("llama-3.1-70b on 8 x h100-sxm (vllm), 2048-token prompt, 512 out:")
 print(curve)
-fare = mb.bus_fare("llama-3.1-70b", "h100-sxm", batch=1, n_chips=8, runtime="vllm", **WORKLOAD)
+fare = bus_fare("llama-3.1-70b", "h100-sxm", batch=1, n_chips=8, runtime="vllm", **WORKLOAD)
 print(f"\nthe empty bus: a lone request (batch 1) pays {fare.price_ratio:.0f}x the price per token of a full "
       f"bus of {fare.full_batch}, for {fare.speedup:.1f}x the speed")
 

@@ -8,7 +8,7 @@ Run: python examples/served.py
 import membound as mb
 from membound.planning.planner import plan_served
 
-L = dict(prompt_tokens=mb.Uniform(819, 1024), output_tokens=mb.Uniform(819, 1024),
+L = dict(prompt_tokens=mb.serving.Uniform(819, 1024), output_tokens=mb.serving.Uniform(819, 1024),
          weight_dtype="fp8", kv_dtype="fp8", n_chips=8, runtime="vllm")
 print("llama-3.3-70b on 8 x h200, vLLM, 1k/1k:")
 for n in (4, 16, 64, 256):

@@ -44,6 +44,7 @@ def _ms(v: float) -> str:
 @cache
 def _tour():
     import membound as mb
+    import membound.planning.product  # noqa: F401 - the tour's product figures (agent_loop_s & co.)
     r = mb.estimate("llama-3.1-70b", "h100-sxm", n_chips=8, weight_dtype="fp8")
     return mb, r
 
@@ -146,34 +147,34 @@ def _product_speed() -> tuple[str, ...]:
 
 def _agent_loop_70() -> tuple[str, ...]:
     import membound as mb
-    return (_n(mb.agent_loop_s(20, 800, 70.0)),)
+    return (_n(mb.planning.product.agent_loop_s(20, 800, 70.0)),)
 
 
 def _agent_loop_r() -> tuple[str, ...]:
     mb, r = _tour()
-    return _n(mb.agent_loop_s(20, 800, r)), f"{r.ttft_s:.3f}", f"{r.decode_tok_s_per_user:.0f}"
+    return _n(mb.planning.product.agent_loop_s(20, 800, r)), f"{r.ttft_s:.3f}", f"{r.decode_tok_s_per_user:.0f}"
 
 
 def _reasoning() -> tuple[str, ...]:
     mb, r = _tour()
-    return _n(mb.reasoning_time_s(10_000, r)), f"{r.ttft_s:.3f}", f"{r.decode_tok_s_per_user:.0f}"
+    return _n(mb.planning.product.reasoning_time_s(10_000, r)), f"{r.ttft_s:.3f}", f"{r.decode_tok_s_per_user:.0f}"
 
 
 def _thinking() -> tuple[str, ...]:
     mb, r = _tour()
-    return (f"{mb.thinking_tokens(r, 30):,.0f}",)
+    return (f"{mb.planning.product.thinking_tokens(r, 30):,.0f}",)
 
 
 def _voice() -> tuple[str, ...]:
     mb, r = _tour()
-    return (str(mb.voice_turn(r, other_s=0.3)),)
+    return (str(mb.planning.product.voice_turn(r, other_s=0.3)),)
 
 
 @cache
 def _tour_served():
     import membound as mb
     r = mb.serve("llama-3.3-70b", "h200", concurrency=64, n_chips=8, runtime="vllm",
-                 prompt_tokens=mb.Uniform(819, 1024), output_tokens=mb.Uniform(819, 1024),
+                 prompt_tokens=mb.serving.Uniform(819, 1024), output_tokens=mb.serving.Uniform(819, 1024),
                  weight_dtype="fp8", kv_dtype="fp8")
     return r
 
@@ -204,12 +205,12 @@ FIGURES = [
     Figure(TOUR, 'mb.bandwidth_ceiling(model, h100, "fp16")        # {} tok/s: {} TB/s over {} GB a token', _tour_ceiling),
     Figure(TOUR, "# ({} GB of weights less the input-embedding", _tour_weights),
     Figure(TOUR, 'weight_dtype="fp8")   # {} tok/s, TTFT {} ms', _product_speed),
-    Figure(TOUR, "mb.agent_loop_s(20, 800, 70.0)     # {} s: 20 calls", _agent_loop_70),
-    Figure(TOUR, "mb.agent_loop_s(20, 800, r)        # {} s: with r's speed and its TTFT per call (20 x ({} + 800/{}))",
+    Figure(TOUR, "agent_loop_s(20, 800, 70.0)     # {} s: 20 calls", _agent_loop_70),
+    Figure(TOUR, "agent_loop_s(20, 800, r)        # {} s: with r's speed and its TTFT per call (20 x ({} + 800/{}))",
            _agent_loop_r),
-    Figure(TOUR, "mb.reasoning_time_s(10_000, r)     # {} s before the answer starts: {} + 10,000 / {}", _reasoning),
-    Figure(TOUR, "mb.thinking_tokens(r, 30)          # {} tokens of thinking", _thinking),
-    Figure(TOUR, "print(mb.voice_turn(r, other_s=0.3))\n# {}\n", _voice),
+    Figure(TOUR, "reasoning_time_s(10_000, r)     # {} s before the answer starts: {} + 10,000 / {}", _reasoning),
+    Figure(TOUR, "thinking_tokens(r, 30)          # {} tokens of thinking", _thinking),
+    Figure(TOUR, "print(voice_turn(r, other_s=0.3))\n# {}\n", _voice),
     Figure(TOUR, "r.ttft.median, r.tpot.median, r.output_tok_s_per_chip   # {} ms, {} ms, {} tok/s per GPU", _tour_serve),
     Figure(TOUR, "c.fast_mode(2.5)   # read off the curve: 2.5x the speed of the knee ({} clients) for {}x the price",
            _tour_fast_mode),

@@ -17,8 +17,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "membound"
 LAYERS = ["errors", "base", "catalog", "physics", "serving", "planning", "fidelity", "present"]
 # the only third-party modules a function may import, each for a reason its comment gives
 DEFERRED = {"pandas", "scipy", "matplotlib", "ipywidgets", "dask", "uvicorn"}
-# the one internal deferral: a package attribute bound on first use, so that `python -m membound.fidelity.validate`
-# runs a module nothing imported before it (runpy warns otherwise)
+# the one internal deferral: a package attribute (membound.fidelity.validation_report) bound on first use,
+# so that `python -m membound.fidelity.validate` runs a module nothing imported before it (runpy warns otherwise)
 LAZY = {("membound.fidelity.validate", "validation_report")}
 
 

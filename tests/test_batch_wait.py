@@ -51,7 +51,7 @@ def test_held_prompts_wait_twenty_decode_steps_at_low_load():
     # the GEMMs of the 0.15 extra prompt, (k - 1) x its prefill (~9.5 decode steps here). TTFT
     # rises by about 19.3 + 1.4 decode steps over the same engine without waiting; TPOT does not
     # move. (a = x tau from the solved state; the rest by hand.)
-    kw = dict(prompt=mb.Fixed(1000), output=mb.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8",
+    kw = dict(prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8",
               runtime="tensorrt-llm")
     st = {}
     for hold, ratio in ((20, 0.9), (0, 0.0)):
@@ -83,7 +83,7 @@ def test_the_released_step_is_priced_as_the_prompts_own_step_under_sparse_attent
     # 20 steps alone end every hold (as in the first test). The step that releases k held prompts
     # costs the prompt's own prefill step plus the other k - 1 prompts' work, indexer included:
     # TTFT rises by wait + (k - 1) x (prefill / tau_d) decode steps (a = x tau of the plain state).
-    kw = dict(prompt=mb.Fixed(16000), output=mb.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8",
+    kw = dict(prompt=mb.serving.Fixed(16000), output=mb.serving.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8",
               runtime="tensorrt-llm", n_chips=8)
     st = {}
     for hold, ratio in ((20, 1.0), (0, 0.0)):

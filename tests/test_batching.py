@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import membound as mb
+from membound.planning.batching import bus_fare, fast_mode, max_batch, ridge_batch
 
 IDEAL = dict(runtime="ideal", prompt_tokens=0, output_tokens=1)   # context 0: weights only
 
@@ -28,7 +29,7 @@ def test_memory_bound_batch_by_hand():
 def test_ridge_batch_by_hand():
     # weights-only step: memory = 2P / 3.35e12, compute = B * 2P / 9.89e14, so the step turns
     # compute-bound at B = 9.89e14 / 3.35e12 = 295.2 (the KV of context 0.5 adds a hair)
-    ridge = mb.ridge_batch("llama-3.1-8b", "h100-sxm", **IDEAL)
+    ridge = ridge_batch("llama-3.1-8b", "h100-sxm", **IDEAL)
     assert math.ceil(9.89e14 / 3.35e12) <= ridge <= math.ceil(9.89e14 / 3.35e12) + 1
     c = mb.batch_curve("llama-3.1-8b", "h100-sxm", batches=[ridge - 1, ridge, 4 * ridge], **IDEAL)
     assert c.bound == ("memory", "compute", "compute")
@@ -38,7 +39,7 @@ def test_ridge_batch_by_hand():
 
 def test_long_context_never_turns_compute_bound():
     # 8 KV heads: each sequence's KV bytes per token outgrow its FLOPs, so no ridge
-    assert mb.ridge_batch("llama-3.1-70b", "h100-sxm", n_chips=8, prompt_tokens=2048, output_tokens=512) is None
+    assert ridge_batch("llama-3.1-70b", "h100-sxm", n_chips=8, prompt_tokens=2048, output_tokens=512) is None
 
 
 def test_max_batch_by_hand():
@@ -47,7 +48,7 @@ def test_max_batch_by_hand():
     m = mb.load_model("llama-3.1-8b")
     kv_seq = 1280 * 32 * 2 * 8 * 128 * 2
     kv_only = (85_520_809_984 - 2 * m.total_params) / kv_seq
-    b = mb.max_batch(m, "h100-sxm", prompt_tokens=1024, output_tokens=256)
+    b = max_batch(m, "h100-sxm", prompt_tokens=1024, output_tokens=256)
     assert 0.97 * kv_only <= b <= kv_only
     mb.estimate(m, "h100-sxm", batch=b, prompt_tokens=1024, output_tokens=256)
     with pytest.raises(mb.DoesNotFitError):
@@ -57,27 +58,27 @@ def test_max_batch_by_hand():
 
 def test_max_batch_raises_when_nothing_fits():
     with pytest.raises(mb.DoesNotFitError) as e:
-        mb.max_batch("llama-3.1-405b", "h100-sxm")
+        max_batch("llama-3.1-405b", "h100-sxm")
     assert e.value.chips_needed > 8
 
 
 def test_bus_fare_pays_for_empty_seats():
     # prompt 0, one token: price per token = chip-time / B, so batch-1's ratio to a full bus of F is
     # F x step(1) / step(F) = F / speedup
-    fare = mb.bus_fare("llama-3.1-8b", "h100-sxm", batch=1, full_batch=256, **IDEAL)
+    fare = bus_fare("llama-3.1-8b", "h100-sxm", batch=1, full_batch=256, **IDEAL)
     assert fare.price_ratio == pytest.approx(fare.full_batch / fare.speedup, rel=1e-9)
     assert fare.price_ratio == pytest.approx(256, rel=0.01)   # memory-bound up to 256: same step
     with pytest.raises(mb.InvalidInputError):
-        mb.bus_fare("llama-3.1-8b", mb.load_hardware("h100-sxm").with_overrides(price_usd_per_hour=None))
+        bus_fare("llama-3.1-8b", mb.load_hardware("h100-sxm").with_overrides(price_usd_per_hour=None))
 
 
 def test_fast_mode_reproduces_the_seed_claim():
     # 2.5x the per-user speed for 6x the price per token, llama-3.1-70b on 8 x H100 with vLLM
-    f = mb.fast_mode("llama-3.1-70b", "h100-sxm", speedup=2.5, price_ratio=6.0, n_chips=8,
+    f = fast_mode("llama-3.1-70b", "h100-sxm", speedup=2.5, price_ratio=6.0, n_chips=8,
                      runtime="vllm", prompt_tokens=2048, output_tokens=512)
     assert f.error < 0.05
     assert f.speedup == pytest.approx(2.5, rel=0.05) and f.price_ratio == pytest.approx(6.0, rel=0.05)
-    assert 1 <= f.fast_batch < f.slow_batch <= mb.max_batch(
+    assert 1 <= f.fast_batch < f.slow_batch <= max_batch(
         "llama-3.1-70b", "h100-sxm", n_chips=8, runtime="vllm", prompt_tokens=2048, output_tokens=512)
 
 
@@ -86,7 +87,7 @@ def test_fast_mode_batch_ratio_by_hand():
     # price ratio = (B_slow / B_fast) / speedup and 6 = (B_slow / B_fast) / 2.5 gives B_slow = 15 B_fast.
     # The identity needs a request's time to be its steps alone: the device runtime (vLLM's host time per
     # request, 22 ms in its TTFT, is paid per request, not per step)
-    f = mb.fast_mode("llama-3.1-70b", "h200", speedup=2.5, price_ratio=6.0, n_chips=8,
+    f = fast_mode("llama-3.1-70b", "h200", speedup=2.5, price_ratio=6.0, n_chips=8,
                      runtime="device", prompt_tokens=0, output_tokens=1024)
     assert f.error < 0.05
     assert f.slow_batch / f.fast_batch == pytest.approx(f.price_ratio * f.speedup, rel=1e-3)

@@ -344,6 +344,7 @@ def test_cli_bench_against_the_paced_server(paced, tmp_path, capsys):
 
 def test_cli_bench_progress_counts_every_request(paced, tmp_path, capsys, monkeypatch):
     import membound.base.progress as progress
+    import membound.present.bench.cli as bench_cli
     from membound.present.cli import main
     made = []
     real = progress.bar
@@ -352,7 +353,7 @@ def test_cli_bench_progress_counts_every_request(paced, tmp_path, capsys, monkey
         b = real(total, desc, **{**kw, "force": True, "quiet": False})
         made.append(b)
         return b
-    monkeypatch.setattr(progress, "bar", forced)
+    monkeypatch.setattr(bench_cli, "bar", forced)          # the name bench's CLI calls
     rc = main(["bench", paced, "--served-model", "paced", "--concurrency", "1,2", "--repeats", "2",
                "--context-tokens", "200", "--warmup", "0"])
     assert rc == 0

@@ -28,8 +28,8 @@ def test_one_client_by_hand():
     ttft = prefill + 3e-6 + KV_8B / 450e9
     tpot = (w8b(1) + 2 * KV_8B) / H100_BW
     x = 1.0 / (ttft + 2 * tpot)
-    r = mb.serve_disaggregated("llama-3.1-8b", "h100-sxm", concurrency=1, prefill=mb.Pool(1, 1),
-                               decode=mb.Pool(1, 1), prompt_tokens=1, output_tokens=3, runtime="ideal")
+    r = mb.serve_disaggregated("llama-3.1-8b", "h100-sxm", concurrency=1, prefill=mb.serving.Pool(1, 1),
+                               decode=mb.serving.Pool(1, 1), prompt_tokens=1, output_tokens=3, runtime="ideal")
     assert r.ttft.mean == pytest.approx(ttft, rel=1e-9)
     assert r.tpot.mean == pytest.approx(tpot, rel=1e-9)
     assert r.requests_per_s == pytest.approx(x, rel=1e-9)
@@ -44,22 +44,23 @@ def test_one_client_by_hand():
 def test_littles_law_and_the_decode_cap(n):
     # Closed loop: N = X (TTFT + D TPOT) at every load; the decode workers' batch never passes
     # their cap, and beyond it the extra clients wait in TTFT.
-    kw = dict(prompt_tokens=mb.Uniform(819, 1024), output_tokens=mb.Uniform(819, 1024), weight_dtype="fp8",
+    kw = dict(prompt_tokens=mb.serving.Uniform(819, 1024), output_tokens=mb.serving.Uniform(819, 1024), weight_dtype="fp8",
               kv_dtype="fp8", runtime="vllm")
-    r = mb.serve_disaggregated("llama-3.3-70b", "h200", concurrency=n, prefill=mb.Pool(1, 2), decode=mb.Pool(2, 2),
+    r = mb.serve_disaggregated("llama-3.3-70b", "h200", concurrency=n, prefill=mb.serving.Pool(1, 2),
+                               decode=mb.serving.Pool(2, 2),
                                **kw)
     D = r.output_tokens - 1
     assert r.requests_per_s * (r.ttft.mean + D * r.tpot.mean) == pytest.approx(n, rel=1e-6)
     assert r.mean_running <= r.max_running * (1 + 1e-9)
     assert r.output_tok_s_per_chip == pytest.approx(r.output_tok_s / 6, rel=1e-12)
-    more = mb.serve_disaggregated("llama-3.3-70b", "h200", concurrency=n, prefill=mb.Pool(1, 2),
-                                  decode=mb.Pool(4, 2), **kw)
+    more = mb.serve_disaggregated("llama-3.3-70b", "h200", concurrency=n, prefill=mb.serving.Pool(1, 2),
+                                  decode=mb.serving.Pool(4, 2), **kw)
     assert more.tpot.mean <= r.tpot.mean * (1 + 1e-6)        # more decode workers never slow a token
 
 
 @pytest.mark.parametrize("kwargs,field", [
-    (dict(prefill=mb.Pool(1, 1), decode=mb.Pool(1, 1), concurrency=0), "concurrency"),
-    (dict(prefill=8, decode=mb.Pool(1, 1), concurrency=4), "prefill"),
+    (dict(prefill=mb.serving.Pool(1, 1), decode=mb.serving.Pool(1, 1), concurrency=0), "concurrency"),
+    (dict(prefill=8, decode=mb.serving.Pool(1, 1), concurrency=4), "prefill"),
 ])
 def test_bad_input_names_the_field(kwargs, field):
     with pytest.raises(mb.InvalidInputError) as e:
@@ -70,7 +71,7 @@ def test_bad_input_names_the_field(kwargs, field):
 @pytest.mark.parametrize("args,field", [((0, 8), "Pool.workers"), ((1, 2.5), "Pool.n_chips"), ((True, 1), "Pool.workers")])
 def test_bad_pools_name_the_field(args, field):
     with pytest.raises(mb.InvalidInputError) as e:
-        mb.Pool(*args)
+        mb.serving.Pool(*args)
     assert e.value.field == field
 
 
@@ -93,7 +94,7 @@ def test_the_prefill_pool_queues_on_its_workers_token_rate(workers):
     # 2 + W_p chips in one 8-GPU domain). The other N - 1 clients' prompts arrive at X (N - 1)/N
     # per second over W_p workers: rho = X (N - 1) / N x pre / W_p, and a prompt waits the M/D/1
     # rho / (2 (1 - rho)) x pre beyond its own prefill.
-    kw = dict(prefill=mb.Pool(workers, 1), decode=mb.Pool(2, 1), prompt_tokens=8192, output_tokens=64,
+    kw = dict(prefill=mb.serving.Pool(workers, 1), decode=mb.serving.Pool(2, 1), prompt_tokens=8192, output_tokens=64,
               runtime="ideal")
     one = mb.serve_disaggregated("llama-3.1-8b", "h100-sxm", concurrency=1, **kw)
     pre = one.ttft.mean - (3e-6 + 8192 * KV_8B / 450e9)

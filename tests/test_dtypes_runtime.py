@@ -2,6 +2,7 @@
 import pytest
 
 import membound as mb
+from membound.catalog.dtypes import get_dtype, register_dtype
 from membound.catalog.runtime import Runtime, RuntimeEntry
 
 
@@ -15,17 +16,17 @@ from membound.catalog.runtime import Runtime, RuntimeEntry
     ("q6_k", 210 * 8 / 256),     # 6.5625
 ])
 def test_bits_per_element(name, bits):
-    assert mb.get_dtype(name).bits == pytest.approx(bits)
+    assert get_dtype(name).bits == pytest.approx(bits)
 
 
 def test_register_and_errors():
-    d = mb.register_dtype("q3_test", 3.4375)
-    assert mb.get_dtype("Q3_TEST") is d
+    d = register_dtype("q3_test", 3.4375)
+    assert get_dtype("Q3_TEST") is d
     with pytest.raises(mb.UnknownNameError, match="unknown dtype 'int3'"):
-        mb.get_dtype("int3")
+        get_dtype("int3")
     for bad in (0, -1, float("nan"), float("inf"), 100):
         with pytest.raises(mb.InvalidInputError, match="bits"):
-            mb.register_dtype("bad", bad)
+            register_dtype("bad", bad)
 
 
 def test_runtime_lookup_order_name_class_kind_default():

@@ -4,6 +4,7 @@ import math
 import pytest
 
 import membound as mb
+from membound.physics.speculative import expected_tokens_per_round
 from membound.catalog.hardware import Hardware
 
 
@@ -13,10 +14,10 @@ def finite(r):
 
 def test_alpha_to_one_is_continuous():
     # (1 - a^5)/(1 - a) -> 5 as a -> 1 (gamma = 4)
-    assert mb.expected_tokens_per_round(1.0, 4) == 5.0
-    assert mb.expected_tokens_per_round(1 - 1e-12, 4) == pytest.approx(5.0, rel=1e-9)
-    assert mb.expected_tokens_per_round(1 - 1e-6, 4) == pytest.approx(5.0, rel=1e-5)
-    assert mb.expected_tokens_per_round(0.0, 4) == 1.0
+    assert expected_tokens_per_round(1.0, 4) == 5.0
+    assert expected_tokens_per_round(1 - 1e-12, 4) == pytest.approx(5.0, rel=1e-9)
+    assert expected_tokens_per_round(1 - 1e-6, 4) == pytest.approx(5.0, rel=1e-5)
+    assert expected_tokens_per_round(0.0, 4) == 1.0
     r = mb.estimate("llama-3.1-8b", "h100-sxm", speculative=mb.SpeculativeDecoding(
         draft="llama-3.2-1b", gamma=4, acceptance_rate=1.0))
     assert finite(r) and r.speculative["tokens_per_round"] == 5.0

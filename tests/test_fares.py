@@ -1,5 +1,5 @@
 """One reading of a (speed per user, throughput per chip) curve (`membound.physics.fares`) serves the static
-batches' bus fare and fast mode (`mb.bus_fare`, `mb.fast_mode`) and the served curve's
+batches' bus fare and fast mode (`bus_fare`, `fast_mode`) and the served curve's
 (`ServeCurve.bus_fare`, `ServeCurve.fast_mode`)."""
 import math
 
@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import membound as mb
+from membound.planning.batching import bus_fare, fast_mode
 from membound.physics.fares import SpeedCurve
 
 # a curve of power laws in the load c: u = 100 / sqrt(c) tok/s per user, t = 100 sqrt(c) tok/s per chip
@@ -46,7 +47,7 @@ KW = dict(n_chips=8, runtime="vllm", prompt_tokens=2048, output_tokens=512)
 
 def test_the_static_bus_fare_is_the_price_per_token_ratio():
     # the reading's price ratio is estimate()'s cost ratio: cost = chips x price x e2e / (B x T)
-    fare = mb.bus_fare("llama-3.1-70b", "h100-sxm", batch=1, full_batch=64, **KW)
+    fare = bus_fare("llama-3.1-70b", "h100-sxm", batch=1, full_batch=64, **KW)
     assert fare.price_ratio == pytest.approx(fare.cost_per_million_usd / fare.full_cost_per_million_usd, rel=1e-12)
     assert fare.speedup == pytest.approx(fare.per_user_tok_s / fare.full_per_user_tok_s, rel=1e-12)
     one, full = (mb.estimate("llama-3.1-70b", "h100-sxm", batch=b, **KW) for b in (1, 64))
@@ -54,7 +55,7 @@ def test_the_static_bus_fare_is_the_price_per_token_ratio():
 
 
 def test_the_static_fast_mode_reports_its_two_batches_own_ratios():
-    f = mb.fast_mode("llama-3.1-70b", "h100-sxm", speedup=2.5, price_ratio=6.0, **KW)
+    f = fast_mode("llama-3.1-70b", "h100-sxm", speedup=2.5, price_ratio=6.0, **KW)
     fast, slow = (mb.estimate("llama-3.1-70b", "h100-sxm", batch=b, **KW) for b in (f.fast_batch, f.slow_batch))
     assert f.speedup == pytest.approx(fast.decode_tok_s_per_user / slow.decode_tok_s_per_user, rel=1e-9)
     assert f.price_ratio == pytest.approx(fast.cost_per_million_tokens_usd / slow.cost_per_million_tokens_usd,

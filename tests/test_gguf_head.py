@@ -6,6 +6,7 @@ models' config.json."""
 import pytest
 
 import membound as mb
+from membound.catalog.dtypes import get_dtype
 
 Q4_0, Q6_K, Q8_0 = 18 / 32, 210 / 256, 34 / 32       # bytes per weight: ggml-common.h block layouts
 ONE_TOKEN = dict(batch=1, prompt_tokens=0, output_tokens=1, runtime="ideal", check_memory=False)
@@ -135,8 +136,8 @@ def test_k_quant_mixes_count_their_layers_and_the_q6_k_head_apart():
     share = (attn + ffn) / 2 / (4 * attn + 3 * ffn)                      # 30.93M of 202.38M
     assert share == pytest.approx(0.15285, abs=1e-5)
     q4_k, q5_k, q6_k = 144 * 8 / 256, 176 * 8 / 256, 210 * 8 / 256      # 4.5, 5.5, 6.5625 bits
-    assert mb.get_dtype("q4_k_m").bits == pytest.approx(q4_k + share * (q6_k - q4_k), abs=0.01)    # 4.815
-    assert mb.get_dtype("q5_k_m").bits == pytest.approx(q5_k + share * (q6_k - q5_k), abs=0.01)    # 5.662
+    assert get_dtype("q4_k_m").bits == pytest.approx(q4_k + share * (q6_k - q4_k), abs=0.01)    # 4.815
+    assert get_dtype("q5_k_m").bits == pytest.approx(q5_k + share * (q6_k - q5_k), abs=0.01)    # 5.662
     # the file with its q6_K head: (6,738,415,616 - 131,072,000) x 4.81/8 + 131,072,000 x 6.5625/8
     # = 3,972,665,349 + 107,520,000 B = 3.80 GiB, llama-bench's size for Llama-2 7B Q4_K_M
     _, r = _memory_bytes("llama-2-7b", "q4_k_m")

@@ -1,7 +1,7 @@
 """The bundled hardware catalogue: every profile loads, and the hand-derived facts hold.
 
 The arithmetic is written out so a reader can check each figure against
-../shared/reference/hardware_datasheets.md without running anything.
+src/membound/data/reference/hardware_datasheets.md without running anything.
 """
 import math
 from pathlib import Path

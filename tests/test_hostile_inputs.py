@@ -11,6 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import membound as mb
+from membound.catalog.dtypes import register_dtype
+from membound.physics.speculative import expected_tokens_per_round
 from membound.present import bench
 from membound.catalog.hardware import load_hardware_file
 from membound.catalog.model import load_model_file
@@ -316,17 +318,17 @@ def test_register_dtype_refuses_to_replace_a_builtin_silently():
     bf16 = get_dtype("bf16")
     for name in ("BF16", "bf16", " Q4_0 "):
         with pytest.raises(mb.InvalidInputError, match="replace=True"):
-            mb.register_dtype(name, 3)
+            register_dtype(name, 3)
     with pytest.raises(mb.InvalidInputError, match="alias of 'fp16'"):
-        mb.register_dtype("F16", 3)
+        register_dtype("F16", 3)
     with pytest.raises(mb.InvalidInputError, match="bits"):
-        mb.register_dtype("my_fmt", True)
+        register_dtype("my_fmt", True)
     assert get_dtype("bf16") is bf16
     assert mb.estimate("llama-3.2-1b", "h100-sxm").decode_tok_s_per_user == before
     try:
         # replace=True does it: 8 bits per weight instead of 16 halves the weight bytes streamed,
         # so decode at batch 1 gets faster (not exactly 2x: the KV cache and floor stay)
-        mb.register_dtype("BF16", 8, "bf16", replace=True)
+        register_dtype("BF16", 8, "bf16", replace=True)
         assert get_dtype("bf16").bits == 8
         assert mb.estimate("llama-3.2-1b", "h100-sxm").decode_tok_s_per_user > 1.5 * before
     finally:
@@ -465,12 +467,12 @@ def test_sweep_refuses_counts_a_label_or_float_cannot_hold(field, values):
                                                  (0.5, -1, "gamma"), (0.5, 2.5, "gamma"), (True, 4, "alpha")])
 def test_expected_tokens_per_round_checks_its_inputs(alpha, gamma, field):
     with pytest.raises(mb.InvalidInputError) as e:
-        mb.expected_tokens_per_round(alpha, gamma)
+        expected_tokens_per_round(alpha, gamma)
     _one_line(e, f"{field}=")
     # in range: alpha 0.5, gamma 3: 1 + 0.5 + 0.25 + 0.125 = 1.875; alpha 1: gamma + 1 = 4; gamma 0: 1
-    assert mb.expected_tokens_per_round(0.5, 3) == pytest.approx(1.875)
-    assert mb.expected_tokens_per_round(1.0, 3) == 4.0
-    assert mb.expected_tokens_per_round(0.7, 0) == pytest.approx(1.0)
+    assert expected_tokens_per_round(0.5, 3) == pytest.approx(1.875)
+    assert expected_tokens_per_round(1.0, 3) == 4.0
+    assert expected_tokens_per_round(0.7, 0) == pytest.approx(1.0)
 
 
 def test_a_huge_value_in_a_config_is_shown_cut_short(tmp_path):
@@ -494,5 +496,5 @@ def test_parallel_text_round_trips(tp, pp, ep, sep):
 @given(st.floats(0, 1), st.floats(0, 1), st.integers(0, 64))
 def test_tokens_per_round_lie_between_one_and_gamma_plus_one_and_grow_with_alpha(a, b, gamma):
     lo, hi = sorted((a, b))
-    f = mb.expected_tokens_per_round
+    f = expected_tokens_per_round
     assert 1.0 - 1e-9 <= f(lo, gamma) <= f(hi, gamma) + 1e-9 <= gamma + 1.0 + 2e-9

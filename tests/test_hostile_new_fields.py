@@ -8,6 +8,11 @@ import pytest
 import yaml
 
 import membound as mb
+from membound.catalog.dtypes import register_dtype
+from membound.catalog.names import suggest_names
+from membound.physics.speculative import head_cost, head_param_count, predicted_speedup
+from membound.planning.batching import bus_fare
+from membound.planning.product import agent_loop_s
 from membound import InvalidInputError, ProfileError
 from membound.present.bench import load_runtime_file
 from membound.catalog.hardware import bundled_profiles_dir
@@ -204,7 +209,7 @@ def test_the_simulator_refuses_a_request_whose_kv_cache_does_not_fit_alone():
     # Llama-3.1-8B: 32 layers x (1,024 + 1,024) tokens = 65,536 (layer, token) KV pairs for one
     # request; memory_fraction 0.001 leaves 1.68e4 per chip. The solver refused; the simulator
     # ran the one request over the cache and reported 124 tok/s
-    sched = mb.Scheduler(memory_fraction=0.001)
+    sched = mb.serving.Scheduler(memory_fraction=0.001)
     with pytest.raises(InvalidInputError, match=r"prompt_tokens=1024.0 is invalid: .* free per chip at "
                                                 r"memory_fraction=0.001 and kv_block_tokens=16 of the scheduler, "
                                                 r"one request needs 4.9"):
@@ -240,13 +245,13 @@ def test_a_closed_loop_below_the_cap_queues_for_no_time():
 
 
 @pytest.mark.parametrize("call, words", [
-    (lambda: mb.Scheduler(token_budget=10**400), "scheduler.token_budget=1000.* an integer from 1 to 1,000,000,000"),
-    (lambda: mb.Scheduler(kv_block_tokens=10**30), "scheduler.kv_block_tokens=1000.* from 1 to 1,000,000,000"),
-    (lambda: mb.Scheduler(dp_balance_steps=10**7), "scheduler.dp_balance_steps=10000000 .* from 0 to 1,000,000"),
+    (lambda: mb.serving.Scheduler(token_budget=10**400), "scheduler.token_budget=1000.* an integer from 1 to 1,000,000,000"),
+    (lambda: mb.serving.Scheduler(kv_block_tokens=10**30), "scheduler.kv_block_tokens=1000.* from 1 to 1,000,000,000"),
+    (lambda: mb.serving.Scheduler(dp_balance_steps=10**7), "scheduler.dp_balance_steps=10000000 .* from 0 to 1,000,000"),
     (lambda: mb.serve("llama-3.2-1b", "h100-sxm", concurrency=10**400), "concurrency=1000.* from 1 to 1,000,000,000"),
     (lambda: mb.serve("llama-3.2-1b", "h100-sxm", arrival_rate=10**400), "arrival_rate=1000.* a finite rate > 0"),
     (lambda: mb.estimate("llama-3.2-1b", "h100-sxm", price_usd_per_hour=10**400), "price_usd_per_hour=1000"),
-    (lambda: mb.register_dtype("huge_fmt", 10**400), "bits=1000"),
+    (lambda: register_dtype("huge_fmt", 10**400), "bits=1000"),
     (lambda: mb.SLO(ttft_p50_s=10**400), "ttft_p50_s=1000"),
 ])
 def test_integers_too_large_for_a_float_are_refused_by_name(call, words):
@@ -270,7 +275,7 @@ def test_a_simulation_longer_than_its_step_cap_is_refused_at_once():
     # a prompt of 10**5 tokens in a budget of 8 tokens: 200 x 10**5 / 8 = 2,500,000 prefill steps
     with pytest.raises(InvalidInputError, match=r"at most 1,000,000 prefill steps .* at least 2,500,000"):
         mb.serve("llama-3.2-1b", "h100-sxm", concurrency=2, prompt_tokens=10**5, engine="simulate",
-                 scheduler=mb.Scheduler(token_budget=8, max_running=8))
+                 scheduler=mb.serving.Scheduler(token_budget=8, max_running=8))
     assert time.perf_counter() - t < 5.0
 
 
@@ -337,10 +342,10 @@ def test_predicted_speedup_needs_a_cost_ratio_of_zero_or_more():
     # cost NaN gave a NaN speed-up, -1 a negative one (1.875 / (3 x -1 + 1) = -0.94)
     for bad in (float("nan"), -1, float("inf"), True):
         with pytest.raises(InvalidInputError, match=r"cost_ratio=.* is invalid: expected a finite draft cost >= 0"):
-            mb.predicted_speedup(0.5, 3, bad)
+            predicted_speedup(0.5, 3, bad)
     # alpha 0.5, gamma 3: 1 + 0.5 + 0.25 + 0.125 = 1.875 tokens a round; cost 0.1: / (3 x 0.1 + 1) = 1.4423
-    assert mb.predicted_speedup(0.5, 3, 0.1) == pytest.approx(1.875 / 1.3)
-    assert mb.predicted_speedup(0.5, 3, 0) == pytest.approx(1.875)
+    assert predicted_speedup(0.5, 3, 0.1) == pytest.approx(1.875 / 1.3)
+    assert predicted_speedup(0.5, 3, 0) == pytest.approx(1.875)
 
 
 def test_sweep_reduce_must_be_a_function():
@@ -350,10 +355,10 @@ def test_sweep_reduce_must_be_a_function():
 
 def test_disaggregated_counts_are_bounded_as_serve_s_are():
     with pytest.raises(InvalidInputError, match=r"concurrency=1000.* from 1 to 1,000,000,000"):
-        mb.serve_disaggregated("llama-3.1-8b", "h100-sxm", concurrency=10**400, prefill=mb.Pool(1, 1),
-                               decode=mb.Pool(1, 1))                        # was OverflowError
+        mb.serve_disaggregated("llama-3.1-8b", "h100-sxm", concurrency=10**400, prefill=mb.serving.Pool(1, 1),
+                               decode=mb.serving.Pool(1, 1))                        # was OverflowError
     with pytest.raises(InvalidInputError, match=r"Pool.workers=1000.* from 1 to 1,000,000,000"):
-        mb.Pool(10**400, 1)
+        mb.serving.Pool(10**400, 1)
 
 
 def test_a_does_not_fit_message_stays_short_for_an_absurd_head():
@@ -391,7 +396,7 @@ def test_explore_refuses_settings_its_controls_would_clamp(kw, words):
     (lambda: mb.batch_curve("llama-3.1-8b", "h100-sxm", batches=0), r"batches=0 is invalid: expected a non-empty"),
     (lambda: mb.batch_curve("llama-3.1-8b", "h100-sxm", batches=[1e300]), r"integers from 1 to 1,000,000,000"),
     (lambda: mb.batch_curve("llama-3.1-8b", "h100-sxm", batches=[float("inf")]), r"batches=\[inf\] is invalid"),
-    (lambda: mb.bus_fare("llama-3.1-8b", "h100-sxm", batch=[8], price_usd_per_hour=2.0), r"batches=.* is invalid"),
+    (lambda: bus_fare("llama-3.1-8b", "h100-sxm", batch=[8], price_usd_per_hour=2.0), r"batches=.* is invalid"),
     (lambda: mb.quantization_speedup("llama-3.1-8b", "h100-sxm", batches=None), r"batches=None is invalid"),
     (lambda: mb.quantization_speedup("llama-3.1-8b", "h100-sxm", weight_dtypes=0),
      r"weight_dtypes=0 is invalid: expected a sequence of dtype names"),
@@ -399,11 +404,11 @@ def test_explore_refuses_settings_its_controls_would_clamp(kw, words):
     (lambda: mb.serve_curve("llama-3.1-8b", "h100-sxm", concurrency=[1e300]), r"concurrency=\[1e\+300\] is invalid"),
     (lambda: mb.serve_curve("llama-3.1-8b", "h100-sxm", concurrency=[10**400]), r"from 1 to 1,000,000,000"),
     (lambda: mb.serve_curve("llama-3.1-8b", "h100-sxm", concurrency=5), r"concurrency=5 is invalid"),
-    (lambda: mb.head_param_count("llama-3.1-8b", layers=1e300), r"layers=1e\+300 is invalid: expected an integer"),
-    (lambda: mb.head_cost("llama-3.1-8b", layers=None), r"layers=None is invalid"),
-    (lambda: mb.head_cost("llama-3.1-8b", vocab=10**400), r"vocab=1000.* is invalid"),
-    (lambda: mb.agent_loop_s(10**400, 100, 50.0), r"calls=1000.* from 1 to 1,000,000,000"),
-    (lambda: mb.suggest_names("model", "llama", n=1e-300), r"n=1e-300 is invalid: expected an integer >= 0"),
+    (lambda: head_param_count("llama-3.1-8b", layers=1e300), r"layers=1e\+300 is invalid: expected an integer"),
+    (lambda: head_cost("llama-3.1-8b", layers=None), r"layers=None is invalid"),
+    (lambda: head_cost("llama-3.1-8b", vocab=10**400), r"vocab=1000.* is invalid"),
+    (lambda: agent_loop_s(10**400, 100, 50.0), r"calls=1000.* from 1 to 1,000,000,000"),
+    (lambda: suggest_names("model", "llama", n=1e-300), r"n=1e-300 is invalid: expected an integer >= 0"),
 ])
 def test_grids_and_counts_of_the_helpers_are_checked(call, words):
     with pytest.raises(InvalidInputError, match=words) as e:
@@ -417,8 +422,8 @@ def test_the_helpers_still_take_their_grids():
     import numpy as np
     assert list(mb.batch_curve("llama-3.2-1b", "h100-sxm", batches=np.array([1.0, 4.0])).batch) == [1.0, 4.0]
     assert list(mb.serve_curve("llama-3.2-1b", "h100-sxm", concurrency=(1, 8)).concurrency) == [1, 8]
-    assert mb.head_param_count("llama-3.1-8b", layers=0, lm_head=False) == 0.0
-    assert mb.agent_loop_s(3, 100, 50.0, ttft_s=0.5) == pytest.approx(3 * (0.5 + 100 / 50.0))
+    assert head_param_count("llama-3.1-8b", layers=0, lm_head=False) == 0.0
+    assert agent_loop_s(3, 100, 50.0, ttft_s=0.5) == pytest.approx(3 * (0.5 + 100 / 50.0))
 
 
 def test_a_compute_peak_under_a_key_no_format_computes_at_is_refused_by_name():
@@ -432,7 +437,7 @@ def test_a_compute_peak_under_a_key_no_format_computes_at_is_refused_by_name():
                                                 r"'int8', 'tf32'\]"):
         h100.model_copy(update={"compute_flops": {**h100.compute_flops, "FP8": 1.979e15}})
     try:
-        mb.register_dtype("fp6_test", 6.25, "fp6")
+        register_dtype("fp6_test", 6.25, "fp6")
         chip = h100.model_copy(update={"compute_flops": {**h100.compute_flops, "fp6": 1.5e15}})
         assert chip.peak_flops("fp6") == 1.5e15
     finally:

@@ -24,18 +24,18 @@ def test_resolve_takes_names_and_refuses_other_things():
         q.resolve("rtx-4090", 5)
 
 
-def _decode_row() -> mb.Scenario:
-    return next(s for s in mb.load_reference().scenarios if s.metric == "decode_tok_s_per_user")
+def _decode_row() -> mb.fidelity.Scenario:
+    return next(s for s in mb.fidelity.load_reference().scenarios if s.metric == "decode_tok_s_per_user")
 
 
 def test_predict_refuses_what_is_no_scenario_and_takes_names_for_its_stand_ins():
     sc = _decode_row()
     for bad in ("lcpp-001", {"id": "x"}, None):
         with pytest.raises(InvalidInputError, match=r"scenario=.* is invalid: expected a membound.Scenario"):
-            mb.predict(bad)
+            mb.fidelity.predict(bad)
     with pytest.raises(InvalidInputError, match=r"model=\{'name': 'x'\} is invalid: expected a model name"):
-        mb.predict(sc, model={"name": "x"})          # was a TypeError (unhashable) from the cache key
-    assert mb.predict(sc, model="llama-2-13b") == mb.predict(sc, model=load_model("llama-2-13b"))
+        mb.fidelity.predict(sc, model={"name": "x"})          # was a TypeError (unhashable) from the cache key
+    assert mb.fidelity.predict(sc, model="llama-2-13b") == mb.fidelity.predict(sc, model=load_model("llama-2-13b"))
 
 
 @pytest.mark.parametrize("change, field, words", [
@@ -69,7 +69,7 @@ def test_a_row_whose_value_is_no_positive_number_is_skipped_with_the_reason(tmp_
     # 'fast' raised a bare ValueError; nan and inf went into the report as an error of nan%
     base = _awq_falcon_row()
     rows = [dict(base, id=f"v{i}", value=v) for i, v in enumerate(("fast", "nan", "inf", "-5", "0"))]
-    ref = mb.load_reference(_csv(tmp_path / "m.csv", rows))
+    ref = mb.fidelity.load_reference(_csv(tmp_path / "m.csv", rows))
     assert ref.scenarios == []
     # each named with its file, line and column (issue 31: loaders that refuse instead of guessing)
     assert [(rid, why) for rid, _, why in ref.skipped] == [
@@ -79,7 +79,7 @@ def test_a_row_whose_value_is_no_positive_number_is_skipped_with_the_reason(tmp_
 
 def test_rows_with_a_bad_batch_or_chip_count_are_skipped_with_the_reason(tmp_path):
     base = _awq_falcon_row()
-    ref = mb.load_reference(_csv(tmp_path / "m.csv", [dict(base, id="b", batch_or_concurrency="-4"),
+    ref = mb.fidelity.load_reference(_csv(tmp_path / "m.csv", [dict(base, id="b", batch_or_concurrency="-4"),
                                                       dict(base, id="c", n_chips="0")]))
     assert ref.scenarios == []
     assert dict((rid, why) for rid, _, why in ref.skipped) == {
@@ -91,15 +91,15 @@ def test_a_csv_without_the_schema_or_text_is_a_profile_error(tmp_path):
     base = _awq_falcon_row()
     no_notes = {k: v for k, v in base.items() if k != "notes"}
     with pytest.raises(ProfileError, match=r"field 'notes': column missing: .*\(missing: notes\)"):
-        mb.load_reference(_csv(tmp_path / "a.csv", [no_notes]))
+        mb.fidelity.load_reference(_csv(tmp_path / "a.csv", [no_notes]))
     (tmp_path / "empty.csv").write_text("")
     with pytest.raises(ProfileError, match=r"field '<file>': empty: expected a header row naming id"):
-        mb.load_reference(tmp_path / "empty.csv")
+        mb.fidelity.load_reference(tmp_path / "empty.csv")
     (tmp_path / "bin.csv").write_bytes(b"\x00\xff\xfe" * 10)
     with pytest.raises(ProfileError, match=r"field '<file>': not a CSV file of UTF-8 text"):
-        mb.load_reference(tmp_path / "bin.csv")
+        mb.fidelity.load_reference(tmp_path / "bin.csv")
     with pytest.raises(InvalidInputError, match=r"expected a measurements CSV file or a folder"):
-        mb.load_reference(tmp_path / "no-such.csv")
+        mb.fidelity.load_reference(tmp_path / "no-such.csv")
 
 
 def test_the_cli_names_a_csv_s_columns_as_the_file_does(tmp_path, capsys):
@@ -115,11 +115,11 @@ def test_rows_in_the_new_dtype_spellings_predict_as_the_canonical_one(tmp_path):
     # same scenario and figure; int4_g128 is the plain int4 (4 + 16/128), which this row maps to g64
     base = _awq_falcon_row()
     spellings = ("int4_g64", "int4-g64", "INT4_G64", "int4_g64 (AWQ W4A16)", "int4_g128", "int4-g128")
-    ref = mb.load_reference(_csv(tmp_path / "m.csv", [dict(base, id=f"s{i}", weight_dtype=w)
+    ref = mb.fidelity.load_reference(_csv(tmp_path / "m.csv", [dict(base, id=f"s{i}", weight_dtype=w)
                                                       for i, w in enumerate(spellings)]))
     assert ref.skipped == [] and {s.weight_dtype for s in ref.scenarios} == {"int4_g64"}
     assert mb.catalog.dtypes.get_dtype("int4_g64").bits == 4 + 16 / 64 and mb.catalog.dtypes.get_dtype("int4-g128").name == "int4"
-    figures = {round(mb.predict(s), 9) for s in ref.scenarios}
+    figures = {round(mb.fidelity.predict(s), 9) for s in ref.scenarios}
     assert len(figures) == 1
 
 
@@ -152,28 +152,28 @@ def test_a_row_s_kv_cache_format_is_read_not_assumed(tmp_path):
                     and r["kv_dtype"] == "f16")
     rows = [dict(base, id="f16"), dict(base, id="q8", kv_dtype="q8_0"), dict(base, id="Q8", kv_dtype="Q8_0 (-ctk/-ctv)"),
             dict(base, id="odd", kv_dtype="q8/q4 mix")]
-    ref = mb.load_reference(_csv(tmp_path / "m.csv", rows))
+    ref = mb.fidelity.load_reference(_csv(tmp_path / "m.csv", rows))
     kv = {s.id: s.kv_dtype for s in ref.scenarios}
     assert kv == {"f16": "fp16", "q8": "q8_0", "Q8": "q8_0"}
     assert [(rid, why) for rid, _, why in ref.skipped] == [("odd", "KV-cache format 'q8/q4 mix' unknown")]
     by_id = {s.id: s for s in ref.scenarios}
     assert by_id["q8"].depth > 0
     # law: at a deep context the q8_0 cache (8.5 bits) streams fewer bytes than f16 (16): faster decode
-    assert mb.predict(by_id["q8"]) > mb.predict(by_id["f16"])
+    assert mb.fidelity.predict(by_id["q8"]) > mb.fidelity.predict(by_id["f16"])
 
 
 # ---- issue 14 fuzz: a blank cell, a path that is no path, a scenario's lengths and layout ----
 
 def test_a_blank_batch_cell_is_skipped_and_a_path_must_be_a_path(tmp_path):
     # '' raised IndexError (''.split()[0]) out of load_reference; 5 raised pathlib's TypeError
-    ref = mb.load_reference(_csv(tmp_path / "m.csv", [dict(_awq_falcon_row(), id="e", batch_or_concurrency="")]))
+    ref = mb.fidelity.load_reference(_csv(tmp_path / "m.csv", [dict(_awq_falcon_row(), id="e", batch_or_concurrency="")]))
     assert ref.scenarios == [] and ref.skipped == [("e", "itl_ms", "batch '' not understood")]
     with pytest.raises(InvalidInputError, match=r"reference=5 is invalid: expected a path"):
-        mb.load_reference(5)
+        mb.fidelity.load_reference(5)
 
 
-def _prefill_row() -> mb.Scenario:
-    return next(s for s in mb.load_reference().scenarios if s.metric == "prefill_tok_s")
+def _prefill_row() -> mb.fidelity.Scenario:
+    return next(s for s in mb.fidelity.load_reference().scenarios if s.metric == "prefill_tok_s")
 
 
 @pytest.mark.parametrize("change, words", [

@@ -96,14 +96,13 @@ def test_the_sweep_checks_its_output_before_the_grid(tmp_path, capsys):
 
 
 def test_a_large_reference_shows_its_progress(monkeypatch):
-    from membound.base import progress
     from membound.fidelity import reference
     shown = []
 
     def track(items, desc, **kw):
         shown.append(desc)
         return items
-    monkeypatch.setattr(progress, "track", track)
+    monkeypatch.setattr(reference, "track", track)               # base.progress.track, as the loader calls it
     monkeypatch.setattr(reference, "PROGRESS_ROWS", 10)         # the shipped file has 554 rows > 10
     assert len(reference.load_reference().scenarios) > 0 and shown == ["reference rows"]
     shown.clear()
@@ -113,16 +112,15 @@ def test_a_large_reference_shows_its_progress(monkeypatch):
 
 
 def test_a_large_served_reference_shows_its_progress(monkeypatch):
-    from membound.base import progress
-    from membound.fidelity import reference
-    from membound.fidelity.serve_validate import load_rows
+    from membound.fidelity import serve_validate
     shown = []
 
     def track(items, desc, **kw):
         shown.append((desc, kw.get("total")))
         return items
-    monkeypatch.setattr(progress, "track", track)
-    monkeypatch.setattr(reference, "PROGRESS_ROWS", 10)
+    monkeypatch.setattr(serve_validate, "track", track)          # base.progress.track, as the loader calls it
+    monkeypatch.setattr(serve_validate, "PROGRESS_ROWS", 10)     # reference.PROGRESS_ROWS, as it reads it
+    load_rows = serve_validate.load_rows
     rows, skipped = load_rows(all_rows=True)
     # every row of the shipped file is either predicted or skipped with a reason, and was counted
     assert shown == [("served rows", len(rows) + len(skipped))]

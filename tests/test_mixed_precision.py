@@ -4,6 +4,7 @@ by hand from the models' config.json."""
 import pytest
 
 import membound as mb
+from membound.catalog.dtypes import get_dtype
 
 # gpt-oss-120b config.json: hidden 2880, 36 layers, 128 experts top-4, expert (intermediate) 2880,
 # vocab 201088 (untied embeddings), 64 query heads and 8 KV heads of 64, biases on qkv, o and the
@@ -88,7 +89,7 @@ def test_serve_takes_the_dense_format():
     one = mb.serve("gpt-oss-120b", "h200", **kw)
     mixed = mb.serve("gpt-oss-120b", "h200", dense_weight_dtype="bf16", **kw)
     assert mixed.tpot.median > one.tpot.median        # 2.4 GB more a step at one client
-    pools = dict(prefill=mb.Pool(1, 1), decode=mb.Pool(1, 1), concurrency=1, prompt_tokens=1024,
+    pools = dict(prefill=mb.serving.Pool(1, 1), decode=mb.serving.Pool(1, 1), concurrency=1, prompt_tokens=1024,
                  output_tokens=256, weight_dtype="mxfp4", runtime="vllm")
     assert mb.serve_disaggregated("gpt-oss-120b", "h200", dense_weight_dtype="bf16", **pools).tpot.median > \
         mb.serve_disaggregated("gpt-oss-120b", "h200", **pools).tpot.median
@@ -121,7 +122,7 @@ def test_served_rows_use_the_checkpoints_mix():
     assert (q.weights, q.dense_weights, q.head_weights) == ("nvfp4", None, "bf16")
     q = formats("int4", "kimi-k2.5", "moonshotai/Kimi-K2.5", amd=False)
     assert (q.weights, q.dense_weights) == ("int4_g32", "bf16")
-    assert mb.get_dtype("int4_g32").bits == 4 + 16 / 32                             # 32 int4 + a bf16 scale
+    assert get_dtype("int4_g32").bits == 4 + 16 / 32                             # 32 int4 + a bf16 scale
 
 
 def test_more_bytes_in_the_dense_tensors_never_decode_faster():

@@ -115,8 +115,8 @@ def test_generations_fall_back_and_need_two_chips():
 
 
 def test_serve_percentiles_under_poisson_arrivals_come_from_the_tail_model():
-    r = mb.serve("llama-3.1-8b", "h100-sxm", arrival_rate=5.0, prompt_tokens=mb.Uniform(500, 1500),
-                 output_tokens=mb.Uniform(50, 400), runtime="vllm", weight_dtype="fp8")
+    r = mb.serve("llama-3.1-8b", "h100-sxm", arrival_rate=5.0, prompt_tokens=mb.serving.Uniform(500, 1500),
+                 output_tokens=mb.serving.Uniform(50, 400), runtime="vllm", weight_dtype="fp8")
     assert r.tpot.p99 > r.tpot.median and r.ttft.p99 > r.ttft.p90 > r.ttft.median    # a tail, not the mean
 
 

@@ -66,7 +66,7 @@ def test_token_budget_limits_the_running_batch():
     # per decoding sequence and, on average, b x 1000 / 10 = 100 b prompt tokens: 101 b <= 2020,
     # so at most b = 20 decode at once, whatever the queue (the batch limit, 1000, and the KV
     # cache do not bind).
-    sched = mb.Scheduler(max_running=1000, token_budget=2020, chunked_prefill=False, preemption="none")
+    sched = mb.serving.Scheduler(max_running=1000, token_budget=2020, chunked_prefill=False, preemption="none")
     r = offline_throughput("llama-3.1-8b", "h200", prompt_tokens=1000, output_tokens=11, runtime="tensorrt-llm",
                            scheduler=sched, **BIG)
     assert r.running == pytest.approx(20.0, rel=1e-6)
@@ -78,16 +78,16 @@ def test_token_budget_limits_the_running_batch():
 
 def test_batch_limit_and_kv_cache_limit_the_running_batch():
     # max_running 8 at 100/100 on an H200: 8 decode, the rest wait
-    sched = mb.Scheduler(max_running=8, token_budget=8192, preemption="none")
+    sched = mb.serving.Scheduler(max_running=8, token_budget=8192, preemption="none")
     r = offline_throughput("llama-3.1-8b", "h200", prompt_tokens=100, output_tokens=100, scheduler=sched,
                            runtime="tensorrt-llm", **BIG)
     assert (r.running, r.limit) == (pytest.approx(8.0, rel=1e-9), "max batch")
     # 4000/4000 with the whole length reserved at admission (no eviction): a request holds
     # 32 layers x 8000 tokens = 256,000 (layer, token) pairs, so b = free pairs / 256,000
-    sched = mb.Scheduler(max_running=4096, token_budget=8192, preemption="none", memory_fraction=0.5)
+    sched = mb.serving.Scheduler(max_running=4096, token_budget=8192, preemption="none", memory_fraction=0.5)
     r = offline_throughput("llama-3.1-8b", "h100-sxm", prompt_tokens=4000, output_tokens=4000, scheduler=sched,
                            runtime="tensorrt-llm", **BIG)
-    sm, resolved, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Fixed(4000), output=mb.Fixed(4000),
+    sm, resolved, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.serving.Fixed(4000), output=mb.serving.Fixed(4000),
                             runtime="tensorrt-llm", scheduler=sched, **BIG)
     assert r.limit == "kv cache"
     assert r.running == pytest.approx(sm.kv_pairs_capacity(resolved) / (32 * 8000), rel=1e-6)
@@ -101,7 +101,7 @@ def test_saturated_solver_agrees_with_simulating_the_whole_offline_run():
                                    weight_dtype="fp8", kv_dtype="fp8")
     kw = dict(runtime="tensorrt-llm", scheduler=sched, **BIG)
     r = offline_throughput("llama-3.1-8b", "h100-sxm", prompt_tokens=1000, output_tokens=1000, **kw)
-    sm, resolved, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Fixed(1000), output=mb.Fixed(1000), **kw)
+    sm, resolved, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(1000), **kw)
     n = 1500
     tr = simulate(sm, resolved, np.full(n, 1000), np.full(n, 1000), concurrency=n)
     assert r.output_tok_s == pytest.approx(n * 1000 / float(np.max(tr.done)), rel=0.05)
@@ -113,7 +113,7 @@ def test_a_closed_loop_beyond_the_token_budget_queues_the_rest():
     # decode wait, so X = b / (D tau) and, by Little's law over all 5000,
     # TTFT = (5000 - b) / X (the solver once counted the queue as decoding: X = N / (TTFT + D tau)
     # with an unqueued TTFT)
-    sched = mb.Scheduler(max_running=1000, token_budget=2020)
+    sched = mb.serving.Scheduler(max_running=1000, token_budget=2020)
     r = mb.serve("llama-3.1-8b", "h200", concurrency=5000, prompt_tokens=1000, output_tokens=11,
                  weight_dtype="fp8", kv_dtype="fp8", runtime="vllm", scheduler=sched)
     assert r.mean_running == pytest.approx(20.0 * 5000 / 4999, rel=1e-6)
@@ -129,14 +129,14 @@ def test_a_pipeline_runs_at_its_largest_stage():
     # 1,050,677,248 + 8 x 218,112,000 = 2,795,573,248. Each chip caches its layers' KV for all 4
     # micro-batches: a micro-batch has a quarter of the cache's share of memory (0.8 / 4 = 0.2).
     from membound.serving.offline import pipeline_stage
-    stage, sched, n, layout = pipeline_stage("llama-3.1-8b", mb.Scheduler(memory_fraction=0.8), "tensorrt-llm",
+    stage, sched, n, layout = pipeline_stage("llama-3.1-8b", mb.serving.Scheduler(memory_fraction=0.8), "tensorrt-llm",
                                              mb.Parallel(tp=2, pp=4))
     assert stage.n_layers == 8 and stage.total_params == 2_795_573_248
     assert sched.memory_fraction == pytest.approx(0.2) and sched.max_running == 2048   # TRT's served default
     assert (n, layout.tp, layout.pp) == (2, 2, 1)
     # the pipeline's throughput is the stage's: 8 layers on 2 chips with a quarter of the cache
     a = offline_throughput("llama-3.1-8b", "h100-sxm", prompt_tokens=500, output_tokens=500, n_chips=8,
-                           parallel=mb.Parallel(tp=2, pp=4), scheduler=mb.Scheduler(memory_fraction=0.8), **BIG)
+                           parallel=mb.Parallel(tp=2, pp=4), scheduler=mb.serving.Scheduler(memory_fraction=0.8), **BIG)
     b = offline_throughput(stage, "h100-sxm", prompt_tokens=500, output_tokens=500, n_chips=2, scheduler=sched,
                            **BIG)
     assert a.output_tok_s == pytest.approx(b.output_tok_s, rel=1e-12)

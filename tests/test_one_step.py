@@ -90,7 +90,7 @@ def test_a_static_batchs_decode_step_is_the_served_step(runtime, B, L):
     model, device, chips, w = CASES[runtime]
     kw = dict(n_chips=chips, runtime=runtime, weight_dtype=w, allow_beyond_context=True)
     e = mb.estimate(model, device, batch=B, prompt_tokens=L, output_tokens=1, check_memory=False, **kw)
-    sm, _, _ = build(model, device, prompt=mb.Fixed(L), output=mb.Fixed(2), **kw)
+    sm, _, _ = build(model, device, prompt=mb.serving.Fixed(L), output=mb.serving.Fixed(2), **kw)
     assert float(sm.step(float(B), float(sm.attended(L)), h=float(sm.held(L)))) == pytest.approx(e.tpot_s, rel=1e-9)
 
 
@@ -100,7 +100,7 @@ def test_a_static_batchs_decode_step_is_the_served_step_for_moe_windows_and_spar
     model, device, chips, kw = FAMILIES[family]
     e = mb.estimate(model, device, batch=B, prompt_tokens=L, output_tokens=1, n_chips=chips, runtime="vllm",
                     check_memory=False, **kw)
-    sm, _, _ = build(model, device, prompt=mb.Fixed(L), output=mb.Fixed(2), n_chips=chips, runtime="vllm", **kw)
+    sm, _, _ = build(model, device, prompt=mb.serving.Fixed(L), output=mb.serving.Fixed(2), n_chips=chips, runtime="vllm", **kw)
     assert float(sm.step(float(B), float(sm.attended(L)), h=float(sm.held(L)))) == pytest.approx(e.tpot_s, rel=1e-9)
 
 

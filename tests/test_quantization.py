@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import membound as mb
+from membound.catalog.dtypes import get_dtype, register_dtype
 
 IDEAL = dict(runtime="ideal", prompt_tokens=0, output_tokens=1)   # context 0: weights only
 
@@ -76,7 +77,7 @@ _FORMATS = ["fp32", "bf16", "fp8", "int8", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "
 @given(a=st.sampled_from(_FORMATS), b=st.sampled_from(_FORMATS),
        model=st.sampled_from(["llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-4b"]))
 def test_fewer_bits_never_add_bytes(a, b, model):
-    lo, hi = sorted((a, b), key=lambda n: mb.get_dtype(n).bits)
+    lo, hi = sorted((a, b), key=lambda n: get_dtype(n).bits)
     kw = dict(prompt_tokens=512, output_tokens=16, check_memory=False, runtime="ideal")
     r_lo = mb.estimate(model, "h200", weight_dtype=lo, kv_dtype=lo if lo in ("bf16", "fp8", "fp32") else "fp8", **kw)
     r_hi = mb.estimate(model, "h200", weight_dtype=hi, kv_dtype=hi if hi in ("bf16", "fp8", "fp32") else "bf16", **kw)
@@ -161,13 +162,13 @@ def test_a_chip_multiplies_fp4_beside_fp8_only_where_it_has_fp4_matrix_units():
 def test_a_registered_format_says_whether_mixed_matrix_instructions_take_it():
     import membound.catalog.dtypes as dt
     try:
-        d = mb.register_dtype("mxfp4_test", 4.25, "fp4", mixed_operand=True)
-        plain = mb.register_dtype("fp4_test_scaled", 4.5, "fp4")
+        d = register_dtype("mxfp4_test", 4.25, "fp4", mixed_operand=True)
+        plain = register_dtype("fp4_test_scaled", 4.5, "fp4")
         assert d.mixed_operand and not plain.mixed_operand
         assert mb.Quantization("mxfp4_test", expert_activations="fp8").resolve("b200").dequant == 0.0
         assert mb.Quantization("fp4_test_scaled", expert_activations="fp8").resolve("b200").dequant == pytest.approx(1 / 9)
         with pytest.raises(mb.InvalidInputError) as e:
-            mb.register_dtype("bad_flag", 4, "fp4", mixed_operand="yes")
+            register_dtype("bad_flag", 4, "fp4", mixed_operand="yes")
         assert e.value.field == "mixed_operand"
     finally:
         for n in ("mxfp4_test", "fp4_test_scaled"):

@@ -21,7 +21,7 @@ def _ref(tmp_path, *rows):
         for r in rows:
             w.writerow({k: "" for k in FIELDS} | {"n_chips": "1", "model": "LLaMA-2 7B", "weight_dtype": "q4_0",
                                                    "kv_dtype": "f16", "batch_or_concurrency": "1"} | r)
-    return mb.load_reference(path)
+    return mb.fidelity.load_reference(path)
 
 
 def test_tg_at_depth_counts_the_context_once(tmp_path):
@@ -38,7 +38,7 @@ def test_tg_at_depth_counts_the_context_once(tmp_path):
     m = mb.load_model("llama-2-7b")
     w = (m.total_params - 32000 * 4096 + 4096) * 4.5 / 8 + 32000 * 4096 * (6.5625 - 4.5) / 8
     steps = [(w + 524_288 * L) / 1008e9 for L in range(4096, 4096 + 32)]
-    assert mb.predict(sc, runtime="ideal") == pytest.approx(32 / sum(steps), rel=1e-6)
+    assert mb.fidelity.predict(sc, runtime="ideal") == pytest.approx(32 / sum(steps), rel=1e-6)
 
 
 def test_hip_and_rocm_rows_are_their_own_runtime(tmp_path):
@@ -61,7 +61,7 @@ def test_a_cpu_backend_row_runs_on_the_cpu_cores_not_the_igpu(tmp_path):
     # the 32000 x 4096 LM head q6_K (llama.cpp's quantizer: quantization.py)
     m = mb.load_model("llama-2-7b")
     w = (m.total_params - 32000 * 4096 + 4096) * 4.5 / 8 + 32000 * 4096 * (6.5625 - 4.5) / 8
-    assert mb.predict(sc) == pytest.approx(0.5 * 256e9 / w, rel=1e-6)
+    assert mb.fidelity.predict(sc) == pytest.approx(0.5 * 256e9 / w, rel=1e-6)
 
 
 def test_block_quantized_gemm_peak_never_exceeds_the_int8_peak():
@@ -86,7 +86,7 @@ def test_llama_cpp_picks_each_devices_native_backend():
 
 def test_every_specialised_layout_passes_estimates_own_memory_check():
     # validation predicts no layout that estimate() would refuse (Groq rows once did)
-    for sc in mb.load_reference().scenarios:
+    for sc in mb.fidelity.load_reference().scenarios:
         if sc.hardware in ("cerebras-wse-3", "groq-lpu", "sambanova-sn40l"):
             tp, pp, ep = sc.parallel
             mb.estimate(sc.model, sc.hardware, prompt_tokens=sc.prompt_tokens, output_tokens=sc.output_tokens,
@@ -187,7 +187,7 @@ def test_outside_spellings_of_formats_devices_engines_and_fine_tunes_are_predict
     s = ref.scenarios[0]
     r = mb.estimate("llama-3.1-8b", "rtx-4090", weight_dtype="q4_k_m", kv_dtype="fp16", prompt_tokens=0,
                     output_tokens=128, runtime="llama.cpp-cuda", activation_dtype="int8")
-    assert mb.predict(s) == pytest.approx(r.decode_tok_s_per_user, rel=1e-12)
+    assert mb.fidelity.predict(s) == pytest.approx(r.decode_tok_s_per_user, rel=1e-12)
 
 
 def test_a_llama_cpp_row_on_a_chip_it_has_no_backend_for_is_skipped_not_priced_as_cuda(tmp_path):
@@ -229,7 +229,7 @@ def test_an_awq_w4a16_rows_lm_head_streams_in_fp16(tmp_path):
     step = 4_649_530_456 / 1.008e12
     from dataclasses import replace
     ideal_one = replace(sc, prompt_tokens=0, output_tokens=1)
-    assert mb.predict(ideal_one, runtime="ideal") == pytest.approx(1e3 * step, rel=1e-6)
+    assert mb.fidelity.predict(ideal_one, runtime="ideal") == pytest.approx(1e3 * step, rel=1e-6)
 
 
 def test_tinychats_falcon_rows_are_group_64(tmp_path):
@@ -249,7 +249,7 @@ def test_tinychats_falcon_rows_are_group_64(tmp_path):
     assert mb.load_model("falcon-7b").total_params == 32 * 207_070_080 + 4_544 + 295_469_056
     from dataclasses import replace
     one = replace(falcon, prompt_tokens=0, output_tokens=1)
-    assert mb.predict(one, runtime="ideal") == pytest.approx(1e3 * 4_111_131_886.5 / 1.008e12, rel=1e-6)
+    assert mb.fidelity.predict(one, runtime="ideal") == pytest.approx(1e3 * 4_111_131_886.5 / 1.008e12, rel=1e-6)
 
 
 def test_an_itl_row_measured_after_a_long_prompt_decodes_after_it(tmp_path):
@@ -267,5 +267,5 @@ def test_an_itl_row_measured_after_a_long_prompt_decodes_after_it(tmp_path):
                     framework="HuggingFace transformers (FP16 baseline)", notes="per-token latency"))
     long, short = ref.scenarios
     assert (long.prompt_tokens, long.output_tokens, short.prompt_tokens, short.output_tokens) == (500, 128, 0, 128)
-    a, b = (mb.predict(s, runtime="ideal") for s in (long, short))     # ms per token, pure roofline
+    a, b = (mb.fidelity.predict(s, runtime="ideal") for s in (long, short))     # ms per token, pure roofline
     assert (a - b) * 128 / 1e3 == pytest.approx(524_288 * 500 * 128 / 1.008e12, rel=1e-6)

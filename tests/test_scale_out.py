@@ -64,7 +64,7 @@ def test_disaggregated_ttft_adds_the_transfer():
     # (one client meets nobody), so a NIC of 100 GB/s instead of 50 GB/s saves exactly
     #   287,834,112 x (1/50e9 - 1/100e9) = 2.8783 ms, and TPOT is untouched (no collective
     #   of an 8-chip worker crosses a NIC).
-    kw = dict(concurrency=1, prefill=mb.Pool(1, 8, mb.Parallel(ep=8)), decode=mb.Pool(2, 8, mb.Parallel(ep=8)),
+    kw = dict(concurrency=1, prefill=mb.serving.Pool(1, 8, mb.Parallel(ep=8)), decode=mb.serving.Pool(2, 8, mb.Parallel(ep=8)),
               prompt_tokens=8192, output_tokens=16, weight_dtype="fp8", kv_dtype="fp8", runtime="sglang")
     nic = mb.load_hardware("h200").scale_out.model_dump()
     slow = mb.serve_disaggregated("deepseek-r1", _profile("h200", scale_out=nic), **kw)
@@ -101,7 +101,7 @@ def test_a_profile_without_a_nic_refuses_a_wide_worker():
         mb.estimate("llama-3.1-70b", hw, n_chips=16, parallel=mb.Parallel(tp=16))
     assert e.value.field == "parallel" and "scale_out" in str(e.value)
     with pytest.raises(mb.InvalidInputError) as e:      # pools beyond one domain need a NIC for the KV
-        mb.serve_disaggregated("llama-3.1-8b", hw, concurrency=1, prefill=mb.Pool(4, 2), decode=mb.Pool(4, 2))
+        mb.serve_disaggregated("llama-3.1-8b", hw, concurrency=1, prefill=mb.serving.Pool(4, 2), decode=mb.serving.Pool(4, 2))
     assert e.value.field == "hardware"
 
 

@@ -43,7 +43,7 @@ def test_two_staggered_sequences_by_hand():
     # overhead); prompts of 1 token, 3 output tokens; A arrives at 0, B at 1 ms (mid-step).
     # Every step is memory-bound (16 GFLOP per token vs 15 GB per step), so a step takes
     # (weights for its tokens + KV it reads or writes) / 3.35e12 s.
-    sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Fixed(1), output=mb.Fixed(3), runtime="ideal")
+    sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.serving.Fixed(1), output=mb.serving.Fixed(3), runtime="ideal")
     tr = simulate(sm, sched, np.array([1, 1]), np.array([3, 3]), arrivals=np.array([0.0, 1e-3]))
     t1 = (w8b(1) + 1 * KV_8B) / H100_BW            # prefill A (writes 1 token of KV)
     t2 = t1 + (w8b(2) + 2 * KV_8B) / H100_BW       # A decodes at context 1, B prefills 1 token
@@ -64,7 +64,7 @@ def test_a_prefill_chunk_pays_one_lm_head_per_prompt():
     # Each prompt in the step computes logits for its last token only: one LM-head row,
     # 2 x 128,256 x 4,096 FLOP = 1.0507e9 -> 1.062 us; the same 1000 tokens split over 2
     # prompts cost one more row (no attention pairs given: cp = 0).
-    sm, _, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Fixed(1000), output=mb.Fixed(2), runtime="ideal")
+    sm, _, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(2), runtime="ideal")
     head = 2 * 128256 * 4096 / 989e12
     assert sm.head == pytest.approx(head, rel=1e-9)
     one = float(sm.step(0.0, 0.0, 1000.0, 1000.0, 0.0, seqs=1.0))
@@ -80,7 +80,7 @@ def test_a_runtime_computing_every_positions_logits_pays_the_head_per_prefill_to
     # (only the untied input embedding, a lookup, is not multiplied) and no row is paid per prompt
     from membound.catalog.runtime import IDEAL
     every = IDEAL.model_copy(update={"name": "ideal-all-logits", "prefill_logits": "all"})
-    sm, _, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Fixed(1000), output=mb.Fixed(2), runtime=every)
+    sm, _, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(2), runtime=every)
     assert sm.head == 0.0
     assert sm.gamma == pytest.approx(2 * (L8B - LOOKUP_8B) / 989e12, rel=1e-9)
     one = float(sm.step(0.0, 0.0, 1000.0, 1000.0, 0.0, seqs=1.0))
@@ -91,7 +91,7 @@ def test_a_runtime_computing_every_positions_logits_pays_the_head_per_prefill_to
 def test_littles_law_in_the_simulator():
     # The integral of the running batch over time equals the sum of the requests' decode
     # residences (L x time = sum of W), with Poisson arrivals and uniform lengths.
-    sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Uniform(200, 600), output=mb.Uniform(50, 150),
+    sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.serving.Uniform(200, 600), output=mb.serving.Uniform(50, 150),
                          runtime="vllm")
     rng = np.random.default_rng(3)
     n = 300
@@ -114,8 +114,8 @@ REFERENCE = [   # InferenceMAX-like workloads: lengths uniform in [0.8 L, L]
 def test_solver_agrees_with_simulator_on_means(case, runtime):
     c = dict(case)
     s_len, o_len = c.pop("L")
-    kw = dict(c, kv_dtype="fp8", runtime=runtime, prompt_tokens=mb.Uniform(int(0.8 * s_len), s_len),
-              output_tokens=mb.Uniform(int(0.8 * o_len), o_len))
+    kw = dict(c, kv_dtype="fp8", runtime=runtime, prompt_tokens=mb.serving.Uniform(int(0.8 * s_len), s_len),
+              output_tokens=mb.serving.Uniform(int(0.8 * o_len), o_len))
     a = mb.serve(engine="solver", **kw)
     b = mb.serve(engine="simulate", seed=1, **kw)
     assert a.tpot.mean == pytest.approx(b.tpot.mean, rel=0.05)
@@ -127,8 +127,8 @@ def test_kv_cache_caps_running_sequences_instead_of_refusing():
     # 70B fp8 on one H200 at 1k/8k and 32 clients: 32 x 9k tokens x 160 kB (fp8 KV, 80 layers x
     # 8 heads x 128 x 2) = 47 GB would not fit beside 70 GB of weights at full length, but the
     # server ran it: the running batch is capped by the cache, the rest wait.
-    r = mb.serve("llama-3.3-70b", "h200", concurrency=32, prompt_tokens=mb.Uniform(819, 1024),
-                 output_tokens=mb.Uniform(6553, 8192), weight_dtype="fp8", kv_dtype="fp8", runtime="vllm")
+    r = mb.serve("llama-3.3-70b", "h200", concurrency=32, prompt_tokens=mb.serving.Uniform(819, 1024),
+                 output_tokens=mb.serving.Uniform(6553, 8192), weight_dtype="fp8", kv_dtype="fp8", runtime="vllm")
     assert r.output_tok_s > 0 and r.mean_running <= 32
     assert 0 < r.kv_occupancy <= 1.0
 
@@ -188,13 +188,13 @@ def test_bad_input_names_the_field(kwargs, field):
 
 def test_bad_lengths_and_scheduler_name_the_field():
     with pytest.raises(mb.MemboundError, match="Uniform.lo"):
-        mb.Uniform(300, 200)
+        mb.serving.Uniform(300, 200)
     with pytest.raises(mb.MemboundError, match="scheduler.token_budget"):
-        mb.Scheduler(max_running=64, token_budget=32)
+        mb.serving.Scheduler(max_running=64, token_budget=32)
     with pytest.raises(mb.MemboundError, match="scheduler.token_budget"):   # against the engine default
-        mb.serve("llama-3.1-8b", "h100-sxm", concurrency=4, scheduler=mb.Scheduler(token_budget=100))
+        mb.serve("llama-3.1-8b", "h100-sxm", concurrency=4, scheduler=mb.serving.Scheduler(token_budget=100))
     with pytest.raises(mb.MemboundError, match="scheduler.preemption"):
-        mb.Scheduler(preemption="drop")
+        mb.serving.Scheduler(preemption="drop")
 
 
 def test_arrival_rate_beyond_capacity_is_an_error_not_an_infinity():
@@ -329,16 +329,16 @@ def test_cli_plan_served(capsys):
 
 def test_length_std_by_hand():
     # discrete uniform on 819..1024: 206 values, variance (206^2 - 1) / 12 = 42435 / 12 = 3536.25
-    assert mb.Uniform(819, 1024).std == pytest.approx(3536.25 ** 0.5, rel=1e-12)
-    assert mb.Fixed(700).std == 0.0
-    assert mb.Samples((100, 300)).std == pytest.approx(100.0)       # population std of {100, 300}
+    assert mb.serving.Uniform(819, 1024).std == pytest.approx(3536.25 ** 0.5, rel=1e-12)
+    assert mb.serving.Fixed(700).std == 0.0
+    assert mb.serving.Samples((100, 300)).std == pytest.approx(100.0)       # population std of {100, 300}
 
 
 def test_finite_run_share_by_hand():
     from statistics import NormalDist
 
     from membound.serving import finite_run_share
-    out = mb.Uniform(819, 1024)                 # std 59.466 tokens (above), mean 921.5
+    out = mb.serving.Uniform(819, 1024)                 # std 59.466 tokens (above), mean 921.5
     # N = 4 clients, 10 requests each: m_4 = Phi^-1((4 - 0.375) / (4 + 0.25)) = Phi^-1(0.852941) = 1.0491;
     # the last client ends 1.0491 x sqrt(10) x 59.466 = 197.3 decode steps after the median one; at
     # tau0 = 4 ms a step and e2e = 5 s the run lasts 10 x 5 + 0.004 x 197.3 = 50.789 s instead of 50 s
@@ -351,7 +351,7 @@ def test_finite_run_share_by_hand():
     assert share[0] == 1.0                      # one client: no drain (m_1 = Phi^-1(0.5) = 0)
     # a million clients: m = 4.9, 4.9 x 3.162 x 59.5 = 922 steps > half an output (460.75): capped
     assert finite_run_share(5.0, 0.004, out, [10 ** 6])[0] == pytest.approx(50.0 / (50.0 + 0.004 * 460.75), rel=1e-12)
-    assert finite_run_share(5.0, 0.004, mb.Fixed(1000), [64])[0] == 1.0     # equal lengths stay in phase
+    assert finite_run_share(5.0, 0.004, mb.serving.Fixed(1000), [64])[0] == 1.0     # equal lengths stay in phase
     # one request per client (runs may vary with the clients): 4 clients end 1.0491 x sqrt(1) x
     # 59.466 = 62.39 steps apart, so 5 / (5 + 0.004 x 62.39) = 0.95246
     share = finite_run_share(5.0, 0.004, out, [4, 4], runs=[1.0, 10.0])
@@ -364,7 +364,7 @@ def test_finite_run_share_matches_the_simulated_run():
     # The same protocol simulated request by request: 16 clients, 160 requests sent 16 at once,
     # output tokens over the time the last one ends, against the solver's steady rate x share.
     from membound.serving import run_share, solve
-    P, out = mb.Uniform(819, 1024), mb.Uniform(819, 1024)
+    P, out = mb.serving.Uniform(819, 1024), mb.serving.Uniform(819, 1024)
     sm, sched, _ = build("llama-3.3-70b", "h200", prompt=P, output=out, weight_dtype="fp8", kv_dtype="fp8",
                          n_chips=8, runtime="vllm")
     st = solve(sm, sched, P.mean, out.mean, concurrency=np.array([16.0]))
@@ -384,7 +384,7 @@ def test_served_all_reduce_moves_the_16_bit_residual_stream_even_for_fp8_gemms()
     # 80 layers x 2 all-reduces of 1000 tokens x 8192 hidden x 2 bytes (bf16, not fp8's 1 byte),
     # each chip moving 2 (tp - 1) / tp = 1 of the volume:
     # 160 x (16.384e6 / 4.5e11 + 2 x 3e-6) = 160 x 4.2409e-5 = 6.785 ms
-    sm, _, p = build("llama-3.3-70b", "h200", prompt=mb.Fixed(1000), output=mb.Fixed(100), weight_dtype="fp8",
+    sm, _, p = build("llama-3.3-70b", "h200", prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(100), weight_dtype="fp8",
                      kv_dtype="fp8", n_chips=2, runtime="vllm")
     assert p.resolved.activations.name == "fp8"
     assert float(sm.terms(0.0, 1000.0).comm) == pytest.approx(160 * (16.384e6 / 4.5e11 + 6e-6), rel=1e-6)
@@ -401,7 +401,7 @@ def test_moe_expert_rows_are_work_at_the_moes_compute_rate():
     def per_layer(runtime, model, device, **kw):
         over = []
         for rows in (4.0, 0.0):
-            sm, _, _ = build(model, device, prompt=mb.Fixed(100), output=mb.Fixed(10),
+            sm, _, _ = build(model, device, prompt=mb.serving.Fixed(100), output=mb.serving.Fixed(10),
                              runtime=_served_runtime(runtime, moe_expert_rows=rows), **kw)
             over.append(float(sm.terms(1.0).over))
         return (over[0] - over[1]) / float(mb.load_model(model).n_moe_layers or 1), sm.eff.compute_fraction
@@ -437,7 +437,7 @@ def test_dp_attention_ranks_pay_their_own_sequences_and_one_dispatch_and_combine
     # runs them all: 1 ms each. 64 sequences: 64 / 8 x 1 ms = 8 ms a step, against 64 ms.
     # The expert-parallel dispatch and combine (2 per MoE layer) add 2 x 58 x 100 us = 11.6 ms a step
     # under ep=8, nothing under tp=8 (its MoE layer all-reduces instead, with the core's link terms).
-    kw = dict(prompt=mb.Fixed(1000), output=mb.Fixed(100), weight_dtype="fp8", kv_dtype="fp8", n_chips=8)
+    kw = dict(prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(100), weight_dtype="fp8", kv_dtype="fp8", n_chips=8)
     steps = {}
     for layout in (mb.Parallel(ep=8), mb.Parallel(tp=8)):
         for a2a in (0.0, 1e-4):
@@ -463,7 +463,7 @@ def test_scheduler_limits_per_rank_or_per_instance_as_each_engine_counts_them():
     # the instance keeps 100 and 1000. Without DP attention (tp=4) both are the instance's.
     from membound.serving import Scheduler
     sched = Scheduler(max_running=100, token_budget=1000)
-    kw = dict(prompt=mb.Fixed(500), output=mb.Fixed(100), weight_dtype="fp8", kv_dtype="fp8", n_chips=4,
+    kw = dict(prompt=mb.serving.Fixed(500), output=mb.serving.Fixed(100), weight_dtype="fp8", kv_dtype="fp8", n_chips=4,
               scheduler=sched)
     got = {}
     for rt in ("tensorrt-llm", "sglang"):
@@ -497,7 +497,7 @@ def test_dp_attention_balancing_holds_prompts_until_every_rank_has_one():
     # At 2 requests/s the 60-step timeout comes first: the wait is 30 steps. At 0.05 requests/s
     # fewer than 8 sequences run, an idle rank takes the prompt at once: no wait.
     from membound.serving import Scheduler, solve
-    kw = dict(prompt=mb.Fixed(1000), output=mb.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8", n_chips=8,
+    kw = dict(prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8", n_chips=8,
               parallel=mb.Parallel(ep=8), runtime="tensorrt-llm")
     collect = 8 * sum(1 / i for i in range(1, 9))
     assert collect == pytest.approx(21.742857, rel=1e-6)
@@ -527,7 +527,7 @@ def test_a_scheduler_that_takes_requests_every_k_steps_makes_them_wait_half_of_k
     # 10 decode steps; one arriving at a random time waits (10 - 1) / 2 = 4.5 steps on average.
     # A lone client (closed loop of 1) finds the scheduler idle, polling at once: no wait.
     from membound.serving import Scheduler, solve
-    kw = dict(prompt=mb.Fixed(1000), output=mb.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8", n_chips=8,
+    kw = dict(prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8", n_chips=8,
               runtime="sglang")
     st, one = {}, {}
     for k in (10, 1):
@@ -567,7 +567,7 @@ def test_a_b300_sglang_deepseek_row_waits_for_its_recipes_recv_interval():
     assert recipe_scheduler("sglang", "mi325x", "deepseek-r1", 4) == Scheduler(recv_interval_steps=4)
     assert recipe_scheduler("sglang", "gb300", "deepseek-r1", 64) is None
     assert recipe_scheduler("sglang", "b300", "gpt-oss-120b", 64) is None
-    kw = dict(prompt=mb.Fixed(1000), output=mb.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8", n_chips=8,
+    kw = dict(prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8", n_chips=8,
               runtime="sglang")
     st = {}
     for name, sch in (("recipe", rs), ("every step", Scheduler(recv_interval_steps=1))):
@@ -592,7 +592,7 @@ def test_a_scheduler_one_step_ahead_admits_a_mid_step_arrival_one_step_later_by_
     # scheduler one step ahead of the GPU (TensorRT-LLM's overlap loop, SGLang's overlap schedule):
     # B reaches it at 1 ms, during A's prefill step, when A's next step is already launched, so
     # B joins the step after it: A decodes alone at context 1, then A at 2 beside B's prefill.
-    sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Fixed(1), output=mb.Fixed(3),
+    sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.serving.Fixed(1), output=mb.serving.Fixed(3),
                          runtime=_ahead("ideal", 1))
     tr = simulate(sm, sched, np.array([1, 1]), np.array([3, 3]), arrivals=np.array([0.0, 1e-3]))
     t1 = (w8b(1) + 1 * KV_8B) / H100_BW            # prefill A
@@ -612,7 +612,7 @@ def test_a_scheduler_one_step_ahead_adds_one_step_to_the_ttft_while_a_batch_deco
     # arrival waits the rest of the running step (half a step), then the whole step launched
     # ahead of it: TTFT grows by exactly one mean step, tau; a lone client finds the engine idle.
     from membound.serving import solve
-    kw = dict(prompt=mb.Fixed(1000), output=mb.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8", n_chips=8)
+    kw = dict(prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8", n_chips=8)
     st, one = {}, {}
     for k in (0, 1):
         sm, sched, _ = build("llama-3.3-70b", "h200", runtime=_ahead("tensorrt-llm", k), **kw)

@@ -47,7 +47,7 @@ def test_a_lone_client_gets_estimates_ttft_and_tpot_through_pipeline_stages(case
 def test_a_static_batchs_decode_step_through_pipeline_stages_is_the_served_step(case, runtime, B, L):
     model, device, kw = _kw(case, runtime)
     e = mb.estimate(model, device, batch=B, prompt_tokens=L, output_tokens=1, check_memory=False, **kw)
-    sm, _, _ = build(model, device, prompt=mb.Fixed(L), output=mb.Fixed(2), **kw)
+    sm, _, _ = build(model, device, prompt=mb.serving.Fixed(L), output=mb.serving.Fixed(2), **kw)
     assert float(sm.step(float(B), float(sm.attended(L)), h=float(sm.held(L)))) == pytest.approx(e.tpot_s, rel=1e-9)
 
 
@@ -58,7 +58,7 @@ def _hop(tokens):
 
 
 def _sm(pp):
-    return build("llama-3.1-8b", "h100-sxm", prompt=mb.Fixed(1000), output=mb.Fixed(200), runtime="ideal",
+    return build("llama-3.1-8b", "h100-sxm", prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(200), runtime="ideal",
                  n_chips=pp, parallel=mb.Parallel(pp=pp))[0]
 
 

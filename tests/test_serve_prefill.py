@@ -9,7 +9,7 @@ from membound.serving import build
 H100, H200 = 989e12, 989e12      # dense 16-bit FLOP/s (H100 SXM, H200: the same Hopper die)
 L8B = 8_030_261_248              # Llama-3.1-8B parameters
 LOOKUP_8B = 128256 * 4096        # untied input embedding (a lookup); the LM head is the same size
-WIDE = mb.Scheduler(token_budget=32_768)   # every prompt here in one step: no chunks
+WIDE = mb.serving.Scheduler(token_budget=32_768)   # every prompt here in one step: no chunks
 
 
 def pairs(layers_full: int, s: float, layers_windowed: int = 0, w: int = 0) -> float:
@@ -38,7 +38,7 @@ def test_dense_gqa_lone_prefill_by_hand(S):
     gemm = 2 * (L8B - 2 * LOOKUP_8B) * S / H100
     head = 2 * 128256 * 4096 / H100
     attn = 16_384 * pairs(32, S) / H100
-    sm, _, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Fixed(S), output=mb.Fixed(2), runtime="ideal",
+    sm, _, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.serving.Fixed(S), output=mb.serving.Fixed(2), runtime="ideal",
                      scheduler=WIDE)
     assert attention(sm, S) == pytest.approx(attn, rel=1e-9)
     assert lone(sm, S) == pytest.approx(gemm + head + attn, rel=1e-9)
@@ -58,7 +58,7 @@ def test_mla_prefill_pairs_at_the_decompressed_rate(S):
     # step's runs absorbed into the 512-wide latent: 278,528 (3.4x). The prefill's pairs, 61 x
     # S (S - 1) / 2, split over 8 chips at 989 TFLOP/s (the KV's 16-bit attention peak):
     #   8,192: 81,920 x 2.0467e9 / 7.912e15 = 21.19 ms (at the decode rate it was 72.05 ms)
-    sm, _, _ = build("deepseek-r1", "h200", prompt=mb.Fixed(S), output=mb.Fixed(2), runtime="ideal",
+    sm, _, _ = build("deepseek-r1", "h200", prompt=mb.serving.Fixed(S), output=mb.serving.Fixed(2), runtime="ideal",
                      weight_dtype="fp8", kv_dtype="bf16", activation_dtype="bf16", n_chips=8, scheduler=WIDE)
     assert sm.alpha_pre == pytest.approx(81_920 / (8 * H200), rel=1e-12)
     assert sm.alpha == pytest.approx(278_528 / (8 * H200), rel=1e-9)       # decode: unchanged
@@ -77,7 +77,7 @@ def test_sliding_window_moe_prefill_by_hand(S):
     # gpt-oss-120b (mxfp4 experts, bf16 dense) on one ideal H200: 36 layers, half of them over a
     # 128-token window; 2 x 64 heads x (64 + 64) = 16,384 FLOP per (layer, pair) at 989 TFLOP/s
     kw = dict(weight_dtype="mxfp4", dense_weight_dtype="bf16", runtime="ideal")
-    sm, _, _ = build("gpt-oss-120b", "h200", prompt=mb.Fixed(S), output=mb.Fixed(2), scheduler=WIDE, **kw)
+    sm, _, _ = build("gpt-oss-120b", "h200", prompt=mb.serving.Fixed(S), output=mb.serving.Fixed(2), scheduler=WIDE, **kw)
     assert attention(sm, S) == pytest.approx(16_384 * pairs(18, S, 18, 128) / H200, rel=1e-9)
     e = mb.estimate("gpt-oss-120b", "h200", prompt_tokens=S, output_tokens=2, **kw)
     if S <= 8192:   # one step at the default token budget: estimate's prefill is the lone prompt's step
@@ -97,7 +97,7 @@ def test_a_prompt_beyond_the_budget_is_its_chunks_not_whole_budgets():
     gemm = 2 * (L8B - 2 * LOOKUP_8B) * S / H100
     head = 2 * 128256 * 4096 / H100
     attn = 16_384 * pairs(32, S) / H100
-    kw = dict(prompt_tokens=S, output_tokens=2, runtime="ideal", scheduler=mb.Scheduler(token_budget=8192))
+    kw = dict(prompt_tokens=S, output_tokens=2, runtime="ideal", scheduler=mb.serving.Scheduler(token_budget=8192))
     core = mb.estimate("llama-3.1-8b", "h100-sxm", prompt_tokens=S, output_tokens=2, runtime="ideal").prefill_s
     assert core == pytest.approx(gemm + 3 * head + attn, rel=1e-9)
     for engine in ("solver", "simulate"):

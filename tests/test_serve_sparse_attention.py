@@ -107,7 +107,7 @@ def test_kv_capacity_counts_each_held_token_with_its_index_key():
 def test_solver_agrees_with_simulator_beyond_topk():
     # every context in 6,553 .. 9,216 is beyond top-k: the attention reads the same at all of them
     kw = dict(n_chips=8, weight_dtype="fp8", kv_dtype="fp8", runtime="sglang", concurrency=32,
-              prompt_tokens=mb.Uniform(6553, 8192), output_tokens=mb.Uniform(819, 1024))
+              prompt_tokens=mb.serving.Uniform(6553, 8192), output_tokens=mb.serving.Uniform(819, 1024))
     a = mb.serve("deepseek-v3.2", "h200", **kw)
     b = mb.serve("deepseek-v3.2", "h200", engine="simulate", seed=1, **kw)
     assert a.tpot.mean == pytest.approx(b.tpot.mean, rel=0.05)
@@ -136,7 +136,8 @@ def test_speculative_disaggregated_curve_and_offline_take_the_preset():
     plain = mb.serve("deepseek-ai/DeepSeek-V3.2", "h200", concurrency=8, **kw)
     spec = mb.serve("deepseek-v3.2", "h200", concurrency=8, speculative=mb.mtp("deepseek-v3.2", 2), **kw)
     assert plain.model == "deepseek-v3.2" and spec.tok_s_per_user > plain.tok_s_per_user
-    dis = mb.serve_disaggregated("deepseek-v3.2", "h200", concurrency=16, prefill=mb.Pool(1, 8), decode=mb.Pool(1, 8),
+    dis = mb.serve_disaggregated("deepseek-v3.2", "h200", concurrency=16, prefill=mb.serving.Pool(1, 8),
+                                 decode=mb.serving.Pool(1, 8),
                                  **{k: v for k, v in kw.items() if k != "n_chips"})
     assert dis.output_tok_s > 0 and 0 < dis.kv_occupancy <= 1
     c = mb.serve_curve("deepseek-v3.2", "h200", concurrency=[1, 8, 64], **kw)

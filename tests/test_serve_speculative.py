@@ -4,6 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import membound as mb
+from membound.physics.speculative import mtp_module
 from membound.serving import build
 from membound.fidelity.serve_validate import MTP_DRAFTS, load_rows
 
@@ -20,14 +21,14 @@ def test_mtp_module_is_one_layer_with_the_shared_embedding_and_head():
     # Llama-3.1-8B: 41,943,040 attention + 176,160,768 MLP + 8,192 norms = 218,112,000 per layer;
     # 32 layers + 2 x 525,336,576 (embedding, LM head) + 4,096 = 8,030,261,248.
     assert LAYER == 218_112_000 and 32 * LAYER + 2 * LOOKUP + H == L8B
-    m = mb.mtp_module("llama-3.1-8b")
+    m = mtp_module("llama-3.1-8b")
     assert m.n_layers == 1 and m.total_params == MTP_8B          # 1,268,789,248
     # DeepSeek-R1: one MoE layer with embedding and LM head (2 x 129,280 x 7,168 = 1.853B):
     #   experts: 257 (256 routed + 1 shared) x 3 x 7168 x 2048 = 11,318,329,344
     #   MLA attention: q_a 7168x1536 + q_b 1536x(128x192) + kv_a 7168x(512+64) + kv_b 512x(128x256)
     #                  + o (128x128)x7168 = 187,105,280; router 256 x 7168 = 1,835,008
     # 13.36B against DeepSeek's published 14B for the module (its 2h x h projection left out).
-    r1 = mb.mtp_module("deepseek-r1")
+    r1 = mtp_module("deepseek-r1")
     assert r1.n_layers == 1 and r1.n_experts == 256
     experts = 257 * 3 * 7168 * 2048
     attention = 7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168
@@ -78,8 +79,8 @@ def test_spec_step_counts_verified_positions_and_the_drafters_memory():
     # The step model with k drafts verifies k + 1 tokens per sequence, and the drafter's weights
     # (the MTP module, 1,268,789,248 bf16 params = 2.54 GB) and its KV (one layer's, 1/32 more
     # per token) leave less room for the cache.
-    plain, _, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Fixed(1000), output=mb.Fixed(200), runtime="ideal")
-    sm, _, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.Fixed(1000), output=mb.Fixed(200), runtime="ideal",
+    plain, _, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(200), runtime="ideal")
+    sm, _, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(200), runtime="ideal",
                      speculative=mb.mtp("llama-3.1-8b", 3, 0.7))
     assert sm.positions == 4 and sm.tokens_per_step == pytest.approx((1 - 0.7 ** 4) / 0.3, rel=1e-12)
     assert sm.weights_bytes - plain.weights_bytes == pytest.approx(2 * MTP_8B, rel=1e-9)
@@ -149,7 +150,7 @@ def test_disaggregated_decode_pool_drafts_too():
     # one client, decode pool of one H100: with every draft accepted (alpha = 1, k = 3) a round
     # emits 4 tokens for one verify pass of 4 positions plus 3 drafts, so TPOT falls; the
     # drafter also prefills the prompt on the prefill pool, so TTFT grows a little.
-    kw = dict(concurrency=1, prefill=mb.Pool(1, 1), decode=mb.Pool(1, 1), prompt_tokens=512, output_tokens=128,
+    kw = dict(concurrency=1, prefill=mb.serving.Pool(1, 1), decode=mb.serving.Pool(1, 1), prompt_tokens=512, output_tokens=128,
               runtime="ideal")
     plain = mb.serve_disaggregated("llama-3.1-8b", "h100-sxm", **kw)
     spec = mb.serve_disaggregated("llama-3.1-8b", "h100-sxm", speculative=mb.mtp("llama-3.1-8b", 3, 1.0), **kw)
@@ -226,11 +227,12 @@ def test_estimate_and_serve_count_the_same_drafter_bytes():
     other = {}
     for layout in (mb.Parallel(tp=8), mb.Parallel(ep=8)):
         e = mb.estimate("deepseek-r1", "h200", parallel=layout, speculative=spec, **kw)
-        plain, _, _ = build("deepseek-r1", "h200", prompt=mb.Fixed(1000), output=mb.Fixed(200), parallel=layout, **kw)
-        sm, _, _ = build("deepseek-r1", "h200", prompt=mb.Fixed(1000), output=mb.Fixed(200), parallel=layout,
+        plain, _, _ = build("deepseek-r1", "h200", prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(200),
+                             parallel=layout, **kw)
+        sm, _, _ = build("deepseek-r1", "h200", prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(200), parallel=layout,
                          speculative=spec, **kw)
         assert sm.weights_bytes - plain.weights_bytes == pytest.approx(e.memory.other_bytes, rel=1e-12)
         other[layout.ep] = e.memory.other_bytes
-    assert mb.mtp_module("deepseek-r1").expert_params == 3 * 7168 * 2048
+    assert mtp_module("deepseek-r1").expert_params == 3 * 7168 * 2048
     x = 256 * 3 * 7168 * 2048 * get_dtype("fp8").bytes
     assert other[8] - x / 8 == pytest.approx(8 * (other[1] - x / 8), rel=1e-12)

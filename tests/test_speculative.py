@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import membound as mb
+from membound.physics.speculative import head_cost, predicted_speedup
 from membound.physics.speculative import expected_tokens_per_round
 
 IDEAL = dict(runtime="ideal", prompt_tokens=0, output_tokens=1)   # context 0: no KV, pure roofline
@@ -20,8 +21,8 @@ def test_tokens_per_round_by_hand():
 def test_leviathan_formula_matches_paper_prediction():
     # spec-001: gamma 7, alpha 0.75, c 0.02; paper predicts 3.2
     # (1 - 0.75^8) / ((1 - 0.75)(7 * 0.02 + 1)) = (1 - 0.1001129) / (0.25 * 1.14) = 3.1575
-    assert mb.predicted_speedup(0.75, 7, 0.02) == pytest.approx((1 - 0.75 ** 8) / (0.25 * 1.14))
-    assert round(mb.predicted_speedup(0.75, 7, 0.02), 1) == 3.2
+    assert predicted_speedup(0.75, 7, 0.02) == pytest.approx((1 - 0.75 ** 8) / (0.25 * 1.14))
+    assert round(predicted_speedup(0.75, 7, 0.02), 1) == 3.2
 
 
 def test_self_draft_memory_bound_speedup_by_hand():
@@ -90,8 +91,8 @@ def test_head_cost_by_hand():
     # vicuna-7b: hidden 4096, vocab 32000, 32 layers, untied: one layer + one LM-head read over active
     m = mb.load_model("vicuna-7b")
     layer = (m.active_params - 2 * 32000 * 4096 - 4096) / 32
-    assert mb.head_cost(m) == pytest.approx((layer + 32000 * 4096) / m.active_params)
-    assert 0.04 < mb.head_cost(m) < 0.06
+    assert head_cost(m) == pytest.approx((layer + 32000 * 4096) / m.active_params)
+    assert 0.04 < head_cost(m) < 0.06
 
 
 @pytest.mark.parametrize("kwargs, field", [

@@ -111,9 +111,9 @@ def test_validate_help_and_a_csv_of_the_same_schema(tmp_path, capsys):
     lines = (reference_dir() / "measurements.csv").read_text().splitlines(keepends=True)
     keep = [lines[0]] + [ln for ln in lines if ln.startswith(("apple-001,", "apple-002,"))]
     (tmp_path / "mine.csv").write_text("".join(keep))
-    ref = mb.load_reference(tmp_path / "mine.csv")
+    ref = mb.fidelity.load_reference(tmp_path / "mine.csv")
     assert [s.id for s in ref.scenarios] == ["apple-001", "apple-002"]
-    assert mb.predict(ref.scenarios[1]) > 0
+    assert mb.fidelity.predict(ref.scenarios[1]) > 0
 
 
 def test_cerebras_rows_repeating_the_fitted_scenarios_within_ten_percent(report):

@@ -11,7 +11,7 @@ def _si(x: float, unit: str) -> str:
     return f"{x:.3g} {unit}"
 
 
-def _secs(x: float) -> str:
+def seconds_text(x: float) -> str:
     if x >= 1:
         return f"{x:.3g} s"
     if x >= 1e-3:
@@ -27,11 +27,11 @@ def result_rows(r, api_price: str = "") -> list[tuple[str, str]]:
         ("dtypes", f"weights {r.weight_dtype}, KV {r.kv_dtype}, activations {r.activation_dtype}"),
         ("decode per user", f"{r.decode_tok_s_per_user:,.1f} tok/s"),
         ("decode total", f"{r.decode_tok_s_total:,.1f} tok/s"),
-        ("time per output token", _secs(r.tpot_s)),
-        ("TTFT", _secs(r.ttft_s)),
-        ("end to end", _secs(r.e2e_s)),
+        ("time per output token", seconds_text(r.tpot_s)),
+        ("TTFT", seconds_text(r.ttft_s)),
+        ("end to end", seconds_text(r.e2e_s)),
         ("bound", r.bound),
-        ("step terms", ", ".join(f"{k} {_secs(v)}" for k, v in r.step_terms_s.items()
+        ("step terms", ", ".join(f"{k} {seconds_text(v)}" for k, v in r.step_terms_s.items()
                                  if v or k not in ("draft", "communication", "overhead"))),
     ]
     if r.memory is not None:
@@ -85,7 +85,7 @@ def result_html(r, api_price: str = "") -> str:
 
 
 # ---- models and devices ------------------------------------------------------------------
-def _num(x: float) -> str:
+def sig3(x: float) -> str:
     """3 significant figures, without exponents: 0.23, 85.5, 1,540, 21,000."""
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
@@ -119,16 +119,17 @@ def hardware_rows(h) -> list[tuple[str, str]]:
     """A device per chip: memory in GB, bandwidth in TB/s, compute in TFLOP/s (decimal)."""
     rows = [("device", f"{h.name} ({h.display_name}, {h.vendor}, {h.kind})")]
     for t in h.memory:
-        rows.append((f"memory {t.name}", f"{_num(t.capacity_bytes / 1e9)} GB at {_num(t.bandwidth_bytes_s / 1e12)} TB/s"))
-    rows.append(("compute (dense)", ", ".join(f"{k} {_num(v / 1e12)} TFLOP/s" for k, v in h.compute_flops.items())))
+        rows.append((f"memory {t.name}", f"{sig3(t.capacity_bytes / 1e9)} GB at {sig3(t.bandwidth_bytes_s / 1e12)} TB/s"))
+    rows.append(("compute (dense)", ", ".join(f"{k} {sig3(v / 1e12)} TFLOP/s" for k, v in h.compute_flops.items())))
     if h.interconnect is not None:
         i = h.interconnect
-        rows.append(("interconnect", f"{i.name}: {_num(i.bandwidth_bytes_s / 1e9)} GB/s per direction, "
-                     f"{_secs(i.latency_s)} per hop, up to {i.max_chips} chips"))
+        rows.append(("interconnect", f"{i.name}: {sig3(i.bandwidth_bytes_s / 1e9)} GB/s per direction, "
+                     f"{seconds_text(i.latency_s)} per hop, up to {i.max_chips} chips"))
     a = h.achievable
     rows.append(("achievable", f"{a.bandwidth_fraction:.0%} of bandwidth, {a.compute_fraction:.0%} of compute"))
     if h.latency.per_layer_s or h.latency.per_step_s:
-        rows.append(("latency floor", f"{_secs(h.latency.per_layer_s)} per layer, {_secs(h.latency.per_step_s)} per step"))
+        rows.append(("latency floor", f"{seconds_text(h.latency.per_layer_s)} per layer, "
+                                      f"{seconds_text(h.latency.per_step_s)} per step"))
     if h.power_w:
         rows.append(("power", f"{h.power_w:,.0f} W"))
     rows.append(("price", price_text(h)))
@@ -169,8 +170,8 @@ def hardware_html(h) -> str:
 def hardware_repr(h) -> str:
     """One line: Hardware('h100-sxm', 80 GB at 3.35 TB/s, 989 TFLOP/s bf16)."""
     peak = h.compute_flops.get("bf16") or h.compute_flops.get("fp16") or max(h.compute_flops.values())
-    return (f"Hardware({h.name!r}, {_num(h.capacity_bytes / 1e9)} GB at {_num(h.bandwidth_bytes_s / 1e12)} TB/s, "
-            f"{_num(peak / 1e12)} TFLOP/s 16-bit)")
+    return (f"Hardware({h.name!r}, {sig3(h.capacity_bytes / 1e9)} GB at {sig3(h.bandwidth_bytes_s / 1e12)} TB/s, "
+            f"{sig3(peak / 1e12)} TFLOP/s 16-bit)")
 
 
 def grid(header: list[str], rows: list[list[str]]) -> str:
@@ -208,8 +209,8 @@ def hardware_list_rows(devices) -> tuple[list[str], list[list[str]]]:
     rows = []
     for h in devices:
         peak = h.compute_flops.get("bf16") or h.compute_flops.get("fp16") or max(h.compute_flops.values())
-        rows.append([h.name, h.vendor, h.kind, _num(h.capacity_bytes / 1e9), _num(h.bandwidth_bytes_s / 1e12),
-                     _num(peak / 1e12), f"{h.price_usd_per_hour:.2f}" if h.price_usd_per_hour else "none"])
+        rows.append([h.name, h.vendor, h.kind, sig3(h.capacity_bytes / 1e9), sig3(h.bandwidth_bytes_s / 1e12),
+                     sig3(peak / 1e12), f"{h.price_usd_per_hour:.2f}" if h.price_usd_per_hour else "none"])
     return header, rows
 
 
@@ -221,7 +222,7 @@ def serve_curve_table(c) -> tuple[str, list[str], list[list[str]], str]:
     """A `ServeCurve` as (title, header, rows, footnote): one row per client count."""
     title = f"{c.model} on {c.n_chips} x {c.hardware}, {c.runtime}: served curve"
     cost = c.cost_per_million_output_tokens_usd
-    rows = [[f"{int(n):,}", f"{u:,.1f}", f"{t:,.0f}", _secs(float(f)), _secs(float(p)), f"{r:.1f}",
+    rows = [[f"{int(n):,}", f"{u:,.1f}", f"{t:,.0f}", seconds_text(float(f)), seconds_text(float(p)), f"{r:.1f}",
              "-" if cost is None else f"{cost[i]:,.3g}"]
             for i, (n, u, t, f, p, r) in enumerate(zip(c.concurrency, c.tok_s_per_user, c.output_tok_s_per_chip,
                                                          c.ttft_s, c.tpot_s, c.mean_running))]

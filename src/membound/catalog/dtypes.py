@@ -56,7 +56,7 @@ class DType:
 # as llama-bench reports for the file. OCP MX spec v1.0 (mxfp4: 32 fp4 + one 8-bit shared scale = 4.25);
 # NVIDIA NVFP4 (16 fp4 + fp8 e4m3 scale = 4.5, plus a per-tensor fp32 scale, negligible);
 # AWQ/GPTQ int4 with group 128 and fp16 scales: 4 + 16/128 = 4.125 (zero points, when packed
-# at 4 bits, add 4/128 more; we use the scale-only figure DESIGN.md names).
+# at 4 bits, add 4/128 more; we use the scale-only figure).
 _BUILTIN = (
     DType("fp32", 32, "fp32", "IEEE single precision"),
     DType("tf32", 32, "tf32", "stored as fp32, computed as tf32"),

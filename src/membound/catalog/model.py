@@ -32,7 +32,7 @@ Flag = Annotated[bool, Field(strict=True)]
 
 
 class Model(BaseModel):
-    """One decoder-only transformer. Sizes are element counts; see DESIGN.md for the physics."""
+    """One decoder-only transformer. Sizes are element counts; see docs/physics.md for the physics."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -308,10 +308,6 @@ class Model(BaseModel):
     @property
     def is_moe(self) -> bool:
         return self.n_experts > 0
-
-    @property
-    def is_mla(self) -> bool:
-        return self.kv_lora_rank > 0
 
     def model_copy(self, *, update=None, deep=False) -> Model:
         """A copy; with `update`, validated and counted again."""
@@ -751,11 +747,11 @@ def load_model(name_or_path_or_model) -> Model:
         return _load_cached(kind, str(target.resolve()), target.stat().st_mtime)
     key = s if s in _catalogue() else _index().resolve(s)
     m = _load_cached("preset", key, 0.0)
-    m = _presets_by_name[s] = _variant(m, s)
+    m = _presets_by_name[s] = release_variant(m, s)
     return m
 
 
-def _variant(m: Model, text: str) -> Model:
+def release_variant(m: Model, text: str) -> Model:
     """The preset as the release `text` names: its own max_context where `text` is one of the
     preset's `variant_contexts` aliases (compared as the resolver does: the whole id, or its
     repository name), else the preset itself."""

@@ -1,4 +1,4 @@
-"""The constant budget (issue 27 item 2; DESIGN.md, rules of honest fitting): every constant of
+"""The constant budget (issue 27 item 2; docs/architecture.md, rules of honest fitting): every constant of
 every runtime, fitted or not, with its unit, prior range, the rows and groups behind it and
 whether it sits on a bound; a runtime with more than one free constant per two groups (chips) its
 fits span is flagged.

@@ -6,7 +6,7 @@ Rows: every predicted row of a fitted runtime, except rows that beat physics (fa
 pure roofline: `beats_physics`), which are set aside with the reason. The headline error is
 never measured on these rows: `membound.validate` refits without a whole chip (or a whole
 source) and predicts it. The specialised chips' latency floors come from the rows named in
-`SPECIALISED_CALIBRATION` (the launch figures); their other rows are held out.
+`vendors.FITS` (the launch figures); their other rows are held out.
 
 What is fitted (never one figure per row):
 - per runtime (`default`; per device class too only where asked, `CLASS_ENTRIES`: a class with at
@@ -47,7 +47,6 @@ from . import fitter
 from .fitter import FitReport, Param
 from ..catalog.model import Model, load_model
 from .reference import SPECIALISED, Scenario, load_reference, predict
-from .vendors import FITS as VENDOR_FITS
 from .vendors import fit as vendor_fit
 from .vendors import fitted_rows as vendor_fitted_rows
 from .vendors import runtime_yaml as vendor_yaml
@@ -194,9 +193,6 @@ ROWS_PER_PARAM = 2   # a device class fits one figure per this many of its rows 
                      # holds the rest at the default's values: four rows for four figures fit
                      # exactly, and land on bounds
 COMPUTE_METRICS = ("prefill_tok_s", "ttft_ms", "throughput_tok_s_total")
-# the vendor runtimes (software generations of the specialised chips): runtime -> (rows, field);
-# their one constant each is fitted by membound.vendors (see there)
-SPECIALISED_CALIBRATION = {rt: (f[1], (f[2],)) for rt, f in VENDOR_FITS.items()}
 
 
 def is_calibration(sc: Scenario) -> bool:
@@ -260,7 +256,7 @@ def param_spec(name: str, start: float) -> Param:
     return Param(name, lo, hi, min(max(start, lo), hi))
 
 
-def _at_bounds(params: dict) -> list:
+def params_at_bounds(params: dict) -> list:
     return list(fitter.at_bounds(params, [param_spec(p, BOUNDS[p][0]) for p in params]))
 
 

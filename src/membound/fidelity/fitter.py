@@ -9,7 +9,7 @@ two-point finite-difference Jacobian. Each parameter is mapped onto [0, 1] (line
 log space for a constant that spans decades) so that one difference step suits them all.
 
 A `FitReport` says what came out: the parameters, which landed on a bound (reported as missing
-physics, never as a result: DESIGN.md, rules of honest fitting), the rows the residuals came
+physics, never as a result: docs/architecture.md, rules of honest fitting), the rows the residuals came
 from, the residuals at the optimum, and whether the solver converged.
 """
 from __future__ import annotations

@@ -562,7 +562,8 @@ def _tokens(r: dict[str, str], column: str) -> int:
     return UNSTATED
 
 
-# The data sets' own workload rules (DESIGN.md: a data set's rule lives with its loader, cited):
+# The data sets' own workload rules (docs/architecture.md, rules of honest fitting: a data set's rule lives
+# with its loader, cited):
 # a row whose prompt_tokens column names its data set instead of a length takes that data set's
 # lengths. MT-bench (80 two-turn questions, lmsys FastChat llm_judge) states no token lengths in the
 # rows that use it (the EAGLE README's gpt-fast table, the EAGLE-3 paper's SGLang table): ~128
@@ -632,7 +633,7 @@ def _specialised(r: dict[str, str], s: _Shape, model: str, hw: Hardware, wd: str
     ctx = re.search(r"(\d+)-token context", r["notes"])
     s.prompt, s.output = (int(ctx.group(1)) // 2 if ctx else 1024), 256
     try:
-        s.n_chips, s.parallel = _special_layout(model, hw, wd, s.n_chips if r["n_chips"] else None)
+        s.n_chips, s.parallel = special_layout(model, hw, wd, s.n_chips if r["n_chips"] else None)
     except MemboundError as e:
         raise SkipRow(f"no layout holds it: {e}") from None
     s.chips_stated = bool(r["n_chips"])
@@ -655,7 +656,7 @@ def _check_shape(r: dict[str, str], s: _Shape) -> int | str:
     return s.batch
 
 
-def _special_layout(model_name, hw, wd, stated):
+def special_layout(model_name, hw, wd, stated):
     """Chips and (tp, pp, ep) for a specialised-chip row: the stated count, else a SambaRack of
     16 sockets for SambaNova (the unit it serves from: hw-022), else the fewest chips that hold
     the weights plus 8k tokens of KV; laid out by the one layout rule (parallel.layout_for)."""

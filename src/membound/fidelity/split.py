@@ -1,4 +1,4 @@
-"""The committed split of the development data into fit, select and report groups (DESIGN.md,
+"""The committed split of the development data into fit, select and report groups (docs/architecture.md,
 rules of honest fitting: three roles, fixed before looking).
 
 A group is a chip (a hardware profile's name) or a source (a row id's prefix: apple, lcpp2, ...).

@@ -19,7 +19,7 @@ percentile of |error| of three kinds, never mixed:
 
 Rows of fit groups have no held-out figure. Rows of runtimes nothing fits (vLLM, SGLang, the
 device's own figures) are predicted as they are. Specialised chips are calibrated on named
-launch rows (`calibrate.SPECIALISED_CALIBRATION`): the named ones have no held-out figure.
+launch rows (`vendors.FITS`): the named ones have no held-out figure.
 
 Rows faster than the pure roofline are set aside with the reason (`calibrate.beats_physics`);
 fits that end on a bound are listed (missing physics). Coverage = rows predicted / rows whose
@@ -42,7 +42,7 @@ from .reference import SPECIALISED, Scenario, load_reference, predict, reference
 from .budget import fraction_evidence
 from .serve_validate import load_rows
 from ..catalog.runtime import RuntimeEntry, load_runtime
-from .calibrate import _at_bounds
+from .calibrate import params_at_bounds
 from ..catalog.hardware import load_hardware
 from ..base.safeio import csv_row, check_output_path
 from ..errors import MemboundError, require, InvalidInputError
@@ -213,7 +213,7 @@ def validation_report(path=None, group: str = "chip") -> dict:
 def _entry_bounds(rt: str, entry) -> list:
     vals = {p: getattr(entry, p) for p in FIT[rt]           # figures the file sets and a fit chose
             if p in entry.model_fields_set and p not in FIXED.get(rt, {})}
-    return _at_bounds(vals)
+    return params_at_bounds(vals)
 
 
 def _fig(n: int, groups: int, med: float, p90: float) -> str:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from .reference import ROW_RUNTIME
 from ..catalog.runtime import Runtime, RuntimeEntry
 from .fitter import Param, fit as least_squares
-from .reference import predict, load_reference, _special_layout
+from .reference import predict, load_reference, special_layout
 from ..catalog.model import load_model
 from ..catalog.hardware import load_hardware
 
@@ -174,7 +174,7 @@ def _counts(sc, tries: int = 48) -> list[tuple[int, tuple[int, int, int]]]:
     for n in range(n0, n0 + tries * step + 1, step):
         if hw.interconnect is not None and n > hw.interconnect.max_chips:
             break
-        out.append(_special_layout(sc.model, hw, sc.weight_dtype, n))
+        out.append(special_layout(sc.model, hw, sc.weight_dtype, n))
     return out
 
 

@@ -23,7 +23,7 @@ A prefill of S tokens does the layers' GEMMs for all S and the LM head for the l
 (its logits give the first token; all S where the runtime's prefill_logits is "all").
 pos = 1 for plain decoding, the verified positions for speculative decoding. Weights and KV
 are placed tier by tier, fastest first (or pinned), and each tier streams its share at its own
-achievable bandwidth; the times add (DESIGN.md).
+achievable bandwidth; the times add (docs/physics.md).
 
 `evaluate` reads as the list of its concepts, each a function below it: what a chip holds and
 where (`chip_base` once per configuration, `chip_of` per workload, `held_*_bytes`, `placement`),
@@ -468,7 +468,7 @@ def held_activation_bytes(mc: ModelConsts, hw: Hardware, kn: Knobs) -> Num:
 
 def placement(tiers: Sequence[MemoryTier], eff_bw: float, dense_chip: Num, expert_chip: Num, kv_chip: Num,
               pinned: Mapping[str, str] | None) -> tuple[Num, Num, Num, Num, list[tuple[Num, Num]]]:
-    """Place a chip's bytes in its tiers, hot first (DESIGN.md): the weights every token reads
+    """Place a chip's bytes in its tiers, hot first (docs/physics.md): the weights every token reads
     (dense, attention, shared experts) in the fastest tiers, then the KV cache (read every step),
     then the routed experts (uniform routing: each as likely as the next), the slowest tier taking
     only what does not fit; or pin "weights"/"kv" to named tiers. Returns seconds per byte of

@@ -17,7 +17,7 @@ from ..catalog.hardware import Hardware, load_hardware
 from ..catalog.model import Model, load_model
 from .parallel import Parallel, as_parallel, fewest_chips, layout_for
 from .quantization import Quantization, Resolved
-from .result import Memory, Result, TierUse, _create
+from .result import Memory, Result, TierUse, create_frozen
 from ..catalog.runtime import Efficiency, Runtime, load_runtime
 from .speculative import SpeculativeDecoding
 import numpy as np
@@ -103,18 +103,18 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
         if not (math.isfinite(r[key]) and r[key] > 0):
             raise InvalidInputError(key, r[key], f"a finite positive figure; the inputs ({p.model.name} on "
                                     f"{p.hardware.name}) are outside the physical range")
-    memory = _create(Memory, {      # dict displays: one dict per object (estimate()'s hot path)
+    memory = create_frozen(Memory, {      # dict displays: one dict per object (estimate()'s hot path)
         "weights_bytes": r["weights_bytes_chip"], "kv_bytes": r["kv_bytes_chip"],
         "activation_bytes": r["activation_bytes_chip"], "other_bytes": r["extra_bytes_chip"],
         "capacity_bytes": r["capacity_bytes_chip"], "fits": bool(r["fits"]),
-        "placement": tuple([_create(TierUse, {"tier": t.name, "weights_bytes": float(w), "kv_bytes": float(kv),
+        "placement": tuple([create_frozen(TierUse, {"tier": t.name, "weights_bytes": float(w), "kv_bytes": float(kv),
                                               "capacity_bytes": t.capacity_bytes})
                             for (w, kv), t in zip(r["per_tier"], hw.memory)])})
     if check_memory:
         _check_fit(memory, hw, pinned, m, N, layout, lambda: _fewest_chips(dict(locals_), m, hw))
     watts = hw.power_w
     terms = dict(zip(BOUNDS, _TERMS(r)))
-    result = _create(Result, {
+    result = create_frozen(Result, {
         **p.labels, "batch": B, "prompt_tokens": S, "output_tokens": T,
         "decode_tok_s_per_user": r["decode_tok_s_per_user"], "decode_tok_s_total": r["decode_tok_s_total"],
         "ttft_s": r["ttft_s"], "prefill_s": r["prefill_s"], "e2e_s": r["e2e_s"], "tpot_s": r["tpot_s"],

@@ -88,7 +88,7 @@ def as_parallel(value) -> Parallel | None:
 
 
 def layout_for(model, hardware, n_chips: int) -> Parallel:
-    """THE layout rule (DESIGN.md, "Layouts over many chips"): the layout `n_chips` chips get when
+    """THE layout rule (docs/physics.md): the layout `n_chips` chips get when
     the user names only a count. estimate, compare, min_chips, sweep, the planner and validation
     all use it.
 

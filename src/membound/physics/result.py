@@ -25,7 +25,7 @@ def equal_values(a, b) -> bool:
     return bool(a == b)
 
 
-def _create(cls, fields: dict):
+def create_frozen(cls, fields: dict):
     """An instance of the frozen dataclass `cls` from a dict of all its fields, without running
     the generated __init__, which stores each field through object.__setattr__ (a third of
     `estimate()`'s time went there)."""
@@ -59,10 +59,6 @@ class Memory:
     @property
     def total_bytes(self) -> float:
         return self.weights_bytes + self.kv_bytes + self.activation_bytes + self.other_bytes
-
-    @property
-    def free_bytes(self) -> float:
-        return self.capacity_bytes - self.total_bytes
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ import html
 MAX_BATCH_SEARCH = 1 << 20   # largest batch max_batch() will consider (sequences)
 
 
-def _batches(batches) -> np.ndarray:
+def batch_grid(batches) -> np.ndarray:
     """A grid of batch sizes as floats: integers from 1 to MAX_COUNT (10**300 made an inf cost,
     inf NaN speeds, a bare number or [[8]] a TypeError or ValueError of numpy's)."""
     try:
@@ -103,7 +103,7 @@ def batch_curve(model, hardware, batches=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
     weight_dtype, n_chips, runtime, speculative, price_usd_per_hour, ...). Batches that do
     not fit are reported (fits=False), not dropped.
     """
-    b = _batches(batches)
+    b = batch_grid(batches)
     p = _prepare(model, hardware, estimate_kwargs)
     r = p.evaluate(batch=b)
     n = b.size
@@ -216,7 +216,7 @@ def bus_fare(model, hardware, batch: int = 1, full_batch: int | None = None, **e
     full = _max_batch(p) if full_batch is None else full_batch
     if full is None:
         max_batch(model, hardware, **estimate_kwargs)   # raises DoesNotFitError
-    b = _batches([batch, full])
+    b = batch_grid([batch, full])
     r = p.evaluate(batch=b)
     cost, speed = np.asarray(r["cost_per_million_tokens_usd"]), np.asarray(r["decode_tok_s_per_user"])
     f = _speeds(p, b, r).fare(b[0], b[1])
@@ -282,7 +282,7 @@ def fast_mode(model, hardware, speedup: float = 2.5, price_ratio: float = 6.0, b
             max_batch(model, hardware, **estimate_kwargs)   # raises DoesNotFitError
         assert top is not None
         batches = np.arange(1, min(top, 4096) + 1)
-    b = _batches(batches)
+    b = batch_grid(batches)
     r = p.evaluate(batch=b)
     ok = np.broadcast_to(np.asarray(r["fits"], bool), b.shape)
     if np.count_nonzero(ok) < 2:

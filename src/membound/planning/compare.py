@@ -12,7 +12,7 @@ from ..physics.estimate import check_int, estimate
 from ..catalog.hardware import Hardware, load_hardware, one_name_each
 from ..catalog.model import Model, load_model
 from ..physics.result import Result
-from ..base.display import _num, _secs, NO_PRICE, grid, html_grid
+from ..base.display import sig3, seconds_text, NO_PRICE, grid, html_grid
 from ..catalog.hardware import api_price_text
 
 COLUMNS = ("device", "chips", "layout", "tok/s/user", "tok/s total", "TTFT", "bound", "GB/chip used/cap", "$/M tok")
@@ -53,9 +53,9 @@ class CompareResult:
         out = []
         for r in self.results:
             m, cost = r.memory, r.cost_per_million_tokens_usd
-            used = "" if m is None else f"{_num(m.total_bytes / 1e9)}/{_num(m.capacity_bytes / 1e9)}"
+            used = "" if m is None else f"{sig3(m.total_bytes / 1e9)}/{sig3(m.capacity_bytes / 1e9)}"
             out.append([r.hardware, str(r.n_chips), r.parallel.replace("=", "").replace(" ep1", ""),
-                        f"{r.decode_tok_s_per_user:,.1f}", f"{r.decode_tok_s_total:,.1f}", _secs(r.ttft_s), r.bound,
+                        f"{r.decode_tok_s_per_user:,.1f}", f"{r.decode_tok_s_total:,.1f}", seconds_text(r.ttft_s), r.bound,
                         used, "-" if cost is None else f"{cost:,.2f}"])
         return out
 

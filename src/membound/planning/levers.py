@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .batching import _batches
+from .batching import batch_grid
 from ..errors import InvalidInputError
 from ..physics.estimate import estimate, prepare
 from ..physics.result import Result, equal_values
@@ -166,7 +166,7 @@ def quantization_speedup(model, hardware, weight_dtypes=("int4", "fp8"), batches
     for k in ("weight_dtype", "activation_dtype", "quantization", "batch"):
         if k in estimate_kwargs:
             raise InvalidInputError(k, estimate_kwargs[k], "not here: give formats in weight_dtypes/baseline")
-    b = _batches(batches)
+    b = batch_grid(batches)
     kv = estimate_kwargs.pop("kv_dtype", None)
 
     def run(q):
@@ -235,7 +235,7 @@ def speculative_speedup(model, hardware, speculative: SpeculativeDecoding, batch
         raise InvalidInputError("speculative", speculative, "a mb.SpeculativeDecoding")
     if "batch" in estimate_kwargs or "speculative" in estimate_kwargs:
         raise InvalidInputError("estimate_kwargs", sorted(estimate_kwargs), "no batch or speculative here")
-    b = _batches(batches)
+    b = batch_grid(batches)
     fast = prepare(model, hardware, speculative=speculative, **estimate_kwargs).evaluate(batch=b)
     plain = prepare(model, hardware, **estimate_kwargs).evaluate(batch=b)
     ratio = np.asarray(fast["decode_tok_s_per_user"], float) / np.asarray(plain["decode_tok_s_per_user"], float)

@@ -44,7 +44,7 @@ from .sweep import pareto_front, sweep
 from ..base.workbudget import WorkBudget
 from ..serving import Fixed, Samples, solve, build, as_length
 from ..errors import MemboundError
-from ..serving.api import _from_solver, e2e_quantile, ttft_quantile
+from ..serving.api import result_from_solver, e2e_quantile, ttft_quantile
 from ..catalog.runtime import load_runtime
 from .rate_search import limits_of, search
 import html
@@ -542,7 +542,7 @@ def _rate_fleet(sm, sched, p, prompt, output, slo: SLO, rate: float, x: float, m
             st = solve(sm, sched, prompt.mean, output.mean, arrival_rate=r_rate)
         except MemboundError:            # beyond a replica's capacity: add one
             continue
-        r = _from_solver(sm, sched, p, st, prompt, output, None, r_rate)     # what serve() returns there
+        r = result_from_solver(sm, sched, p, st, prompt, output, None, r_rate)     # what serve() returns there
         if bool(_meets(slo, r.ttft.median, r.ttft.p90, r.tok_s_per_user, r.e2e.p90, r.ttft.p99, r.tpot.p99)):
             figs = dict(ttft_s=r.ttft.mean, ttft_p50_s=r.ttft.median, ttft_p90_s=r.ttft.p90, ttft_p99_s=r.ttft.p99,
                         tpot_s=r.tpot.mean, tpot_p99_s=r.tpot.p99, tok_s_per_user=r.tok_s_per_user, e2e_s=r.e2e.mean,

@@ -1,4 +1,4 @@
-"""Served workloads: an engine with continuous batching under load (DESIGN.md "Served workloads").
+"""Served workloads: an engine with continuous batching under load (docs/architecture.md, "The flow of one serve").
 
 `serve()` answers what N clients in a closed loop (or Poisson arrivals at a rate) get from one
 engine instance: TTFT with queueing, time per output token, throughput per chip.
@@ -41,8 +41,9 @@ from .scheduler import Scheduler
 from .simulator import simulate
 from .solver import Steady, batch_wait, finite_run_share, run_share, solve
 from .step import StepModel
+from .disagg import Pool, serve_disaggregated
 
 __all__ = ["serve", "serve_curve", "build", "solve", "simulate", "batch_wait", "finite_run_share", "run_share",
            "attach_speculative", "instance_limits", "Fixed", "Uniform", "Samples", "Length",
            "as_length", "Scheduler", "DEFAULT_SERVED", "StepModel", "Quantiles", "ServeResult", "Steady",
-           "ServeCurve", "ServedFastMode", "DEFAULT_CONCURRENCY"]
+           "ServeCurve", "ServedFastMode", "DEFAULT_CONCURRENCY", "Pool", "serve_disaggregated"]

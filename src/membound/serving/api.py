@@ -15,7 +15,7 @@ from ..catalog.runtime import DEFAULT_SERVED, Served, load_runtime
 from ..physics.speculative import SpeculativeDecoding
 from .lengths import Length, as_length
 from .result import Quantiles, ServeResult
-from .scheduler import Scheduler, _set
+from .scheduler import Scheduler, filled
 from .simulator import _Trace, simulate
 from .solver import Steady, solve
 from .step import Drafting, StepModel
@@ -105,7 +105,7 @@ def serve(model, hardware, *, concurrency: int | None = None, arrival_rate: floa
                          dense_weight_dtype=dense_weight_dtype, allow_beyond_context=allow_beyond_context)
     if engine == "solver":
         st = solve(sm, sched, prompt.mean, output.mean, concurrency=concurrency, arrival_rate=arrival_rate)
-        return _from_solver(sm, sched, p, st, prompt, output, concurrency, arrival_rate)
+        return result_from_solver(sm, sched, p, st, prompt, output, concurrency, arrival_rate)
     rng = np.random.default_rng(seed)
     S, T = prompt.sample(rng, n), output.sample(rng, n)
     arrivals = None if arrival_rate is None else np.cumsum(rng.exponential(1.0 / arrival_rate, n))
@@ -123,7 +123,7 @@ def instance_limits(sched: Scheduler, served: Served, ranks: int) -> Scheduler:
     _handle_data_parallelism, model_executor/model_runner.py)."""
     if not served.rank_limits or ranks == 1:
         return sched
-    return replace(sched, max_running=_set(sched.max_running) * ranks, token_budget=_set(sched.token_budget) * ranks)
+    return replace(sched, max_running=filled(sched.max_running) * ranks, token_budget=filled(sched.token_budget) * ranks)
 
 
 def served_chips(model, hardware, n_chips, parallel, prompt: Length, output: Length, **estimate_kwargs) -> int:
@@ -147,7 +147,7 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
     rt = load_runtime(runtime, load_hardware(hardware))
     # resolved() builds a Scheduler of every knob, whose checks refuse a token budget below max_running
     sched = (scheduler or Scheduler()).resolved(rt.served or DEFAULT_SERVED)
-    budget = _set(sched.token_budget)
+    budget = filled(sched.token_budget)
     if not sched.chunked_prefill and prompt.high > budget:
         raise InvalidInputError("scheduler.token_budget", budget,
                                 f"at least the longest prompt ({prompt.high}) without chunked prefill")
@@ -198,7 +198,7 @@ def attach_speculative(sm: StepModel, spec: SpeculativeDecoding) -> None:
         sm.kv_pair_bytes += kv_token / float(sm.chip.ep * sm.consts.n_layers)
 
 
-def _common(sm: StepModel, p: Prepared, prompt: Length, output: Length, concurrency, arrival_rate, engine: str):
+def result_fields(sm: StepModel, p: Prepared, prompt: Length, output: Length, concurrency, arrival_rate, engine: str):
     res = p.resolved
     return dict(model=p.model.name, hardware=p.hardware.name, runtime=p.runtime.name, engine=engine,
                 n_chips=p.n_chips, parallel=f"tp={p.layout.tp} pp={p.layout.pp} ep={p.layout.ep}",
@@ -230,7 +230,7 @@ def e2e_quantile(sm: StepModel, st: Steady, prompt: Length, output: Length, q: f
     return ttft_quantile(sm, st, prompt, q) + (output.quantile(q) - 1.0) * st.tau
 
 
-def _from_solver(sm, sched, p, st: Steady, prompt, output, concurrency, arrival_rate) -> ServeResult:
+def result_from_solver(sm, sched, p, st: Steady, prompt, output, concurrency, arrival_rate) -> ServeResult:
     b, tau, x, ttft = (float(np.asarray(v)) for v in (st.b, st.tau, st.x, st.ttft))
     tau_d, tau_m, f = (float(np.asarray(v)) for v in (st.tau_d, st.tau_m, st.f))
     D = output.mean - 1.0
@@ -256,7 +256,7 @@ def _from_solver(sm, sched, p, st: Steady, prompt, output, concurrency, arrival_
     tok_s = x * output.mean
     kv_occ = b * st.h_mean / st.kv_cap_pairs if st.kv_cap_pairs > 0 else 0.0
     return ServeResult(
-        **_common(sm, p, prompt, output, concurrency, arrival_rate, "solver"),
+        **result_fields(sm, p, prompt, output, concurrency, arrival_rate, "solver"),
         ttft=ttft_qs, tpot=tpot, itl=itl, e2e=e2e, output_tok_s=tok_s, output_tok_s_per_chip=tok_s / sm.n_chips,
         tok_s_per_user=1.0 / tau, requests_per_s=x, mean_running=b, kv_occupancy=min(kv_occ, 1.0),
         queueing_s=wait, preemptions=0, bound=sm.bound(b, st.u_mean, h=st.h_mean),
@@ -298,7 +298,7 @@ def _from_trace(sm, sched, p, tr: _Trace, S, T, prompt, output, concurrency, arr
     inside_s = np.clip(np.minimum(tr.done, hi) - np.maximum(tr.first, lo), 0.0, None).sum()
     b_mean = float(inside_s / span) if span > 0 else tr.busy / total_t
     return ServeResult(
-        **_common(sm, p, prompt, output, concurrency, arrival_rate, "simulate"),
+        **result_fields(sm, p, prompt, output, concurrency, arrival_rate, "simulate"),
         ttft=_quantiles(ttft), tpot=tp, itl=_quantiles(durs, wts), e2e=_quantiles(e2e),
         output_tok_s=tok_s, output_tok_s_per_chip=tok_s / sm.n_chips, tok_s_per_user=1.0 / tp.median,
         requests_per_s=x, mean_running=b_mean, kv_occupancy=tr.kv / total_t,
@@ -306,4 +306,4 @@ def _from_trace(sm, sched, p, tr: _Trace, S, T, prompt, output, concurrency, arr
         preemptions=tr.preemptions,
         bound=sm.bound(b_mean, sm.attended(prompt.mean + output.mean / 2.0),
                        h=sm.held(prompt.mean + output.mean / 2.0)),
-        cost_per_million_output_tokens_usd=_cost(sm, tok_s), max_running=int(_set(sched.max_running)), scheduler=sched)
+        cost_per_million_output_tokens_usd=_cost(sm, tok_s), max_running=int(filled(sched.max_running)), scheduler=sched)

@@ -43,8 +43,8 @@ from ..physics.estimate import MAX_COUNT, check_int
 from ..physics.parallel import Parallel
 from ..physics.roofline import causal_pairs
 from . import Quantiles, Scheduler, ServeResult, StepModel, as_length, build
-from .api import _common
-from .scheduler import _set
+from .api import result_fields
+from .scheduler import filled
 from .solver import sequence_hold
 
 
@@ -162,7 +162,7 @@ def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: 
     def e2e_q(q: float) -> float:
         return ttft_q(q) + (output.quantile(q) - 1.0) * tau
     price = p.price
-    labels = _common(sm_d, p, prompt, output, concurrency, None, "disaggregated")
+    labels = result_fields(sm_d, p, prompt, output, concurrency, None, "disaggregated")
     labels.update(n_chips=chips, parallel=f"prefill {prefill.workers} x {sm_p.prepared.layout}, "
                                           f"decode {decode.workers} x {p.layout}")
     return ServeResult(
@@ -204,7 +204,7 @@ def _hold(sm: StepModel, sched: Scheduler, S: float, D: float, h: float) -> floa
 def _decode_cap(sm: StepModel, sched: Scheduler, S: float, D: float, h: float) -> float:
     """Most sequences one decode worker runs: its scheduler, its KV cache, its token budget."""
     kv = sm.kv_pairs_capacity(sched) / max(_hold(sm, sched, S, D, h), 1e-30)
-    cap = min(float(_set(sched.max_running)), kv, _set(sched.token_budget) / sm.positions)
+    cap = min(float(filled(sched.max_running)), kv, filled(sched.token_budget) / sm.positions)
     if cap < 1.0:
         raise InvalidInputError("prompt_tokens", S, f"a workload whose KV cache for one request fits a decode worker "
                                 f"({kv:.3g} requests fit)")
@@ -221,7 +221,7 @@ def _figures(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, w_p: int, w_d
     # a prompt's KV (held: read and written), its attention's and its indexer's causal pairs
     u_S, pairs_S = float(sm_p.held(S)), float(causal_pairs(sm_p.groups, S))
     idx_S = float(causal_pairs(sm_p.held_groups, S))
-    budget = float(_set(sched_p.token_budget))
+    budget = float(filled(sched_p.token_budget))
     c0 = min(S, budget) if sched_p.chunked_prefill else S
     own = c0 / S
     pre = math.ceil(S / c0) * float(sm_p.step(0.0, 0.0, c0, own * u_S, own * pairs_S, seqs=1.0, hp=own * idx_S))

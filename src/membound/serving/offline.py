@@ -2,7 +2,7 @@
 `throughput` at an infinite request rate, MLPerf's Offline scenario) and the engine batches
 continuously, so it is kept full.
 
-The engine is `serve`'s (DESIGN.md "Served workloads"): iteration-level scheduling, prefill
+The engine is `serve`'s (docs/architecture.md, "The flow of one serve"): iteration-level scheduling, prefill
 riding along with decode steps, the step costs of the runtime's `served` block. With the queue
 never empty the steady state is saturated: the running batch b is the most the engine sustains,
 whichever limit binds first,

@@ -79,7 +79,7 @@ class Scheduler:
 _K = TypeVar("_K", int, float, bool, str)
 
 
-def _set(knob: _K | None) -> _K:
+def filled(knob: _K | None) -> _K:
     """A knob of a resolved Scheduler (`Scheduler.resolved` leaves none unset)."""
     assert knob is not None, "a Scheduler knob read before Scheduler.resolved()"
     return knob

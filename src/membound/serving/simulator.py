@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..physics.roofline import causal_pairs, effective_context
 from ..base.workbudget import WorkBudget
-from .scheduler import Scheduler, _set
+from .scheduler import Scheduler, filled
 from .solver import kv_room, kv_room_knobs
 from .step import StepModel
 
@@ -32,13 +32,13 @@ def _check_simulable(sm: StepModel, sched: Scheduler) -> None:
     if sm.draft is not None:
         raise InvalidInputError("engine", "simulate", "'solver' for a speculative step model (the simulator "
                                 "does not model speculative decoding)")
-    if sm.ranks > 1 and _set(sched.dp_balance_steps):
+    if sm.ranks > 1 and filled(sched.dp_balance_steps):
         raise InvalidInputError("engine", "simulate", "'solver' for data-parallel attention with prompt balancing "
                                 "(the simulator does not hold prompts), or Scheduler(dp_balance_steps=0)")
-    if _set(sched.recv_interval_steps) > 1:
+    if filled(sched.recv_interval_steps) > 1:
         raise InvalidInputError("engine", "simulate", "'solver' for a scheduler that takes in requests every "
                                 "few steps (the simulator takes them every step), or Scheduler(recv_interval_steps=1)")
-    if _set(sched.batch_wait_steps) and _set(sched.batch_wait_ratio):
+    if filled(sched.batch_wait_steps) and filled(sched.batch_wait_ratio):
         raise InvalidInputError("engine", "simulate", "'solver' for a scheduler that holds new prompts to batch "
                                 "them (the simulator does not hold prompts), or Scheduler(batch_wait_steps=0)")
 
@@ -77,9 +77,9 @@ SIMULATE_BUDGET_S = 60.0
 def _check_cost(sched: Scheduler, prompts: np.ndarray, outputs: np.ndarray, concurrency: int | None) -> None:
     """Refuse a run whose steps (at least: every output token in a batch as full as the clients
     and max_running allow; every prompt token in a full token budget) exceed the caps above."""
-    n, batch = len(prompts), min(_set(sched.max_running), concurrency or _set(sched.max_running))
+    n, batch = len(prompts), min(filled(sched.max_running), concurrency or filled(sched.max_running))
     decode = float(np.sum(np.maximum(outputs - 1, 0))) / batch
-    prefill = float(np.sum(prompts)) / _set(sched.token_budget)
+    prefill = float(np.sum(prompts)) / filled(sched.token_budget)
     for steps, cap, kind in ((decode, MAX_SIMULATED_STEPS, "decode"), (prefill, MAX_SIMULATED_PREFILL_STEPS, "prefill")):
         if steps > cap:
             raise InvalidInputError("n_requests", n, f"a run of at most {cap:,} {kind} steps with engine='simulate': "
@@ -98,7 +98,7 @@ class _Simulation:
         self.sm, self.sched, self.n = sm, sched, n
         self.S, self.T = prompts.astype(np.int64), outputs.astype(np.int64)
         self.groups, self.held_groups = sm.groups, sm.held_groups     # attended, held
-        self.P, self.M, self.blk = _set(sched.token_budget), _set(sched.max_running), _set(sched.kv_block_tokens)
+        self.P, self.M, self.blk = filled(sched.token_budget), filled(sched.max_running), filled(sched.kv_block_tokens)
         self.cap = sm.kv_pairs_capacity(sched)
         self.closed = arrivals is None
         arrive = np.full(n, np.inf)
@@ -107,7 +107,7 @@ class _Simulation:
             arrive[:] = np.asarray(arrivals, float)
             self.issued = n
         else:
-            self.issued = min(_set(concurrency), n)
+            self.issued = min(filled(concurrency), n)
             arrive[:self.issued] = 0.0
         self.pending = [(arrive[i] + self.h[i], i) for i in range(self.issued)]      # (time at the engine, id)
         heapq.heapify(self.pending)

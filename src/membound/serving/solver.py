@@ -12,7 +12,7 @@ from ..physics.core import Pass
 from ..errors import DoesNotFitError, InvalidInputError
 from ..physics.roofline import causal_pairs
 from .lengths import Length
-from .scheduler import Scheduler, _set
+from .scheduler import Scheduler, filled
 from .step import StepModel
 
 
@@ -60,7 +60,7 @@ def sequence_hold(sm: StepModel, sched: Scheduler, S: float, D: float, h: float,
     block-rounded; under preemption="none" a whole request's (`whole` tokens), reserved."""
     if sched.preemption == "none":
         return float(sm.held(whole))
-    return h + _set(sched.kv_block_tokens) / 2.0 * (h / max(S + D / 2.0, 1.0))
+    return h + filled(sched.kv_block_tokens) / 2.0 * (h / max(S + D / 2.0, 1.0))
 
 
 def kv_room(sm: StepModel, sched: Scheduler) -> float:
@@ -77,7 +77,7 @@ def kv_room(sm: StepModel, sched: Scheduler) -> float:
 
 def kv_room_knobs(sched: Scheduler) -> str:
     """The scheduler's knobs that set `kv_room`, for an error that a request does not fit in it."""
-    return (f"at memory_fraction={_set(sched.memory_fraction):g} and kv_block_tokens={_set(sched.kv_block_tokens)}"
+    return (f"at memory_fraction={filled(sched.memory_fraction):g} and kv_block_tokens={filled(sched.kv_block_tokens)}"
             " of the scheduler")
 
 
@@ -90,7 +90,7 @@ def _running_cap(state: _State, prompt: float) -> tuple[float, float]:
     # context blocks share_across_beam; each beam's generated tokens get blocks of its own)
     shared = (1.0 - 1.0 / W) * float(sm.held(S))
     hold = sequence_hold(sm, sched, S, state.D, state.h_mean, S + state.T) - shared
-    cap = min(float(_set(sched.max_running)) * W, kv_pairs / max(hold, 1e-30), (state.P - 1.0) / sm.positions)
+    cap = min(float(filled(sched.max_running)) * W, kv_pairs / max(hold, 1e-30), (state.P - 1.0) / sm.positions)
     if cap < 1.0:
         raise InvalidInputError("prompt_tokens", prompt, f"a workload whose KV cache for one request fits: "
                                 f"{kv_pairs:.3g} KV pairs free per chip {kv_room_knobs(sched)}, one request needs "
@@ -167,10 +167,10 @@ class _State:
         self.u_S = sm.held(S)                                  # a prompt's KV, read and written
         self.pairs_S = causal_pairs(sm.groups, S)              # its attention's causal pairs
         self.index_S = causal_pairs(sm.held_groups, S)         # its indexer's
-        self.P = float(_set(sched.token_budget))
+        self.P = float(filled(sched.token_budget))
         # a scheduler that takes in requests once every k decode steps makes an arrival wait
         # (k - 1) / 2 steps on average, while a batch decodes (others >= 1; an idle one polls at once)
-        self.recv_wait = (_set(sched.recv_interval_steps) - 1.0) / 2.0
+        self.recv_wait = (filled(sched.recv_interval_steps) - 1.0) / 2.0
 
     def __call__(self, b, N=1.0):
         """An arriving prompt and a decoding sequence see the others: b (N - 1) / N of them in a
@@ -196,7 +196,7 @@ class _State:
         # (a lone client finds the engine idle)
         host = sm.host(S)
         residual = (0.0 if host == 0.0 else half * np.minimum(others, 1.0)) if self.closed else half
-        balance = _balance_wait(sm.ranks, _set(self.sched.dp_balance_steps), b, x * tau / self.W, tau)
+        balance = _balance_wait(sm.ranks, filled(self.sched.dp_balance_steps), b, x * tau / self.W, tau)
         held, released = self._held(others, x * tau / self.W, tau_d, c0, avail, tau_own)
         ttft = host + residual + pre + rho / (2.0 * (1.0 - rho)) * pre + balance \
             + (self.recv_wait + sm.lookahead) * tau * np.minimum(others, 1.0) + held + released
@@ -283,7 +283,7 @@ class _State:
         prompts released with it (`batch_wait`: k of them, as a prompt sees it). Both are weighted
         by min(others, 1): with nothing decoding, prompts go at once. arrivals: per step."""
         sm, sched = self.sm, self.sched
-        hold, ratio = _set(sched.batch_wait_steps), _set(sched.batch_wait_ratio)
+        hold, ratio = filled(sched.batch_wait_steps), filled(sched.batch_wait_ratio)
         if not (hold and ratio) or sm.ranks > 1:       # TensorRT-LLM waits only with both, never under DP
             return 0.0, 0.0
         gen = others * sm.positions

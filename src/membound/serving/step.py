@@ -10,7 +10,7 @@ import numpy as np
 from ..physics.core import Pass, chip_of, decode_index, model_consts, pass_s, pipeline_pass, timed
 from ..physics.estimate import Prepared
 from ..physics.roofline import Num, context_pieces, effective_context, maximum, sum_linear, sum_over_context
-from .scheduler import Scheduler, _set
+from .scheduler import Scheduler, filled
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -149,9 +149,9 @@ class StepModel:
     def kv_pairs_capacity(self, sched: Scheduler) -> float:
         """(layer, token) KV pairs one chip's share of the cache holds: memory_fraction of what
         the weights and the activations of a full token budget leave."""
-        act = float(self.prepared.evaluate(batch=1.0, prompt=float(_set(sched.token_budget)), output=1.0)
+        act = float(self.prepared.evaluate(batch=1.0, prompt=float(filled(sched.token_budget)), output=1.0)
                     ["activation_bytes_chip"])
-        free = _set(sched.memory_fraction) * (self.capacity_bytes - self.weights_bytes - act)
+        free = filled(sched.memory_fraction) * (self.capacity_bytes - self.weights_bytes - act)
         return max(free, 0.0) / self.kv_pair_bytes
 
     def terms(self, b, c=0.0, cu=0.0, cp=0.0, seqs=None, hp=0.0) -> Pass:

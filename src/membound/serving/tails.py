@@ -38,7 +38,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .lengths import Length, Samples
-from .scheduler import Scheduler, _set
+from .scheduler import Scheduler, filled
 from .solver import Steady, open_loop_rates
 from .step import StepModel
 from statistics import NormalDist
@@ -392,8 +392,8 @@ def tails(sm: StepModel, sched: Scheduler, st: Steady, rate: float, prompt: Leng
     b, tau, tau_d, tau_m, f, ttft, pre = (float(np.ravel(v)[i]) for v in (st.b, st.tau, st.tau_d, st.tau_m, st.f,
                                                                          st.ttft, st.prefill))
     step = tau * sm.tokens_per_step
-    budget = float(_set(sched.token_budget))
-    avail = max(budget - (b * sm.positions if _set(sched.mixed_steps) else 0.0), 1.0)
+    budget = float(filled(sched.token_budget))
+    avail = max(budget - (b * sm.positions if filled(sched.mixed_steps) else 0.0), 1.0)
     own = pre + sm.host_token_s * prompt.mean
     occ = occupancy(sm, sched, rate, prompt.mean, output.mean, st.cap, beams)
     # requests that wait for a place in a full batch wait for completions: Little's law on the queue
@@ -405,14 +405,14 @@ def tails(sm: StepModel, sched: Scheduler, st: Steady, rate: float, prompt: Leng
                                                 np.minimum(beams * found, st.cap), beams)
     tps = sm.tokens_per_step
     host = sm.host_token_s * prompt.mean
-    split = not _set(sched.mixed_steps)
+    split = not filled(sched.mixed_steps)
     states = np.column_stack([tau_n * tps, d_n, m_n + (d_n if split else 0.0), pre_n + host])
     t_q, rho = ttft_quantiles(rate, (step, tau_d, tau_m + (tau_d if split else 0.0)), avail, own,
                               ttft, points(prompt), states=states)
     cdf = np.cumsum(occ.seen)
     pick = np.searchsorted(cdf / cdf[-1], (np.arange(LOAD_POINTS) + 0.5) / LOAD_POINTS)
     load = occ.tau[np.minimum(pick, occ.n.size - 1)]
-    p_q = tpot_quantiles(tau, tau_d / sm.tokens_per_step, tau_m / sm.tokens_per_step, f, bool(_set(sched.mixed_steps)),
+    p_q = tpot_quantiles(tau, tau_d / sm.tokens_per_step, tau_m / sm.tokens_per_step, f, bool(filled(sched.mixed_steps)),
                          points(output), load=load, corr=occ.corr_s if math.isfinite(occ.corr_s) else 0.0)
     e2e = t_q[2] + (output.quantile(0.99) - 1.0) * p_q[2]
     return Tails((t_q[0], t_q[1], t_q[2]), (p_q[0], p_q[1], p_q[2]), rho, e2e)

@@ -30,7 +30,7 @@ from ...catalog.dtypes import get_dtype, list_dtypes
 from ...errors import (DoesNotFitError, InvalidInputError, MemboundError, ProfileError, UnknownNameError, is_finite_number,
                       short_repr)
 from ...catalog.hardware import list_hardware, load_hardware
-from ...catalog.model import Model, _variant, list_models, load_model
+from ...catalog.model import Model, release_variant, list_models, load_model
 from ...catalog.names import resolve_name
 from ...physics.result import Result
 from ...catalog.runtime import list_runtimes
@@ -259,7 +259,7 @@ def model_of(body: dict) -> Model:
         raise BadRequest("model is missing: choose a bundled model or paste a config.json", "model")
     key = named("model", "model", asked)
     with at("model"):
-        return _variant(load_model(key), asked)    # a release's own context window ("...-2507")
+        return release_variant(load_model(key), asked)    # a release's own context window ("...-2507")
 
 
 def device_spec(spec: str, index: int | None, field: str = "devices") -> tuple[str, int | None]:
