@@ -71,6 +71,7 @@ from ..base.safeio import csv_frame, check_output_path
 from statistics import NormalDist
 from importlib import resources
 import yaml
+from ..physics.speculative import mtp
 
 SHIPPED = "data/reference/mlperf/mlperf_llm.csv"
 WORKLOADS = "data/reference/mlperf/workloads.yaml"
@@ -363,7 +364,6 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
                 if m.scenario not in done:
                     eng, eng_sched = sm, sched
                     if m.scenario in bench.mtp:       # the rules' speculative decoding with the MTP head
-                        from ..physics.speculative import mtp
                         eng, eng_sched, _ = build(bench.preset, device, prompt=bench.prompt, output=bench.output,
                                                   quantization=q, runtime=runtime, n_chips=lay.chips, parallel=lay,
                                                   speculative=mtp(bench.preset, bench.mtp[m.scenario]))

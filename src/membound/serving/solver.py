@@ -209,7 +209,7 @@ class _State:
         not where batch waiting sizes its Poisson sums by the largest rate in the call (`batch_wait`),
         nor under Poisson arrivals, whose clumped steps sum over chunks (`_clumped`)."""
         sched = self.sched
-        waits = bool(_set(sched.batch_wait_steps) and _set(sched.batch_wait_ratio)) and self.sm.ranks == 1
+        waits = bool(filled(sched.batch_wait_steps) and filled(sched.batch_wait_ratio)) and self.sm.ranks == 1
         return self.closed and not waits
 
     def _clumped(self, b, others, avail, pbar, tau_d):
