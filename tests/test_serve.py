@@ -71,7 +71,7 @@ def test_a_prefill_chunk_pays_one_lm_head_per_prompt():
     two = float(sm.step(0.0, 0.0, 1000.0, 1000.0, 0.0, seqs=2.0))
     assert two - one == pytest.approx(head, rel=1e-6)
     # and the per-token GEMMs exclude the head: 2 x (8,030,261,248 - 2 x 525,336,576) FLOP
-    assert sm.gamma == pytest.approx(2 * (L8B - 2 * LOOKUP_8B) / 989e12, rel=1e-9)
+    assert sm.prefill_token_s == pytest.approx(2 * (L8B - 2 * LOOKUP_8B) / 989e12, rel=1e-9)
 
 
 def test_a_runtime_computing_every_positions_logits_pays_the_head_per_prefill_token():
@@ -82,7 +82,7 @@ def test_a_runtime_computing_every_positions_logits_pays_the_head_per_prefill_to
     every = IDEAL.model_copy(update={"name": "ideal-all-logits", "prefill_logits": "all"})
     sm, _, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(2), runtime=every)
     assert sm.head == 0.0
-    assert sm.gamma == pytest.approx(2 * (L8B - LOOKUP_8B) / 989e12, rel=1e-9)
+    assert sm.prefill_token_s == pytest.approx(2 * (L8B - LOOKUP_8B) / 989e12, rel=1e-9)
     one = float(sm.step(0.0, 0.0, 1000.0, 1000.0, 0.0, seqs=1.0))
     two = float(sm.step(0.0, 0.0, 1000.0, 1000.0, 0.0, seqs=2.0))
     assert two == pytest.approx(one, rel=1e-12)

@@ -22,7 +22,7 @@ GPT_OSS_B200 = mb.Quantization("mxfp4", "fp8", dense_weights="bf16", expert_acti
 def _gamma(model, device, q, **served):
     sm, _, _ = build(model, device, prompt=Fixed(1024), output=Fixed(256), quantization=q,
                      runtime=_vllm(compute_fraction=0.5, **served))
-    return sm.gamma
+    return sm.prefill_token_s
 
 
 def test_upcast_experts_pay_the_efficiency_in_a_prefill_token():

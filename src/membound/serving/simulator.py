@@ -254,7 +254,7 @@ class _Simulation:
             h_j = np.mean(effective_context(self.held_groups, ctx), axis=1) if self.sm.indexed else 0.0
             dur = np.asarray(self.sm.step(float(b), u_j, h=h_j), float)
         else:
-            dur = np.array([self.sm.step1(float(b), self._u_run(), h=self._h_run())])
+            dur = np.array([self.sm.scalar_step(float(b), self._u_run(), h=self._h_run())])
         if self.pending:
             k2 = int(np.searchsorted(np.cumsum(dur), self.pending[0][0] - self.t)) + 1
             if k2 < k:
@@ -277,7 +277,7 @@ class _Simulation:
                  for i, c in chunks) if self.sm.indexed else 0.0
         c_tok = float(sum(c for _, c in chunks))
         u_run, h_run = (self._u_run(), self._h_run()) if bd else (0.0, 0.0)
-        dt = self.sm.step1(float(bd), u_run, c_tok, cu, cp, seqs=float(bd + len(chunks)), h=h_run, hp=hp)
+        dt = self.sm.scalar_step(float(bd), u_run, c_tok, cu, cp, seqs=float(bd + len(chunks)), h=h_run, hp=hp)
         self.last_start = self.t
         if bd:
             self.tr.itl.append((np.array([dt]), np.array([float(bd)])))

@@ -96,12 +96,12 @@ class StepModel:
     @property
     def head(self) -> float:
         """Seconds of one prompt's LM head (its last token's logits); 0 where the runtime computes
-        every position's logits (then in `gamma`)."""
+        every position's logits (then in `prefill_token_s`)."""
         ch = self.chip
         return 0.0 if self.eff.prefill_logits_all else float(ch.head / ch.group)
 
     @property
-    def gamma(self) -> float:
+    def prefill_token_s(self) -> float:
         """Seconds of a prompt token's GEMMs."""
         ch = self.chip
         return float((ch.prefill_gemm + (ch.head if self.eff.prefill_logits_all else 0.0)) / ch.group)
@@ -181,7 +181,7 @@ class StepModel:
         (u, h as there), the drafter left out."""
         return pass_s(p, b * u / m) + self.index_s(b, h, m, beat)
 
-    def step1(self, b: float, u: float, c: float = 0.0, cu: float = 0.0, cp: float = 0.0, seqs: float | None = None,
+    def scalar_step(self, b: float, u: float, c: float = 0.0, cu: float = 0.0, cp: float = 0.0, seqs: float | None = None,
               h: float = 0.0, hp: float = 0.0) -> float:
         """`step` for plain floats (the simulator's inner loop)."""
         return float(self.step(b, u, c, cu, cp, seqs, h, hp))
