@@ -59,7 +59,7 @@ def test_held_prompts_wait_twenty_decode_steps_at_low_load():
             token_budget=16384, batch_wait_steps=hold, batch_wait_ratio=ratio), **kw)
         st[hold] = solve(sm, sched, 1000.0, 1000.0, concurrency=np.array([4.0, 1.0]))
     s0 = st[0]
-    mu = 20 * float(s0.x[0] * s0.tau[0])
+    mu = 20 * float(s0.request_rate[0] * s0.tau[0])
     assert 0.07 < mu < 0.09
     wait = 20 * (1 + mu / 2) / (1 + mu)
     k = (1 + 3 * mu + mu * mu) / (1 + mu)
@@ -91,7 +91,7 @@ def test_the_released_step_is_priced_as_the_prompts_own_step_under_sparse_attent
             token_budget=32768, batch_wait_steps=hold, batch_wait_ratio=ratio), **kw)
         st[hold] = solve(sm, sched, 16000.0, 1000.0, concurrency=np.array([4.0]))
     s0 = st[0]
-    mu = 20 * float(s0.x[0] * s0.tau[0])
+    mu = 20 * float(s0.request_rate[0] * s0.tau[0])
     wait = 20 * (1 + mu / 2) / (1 + mu)
     k = (1 + 3 * mu + mu * mu) / (1 + mu)
     release = (k - 1) * float(s0.prefill[0] / s0.tau_d[0])

@@ -68,7 +68,7 @@ def test_offline_saturation_of_a_kv_bound_engine_by_hand():
     room = 0.9 * (hw.capacity_bytes - m.total_params * 2 - act) / 4096
     b = room / (32 * (S + T))
     st = solve(sm, rs, S, T, concurrency=np.array([1e9]))
-    assert float(st.b[0]) == pytest.approx(b, rel=1e-6)
+    assert float(st.running[0]) == pytest.approx(b, rel=1e-6)
     x = saturation(sm, rs, Fixed(S), Fixed(T))
     assert x == pytest.approx(b / ((T - 1) * float(st.tau[0])), rel=1e-6)
 
@@ -90,7 +90,7 @@ def test_offline_saturation_with_beams_by_hand():
     room = 0.9 * (hw.capacity_bytes - m.total_params * 2 - act) / 4096
     b = room / (32 * (S / 4 + T))
     st = solve(sm, rs, S, T, concurrency=np.array([1e9]), beams=4)
-    assert float(st.b[0]) == pytest.approx(b, rel=1e-6)
+    assert float(st.running[0]) == pytest.approx(b, rel=1e-6)
     x = saturation(sm, rs, Fixed(S), Fixed(T), beams=4)
     assert x == pytest.approx(b / (4 * (T - 1) * float(st.tau[0])), rel=1e-6)
     # one beam is the plain engine: the same figures as without the argument

@@ -374,7 +374,7 @@ def test_finite_run_share_matches_the_simulated_run():
         S, T = P.sample(rng, 160), out.sample(rng, 160)
         tr = simulate(sm, sched, S, T, concurrency=16)
         rates.append(T.sum() / tr.done.max())
-    steady = st.x[0] * out.mean
+    steady = st.request_rate[0] * out.mean
     assert float(np.mean(rates)) == pytest.approx(steady * run_share(sm, st, out, [16.0])[0], rel=0.01)
     assert float(np.mean(rates)) < 0.99 * steady          # the drain costs the run more than 1%
 
@@ -513,7 +513,7 @@ def test_dp_attention_balancing_holds_prompts_until_every_rank_has_one():
     # (the solver finds b, so the arrival rate x(b), to about 1e-6)
     assert wait[0] == pytest.approx(0.5 * collect / 15.0, rel=1e-5) == pytest.approx(0.72476, rel=1e-4)
     assert wait[1] == pytest.approx(0.5 * 60 * step[1], rel=1e-9)
-    assert st[0].b[2] < 8 and wait[2] == 0.0
+    assert st[0].running[2] < 8 and wait[2] == 0.0
     with pytest.raises(mb.MemboundError, match="dp_balance_steps"):
         Scheduler(dp_balance_steps=-1)
     # the simulator does not hold prompts: it refuses rather than report a TTFT without the wait
@@ -534,7 +534,7 @@ def test_a_scheduler_that_takes_requests_every_k_steps_makes_them_wait_half_of_k
         sm, sched, _ = build("deepseek-r1", "b200", scheduler=Scheduler(recv_interval_steps=k), **kw)
         st[k] = solve(sm, sched, 1000.0, 1000.0, arrival_rate=np.array([2.0]))
         one[k] = solve(sm, sched, 1000.0, 1000.0, concurrency=np.array([1.0]))
-    assert st[1].b[0] > 1.0                            # a batch is decoding when a request arrives
+    assert st[1].running[0] > 1.0                            # a batch is decoding when a request arrives
     assert st[10].ttft[0] - st[1].ttft[0] == pytest.approx(4.5 * st[1].tau[0], rel=1e-6)
     assert one[10].ttft[0] == pytest.approx(one[1].ttft[0], rel=1e-12)
     with pytest.raises(mb.MemboundError, match="recv_interval_steps"):
@@ -574,7 +574,7 @@ def test_a_b300_sglang_deepseek_row_waits_for_its_recipes_recv_interval():
         sm, sched, _ = build("deepseek-r1", "b300", scheduler=sch, **kw)
         st[name] = solve(sm, sched, 1000.0, 1000.0, arrival_rate=np.array([2.0]))
     step = st["every step"].tau[0]      # no speculation: the mean step is the time per output token
-    assert st["every step"].b[0] > 1.0  # a batch is decoding when a request arrives
+    assert st["every step"].running[0] > 1.0  # a batch is decoding when a request arrives
     wait = st["recipe"].ttft[0] - st["every step"].ttft[0]
     assert wait == pytest.approx((30 - 1) / 2 * step, rel=1e-6)
 
@@ -618,7 +618,7 @@ def test_a_scheduler_one_step_ahead_adds_one_step_to_the_ttft_while_a_batch_deco
         sm, sched, _ = build("llama-3.3-70b", "h200", runtime=_ahead("tensorrt-llm", k), **kw)
         st[k] = solve(sm, sched, 1000.0, 1000.0, arrival_rate=np.array([4.0]))
         one[k] = solve(sm, sched, 1000.0, 1000.0, concurrency=np.array([1.0]))
-    assert st[0].b[0] > 1.0 and st[1].b[0] == pytest.approx(st[0].b[0], rel=1e-9)
+    assert st[0].running[0] > 1.0 and st[1].running[0] == pytest.approx(st[0].running[0], rel=1e-9)
     assert st[1].ttft[0] - st[0].ttft[0] == pytest.approx(st[0].tau[0], rel=1e-6)
     assert one[1].ttft[0] == pytest.approx(one[0].ttft[0], rel=1e-12)
 

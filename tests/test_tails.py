@@ -103,7 +103,7 @@ def test_tails_against_the_simulator():
     # workloads (the seed's scatter is 20% of a p99 there). They sit above their own medians.
     PROMPT, OUT = Uniform(500, 1500), Uniform(50, 400)
     sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=PROMPT, output=OUT, runtime="vllm", weight_dtype="fp8")
-    cap = float(solve(sm, sched, PROMPT.mean, OUT.mean, concurrency=np.array([1e9])).x[0])
+    cap = float(solve(sm, sched, PROMPT.mean, OUT.mean, concurrency=np.array([1e9])).request_rate[0])
     for load, tol_ttft, tol_tpot in ((0.3, 0.15, 0.15), (0.85, 0.4, 0.25)):
         lam = load * cap
         t = tails(sm, sched, solve(sm, sched, PROMPT.mean, OUT.mean, arrival_rate=np.array([lam])), lam, PROMPT, OUT)

@@ -145,7 +145,7 @@ def _one(cov, what, model, chip, wd, layout, runtime, S, T, conc, spec) -> None:
     except MemboundError as e:
         cov.add(len(conc), what, str(e))
         return
-    ok = np.isfinite(st.tau) & np.isfinite(st.ttft) & (st.tau > 0) & np.isfinite(st.x) & (st.x > 0)
+    ok = np.isfinite(st.tau) & np.isfinite(st.ttft) & (st.tau > 0) & np.isfinite(st.request_rate) & (st.request_rate > 0)
     cov.add(len(conc), what, ok=ok)
 
 
@@ -173,7 +173,7 @@ def _pools(cov, m, hw, wd, engines, scenarios, conc) -> None:
                 except MemboundError as e:
                     cov.add(len(conc), what, str(e))
                     continue
-                ok = np.isfinite(st.ttft) & np.isfinite(st.x) & (st.x > 0) & np.isfinite(st.step)
+                ok = np.isfinite(st.ttft) & np.isfinite(st.request_rate) & (st.request_rate > 0) & np.isfinite(st.step)
                 cov.add(len(conc), what, ok=ok)
 
 

@@ -450,14 +450,14 @@ def predict(rows: list[ServedRow], runtimes: dict | None = None) -> list[ServedR
             sm, sched, _ = build(model, device, n_chips=layout.chips, parallel=layout, scheduler=dsched, **kw)
             if pools is None:
                 st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
-                tpot, ttft, x, chips = st.tau, st.ttft, st.x, n
+                tpot, ttft, x, chips = st.tau, st.ttft, st.request_rate, n
                 share = run_share(sm, st, output, conc, runs)
             else:      # a decode pool of `sm` workers behind a prefill pool
                 pre, pool = pools
                 sm_p, sched_p, _ = build(model, device, n_chips=pre.n_chips, parallel=pre.parallel, **kw)
                 dst = solve_disaggregated(sm_p, sched_p, sm, sched, pre.workers, pool.workers, prompt.mean,
                                           output.mean, conc)
-                tpot, ttft, x, chips = dst.step / sm.tokens_per_step, dst.ttft, dst.x, n
+                tpot, ttft, x, chips = dst.step / sm.tokens_per_step, dst.ttft, dst.request_rate, n
                 tau0 = float(sm.step(1.0, dst.u, h=dst.h)) / sm.tokens_per_step     # the decode workers drain
                 share = finite_run_share(ttft + (output.mean - 1.0) * tpot, tau0, output, conc, runs)
         except MemboundError as e:

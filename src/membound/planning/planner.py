@@ -578,7 +578,7 @@ def _plan_served(m, users: int | None, rate: float | None, prompt, output, slo: 
                         notes.append(f"{where}: {str(e)[:160]}")
                         continue
                     fig = _Served(sm, st, prompt, output)
-                    per_chip = st.x * output.mean / n
+                    per_chip = st.request_rate * output.mean / n
                     frontier += [dict(hardware=hw_name, n_chips=n, weight_dtype=wd, kv_dtype=p.resolved.kv.name,
                                       concurrency=int(c), tok_s_per_user=float(u), output_tok_s_per_chip=float(t))
                                  for c, u, t in zip(conc, fig.per_user, per_chip)]
@@ -591,7 +591,7 @@ def _plan_served(m, users: int | None, rate: float | None, prompt, output, slo: 
                         replicas, clients, figs, tok_s = _users_fleet(sm, sched, prompt, output, slo, users, conc, fig, i)
                     else:   # from the throughput of the most clients that pass (the fewest tried where none does)
                         assert rate is not None
-                        x = float(st.x[int(ok[-1]) if ok.size else 0])
+                        x = float(st.request_rate[int(ok[-1]) if ok.size else 0])
                         found = _rate_fleet(sm, sched, p, prompt, output, slo, rate, x, max_utilisation)
                         if found is None:
                             continue

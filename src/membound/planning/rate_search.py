@@ -82,7 +82,7 @@ def _failing(t: Tails, lim: dict[str, float]) -> str:
 def saturation(sm: StepModel, sched: Scheduler, prompt: Length, output: Length, beams: int = 1) -> float:
     """Requests per second of the engine with its queue never empty (MLPerf Offline); beams: beam
     search's width (serving.solve)."""
-    return float(solve(sm, sched, prompt.mean, output.mean, concurrency=np.array([SATURATED]), beams=beams).x[0])
+    return float(solve(sm, sched, prompt.mean, output.mean, concurrency=np.array([SATURATED]), beams=beams).request_rate[0])
 
 
 def search(sm: StepModel, sched: Scheduler, prompt: Length, output: Length, lim: dict[str, float],

@@ -231,8 +231,8 @@ def e2e_quantile(sm: StepModel, st: Steady, prompt: Length, output: Length, q: f
 
 
 def result_from_solver(sm, sched, p, st: Steady, prompt, output, concurrency, arrival_rate) -> ServeResult:
-    b, tau, x, ttft = (float(np.asarray(v)) for v in (st.b, st.tau, st.x, st.ttft))
-    tau_d, tau_m, f = (float(np.asarray(v)) for v in (st.tau_d, st.tau_m, st.f))
+    b, tau, x, ttft = (float(np.asarray(v)) for v in (st.running, st.tau, st.request_rate, st.ttft))
+    tau_d, tau_m, f = (float(np.asarray(v)) for v in (st.tau_d, st.tau_m, st.mixed_share))
     D = output.mean - 1.0
     own = float(np.asarray(st.prefill)) + sm.host_token_s * prompt.mean
     wait = max(ttft - own, 0.0)

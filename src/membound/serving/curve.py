@@ -118,7 +118,7 @@ def serve_curve(model, hardware, *, concurrency=DEFAULT_CONCURRENCY, prompt_toke
     output = as_length("output_tokens", output_tokens, 2)
     sm, sched, p = build(model, hardware, prompt=prompt, output=output, **kwargs)
     st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
-    per_chip = st.x * output.mean / sm.n_chips
+    per_chip = st.request_rate * output.mean / sm.n_chips
     cost = None if sm.price is None else sm.price / 3600.0 / per_chip * 1e6
     return ServeCurve(p.model.name, p.hardware.name, p.runtime.name, sm.n_chips, conc.astype(int), 1.0 / st.tau,
-                      per_chip, st.ttft, st.tau, st.b, cost)
+                      per_chip, st.ttft, st.tau, st.running, cost)

@@ -77,11 +77,11 @@ class _Decode:
 
 @dataclass(frozen=True)
 class DisaggSteady:
-    """The steady state over client counts N (arrays): b sequences per decode worker."""
+    """The steady state over client counts N (arrays): `running` sequences per decode worker."""
 
-    b: np.ndarray
+    running: np.ndarray     # decoding sequences per decode worker
     step: np.ndarray        # a decode step
-    x: np.ndarray           # requests per second
+    request_rate: np.ndarray  # requests per second
     ttft: np.ndarray        # queueing included
     ok: np.ndarray
     pre: float
@@ -150,7 +150,7 @@ def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: 
                              output.mean, np.array([float(concurrency)]))
     S, T = prompt.mean, output.mean
     D = T - 1.0
-    b, ttft, step, x = float(st.b[0]), float(st.ttft[0]), float(st.step[0]), float(st.x[0])
+    b, ttft, step, x = float(st.running[0]), float(st.ttft[0]), float(st.step[0]), float(st.request_rate[0])
     tau = step / sm_d.tokens_per_step
     chips = prefill.workers * prefill.n_chips + decode.workers * decode.n_chips
     tok_s = x * T

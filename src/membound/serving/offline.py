@@ -113,7 +113,7 @@ def offline_throughput(model, hardware, *, prompt_tokens: int, output_tokens: in
     sm, sched, _ = build(model, hardware, prompt=prompt, output=output, runtime=runtime, scheduler=scheduler,
                          quantization=quantization or Quantization(), n_chips=n_chips, parallel=layout)
     st = solve(sm, sched, prompt.mean, output.mean, concurrency=np.array([SATURATED]))
-    b, tau, x = float(st.b[0]), float(st.tau[0]), float(st.x[0])
+    b, tau, x = float(st.running[0]), float(st.tau[0]), float(st.request_rate[0])
     budget, most = float(sched.token_budget or 0), float(sched.max_running or 0)
     if b < st.cap * (1.0 - 1e-6) or st.cap >= budget - 1.0:
         limit = "token budget"

@@ -41,12 +41,12 @@ def _poisson_mix(means, weights, n: int):
 class Steady:
     """Solver output, arrays over the concurrency (or rate) values."""
 
-    b: np.ndarray            # decoding sequences
+    running: np.ndarray      # decoding sequences
     tau: np.ndarray          # mean time per decode token (TPOT)
     tau_d: np.ndarray        # a decode-only step
     tau_m: np.ndarray        # a step carrying a prefill chunk (prefill step alone when not mixed)
-    f: np.ndarray            # share of decode steps with a prefill chunk
-    x: np.ndarray            # requests per second
+    mixed_share: np.ndarray  # share of decode steps with a prefill chunk
+    request_rate: np.ndarray  # requests per second
     ttft: np.ndarray
     prefill: np.ndarray      # the prompt's own chunks, no waiting
     cap: float               # running-sequence cap (scheduler, KV cache)

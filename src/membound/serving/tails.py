@@ -389,7 +389,7 @@ def tails(sm: StepModel, sched: Scheduler, st: Steady, rate: float, prompt: Leng
           i: int = 0, beams: int = 1) -> Tails:
     """The TTFT and TPOT quantiles (p50, p90, p99) of element i of an open-loop steady state `st`
     at `rate` requests/s (see the module docstring); beams: as the solver's (solve(beams=...))."""
-    b, tau, tau_d, tau_m, f, ttft, pre = (float(np.ravel(v)[i]) for v in (st.b, st.tau, st.tau_d, st.tau_m, st.f,
+    b, tau, tau_d, tau_m, f, ttft, pre = (float(np.ravel(v)[i]) for v in (st.running, st.tau, st.tau_d, st.tau_m, st.mixed_share,
                                                                          st.ttft, st.prefill))
     step = tau * sm.tokens_per_step
     budget = float(filled(sched.token_budget))
