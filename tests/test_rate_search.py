@@ -50,6 +50,22 @@ def test_limits_nothing_meets_and_bad_limits():
             limits_of(bad)
 
 
+def _kv_bound_engine():
+    """Llama-3.1-8B in bf16 on one H100 SXM under TensorRT-LLM, 3,000-token prompts and 3,001-token
+    outputs, an engine that reserves each request's whole KV (preemption "none") with no batch or token
+    cap in reach; and the KV room in (layer, token) pairs of 4,096 B: 0.9 x (capacity - weights -
+    activations) / 4,096."""
+    S, T = 3000, 3001
+    sched = Scheduler(max_running=4096, token_budget=16_384, chunked_prefill=True, preemption="none",
+                      memory_fraction=0.9)
+    sm, rs, _ = build("llama-3.1-8b", "h100-sxm", prompt=Fixed(S), output=Fixed(T), runtime="tensorrt-llm",
+                      weight_dtype="bf16", kv_dtype="bf16", scheduler=sched)
+    m, hw = mb.load_model("llama-3.1-8b"), mb.load_hardware("h100-sxm")
+    act = float(sm.prepared.evaluate(batch=1.0, prompt=16384.0, output=1.0)["activation_bytes_chip"])
+    room = 0.9 * (hw.capacity_bytes - m.total_params * 2 - act) / 4096
+    return sm, rs, S, T, room
+
+
 def test_offline_saturation_of_a_kv_bound_engine_by_hand():
     # Llama-3.1-8B in bf16 on one H100 SXM, 3,000-token prompts and 3,001-token outputs, an engine
     # that reserves each request's whole KV (preemption "none") with no batch or token cap in reach.
@@ -57,15 +73,8 @@ def test_offline_saturation_of_a_kv_bound_engine_by_hand():
     # (layer, token) pair; a request reserves 32 x 6,001 = 192,032 pairs. The cache holds
     # 0.9 x (capacity - weights - activations) / 4,096 pairs, so the engine runs
     # b = that / 192,032 sequences at once, and completes b / (D tau) requests a second (D = 3,000).
-    S, T = 3000, 3001
-    sched = Scheduler(max_running=4096, token_budget=16_384, chunked_prefill=True, preemption="none",
-                      memory_fraction=0.9)
-    sm, rs, _ = build("llama-3.1-8b", "h100-sxm", prompt=Fixed(S), output=Fixed(T), runtime="tensorrt-llm",
-                      weight_dtype="bf16", kv_dtype="bf16", scheduler=sched)
-    m, hw = mb.load_model("llama-3.1-8b"), mb.load_hardware("h100-sxm")
+    sm, rs, S, T, room = _kv_bound_engine()
     assert sm.kv_pair_bytes == 2 * 8 * 128 * 2                      # 4,096 B a pair
-    act = float(sm.prepared.evaluate(batch=1.0, prompt=16384.0, output=1.0)["activation_bytes_chip"])
-    room = 0.9 * (hw.capacity_bytes - m.total_params * 2 - act) / 4096
     b = room / (32 * (S + T))
     st = solve(sm, rs, S, T, concurrency=np.array([1e9]))
     assert float(st.running[0]) == pytest.approx(b, rel=1e-6)
@@ -80,14 +89,7 @@ def test_offline_saturation_with_beams_by_hand():
     # a beam holds 32 x (3,000 / 4 + 3,001) = 32 x 3,751 = 120,032 pairs (a request 4 x that:
     # 32 x 3,000 + 4 x 32 x 3,001), so b = room / 120,032 sequences decode at once, b / 4 requests,
     # completing b / (4 D tau) requests a second.
-    S, T = 3000, 3001
-    sched = Scheduler(max_running=4096, token_budget=16_384, chunked_prefill=True, preemption="none",
-                      memory_fraction=0.9)
-    sm, rs, _ = build("llama-3.1-8b", "h100-sxm", prompt=Fixed(S), output=Fixed(T), runtime="tensorrt-llm",
-                      weight_dtype="bf16", kv_dtype="bf16", scheduler=sched)
-    m, hw = mb.load_model("llama-3.1-8b"), mb.load_hardware("h100-sxm")
-    act = float(sm.prepared.evaluate(batch=1.0, prompt=16384.0, output=1.0)["activation_bytes_chip"])
-    room = 0.9 * (hw.capacity_bytes - m.total_params * 2 - act) / 4096
+    sm, rs, S, T, room = _kv_bound_engine()
     b = room / (32 * (S / 4 + T))
     st = solve(sm, rs, S, T, concurrency=np.array([1e9]), beams=4)
     assert float(st.running[0]) == pytest.approx(b, rel=1e-6)
