@@ -7,6 +7,12 @@ from ..catalog.hardware import api_price_text
 import numpy as np
 
 
+def usd_per_million_tokens(usd_per_hour, tok_s):
+    """Dollars per million tokens delivered at `tok_s` tokens/s by hardware that costs `usd_per_hour`
+    (floats or numpy arrays): usd_per_hour / 3,600 s / tok_s x 1e6."""
+    return usd_per_hour / 3600.0 / tok_s * 1e6
+
+
 def equal_values(a, b) -> bool:
     """Equality that never raises: numpy arrays and pandas tables compare whole (shape, values,
     NaN equal to NaN), dicts and tuples element by element, dataclasses field by field."""

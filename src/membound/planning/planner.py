@@ -39,7 +39,7 @@ from ..errors import InvalidInputError, is_finite_number
 from ..physics.estimate import MAX_COUNT, check_int
 from ..catalog.hardware import load_hardware
 from ..catalog.model import load_model
-from ..physics.result import equal_values
+from ..physics.result import equal_values, usd_per_million_tokens
 from .sweep import pareto_front, sweep
 from ..base.workbudget import WorkBudget
 from ..serving import Fixed, Samples, solve, build, as_length
@@ -426,7 +426,7 @@ def plan(model, workload: Workload, slo: SLO, *, hardware=DEFAULT_HARDWARE, pric
         utilisation=load / (replicas * B), ttft_p50_s=ttft50, ttft_p90_s=ttft90, tok_s_per_user=per_user,
         e2e_p90_s=e2e90, throughput_tok_s=tok_s, tok_s_per_chip=tok_s / chips_total,
         seat_tok_s_per_chip=B / (tok_time * nchips),
-        cost_per_million_tokens_usd=chips_total * price / 3600.0 / tok_s * 1e6,
+        cost_per_million_tokens_usd=usd_per_million_tokens(chips_total * price, tok_s),
         power_kw=chips_total * watts / 1e3, price_usd_per_chip_hour=price)
     ok = _meets(slo, ttft50, ttft90, per_user, e2e90)
     ranked = df[ok].sort_values(["cost_per_million_tokens_usd", "total_chips", "ttft_p90_s"]).reset_index(drop=True)
@@ -596,7 +596,8 @@ def _plan_served(m, users: int | None, rate: float | None, prompt, output, slo: 
                         if found is None:
                             continue
                         replicas, clients, figs, tok_s = found
-                    usd_h, cost = replicas * n * price, replicas * n * price / 3600.0 / tok_s * 1e6
+                    usd_h = replicas * n * price
+                    cost = usd_per_million_tokens(usd_h, tok_s)
                     # the static plan's column names beside the served ones (batch: the clients a replica
                     # runs; total_chips; throughput_tok_s delivered; cost_per_million_tokens_usd): one schema
                     rows.append(dict(model=p.model.name, hardware=hw_name, runtime=p.runtime.name, n_chips=n,

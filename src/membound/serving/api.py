@@ -21,6 +21,7 @@ from .solver import Steady, solve
 from .step import Drafting, StepModel
 from ..physics.parallel import as_parallel
 from ..physics.capacity import min_chips
+from ..physics.result import usd_per_million_tokens
 from .tails import tails
 
 # the most requests engine="simulate" runs (about 0.5 ms of Python each: 200,000 took 269 s on a
@@ -213,7 +214,7 @@ def _cost(sm: StepModel, tok_s: float) -> float | None:
     small (a subnormal arrival rate) that the figure overflows a float."""
     if sm.price is None or tok_s <= 0:
         return None
-    cost = sm.n_chips * sm.price / 3600.0 / tok_s * 1e6
+    cost = usd_per_million_tokens(sm.n_chips * sm.price, tok_s)
     return cost if math.isfinite(cost) else None
 
 

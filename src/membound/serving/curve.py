@@ -9,6 +9,7 @@ from ..base import defaults
 from ..errors import InvalidInputError, is_finite_number
 from ..physics.estimate import MAX_COUNT
 from ..physics.fares import SpeedCurve
+from ..physics.result import usd_per_million_tokens
 from .api import build
 from .lengths import as_length
 from .solver import solve
@@ -119,6 +120,6 @@ def serve_curve(model, hardware, *, concurrency=DEFAULT_CONCURRENCY, prompt_toke
     sm, sched, p = build(model, hardware, prompt=prompt, output=output, **kwargs)
     st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
     per_chip = st.request_rate * output.mean / sm.n_chips
-    cost = None if sm.price is None else sm.price / 3600.0 / per_chip * 1e6
+    cost = None if sm.price is None else usd_per_million_tokens(sm.price, per_chip)
     return ServeCurve(p.model.name, p.hardware.name, p.runtime.name, sm.n_chips, conc.astype(int), 1.0 / st.tau,
                       per_chip, st.ttft, st.tau, st.running, cost)

@@ -41,6 +41,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..physics.estimate import MAX_COUNT, check_int
 from ..physics.parallel import Parallel
+from ..physics.result import usd_per_million_tokens
 from ..physics.roofline import causal_pairs
 from . import Quantiles, Scheduler, ServeResult, StepModel, as_length, build
 from .api import result_fields
@@ -172,7 +173,7 @@ def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: 
         output_tok_s=tok_s, output_tok_s_per_chip=tok_s / chips, tok_s_per_user=1.0 / tau, requests_per_s=x,
         mean_running=b, kv_occupancy=min(b * _hold(sm_d, sched_d, S, D, st.h) / sm_d.kv_pairs_capacity(sched_d), 1.0),
         queueing_s=wait, preemptions=0, bound=sm_d.bound(b, st.u, h=st.h),
-        cost_per_million_output_tokens_usd=None if price is None else chips * price / 3600.0 / tok_s * 1e6,
+        cost_per_million_output_tokens_usd=None if price is None else usd_per_million_tokens(chips * price, tok_s),
         max_running=int(st.cap), scheduler=sched_d)
 
 
