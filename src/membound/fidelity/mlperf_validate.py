@@ -56,7 +56,7 @@ import numpy as np
 
 from ..errors import InvalidInputError, MemboundError
 from ..physics.quantization import Quantization
-from .reference import SkipRow
+from .reference import SkipRow, data_set_csv
 from ..serving.lengths import Length, Samples
 from .serve_validate import formats
 from ..catalog.names import index
@@ -179,14 +179,7 @@ def mlperf_csv(path=None) -> Path:
     mlperf_llm.csv; None: the copy shipped with membound."""
     if path is None:
         return Path(str(resources.files("membound"))) / SHIPPED
-    p = Path(path)
-    if p.is_file():
-        return p
-    for cand in (p / "mlperf" / "mlperf_llm.csv", p / "mlperf_llm.csv"):
-        if cand.is_file():
-            return cand
-    raise InvalidInputError("reference", str(path), "an MLPerf CSV of mlperf_llm.csv's schema, or a folder holding "
-                            "mlperf/mlperf_llm.csv")
+    return data_set_csv(path, "mlperf", "mlperf_llm.csv", "an MLPerf CSV of mlperf_llm.csv's schema")
 
 
 def engine_of(stack: str) -> str | None:

@@ -76,6 +76,18 @@ def reference_dir(path: str | Path | None = None) -> Path:
     return folder
 
 
+def data_set_csv(path: str | Path, folder: str, name: str, schema: str) -> Path:
+    """A data set's CSV given by the user: `path` itself when it is a file; in a folder, its
+    `folder/name` or `name`; otherwise an error naming `schema`."""
+    p = Path(path)
+    if p.is_file():
+        return p
+    for cand in (p / folder / name, p / name):
+        if cand.is_file():
+            return cand
+    raise InvalidInputError("reference", str(path), f"{schema}, or a folder holding {folder}/{name}")
+
+
 def reference_csv(path: str | Path | None = None) -> Path:
     """The measurements CSV: `path` itself when it is a file, else `reference_dir(path)`'s
     measurements.csv."""

@@ -45,8 +45,7 @@ from .reference import SkipRow
 from ..serving import Fixed, Scheduler, Uniform, build, finite_run_share, run_share, solve
 from ..physics.speculative import MTP_ACCEPTANCE, SpeculativeDecoding, mtp
 from ..catalog.names import index
-from ..errors import InvalidInputError
-from .reference import reference_dir, PROGRESS_ROWS
+from .reference import data_set_csv, reference_dir, PROGRESS_ROWS
 from ..base.safeio import Column, read_typed_frame, csv_frame, check_output_path
 from ..base.progress import track
 from ..catalog.hardware import load_hardware
@@ -258,14 +257,7 @@ def served_csv(path=None):
     if path is None:        # $MEMBOUND_REFERENCE_DIR's served rows when it has them, else the shipped copy
         cand = reference_dir(None) / "serving" / "inferencemax.csv"
         return cand if cand.is_file() else Path(str(resources.files("membound"))) / SHIPPED
-    p = Path(path)
-    if p.is_file():
-        return p
-    for cand in (p / "serving" / "inferencemax.csv", p / "inferencemax.csv"):
-        if cand.is_file():
-            return cand
-    raise InvalidInputError("reference", str(path), "a served CSV of the InferenceMAX schema, or a folder "
-                            "holding serving/inferencemax.csv")
+    return data_set_csv(path, "serving", "inferencemax.csv", "a served CSV of the InferenceMAX schema")
 
 
 SHIPPED = "data/reference/serving/inferencemax.csv"
