@@ -6,6 +6,7 @@ import membound as mb
 from membound.fidelity.calibrate import beats_physics, fit_group, main, write_runtimes
 from membound.fidelity.reference import Scenario, _apple, predict
 from membound.catalog.runtime import Runtime, RuntimeEntry
+from membound.physics.efficiency import efficiency
 
 
 def _truth(params: dict) -> Runtime:
@@ -250,7 +251,7 @@ def test_llama_cpp_vulkan_dispatch_cost_is_fitted_in_gpu_cycles():
     assert cyc > 0 and rt.classes["default"].per_layer_overhead_s == 0.0
     # RTX 5090 at 2.407 GHz, RTX 4090 at 2.52 GHz: cycles / clock seconds per layer
     for name, clock in (("rtx-5090", 2.407e9), ("rtx-4090", 2.52e9)):
-        assert rt.efficiency(mb.load_hardware(name)).per_layer_overhead_s == pytest.approx(cyc / clock, rel=1e-12)
+        assert efficiency(rt, mb.load_hardware(name)).per_layer_overhead_s == pytest.approx(cyc / clock, rel=1e-12)
     # the evidence (lcpp-026/028, Llama-2-7B q4_0 tg128): time per token less its bytes at peak bandwidth.
     # Bytes: (6,738,415,616 - 32000 x 4096 + 4096) weights x 4.5 / 8 = 3,716,637,184, plus the KV at the
     # mean context 63.5 x 32 layers x 2 x 4096 x 2 B = 33,292,288 -> 3,749,929,472 B.
@@ -295,7 +296,7 @@ def test_a_class_without_moe_prefill_rows_takes_the_defaults_moe_gemm_rate():
     assert "moe_gemm_efficiency" in consumer.copied
     assert consumer.params["moe_gemm_efficiency"] == fits["default"].params["moe_gemm_efficiency"]
     fitted = runtime_from_fits("llama.cpp-cuda", fits.values())
-    assert fitted.efficiency(mb.load_hardware("rtx-4090")).moe_gemm_efficiency == pytest.approx(0.3, rel=1e-3)
+    assert efficiency(fitted, mb.load_hardware("rtx-4090")).moe_gemm_efficiency == pytest.approx(0.3, rel=1e-3)
 
 
 def test_a_batched_moe_row_is_beyond_physics_only_past_the_fewest_experts_its_batch_can_read():

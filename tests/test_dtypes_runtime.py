@@ -4,6 +4,7 @@ import pytest
 import membound as mb
 from membound.catalog.dtypes import get_dtype, register_dtype
 from membound.catalog.runtime import Runtime, RuntimeEntry
+from membound.physics.efficiency import efficiency
 
 
 @pytest.mark.parametrize("name, bits", [
@@ -36,10 +37,10 @@ def test_runtime_lookup_order_name_class_kind_default():
         "gpu": RuntimeEntry(bandwidth_fraction=0.2),
         "nvidia-datacenter": RuntimeEntry(bandwidth_fraction=0.3),
     })
-    assert rt.efficiency(hw).bandwidth_fraction == 0.3
+    assert efficiency(rt, hw).bandwidth_fraction == 0.3
     rt2 = Runtime(name="t2", classes={"h100-sxm": RuntimeEntry(per_step_overhead_s=1e-4),
                                       "gpu": RuntimeEntry(bandwidth_fraction=0.2)})
-    e = rt2.efficiency(hw)
+    e = efficiency(rt2, hw)
     # the name entry wins; its missing fractions come from the device profile
     assert e.per_step_overhead_s == 1e-4
     assert e.bandwidth_fraction == hw.achievable.bandwidth_fraction
@@ -47,7 +48,7 @@ def test_runtime_lookup_order_name_class_kind_default():
 
 def test_ideal_runtime_is_the_pure_roofline():
     hw = mb.load_hardware("h100-sxm")
-    e = mb.load_runtime("ideal").efficiency(hw)
+    e = efficiency(mb.load_runtime("ideal"), hw)
     assert (e.bandwidth_fraction, e.compute_fraction, e.per_layer_floor_s, e.per_step_overhead_s) == (1, 1, 0, 0)
     assert set(mb.list_runtimes()) >= {"ideal", "device", "llama.cpp", "vllm", "tensorrt-llm"}
 

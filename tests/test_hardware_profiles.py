@@ -10,6 +10,7 @@ import pytest
 
 import membound as mb
 from membound.catalog.hardware import bundled_profiles_dir, load_hardware_file
+from membound.physics.efficiency import efficiency
 
 MiB = 2**20
 GiB = 2**30
@@ -167,7 +168,7 @@ def test_fast_chip_profiles_hold_no_fitted_constant(name):
     hw = mb.load_hardware(name)
     assert hw.latency.per_layer_s == 0.0 and hw.latency.per_step_s == 0.0
     assert hw.interconnect.latency_s <= 5e-6
-    eff = mb.load_runtime("ideal").efficiency(hw)
+    eff = efficiency(mb.load_runtime("ideal"), hw)
     assert (eff.fabric_efficiency, eff.hop_latency_s, eff.per_layer_overhead_s, eff.per_layer_floor_s) == (1.0, None, 0.0, 0.0)
 
 

@@ -10,6 +10,7 @@ from membound.physics.core import on_matrix_units
 from membound.errors import MemboundError
 from membound.physics.estimate import prepare
 from membound.catalog.runtime import MatrixUnits, Runtime, RuntimeEntry
+from membound.physics.efficiency import efficiency
 
 P_MATRIX, P_SHADER = 15.04e12, 3.76e12      # apple-m5: 4 x fp32 (Apple's 'over 4x'), the fp32 rate
 PARAMS, V, H = 6_738_415_616, 32000, 4096   # llama-2-7b; the untied input embedding is a lookup
@@ -81,9 +82,9 @@ def test_decode_keeps_the_shader_rate():
 def test_bundled_llama_cpp_metal_on_an_m5_runs_prefill_gemms_on_the_neural_accelerators():
     rt = mb.load_runtime("llama.cpp")                    # the plain name: its Metal backend on Apple
     m5, m4 = mb.load_hardware("apple-m5"), mb.load_hardware("apple-m4")
-    eff = rt.efficiency(m5)
+    eff = efficiency(rt, m5)
     c = eff.compute_fraction                             # the fit on M1-M4 rows (0.7683 on 2026-12-01)
-    assert eff.matrix_units is not None and rt.efficiency(m4).matrix_units is None
+    assert eff.matrix_units is not None and efficiency(rt, m4).matrix_units is None
     # pp512's compute term on the M5 = the formula of the first test with the fitted c
     expect = (LAYERS / 15.04e12 + LAYERS * (DQ - c) / (c * 3.76e12)
               + HEAD * DQ / (c * 3.76e12) + ATTN / (c * 3.76e12))

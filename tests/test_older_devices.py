@@ -242,7 +242,8 @@ def test_arc_a750_is_an_a770_with_28_of_its_32_xe_cores():
     assert a750.compute_flops["fp16"] / a770.compute_flops["fp16"] == pytest.approx(28 / 32 * 2.05 / 2.1, rel=2e-3)
     # ggml-vulkan reaches no XMX engine on Alchemist: its quantized GEMMs run on the vector engines at 2 x fp32,
     # as the A770's: 2 x 14.69e12 = 29.4e12, not 4 x fp32 (58.8e12)
-    from membound.catalog.runtime import _quantized_peak, load_runtime
+    from membound.catalog.runtime import load_runtime
+    from membound.physics.efficiency import _quantized_peak
     qg = load_runtime("llama.cpp-vulkan").quantized_gemm
     assert _quantized_peak(qg, a750) == pytest.approx(2 * 3584 * 2 * 2.05e9, rel=2e-3)
 

@@ -5,6 +5,7 @@ import pytest
 
 import membound as mb
 from membound.fidelity.reference import reference_dir
+from membound.physics.efficiency import efficiency
 
 FIELDS = ["id", "source_title", "source_url_or_repo_path", "hardware", "n_chips", "model", "params_b",
           "weight_dtype", "kv_dtype", "batch_or_concurrency", "prompt_tokens", "output_tokens", "metric",
@@ -72,7 +73,7 @@ def test_block_quantized_gemm_peak_never_exceeds_the_int8_peak():
                                        ("rx-7900-xtx", 61.4e12, 122.8e12, 122.8e12)):
         hw = mb.load_hardware(name)
         assert (hw.compute_flops["fp32"], hw.compute_flops["int8"]) == (fp32, int8)
-        assert rt.efficiency(hw).quantized_peak_flops == pytest.approx(expected)
+        assert efficiency(rt, hw).quantized_peak_flops == pytest.approx(expected)
 
 
 def test_llama_cpp_picks_each_devices_native_backend():

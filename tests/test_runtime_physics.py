@@ -6,6 +6,7 @@ from hypothesis import given, strategies as st
 import membound as mb
 from membound.physics.estimate import prepare
 from membound.catalog.runtime import QuantizedGemm, Runtime, RuntimeEntry
+from membound.physics.efficiency import efficiency
 
 
 def _pre(*args, **kw) -> float:
@@ -161,16 +162,16 @@ def test_a_board_short_of_the_power_its_kernels_need_computes_below_its_rated_cl
     # 4.516129 W per TFLOP/s, short of 9: its clock (and every compute peak) falls to the cube root
     # of 4.516129 / 9 = 0.501792 (power ~ f^3): 0.7946 (0.7946^3 = 0.50170); compute 0.7 -> 0.5563
     rt = Runtime(name="t", classes={"default": RuntimeEntry(compute_fraction=0.7, power_limit_w_per_tflop=9.0)})
-    spark = rt.efficiency(mb.load_hardware("dgx-spark"))
+    spark = efficiency(rt, mb.load_hardware("dgx-spark"))
     assert spark.power_factor == pytest.approx(0.79465, abs=1e-4)
     assert spark.compute_fraction == pytest.approx(0.7 * 0.79465, abs=1e-4)
     # RTX 3060: 170 W over 12.74 TFLOP/s = 13.34 W per TFLOP/s, above 9: its rated clock
-    assert rt.efficiency(mb.load_hardware("rtx-3060")).compute_fraction == pytest.approx(0.7)
+    assert efficiency(rt, mb.load_hardware("rtx-3060")).compute_fraction == pytest.approx(0.7)
     # an Apple M1 profile gives no board power: no limit
-    assert rt.efficiency(mb.load_hardware("apple-m1")).power_factor == 1.0
+    assert efficiency(rt, mb.load_hardware("apple-m1")).power_factor == 1.0
     # no limit in the entry: the rated clock (DGX Spark's compute 0.7 as written)
     plain = Runtime(name="t", classes={"default": RuntimeEntry(compute_fraction=0.7)})
-    assert plain.efficiency(mb.load_hardware("dgx-spark")).compute_fraction == pytest.approx(0.7)
+    assert efficiency(plain, mb.load_hardware("dgx-spark")).compute_fraction == pytest.approx(0.7)
 
 
 def test_the_power_limit_slows_prefill_not_the_weight_stream():
@@ -201,13 +202,13 @@ def test_quantized_gemms_run_at_the_vector_rate_where_the_backend_has_no_matrix_
     assert mat == pytest.approx(flops * (1 + 1 / 9) / 68.8e12 + attn / 137.6e12, rel=1e-9)
     # another device keeps the matrix peak: RX 9070 XT min(4 x 48.7, int8 389.3) = 194.8 TFLOP/s
     xt = mb.load_hardware("rx-9070-xt")
-    assert _rt(quantized_gemm=qg).efficiency(xt).quantized_peak_flops == pytest.approx(194.8e12)
+    assert efficiency(_rt(quantized_gemm=qg), xt).quantized_peak_flops == pytest.approx(194.8e12)
 
 
 def test_dequantisation_costs_the_share_of_a_gemm_its_path_peak_gives_it():
     # dequantising runs on the vector ALUs at the fp32 lane rate whatever multiplies: its share of a
     # GEMM scales with the path's peak over fp32 -> vector_multiple / fp32_multiple on a vector device
-    from membound.catalog.runtime import dequant_scale
+    from membound.physics.efficiency import dequant_scale
     a770, xt = mb.load_hardware("arc-a770"), mb.load_hardware("rx-9070-xt")
     qg = QuantizedGemm(fp32_multiple=4.0, vector_devices=("arc-a770",), vector_multiple=2.0)
     assert dequant_scale(qg, a770) == 2.0 / 4.0
@@ -217,16 +218,16 @@ def test_dequantisation_costs_the_share_of_a_gemm_its_path_peak_gives_it():
     assert dequant_scale(None, a770) == 1.0
     # the bundled Vulkan backend: half the share on the A770 (q4_0: 1/9 -> 1/18), the whole on an RX 9070 XT
     rt = mb.load_runtime("llama.cpp-vulkan")
-    assert rt.efficiency(a770).quantized_dequant_scale == 0.5
-    assert rt.efficiency(xt).quantized_dequant_scale == 1.0
+    assert efficiency(rt, a770).quantized_dequant_scale == 0.5
+    assert efficiency(rt, xt).quantized_dequant_scale == 1.0
 
 
 def test_llama_cpp_vulkan_on_an_arc_a770_runs_its_gemms_on_the_vector_engines():
     # the bundled Vulkan backend: no cooperative matrices on Alchemist -> 2 x 17.2 = 34.4 TFLOP/s;
     # an RTX 4090 keeps 4 x 82.6 = 330.4
     rt = mb.load_runtime("llama.cpp-vulkan")
-    assert rt.efficiency(mb.load_hardware("arc-a770")).quantized_peak_flops == pytest.approx(34.4e12)
-    assert rt.efficiency(mb.load_hardware("rtx-4090")).quantized_peak_flops == pytest.approx(330.4e12)
+    assert efficiency(rt, mb.load_hardware("arc-a770")).quantized_peak_flops == pytest.approx(34.4e12)
+    assert efficiency(rt, mb.load_hardware("rtx-4090")).quantized_peak_flops == pytest.approx(330.4e12)
 
 
 def test_llama_cpp_vulkan_gemm_peak_is_the_fp16_matrix_rate_of_the_path_it_takes():
@@ -237,7 +238,7 @@ def test_llama_cpp_vulkan_gemm_peak_is_the_fp16_matrix_rate_of_the_path_it_takes
     # profiles' FP32-accumulate fp16 fields (165.2e12, 209.5e12); RDNA 4 WMMA 1024 FLOP per CU per clock
     # = 4 x 256 (RX 9070: 56 CUs x 1024 x 2.52 GHz = 144.5e12; AMD: 1156 TOPS int4 sparse / 8)
     rt = mb.load_runtime("llama.cpp-vulkan")
-    peak = {n: rt.efficiency(mb.load_hardware(n)).quantized_peak_flops for n in
+    peak = {n: efficiency(rt, mb.load_hardware(n)).quantized_peak_flops for n in
             ("rtx-4090", "rtx-5090", "rx-9070", "rx-9070-xt", "radeon-ai-pro-r9700")}
     assert peak["rtx-4090"] == pytest.approx(330.3e12, rel=1e-3)
     assert peak["rtx-5090"] == pytest.approx(419.0e12, rel=1e-3)
@@ -282,19 +283,19 @@ def test_a_per_layer_floor_in_cycles_takes_less_time_on_a_faster_clock():
     assert a6000.compute_flops["fp32"] / (2 * 10752) == pytest.approx(1.80e9, rel=1e-3)
     assert rtx4090.compute_flops["fp32"] / (2 * 16384) == pytest.approx(2.52e9, rel=1e-3)
     rt = _rt(per_layer_overhead_cycles=2e5)
-    assert rt.efficiency(a6000).per_layer_overhead_s == pytest.approx(1.1111e-4, rel=1e-4)
-    assert rt.efficiency(rtx4090).per_layer_overhead_s == pytest.approx(7.9365e-5, rel=1e-4)
+    assert efficiency(rt, a6000).per_layer_overhead_s == pytest.approx(1.1111e-4, rel=1e-4)
+    assert efficiency(rt, rtx4090).per_layer_overhead_s == pytest.approx(7.9365e-5, rel=1e-4)
     # it adds to a per-layer figure in seconds: 1e-5 + 7.9365e-5 = 8.9365e-5 s
     both = _rt(per_layer_overhead_s=1e-5, per_layer_overhead_cycles=2e5)
-    assert both.efficiency(rtx4090).per_layer_overhead_s == pytest.approx(8.9365e-5, rel=1e-4)
+    assert efficiency(both, rtx4090).per_layer_overhead_s == pytest.approx(8.9365e-5, rel=1e-4)
     # a decode step of llama-2-7b (32 layers) pays 32 x 7.9365e-5 = 2.5397e-3 s of it on the 4090
     r = mb.estimate("llama-2-7b", "rtx-4090", output_tokens=1, weight_dtype="fp16", runtime=rt)
     assert r.step_terms_s["overhead"] == pytest.approx(32 * 2e5 / 2.52e9, rel=1e-9)
-    # a profile without a clock is timed at runtime.DEFAULT_CLOCK_HZ, 1.8 GHz: 2e5 / 1.8e9 s
-    from membound.catalog.runtime import DEFAULT_CLOCK_HZ
+    # a profile without a clock is timed at efficiency.DEFAULT_CLOCK_HZ, 1.8 GHz: 2e5 / 1.8e9 s
+    from membound.physics.efficiency import DEFAULT_CLOCK_HZ
     spark = mb.load_hardware("dgx-spark")
     assert spark.clock_hz is None and DEFAULT_CLOCK_HZ == 1.8e9
-    assert rt.efficiency(spark).per_layer_overhead_s == pytest.approx(2e5 / 1.8e9, rel=1e-12)
+    assert efficiency(rt, spark).per_layer_overhead_s == pytest.approx(2e5 / 1.8e9, rel=1e-12)
 
 
 def test_weight_only_gemm_tiles_stream_the_layer_weights_once_per_tile_of_tokens():
@@ -355,7 +356,7 @@ def test_hf_transformers_per_layer_floor_is_host_time_the_same_on_every_gpu():
     assert "per_layer_overhead_s" in FIT["hf-transformers"] and "per_layer_overhead_cycles" not in FIT["hf-transformers"]
     hf = load_runtime("hf-transformers")
     assert hf.classes["default"].per_layer_overhead_cycles == 0.0
-    a, b = (hf.efficiency(mb.load_hardware(n)).per_layer_overhead_s for n in ("rtx-a6000", "rtx-4090"))
+    a, b = (efficiency(hf, mb.load_hardware(n)).per_layer_overhead_s for n in ("rtx-a6000", "rtx-4090"))
     assert a == b == hf.classes["default"].per_layer_overhead_s > 0
     rt = _rt(per_layer_overhead_s=2.04e-4)
     for dev in ("rtx-a6000", "rtx-4090"):
@@ -417,18 +418,18 @@ def test_no_runtime_streams_faster_than_the_chips_measured_reads(tmp_path):
     lookup = 32000 * 4096
     rt = Runtime(name="t", use_latency_floor=False,
                  classes={"default": RuntimeEntry(bandwidth_fraction=0.95, compute_fraction=1.0)})
-    assert rt.efficiency(mb.load_hardware("dgx-spark")).bandwidth_fraction == pytest.approx(232 / 273, rel=1e-12)
+    assert efficiency(rt, mb.load_hardware("dgx-spark")).bandwidth_fraction == pytest.approx(232 / 273, rel=1e-12)
     kw = dict(batch=1, prompt_tokens=0, output_tokens=1, weight_dtype="bf16")
     step = (m.total_params - lookup + 4096) * 2 / 232e9           # bf16 weights at 232 GB/s
     assert 1 / mb.estimate(m, "dgx-spark", runtime=rt, **kw).decode_tok_s_per_user == pytest.approx(step, rel=1e-9)
     # below the ceiling a fraction stands (0.80 x 273 GB/s); the pure roofline keeps the peak
     low = Runtime(name="t", use_latency_floor=False,
                   classes={"default": RuntimeEntry(bandwidth_fraction=0.8, compute_fraction=1.0)})
-    assert low.efficiency(mb.load_hardware("dgx-spark")).bandwidth_fraction == 0.8
+    assert efficiency(low, mb.load_hardware("dgx-spark")).bandwidth_fraction == 0.8
     ideal = mb.estimate(m, "dgx-spark", runtime="ideal", **kw).decode_tok_s_per_user
     assert 1 / ideal == pytest.approx((m.total_params - lookup + 4096) * 2 / 273e9, rel=1e-9)
     # a chip without a measured read rate: the fraction as fitted (RTX 4090, 0.95)
-    assert rt.efficiency(mb.load_hardware("rtx-4090")).bandwidth_fraction == 0.95
+    assert efficiency(rt, mb.load_hardware("rtx-4090")).bandwidth_fraction == 0.95
     # a read rate above the peak, or without its source, is refused naming the field
     from membound.catalog.hardware import load_hardware_file
     text = (mb.catalog.hardware.bundled_profiles_dir() / "dgx-spark.yaml").read_text()
@@ -536,11 +537,11 @@ def test_a_mat_vec_column_takes_the_longer_of_its_issue_and_its_dp4a_on_the_int3
     assert cuda.quantized_gemm is not None and dict(cuda.quantized_gemm.mmvq_column_int_ops) == \
         {"q8_0": 0.25, "q4_0": 0.25, "mxfp4": 0.25}
     for chip in ("rtx-4090", "rtx-3090", "h100-sxm", "rtx-5090", "dgx-spark", "a100-80gb"):
-        assert dict(cuda.efficiency(mb.load_hardware(chip)).mmvq_column_ops) == \
+        assert dict(efficiency(cuda, mb.load_hardware(chip)).mmvq_column_ops) == \
             {"q8_0": 1.25, "q4_0": 0.875, "mxfp4": 0.8125}
     # ... it would be on a chip with INT32 on a fifth of its lanes: q4_0 0.25 / 0.2 = 1.25 > 0.875
     fifth = mb.load_hardware("rtx-4090").with_overrides(int32_lanes_per_fp32=0.2, int32_source="a test")
-    assert dict(cuda.efficiency(fifth).mmvq_column_ops) == pytest.approx(
+    assert dict(efficiency(cuda, fifth).mmvq_column_ops) == pytest.approx(
         {"q8_0": 1.25, "q4_0": 1.25, "mxfp4": 1.25}, rel=1e-12)
 
 
@@ -569,7 +570,7 @@ def test_the_int32_lane_share_is_sourced_and_the_int32_ops_are_part_of_the_colum
 def test_a_column_is_bound_by_its_issue_or_by_its_int32_work_whichever_is_longer(ops, frac, share):
     # law: the INT32 lanes bind exactly where the column's INT32 share of instructions exceeds the
     # device's INT32 share of lanes; with every lane INT32-capable (share 1) the issue always binds
-    from membound.catalog.runtime import _column_clocks
+    from membound.physics.efficiency import _column_clocks
     int_ops = frac * ops
     c = _column_clocks(ops, int_ops, share)
     assert c >= ops and c >= int_ops / share

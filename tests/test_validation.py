@@ -13,6 +13,7 @@ import pytest
 
 import membound as mb
 from membound.fidelity.reference import reference_dir
+from membound.physics.efficiency import efficiency
 
 MARGIN = (1.25, 0.01)              # limit = 1.25 x measured + 1 point
 MEASURED = {                       # category -> (validation median, report median) |error|, re-pinned 2026-12-06
@@ -160,7 +161,7 @@ def test_a_class_refitted_away_does_not_shadow_the_default():
     runtime, fits = refit_without(scs, {s.id for s in scs if s.hardware == "dgx-spark"}, "llama.cpp-cuda")
     assert "edge" not in {f.key for f in fits} and "edge" not in runtime.classes
     default = next(f for f in fits if f.key == "default")
-    eff = runtime.efficiency(mb.load_hardware("dgx-spark"))
+    eff = efficiency(runtime, mb.load_hardware("dgx-spark"))
     # the default's figures, its compute at DGX Spark's power-limited clock: 140 W / 31 TFLOP/s fp32
     # = 4.516 W per TFLOP/s against the refitted limit, cube root
     limit = default.params["power_limit_w_per_tflop"]

@@ -165,7 +165,7 @@ def _served(budgets: dict) -> None:
         b = budgets.setdefault(name, RuntimeBudget(name))
         fit_rows = [r for r in rows if r.runtime == name and r.fitted]
         chips = tuple(sorted({r.device for r in fit_rows}))
-        # a served block's fractions are shares of each chip's achievable ones (runtime.served_efficiency):
+        # a served block's fractions are shares of each chip's achievable ones (efficiency.served_efficiency):
         # its fits rest on the fitting chips' profile figures
         b.constants += _profile_fractions(name, "served", set(), chips,
                                           "the fitting chip's profile figure the served fractions scale")

@@ -88,7 +88,7 @@ FIT = {
     # these runtimes have no select chip, so no figure could choose between forms.
     # eager PyTorch engines with fused layers (NeMo, TinyChat: a dozen kernels a layer): each small
     # kernel lasts a floor of GPU cycles, so their per-layer cost is fitted in cycles and timed at each
-    # chip's clock (runtime.per_layer_s). NeMo's per-step and per-sequence costs (fitted before) are
+    # chip's clock (efficiency.per_layer_s). NeMo's per-step and per-sequence costs (fitted before) are
     # not priced: no source gives them, and two chips free one constant
     "nemo": ("per_layer_overhead_cycles",),
     # Hugging Face transformers' eager decode dispatches ~40 unfused ops a layer (norms, rotary, cache
@@ -148,7 +148,7 @@ WHY = {"power_limit_w_per_tflop": (
     "a GPU raises its clock until it meets its power limit; CMOS dynamic power is C V^2 f and near the "
     "top of the voltage-frequency curve V rises with f, so a board whose power_w per fp32 TFLOP/s (at "
     "the rated clock) is below what the kernels draw runs at the cube root of the ratio "
-    "(runtime.power_factor): DGX Spark's 140 W SoC (4.5 W per TFLOP/s) and the RTX PRO 6000 (4.8) "
+    "(efficiency.power_factor): DGX Spark's 140 W SoC (4.5 W per TFLOP/s) and the RTX PRO 6000 (4.8) "
     "below an RTX 3060 (13.3) or a Jetson AGX Orin (11.3)")}
 # torch.mm fp32 TFLOP/s (TF32 off; the best of 1024-10240 square matrices), every entry per board, from
 # github.com/zzc0721/torch-performance-test-data (database.md; RTX PRO 6000 74.03: issue 160). An SGEMM
@@ -165,7 +165,7 @@ def power_limit_from_sgemm(tflops: dict | None = None, spare: str = SGEMM_SPARE)
     """The board watts per fp32 TFLOP/s (at the rated clock) below which a board computes under its
     rated clock, from measured SGEMM rates: each board's median share of its fp32 peak over the
     `spare` board's share is the clock its power sustains, (w / limit) ** (1/3) at w watts per
-    TFLOP/s (runtime.power_factor), so limit = w / ratio ** 3; the median over the power-short boards."""
+    TFLOP/s (efficiency.power_factor), so limit = w / ratio ** 3; the median over the power-short boards."""
     tflops = tflops or SGEMM_TFLOPS
 
     def share(name: str) -> float:

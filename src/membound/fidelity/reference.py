@@ -59,6 +59,7 @@ from ..physics.estimate import prepare
 from ..serving.offline import offline_throughput, trtllm_bench_scheduler
 from ..physics.quantization import Quantization
 from dataclasses import replace
+from ..physics.efficiency import efficiency
 
 if TYPE_CHECKING:
     from ..catalog.hardware import Hardware
@@ -716,7 +717,7 @@ def _prepared(sc: Scenario, runtime, batch, prompt, output, hw=None, model=None)
             _PREPARED.clear()
         _PREPARED[key] = p
         return p
-    return replace(p, runtime=rt, eff=rt.efficiency(hw))
+    return replace(p, runtime=rt, eff=efficiency(rt, hw))
 
 
 def _run(sc, runtime, batch, prompt, output, hw=None, model=None):

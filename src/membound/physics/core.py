@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from ..catalog.hardware import Hardware, MemoryTier
     from ..catalog.model import Model
-    from ..catalog.runtime import Efficiency
+    from .efficiency import Efficiency
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from ..catalog.model import Model, load_model
 from .parallel import Parallel, as_parallel, fewest_chips, layout_for
 from .quantization import Quantization, Resolved
 from .result import Memory, Result, TierUse, create_frozen
-from ..catalog.runtime import Efficiency, Runtime, load_runtime
+from ..catalog.runtime import Runtime, load_runtime
+from .efficiency import Efficiency, efficiency
 from .speculative import SpeculativeDecoding
 import numpy as np
 
@@ -242,7 +243,7 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
     price = _check_price(price_usd_per_hour if price_usd_per_hour is not None else hw.price_usd_per_hour)
     pinned = _check_placement(placement, hw)
     spec_args, extra_w, extra_kv, positions = _speculative(speculative, m, q, hw, res, layout)
-    eff = upcast(rt.efficiency(hw), res)
+    eff = upcast(efficiency(rt, hw), res)
     kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
                chunk_tokens=rt.backend_for(hw).chunk_tokens(layout.ep),
                kv_bytes=res.kv.bytes, act_bytes=res.residual_bytes, tp=float(layout.tp),
@@ -354,7 +355,7 @@ def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, An
     """The Knobs of this runtime's kernel paths (peak_flops, dequant, gemm_tile_tokens, gemv_peak_flops,
     attn_peak_flops and, where they apply, the dense tensors' and the matrix units'): block-quantized
     weights with 8-bit activations on its quantized GEMMs (llama.cpp's MMQ; their dequantisation's
-    share scaled to the path, runtime.dequant_scale), 16-bit activations on
+    share scaled to the path, efficiency.dequant_scale), 16-bit activations on
     narrower weights tiled over the tokens, 16-bit GEMMs on matrix units beside the shader ALUs
     (`_matrix_units`), the dense tensors' own bytes and peaks when the formats are mixed, and
     the LM head's and input embedding's own bytes (a llama.cpp file's q6_K output tensor)."""

@@ -34,6 +34,7 @@ from ...catalog.model import load_model
 from ...catalog.runtime import Runtime, RuntimeEntry, load_runtime
 from .prompts import CHARS_PER_TOKEN
 from .trust import check_points, vet
+from ...physics.efficiency import efficiency
 
 F_MIN = 0.01
 F_STARTS = 9     # starting fractions of the fit, log-spaced over [F_MIN, 1]
@@ -165,7 +166,7 @@ def fit_runtime(measured, model, hardware, *, weight_dtype: str = "bf16", kv_dty
     def fitted_steps(q: dict) -> np.ndarray:
         return np.maximum(np.maximum(mem / q.get("f", f), comp), lat) + comm + q["o"]
 
-    prior = min(max(load_runtime(None).efficiency(hw).bandwidth_fraction, F_MIN), 1.0)
+    prior = min(max(efficiency(load_runtime(None), hw).bandwidth_fraction, F_MIN), 1.0)
     spread = (mem.max() - mem.min()) / mem.max() if mem.max() > 0 else 0.0
     # weight and KV streaming must matter at a plausible fraction (the device's own) for the
     # fraction to be told apart from the overhead; otherwise any f would "fit" the noise
