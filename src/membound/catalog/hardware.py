@@ -131,9 +131,11 @@ class MemoryTier(_Strict):
     capacity_bytes: Bytes               # usable bytes per chip
     bandwidth_bytes_s: MemoryBandwidth  # peak, decimal B/s, per chip
     source: str
-    # what a kernel that only streams reads from this tier measures (a saturating-read probe), where
-    # it falls short of the peak by more than a runtime's kernels do elsewhere (LPDDR5x shared by a
-    # CPU and a GPU): no runtime's weight and KV streams go faster (`Hardware.read_ceiling`)
+    # the highest rate a published stream kernel that loads from this tier measures (a saturating
+    # read, or the best of a STREAM-class suite's loading kernels), cited in read_source: a hardware
+    # fact of the memory technology and its controller (LPDDR5 on a Jetson Orin reaches 0.80 of its
+    # peak, HBM2 on an A100 0.96), so no runtime's weight and KV streams go faster, whatever share a
+    # fit on other chips found (`Hardware.read_ceiling`)
     read_bytes_s: MemoryBandwidth | None = None
     read_source: str = ""
 

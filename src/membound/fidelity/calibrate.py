@@ -419,7 +419,7 @@ def calibrate_specialised(scenarios) -> dict:
 SPLIT_RULE = ("every row of the runtime in the reference measurements.csv that membound predicts, less rows "
               "faster than the pure roofline (membound.calibrate.fit_rows); held-out errors come from cold, converged "
               "refits without each select or report chip of the committed split (membound.split; python -m "
-              "membound.validate)")
+              "membound.fidelity.validate)")
 
 def _evidence(g: GroupFit, today: str) -> str:
     ids = ", ".join(g.rows[:12]) + (", ..." if len(g.rows) > 12 else "")

@@ -281,17 +281,23 @@ def fractions_known(hardware: str, runtime: str | None = None) -> str:
     """Where a row's achievable fractions come from: "assumed" where one that its prediction takes
     from the chip's profile cites no published measurement (`fraction_evidence`), "measured" where
     those it takes cite one, "fitted" where the runtime's entry for the chip sets both itself (a
-    classes: runtime's fitted fractions; the profile then caps only the stream at its measured
-    read ceiling). A runtime with a served block scales the profile's fractions: they count."""
+    classes: runtime's fitted fractions). The profile caps an entry's stream at its measured read
+    ceiling (`Hardware.read_ceiling`, a cited read_source): where that cap binds, the bandwidth the
+    row streams at is the measurement's, so it counts as measured. A runtime with a served block
+    scales the profile's fractions: they count."""
     hw = load_hardware(hardware)
     own: set = set()
+    capped = False
     if runtime is not None:
         rt = load_runtime(runtime).backend_for(hw)
         key = rt.entry_key(hw)
         if rt.served is None and key is not None:
-            own = rt.classes[key].model_fields_set
+            entry = rt.classes[key]
+            own = entry.model_fields_set
+            fitted = entry.bandwidth_fraction
+            capped = rt.use_device_fractions and fitted is not None and hw.read_ceiling < fitted
     kinds = {fraction_evidence(hw.achievable.evidence, f) for f in ("bandwidth_fraction", "compute_fraction")
-             if f not in own}
+             if f not in own} | ({"measured"} if capped else set())
     return "assumed" if "assumed" in kinds else "measured" if kinds else "fitted"
 
 
