@@ -4,8 +4,11 @@ the prediction, the published figure and their ratio; a miss beyond 30% carries 
 reason. `python examples/fast_chips.py` prints it; scripts/fast_chips_readme.py writes it into
 docs/fast-chips.md (a test fails when that section is stale).
 
-Each answer is the shortest call a user would write first (the device's default runtime: its
-physics alone, unless a vendor runtime is confirmed by an independent row, membound.fidelity.vendors),
+Each answer is the shortest call a user would write first (the device's default chip count and
+runtime: its physics alone, unless a vendor runtime is confirmed by an independent row,
+membound.fidelity.vendors); on a fast chip its "why" is what `membound estimate` prints under the
+result (`vendors.notes_for`: a spill to DDR, 8-bit weights, assumed figures that decide it, the
+vendor's software generations, the published figures and the tokens a pass or chips they need),
 marked "fitted row" (its figure is a row a fit used: not a check), "independent row" (a fitted
 runtime meets a figure no fit used) or "physics only" (no fitted constant in the answer).
 """
@@ -55,14 +58,11 @@ GROQ_SPEC = mb.SpeculativeDecoding(gamma=8, acceptance_rate=0.9)
 CEREBRAS_SPEC = mb.SpeculativeDecoding(draft="llama-3.1-8b", gamma=4, acceptance_rate=0.7)
 
 
-def _fewest_that_fit(model, hw, start, step, **kw):
-    """The fewest chips from `start` (in steps of `step`) on which estimate() holds it all."""
-    n = start
-    while True:
-        try:
-            return n, mb.estimate(model, hw, n_chips=n, **kw)
-        except mb.DoesNotFitError:
-            n += step
+def shortest(**call):
+    """`estimate(**call)` (the shortest call a user would write first) and, as one text, the notes
+    `membound estimate` prints under it (`vendors.notes_for`: what decides a fast chip's figure)."""
+    r = mb.estimate(**call)
+    return r, " / ".join(vendors.notes_for(r, call))
 
 
 def claims() -> list[Claim]:
@@ -74,38 +74,24 @@ def claims() -> list[Claim]:
     wse = mb.load_hardware("cerebras-wse-3")
     add(Claim(2, "44 GB of wafer SRAM holds ~20B parameters at fp16", 'load_hardware("cerebras-wse-3").capacity_bytes / 2',
               wse.capacity_bytes / 2 / 1e9, 20, "B params", mark="physics only"))
-    n405 = mb.min_chips("llama-3.1-405b", "cerebras-wse-3", context_tokens=2304)
-    r405 = mb.estimate("llama-3.1-405b", "cerebras-wse-3", n_chips=n405)
-    best = max(mb.estimate("llama-3.1-405b", "cerebras-wse-3", n_chips=n).decode_tok_s_per_user
-               for n in (n405, 2 * n405, 126))
-    add(Claim(3, "Cerebras, Llama 3.1 405B per user (Nov 2024)",
-              f'estimate("llama-3.1-405b", "cerebras-wse-3", n_chips={n405})', r405.decode_tok_s_per_user, 969, "tok/s",
-              f"faster than the wafer's physics on any count: at most {best:,.0f} tok/s from {n405} to 126 wafers (a "
-              "layer's GEMVs and reductions over its square of cores, each RMSNorm beside the GEMV it scales, "
-              "membound.physics.dataflow); Cerebras' Nov 2024 kernels overlap more than this schedule does, or the figure "
-              "used speculative decoding it does not state", mark(r405, "hw-016")))
-    t405 = mb.estimate("llama-3.1-405b", "cerebras-wse-3", n_chips=n405, prompt_tokens=1000, output_tokens=1)
+    r405, why = shortest(model="llama-3.1-405b", hardware="cerebras-wse-3")
+    add(Claim(3, "Cerebras, Llama 3.1 405B per user (Nov 2024)", "membound estimate llama-3.1-405b cerebras-wse-3",
+              r405.decode_tok_s_per_user, 969, "tok/s", why, mark(r405, "hw-016")))
+    n405 = r405.n_chips
+    t405 = mb.estimate("llama-3.1-405b", "cerebras-wse-3", prompt_tokens=1000, output_tokens=1)
     add(Claim(3, "Cerebras 405B time to first token (prompt not stated; 1,000 tokens assumed)",
-              f'estimate(..., n_chips={n405}, prompt_tokens=1000).ttft_s', t405.ttft_s * 1e3, 240, "ms",
-              "the published TTFT is timed at a hosted API: the network round trip and the queue are in it; "
-              "membound's figure is the prefill alone (2 x 405e9 x 1,000 FLOPs at 60% of the 125 PF headline)",
-              mark(t405)))
-    r70 = mb.estimate("llama-3.1-70b", "cerebras-wse-3", n_chips=4, speculative=CEREBRAS_SPEC)
-    r70_plain = mb.estimate("llama-3.1-70b", "cerebras-wse-3", n_chips=4)
+              "membound estimate llama-3.1-405b cerebras-wse-3 --prompt 1000 --output 1: TTFT", t405.ttft_s * 1e3,
+              240, "ms", f"on {n405} wafers; the published TTFT is timed at a hosted API: the network round trip and "
+              "the queue are in it; membound's figure is the prefill alone (2 x 405e9 x 1,000 FLOPs at 60% of the "
+              "125 PF headline)", mark(t405)))
+    r70, why = shortest(model="llama-3.1-70b", hardware="cerebras-wse-3", speculative=CEREBRAS_SPEC)
     add(Claim(4, "Cerebras, Llama 3.1 70B with speculative decoding (Oct 2024)",
-              'estimate("llama-3.1-70b", "cerebras-wse-3", n_chips=4, speculative=SpeculativeDecoding('
-              'draft="llama-3.1-8b", gamma=4, acceptance_rate=0.7))', r70.decode_tok_s_per_user, 2100, "tok/s",
-              f"without speculation the physics gives {r70_plain.decode_tok_s_per_user:,.0f}; the Aug 2024 launch "
-              "software (cerebras-2024-08) reached a third of that", mark(r70)))
-    eta = mb.load_runtime("cerebras-2024-08").classes["cerebras-wse-3"].fabric_efficiency
-    nr1 = mb.min_chips("deepseek-r1", "cerebras-wse-3", context_tokens=2304)
-    rr1 = mb.estimate("deepseek-r1", "cerebras-wse-3", n_chips=nr1)
-    add(Claim(5, "a frontier model on Cerebras (DeepSeek-R1 671B as the stand-in)",
-              f'estimate("deepseek-r1", "cerebras-wse-3", n_chips={nr1})', rr1.decode_tok_s_per_user, 750, "tok/s",
-              "a community guess about an unnamed, larger model ('70-100 wafers, a layer per wafer'); R1's 61 layers "
-              f"on {nr1} wafers allow {rr1.decode_tok_s_per_user:,.0f} tok/s, and the Aug 2024 software's share of "
-              f"the schedule (cerebras-2024-08, {eta:.2f}) {eta * rr1.decode_tok_s_per_user:,.0f}: 750 lies between",
-              mark(rr1)))
+              "membound estimate llama-3.1-70b cerebras-wse-3 --draft llama-3.1-8b --acceptance 0.7",
+              r70.decode_tok_s_per_user, 2100, "tok/s", why, mark(r70)))
+    rr1, why = shortest(model="deepseek-r1", hardware="cerebras-wse-3")
+    add(Claim(5, "a frontier model on Cerebras (DeepSeek-R1 671B as the stand-in; the claim: '70-100 wafers, a layer "
+              "per wafer', about an unnamed, larger model)", "membound estimate deepseek-r1 cerebras-wse-3",
+              rr1.decode_tok_s_per_user, 750, "tok/s", why, mark(rr1)))
     gpt = mb.min_chips("gpt-oss-120b", "cerebras-wse-3", weight_dtype="mxfp4", context_tokens=2304)
     rg = mb.estimate("gpt-oss-120b", "cerebras-wse-3", n_chips=gpt, weight_dtype="mxfp4")
     add(Claim(6, "a coding model small enough for wafer SRAM (gpt-oss-120b as the stand-in)",
@@ -123,31 +109,16 @@ def claims() -> list[Claim]:
     n_groq = mb.min_chips("llama-3.1-70b", "groq-lpu", weight_dtype="fp8", context_tokens=2304)
     add(Claim(8, "Groq: 70B at fp8 needs 300+ LPUs", 'min_chips("llama-3.1-70b", "groq-lpu", weight_dtype="fp8")',
               n_groq, 300, "chips", "a lower bound ('300+'): met when the ratio >= 1", "physics only"))
-    ng = mb.min_chips("llama-3.1-70b", "groq-lpu", weight_dtype="int8", context_tokens=2304)
-    ng, rgq = _fewest_that_fit("llama-3.1-70b", "groq-lpu", ng, 8, weight_dtype="int8", speculative=GROQ_SPEC)
-    add(Claim(9, "Groq, Llama 70B with speculative decoding", f'estimate("llama-3.1-70b", "groq-lpu", n_chips={ng}, '
-              'weight_dtype="int8", speculative=SpeculativeDecoding(gamma=8, acceptance_rate=0.9))',
-              rgq.decode_tok_s_per_user, 1660, "tok/s",
-              "groq-2024 (the default: fitted on hw-018/hw-019, confirmed by hw-006 and hw-011) carries ~90% of the "
-              "step: the papers' physics (SRAM streaming, 0.5 us links) is ~10x faster than Groq's 2024 figures",
-              mark(rgq)))
-    rsn = mb.estimate("deepseek-r1", "sambanova-sn40l", n_chips=16)
-    rsn8 = mb.estimate("deepseek-r1", "sambanova-sn40l", n_chips=16, weight_dtype="fp8")
-    add(Claim(11, "SambaNova, DeepSeek-R1 on 16 SN40L", 'estimate("deepseek-r1", "sambanova-sn40l", n_chips=16)',
-              rsn.decode_tok_s_per_user, 198, "tok/s",
-              "weights not stated, bf16 assumed: 84 GB per socket, 20 GB of routed experts spill to DDR (100 GB/s); "
-              f"in R1's native fp8 all fit in HBM and the physics gives {rsn8.decode_tok_s_per_user:,.0f}: the figure "
-              "lies between (HBM and DDR bandwidths from the Hot Chips 2024 slide, whose 0.01 s model switch of "
-              "Llama 3.1 8B pins 1600 GB/s a rack to the DDR)",
-              mark(rsn, "hw-022")))
-    r8 = mb.estimate("llama-3.1-8b", "sambanova-sn40l", n_chips=16)
-    add(Claim(12, "SambaNova, Llama 3 8B (Llama 3.1 8B)", 'estimate("llama-3.1-8b", "sambanova-sn40l", n_chips=16)',
-              r8.decode_tok_s_per_user, 1000, "tok/s",
-              "the physics alone (no default runtime: sambanova-2024, fitted on hw-025 and hw-009, is confirmed by no "
-              "independent row); the May 2024 software paid a synchronisation at every decoder layer's kernel "
-              "boundary, which SambaNova's kernel looping later removed (arXiv:2410.23668: up to 2.2x faster "
-              "decode); with runtime=\"sambanova-2024\" its ~10 us per layer gives ~1,020, but that is the fitted "
-              "row itself", mark(r8)))
+    rgq, why = shortest(model="llama-3.1-70b", hardware="groq-lpu", speculative=GROQ_SPEC)
+    add(Claim(9, "Groq, Llama 70B with speculative decoding",
+              "membound estimate llama-3.1-70b groq-lpu --mtp --gamma 8 --acceptance 0.9",
+              rgq.decode_tok_s_per_user, 1660, "tok/s", why, mark(rgq)))
+    rsn, why = shortest(model="deepseek-r1", hardware="sambanova-sn40l", n_chips=16)
+    add(Claim(11, "SambaNova, DeepSeek-R1 on 16 SN40L", "membound estimate deepseek-r1 sambanova-sn40l --chips 16",
+              rsn.decode_tok_s_per_user, 198, "tok/s", why, mark(rsn, "hw-022")))
+    r8, why = shortest(model="llama-3-8b", hardware="sambanova-sn40l")
+    add(Claim(12, "SambaNova, Llama 3 8B", "membound estimate llama-3-8b sambanova-sn40l",
+              r8.decode_tok_s_per_user, 1000, "tok/s", why, mark(r8)))
     add(Claim(14, "agent loop: 20 calls x 800 tokens at 70 tok/s", "agent_loop_s(20, 800, 70)",
               product.agent_loop_s(20, 800, 70), 230, "s", mark="physics only"))
     add(Claim(14, "agent loop at 750 tok/s", "agent_loop_s(20, 800, 750)", product.agent_loop_s(20, 800, 750), 21, "s",
@@ -156,7 +127,8 @@ def claims() -> list[Claim]:
 
 
 def table(rows: list[Claim]) -> str:
-    lines = ["| # | claim | membound call | predicted | published | ratio | rests on | why, where it misses by >30% |",
+    lines = ["| # | claim | membound call | predicted | published | ratio | rests on | why (a fast chip: the notes "
+             "`membound estimate` prints under the result) |",
              "|---|---|---|---|---|---|---|---|"]
     for c in rows:
         pred = f"{c.predicted:,.0f}" if c.predicted >= 100 else f"{c.predicted:.3g}"

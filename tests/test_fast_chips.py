@@ -296,3 +296,100 @@ def test_assumed_layout_figures_are_shown_in_the_result(tmp_path):
     (tmp_path / "my-lpu.yaml").write_text(yaml.safe_dump(bad))
     with pytest.raises(mb.MemboundError, match="assumed"):
         mb.load_hardware(tmp_path / "my-lpu.yaml")
+
+
+def test_a_tiered_chip_defaults_to_the_fewest_sockets_that_stream_at_speed():
+    """Llama 3.1 70B: 70.55e9 bf16 weights = 141.1 GB. An SN40L socket streams from 0.52 GB of SRAM
+    and 64 GB of HBM (64.52 GB); DDR (1.5 TB at 100 GB/s) is its capacity tier. One socket holds the
+    model with ~77 GB in DDR (min_chips: 1); two (tp 2) hold 70.6 GB each, still over 64.52; three
+    leave one idle (tp 2); four (tp 4) hold 35.3 GB each, all in SRAM and HBM: the default count of
+    estimate, compare and serve. Chip-seconds a token fall while anything spills and stop falling
+    once nothing does (the rule's reason): 1 x step(1) > 2 x step(2) > 4 x step(4), and 8 x step(8)
+    is no less than 4 x step(4) (the same bytes at the same speed, and more all-reduce hops)."""
+    m, hw = mb.load_model("llama-3.1-70b"), mb.load_hardware("sambanova-sn40l")
+    w = m.total_params * 2
+    fast = hw.memory[0].capacity_bytes + hw.memory[1].capacity_bytes
+    assert w / 2 > fast > w / 4 and w < sum(t.capacity_bytes for t in hw.memory)
+    assert mb.min_chips(m, hw) == 1 and mb.min_chips(m, hw, at_speed=True) == 4
+    r = mb.estimate(m, hw)
+    assert (r.n_chips, r.parallel) == (4, "tp=4 pp=1 ep=1")
+    assert {t.tier: t.weights_bytes + t.kv_bytes for t in r.memory.placement}["DDR"] == 0
+    assert [x.n_chips for x in mb.compare(m, [hw]).results] == [4]
+    assert mb.serve(m, hw, concurrency=1).n_chips == 4
+    chip_s = {n: n * mb.estimate(m, hw, n_chips=n, runtime="ideal").tpot_s for n in (1, 2, 4, 8)}
+    assert chip_s[1] > chip_s[2] > chip_s[4] and chip_s[8] >= chip_s[4]
+    # where no count up to the cap streams it at speed, the fewest that hold it at all
+    assert mb.min_chips(m, hw, at_speed=True, max_chips=3) == 1
+
+
+def test_a_tiered_default_for_a_moe_and_the_one_tier_chips_unchanged():
+    """DeepSeek-R1 in bf16, ~1.34 TB: 16 sockets (tp 16) hold 84 GB each, over 64.52 GB; 17 to 31
+    sockets lay out as tp 16 with the rest idle; 32 (tp 16, pp 2) hold the larger stage's 31 of 61
+    layers, about 1.34 TB x 31/61 / 16 = 43 GB each. On a chip with one tier at_speed changes
+    nothing."""
+    assert mb.min_chips("deepseek-r1", "sambanova-sn40l", context_tokens=2304, at_speed=True) == 32
+    assert mb.min_chips("deepseek-r1", "sambanova-sn40l", context_tokens=2304) == 1
+    for hw in ("h100-sxm", "groq-lpu", "cerebras-wse-3"):
+        assert mb.min_chips("llama-3.1-70b", hw, at_speed=True) == mb.min_chips("llama-3.1-70b", hw)
+
+
+def _notes(**call):
+    r = mb.estimate(**call)
+    return r, vendors.notes_for(r, call)
+
+
+def test_notes_say_what_a_ddr_spill_costs_and_what_avoids_it():
+    """DeepSeek-R1 bf16 on 16 SN40L sockets: dense D and routed experts E per socket; SRAM and HBM
+    (64.52 GB) take D, the KV and as many experts as fit; DDR the rest, E - (64.52 GB - D - KV).
+    32 sockets (tp 16, pp 2) hold it all in SRAM and HBM. The published 198 tok/s (hw-022, on the
+    stated 16) needs 198 / predicted tokens a pass over the weights."""
+    m, hw = mb.load_model("deepseek-r1"), mb.load_hardware("sambanova-sn40l")
+    routed = m.n_moe_layers * m.n_experts * m.expert_params
+    D, E = (m.total_params - routed) / 16 * 2, routed / 16 * 2
+    r, lines = _notes(model=m.name, hardware=hw.name, n_chips=16)
+    fast = hw.memory[0].capacity_bytes + hw.memory[1].capacity_bytes
+    ddr = E - (fast - D - r.memory.kv_bytes)
+    assert lines[0].startswith(f"{ddr / 1e9:,.1f} GB a chip sit in DDR, the capacity tier (100 GB/s)")
+    assert lines[1].startswith("32 chips hold it in the faster tiers")
+    hw22 = next(x for x in lines if "(hw-022;" in x)
+    assert f"{r.decode_tok_s_per_user / 198:.2f}x" in hw22 and f"needs {198 / r.decode_tok_s_per_user:.1f} tokens" in hw22
+
+
+def test_notes_name_the_chips_a_published_figure_needs_and_the_vendor_software():
+    """Llama 3 8B on SN40L: one socket holds it in HBM (16 GB < 64.52 GB), the default count. The
+    published 1,000 tok/s (hw-025, count not stated) is 1,000 / predicted tokens a pass there; the
+    physics reaches it first on 16 sockets (tp 16: 8 and below fall short), so the note names 16.
+    The May 2024 software (sambanova-2024) is given its own prediction of the same call."""
+    r, lines = _notes(model="llama-3-8b", hardware="sambanova-sn40l")
+    assert r.n_chips == 1
+    at = {n: mb.estimate("llama-3-8b", "sambanova-sn40l", n_chips=n).decode_tok_s_per_user for n in (8, 16)}
+    assert at[8] < 1000 <= at[16]
+    hw25 = next(x for x in lines if "(hw-025, a fitted row;" in x)
+    assert f"needs {1000 / r.decode_tok_s_per_user:.1f} tokens" in hw25 and hw25.endswith("or 16 chips")
+    sw = mb.estimate("llama-3-8b", "sambanova-sn40l", runtime="sambanova-2024").decode_tok_s_per_user
+    assert any(x.startswith("sambanova-2024 (") and x.endswith(f"{sw:,.0f} tok/s here") for x in lines)
+    assert vendors.notes(mb.estimate("llama-3.1-8b", "h100-sxm"), None) == []     # not a fast chip
+
+
+def test_notes_show_an_assumed_figure_only_where_it_decides():
+    """Groq 70B bf16 on 640 LPUs: the 64-token activation chunk (assumed) doubled no longer fits in
+    230 MB a chip; the 0.5 us link (assumed) does not move the groq-2024 prediction, whose hop is
+    the fitted one. The published rows are stated without speculative decoding: a speculative call
+    is set beside them without it."""
+    r, lines = _notes(model="llama-3.1-70b", hardware="groq-lpu")
+    assert any(x.startswith("assumed activation_chunk_tokens = 64 (no source) decides it") and
+               x.endswith("doubled does not fit on 640") for x in lines)
+    assert not any("interconnect.latency_s" in x for x in lines)
+    spec = mb.SpeculativeDecoding(gamma=8, acceptance_rate=0.9)
+    _, lines = _notes(model="llama-3.1-70b", hardware="groq-lpu", speculative=spec)
+    hw06 = next(x for x in lines if "(hw-006;" in x)
+    assert f"without speculative decoding gives {r.decode_tok_s_per_user / 250:.2f}x" in hw06
+
+
+def test_cli_estimate_prints_the_notes():
+    from tests._cli import run_cli
+    p = run_cli("estimate", "llama-3.1-405b", "cerebras-wse-3")
+    assert p.returncode == 0, p.stderr
+    speed = mb.estimate("llama-3.1-405b", "cerebras-wse-3").decode_tok_s_per_user
+    line = next(x for x in p.stdout.splitlines() if "published 969 tok/s (hw-016;" in x)
+    assert line.startswith("note ") and f"needs {969 / speed:.1f} tokens a pass" in line

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
+from collections.abc import Container
 
 from ..physics.core import serial_share
 from ..errors import InvalidInputError, MemboundError, short_repr
@@ -356,14 +357,16 @@ COLUMNS = ("id", "hardware", "n_chips", "model", "weight_dtype", "kv_dtype", "ba
            "prompt_tokens", "output_tokens", "metric", "value", "framework", "notes")
 
 
-def load_reference(path: str | Path | None = None) -> Reference:
+def load_reference(path: str | Path | None = None, only: Container[str] | None = None) -> Reference:
     """Every row of measurements.csv as a Scenario, or skipped with its reason. The file is read
     strictly (safeio.read_csv_rows: UTF-8 with or without a BOM, one header naming each column
     once); a cell that is not what its column holds skips its row with the file, line, column and
-    value named, and the other rows are still read."""
+    value named, and the other rows are still read. only: the row ids to read (None: all)."""
     out = Reference()
     source = reference_csv(path)
     _, rows = read_csv_rows(source, COLUMNS)
+    if only is not None:
+        rows = [(line, r) for line, r in rows if r.get("id") in only]
     for line, r in (track(rows, "reference rows", unit=" rows") if len(rows) > PROGRESS_ROWS else rows):
         where = f"{source} line {line}"
         r["__where__"] = where

@@ -43,6 +43,11 @@ from .fitter import Param, fit as least_squares
 from .reference import predict, load_reference, special_layout
 from ..catalog.model import load_model
 from ..catalog.hardware import load_hardware
+from ..catalog.dtypes import get_dtype
+from ..errors import DoesNotFitError, MemboundError
+from ..physics.capacity import min_chips
+from ..physics.estimate import estimate
+from ..physics.parallel import layout_for, streamed_room
 
 # what each runtime's one constant is, in the runtime file (the module docstring gives the sources)
 MEANING = {
@@ -142,7 +147,7 @@ def independent(sc, fitted_scenarios) -> bool:
 
 
 def _scenarios(path=None) -> list:
-    return [s for s in load_reference(path).scenarios
+    return [s for s in load_reference(path, only=ROW_RUNTIME).scenarios
             if s.id in ROW_RUNTIME and s.metric == "decode_tok_s_per_user"]
 
 
@@ -164,11 +169,15 @@ def confirming_rows(name: str, value: float, path=None) -> list[str]:
 
 def _counts(sc, tries: int = 48) -> list[tuple[int, tuple[int, int, int]]]:
     """The chip counts a row allows, with their layouts: the stated one, else from the fewest that
-    hold the model (by the layout rule) up to `tries` steps of an eighth of it beyond."""
+    hold the model (by the layout rule; on a tiered chip, in the tiers a decode streams at speed,
+    below the row's assumed count where fewer do) up to `tries` steps of an eighth of it beyond."""
     if sc.chips_stated:
         return [(sc.n_chips, sc.parallel)]
     hw = load_hardware(sc.hardware)
     n0 = sc.n_chips
+    if streamed_room(hw) is not None:
+        ctx = min(8192, load_model(sc.model).max_context or 8192)     # special_layout's context
+        n0 = min(n0, min_chips(sc.model, hw, context_tokens=ctx, weight_dtype=sc.weight_dtype, at_speed=True))
     step = max(1, n0 // 8)
     out = []
     for n in range(n0, n0 + tries * step + 1, step):
@@ -282,6 +291,186 @@ def format_report(path=None) -> str:
                "'?': chip count not disclosed (the fewest that hold the model shown); runtime share: "
                "1 - physics step / predicted step")
     return "\n".join(out)
+
+
+# ---- what decides a fast chip's figure, printed under estimate's result ----------------------
+
+def _published(r) -> list:
+    """The vendor rows of `r`'s device whose model has `r`'s architecture (decode speed per user)."""
+    arch = architecture(r.model)
+    return [s for s in _scenarios() if s.hardware == r.hardware and architecture(s.model) == arch]
+
+
+def _top(r) -> int:
+    """The most chips `_reaching` tries for `r`: 8x its count, or the interconnect's domain where larger."""
+    link = load_hardware(r.hardware).interconnect
+    return max(8 * r.n_chips, link.max_chips if link is not None else 1)
+
+
+def _reaching(r, again, figure: float, tries: int = 24) -> int | None:
+    """The fewest chips above `r`'s count, up to `_top` (at most `tries` counts, evenly spaced among
+    those the layout rule uses whole), whose prediction under `r`'s runtime reaches `figure`; None
+    where none does."""
+    hw = load_hardware(r.hardware)
+    if hw.interconnect is None:
+        return None
+    m = load_model(r.model)
+    whole = sorted({layout_for(m, hw, n).chips for n in range(r.n_chips + 1, _top(r) + 1)} - {r.n_chips})
+    for n in whole[::max(1, -(-len(whole) // tries))]:
+        try:
+            if again(n_chips=n).decode_tok_s_per_user >= figure:
+                return n
+        except MemboundError:
+            continue
+    return None
+
+
+def _spill(r, again) -> list[str]:
+    """On a chip with memory tiers: the bytes in its slowest tier, and the count that streams it all
+    from the faster tiers (`min_chips(..., at_speed=True)`)."""
+    hw = load_hardware(r.hardware)
+    if streamed_room(hw) is None or r.memory is None:
+        return []
+    slowest = min(hw.memory, key=lambda t: t.bandwidth_bytes_s)
+    use = {u.tier: u for u in r.memory.placement}.get(slowest.name)
+    spilled = 0.0 if use is None else use.weights_bytes + use.kv_bytes
+    if spilled <= 0:
+        return []
+    out = [f"{spilled / 1e9:,.1f} GB a chip sit in {slowest.name}, the capacity tier "
+           f"({slowest.bandwidth_bytes_s / 1e9:,.0f} GB/s): they set the step"]
+    try:
+        n = min_chips(r.model, hw, batch=r.batch, context_tokens=r.prompt_tokens + r.output_tokens,
+                      weight_dtype=r.weight_dtype, at_speed=True)
+    except MemboundError:
+        return out
+    if n > r.n_chips:
+        out.append(f"{n} chips hold it in the faster tiers: {again(n_chips=n).decode_tok_s_per_user:,.0f} tok/s "
+                   f"(--chips {n})")
+    return out
+
+
+def _narrower(r, again, spilled: bool) -> list[str]:
+    """The same call in 8-bit weights on the fewest chips that hold them (a chip whose SRAM sets the
+    count needs fewer, and each streams fewer bytes): the formats the chip computes in, or fp8 storage
+    where the weights spill to a capacity tier."""
+    hw = load_hardware(r.hardware)
+    formats = [k for k in ("int8", "fp8") if k in hw.compute_flops] or (["fp8"] if spilled else [])
+    out = []
+    for wd in formats:
+        if get_dtype(wd).bits >= get_dtype(r.weight_dtype).bits:
+            continue
+        try:
+            x = again(weight_dtype=wd, n_chips=None)
+        except MemboundError:
+            continue
+        out.append(f"in {wd} weights: {x.n_chips} chips, {x.decode_tok_s_per_user:,.0f} tok/s (--weights {wd})")
+    return out
+
+
+def _runtimes(r, again) -> list[str]:
+    """The vendor's software generations on this chip, each predicting the same call; or, where the
+    call ran one, the physics alone and the constant's share of the step."""
+    out = []
+    for name, (dev, ids, field, date, _) in FITS.items():
+        if dev != r.hardware or name == r.runtime:
+            continue
+        x = again(runtime=name).decode_tok_s_per_user
+        out.append(f"{name} ({dev.split('-')[0].capitalize()} software of {date}, {field} fitted on "
+                   f"{', '.join(ids)}): {x:,.0f} tok/s here")
+    if r.runtime in FITS:
+        phys = again(runtime="device").decode_tok_s_per_user
+        out.append(f"the physics alone (runtime device): {phys:,.0f} tok/s; {r.runtime}'s constant is "
+                   f"{100 * (1 - r.decode_tok_s_per_user / phys):.0f}% of the step")
+    return out
+
+
+def _figures(r, again) -> list[str]:
+    """The published figures of this architecture on this chip, against the same call without
+    speculative decoding (the rows state none), with what the prediction needs to reach them."""
+    rows = _published(r)
+    if not rows:
+        return []
+    plain = r if r.speculative is None else again(speculative=None)
+    speed, out = plain.decode_tok_s_per_user, []
+    for s in rows:
+        chips = f"on {s.n_chips}" if s.chips_stated else "chips not stated"
+        fitted = ", a fitted row" if s.id in fitted_rows() else ""
+        text = (f"published {'at least ' if s.id in LOWER_BOUNDS else ''}{s.measured:,.0f} tok/s ({s.id}{fitted}; "
+                f"{chips}; predicted there with {s.runtime}): this call"
+                f"{' without speculative decoding' if r.speculative is not None else ''} gives "
+                f"{speed / s.measured:.2f}x")
+        if s.measured > speed * (1.0 + CONFIRM) and r.batch == 1:
+            text += (f"; on {r.n_chips} chip{'s' if r.n_chips > 1 else ''} the figure needs "
+                     f"{s.measured / speed:.1f} tokens a pass over the weights (speculative decoding, or fewer bits "
+                     "a weight)")
+            if not s.chips_stated:
+                n = _reaching(plain, again, s.measured)
+                text += f", and no count up to {_top(r):,} reaches it" if n is None else f", or {n} chips"
+        out.append(text)
+    return out
+
+
+def _scaled(hw, path: str, k: float):
+    """`hw` with the figure at dotted `path` (a memory tier by its name) times `k` (an integer stays one)."""
+    head, *rest = path.split(".")
+    data = hw.model_dump()
+    node = data
+    for part in [head, *rest[:-1]]:
+        node = next(t for t in node if t["name"] == part) if isinstance(node, (list, tuple)) else node[part]
+    key = rest[-1] if rest else head
+    if not rest:
+        node = data
+    node[key] = max(1, round(node[key] * k)) if isinstance(node[key], int) else node[key] * k
+    return hw.with_overrides(**{head: data[head]})
+
+
+MOVES = 0.05   # an assumed figure that moves a prediction by more than this, halved or doubled, decides it
+
+
+def _assumed(r, again) -> list[str]:
+    """Each figure of the profile with no source (`Hardware.assumed`) that decides `r`: halved or
+    doubled, it moves the prediction by more than MOVES, or the model no longer fits."""
+    hw = load_hardware(r.hardware)
+    out = []
+    for path in hw.assumed:
+        if r.n_chips == 1 and path.startswith(("interconnect.", "scale_out.")):
+            continue
+        speeds: list[float | None] = []
+        for k in (0.5, 2.0):
+            try:
+                speeds.append(again(hardware=_scaled(hw, path, k)).decode_tok_s_per_user)
+            except DoesNotFitError:
+                speeds.append(None)
+        if all(v is not None and abs(v / r.decode_tok_s_per_user - 1.0) <= MOVES for v in speeds):
+            continue
+        said = [f"does not fit on {r.n_chips}" if v is None else f"{v:,.0f} tok/s" for v in speeds]
+        out.append(f"assumed {path} = {hw._figure(path):g} (no source) decides it: halved {said[0]}, doubled {said[1]}")
+    return out
+
+
+def notes(r, again) -> list[str]:
+    """What decides `r`, a prediction on a chip a vendor runtime here models (Cerebras, Groq,
+    SambaNova), printed under `membound estimate`'s result: its spill to a capacity tier and the
+    count that avoids it (`_spill`), the same call in 8-bit weights (`_narrower`), how far each
+    assumed figure of the profile moves it (`_assumed`), the vendor's
+    software generations here (`_runtimes`) and the published figures of this architecture on this
+    chip, the vendor rows, each with what the physics needs to reach it (`_figures`).
+    `again(**overrides)` reruns the call with arguments changed (n_chips=None: the default count).
+    No model or row is named in the code: rows are found by device and architecture."""
+    if r.hardware not in {dev for dev, *_ in FITS.values()}:
+        return []
+    spill = _spill(r, again)
+    return spill + _narrower(r, again, bool(spill)) + _assumed(r, again) + _runtimes(r, again) + _figures(r, again)
+
+
+def notes_for(r, call: dict) -> list[str]:
+    """`notes` for `r = estimate(**call)`: the reruns keep `call`'s arguments and `r`'s chip count
+    (a rerun that names another count drops `call`'s explicit layout)."""
+    same = {**call, "n_chips": r.n_chips}
+
+    def again(**kw):
+        return estimate(**{**same, **({"parallel": None} if "n_chips" in kw else {}), **kw})
+    return notes(r, again)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ __all__ = ["Parallel", "fewest_chips", "layout_for", "min_chips"]
 
 
 def min_chips(model, hardware, *, batch: int = 1, context_tokens: int = 4096, weight_dtype: str = "bf16",
-              kv_dtype: str | None = None, runtime=None, max_chips: int = 100_000, **estimate_kwargs) -> int:
+              kv_dtype: str | None = None, runtime=None, max_chips: int = 100_000, at_speed: bool = False,
+              **estimate_kwargs) -> int:
     """The smallest number of `hardware` chips that hold `model` serving `batch` sequences of
     `context_tokens` tokens each (weights + KV cache + activations per chip <= capacity), each
     count laid out by `layout_for`. Raises DoesNotFitError when even `max_chips` do not.
@@ -30,6 +31,12 @@ def min_chips(model, hardware, *, batch: int = 1, context_tokens: int = 4096, we
     parallelism, so the search ends there or at `max_chips`. This count is also what a
     DoesNotFitError says would hold the model.
 
+    at_speed=True: on a chip with memory tiers (SambaNova's SRAM, HBM and DDR), the fewest chips
+    that hold it all in the tiers a decode streams at speed, nothing in the capacity tier (the
+    default count of `estimate` and `compare`: the fewest chips at the least chip-time a token,
+    `parallel.fewest_chips` says why); the count that holds it at all where none does. The same
+    count as at_speed=False on a chip with one tier.
+
     Example: llama-3.1-70b in bf16 (141 GB of weights) on 80 GB H100s needs 2 chips.
     """
     m, hw = load_model(model), load_hardware(hardware)
@@ -42,4 +49,4 @@ def min_chips(model, hardware, *, batch: int = 1, context_tokens: int = 4096, we
                         kv_dtype=kv_dtype, n_chips=n, runtime=runtime, check_memory=False,
                         **estimate_kwargs).memory
 
-    return fewest_chips(m, hw, memory, cap, f"batch {B}, context {L}")
+    return fewest_chips(m, hw, memory, cap, f"batch {B}, context {L}", at_speed=at_speed)

@@ -75,8 +75,10 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
 
     model, hardware: objects or names (hardware may be a YAML path). batch: sequences decoded
     together; prompt_tokens / output_tokens per sequence. n_chips: a count, or None / "auto" (the
-    default): the fewest chips that hold this configuration (`capacity.min_chips`'s search; the
-    chips of `parallel` where one is given; one chip with check_memory=False); laid out by `parallel`
+    default): the fewest chips that hold this configuration (`capacity.min_chips`'s search; on a
+    chip with memory tiers, the fewest that hold it in the tiers a decode streams at speed,
+    `min_chips(..., at_speed=True)`; the chips of `parallel` where one is given; one chip with
+    check_memory=False); laid out by `parallel`
     (default: `parallel.layout_for`, the one layout rule; chips it cannot use whole stay idle). runtime: None
     (the device's measured fractions), "ideal" (pure roofline) or an engine ("llama.cpp", "vllm",
     "tensorrt-llm", "sglang"). placement pins "weights"/"kv" to tier names. check_memory=False returns a result even when the
@@ -439,19 +441,20 @@ def _auto_chips(kw: dict[str, Any]) -> int:
     if not kw["check_memory"]:
         return 1
     m, hw = load_model(kw["model"]), load_hardware(kw["hardware"])
-    return _fewest(kw, m, hw)
+    return _fewest(kw, m, hw, at_speed=True)
 
 
-def _fewest(kw: dict[str, Any], m: Model, hw: Hardware) -> int:
+def _fewest(kw: dict[str, Any], m: Model, hw: Hardware, at_speed: bool = False) -> int:
     """The fewest chips that hold `estimate(**kw)`'s configuration laid out by the one layout rule
-    (`parallel.fewest_chips`, the search `min_chips` runs); DoesNotFitError where no count does."""
+    (`parallel.fewest_chips`, the search `min_chips` runs; at_speed: in the tiers a decode streams
+    at speed); DoesNotFitError where no count does."""
 
     def memory(n: int) -> Memory:
         mem = estimate(**{**kw, "model": m, "hardware": hw, "n_chips": n, "parallel": None,
                           "check_memory": False}).memory
         assert mem is not None              # estimate() always gives its memory
         return mem
-    return fewest_chips(m, hw, memory)
+    return fewest_chips(m, hw, memory, at_speed=at_speed)
 
 
 def _fewest_chips(kw: dict[str, Any], m: Model, hw: Hardware) -> int | None:

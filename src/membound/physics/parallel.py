@@ -149,11 +149,46 @@ def communication_s(tp, pp, ep, tokens, hidden, n_layers, n_moe_layers, experts_
     return maximum(t_tp, 0.0) + t_pp + t_ep
 
 
-def fewest_chips(m, hw, memory, cap: int = 100_000, what: str = "") -> int:
+def streamed_room(hw) -> float | None:
+    """Bytes per chip in the tiers a decode streams at speed: on a chip with several memory tiers
+    (SambaNova's SRAM, HBM and DDR) every tier but the slowest, the capacity tier; None on a chip
+    with one tier (all of it streams at its one speed)."""
+    if len(hw.memory) < 2:
+        return None
+    slowest = min(hw.memory, key=lambda t: t.bandwidth_bytes_s)
+    return sum(t.capacity_bytes for t in hw.memory if t is not slowest)
+
+
+def fewest_chips(m, hw, memory, cap: int = 100_000, what: str = "", at_speed: bool = False) -> int:
     """The search of `min_chips` over a function `memory(n) -> Memory` of the per-chip bytes on n
-    chips (laid out by `layout_for`): the first count that fits, else DoesNotFitError."""
+    chips (laid out by `layout_for`): the first count that fits, else DoesNotFitError.
+
+    at_speed: on a chip with memory tiers, the first count whose bytes all fit in the tiers a decode
+    streams at speed (`streamed_room`: nothing in the capacity tier), else the first that fits at all.
+    Why (docs/physics.md, "How many chips"): a token streams each chip's bytes once, tier by tier,
+    so n chips holding W bytes, F of them per chip in fast tiers at bandwidth f and the rest in the
+    capacity tier at s < f, spend n x step = n F / f + (W - n F) / s chip-seconds a token while
+    anything spills, falling with every chip added, and W / f once nothing does: the first count
+    with no spill is the fewest chips at the least chip-time a token. On one tier it is the first
+    count that fits."""
+    room = streamed_room(hw) if at_speed else None
+    if room is not None:
+        try:
+            return _search(m, hw, memory, cap, what, room)
+        except DoesNotFitError:
+            pass
+    return _search(m, hw, memory, cap, what, None)
+
+
+def _search(m, hw, memory, cap: int, what: str, room: float | None) -> int:
+    """`fewest_chips`: the first count whose per-chip bytes fit (and, where `room` is given, fit in
+    `room` bytes)."""
+
+    def ok(mem) -> bool:
+        return mem.fits and (room is None or mem.total_bytes <= room)
+
     one = memory(1)
-    if one.fits:
+    if ok(one):
         return 1
     last = one
     where = f"{m.name} on up to {cap:,} x {hw.name}" + (f" ({what})" if what else "") + "; per chip"
@@ -161,12 +196,12 @@ def fewest_chips(m, hw, memory, cap: int = 100_000, what: str = "") -> int:
         raise DoesNotFitError(one.total_bytes, one.capacity_bytes, None,
                               f"{m.name} on {hw.name}; {hw.name}'s profile has no interconnect, so it runs on one chip")
     top = min(cap, hw.interconnect.max_chips * m.n_layers) if hw.kind != "wafer" else min(cap, m.n_layers)
-    lo = max(2, math.ceil((one.weights_bytes + one.kv_bytes + one.other_bytes) / one.capacity_bytes))
+    lo = max(2, math.ceil((one.weights_bytes + one.kv_bytes + one.other_bytes) / (room or one.capacity_bytes)))
     for n in range(min(lo, top), top + 1):
         if layout_for(m, hw, n).chips != n:
             continue
         last = memory(n)
-        if last.fits:
+        if ok(last):
             return n
-    raise DoesNotFitError(last.total_bytes, last.capacity_bytes, None,
+    raise DoesNotFitError(last.total_bytes, last.capacity_bytes if room is None else room, None,
                           f"{where}; no chip count holds it under the layout rule")

@@ -106,7 +106,8 @@ def compare(model: str | Model, devices, *, batch: int = defaults.BATCH,
     """`estimate()` of `model` on each device of `devices` ("name", "name:CHIPS" or a Hardware).
 
     A device without a chip count gets `n_chips`, or else (None / "auto") the fewest chips that hold the weights
-    and the batch's KV cache at prompt + output tokens (`min_chips`), laid out as `layout_for`
+    and the batch's KV cache at prompt + output tokens (`min_chips`; on a chip with memory tiers in
+    the tiers a decode streams at speed, `at_speed=True`, as `estimate` does), laid out as `layout_for`
     does. A device that cannot hold the model (or has no layout for the count asked) is left
     out with the reason in `dropped`; unknown names and bad values raise. `speculative` (a
     `SpeculativeDecoding`) drafts on every device; `price_usd_per_hour` is one price for every
@@ -127,7 +128,7 @@ def compare(model: str | Model, devices, *, batch: int = defaults.BATCH,
         try:
             n = n or default_n or min_chips(m, hw, batch=batch, context_tokens=prompt_tokens + output_tokens,
                                             weight_dtype=weight_dtype, kv_dtype=kv_dtype, runtime=runtime,
-                                            speculative=speculative)
+                                            speculative=speculative, at_speed=True)
             try:
                 par = layout_for(m, hw, n)
             except InvalidInputError as err:     # a device without links, asked for several chips

@@ -33,6 +33,7 @@ from .. import __version__
 from .app import DEFAULT_PORT
 from .bench.cli import add_parser
 from ..fidelity.budget import constant_budget, format_budget
+from ..fidelity.vendors import notes_for as fast_chip_notes
 import math
 
 
@@ -100,15 +101,25 @@ def _speculative(args):
                                acceptance_rate=args.acceptance, mean_accepted_tokens=args.accepted_tokens)
 
 
+_TIERED = " (on a tiered chip such as the SN40L: in the tiers a decode streams at speed)"
+
+
 def _estimate(args) -> int:
     par = Parallel(tp=args.tp, pp=args.pp, ep=args.ep) if (args.tp, args.pp, args.ep) != (1, 1, 1) else None
     price = _price_map(args.price, [args.hardware]).get(load_hardware(args.hardware).name)
-    r = estimate(args.model, args.hardware, batch=args.batch, prompt_tokens=args.prompt,
-                 output_tokens=args.output, weight_dtype=args.weights, kv_dtype=args.kv,
-                 activation_dtype=args.activations, n_chips=args.chips, parallel=par, runtime=args.runtime,
-                 allow_beyond_context=args.allow_beyond_context, dense_weight_dtype=args.dense_weights,
-                 speculative=_speculative(args), price_usd_per_hour=price)
-    print(_dump(r.to_dict()) if args.json else r)
+    call = dict(model=args.model, hardware=args.hardware, batch=args.batch, prompt_tokens=args.prompt,
+                output_tokens=args.output, weight_dtype=args.weights, kv_dtype=args.kv,
+                activation_dtype=args.activations, n_chips=args.chips, parallel=par, runtime=args.runtime,
+                allow_beyond_context=args.allow_beyond_context, dense_weight_dtype=args.dense_weights,
+                speculative=_speculative(args), price_usd_per_hour=price)
+    r = estimate(**call)
+    if args.json:
+        print(_dump(r.to_dict()))
+        return 0
+    print(r)
+    # a fast chip's figure: what decides it (spill, the vendor's software, published figures)
+    for line in fast_chip_notes(r, call):
+        print(f"{'note':<23}{line}")
     return 0
 
 
@@ -419,7 +430,7 @@ def _add_estimate(sub) -> None:
     e.add_argument("hardware")
     _workload(e)
     e.add_argument("--chips", type=_count_or_auto, default="auto",
-                   help="number of chips, or auto: the fewest chips that hold the model")
+                   help="number of chips, or auto: the fewest chips that hold the model" + _TIERED)
     _price_option(e)
     e.add_argument("--tp", type=int, default=1, help="tensor-parallel ways")
     e.add_argument("--pp", type=int, default=1, help="pipeline stages")
@@ -445,10 +456,11 @@ def _add_compare(sub) -> None:
     c = sub.add_parser("compare", help="one model on several devices, side by side")
     c.add_argument("model")
     c.add_argument("devices", nargs="+", metavar="DEVICE[:CHIPS]",
-                   help="device names; ':N' fixes the chip count (default: the fewest chips that hold it)")
+                   help="device names; ':N' fixes the chip count (default: the fewest chips that hold it"
+                        + _TIERED + ")")
     _workload(c)
     c.add_argument("--chips", type=_count_or_auto, default="auto",
-                   help="chips for every device without ':N', or auto: the fewest chips that hold the model")
+                   help="chips for every device without ':N', or auto: the fewest chips that hold the model" + _TIERED)
     _price_option(c)
     c.set_defaults(func=_compare)
 

@@ -129,13 +129,15 @@ def instance_limits(sched: Scheduler, served: Served, ranks: int) -> Scheduler:
 
 def served_chips(model, hardware, n_chips, parallel, prompt: Length, output: Length, **estimate_kwargs) -> int:
     """serve's n_chips: a count as given; None / "auto": the chips of `parallel`, else the fewest
-    that hold the weights and one request of the longest prompt + output (`capacity.min_chips`)."""
+    that hold the weights and one request of the longest prompt + output (`capacity.min_chips`; on a
+    chip with memory tiers, in the tiers a decode streams at speed, as `estimate`)."""
     if n_chips is not None and n_chips != "auto":
         return n_chips          # checked where it is used
     given = as_parallel(parallel)
     if given is not None:
         return given.chips
-    return min_chips(model, hardware, context_tokens=max(1, prompt.high + output.high), **estimate_kwargs)
+    return min_chips(model, hardware, context_tokens=max(1, prompt.high + output.high), at_speed=True,
+                     **estimate_kwargs)
 
 
 def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16", kv_dtype=None,
