@@ -197,7 +197,7 @@ class Fabric(_Strict):
     """The on-chip mesh of a dataflow chip whose weights sit in SRAM beside its cores (a wafer):
     a batch-1 GEMV is mapped onto a square of the cores one layer owns; its input is broadcast
     and its partial outputs reduced across that square, one wavelet per link per cycle
-    (membound.dataflow prices it)."""
+    (membound.physics.dataflow prices it)."""
 
     cores: Annotated[int, Field(ge=1, le=10**9)]
     bandwidth_bits_s: Annotated[float, Field(gt=1e9, le=1e21, allow_inf_nan=False)]  # all links, all cores
@@ -258,7 +258,7 @@ class Hardware(HashableModel):
 
     name: str
     display_name: str
-    aliases: tuple[str, ...] = ()   # vendor spellings and marketing names (membound.names)
+    aliases: tuple[str, ...] = ()   # vendor spellings and marketing names (membound.catalog.names)
     # the bundled device this profile stands in for: required (equal to `name`) when a profile
     # outside the bundled folder takes a bundled device's name, so that no two devices share one
     replaces: str | None = None
@@ -641,7 +641,7 @@ def one_name_each(devices, field: str = "hardware") -> None:
 
 
 def load_hardware(name_or_path: str | Path | Hardware) -> Hardware:
-    """A device by name (bundled or registered; any spelling `membound.names` resolves: case,
+    """A device by name (bundled or registered; any spelling `membound.catalog.names` resolves: case,
     spacing and punctuation aside, or an alias such as "NVIDIA H100 80GB HBM3"), by path to a
     YAML file, or passed through. A miss suggests the nearest names."""
     if isinstance(name_or_path, Hardware):

@@ -88,7 +88,7 @@ class Model(BaseModel):
     # match): llama.cpp's quantizer picks a Falcon's output-tensor format by it (quantization.py); "" = not given
     model_type: str = ""
     source: str = ""
-    aliases: tuple[str, ...] = ()   # Hugging Face ids and other spellings (membound.names)
+    aliases: tuple[str, ...] = ()   # Hugging Face ids and other spellings (membound.catalog.names)
     # aliases that name a release with the same weights' shapes but a context window of its own
     # (Qwen3's 2507 releases: 262144 positions where the April 2025 ones have 40960): loading the
     # preset by that alias gives the release's max_context (`load_model`)
@@ -726,7 +726,7 @@ names.register_kind("model", _index)
 
 
 def load_model(name_or_path_or_model) -> Model:
-    """A bundled preset by name (any spelling `membound.names` resolves: case, spacing and
+    """A bundled preset by name (any spelling `membound.catalog.names` resolves: case, spacing and
     punctuation aside, or an alias such as "meta-llama/Llama-3.3-70B-Instruct"), a path to a
     preset YAML or a config.json (or its folder), or a Model passed through. A miss suggests
     the nearest names."""

@@ -2,7 +2,7 @@
 
 Every fit in membound goes through `fit()`: the runtimes' efficiencies (`membound.calibrate`),
 the served engines' costs (`membound.serve_calibrate`), the fast chips' one constant each
-(`membound.vendors`) and a user's own benchmark (`membound.bench.fit_runtime`). The solver is
+(`membound.fidelity.vendors`) and a user's own benchmark (`membound.present.bench.fit_runtime`). The solver is
 scipy's Trust Region Reflective least squares (`scipy.optimize.least_squares(method="trf")`,
 docs.scipy.org/doc/scipy/reference/generated/scipy.optimize.least_squares.html) with a
 two-point finite-difference Jacobian. Each parameter is mapped onto [0, 1] (linearly, or in

@@ -10,7 +10,7 @@ does not report), it is named and excluded from the error.
 
     python -m membound.fidelity.multiplier_check            # prints every table and a summary
 
-The main validation report (membound.validate) is separate and owned elsewhere.
+The main validation report (membound.fidelity.validate) is separate and owned elsewhere.
 """
 from __future__ import annotations
 
@@ -208,7 +208,7 @@ def _cost_note(spec) -> str:
 
 
 def _solve_tau(f, target, lo=1.0, hi=None):
-    """tau in [lo, hi] with f(tau) = target (f increasing): the one fitter (membound.fitter) on
+    """tau in [lo, hi] with f(tau) = target (f increasing): the one fitter (membound.fidelity.fitter) on
     log(f(tau) / target), one anchor row; a bound where no tau in the range reaches it."""
     rep = fit(lambda p: [math.log(f(p["tau"]) / target)], [Param("tau", lo, hi, (lo + hi) / 2)])
     return rep.params["tau"]

@@ -24,7 +24,7 @@ Mapping choices (each is an assumption a reader can check):
   itl_ms = 1000 / per-user tok/s; ttft_ms = prefill; throughput_tok_s_total at a fixed batch =
   B*T / e2e; at "max" load see `max_load_throughput`.
 - Server at maximum load (trtllm-bench, MLPerf): every request queued at once, an engine with
-  continuous batching kept full (`membound.offline`, on serve's step model and solver with the
+  continuous batching kept full (`membound.serving.offline`, on serve's step model and solver with the
   runtime's served costs): the running batch is what the KV cache (whole prompt + output
   reserved), the engine's batch limit or its tokens per step allow; trtllm-bench rows take the
   limits its tuning heuristic sets (`offline.trtllm_bench_scheduler`), MLPerf rows the engine's
@@ -178,7 +178,7 @@ class Reference:
 
 # ---- text -> names -----------------------------------------------------------------------
 
-# the texts membound.names does not resolve (its names, the presets' and profiles' aliases, vendor
+# the texts membound.catalog.names does not resolve (its names, the presets' and profiles' aliases, vendor
 # words, memory sizes and fine-tune suffixes answer the rest: "Llama-3.1-8B-Instruct", "NVIDIA RTX
 # 4090 24GB"; `_scenario` and `_device` ask it after these tables)
 _MODELS = {
@@ -731,7 +731,7 @@ def _run(sc, runtime, batch, prompt, output, hw=None, model=None):
 def max_load_throughput(sc: Scenario, runtime, hw=None, model=None) -> float:
     """Output tok/s of an offline run at maximum load (every request queued at once): the
     engine's continuous batching kept full, the step costs of the runtime's served block
-    (`membound.offline`). trtllm-bench rows run the engine limits its tuning heuristic sets for
+    (`membound.serving.offline`). trtllm-bench rows run the engine limits its tuning heuristic sets for
     the row's lengths (`offline.trtllm_bench_scheduler`); other rows (MLPerf) the engine's served
     defaults."""
     tp, pp, ep = sc.parallel

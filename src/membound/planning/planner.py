@@ -127,7 +127,7 @@ class SLO:
     ttft_p99_s, tpot_p99_s: MLPerf's Server/Interactive limits (the 99th percentile of TTFT and of a
     request's mean inter-token time). They need batching="served": with an arrival rate the planner
     sizes replicas by the highest rate a replica serves within the limits (`mb.max_rate`, the tails
-    of `membound.tails`); with clients in a closed loop the TPOT has no tail model (its p99 is the
+    of `membound.serving.tails`); with clients in a closed loop the TPOT has no tail model (its p99 is the
     mean step)."""
 
     ttft_p50_s: float | None = None

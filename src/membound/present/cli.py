@@ -333,7 +333,7 @@ def _plan(args) -> int:
 def _validate(args) -> int:
     if args.plot:       # before the 15 s of fitting, not after
         require("matplotlib", "plot", "validate --plot")
-    if args.budget:          # the constant budget only (membound.budget)
+    if args.budget:          # the constant budget only (membound.fidelity.budget)
         print(format_budget(constant_budget(args.reference)))
         return 0
     if args.mlperf:          # MLPerf Inference results only (membound.mlperf_validate)
@@ -554,7 +554,7 @@ def _add_validate(sub) -> None:
                    help="held-out group: leave each whole chip (default) or each whole source out of the fits")
     v.add_argument("--json", action="store_true")
     v.add_argument("--budget", action="store_true", help="print every constant of every runtime instead: fitted or "
-                   "assumed, unit, prior, rows, chips, bound hit (membound.budget)")
+                   "assumed, unit, prior, rows, chips, bound hit (membound.fidelity.budget)")
     v.add_argument("--mlperf", action="store_true",
                    help="predict the MLPerf Inference LLM results instead (Offline, Server, Interactive); --reference: "
                         "an MLPerf CSV or a folder holding mlperf/mlperf_llm.csv")
@@ -582,7 +582,7 @@ def _port(text: str) -> int:
 
 
 def _add_bench_parser(sub) -> None:
-    """`membound bench URL ...` (membound.bench): measure an OpenAI-compatible endpoint."""
+    """`membound bench URL ...` (membound.present.bench): measure an OpenAI-compatible endpoint."""
     add_parser(sub)
 
 
