@@ -1,4 +1,6 @@
 """membound.fidelity.mlperf_validate: MLPerf rows as served workloads (loader rules, skips, predictions)."""
+import dataclasses
+
 import pandas as pd
 import pytest
 
@@ -110,8 +112,102 @@ def test_generations_fall_back_and_need_two_chips():
     assert mv.generation("tensorrt-llm", "v0.1") == "tensorrt-llm"
     q = mb.Quantization("fp8", "fp8")
     one_chip = [mv.MLPerfRow(f"v5.1/X/s{i}/llama3.1-8b/Offline", "v5.1", "llama3.1-8b", "Offline", "H200", "h200",
-                             "tensorrt-llm", q, 8, 1000.0) for i in range(3)]
-    assert mv.fit_generation(one_chip, "tensorrt-llm", "v5.1") is None
+                             "tensorrt-llm", q, 8, 1000.0, executor="cpp") for i in range(3)]
+    assert mv.fit_generation(one_chip, "tensorrt-llm-cpp", "v5.1") is None
+
+
+BENCH = mv.Benchmark("b", "llama-3.1-8b", mv.length_distribution(100, 10, 200, 0.5),
+                     mv.length_distribution(100, 10, 200, 0.5), {})
+
+
+@pytest.mark.parametrize("stack, executor", [
+    ("TensorRT 10.14, CUDA 13.1", "cpp"),                     # only the TensorRT library: an engine
+    ("TensorRT 9.3.0, CUDA 12.2 nan", "cpp"),
+    # NVIDIA's v6.0 endpoint rows name TensorRT-LLM and Dynamo: the LLM API's PyTorch executor
+    ("TensorRT 10.14, CUDA 13.1, cuDNN 9.17, TensorRT-LLM feat/1.2-mlpinf, NVIDIA Dynamo mlperf-v6.0", "pytorch"),
+    ("PyTorch 2.10.0a0, TensorRT 10.14.1.48, TensorRT-LLM 1.3.0rc0", "pytorch"),
+    # an engine built with trtllm-build runs in the C++ executor, even behind trtllm-serve
+    ("TensorRT-LLM 1.0.0 (FP8 W8A8 engine built with trtllm-build, served by trtllm-serve)", "cpp")])
+def test_the_executor_comes_from_the_rows_own_stack(stack, executor):
+    assert mv.executor_of("tensorrt-llm", stack, BENCH) == executor
+
+
+def test_a_benchmark_served_only_from_endpoints_and_other_engines():
+    # DeepSeek-R1's and gpt-oss's submissions run trtllm-serve (workloads.yaml `executor`, cited),
+    # whatever the stack column says; unless the row says it built an engine; vLLM has one executor
+    b = mv.load_benchmarks()
+    assert (b["deepseek-r1"].executor, b["gpt-oss-120b"].executor, b["llama2-70b"].executor) == ("pytorch",) * 2 + ("",)
+    assert mv.executor_of("tensorrt-llm", "TensorRT 10.11, CUDA 12.9", b["deepseek-r1"]) == "pytorch"
+    assert mv.executor_of("tensorrt-llm", "TensorRT 10.11, CUDA 12.9", b["llama2-70b"]) == "cpp"
+    assert mv.executor_of("vllm", "vLLM 0.9.0, TensorRT", b["llama2-70b"]) == ""
+
+
+GENS = {"g": {"engine": "tensorrt-llm", "executor": "cpp", "served": {"per_request_s": {"value": 0.0}},
+              "fit": {"per_sequence_s": {"unit": "s", "prior": [1e-7, 1e-3], "meaning": "m"}},
+              "rounds": {"v9": {"per_sequence_s": {"value": 2e-5}}}}}
+
+
+def test_a_generation_is_the_engine_with_its_constants_replaced():
+    trt = mb.load_runtime("tensorrt-llm")
+    v9, v8 = mv.generation_runtime("g", "v9", generations=GENS), mv.generation_runtime("g", "v8", generations=GENS)
+    # the round's fit (2e-5 s), else the engine's own value; per_request_s 0 (the generation's) in both
+    assert (v9.served.per_sequence_s, v8.served.per_sequence_s) == (2e-5, trt.served.per_sequence_s)
+    assert (v9.served.per_request_s, v9.name, v8.name) == (0.0, "g-mlperf-v9", "g-mlperf-v8")
+    # every other constant is the engine's, as it stands
+    assert v9.served.compute_fraction == trt.served.compute_fraction and v9.served.per_layer_s == trt.served.per_layer_s
+    assert mv.generation_runtime("g", "v9", {"per_sequence_s": 7e-6}, GENS).served.per_sequence_s == 7e-6
+    with pytest.raises(mb.InvalidInputError):
+        mv.generation_runtime("nope", "v9", generations=GENS)
+
+
+def test_a_cold_generation_fit_recovers_the_constant_it_was_made_with():
+    # rows on two chips whose "measured" throughput is the prediction at 3e-5 s per sequence per step:
+    # the cold fit (from the prior's middle, 1e-5 s) returns 3e-5 and writes it as the round's value
+    q = mb.Quantization("fp8", "fp8")
+    rows = [mv.MLPerfRow(f"v9/X/{dev}/llama3.1-8b/Offline", "v9", "llama3.1-8b", "Offline", fam, dev, "tensorrt-llm",
+                         q, 8, 1.0, executor="cpp") for fam, dev in (("H100", "h100-sxm"), ("H200", "h200"))]
+    truth = mv.generation_runtime("g", "v9", {"per_sequence_s": 3e-5}, GENS)
+    made = [r.fresh() for r in rows]
+    mv.predict(made, runtimes={("tensorrt-llm", "cpp", "v9"): truth})
+    for r, m in zip(rows, made):
+        r.measured = m.pred["tok_s_per_accel"]
+    rep = mv.fit_generation(rows, "g", "v9", generations=GENS)
+    assert rep.params["per_sequence_s"] == pytest.approx(3e-5, rel=0.02) and not rep.at_bounds
+    doc = mv.with_fits({("g", "v9"): (rep, ["h100-sxm", "h200"])}, GENS)
+    entry = doc["g"]["rounds"]["v9"]["per_sequence_s"]
+    assert entry["status"] == "fitted" and entry["chips"] == ["h100-sxm", "h200"] and entry["prior"] == [1e-7, 1e-3]
+    assert entry["value"] == pytest.approx(3e-5, rel=0.02) and doc["g"]["at_bound"] == {}
+    # a fit on its prior's bound is missing physics: listed apart, not a round's value
+    bound = dataclasses.replace(rep, at_bounds=("per_sequence_s=1e-07 (lower bound)",))
+    doc = mv.with_fits({("g", "v9"): (bound, ["h100-sxm", "h200"])}, GENS)
+    assert doc["g"]["rounds"] == {} and "missing physics" in doc["g"]["at_bound"]["v9"]["status"]
+
+
+def test_rows_faster_than_the_compute_ceiling_refute_their_lengths():
+    # Llama-2-70B (68.98e9 active parameters) on H200 in fp8 (1.979e15 dense FLOP/s), prompts of
+    # 700 and outputs of 294.45 tokens: 2 x 68.98e9 x (700 + 294.45) = 1.372e14 FLOPs a request,
+    # 1.979e15 x 294.45 / 1.372e14 = 4,247 output tokens/s per GPU at most
+    q = mb.Quantization("fp8", "fp8")
+    bench = mv.Benchmark("l", "llama-2-70b", mv.length_distribution(700, 16, 1024, 0.6),
+                         mv.length_distribution(294.45, 2, 1024, 0.9), {})
+    row = mv.MLPerfRow("v5.1/X/s/l/Offline", "v5.1", "l", "Offline", "H200", "h200", "tensorrt-llm", q, 8, 4400.0)
+    m, hw = mb.load_model("llama-2-70b"), mb.load_hardware("h200")
+    hand = hw.compute_flops["fp8"] * bench.output.mean / (2 * m.active_params * (bench.prompt.mean + bench.output.mean))
+    assert mv.compute_ceiling(row, bench) == pytest.approx(hand, rel=1e-12) and 4100 < hand < 4400
+    slow = mv.MLPerfRow("v5.1/X/t/l/Offline", "v5.1", "l", "Offline", "H200", "h200", "tensorrt-llm", q, 8, 4000.0)
+    srv = mv.MLPerfRow("v5.1/X/s/l/Server", "v5.1", "l", "Server", "H200", "h200", "tensorrt-llm", q, 8, 4400.0)
+    assert mv.refuted([row, slow, srv], {"l": bench}) == {"l": 1}     # Offline rows only, the one above it
+
+
+def test_shipped_generation_fits_name_their_rows_and_stay_inside_their_priors():
+    gens = mv.load_generations()
+    g = gens["tensorrt-llm-cpp"]
+    assert g["engine"] == "tensorrt-llm" and g["served"]["per_request_s"]["status"] == "code"
+    for rnd, fits in g["rounds"].items():
+        e = fits["per_sequence_s"]
+        lo, hi = e["prior"]
+        assert e["status"] == "fitted" and lo < e["value"] < hi, rnd
+        assert len(e["chips"]) >= 2 and "fit families" in e["fitted_on"], rnd     # one constant, two chips at least
 
 
 def test_serve_percentiles_under_poisson_arrivals_come_from_the_tail_model():

@@ -29,6 +29,15 @@ The workload rules of this data set live here, with the loader (never in predict
   NVIDIA and MXFP4 on AMD; KV fp8 where the chip computes fp8;
 - engines: the software stack names it: TensorRT(-LLM) -> tensorrt-llm, vLLM -> vllm,
   SGLang -> sglang; other stacks are skipped with the reason;
+- executors (`executor_of`, workloads.yaml `executors`, cited there): a TensorRT-LLM row ran either a
+  TensorRT engine in the C++ executor ("cpp": its stack names only the TensorRT library, or says it
+  built an engine with trtllm-build) or the PyTorch backend's PyExecutor behind the LLM API /
+  trtllm-serve ("pytorch": its stack names TensorRT-LLM, Dynamo, trtllm-serve or PyTorch, or the
+  benchmark's submissions run endpoints only: deepseek-r1, gpt-oss-120b);
+- software generations (generations.yaml, `generation_runtime`): "cpp" rows run the generation
+  tensorrt-llm-cpp of their round (the engine's served costs with the C++ executor's constants:
+  per_request_s 0 from its code, per_sequence_s fitted per round on the fit families' Offline rows
+  where the fit is interior, else assumed 0); "pytorch" rows run the engine's own runtime;
 - CPU-only systems (accel_family "CPU-only"): the host processor's profile (by the CSV's
   host_processor), its sockets the "accelerators" (tokens/s per socket, sockets per node the
   groups), the stack (PyTorch with Intel's extensions) as the `device` runtime (the profile's
@@ -40,11 +49,17 @@ workloads.yaml whose preset and device resolve (membound.names). Rows that canno
 counted with the reason (open division, SingleStream, no profile for the accelerator, no preset,
 no runtime for the stack, the model does not fit).
 
-    python -m membound.fidelity.mlperf_validate [--reference PATH] [--csv rows.csv]
+The report gives each figure per role of the accelerator family (data/mlperf_split.csv): in-sample
+(fit: the generations' constants are fitted on their Offline rows), validation (select: forms were
+chosen on them) and report (never tuned on).
+
+    python -m membound.fidelity.mlperf_validate [--reference PATH] [--csv rows.csv] [--fit PATH] [--by-family]
 """
 from __future__ import annotations
 
 import argparse
+import copy
+import functools
 import math
 import re
 import sys
@@ -63,7 +78,8 @@ from ..catalog.names import index
 from ..catalog.hardware import load_hardware
 from ..catalog.model import load_model
 from .serve_coverage import layouts as shapes, runnable
-from ..catalog.runtime import list_runtimes, load_runtime
+from ..catalog.runtime import Runtime, list_runtimes, load_runtime
+from .split import mlperf_role, mlperf_roles
 from ..planning.rate_search import saturation, search
 from ..serving.api import build
 from .fitter import Param, fit
@@ -99,6 +115,7 @@ class Benchmark:
     limits: dict          # scenario -> {"ttft_p99_s": s, "tpot_p99_s": s} or {"e2e_p99_s": s}
     beams: int = 1        # beam search's width (each request decodes that many sequences)
     mtp: dict = field(default_factory=dict)     # scenario -> draft steps of the model's MTP head the rules set
+    executor: str = ""    # the engine executor its submissions run whatever the stack says ("pytorch"), or ""
 
 
 @dataclass
@@ -119,11 +136,17 @@ class MLPerfRow:
     layout: str = ""      # its layout
     fitted: bool = False
     pred: dict = field(default_factory=dict)
+    executor: str = ""    # the engine's executor the row ran (`executor_of`: "cpp", "pytorch"), or ""
 
     @property
     def key(self) -> tuple:
         """What one engine instance's prediction depends on."""
-        return (self.benchmark, self.device, self.engine, self.round, self.quantization, self.per_node)
+        return (self.benchmark, self.device, self.engine, self.executor, self.round, self.quantization, self.per_node)
+
+    def fresh(self) -> MLPerfRow:
+        """The same row without a prediction."""
+        return MLPerfRow(self.id, self.round, self.benchmark, self.scenario, self.family, self.device, self.engine,
+                         self.quantization, self.per_node, self.measured, executor=self.executor)
 
 
 def length_distribution(mean: float, lo: int, hi: int, cv: float, n: int = LENGTH_POINTS) -> Samples:
@@ -162,8 +185,34 @@ def load_benchmarks(path: str | Path | None = None) -> dict[str, Benchmark]:
         keys = {"ttft_s": "ttft_p99_s", "tpot_s": "tpot_p99_s", "e2e_s": "e2e_p99_s"}
         limits = {sc: {keys[k]: float(x) for k, x in v.items()} for sc, v in b.get("limits", {}).items()}
         mtp = {sc: int(v["mtp_steps"]) for sc, v in b.get("speculative", {}).items()}
-        out[name] = Benchmark(name, b["preset"], lengths[0], lengths[1], limits, int(b.get("beams", 1)), mtp)
+        out[name] = Benchmark(name, b["preset"], lengths[0], lengths[1], limits, int(b.get("beams", 1)), mtp,
+                              str(b.get("executor", "")))
     return out
+
+
+def executor_rules(path: str | Path | None = None) -> dict[str, dict]:
+    """{engine: its executors' rule} of workloads.yaml `executors` (the shipped file by default)."""
+    return dict(yaml.safe_load(Path(path or workloads_path()).read_text()).get("executors", {}))
+
+
+EXECUTORS = executor_rules()
+
+
+def executor_of(engine: str, stack: str, bench: Benchmark, rules: dict[str, dict] | None = None) -> str:
+    """The executor of `engine` a row ran, from its own software columns `stack` (workloads.yaml
+    `executors`, cited there): "cpp" where the stack says it built an engine (cpp_words), else the
+    benchmark's own executor where its submissions name one, else "pytorch" where the stack names
+    the engine's serving layer (pytorch_words), else "cpp" (the stack names only the TensorRT
+    library: a TensorRT engine); "" for an engine without such a rule."""
+    rule = (EXECUTORS if rules is None else rules).get(engine)
+    if rule is None:
+        return ""
+    low = stack.lower()
+    if any(w in low for w in rule.get("cpp_words", ())):
+        return "cpp"
+    if bench.executor:
+        return bench.executor
+    return "pytorch" if any(w in low for w in rule.get("pytorch_words", ())) else "cpp"
 
 
 def unmodelled(path: str | Path | None = None) -> dict[str, str]:
@@ -280,7 +329,8 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
         raise SkipRow("no tokens per second per accelerator")
     rid = f"{r.round}/{r.submitter}/{r.system_name}/{r.benchmark}/{r.scenario}"
     return MLPerfRow(rid, str(r.round), str(r.model), str(r.scenario), str(r.accel_family), device, engine,
-                     quant, max(per_node, 1), measured)
+                     quant, max(per_node, 1), measured,
+                     executor=executor_of(engine, f"{r.framework} {r.software_stack}", bench))
 
 
 def load_rows(path=None, benchmarks: dict[str, Benchmark] | None = None) -> tuple[list[MLPerfRow], list]:
@@ -316,25 +366,75 @@ def _has_preset(model: str, benchmarks: dict[str, Benchmark]) -> bool:
 
 def generation(engine: str, rnd: str) -> str:
     """The runtime of `engine` as the submitters of round `rnd` ran it: the bundled
-    `<engine>-mlperf-<round>` (a software generation, GENERATION_FIT's constant fitted on it) where
-    there is one, else the engine's own runtime."""
+    `<engine>-mlperf-<round>` where there is one, else the engine's own runtime."""
     name = f"{engine}-mlperf-{rnd}"
     return name if name in list_runtimes() else engine
+
+
+# Software generations (issue 29 item 4): a round of MLPerf is a software generation of each engine,
+# and TensorRT-LLM runs as two executors (workloads.yaml `executors`). A generation (generations.yaml)
+# is the engine's served costs with some constants replaced: set from the executor's code, assumed,
+# or fitted per round on that round's Offline rows of the fit families (data/mlperf_split.csv:
+# Hopper), at least two chips, one constant (GENERATION_PARAM). Every other family is held out:
+# forms are chosen on the select families (B200, MI300X), the report families are printed only.
+# Server and Interactive rows are never fitted on.
+GENERATIONS = "data/reference/mlperf/generations.yaml"
+GENERATION_FIT = tuple(f for f, role in mlperf_roles().items() if role == "fit")
+GENERATION_PARAM = "per_sequence_s"
+
+
+def generations_path() -> Path:
+    return Path(str(resources.files("membound"))) / GENERATIONS
+
+
+def load_generations(path: str | Path | None = None) -> dict[str, dict]:
+    """{generation: its entry} of generations.yaml (the shipped file by default)."""
+    return dict(yaml.safe_load(Path(path or generations_path()).read_text())["generations"])
+
+
+def generation_runtime(name: str, rnd: str, override: dict | None = None,
+                       generations: dict[str, dict] | None = None) -> Runtime:
+    """Generation `name` in round `rnd` as a runtime: its engine's runtime (as it stands) with the
+    generation's served constants, then the round's fitted ones, then `override` ({constant:
+    value}, for fits) replaced; named `<name>-mlperf-<rnd>`."""
+    gens = _shipped_generations() if generations is None else generations
+    if name not in gens:
+        raise InvalidInputError("generation", name, f"one of generations.yaml's ({', '.join(sorted(gens))})")
+    g = gens[name]
+    base = load_runtime(g["engine"])
+    if base.served is None:
+        raise InvalidInputError("generation engine", g["engine"], "an engine with a served block")
+    update = {k: float(v["value"]) for k, v in g.get("served", {}).items()}
+    update.update({k: float(v["value"]) for k, v in (g.get("rounds") or {}).get(rnd, {}).items()})
+    update.update(override or {})
+    return base.model_copy(update={"name": f"{name}-mlperf-{rnd}", "served": base.served.model_copy(update=update)})
+
+
+@functools.cache
+def _shipped_generations() -> dict[str, dict]:
+    return load_generations()
+
+
+def runtime_of(engine: str, executor: str, rnd: str) -> str | Runtime:
+    """The runtime a row of `engine` run by `executor` in round `rnd` predicts with: the generation
+    workloads.yaml names for that executor (generation_runtime), else `generation`'s."""
+    gen = EXECUTORS.get(engine, {}).get(executor) if executor else None
+    return generation_runtime(gen, rnd) if gen else generation(engine, rnd)
 
 
 def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = None,
             runtimes: dict | None = None) -> list[MLPerfRow]:
     """Fill row.pred ({"tok_s_per_accel": ...} or {"error": ...}): one engine build per
     configuration, its saturation for Offline and the rate search per latency limits. runtimes:
-    {(engine, round): Runtime} to use instead of `generation`'s (fits)."""
+    {(engine, executor, round): Runtime} to use instead of `runtime_of`'s (fits)."""
     benchmarks = benchmarks if benchmarks is not None else load_benchmarks()
     groups: dict[tuple, list[MLPerfRow]] = {}
     for r in rows:
         groups.setdefault(r.key, []).append(r)
-    for (bname, device, engine, rnd, q, per_node), members in groups.items():
+    for (bname, device, engine, executor, rnd, q, per_node), members in groups.items():
         bench = benchmarks[bname]
-        runtime = (runtimes or {}).get((engine, rnd)) or generation(engine, rnd)
         try:
+            runtime = (runtimes or {}).get((engine, executor, rnd)) or runtime_of(engine, executor, rnd)
             best = None
             for lay in layouts(bench.preset, device, q.weights, per_node):
                 try:
@@ -370,104 +470,125 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
     return rows
 
 
-# Software generations (issue 29 item 4). A round of MLPerf is a software generation of each
-# engine: its runtime `<engine>-mlperf-<round>` keeps the engine's served costs and refits ONE
-# constant, the host's seconds per running sequence per step (`per_sequence_s`, prior 1e-7 .. 1e-3 s,
-# log-scaled: the scheduler's and sampler's work per sequence, which the C++ executor of NVIDIA's
-# MLPerf harness does in far less time than trtllm-serve's Python one), on that round's Offline rows
-# of the fit families. (compute_fraction, tried first on the same split, went to its upper bound 1.0
-# in v4.0, v4.1 and v5.1: missing physics, set aside.)
-# The split, fixed before looking at any error: Hopper fits (GENERATION_FIT), every other family of
-# the round is held out whole (Blackwell, Ada, AMD's vLLM stacks, which no generation refits).
-# Fewer constants than evidence: one constant needs rows on two chips at least; a round without
-# them keeps the engine's own runtime. Server and Interactive rows are never fitted on.
-GENERATION_FIT = ("H100", "H200", "GH200")
-GENERATION_PARAM = ("per_sequence_s", 1e-7, 1e-3)
-GENERATION_ENGINES = ("tensorrt-llm",)
+def compute_ceiling(r: MLPerfRow, bench: Benchmark) -> float:
+    """The most output tokens/s per accelerator physics allows row `r` under its benchmark's assumed
+    mean lengths: the chip's dense peak FLOP/s in the row's weight format (else fp8, else bf16) over
+    the FLOPs of a request's output token, 2 x active parameters x (prompt + beams x output) / output
+    (weights' GEMMs only: attention would lower it further)."""
+    hw, m = load_hardware(r.device), load_model(bench.preset)
+    fmt = {"nvfp4": "fp4", "mxfp4": "fp4"}.get(r.quantization.weights, r.quantization.weights)
+    peak = next((hw.compute_flops[f] for f in (fmt, "fp8", "bf16") if f in hw.compute_flops), math.inf)
+    out = bench.output.mean
+    return peak * out / (2.0 * m.active_params * (bench.prompt.mean + bench.beams * out))
 
 
-def _with(base, engine: str, rnd: str, value: float):
-    """The engine's runtime `base` with GENERATION_PARAM set to `value`, named as the generation."""
-    name, _, _ = GENERATION_PARAM
-    if base.served is None:
-        raise InvalidInputError("runtime", base.name, "an engine with a served block")
-    return base.model_copy(update={"name": f"{engine}-mlperf-{rnd}",
-                                   "served": base.served.model_copy(update={name: value})})
+def refuted(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = None) -> dict[str, int]:
+    """{benchmark: how many of `rows`' Offline rows beat its compute ceiling}: the benchmark's assumed
+    lengths are refuted by physics (DESIGN, rules of honest fitting: such rows are set aside, not
+    bent to), so none of its rows can inform an engine constant."""
+    benchmarks = benchmarks if benchmarks is not None else load_benchmarks()
+    out: dict[str, int] = {}
+    for r in rows:
+        if r.scenario == "Offline" and r.engine != CPU_ENGINE and r.measured > compute_ceiling(r, benchmarks[r.benchmark]):
+            out[r.benchmark] = out.get(r.benchmark, 0) + 1
+    return out
 
 
-def fit_generation(rows: list[MLPerfRow], engine: str, rnd: str, families=GENERATION_FIT,
-                   benchmarks: dict[str, Benchmark] | None = None):
-    """The fitter's report (membound.fitter.fit) of GENERATION_PARAM on the Offline rows of
-    `engine` in round `rnd` on `families`, from the engine's own runtime (a cold fit); None where
-    those rows span fewer than two chips."""
-    mine = [r for r in rows if r.engine == engine and r.round == rnd and r.family in families
-            and r.scenario == "Offline"]
+def fit_generation(rows: list[MLPerfRow], name: str, rnd: str, families=GENERATION_FIT,
+                   benchmarks: dict[str, Benchmark] | None = None, generations: dict[str, dict] | None = None):
+    """The fitter's report (membound.fitter.fit) of GENERATION_PARAM of generation `name` in round
+    `rnd` on the Offline rows of `families` that run it, from the prior's middle (a cold fit: the
+    generation's constants without any round's fit); the rows of benchmarks whose assumed lengths
+    the families' rows of any round refute (`refuted`) are set aside. None where the rows left span
+    fewer than two chips."""
+    gens = _shipped_generations() if generations is None else generations
+    engine, executor = gens[name]["engine"], gens[name]["executor"]
+    ours = [r for r in rows if r.family in families]
+    aside = refuted(ours, benchmarks)
+    mine = [r.fresh() for r in ours if r.engine == engine and r.executor == executor and r.round == rnd
+            and r.scenario == "Offline" and r.benchmark not in aside]
     if len({r.device for r in mine}) < 2:
         return None
-    name, lo, hi = GENERATION_PARAM
-    base = load_runtime(engine)
-    fresh = [MLPerfRow(r.id, r.round, r.benchmark, r.scenario, r.family, r.device, r.engine, r.quantization,
-                       r.per_node, r.measured) for r in mine]
+    lo, hi = (float(x) for x in gens[name]["fit"][GENERATION_PARAM]["prior"])
+    cold = {k: v for k, v in gens[name].items() if k != "rounds"}
 
     def residuals(p: dict) -> np.ndarray:
-        rt = _with(base, engine, rnd, p[name])
-        predict(fresh, benchmarks, runtimes={(engine, rnd): rt})
-        return np.array([math.log(max(r.pred.get("tok_s_per_accel", 1e-9), 1e-9) / r.measured) for r in fresh])
-    start = float(getattr(base.served, name))
-    return fit(residuals, [Param(name, lo, hi, min(max(start, lo), hi), log=True)], rows=[r.id for r in mine])
+        rt = generation_runtime(name, rnd, {GENERATION_PARAM: p[GENERATION_PARAM]}, {name: cold})
+        predict(mine, benchmarks, runtimes={(engine, executor, rnd): rt})
+        return np.array([math.log(max(r.pred.get("tok_s_per_accel", 1e-9), 1e-9) / r.measured) for r in mine])
+    start = math.sqrt(lo * hi)           # the prior's geometric middle
+    return fit(residuals, [Param(GENERATION_PARAM, lo, hi, start, log=True)], rows=[r.id for r in mine])
 
 
-def generation_runtime(engine: str, rnd: str, report) -> dict:
-    """The runtime YAML (as a dict) of `engine`'s round-`rnd` generation from a fit report."""
-    doc = yaml.safe_load((runtimes_dir() / f"{engine}.yaml").read_text())
-    name, _, _ = GENERATION_PARAM
-    value = float(report.params[name])
-    rows = sorted({i.split("/")[1] + " " + i.split("/")[2] for i in report.rows})
-    doc["name"] = f"{engine}-mlperf-{rnd}"
-    doc["description"] = (f"{engine} as MLPerf Inference {rnd} submitters ran it: {engine}'s served costs, "
-                          f"{name} refitted on the round's Offline rows of {', '.join(GENERATION_FIT)}")
-    doc["provenance"] = (f"MLPerf Inference {rnd} (closed): {name}={value:.4g} fitted by membound.mlperf_validate "
-                         f"--fit on {len(report.rows)} Offline rows of {len(rows)} systems on {', '.join(GENERATION_FIT)}"
-                         f"{'; ON A BOUND (missing physics): ' + ', '.join(report.at_bounds) if report.at_bounds else ''}; "
-                         f"every other accelerator family of the round held out; the rest as {engine}'s")
-    doc["served"]["generation"] = f"{engine} in MLPerf Inference {rnd} submissions (closed division)"
-    doc["served"]["calibration"] = doc["provenance"]
-    doc["served"][name] = round(value, 4)
-    return doc
-
-def fit_all(rows: list[MLPerfRow]) -> dict[tuple[str, str], Any]:
-    """{(engine, round): fit report} of every generation with rows to fit on (GENERATION_ENGINES)."""
+def fit_all(rows: list[MLPerfRow], generations: dict[str, dict] | None = None) -> dict[tuple[str, str], Any]:
+    """{(generation, round): (fit report, the chips of its rows)} of every generation and round with
+    fit rows on two chips."""
+    gens = _shipped_generations() if generations is None else generations
     out = {}
-    for engine in GENERATION_ENGINES:
-        for rnd in sorted({r.round for r in rows if r.engine == engine}):
-            rep = fit_generation(rows, engine, rnd)
+    for name, g in gens.items():
+        for rnd in sorted({r.round for r in rows if r.engine == g["engine"] and r.executor == g["executor"]}):
+            rep = fit_generation(rows, name, rnd, generations=gens)
             if rep is not None:
-                out[(engine, rnd)] = rep
+                ids = set(rep.rows)
+                out[(name, rnd)] = (rep, sorted({r.device for r in rows if r.id in ids}))
     return out
 
 
-def by_family(rows: list[MLPerfRow]) -> list[tuple[str, str, dict, dict]]:
-    """Each accelerator family of the generation engines held out in turn: (round, family, held
-    out, in sample) summaries of its rows, predicted with the round's constant refitted cold on the
-    other families' Offline rows (held out) or on all families' (in sample)."""
-    name, _, _ = GENERATION_PARAM
+def with_fits(reports: dict[tuple[str, str], Any], generations: dict[str, dict] | None = None,
+              aside: dict[str, int] | None = None) -> dict:
+    """generations.yaml's document with each round's fit written in: its value, unit, prior,
+    status and the rows it was fitted on; a fit on a bound of its prior is missing physics and is
+    listed under `at_bound` instead (the round keeps the generation's own value, the engine's).
+    `set_aside` names the benchmarks whose rows no fit used (`refuted`) and why."""
+    gens = copy.deepcopy(_shipped_generations() if generations is None else generations)
+    for g in gens.values():
+        g["rounds"], g["at_bound"] = {}, {}
+        if aside:
+            g["set_aside"] = {b: f"{n} Offline rows of the fit families beat the compute ceiling under its assumed "
+                                 f"lengths (mlperf_validate.compute_ceiling): the lengths are refuted, its rows "
+                                 f"inform no constant" for b, n in sorted(aside.items())}
+    for (name, rnd), (rep, chips) in sorted(reports.items()):
+        prior = gens[name]["fit"][GENERATION_PARAM]
+        value = float(rep.params[GENERATION_PARAM])
+        entry = {"value": float(f"{value:.4g}"), "unit": prior["unit"], "prior": list(prior["prior"]), "status": "fitted",
+                 "fitted_on": f"{len(rep.rows)} Offline rows of the fit families "
+                 f"({', '.join(GENERATION_FIT)}) in {rnd}", "chips": list(chips),
+                 "median_abs_error": float(f"{np.median(np.abs(np.expm1(np.array(rep.residuals)))):.3f}")}
+        if rep.at_bounds:
+            gens[name]["at_bound"][rnd] = {**entry, "status": "at a bound of the prior: missing physics, not used"}
+        else:
+            gens[name]["rounds"][rnd] = {GENERATION_PARAM: entry}
+    return gens
+
+
+def by_family(rows: list[MLPerfRow], generations: dict[str, dict] | None = None) -> list[tuple[str, str, dict, dict]]:
+    """Each accelerator family of a generation held out in turn: (round, family, held out, in
+    sample) summaries of its rows, predicted with the round's constant refitted cold on the other
+    families' Offline rows (held out) or on all families' (in sample); a refit without two chips
+    leaves the generation's own value."""
+    gens = _shipped_generations() if generations is None else generations
     out = []
-    for engine in GENERATION_ENGINES:
-        for rnd in sorted({r.round for r in rows if r.engine == engine}):
-            fams = sorted({r.family for r in rows if r.engine == engine and r.round == rnd})
-            every = fit_generation(rows, engine, rnd, families=fams)
+    for name, g in gens.items():
+        engine, executor = g["engine"], g["executor"]
+        for rnd in sorted({r.round for r in rows if r.engine == engine and r.executor == executor}):
+            fams = sorted({r.family for r in rows if r.engine == engine and r.executor == executor and r.round == rnd})
+            every = fit_generation(rows, name, rnd, families=fams, generations=gens)
             for fam in fams:
-                mine = [r for r in rows if r.engine == engine and r.round == rnd and r.family == fam]
+                mine = [r for r in rows if r.engine == engine and r.executor == executor and r.round == rnd
+                        and r.family == fam]
                 figs = []
-                for rep in (fit_generation(rows, engine, rnd, families=[f for f in fams if f != fam]), every):
-                    copy = [MLPerfRow(r.id, r.round, r.benchmark, r.scenario, r.family, r.device, r.engine,
-                                      r.quantization, r.per_node, r.measured) for r in mine]
-                    base = load_runtime(engine)
-                    rt = base if rep is None else _with(base, engine, rnd, rep.params[name])
-                    predict(copy, runtimes={(engine, rnd): rt})
-                    figs.append({sc: summary([r for r in copy if r.scenario == sc]) for sc in SCENARIOS})
+                for rep in (fit_generation(rows, name, rnd, families=[f for f in fams if f != fam],
+                                           generations=gens), every):
+                    copy_rows = [r.fresh() for r in mine]
+                    override = {} if rep is None else {GENERATION_PARAM: rep.params[GENERATION_PARAM]}
+                    rt = generation_runtime(name, rnd, override, {name: {k: v for k, v in g.items() if k != "rounds"}})
+                    predict(copy_rows, runtimes={(engine, executor, rnd): rt})
+                    figs.append({sc: summary([r for r in copy_rows if r.scenario == sc]) for sc in SCENARIOS})
                 out.append((rnd, fam, figs[0], figs[1]))
     return out
+
+
+ROLES = {"fit": "in-sample (fit)", "select": "validation (select)", "report": "report"}
 
 
 def errors(rows: list[MLPerfRow]) -> np.ndarray:
@@ -496,6 +617,11 @@ def report(rows: list[MLPerfRow], skipped: list, source=None) -> str:
              f"file: {mlperf_csv(source)}", ""]
     for sc in SCENARIOS:
         lines.append(_line(sc, [r for r in rows if r.scenario == sc]))
+    lines += ["", "by scenario x role of the accelerator family (data/mlperf_split.csv):"]
+    for sc in SCENARIOS:
+        for role in ROLES:
+            lines.append(_line(f"{sc:<11} {ROLES[role]}", [r for r in rows if r.scenario == sc
+                                                            and mlperf_role(r.family) == role]))
     for title, attr in (("benchmark", "benchmark"), ("accelerator family", "family"), ("engine", "engine"),
                         ("round", "round")):
         lines += ["", f"by scenario x {title}:"]
@@ -530,8 +656,8 @@ def main(argv=None) -> int:
                     help="an MLPerf CSV of mlperf_llm.csv's schema, or a folder holding mlperf/mlperf_llm.csv "
                          "(default: the copy shipped with membound)")
     ap.add_argument("--csv", help="write one line per row with its prediction")
-    ap.add_argument("--fit", metavar="DIR", help="fit each round's generation (GENERATION_PARAM on the Offline rows "
-                    "of GENERATION_FIT) and write <engine>-mlperf-<round>.yaml runtimes into DIR")
+    ap.add_argument("--fit", metavar="PATH", help="fit each generation's constant per round (GENERATION_PARAM on "
+                    "that round's Offline rows of the fit families) and write generations.yaml with the fits to PATH")
     ap.add_argument("--by-family", action="store_true",
                     help="also each accelerator family held out in turn (cold refits), beside in-sample figures")
     a = ap.parse_args(argv)
@@ -542,10 +668,14 @@ def main(argv=None) -> int:
     except MemboundError as e:
         ap.error(str(e))
     if a.fit:
-        for (engine, rnd), rep in fit_all(rows).items():
-            doc = generation_runtime(engine, rnd, rep)
-            Path(a.fit, f"{engine}-mlperf-{rnd}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, width=110))
-            print(f"{engine} {rnd}: {rep.summary()}")
+        fits = fit_all(rows)
+        for (name, rnd), (rep, chips) in fits.items():
+            print(f"{name} {rnd} on {', '.join(chips)}: {rep.summary()}")
+        header = "".join(line for line in generations_path().read_text().splitlines(keepends=True)
+                         if line.startswith("#"))
+        aside = refuted([r for r in rows if r.family in GENERATION_FIT])
+        doc = with_fits(fits, aside=aside)
+        Path(a.fit).write_text(header + yaml.safe_dump({"generations": doc}, sort_keys=False, width=110))
         return 0
     if a.by_family:
         for rnd, fam, held, ins in by_family(rows):
