@@ -461,8 +461,14 @@ def held_kv_bytes(mc: ModelConsts, kn: Knobs, kv_pair: Num, share: Num, extra_kv
 def held_activation_bytes(mc: ModelConsts, hw: Hardware, kn: Knobs) -> Num:
     """Bytes of activations one chip holds: a prefill chunk's (the prompt, at most the device's
     chunk) and the batch's logits in fp32."""
-    B, tp = kn.batch, kn.tp
-    act_tokens = minimum(B * maximum(kn.prompt, 1.0), float(hw.activation_chunk_tokens)) + B
+    return activation_bytes(mc, hw, kn, kn.batch, kn.prompt)
+
+
+def activation_bytes(mc: ModelConsts, hw: Hardware, kn: Knobs, B: Num, prompt: Num) -> Num:
+    """`held_activation_bytes` of B sequences with prompts of `prompt` tokens (kn's layout and
+    formats; a server sizes its buffers for its token budget)."""
+    tp = kn.tp
+    act_tokens = minimum(B * maximum(prompt, 1.0), float(hw.activation_chunk_tokens)) + B
     return act_tokens * (4.0 * mc.hidden + 2.0 * mc.ffn / tp) * kn.act_bytes + B * mc.vocab * 4.0 / tp
 
 

@@ -22,6 +22,7 @@ from .step import Drafting, StepModel
 from ..physics.parallel import as_parallel
 from ..physics.capacity import min_chips
 from ..physics.result import usd_per_million_tokens
+from ..physics.roofline import maximum
 from .tails import tails
 
 # the most requests engine="simulate" runs (about 0.5 ms of Python each: 200,000 took 269 s on a
@@ -224,7 +225,7 @@ def ttft_quantile(sm: StepModel, st: Steady, prompt: Length, q: float):
     """The q-quantile of the solver's TTFT (floats or arrays, as st's): the wait is shared, the
     prompt's own chunks and the host's work on its tokens scale with its length."""
     own = st.prefill + sm.host_token_s * prompt.mean
-    wait = np.maximum(st.ttft - own, 0.0)
+    wait = maximum(st.ttft - own, 0.0)
     return wait + own * (prompt.quantile(q) / prompt.mean if prompt.mean else 0.0)
 
 

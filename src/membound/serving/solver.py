@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -10,7 +11,7 @@ from scipy.special import gammainc, gammaln
 
 from ..physics.core import Pass
 from ..errors import DoesNotFitError, InvalidInputError
-from ..physics.roofline import causal_pairs
+from ..physics.roofline import causal_pairs, floor, maximum, minimum, where
 from .lengths import Length
 from .scheduler import Scheduler, filled
 from .step import StepModel
@@ -20,6 +21,11 @@ from .step import StepModel
 # rounds of the step-length bias (a long step gathers more prompts for the next)
 CLUMP_POINTS = 12
 CLUMP_ROUNDS = 2
+# `_root`'s geometric grid: points per round (their exponents, from lo to hi), rounds; the most
+# steps `_guess` takes towards a root
+ROOT_POINTS, ROOT_ROUNDS = 24, 7
+ROOT_STEPS = np.linspace(0.0, 1.0, ROOT_POINTS)
+GUESS_STEPS = 12
 
 
 def _poisson_mix(means, weights, n: int):
@@ -177,31 +183,38 @@ class _State:
         closed loop of N clients, b in an open one. (TPOT, tau_d, tau_m, f, X, TTFT, the
         prompt's own chunks, whether the prefill work fits the budget.)"""
         sm, S, D = self.sm, self.S, self.D
-        others = b * (N - 1.0) / N if self.closed else b
-        avail = self.P - (others * sm.positions if self.sched.mixed_steps else 0.0)
-        c0 = np.minimum(S, avail) if self.sched.chunked_prefill else S + 0.0 * b
-        pbar = others * S * sm.tokens_per_step / (D * self.W)      # prefill tokens per decode step
-        c = np.minimum(np.maximum(c0, pbar), avail)
-        f = np.minimum(pbar / np.maximum(c, 1e-30), 1.0)
+        others, avail, pbar = self.budget(b, N)
+        c0 = minimum(S, avail) if self.sched.chunked_prefill else S + 0.0 * b
+        c = minimum(maximum(c0, pbar), avail)
+        f = minimum(pbar / maximum(c, 1e-30), 1.0)
         tau, tau_d, tau_m, tau_own, pre = self._steps(b, others, c0, c, f)
         half = 0.5 * tau          # an arrival's mean wait for the running step to end
         if not self.closed and S > 0:      # Poisson arrivals: a step takes the prompts that came during the last
             tau, tau_m, f, half, own = self._clumped(b, others, avail, pbar, tau_d)
             pre = pre * own
         x = b * sm.tokens_per_step / (D * tau)
-        rho = np.minimum(pbar / np.maximum(avail, 1e-30), 0.999)
+        rho = minimum(pbar / maximum(avail, 1e-30), 0.999)
         # an arrival waits for the running step to end (half a step on average; the clumped steps of
         # Poisson arrivals, length-biased), except in a closed loop with no host time, where requests
         # arrive as others complete, at a boundary; in a closed loop it waits only while others run
         # (a lone client finds the engine idle)
         host = sm.host(S)
-        residual = (0.0 if host == 0.0 else half * np.minimum(others, 1.0)) if self.closed else half
+        residual = (0.0 if host == 0.0 else half * minimum(others, 1.0)) if self.closed else half
         balance = _balance_wait(sm.ranks, filled(self.sched.dp_balance_steps), b, x * tau / self.W, tau)
         held, released = self._held(others, x * tau / self.W, tau_d, c0, avail, tau_own)
         ttft = host + residual + pre + rho / (2.0 * (1.0 - rho)) * pre + balance \
-            + (self.recv_wait + sm.lookahead) * tau * np.minimum(others, 1.0) + held + released
+            + (self.recv_wait + sm.lookahead) * tau * minimum(others, 1.0) + held + released
         pre = pre + released
         return tau / sm.tokens_per_step, tau_d, tau_m, f, x, ttft, pre, pbar <= avail
+
+    def budget(self, b, N=1.0):
+        """(the others a sequence sees, as `__call__`; the token budget a step leaves for prompt
+        tokens beside their decodes; the prefill tokens per decode step their prompts need)."""
+        sm = self.sm
+        others = b * (N - 1.0) / N if self.closed else b
+        avail = self.P - (others * sm.positions if self.sched.mixed_steps else 0.0)
+        pbar = others * self.S * sm.tokens_per_step / (self.D * self.W)
+        return others, avail, pbar
 
     @property
     def pointwise(self) -> bool:
@@ -320,10 +333,11 @@ class _State:
         full = rest = None
         chunks = [0.0, c, c0]
         if S > 0:
-            c0_ = np.maximum(c0, 1.0)
-            full = np.floor(S / c0_)
+            c0_ = maximum(c0, 1.0)
+            full = floor(S / c0_)
             rest = S - full * c0_
-            chunks.append(rest)
+            if np.ndim(rest) or rest > 0.0:      # a number rest of 0 has no step (`where` below: 0)
+                chunks.append(rest)
         n = len(chunks)
         share = [x / max(S, 1.0) for x in chunks]
         one = 1.0 + others
@@ -342,7 +356,7 @@ class _State:
             t = [self._step_rows(tuple(col[i] for col in rows), others, i < over) for i in range(n)]
         tau_d, tau_m, tau_own = t[0], t[1], t[2]
         tau = (1.0 - f) * tau_d + f * tau_m if mixed else tau_d + f * tau_m
-        pre = tau_own if full is None else full * tau_own + np.where(rest > 0.0, t[3], 0.0)
+        pre = tau_own if full is None else full * tau_own + (where(rest > 0.0, t[3], 0.0) if n > 3 else 0.0)
         return tau, tau_d, tau_m, tau_own, pre
 
     def _step_rows(self, rows, others, over_context: bool, staged=None):
@@ -399,7 +413,31 @@ def _closed_loop(state: _State, concurrency, cap: float):
     """N clients hold N = b + X TTFT (Little): b where that holds, or the cap with the rest queued."""
     N = np.asarray(concurrency, float)
     hi = np.minimum(N, cap)
+    found = None
+    if N.size == 1 and state.pointwise and state.sm.float_exact:     # one load, in numbers (`_closed_point`)
+        n = float(N.reshape(-1)[0])
+        found = _closed_point(state, n, float(hi.reshape(-1)[0]))
+    if found is None:
+        return _queued(state, N, *_closed_rounds(state, N, hi))
+    return tuple(np.full(N.shape, v) if N.ndim else np.float64(v) for v in _queued(state, n, *found))
 
+
+def _queued(state: _State, N, b, figures: tuple, capped):
+    """`_closed_loop`'s figures at b decoding sequences (the state's `figures` there; `capped`:
+    whether b is the cap): where fewer than the N clients are held, the rest queue."""
+    tau, tau_d, tau_m, f, x, ttft, pre, _ = figures
+    # the prefill budget binds before the clients are all served (b + X TTFT < N where the
+    # root stopped at the budget's edge): b is the most the budget sustains and the rest queue,
+    # as at the cap (Little's law over all N clients would count the queue as decoding)
+    full = capped | (b + x * ttft < N * (1.0 - 1e-6))
+    ttft = where(full, maximum((N - b) / x, ttft), ttft)
+    x = where(full, x, N / (ttft + state.D * tau))      # Little's law, exact at the root
+    return b, tau, tau_d, tau_m, f, x, ttft, pre
+
+
+def _closed_rounds(state: _State, N: np.ndarray, hi: np.ndarray) -> tuple:
+    """(b, the state's figures there, whether b is the cap) of `_closed_loop` by `_root`'s rounds,
+    every element at once (one load: `_root_ahead`)."""
     def below(b, n):
         tau, _, _, _, x, ttft, _, ok = state(b, n)
         return ok & (b + x * ttft < n)
@@ -412,14 +450,135 @@ def _closed_loop(state: _State, concurrency, cap: float):
     if at_root is None:
         root = _root(below, N * 1e-9, hi, N)
     b = np.where(capped, hi, root)
-    tau, tau_d, tau_m, f, x, ttft, pre, _ = (at_hi if capped else at_root) if at_root is not None else state(b, N)
-    # the prefill budget binds before the clients are all served (b + X TTFT < N where the
-    # root stopped at the budget's edge): b is the most the budget sustains and the rest queue,
-    # as at the cap (Little's law over all N clients would count the queue as decoding)
-    full = capped | (b + x * ttft < N * (1.0 - 1e-6))
-    ttft = np.where(full, np.maximum((N - b) / x, ttft), ttft)
-    x = np.where(full, x, N / (ttft + state.D * tau))      # Little's law, exact at the root
-    return b, tau, tau_d, tau_m, f, x, ttft, pre
+    figures = (at_hi if capped else at_root) if at_root is not None else state(b, N)
+    return b, figures, capped
+
+
+def _closed_point(state: _State, n: float, hi: float) -> tuple | None:
+    """(b, the state's figures there, whether b is the cap) of `_closed_loop` for one load of n
+    clients, the state evaluated at single points in plain floats (`StepModel.float_exact`: the
+    figures of arrays, to the bit), `_root`'s root found by `_point_root`; None where that root
+    is not verified (the caller then takes `_root`'s rounds)."""
+    probes = _Probes(_closed_test(state, n), n * 1e-9)
+    at_hi = probes.at(hi)
+    _, _, _, _, x, ttft, _, ok = at_hi
+    if ok and hi + x * ttft <= n:
+        return hi, at_hi, True
+    found = _point_root(probes, n * 1e-9, hi)
+    return None if found is None else (*found, False)
+
+
+def _closed_test(state: _State, n: float):
+    """`_closed_loop`'s test at b decoding sequences among n clients (a float): b -> (the state's
+    figures, whether they hold fewer than n within the prefill budget (`_held_below`), a margin
+    continuous in b, positive where that holds: -log of the larger of b + X TTFT over n and the
+    prefill tokens a decode step needs over the budget it leaves, each about proportional to b)."""
+    def evaluate(b: float) -> tuple[tuple, bool, float]:
+        figures = state(b, n)
+        below, margin = _held_below(figures, b, n)
+        _, avail, pbar = state.budget(b, n)
+        ratio = max(1.0 - margin / n, pbar / avail if avail > 0.0 else math.inf)
+        return figures, bool(below), -math.log(ratio) if ratio > 0.0 else math.inf
+    return evaluate
+
+
+class _Probes:
+    """A test's evaluations at single points b (`_closed_test`: b -> (figures, whether the test
+    holds, its margin)): the largest b where it held, the smallest where it failed, the margins."""
+
+    def __init__(self, evaluate, lo: float):
+        self.evaluate, self.lo = evaluate, lo       # lo: the bottom of the search
+        self.held, self.failed = -math.inf, math.inf
+        self.seen: dict[float, tuple] = {}
+        self.margins: list[tuple[float, float]] = []     # (b, margin), as evaluated
+
+    def at(self, b: float) -> tuple:
+        """The figures at b (evaluated once)."""
+        if b not in self.seen:
+            figures, below, margin = self.evaluate(b)
+            self.seen[b] = figures
+            if below:
+                self.held = max(self.held, b)
+            else:
+                self.failed = min(self.failed, b)
+            self.margins.append((b, margin))
+        return self.seen[b]
+
+    def inside(self, b: float) -> float:
+        """b where it is in (held, failed], where the test turns; where it misses by a rounding
+        (1e-12), the nearest point of it; else the geometric middle of those."""
+        lo, hi = max(self.held, self.lo), self.failed
+        if lo < b <= hi:
+            return b
+        if hi < b <= hi * (1.0 + 1e-12):
+            return hi
+        if lo * (1.0 - 1e-12) <= b <= lo:
+            return math.nextafter(lo, math.inf)
+        return math.sqrt(lo * hi)
+
+
+def _point_root(probes: _Probes, lo: float, hi: float) -> tuple[float, tuple] | None:
+    """`_root(below, lo, hi, n)` of `_closed_loop`'s test (below) to the bit, and the state's
+    figures there, in a few evaluations at single points, for a test that turns false once (at some
+    b*), as `_root` asks. `_root`'s answer is fixed by its rounds' counts of grid points below b*:
+    from an estimate of b* (`_guess`), `_brackets` predicts them, and they are `_root`'s where no
+    round's grid point lies strictly between a b where the test held and one where it failed.
+    Those two are found among the evaluations, or the predicted brackets' ends are evaluated
+    (after the root's own point). None where three estimates leave the counts unverified."""
+    guess = _guess(probes, hi)
+    for _ in range(3):
+        brackets = _brackets(lo, hi, guess, ROOT_STEPS, ROOT_ROUNDS)
+        low, high = max(a for a, _ in brackets), min(c for _, c in brackets)
+        root = math.sqrt(brackets[-1][0] * brackets[-1][1])         # as `_root`: sqrt(lo * hi)
+        probes.at(root)
+        if probes.held < low:
+            probes.at(low)
+        if probes.failed > high and probes.held >= low:
+            probes.at(high)
+        if probes.held >= probes.failed:          # not a test that turns once
+            return None
+        if low <= probes.held and probes.failed <= high:
+            return root, probes.at(root)
+        guess = probes.inside(_estimate(probes.margins))
+    return None
+
+
+def _guess(probes: _Probes, hi: float) -> float:
+    """An estimate of where the margin of `_Probes` crosses 0 below hi, hi evaluated: from the
+    line of slope -1 in log b through hi (the margin of a ratio proportional to b), then the zero
+    of the quadratic through the last three points (`_estimate`), each evaluated, until the next
+    estimate moves less than 1e-7 from the last point (it is then much closer still)."""
+    top = probes.margins[-1][1]
+    points = [(hi * math.e, top - 1.0), (hi, top)]
+    for _ in range(GUESS_STEPS):
+        b = probes.inside(_estimate(points))
+        if abs(b - points[-1][0]) <= 1e-7 * b or b in probes.seen:
+            return b
+        probes.at(b)
+        points.append(probes.margins[-1])
+    return probes.inside(_estimate(points))
+
+
+def _estimate(points: list[tuple[float, float]]) -> float:
+    """Where the margin is 0 by log b as a polynomial in the margin through the last three
+    (b, margin) points, or the line through two (`_inverse_interpolation`; nan where it has none)."""
+    t = _inverse_interpolation([(math.log(b), m) for b, m in points[-3:]])
+    return math.exp(min(t, 700.0)) if math.isfinite(t) else math.nan
+
+
+def _inverse_interpolation(points: list[tuple[float, float]]) -> float:
+    """Where b(margin), the polynomial through the (b, margin) points (two: a line, three: a
+    quadratic), has margin 0 (Lagrange's form; nan where two margins are equal)."""
+    b = 0.0
+    for i, (bi, mi) in enumerate(points):
+        w = bi
+        for k, (_, mk) in enumerate(points):
+            if k != i:
+                if mi == mk:
+                    return math.nan
+                w *= mk / (mk - mi)
+        b += w
+    return b
 
 
 def _held_below(figures, b, n):
@@ -506,7 +665,7 @@ def run_share(sm: StepModel, st: Steady, output: Length, concurrency, runs=10.0)
     return finite_run_share(e2e, tau0, output, concurrency, runs)
 
 
-def _root(below, lo, hi, arg, points: int = 24, rounds: int = 7):
+def _root(below, lo, hi, arg, points: int = ROOT_POINTS, rounds: int = ROOT_ROUNDS):
     """The b in [lo, hi] where `below(b, arg)` turns False (monotone), by refining a geometric
     grid of `points` values per round, all elements at once (lo, hi, arg: arrays of one shape).
     Each round narrows log(hi / lo) by points - 1: the solver's bracket of 1e9 ends at
@@ -525,7 +684,7 @@ def _root(below, lo, hi, arg, points: int = 24, rounds: int = 7):
     return b.reshape(shape) if shape else float(b[0])
 
 
-def _root_ahead(state, test, lo, hi, arg, points: int = 24, rounds: int = 7):
+def _root_ahead(state, test, lo, hi, arg, points: int = ROOT_POINTS, rounds: int = ROOT_ROUNDS):
     """`_root` of one element to the bit, in fewer evaluations of `state`: (the root, the state's
     figures at hi, at the root). test(figures, b, arg): `_root`'s below from the state's figures at
     b, and a margin continuous in b, positive where below is (its zero is where below turns).
@@ -558,7 +717,8 @@ def _root_ahead(state, test, lo, hi, arg, points: int = 24, rounds: int = 7):
             if i + 1 == len(grids) or chain[i + 1][0][0] != lo[0] or chain[i + 1][1][0] != hi[0]:
                 break
         guess = _predicted_root(grid[0], margin[0, i * points:(i + 1) * points], k, flags[0, i * points])
-        *ahead, after = _brackets(lo, hi, guess, j, rounds)      # the rounds left, and the bracket they leave
+        ahead = [(np.array([a]), np.array([c])) for a, c in _brackets(float(lo[0]), float(hi[0]), guess, j, rounds)]
+        after = ahead.pop()           # the rounds left, and the bracket they leave
         chain, last = [(lo, hi), *ahead], np.sqrt(after[0] * after[1])
     raise AssertionError("unreachable: each evaluation takes at least one round")
 
@@ -568,14 +728,16 @@ def _column(figures: tuple, i: int, shape: tuple[int, ...]) -> tuple:
     return tuple(x[:, i].reshape(shape)[()] if np.ndim(x) == 2 else x for x in figures)
 
 
-def _brackets(lo, hi, guess: float, j, count: int) -> list:
+def _brackets(lo: float, hi: float, guess: float, j: np.ndarray, count: int) -> list[tuple[float, float]]:
     """The (lo, hi) brackets of `_root`'s next `count` rounds from (lo, hi) were `below` true
-    exactly below `guess`."""
+    exactly below `guess` (numbers; each grid computed as `_root` computes it, on steps j). A grid
+    is sorted (its points are at least 1e-10 apart, relative, in 7 rounds from a range of 1e9;
+    pow errs by ulps), so the points below guess are the first bisect_left of them."""
     out = []
     for _ in range(count):
-        grid = lo[:, None] * (hi / lo)[:, None] ** j
-        k = min(max(int(np.count_nonzero(grid[0] < guess)), 1), j.size - 1)
-        lo, hi = grid[:, k - 1], grid[:, k]
+        grid = (lo * (hi / lo) ** j).tolist()
+        k = min(max(bisect_left(grid, guess), 1), len(grid) - 1)
+        lo, hi = grid[k - 1], grid[k]
         out.append((lo, hi))
     return out
 

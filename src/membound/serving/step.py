@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..physics.core import Pass, chip_of, decode_index, model_consts, pass_s, pipeline_pass, timed
+from ..physics.core import Pass, activation_bytes, chip_of, decode_index, model_consts, pass_s, pipeline_pass, timed
 from ..physics.estimate import Prepared
 from ..physics.roofline import Num, context_pieces, effective_context, maximum, sum_linear, sum_over_context
 from .scheduler import Scheduler, filled
@@ -73,6 +73,15 @@ class StepModel:
         # step, the tokens it emits per step on average, and the drafter's seconds per step
         self.positions, self.tokens_per_step, self.routed = 1.0, 1.0, 1.0
         self.draft: Drafting | None = None
+
+    @property
+    def float_exact(self) -> bool:
+        """Whether the step of plain floats is the step of numpy arrays to the bit: + - * /, min, max
+        and floor round alike, but not the power of `roofline.expected_experts` (numpy's vectorised
+        pow and libm's differ in the last bit), which a model with routed experts (or its
+        drafter's) takes."""
+        steps = [self] if self.draft is None else [self, self.draft.first, self.draft.rest]
+        return not any(sm.consts.n_experts for sm in steps)
 
     # the step's per-unit costs, exact (the figures a hand derivation checks)
     @property
@@ -149,8 +158,8 @@ class StepModel:
     def kv_pairs_capacity(self, sched: Scheduler) -> float:
         """(layer, token) KV pairs one chip's share of the cache holds: memory_fraction of what
         the weights and the activations of a full token budget leave."""
-        act = float(self.prepared.evaluate(batch=1.0, prompt=float(filled(sched.token_budget)), output=1.0)
-                    ["activation_bytes_chip"])
+        p = self.prepared
+        act = float(activation_bytes(p.consts, p.hardware, p.knobs, 1.0, float(filled(sched.token_budget))))
         free = filled(sched.memory_fraction) * (self.capacity_bytes - self.weights_bytes - act)
         return max(free, 0.0) / self.kv_pair_bytes
 
@@ -212,11 +221,14 @@ class StepModel:
         p, m, beat = self.staged(b, c, cu, cp, None, hp)
         U = b * u / m
         idx = decode_index(self.consts, self.chip, b / m, self.positions, h, beat)
-        vals = {"memory": float(np.mean(p.mem + p.kv * U + idx[0])),
-                "compute": float(np.mean(p.comp + p.attn * U + idx[1])),
-                "communication": float(np.mean(p.comm)), "overhead": float(np.mean(p.over)),
-                "latency": float(np.mean(p.floor))}
+        vals = {"memory": _average(p.mem + p.kv * U + idx[0]), "compute": _average(p.comp + p.attn * U + idx[1]),
+                "communication": _average(p.comm), "overhead": _average(p.over), "latency": _average(p.floor)}
         return max(vals, key=vals.__getitem__)
+
+
+def _average(x: Num) -> float:
+    """The mean of a figure (a number: itself)."""
+    return float(x) if isinstance(x, (int, float)) else float(np.mean(x))
 
 
 class Drafting:
