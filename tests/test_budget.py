@@ -46,17 +46,22 @@ def test_llama_cpp_metal_is_within_its_budget(budget):
     assert b.free == 6 and len(b.chips) == 15 and b.allowed == 7 and not b.over
 
 
-def test_vllms_held_step_figures_count_as_frozen_free_constants(budget):
-    # serve_calibrate.FIXED["vllm"] holds 7 figures of an earlier fit on the same H200 rows (none at a
-    # bound or neutral): frozen, free like the 3 fitted ones; one chip allows none
+def test_the_served_engines_set_figures_with_reasons_and_count_what_they_fit(budget):
+    # vLLM fits 5 figures (serve_calibrate.FIXED sets 5 of its 10) on its rows of H100 SXM and H200:
+    # 2 chips allow 2 // 2 = 1, so it is over by 4; nothing is frozen. SGLang fits 4 on H200 and its
+    # all-to-all on the H200's DP-attention rows: 5 free over 1 chip, which allows none
     from membound.fidelity.serve_calibrate import FIXED
     b = budget["vllm"]
-    frozen = {c.name for c in b.constants if c.kind == "frozen"}
-    assert frozen == set(FIXED["vllm"]) and len(frozen) == 7
-    assert b.free == 10 and b.chips == ("h200",) and b.allowed == 0 and b.over
-    # SGLang's figures pinned at a bound (per_step_s 0, bandwidth 1) or neutral are set, not free
-    sg = {c.name: c.kind for c in budget["sglang"].constants if c.entry == "served"}
-    assert sg["per_step_s"] == "set" and sg["bandwidth_fraction"] == "set" and sg["per_prompt_token_s"] == "set"
+    served = {c.name: c for c in b.constants if c.entry == "served"}
+    assert {k for k, c in served.items() if c.kind == "set"} == set(FIXED["vllm"]) and len(FIXED["vllm"]) == 5
+    assert all(served[k].why for k in FIXED["vllm"]) and not [c for c in b.constants if c.kind == "frozen"]
+    assert {k for k, c in served.items() if c.kind == "fitted"} == {"compute_fraction", "per_layer_s", "per_sequence_s",
+                                                                     "per_request_s", "moe_expert_rows"}
+    assert b.free == 5 and b.chips == ("h100-sxm", "h200") and b.allowed == 1 and b.over
+    sg = budget["sglang"]
+    assert sg.free == 5 and sg.chips == ("h200",) and sg.allowed == 0 and sg.over
+    kinds = {c.name: c.kind for c in sg.constants if c.entry == "served"}
+    assert kinds["per_step_s"] == "set" and kinds["bandwidth_fraction"] == "set" and kinds["per_prompt_token_s"] == "set"
 
 
 def test_every_constant_has_a_kind_and_the_table_flags_what_is_over(budget):

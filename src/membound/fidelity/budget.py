@@ -9,8 +9,8 @@ Kinds of constant:
 - fitted: chosen by the one fitter (membound.fitter) on the rows named: a runtime entry's figures
   (membound.calibrate.FIT), an engine's served costs (membound.serve_calibrate), a fast chip's
   generation constant (membound.vendors.FITS);
-- set: fixed from a cited fact of the engine's code or a measurement (calibrate.FIXED,
-  serve_calibrate.FIXED), with the reason where the code gives one;
+- set: fixed from a cited fact of the engine's code or a measurement, the chip profile's own figure or
+  a neutral value (calibrate.FIXED, serve_calibrate.FIXED), with the reason;
 - held: a device class's figure held at the runtime default's value (too few rows to fit it);
 - profile: a fraction the runtime's entry leaves to each chip (its profile's `achievable`: a published
   stream or GEMM measurement, or "assumed" where none was found), listed per chip of its rows;
@@ -29,7 +29,7 @@ from .fitter import Param
 from .calibrate import BOUNDS, FIT, FIXED, RUNTIME_WIDE, calibrate_runtimes
 from ..catalog.hardware import load_hardware
 from ..catalog.runtime import load_runtime, list_runtimes
-from .serve_calibrate import ALLTOALL, ALLTOALL_RANGE, ENGINES, FIXED as SERVED_FIXED, HIGH, LOW, NEUTRAL, dp_rows, fitted_params
+from .serve_calibrate import ALLTOALL, ALLTOALL_RANGE, ENGINES, FIXED as SERVED_FIXED, HIGH, LOW, dp_rows, fitted_params
 from .serve_validate import load_rows
 from .vendors import FITS
 from .reference import load_reference
@@ -156,7 +156,8 @@ def _profile_fractions(rt: str, key: str, set_in_file: set, chips: tuple,
 
 
 def _served(budgets: dict) -> None:
-    """Add each engine's served block: fitted (on the fitting chip's rows) or held."""
+    """Add each engine's served block: fitted (on its rows of the fitting chips, serve_validate.FIT_HARDWARE)
+    or set (serve_calibrate.FIXED, with the reason)."""
     rows, _ = load_rows()
     for name in ENGINES:
         served = getattr(load_runtime(name), "served", None)
@@ -181,17 +182,9 @@ def _served(budgets: dict) -> None:
             side = Param(ALLTOALL, *ALLTOALL_RANGE, v).bound_hit(v) or ""
             b.constants.append(Constant(name, "served", ALLTOALL, v, "fitted", "s", ALLTOALL_RANGE, len(ep),
                                         tuple(sorted({r.device for r in ep})), side))
-        for k, v in SERVED_FIXED.get(name, {}).items():
-            # pinned at a bound or a neutral value: set; any other held value is an earlier fit's, frozen
-            if NEUTRAL.get(k) == v:
-                kind, why = "set", "neutral: not fitted (serve_calibrate.FIXED)"
-            elif float(v) in (LOW[k], HIGH[k]):
-                kind, why = "set", "pinned at its bound, where a free fit sat: missing physics (serve_calibrate.FIXED)"
-            else:
-                kind, why = "frozen", "an earlier fit on the same rows, held (serve_calibrate.FIXED)"
-            b.constants.append(Constant(name, "served", k, float(v), kind, unit_of(k), (LOW[k], HIGH[k]),
-                                        len(fit_rows) if kind == "frozen" else 0, chips if kind == "frozen" else (),
-                                        why=why))
+        for k, (v, why) in SERVED_FIXED.get(name, {}).items():
+            # set from a cited fact, the chip profile's figure or a neutral value, with the reason
+            b.constants.append(Constant(name, "served", k, float(v), "set", unit_of(k), (LOW[k], HIGH[k]), why=why))
         named = set(fitted_params(name)) | set(SERVED_FIXED.get(name, {})) | ({ALLTOALL} if ep else set())
         for k, v in values.items():
             if k not in named:

@@ -16,11 +16,11 @@ names and aliases, so another CSV of this schema with new chips or models is pre
 skipped); a covered row that serve() refuses is a failure, reported. Rows whose names do not
 resolve are skipped with the name.
 
-Split: the served constants of each engine are fitted on its H200 rows only (`FIT_HARDWARE`);
-every other chip is held out whole, as a select chip (its figures are validation figures, the
-ones choices are made on) or a report chip (printed once, at the end, never tuned on), by the
-committed split (membound.split, data/split.csv; a chip the split calls 'fit' is a select chip
-here, as nothing fits on it).
+Split: the served constants of each engine are fitted on its rows of the committed split's fit
+chips (membound.split, data/split.csv) that the data holds, `FIT_HARDWARE` (H100 SXM and H200),
+with a cold refit leaving each of them out in turn (serve_calibrate.leave_one_chip_out); every
+other chip is held out whole, as a select chip (its figures are validation figures, the ones
+choices are made on) or a report chip (printed once, at the end, never tuned on).
 
     python -m membound.fidelity.serve_validate [--reference PATH] [--csv rows.csv] [--all]
 
@@ -56,7 +56,9 @@ from pathlib import Path
 if TYPE_CHECKING:
     import pandas as pd
 
-FIT_HARDWARE = ("h200",)
+# the committed split's fit chips (membound.split) that the shipped served rows hold, by profile
+# name: the served fits use their rows (tests/test_serve_validate.py checks the list against both)
+FIT_HARDWARE = ("h100-sxm", "h200")
 # The CSV's `hw` labels are CI runner families; names resolve through membound.names, except a
 # label the resolver cannot decide: InferenceMAX's h100 runners are HGX H100 SXM nodes.
 RUNNER_LABELS = {"h100": "h100-sxm"}
@@ -189,8 +191,8 @@ class ServedRow:
 
     @property
     def role(self) -> str:
-        """"fit" (a row of the fitting chips), else its chip's role in the committed split
-        (membound.split): "report", or "select" (the split's fit chips are not fitted on here)."""
+        """"fit" (a row of the fitting chips, FIT_HARDWARE), else its chip's role in the committed
+        split (membound.split): "report", or "select"."""
         if self.fitted:
             return "fit"
         return "report" if split.role("chip", self.device) == "report" else "select"
@@ -357,7 +359,7 @@ def _served_row(r: Any, kinds: tuple[str, ...], drafters: dict[tuple[str, int], 
         n_gpus=n, conc=int(r.conc), prompt=_length(float(r.isl), float(r.isl_nominal)),
         output=_length(float(r.osl), float(r.osl_nominal)), tpot_s=float(r.tpot_median_ms) / 1e3,
         ttft_s=float(r.ttft_median_ms) / 1e3, tput_per_gpu=float(r.output_tput_per_gpu),
-        date=str(r.date_est), kind=kind, fitted=r.hw in FIT_HARDWARE, spec=spec, pools=pools,
+        date=str(r.date_est), kind=kind, fitted=device in FIT_HARDWARE, spec=spec, pools=pools,
         scheduler=(WIDE_EP_DECODE.get((r.framework, device)) if layout.ep > 1 else None) if pools
         else recipe_scheduler(r.framework, device, model, int(r.conc), isl=int(r.isl_nominal),
                               osl=int(r.osl_nominal), tp=int(r.tp)), runs=_runs(r))
@@ -486,7 +488,7 @@ def report(rows: list[ServedRow], skipped: list, others: dict[str, list[ServedRo
     `source`: the CSV read, named in the header (None: the shipped copy)."""
     lines = ["Served workloads (InferenceMAX, canonical & good): median |error| of the steady-state solver",
              f"file: {served_csv(source)}",
-             f"fitted on {', '.join(FIT_HARDWARE)} rows; every other chip held out whole", ""]
+             f"fitted on {', '.join(FIT_HARDWARE)} rows (the split's fit chips); every other chip held out whole", ""]
 
     def line(name, rs):
         s = summary(rs)
