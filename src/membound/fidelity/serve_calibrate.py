@@ -130,7 +130,8 @@ ENGINES = ("vllm", "sglang", "tensorrt-llm")
 # neutral value where a free figure was set aside on the select chips (B200, MI300X: validation
 # figures, InferenceMAX, 2026-12-06). The rest of PARAMS are fitted, on the fit chips' rows.
 PROFILE_SHARE = "1: the engine reaches what the chip's profile measures (its `achievable`, a cited stream or GEMM figure)"
-TOKENIZE_S = (2.2e-6, "the server tokenises the prompt text (InferenceMAX sends random token ids decoded to text): "
+TOKENIZE_S = (2.2e-6, "the server tokenises the prompt text (InferenceMAX's random prompts are token ids the client "
+                      "decodes to text: vLLM benchmarks' RandomDataset, 'decode then re-encode'): "
                       "~500k tokens/s on one CPU core, 100k tokens in ~220 ms (vLLM 0.19 API server, MiniMax-M2.5 "
                       "tokenizer; andyluo7.github.io 2026-05-14 'CPU-GPU Co-Design for Agentic LLM Inference', "
                       "github.com/andyluo7/cpu-gpu-codesign-agentic-inference); a free fit on vLLM's H100 and H200 rows "
