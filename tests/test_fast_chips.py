@@ -103,19 +103,38 @@ def test_one_wafer_by_hand():
 
 def test_one_lpu_hop_by_hand():
     """Llama-3.1-8B int8 on 48 LPUs: tp 8 in a GroqNode x 6 stages. Per token: 32 layers x 2
-    all-reduces x 2 hops through the switch + 5 stage boundaries = 133 hops; each all-reduce moves
-    2 x 7/8 of a 4096 x 1-byte (int8) hidden state, each boundary one hidden state, over 240 GB/s."""
+    all-reduces x 2 hops (reduce-scatter and all-gather over the node's direct links) + 5 stage
+    boundaries = 133 hops of 722 ns (ISCA 2022: one hop of the pipelined network); each
+    all-reduce moves 2 x 7/8 of a 4096 x 1-byte (int8) hidden state, each boundary one hidden
+    state, over the 7 local links a chip drives at once: 7 x 4 lanes x 25 Gb/s / 8 x 320/328 (a
+    320 B vector sent as 328 B) = 85.4 GB/s, 8.53e10 in the profile."""
     hw = mb.load_hardware("groq-lpu")
-    bw, act = 2.4e11, 4096 * 1
+    assert 7 * 4 * 25e9 / 8 * 320 / 328 == pytest.approx(8.53e10, rel=1e-3)
+    bw, act = 8.53e10, 4096 * 1
     bytes_s = 32 * 2 * (2 * 7 / 8 * act / bw) + 5 * act / bw
     r = mb.estimate("llama-3.1-8b", hw, n_chips=48, weight_dtype="int8", prompt_tokens=0, output_tokens=1,
                     runtime="ideal")
     assert r.parallel == "tp=8 pp=6 ep=1" and r.activation_dtype == "int8"
-    assert r.step_terms_s["communication"] == pytest.approx(133 * 0.5e-6 + bytes_s, rel=1e-9)
+    assert r.step_terms_s["communication"] == pytest.approx(133 * 722e-9 + bytes_s, rel=1e-9)
     h = mb.load_runtime("groq-2024").classes["groq-lpu"].hop_latency_s    # the 2024 software's hop
     g = mb.estimate("llama-3.1-8b", hw, n_chips=48, weight_dtype="int8", prompt_tokens=0, output_tokens=1,
                     runtime="groq-2024")
     assert g.step_terms_s["communication"] == pytest.approx(133 * h + bytes_s, rel=1e-9)
+
+
+def test_a_tsp_decode_streams_its_weights_into_the_matrix_units_by_hand():
+    """A decode multiplies each weight once, so each weight byte enters a TSP's MXM arrays on the
+    streams: 32 B a lane a cycle x 320 lanes (ISCA 2020: 409,600 weights installed in under 40
+    cycles) = 10,240 B a cycle, 9.216 TB/s at 900 MHz, 0.1152 of the 80 TB/s SRAM figure, whatever
+    the SRAM could read. Llama-3.1-8B int8 on 48 LPUs (tp 8 x 6 stages), first token: the stages
+    run one after another, each chip streaming its eighth of its stage, so the token streams
+    (8.030e9 - 525.3e6 embedding table + one 4096-element row) / 8 bytes at 9.216 TB/s: 101.8 us."""
+    hw = mb.load_hardware("groq-lpu")
+    assert hw.read_ceiling == pytest.approx(10240 * 0.9e9 / 80e12)
+    r = mb.estimate("llama-3.1-8b", hw, n_chips=48, weight_dtype="int8", prompt_tokens=0, output_tokens=1)
+    streamed = (8030261248 - 128256 * 4096 + 4096) / 8
+    assert r.step_terms_s["memory"] == pytest.approx(streamed / (10240 * 0.9e9), rel=1e-9)
+    assert r.step_terms_s["memory"] == pytest.approx(101.8e-6, rel=1e-3)
 
 
 def test_one_sambanova_placement_by_hand():
@@ -280,14 +299,18 @@ def test_cli_expresses_speculative_decoding():
 
 
 def test_assumed_layout_figures_are_shown_in_the_result(tmp_path):
-    """A profile's figures with no source (Groq's 0.5 us hop and 64-token activation chunk) are
-    listed on every result they enter; the interconnect's only when chips talk to one another."""
+    """A profile's figures with no source (Groq's 64-token activation chunk, SambaNova's link and
+    SRAM bandwidth) are listed on every result they enter; the interconnect's only when chips talk
+    to one another. Groq's hop (722 ns, ISCA 2022) and Cerebras' (5 us, the CS-3's I/O latency)
+    have sources now."""
     r = mb.estimate("llama-3.1-8b", "groq-lpu", n_chips=64, weight_dtype="int8")
-    assert r.assumptions == ("groq-lpu interconnect.latency_s = 5e-07 (assumed, no source)",
-                             "groq-lpu activation_chunk_tokens = 64 (assumed, no source)")
-    assert "assumed" in str(r) and "interconnect.latency_s" in r.to_dict()["assumptions"]
-    one = mb.estimate("llama-3.1-8b", "cerebras-wse-3")                  # one wafer: no hop
-    assert one.assumptions == ()
+    assert r.assumptions == ("groq-lpu activation_chunk_tokens = 64 (assumed, no source)",)
+    assert "assumed" in str(r) and "activation_chunk_tokens" in r.to_dict()["assumptions"]
+    assert mb.estimate("llama-3.1-405b", "cerebras-wse-3").assumptions == ()
+    sn = mb.estimate("llama-3.1-8b", "sambanova-sn40l", n_chips=16)
+    assert "sambanova-sn40l interconnect.latency_s = 2e-06 (assumed, no source)" in sn.assumptions
+    one = mb.estimate("llama-3.1-8b", "sambanova-sn40l", n_chips=1)        # one socket: no hop
+    assert one.assumptions == ("sambanova-sn40l memory.SRAM.bandwidth_bytes_s = 1.25e+14 (assumed, no source)",)
     assert mb.estimate("llama-3.1-8b", "h100-sxm").assumptions == ()
     import yaml
     from pathlib import Path
@@ -373,9 +396,9 @@ def test_notes_name_the_chips_a_published_figure_needs_and_the_vendor_software()
 
 def test_notes_show_an_assumed_figure_only_where_it_decides():
     """Groq 70B bf16 on 640 LPUs: the 64-token activation chunk (assumed) doubled no longer fits in
-    230 MB a chip; the 0.5 us link (assumed) does not move the groq-2024 prediction, whose hop is
-    the fitted one. The published rows are stated without speculative decoding: a speculative call
-    is set beside them without it."""
+    230 MB a chip; the link's 722 ns (ISCA 2022) has a source and is not listed. The published
+    rows are stated without speculative decoding: a speculative call is set beside them without
+    it."""
     r, lines = _notes(model="llama-3.1-70b", hardware="groq-lpu")
     assert any(x.startswith("assumed activation_chunk_tokens = 64 (no source) decides it") and
                x.endswith("doubled does not fit on 640") for x in lines)

@@ -9,7 +9,7 @@ checked on them:
 - cerebras-2024-08: `fabric_efficiency`, the share of the fabric's cycle-level schedule
   (dataflow.wafer_pass_s) the August 2024 launch software's kernels reached;
 - groq-2024: `hop_latency_s`, the chip-to-chip latency per hop with the software's
-  synchronisation (the link itself: the profile's 0.5 us); tensor-parallel all-reduces and stage
+  synchronisation (the network's own hop: the profile's 722 ns, ISCA 2022); tensor-parallel all-reduces and stage
   boundaries pay it;
 - sambanova-2024: `per_layer_overhead_s`, the time per decoder layer beyond streaming its weights
   from the tiers and the sockets' all-reduces: the synchronisation at every layer boundary of a
@@ -53,8 +53,8 @@ from ..physics.parallel import layout_for, streamed_room
 MEANING = {
     "cerebras-2024-08": "the share of the wafer's cycle-level schedule (membound.dataflow) the Aug 2024 "
                         "launch kernels reached",
-    "groq-2024": "the chip-to-chip hop with the 2024 software's synchronisation (the link alone: the "
-                 "profile's 0.5 us, assumed)",
+    "groq-2024": "the chip-to-chip hop with the 2024 software's synchronisation (the network's own hop: the "
+                 "profile's 722 ns, ISCA 2022)",
     "sambanova-2024": "the synchronisation at each decoder layer's kernel boundary, which SambaNova's kernel "
                       "looping later removed (arXiv:2410.23668: up to 2.2x faster decode)",
 }
