@@ -416,3 +416,15 @@ def test_cli_estimate_prints_the_notes():
     speed = mb.estimate("llama-3.1-405b", "cerebras-wse-3").decode_tok_s_per_user
     line = next(x for x in p.stdout.splitlines() if "published 969 tok/s (hw-016;" in x)
     assert line.startswith("note ") and f"needs {969 / speed:.1f} tokens a pass" in line
+
+
+def test_the_app_and_the_plots_take_the_same_default_count():
+    """The web app's served rows and the plots' fewest chips follow estimate's and serve's rule:
+    Llama 3.1 70B bf16 (141 GB) on SN40L sockets of 64.52 GB of SRAM and HBM: 4 (tp 4), not the
+    one socket whose DDR holds it."""
+    from membound.present.app.api import Workload, served_kwargs
+    from membound.present.plots import _fewest
+    m, hw = mb.load_model("llama-3.1-70b"), mb.load_hardware("sambanova-sn40l")
+    w = Workload(prompt_tokens=2048, output_tokens=256, batch=1, weight_dtype="bf16", kv_dtype=None, runtime=None)
+    assert served_kwargs(m, hw.name, None, w)["n_chips"] == 4
+    assert _fewest(m, hw, 1, [2304], "bf16", None, None) == 4

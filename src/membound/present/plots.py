@@ -59,12 +59,13 @@ def _label(hw, n):
 
 
 def _fewest(model, hw, batch, contexts, weight_dtype, kv_dtype, runtime):
-    """The fewest chips that hold batch x the longest context that any chip count holds."""
+    """The fewest chips that hold batch x the longest context that any chip count holds (on a tiered
+    chip, in the tiers a decode streams at speed: the default count of estimate and serve)."""
     err = None
     for c in sorted({int(c) for c in contexts}, reverse=True):
         try:
             return min_chips(model, hw, batch=batch, context_tokens=c, weight_dtype=weight_dtype,
-                             kv_dtype=kv_dtype, runtime=runtime)
+                             kv_dtype=kv_dtype, runtime=runtime, at_speed=True)
         except DoesNotFitError as e:
             err = e
     raise err

@@ -501,9 +501,10 @@ def loads(body: dict) -> tuple[str, list]:
 
 def served_kwargs(model: Model, name: str, chips: int | None, w: Workload, spec: Any = None) -> dict[str, Any]:
     """`mb.serve`'s keywords for one deployment: `chips` (None = the fewest that hold the model at
-    the request's lengths) laid out by `layout_for`, and the request's lengths, formats and runtime."""
+    the request's lengths, on a tiered chip in the tiers a decode streams at speed, as `serve`'s own
+    default) laid out by `layout_for`, and the request's lengths, formats and runtime."""
     chips = chips or min_chips(model, name, context_tokens=w.prompt_tokens + w.output_tokens,
-                               weight_dtype=w.weight_dtype, kv_dtype=w.kv_dtype, speculative=spec)
+                               weight_dtype=w.weight_dtype, kv_dtype=w.kv_dtype, speculative=spec, at_speed=True)
     layout = layout_for(model, name, chips)
     if layout is None:
         raise InvalidInputError("chips", chips, f"a chip count {model.name} can be laid out over on {name}")
