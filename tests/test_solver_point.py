@@ -1,9 +1,10 @@
-"""serving.solver's one-load closed loop in numbers (`_closed_point`) gives the figures of `_root`'s
-rounds on arrays to the bit.
+"""serving.solver's one-load closed loop at single points (`_closed_point`) gives the figures of
+`_root`'s rounds on arrays to the bit.
 
 Two laws carry it: the state of plain floats is the state of arrays, element by element (for a
-step with no routed experts: `StepModel.float_exact`), and `_point_root` finds `_root`'s answer
-for a test that turns false once, from a handful of single points instead of 7 grids of 24.
+step with no routed experts: `StepModel.float_exact`; with them, the answer is checked and its
+figures taken on arrays), and `_point_root` finds `_root`'s answer for a test that turns false
+once, from a handful of single points instead of 7 grids of 24.
 """
 import math
 
@@ -123,19 +124,25 @@ def test_the_state_of_floats_is_the_state_of_arrays_to_the_bit(case, n, shares):
             assert np.broadcast_to(a, (1, len(b)))[0, i] == f
 
 
+def _moe_state():
+    """A model with routed experts: its step takes expected_experts' power, which numpy's
+    vectorised pow rounds unlike libm's."""
+    sm, sched, _ = build("qwen3-30b-a3b", "h100-sxm", prompt=as_length("prompt_tokens", 1024, 0),
+                         output=as_length("output_tokens", 1024, 2), n_chips=1, runtime="vllm")
+    return _State(sm, sched, 1024.0, 1024.0, True)
+
+
 def test_a_model_with_routed_experts_is_not_float_exact():
-    # its step takes expected_experts' power, which numpy's vectorised pow rounds differently
-    sm, _, _ = build("qwen3-30b-a3b", "h100-sxm", prompt=as_length("prompt_tokens", 1024, 0),
-                     output=as_length("output_tokens", 1024, 2), n_chips=1, runtime="vllm")
-    assert not sm.float_exact
+    assert not _moe_state().sm.float_exact
 
 
-@pytest.mark.parametrize("case", range(len(STATES)))
-def test_solve_in_numbers_equals_solve_by_rounds(case, monkeypatch):
-    state = STATES[case]
+@pytest.mark.parametrize("case", range(len(STATES) + 1))
+def test_solve_at_single_points_equals_solve_by_rounds(case, monkeypatch):
+    # the last case has routed experts: its answer is checked, and its figures taken, on arrays
+    state = STATES[case] if case < len(STATES) else _moe_state()
     loads = [1, 2, 7, 64, 300, 2048]
     got = [solver.solve(state.sm, state.sched, state.S, state.T, concurrency=float(n)) for n in loads]
-    monkeypatch.setattr(type(state.sm), "float_exact", property(lambda self: False))
+    monkeypatch.setattr(solver, "_closed_point", lambda *args: None)
     ref = [solver.solve(state.sm, state.sched, state.S, state.T, concurrency=float(n)) for n in loads]
     for g, r in zip(got, ref):
         for field in r.__dataclass_fields__:

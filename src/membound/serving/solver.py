@@ -414,7 +414,7 @@ def _closed_loop(state: _State, concurrency, cap: float):
     N = np.asarray(concurrency, float)
     hi = np.minimum(N, cap)
     found = None
-    if N.size == 1 and state.pointwise and state.sm.float_exact:     # one load, in numbers (`_closed_point`)
+    if N.size == 1 and state.pointwise:     # one load, at single points (`_closed_point`)
         n = float(N.reshape(-1)[0])
         found = _closed_point(state, n, float(hi.reshape(-1)[0]))
     if found is None:
@@ -445,8 +445,7 @@ def _closed_rounds(state: _State, N: np.ndarray, hi: np.ndarray) -> tuple:
         root, at_hi, at_root = _root_ahead(state, _held_below, N * 1e-9, hi, N)
     else:
         at_hi, at_root = state(hi, N), None
-    tau, _, _, _, x, ttft, _, ok = at_hi
-    capped = ok & (hi + x * ttft <= N)
+    capped = _capped(at_hi, hi, N)
     if at_root is None:
         root = _root(below, N * 1e-9, hi, N)
     b = np.where(capped, hi, root)
@@ -456,16 +455,42 @@ def _closed_rounds(state: _State, N: np.ndarray, hi: np.ndarray) -> tuple:
 
 def _closed_point(state: _State, n: float, hi: float) -> tuple | None:
     """(b, the state's figures there, whether b is the cap) of `_closed_loop` for one load of n
-    clients, the state evaluated at single points in plain floats (`StepModel.float_exact`: the
-    figures of arrays, to the bit), `_root`'s root found by `_point_root`; None where that root
+    clients, from the state at single points in plain floats, `_root`'s root found by `_point_root`.
+    Where the step's floats are not its arrays' to the bit (`StepModel.float_exact`), the answer is
+    checked and its figures taken from one evaluation of arrays (`_on_arrays`). None where the root
     is not verified (the caller then takes `_root`'s rounds)."""
     probes = _Probes(_closed_test(state, n), n * 1e-9)
     at_hi = probes.at(hi)
-    _, _, _, _, x, ttft, _, ok = at_hi
-    if ok and hi + x * ttft <= n:
-        return hi, at_hi, True
-    found = _point_root(probes, n * 1e-9, hi)
-    return None if found is None else (*found, False)
+    if _capped(at_hi, hi, n):
+        found: tuple | None = (hi, at_hi, True)
+    else:
+        root = _point_root(probes, n * 1e-9, hi)
+        found = None if root is None else (*root, False)
+    if found is None or state.sm.float_exact:
+        return found
+    return _on_arrays(state, n, hi, found, probes)
+
+
+def _capped(figures: tuple, hi, n):
+    """Whether the cap hi holds the n clients (the state's figures there): b = hi, the rest queue."""
+    _, _, _, _, x, ttft, _, ok = figures
+    return ok & (hi + x * ttft <= n)
+
+
+def _on_arrays(state: _State, n: float, hi: float, found: tuple, probes: _Probes) -> tuple | None:
+    """`_closed_point`'s answer `found` (b, figures, capped) for a step whose floats may differ from
+    its arrays' in the last bit: hi and, below the cap, b and the two points that verified it (the
+    largest b where the test held, the smallest where it failed) evaluated as one array; the
+    arrays' answer where their test agrees, else None."""
+    b, _, capped = found
+    points = [hi] if capped else [hi, b, probes.held, probes.failed]
+    figures = state(np.array([points]), np.array([[n]]))
+    at = [_column(figures, i, ()) for i in range(len(points))]
+    if _capped(at[0], hi, n):
+        return hi, at[0], True
+    if capped or not _held_below(at[2], probes.held, n)[0] or _held_below(at[3], probes.failed, n)[0]:
+        return None
+    return b, at[1], False
 
 
 def _closed_test(state: _State, n: float):
