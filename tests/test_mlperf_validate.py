@@ -150,8 +150,11 @@ GENS = {"g": {"engine": "tensorrt-llm", "executor": "cpp", "served": {"per_reque
 def test_a_generation_is_the_engine_with_its_constants_replaced():
     trt = mb.load_runtime("tensorrt-llm")
     v9, v8 = mv.generation_runtime("g", "v9", generations=GENS), mv.generation_runtime("g", "v8", generations=GENS)
-    # the round's fit (2e-5 s), else the engine's own value; per_request_s 0 (the generation's) in both
-    assert (v9.served.per_sequence_s, v8.served.per_sequence_s) == (2e-5, trt.served.per_sequence_s)
+    v10 = mv.generation_runtime("g", "v10.1", generations=GENS)
+    # the round's fit (2e-5 s); a later round without one carries it (v10.1 > v9: by number, not text);
+    # an earlier round the engine's own value; per_request_s 0 (the generation's) in all
+    assert (v9.served.per_sequence_s, v10.served.per_sequence_s) == (2e-5, 2e-5)
+    assert v8.served.per_sequence_s == trt.served.per_sequence_s
     assert (v9.served.per_request_s, v9.name, v8.name) == (0.0, "g-mlperf-v9", "g-mlperf-v8")
     # every other constant is the engine's, as it stands
     assert v9.served.compute_fraction == trt.served.compute_fraction and v9.served.per_layer_s == trt.served.per_layer_s
@@ -203,6 +206,11 @@ def test_shipped_generation_fits_name_their_rows_and_stay_inside_their_priors():
     gens = mv.load_generations()
     g = gens["tensorrt-llm-cpp"]
     assert g["engine"] == "tensorrt-llm" and g["served"]["per_request_s"]["status"] == "code"
+    # the prefill's measured share: 61-68% of H200's fp8 peak, midpoint 64.5%, over H200's achievable 0.8
+    cf = g["served"]["compute_fraction"]
+    assert cf["status"] == "measured" and cf["value"] == pytest.approx(0.645 / 0.8, abs=1e-3)
+    assert mb.load_hardware("h200").achievable.compute_fraction == 0.8
+    assert mv.generation_runtime("tensorrt-llm-cpp", "v5.1").served.compute_fraction == cf["value"]
     for rnd, fits in g["rounds"].items():
         e = fits["per_sequence_s"]
         lo, hi = e["prior"]

@@ -36,8 +36,9 @@ The workload rules of this data set live here, with the loader (never in predict
   benchmark's submissions run endpoints only: deepseek-r1, gpt-oss-120b);
 - software generations (generations.yaml, `generation_runtime`): "cpp" rows run the generation
   tensorrt-llm-cpp of their round (the engine's served costs with the C++ executor's constants:
-  per_request_s 0 from its code, per_sequence_s fitted per round on the fit families' Offline rows
-  where the fit is interior, else assumed 0); "pytorch" rows run the engine's own runtime;
+  per_request_s 0 from its code, the prefill's measured GEMM share, per_sequence_s fitted per round
+  on the fit families' Offline rows where the fit is interior, else the engine's); "pytorch" rows
+  run the engine's own runtime;
 - CPU-only systems (accel_family "CPU-only"): the host processor's profile (by the CSV's
   host_processor), its sockets the "accelerators" (tokens/s per socket, sockets per node the
   groups), the stack (PyTorch with Intel's extensions) as the `device` runtime (the profile's
@@ -395,8 +396,8 @@ def load_generations(path: str | Path | None = None) -> dict[str, dict]:
 def generation_runtime(name: str, rnd: str, override: dict | None = None,
                        generations: dict[str, dict] | None = None) -> Runtime:
     """Generation `name` in round `rnd` as a runtime: its engine's runtime (as it stands) with the
-    generation's served constants, then the round's fitted ones, then `override` ({constant:
-    value}, for fits) replaced; named `<name>-mlperf-<rnd>`."""
+    generation's served constants, then the fitted ones of the round it carries (`carried`), then
+    `override` ({constant: value}, for fits) replaced; named `<name>-mlperf-<rnd>`."""
     gens = _shipped_generations() if generations is None else generations
     if name not in gens:
         raise InvalidInputError("generation", name, f"one of generations.yaml's ({', '.join(sorted(gens))})")
@@ -405,9 +406,21 @@ def generation_runtime(name: str, rnd: str, override: dict | None = None,
     if base.served is None:
         raise InvalidInputError("generation engine", g["engine"], "an engine with a served block")
     update = {k: float(v["value"]) for k, v in g.get("served", {}).items()}
-    update.update({k: float(v["value"]) for k, v in (g.get("rounds") or {}).get(rnd, {}).items()})
+    update.update({k: float(v["value"]) for k, v in (g.get("rounds") or {}).get(carried(g, rnd), {}).items()})
     update.update(override or {})
     return base.model_copy(update={"name": f"{name}-mlperf-{rnd}", "served": base.served.model_copy(update=update)})
+
+
+def round_key(rnd: str) -> tuple[int, ...]:
+    """A round's name ("v4.1") as numbers to order by ((4, 1))."""
+    return tuple(int(x) for x in re.findall(r"\d+", rnd))
+
+
+def carried(g: dict, rnd: str) -> str:
+    """The round whose fit generation `g` runs in round `rnd`: its own, else the latest earlier
+    round's (a round's software carries forward until a later round refits it), else none ("")."""
+    earlier = [r for r in (g.get("rounds") or {}) if round_key(r) <= round_key(rnd)]
+    return max(earlier, key=round_key, default="")
 
 
 @functools.cache
