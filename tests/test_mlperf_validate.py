@@ -58,9 +58,12 @@ def test_rows_skips_and_offline_prediction(tmp_path):
     off = got[0]
     mv.predict(got)
     assert (off.device, off.engine, off.tp, off.quantization.weights) == ("h100-sxm", "tensorrt-llm", 1, "fp8")
+    # the stack names only the TensorRT library: an engine in the C++ executor, its v5.1 generation
+    assert off.executor == "cpp"
+    cpp = mv.generation_runtime("tensorrt-llm-cpp", "v5.1")
     bench = mv.load_benchmarks()["llama3.1-8b"]
     sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=bench.prompt, output=bench.output,
-                         quantization=off.quantization, runtime="tensorrt-llm")
+                         quantization=off.quantization, runtime=cpp)
     # Offline: the saturated engine's output tokens per second over its one accelerator
     assert off.pred["tok_s_per_accel"] == pytest.approx(saturation(sm, sched, bench.prompt, bench.output)
                                                         * bench.output.mean, rel=1e-9)
@@ -71,7 +74,7 @@ def test_rows_skips_and_offline_prediction(tmp_path):
     gj = mv.load_benchmarks()["gptj"]
     assert gj.beams == 4 and gj.limits["Server"] == {"e2e_p99_s": 20.0} and gj.output.mean == pytest.approx(69, abs=1)
     sm, sched, _ = build("gpt-j-6b", "h100-sxm", prompt=gj.prompt, output=gj.output, quantization=got[2].quantization,
-                         runtime="tensorrt-llm", n_chips=got[2].tp)
+                         runtime=cpp, n_chips=got[2].tp)
     assert got[2].pred["tok_s_per_accel"] == pytest.approx(saturation(sm, sched, gj.prompt, gj.output, beams=4)
                                                            * gj.output.mean / got[2].tp, rel=1e-9)
     text = mv.report(got, skipped, source=path)
