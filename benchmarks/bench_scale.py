@@ -1,14 +1,15 @@
 """Speed of membound at scale (issue 17): one estimate(), one serve(), streamed and DataFrame sweeps
 of 1e7 configurations, a many-group grid, and a sweep of 1e8 on a Dask LocalCluster.
 
-Run:  python benchmarks/bench_scale.py [--runs 5] [--only estimate,serve,stream,frame,groups,dask] [--against REV]
+Run:  python benchmarks/bench_scale.py [--runs 5] [--only estimate,serve,stream,frame,groups,dask] [--against REV[,REV...]]
 Each sweep figure is the median of --runs runs, each in a fresh process (so its peak RSS is its
 own). The load average is printed with each figure: other work on the machine slows all of them,
 so each figure stands beside its baseline from the same process (`_timing`): a sweep's rate over
 the bare 128-op numpy pass on as many points (issue 33: streamed >= 0.3x, many-group >= 0.15x),
 in wall and in CPU seconds; a call's time over a pure-Python loop of as many function calls.
 --against REV also runs every case on the code of git revision REV (a temporary `git worktree`),
-in the same run: the ratio of the two is the change's speed-up.
+in the same run: the ratio of the two is the change's speed-up. Several revisions, comma-separated,
+each run interleaved with this checkout; each of this checkout's figures is given over each.
 
 Targets (issue 33, against 20fca62 in the same run: --against 20fca62): estimate() <= 1/3 of its time,
 serve() <= 1/6 of its CPU time per call. Earlier: estimate() on the README example <= 20 us median; streamed sweep of 1e7 >= 15 M
@@ -223,17 +224,23 @@ def _worktree(rev: str) -> str:
     return path
 
 
-def _print(case: str, label: str, r: dict, base: dict | None, base_label: str | None) -> None:
-    vs = f"; {base['seconds'] / r['seconds']:.2f}x the speed of {base_label}" if base and "seconds" in r else ""
+def _vs(bases: dict, key: str, r: dict, what: str = "") -> str:
+    """'; 1.23x the speed of REV' for each baseline run (of figure `key`: seconds or microseconds)."""
+    return "".join(f"; {b[key] / r[key]:.2f}x the speed of {label}{what}" for label, b in bases.items() if key in r)
+
+
+def _print(case: str, label: str, r: dict, bases: dict) -> None:
+    vs = _vs(bases, "seconds", r)
     tag = f"[{label}] "
     if case == "estimate":
-        vs = f"; {base['readme_us'] / r['readme_us']:.2f}x the speed of {base_label}" if base else ""
+        vs = "".join(f"; {b['readme_us'] / r['readme_us']:.2f}x the speed of {rev} (a new batch every call: "
+                     f"{b['varying_batch_us'] / r['varying_batch_us']:.2f}x)" for rev, b in bases.items())
         print(f"{tag}estimate(), README example (70B fp8, 8 x H100, batch 16, 2048/512): {r['readme_us']:.1f} us median "
               f"= {r['ratio']:.1f}x a pure-Python loop of its {r['python_calls']:.0f} calls ({r['reference_us']:.1f} us); "
               f"a new batch every call: {r['varying_batch_us']:.1f} us ({r['calls']:.0f} calls each; load "
               f"{r['load']:.1f}){vs}")
     elif case == "serve":
-        vs = f"; {base['serve_cpu_us'] / r['serve_cpu_us']:.2f}x the speed of {base_label} (CPU)" if base else ""
+        vs = _vs(bases, "serve_cpu_us", r, " (CPU)")
         print(f"{tag}serve(), 70B fp8 on 8 x H200, 64 clients (vllm, 1024/1024): {r['serve_cpu_us']:.0f} us CPU per call "
               f"(median of blocks; wall {r['serve_wall_us']:.0f} us), {r['python_calls']:.0f} Python calls; load "
               f"{r['load']:.1f}{vs}")
@@ -260,7 +267,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only", default="estimate,serve,stream,frame,groups,dask")
-    ap.add_argument("--against", help="a git revision to run beside this checkout (e.g. HEAD~1, main)")
+    ap.add_argument("--against", help="git revisions to run beside this checkout, comma-separated (e.g. HEAD~1,main)")
     ap.add_argument("--case")
     args = ap.parse_args()
     if args.case:
@@ -273,19 +280,19 @@ def main():
           f"{os.getloadavg()[0]:.1f}")
     here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     sources = {"this checkout": here}
-    tree = None
-    if args.against:
-        tree = _worktree(args.against)
-        sources[args.against] = os.path.join(tree, "src")
+    revisions = args.against.split(",") if args.against else []
+    trees = []
+    for rev in revisions:
+        trees.append(_worktree(rev))
+        sources[rev] = os.path.join(trees[-1], "src")
     try:
         for case in ("estimate", "serve", "stream", "frame", "groups"):
             if case in args.only.split(","):
                 res = _median_runs(case, 1 if case in ("estimate", "serve") else args.runs, sources)
-                base = res.get(args.against) if args.against else None
                 for label, r in res.items():
-                    _print(case, label, r, base if label != args.against else None, args.against)
+                    _print(case, label, r, {rev: res[rev] for rev in revisions} if label == "this checkout" else {})
     finally:
-        if tree:
+        for tree in trees:
             subprocess.run(["git", "worktree", "remove", "--force", tree], check=False, capture_output=True,
                            cwd=here)
     if "dask" in args.only.split(","):

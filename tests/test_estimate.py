@@ -1,10 +1,12 @@
 """estimate(): numbers derived by hand from bytes, bandwidth and FLOPs."""
 import math
 
+import numpy as np
 import pytest
 
 import membound as mb
 from membound.catalog.hardware import Hardware
+from membound.physics.estimate import prepare
 
 H100_BW = 3.35e12          # B/s, NVIDIA datasheet
 H100_BF16 = 989e12         # dense FLOP/s
@@ -333,3 +335,18 @@ def test_a_pipelined_prefill_overlaps_its_micro_batches(pp, batch, fill):
                     parallel=mb.Parallel(tp=1, pp=pp)).evaluate()
     assert piped["prefill_compute_s"] == pytest.approx(fill * one["prefill_compute_s"], rel=1e-12)
     assert piped["prefill_memory_s"] == pytest.approx(fill * one["prefill_memory_s"], rel=1e-12)
+
+
+@pytest.mark.parametrize("batch", [1.0, 64.0, np.array([1.0, 4.0, 64.0])])
+def test_leaving_out_the_prefill_terms_changes_no_figure(batch):
+    # vllm takes 8,192 prompt tokens a step: 1 x 2,048 is one pass, whose terms come anyway;
+    # 64 x 2,048 is 16 chunks (and an array of batches is taken in chunks): terms=False leaves the
+    # one-pass terms out (None) and gives every other figure to the bit
+    p = prepare("llama-3.1-8b", "h100-sxm", runtime="vllm", prompt_tokens=2048, output_tokens=128)
+    full, lean = p.evaluate(batch=batch), p.evaluate(batch=batch, terms=False)
+    prefill_terms = {"prefill_memory_s", "prefill_compute_s", "prefill_head_s", "prefill_overhead_s"}
+    assert full.keys() == lean.keys()
+    chunked = not (isinstance(batch, float) and batch * 2048 <= 8192)
+    assert all((lean[k] is None) == chunked for k in prefill_terms)
+    for k in full.keys() - (prefill_terms if chunked else set()) - {"per_tier"}:
+        assert np.array_equal(full[k], lean[k]), k

@@ -1,4 +1,5 @@
 """Pipeline and expert parallelism, by hand."""
+import numpy as np
 import pytest
 
 import membound as mb
@@ -106,3 +107,20 @@ def test_expert_parallel_that_does_not_divide_the_experts_by_hand():
     assert weights(24) == pytest.approx(non_expert + 58 * 11 * expert, rel=1e-12)   # ceil(256/24) = 11
     # where ep divides 256 the rule is the even split: 32 ranks hold 8 experts each
     assert weights(32) == pytest.approx(non_expert + 58 * 8 * expert, rel=1e-12)
+
+
+def test_collectives_by_hand():
+    # tp 2, pp 2, ep 2 over a ring; 10 tokens x 1,000 hidden x 2 bytes = 20,000 bytes a hop moves;
+    # 4 layers, 2 of them MoE with k = 2; links of 1e11 B/s and 1 us a hop:
+    #   tp: 4 x 2 all-reduces x (2(2-1)/2 x 20,000 / 1e11 + 2 hops x 1e-6) = 8 x 2.2e-6 = 1.76e-5
+    #   pp: (2-1) x (1e-6 + 20,000 / 1e11)                                   = 1.2e-6
+    #   ep: 2 x 2 all-to-alls x ((2-1)/2 x 20,000/2 x 2 / 1e11 + 1e-6)       = 4 x 1.1e-6 = 4.4e-6
+    from membound.physics.parallel import collective_s, collectives, communication_s
+    c = collectives(2.0, 2.0, 2.0, 1000.0, 4.0, 2.0, 2.0, 2.0, 1e11, 1e-6)
+    assert collective_s(c, 10.0) == pytest.approx(1.76e-5 + 1.2e-6 + 4.4e-6, rel=1e-12)
+    assert communication_s(2.0, 2.0, 2.0, 10.0, 1000.0, 4.0, 2.0, 2.0, 2.0, 1e11, 1e-6) == collective_s(c, 10.0)
+    # no stages, one expert-parallel rank: those terms are exactly 0 and left out
+    flat = collectives(2.0, 1.0, 1.0, 1000.0, 4.0, 2.0, 2.0, 2.0, 1e11, 1e-6)
+    assert flat.pp_hops is None and flat.moe_layers is None
+    assert collective_s(flat, 10.0) == pytest.approx(1.76e-5, rel=1e-12)
+    assert collective_s(flat, np.array([10.0, 20.0])) == pytest.approx([1.76e-5, 4 * 2 * (4e-7 + 2e-6)], rel=1e-12)

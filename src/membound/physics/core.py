@@ -28,7 +28,7 @@ achievable bandwidth; the times add (docs/physics.md).
 `evaluate` reads as the list of its concepts, each a function below it: what a chip holds and
 where (`chip_base` once per configuration, `chip_of` per workload, `held_*_bytes`, `placement`),
 a decode step's bytes and FLOPs (`weights_s`, `gemm_s`, `step_coeffs`, `timed`), the latency
-floor, communication and overheads (`floor_s`, `comm_s`, `step_overhead_s`, `launch_s`), the
+floor, communication and overheads (`floor_s`, `comm_s`, `overhead_terms`, `launch_s`), the
 decode over the output (`decode`) with a speculative round's drafter (a draft model's passes:
 `draft_passes`, `draft_model_s`; a head's: `drafter`, `draft_head_terms`), and the prefill (`prefill`, `prefill_memory_s`,
 `prefill_compute_s`). The drafter's physics stays here, not in
@@ -37,11 +37,11 @@ speculative.py: the core must not import a multiplier.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from .dataflow import wafer_pass_s
-from .parallel import communication_s
+from .parallel import Collectives, collective_s, collectives, communication_s
 from .roofline import (Num, causal_pairs, ceiling, context_pieces, effective_context, expected_experts,
                        maximum, minimum, sum_over_context, where)
 from .roofline import floor as floor_int
@@ -87,6 +87,15 @@ class ModelConsts:
                                # reads only the rows of its tokens, and it does no FLOPs
     model_type: str = ""       # Model.model_type (a runtime's host_blocking_model_types name it)
     q_dim: float = 0.0         # the attention's query width, heads x head_dim (a wafer's GEMV shapes)
+    head_params: float = field(init=False)   # the LM head's parameters, vocab x hidden
+    layer_params: float = field(init=False)  # the layers' parameters less the routed experts, the LM head
+                                             # and an untied input embedding: the matrices a pass streams
+
+    def __post_init__(self):
+        head = self.vocab * self.hidden
+        object.__setattr__(self, "head_params", head)
+        object.__setattr__(self, "layer_params", self.total_params - self.n_moe_layers * self.n_experts
+                           * self.expert_params - self.lookup_params - head)
 
 
 @functools.lru_cache(maxsize=512)
@@ -231,6 +240,12 @@ class ChipBase(NamedTuple):
     capacity: Num        # bytes the chip holds, all its memory tiers
     mmvq_tokens: Num     # a pass of at most this many tokens runs its GEMMs as mat-vecs (0: never)
     mmvq: Num            # their seconds per token, before dividing by tp*ep (`mmvq_s`)
+    links: Collectives   # the layout's collectives (`comm_s`)
+    over_fixed: Num      # a step's overhead before its sequences' (`overhead_terms`)
+    over_tail: tuple[Num, ...]   # and its collectives' and experts' rows after them (those not 0)
+    context_kernels: Num  # a pass with prompt tokens: its extra kernels (`context_kernels_s`)
+    attn_rate: Num       # group x attn_flops: attention's FLOP/s over the chips a layer is split over
+    kv_index_pair: Num   # kv_pair + the indexer's key bytes: what a held (layer, token) pair reads
 
 
 class Chip(NamedTuple):
@@ -268,6 +283,12 @@ class Chip(NamedTuple):
     capacity: Num
     mmvq_tokens: Num
     mmvq: Num
+    links: Collectives
+    over_fixed: Num
+    over_tail: tuple[Num, ...]
+    context_kernels: Num
+    attn_rate: Num
+    kv_index_pair: Num
     m: Num               # micro-batches in flight
     b: Num               # sequences per micro-batch
     beat: Num            # a step in passes of one micro-batch through all stages (1 without pp)
@@ -285,14 +306,16 @@ assert Chip._fields[:len(ChipBase._fields)] == ChipBase._fields   # chip_of buil
 def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, positions: Num = 1.0,
              spec: SpecArgs | None = None, draft: Drafter | None = None, pinned: dict[str, str] | None = None,
              extra_weight_bytes_chip: Num = 0.0, extra_kv_bytes_token_chip: Num = 0.0,
-             base: ChipBase | None = None) -> dict[str, Any]:
+             base: ChipBase | None = None, terms: bool = True) -> dict[str, Any]:
     """Everything `estimate()` reports, as a dict of floats or arrays.
 
     spec: a SpecArgs for speculative decoding, with `positions` verified per round; draft: the
     draft model's Drafter (None for a self-drafting head or a draft_cost fraction).
     A round = gamma draft steps + one verify pass; the draft's share is reported as `draft_s`
     and the drafter's prefill of the prompt is added to TTFT. base: `chip_base` of these
-    arguments, when the caller has it already (a configuration evaluated again).
+    arguments, when the caller has it already (a configuration evaluated again). terms=False leaves
+    out the prefill's terms as one pass (prefill_memory_s, _compute_s, _head_s, _overhead_s: None),
+    which `estimate()` does not report: a chunked prefill then skips that pass.
     """
     B, S, T = kn.batch, kn.prompt, kn.output
     if base is None:
@@ -310,12 +333,13 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     plain_extra = plain_pass.comm + plain_pass.over
     L_mid = S + (T - 1.0) / 2.0                        # the mean of contexts S .. S+T-1
     u_mid = effective_context(mc.window_groups, L_mid)
-    index = index_terms(mc, ch, 1.0 if spec is None else positions, L_mid)   # linear in L: its mean
-    coeffs, extra, step_over, decode_s, draft_mid, draft_pre = decode(
-        mc, hw, eff, kn, ch, plain_pass, step_floor, u_mid, positions, spec, draft, maximum(index[0], index[1]))
-    per_token_div = 1.0 if spec is None else spec.tokens_per_round
-    prefill_s, pre_mem, pre_compute, pre_head_s, pre_over = prefill(mc, eff, kn, ch)
+    index = index_terms(mc, ch, 1.0 if spec is None else positions, L_mid) if mc.index_flops else (0.0, 0.0)
     first = timed(plain, plain_pass.serial)
+    coeffs, extra, step_over, decode_s, draft_mid, draft_pre = decode(
+        mc, hw, eff, kn, ch, plain_pass, plain, first, step_floor, u_mid, positions, spec, draft,
+        maximum(index[0], index[1]) if mc.index_flops else 0.0)
+    per_token_div = 1.0 if spec is None else spec.tokens_per_round
+    prefill_s, whole = prefill(mc, eff, kn, ch, terms)
     first_step = maximum(maximum(first[0], first[2]), floor) + plain_extra
     ttft = where(S > 0, prefill_s + draft_pre, first_step) + host_s(eff, S)
     tokens_out = maximum(T, 1.0)
@@ -330,8 +354,10 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
         "compute_s": (coeffs[2] + coeffs[3] * u_mid + index[1]) / per_token_div,
         "latency_s": step_floor / per_token_div, "communication_s": (extra - step_over) / per_token_div,
         "overhead_s": step_over / per_token_div, "draft_s": draft_mid,
-        "prefill_memory_s": pre_mem, "prefill_compute_s": pre_compute, "prefill_head_s": pre_head_s,
-        "prefill_overhead_s": pre_over,
+        "prefill_memory_s": None if whole is None else whole.mem,
+        "prefill_compute_s": None if whole is None else whole.comp,
+        "prefill_head_s": None if whole is None else whole.head,
+        "prefill_overhead_s": None if whole is None else whole.over,
         "weights_bytes_chip": w_chip, "kv_bytes_chip": kv_chip, "activation_bytes_chip": act_chip,
         "extra_bytes_chip": extra_weight_bytes_chip, "need_bytes_chip": need_chip,
         "capacity_bytes_chip": cap_chip, "fits": need_chip <= cap_chip, "per_tier": per_tier,
@@ -369,15 +395,20 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
     if kn.matrix_peak_flops is not None:
         Cp = on_matrix_units(C, kn.matrix_peak_flops, eff.compute_fraction, kn.dequant)
         Cdp = on_matrix_units(Cd, kn.matrix_peak_flops, eff.compute_fraction, dqd)
+    ring = link is None or link.topology == "ring"
     return ChipBase(tp, pp, ep, tp * ep, e_group, share, kn.w_bytes, wd, wh, we, kv_pair, C, Cd, Ca, Ci, kn.dequant, dqd,
-                    kn.act_bytes, link_bw, link_lat, link is None or link.topology == "ring", dense_chip, expert_chip,
+                    kn.act_bytes, link_bw, link_lat, ring, dense_chip, expert_chip,
                     floor_s(mc, hw, eff, tp, wd, share * mc.n_layers),
                     gemm_s(mc, C, Cd, kn.dequant, dqd) if kn.gemv_peak_flops is None else
                     gemm_s(mc, kn.gemv_peak_flops * eff.compute_fraction, kn.gemv_peak_flops * eff.compute_fraction,
                            0.0, 0.0),
                     gemm_s(mc, Cp, Cdp, kn.dequant, dqd, 1.0 / eff.moe_gemm_efficiency)
                     - head_flops / Cdp, head,
-                    hw.capacity_bytes, kn.mmvq_tokens, mmvq_s(mc, kn, C, Cd, dqd))
+                    hw.capacity_bytes, kn.mmvq_tokens, mmvq_s(mc, kn, C, Cd, dqd),
+                    collectives(tp, pp, ep, mc.hidden, mc.n_layers, mc.n_moe_layers, mc.k, kn.act_bytes, link_bw,
+                                link_lat, ring),
+                    *overhead_terms(mc, eff, tp, ep, C), context_kernels_s(mc, eff), tp * ep * Ca,
+                    kv_pair + mc.index_bytes)
 
 
 def mmvq_s(mc: ModelConsts, kn: Knobs, C: Num, Cd: Num, dense_dequant: Num) -> Num:
@@ -522,9 +553,9 @@ def weights_s(mc: ModelConsts, ch: Chip, tokens: Num, touched: Num, dense_passes
     (hot-first placement); the layers' matrices `dense_passes` times and each touched expert
     `expert_passes` times (the LM head and the embedding rows of the tokens once)."""
     rows = minimum(tokens, mc.vocab) * mc.hidden if mc.lookup_params else 0.0
-    head = mc.vocab * mc.hidden
-    layers = mc.total_params - mc.n_moe_layers * mc.n_experts * mc.expert_params - mc.lookup_params - head
-    dense = (layers * dense_passes * ch.w_dense + head * ch.w_head + rows * ch.w_embed) / ch.tp
+    dense = (mc.layer_params * dense_passes * ch.w_dense + mc.head_params * ch.w_head + rows * ch.w_embed) / ch.tp
+    if not mc.n_moe_layers:     # no routed experts: their term is 0.0
+        return dense * ch.dense_inv
     return dense * ch.dense_inv \
         + mc.n_moe_layers * touched * mc.expert_params / ch.e_group * ch.w_expert * ch.expert_inv * expert_passes
 
@@ -581,20 +612,31 @@ def pass_terms(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, dec: Num, 
     a float or an array (broadcast)."""
     tokens = dec * pos + chunk
     routed_tokens = dec * routed + chunk
-    touched = expected_experts(mc.n_experts, mc.k, routed_tokens)
-    weights = weights_s(mc, ch, tokens, touched, *column_passes(mc, kn, tokens, routed_tokens, touched))
-    mem = beat * (weights + held * (ch.kv_pair + mc.index_bytes) / ch.ep * ch.kv_inv)
+    touched = expected_experts(mc.n_experts, mc.k, routed_tokens) if mc.n_experts else 0.0
+    if isinstance(kn.gemm_tile_tokens, float) and kn.gemm_tile_tokens == 0.0:    # untiled: once a pass
+        weights = weights_s(mc, ch, tokens, touched)
+    else:
+        weights = weights_s(mc, ch, tokens, touched, *column_passes(mc, kn, tokens, routed_tokens, touched))
+    mem = beat * (weights + held * ch.kv_index_pair / ch.ep * ch.kv_inv)
     head = ch.head * (chunk if eff.prefill_logits_all else prompts) / ch.group
-    comp = beat * ((gemm_pass_s(ch, dec * pos) + chunk * ch.prefill_gemm) / ch.group + head
-                   + pairs * mc.prefill_attn_per_pair / (ch.group * ch.attn_flops)
-                   + moe_padding_s(mc, eff, ch, tokens))
+    comp = (gemm_pass_s(ch, dec * pos) + chunk * ch.prefill_gemm) / ch.group + head \
+        + pairs * mc.prefill_attn_per_pair / ch.attn_rate
+    if eff.moe_tile_tokens and mc.n_moe_layers:     # else moe_padding_s is 0.0
+        comp = comp + moe_padding_s(mc, eff, ch, tokens)
+    comp = beat * comp
     if mc.index_flops:      # every tensor-parallel rank runs the indexer whole: split over ep only
         comp = comp + beat * index_pairs * mc.index_flops / (ch.ep * ch.index_flops)
-    over = step_overhead_s(mc, eff, ch, dec + prompts) + launch_s(mc, eff, tokens) \
-        + (0.0 if type(chunk) is float and chunk == 0.0 else where(chunk > 0, context_kernels_s(mc, eff), 0.0))
-    return Pass(mem, beat * ch.kv_pair * ch.kv_inv / ch.ep, comp,
-                beat * pos * mc.attn_per_pair / (ch.group * ch.attn_flops), serial_share(eff, tokens),
-                ch.floor * beat, comm_s(mc, ch, tokens), over, beat * head)
+    over = ch.over_fixed + (dec + prompts) / ch.ep * eff.per_sequence_overhead_s   # `overhead_terms`
+    for term in ch.over_tail:
+        over = over + term
+    if eff.ungraphed_layer_s:       # else launch_s is 0.0
+        over = over + launch_s(mc, eff, tokens)
+    if not (type(chunk) is float and chunk == 0.0):
+        over = over + where(chunk > 0, ch.context_kernels, 0.0)
+    # tuple.__new__: Pass's fields in order, without its generated __new__
+    return tuple.__new__(Pass, (mem, beat * ch.kv_pair * ch.kv_inv / ch.ep, comp,
+                                beat * pos * mc.attn_per_pair / ch.attn_rate, serial_share(eff, tokens),
+                                ch.floor * beat, collective_s(ch.links, tokens), over, beat * head))
 
 
 def decode_coeffs(p: Pass, dec: Num) -> Coeffs:
@@ -612,9 +654,8 @@ def pass_s(p: Pass, U: Num) -> Num:
 def column_passes(mc: ModelConsts, kn: Knobs, tokens: Num, routed_tokens: Num, touched: Num) -> tuple[Num, Num]:
     """How many times a pass of `tokens` tokens streams the layers' matrices and each touched
     expert: once per column tile of tokens where the runtime's GEMMs tile (kn.gemm_tile_tokens:
-    llama.cpp MMQ's 128, a weight-only kernel's rows), an expert's over its own tokens; else once."""
-    if isinstance(kn.gemm_tile_tokens, float) and kn.gemm_tile_tokens == 0.0:
-        return 1.0, 1.0
+    llama.cpp MMQ's 128, a weight-only kernel's rows), an expert's over its own tokens (once
+    where the tile is below a token; `pass_terms` skips this where there is no tile)."""
     tile = maximum(kn.gemm_tile_tokens, 1e-30)
     per_expert = routed_tokens * mc.k / maximum(touched, 1e-30)
     return (where(tile >= 1.0, maximum(ceiling(tokens / tile), 1.0), 1.0),
@@ -707,8 +748,7 @@ def floor_s(c: ModelConsts, hw: Hardware, eff: Efficiency, tp: Num, w_bytes: Num
 
 def comm_s(mc: ModelConsts, ch: Chip, tokens: Num) -> Num:
     """Seconds a step of `tokens` tokens per pass spends communicating over the layout."""
-    return communication_s(ch.tp, ch.pp, ch.ep, tokens, mc.hidden, mc.n_layers, mc.n_moe_layers, mc.k,
-                           ch.act_bytes, ch.link_bw, ch.link_lat, ch.ring)
+    return collective_s(ch.links, tokens)
 
 
 def draft_comm_s(ch: Chip, tokens: Num, hidden: float, layers: float) -> Num:
@@ -717,27 +757,31 @@ def draft_comm_s(ch: Chip, tokens: Num, hidden: float, layers: float) -> Num:
                            ch.link_lat, ch.ring)
 
 
-def step_overhead_s(mc: ModelConsts, eff: Efficiency, ch: Chip, seqs: Num) -> Num:
-    """The runtime's host and launch cost of a step of `seqs` sequences (per micro-batch): per
-    step, layer, MoE layer and sequence, the engine's collective kernels (two all-reduces per layer
+def overhead_terms(mc: ModelConsts, eff: Efficiency, tp: Num, ep: Num, flops: Num) -> tuple[Num, tuple[Num, ...]]:
+    """The runtime's host and launch cost of a step on a chip of tp x ep at `flops` FLOP/s, but its
+    sequences' (which `pass_terms` adds between them, the ChipBase's over_fixed and over_tail):
+    (per step, layer and MoE layer; the engine's collective kernels (two all-reduces per layer
     under tensor parallelism, a dispatch and a combine per MoE layer under expert parallelism, each
     a kernel that waits on every rank beyond the link's hop latency in `comm_s`) and the rows every
     expert's GEMM computes whatever routes to it (eff.moe_expert_rows, work at the experts'
-    compute rate; expert parallelism leaves ceil(E / ep) experts on a chip).
-    Attention runs data-parallel over the ep ranks, each scheduling, sampling and reading the KV
-    of its own seqs / ep sequences at once (SGLang/TensorRT-LLM DP attention): a step pays the
-    per-sequence host work of one rank's share, as its KV reads and FLOPs are."""
+    compute rate; expert parallelism leaves ceil(E / ep) experts on a chip), those that are not 0).
+    The sequences' part, between them: attention runs data-parallel over the ep ranks, each
+    scheduling, sampling and reading the KV of its own seqs / ep sequences at once (SGLang/
+    TensorRT-LLM DP attention): a step pays the per-sequence host work of one rank's share, as its
+    KV reads and FLOPs are."""
     host = eff.per_layer_host_s if host_blocked(mc, eff) else 0.0
-    over = (eff.per_step_overhead_s + mc.n_layers * (eff.per_layer_overhead_s + host)
-            + mc.n_moe_layers * eff.per_moe_layer_overhead_s + seqs / ch.ep * eff.per_sequence_overhead_s)
+    fixed = eff.per_step_overhead_s + mc.n_layers * (eff.per_layer_overhead_s + host) \
+        + mc.n_moe_layers * eff.per_moe_layer_overhead_s
+    tail: list[Num] = []
     if eff.per_allreduce_s:
-        over = over + where(ch.tp > 1.0, 2.0 * mc.n_layers * eff.per_allreduce_s, 0.0)
+        tail.append(where(tp > 1.0, 2.0 * mc.n_layers * eff.per_allreduce_s, 0.0))
     if eff.per_alltoall_s and mc.n_moe_layers:
-        over = over + where(ch.ep > 1.0, 2.0 * mc.n_moe_layers * eff.per_alltoall_s, 0.0)
+        tail.append(where(ep > 1.0, 2.0 * mc.n_moe_layers * eff.per_alltoall_s, 0.0))
     if eff.moe_expert_rows and mc.n_moe_layers:
-        over = over + mc.n_moe_layers * 2.0 * eff.moe_expert_rows * ceiling(mc.n_experts / ch.ep) \
-            * mc.expert_params / ch.flops
-    return over
+        tail.append(mc.n_moe_layers * 2.0 * eff.moe_expert_rows * ceiling(mc.n_experts / ep)
+                    * mc.expert_params / flops)
+    # adding an exact 0.0 changes no figure
+    return fixed, tuple(t for t in tail if not (type(t) is float and t == 0.0))
 
 
 def host_blocked(c: ModelConsts, eff: Efficiency) -> bool:
@@ -767,19 +811,19 @@ def context_kernels_s(mc: ModelConsts, eff: Efficiency) -> float:
 
 # ---- decode over the output: plain or speculative ----------------------------------------
 
-def decode(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, plain_pass: Pass, step_floor: Num,
-           u_mid: Num, positions: Num, spec: SpecArgs | None, draft: Drafter | None, index_s: Num = 0.0
-           ) -> tuple[Coeffs, Num, Num, Num, Num, Num]:
+def decode(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, plain_pass: Pass, plain: Coeffs,
+           plain_timed: Coeffs, step_floor: Num, u_mid: Num, positions: Num, spec: SpecArgs | None,
+           draft: Drafter | None, index_s: Num = 0.0) -> tuple[Coeffs, Num, Num, Num, Num, Num]:
     """The T decode steps from context S: (a step's (memory, compute) coefficients, its additive
     terms, its overhead share of them, the seconds of all T tokens, the drafter's share per token
     at the mean context, the drafter's prefill). A speculative round is gamma draft steps and one
     verify pass of `positions` positions, and yields tokens_per_round tokens. index_s: a sparse-
-    attention indexer's kernel at the mean context (`index_terms`), run before each step's attention."""
+    attention indexer's kernel at the mean context (`index_terms`), run before each step's attention.
+    plain: the plain step's `decode_coeffs`; plain_timed: their `timed` (the caller has them)."""
     S, T = kn.prompt, kn.output
-    plain, plain_extra = decode_coeffs(plain_pass, ch.b), plain_pass.comm + plain_pass.over
+    plain_extra = plain_pass.comm + plain_pass.over
     if spec is None:
-        total = sum_over_context(mc.pieces, *timed(plain, plain_pass.serial), step_floor, S, T) \
-            + (plain_extra + index_s) * T
+        total = sum_over_context(mc.pieces, *plain_timed, step_floor, S, T) + (plain_extra + index_s) * T
         return plain, plain_extra, plain_pass.over, total, 0.0, 0.0
     verify = pass_terms(mc, eff, kn, ch, ch.b, positions, 1.0 + (positions - 1.0) * (1.0 - spec.route_correlation),
                         beat=ch.beat)
@@ -852,7 +896,7 @@ def draft_model_s(d: Drafter, hw: Hardware, kn: Knobs, dec: Num, positions: Num,
         total = total + n * (sum_over_context(d.mc.pieces, *timed(decode_coeffs(p, dec), p.serial), p.floor, S, T)
                              + (p.comm + p.over + index) * T)
         mid = mid + n * (pass_s(p, dec * u_mid) + index)
-    pre = prefill(d.mc, d.eff, dkn, dch)[0]
+    pre = prefill(d.mc, d.eff, dkn, dch, terms=False)[0]
     return total, mid, pre
 
 
@@ -886,9 +930,10 @@ def draft_head_terms(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, 
 
 # ---- prefill ----------------------------------------------------------------------------
 
-def prefill(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip) -> tuple[Num, Num, Num, Num, Num]:
+def prefill(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, terms: bool = True) -> tuple[Num, Pass | None]:
     """A prefill of B prompts of S tokens, the static schedule's first steps: (seconds (0 without a
-    prompt), its memory, compute, LM-head and overhead terms as one pass of all B S tokens).
+    prompt), its terms as one pass of all B S tokens: a Pass, or None with terms=False where the
+    engine takes the prompts in chunks, which do not need it).
     The engine takes the B S tokens in steps of at most kn.chunk_tokens (its token budget; 0: one
     pass): N // budget full steps and one of the rest, each a `pass_terms` step carrying its share
     of the prompts' KV and attention pairs (by its tokens: the steps' pairs sum to the prompts')
@@ -899,9 +944,11 @@ def prefill(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip) -> tuple[Num,
     B, S = kn.batch, kn.prompt
     N = B * S
     counts = prompt_counts(mc, S)
-    whole = prompt_pass(mc, eff, kn, ch, B, S, N, counts)
     P = kn.chunk_tokens
-    if type(P) is float and (P == 0.0 or (type(N) is float and N <= P)):
+    one_pass = type(P) is float and (P == 0.0 or (type(N) is float and N <= P))
+    whole = prompt_pass(mc, eff, kn, ch, B, S, N, counts) if terms or one_pass else None
+    if one_pass:
+        assert whole is not None
         prefill_s = where(S > 0, pass_s(whole, 0.0), 0.0)
     else:
         P = where(P > 0.0, P, maximum(N, 1.0))
@@ -911,7 +958,7 @@ def prefill(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip) -> tuple[Num,
         if type(rest) is not float or rest > 0.0:   # a float rest of 0 adds where()'s 0.0: nothing
             chunks = chunks + where(rest > 0.0, pass_s(prompt_pass(mc, eff, kn, ch, B, S, rest, counts), 0.0), 0.0)
         prefill_s = where(S > 0, chunks, 0.0)
-    return prefill_s, whole.mem, whole.comp, whole.head, whole.over
+    return prefill_s, whole
 
 
 def prompt_counts(mc: ModelConsts, S: Num) -> tuple[Num, Num, Num]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import numbers
 import operator
@@ -92,20 +93,20 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
     Raises DoesNotFitError (with bytes missing and the fewest chips that would hold it) when it
     does not fit.
     """
-    locals_ = dict(locals())       # the arguments, for the fewest-chips search (auto, or the hint)
     if n_chips is None or isinstance(n_chips, str):
-        n_chips = _auto_chips(locals_)
+        n_chips = _auto_chips(locals())     # the arguments, for the fewest-chips search
     p, B, S, T = _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype,
                           activation_dtype, n_chips, parallel, speculative, runtime, quantization, placement,
                           price_usd_per_hour, allow_beyond_context, dense_weight_dtype)
-    m, hw, layout, price, pinned = p.model, p.hardware, p.layout, p.price, p.pinned
-    N, spec_args, positions = p.n_chips, p.spec_args, p.positions
+    m, hw, N = p.model, p.hardware, p.n_chips
     kn = _with(p.knobs, batch=float(B), prompt=float(S), output=float(T))   # = p.at(B, S, T).evaluate()
-    r = evaluate(p.consts, hw, p.eff, kn, base=p.chip_base, **p.extra)
-    for key in ("decode_tok_s_per_user", "ttft_s", "e2e_s"):   # a last guard: never NaN/inf/0
-        if not (math.isfinite(r[key]) and r[key] > 0):
-            raise InvalidInputError(key, r[key], f"a finite positive figure; the inputs ({p.model.name} on "
-                                    f"{p.hardware.name}) are outside the physical range")
+    r = evaluate(p.consts, hw, p.eff, kn, base=p.chip_base, terms=False, **p.extra)
+    if not (0.0 < r["decode_tok_s_per_user"] < math.inf and 0.0 < r["ttft_s"] < math.inf
+            and 0.0 < r["e2e_s"] < math.inf):       # a last guard: never NaN/inf/0 (NaN compares False)
+        for key in ("decode_tok_s_per_user", "ttft_s", "e2e_s"):
+            if not (math.isfinite(r[key]) and r[key] > 0):
+                raise InvalidInputError(key, r[key], f"a finite positive figure; the inputs ({p.model.name} on "
+                                        f"{p.hardware.name}) are outside the physical range")
     memory = create_frozen(Memory, {      # dict displays: one dict per object (estimate()'s hot path)
         "weights_bytes": r["weights_bytes_chip"], "kv_bytes": r["kv_bytes_chip"],
         "activation_bytes": r["activation_bytes_chip"], "other_bytes": r["extra_bytes_chip"],
@@ -113,8 +114,9 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
         "placement": tuple([create_frozen(TierUse, {"tier": t.name, "weights_bytes": float(w), "kv_bytes": float(kv),
                                               "capacity_bytes": t.capacity_bytes})
                             for (w, kv), t in zip(r["per_tier"], hw.memory)])})
-    if check_memory:
-        _check_fit(memory, hw, pinned, m, N, layout, lambda: _fewest_chips(dict(locals_), m, hw))
+    if check_memory and (p.pinned or not memory.fits):
+        kw = {k: v for k, v in locals().items() if k in _ARGUMENTS}     # for the fewest-chips hint
+        _check_fit(memory, hw, p.pinned, m, N, p.layout, lambda: _fewest_chips(kw, m, hw))
     watts = hw.power_w
     terms = dict(zip(BOUNDS, _TERMS(r)))
     result = create_frozen(Result, {
@@ -122,13 +124,16 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
         "decode_tok_s_per_user": r["decode_tok_s_per_user"], "decode_tok_s_total": r["decode_tok_s_total"],
         "ttft_s": r["ttft_s"], "prefill_s": r["prefill_s"], "e2e_s": r["e2e_s"], "tpot_s": r["tpot_s"],
         "bound": max(terms, key=terms.__getitem__), "step_terms_s": terms, "memory": memory,  # = core.bound_name(r)
-        "cost_per_million_tokens_usd": r["cost_per_million_tokens_usd"] if price is not None else None,
+        "cost_per_million_tokens_usd": r["cost_per_million_tokens_usd"] if p.price is not None else None,
         "joules_per_token": (watts * N * r["e2e_s"] / (B * T)) if watts else None,
-        "speculative": None if speculative is None or spec_args is None else {
-            "gamma": speculative.gamma, "tokens_per_round": spec_args.tokens_per_round,
-            "verify_positions": int(positions), "draft": getattr(speculative.draft, "name", speculative.draft)},
-        "assumptions": hw.assumptions(N)})
+        "speculative": None if speculative is None or p.spec_args is None else {
+            "gamma": speculative.gamma, "tokens_per_round": p.spec_args.tokens_per_round,
+            "verify_positions": int(p.positions), "draft": getattr(speculative.draft, "name", speculative.draft)},
+        "assumptions": p.assumptions})
     return result
+
+
+_ARGUMENTS = frozenset(inspect.signature(estimate).parameters)
 
 
 @dataclass(frozen=True)
@@ -157,15 +162,18 @@ class Prepared:
                                   # calibration (the runtime's provenance on this device)
     chip_base: ChipBase = field(init=False)   # core.chip_base of knobs: the same for every batch, prompt
                                               # and output (rebuilt by dataclasses.replace, not by `at`)
+    assumptions: tuple[str, ...] = field(init=False)  # the device profile's unsourced figures on n_chips
 
     def __post_init__(self):
         object.__setattr__(self, "chip_base", chip_base(self.consts, self.hardware, self.eff, self.knobs))
+        object.__setattr__(self, "assumptions", self.hardware.assumptions(self.n_chips))
 
-    def evaluate(self, **knobs) -> dict:
-        """`core.evaluate` on this configuration, with Knobs fields replaced (floats or arrays)."""
+    def evaluate(self, *, terms: bool = True, **knobs) -> dict:
+        """`core.evaluate` on this configuration, with Knobs fields replaced (floats or arrays);
+        terms=False leaves out the prefill's one-pass terms (`core.evaluate`)."""
         kn = replace(self.knobs, **knobs) if knobs else self.knobs
         base = self.chip_base if _WORKLOAD.issuperset(knobs) else None     # else core.evaluate builds it
-        return evaluate(self.consts, self.hardware, self.eff, kn, base=base, **self.extra)
+        return evaluate(self.consts, self.hardware, self.eff, kn, base=base, terms=terms, **self.extra)
 
     def at(self, batch: int, prompt: int, output: int) -> Prepared:
         """This configuration at another workload (numbers already checked)."""

@@ -19,11 +19,12 @@ import math
 import numbers
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import DoesNotFitError, InvalidInputError
 from ..catalog.hardware import load_hardware
 from ..catalog.model import load_model
-from .roofline import maximum, minimum
+from .roofline import Num, minimum
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,56 @@ def _rule(heads: int, layers: int, domain: int, cap: int, n: int) -> tuple[int, 
     return tp, min(layers, n // tp)
 
 
+class Collectives(NamedTuple):
+    """A layout's collectives before its tokens are known: `communication_s`'s factors that depend
+    on the layout, the model and the links alone (built once per configuration by `collectives`;
+    each a float or an array)."""
+
+    hidden: Num
+    act_bytes: Num
+    link_bw: Num
+    link_lat: Num
+    tp_layers: Num      # n_layers x 2 all-reduces
+    tp_share: Num       # 2(tp-1)/tp of the volume each chip moves
+    tp_hops_s: Num      # their hops' latency
+    pp_hops: Num | None     # pp - 1 boundary hops; None: a plain 0 (no stages), whose term is 0
+    ep: Num
+    ep_share: Num           # (ep-1)/ep of a chip's tokens leave it
+    k: Num
+    ep_hop_s: Num           # an all-to-all's latency
+    moe_layers: Num | None  # n_moe_layers x 2 all-to-alls; None where their term is a plain 0 (no
+                            # MoE layers, or one expert-parallel rank)
+
+
+def collectives(tp, pp, ep, hidden, n_layers, n_moe_layers, experts_per_token, act_bytes, link_bw, link_latency,
+                ring=True) -> Collectives:
+    """The per-configuration factors of `communication_s` (see there)."""
+    hops = 2.0 * (tp - 1.0) if ring else 2.0 * minimum(tp - 1.0, 1.0)
+    pp_hops, ep_share, ep_hop_s, moe_layers = pp - 1.0, (ep - 1.0) / ep, minimum(ep - 1.0, 1.0) * link_latency, \
+        n_moe_layers * 2.0
+    # a term with a plain 0.0 factor is 0.0 for any finite tokens: adding it changes nothing
+    no_ep = _zero(moe_layers) or (_zero(ep_share) and _zero(ep_hop_s))
+    return Collectives(hidden, act_bytes, link_bw, link_latency, n_layers * 2.0, 2.0 * (tp - 1.0) / tp,
+                       hops * link_latency, None if _zero(pp_hops) else pp_hops, ep, ep_share, experts_per_token,
+                       ep_hop_s, None if no_ep else moe_layers)
+
+
+def _zero(x) -> bool:
+    return type(x) is float and x == 0.0
+
+
+def collective_s(c: Collectives, tokens):
+    """`communication_s` of `tokens` tokens per pass over the collectives `c` (a term `collectives`
+    found to be 0 is left out)."""
+    act = tokens * c.hidden * c.act_bytes
+    total = c.tp_layers * (c.tp_share * act / c.link_bw + c.tp_hops_s)   # >= 0: tp >= 1
+    if c.pp_hops is not None:
+        total = total + c.pp_hops * (c.link_lat + act / c.link_bw)
+    if c.moe_layers is not None:
+        total = total + c.moe_layers * (c.ep_share * (act / c.ep) * c.k / c.link_bw + c.ep_hop_s)
+    return total
+
+
 def communication_s(tp, pp, ep, tokens, hidden, n_layers, n_moe_layers, experts_per_token,
                     act_bytes, link_bw, link_latency, ring=True):
     """Seconds one step spends communicating, for `tokens` tokens per pass (floats or arrays).
@@ -139,14 +190,8 @@ def communication_s(tp, pp, ep, tokens, hidden, n_layers, n_moe_layers, experts_
     pp: (pp-1) boundary hops of the same activation;
     ep: n_moe_layers * 2 all-to-alls of each chip's tokens*k*hidden*act_bytes.
     """
-    act = tokens * hidden * act_bytes
-    hops = 2.0 * (tp - 1.0) if ring else 2.0 * minimum(tp - 1.0, 1.0)
-    ring = 2.0 * (tp - 1.0) / tp * act / link_bw + hops * link_latency
-    t_tp = n_layers * 2.0 * ring
-    t_pp = (pp - 1.0) * (link_latency + act / link_bw)
-    a2a = (ep - 1.0) / ep * (act / ep) * experts_per_token / link_bw + minimum(ep - 1.0, 1.0) * link_latency
-    t_ep = n_moe_layers * 2.0 * a2a
-    return maximum(t_tp, 0.0) + t_pp + t_ep
+    return collective_s(collectives(tp, pp, ep, hidden, n_layers, n_moe_layers, experts_per_token, act_bytes,
+                                    link_bw, link_latency, ring), tokens)
 
 
 def streamed_room(hw) -> float | None:

@@ -163,20 +163,25 @@ def sum_over_context(pieces: Sequence[tuple[float, float, float, float]], m_a: N
 
 # The plain-float path of estimate(): sum_max3 and sum_positive_part step by step as above, with
 # each helper's scalar branch written out (the same operations in the same order, so the same
-# floats), without the ~40 broadcasting-helper calls they cost per estimate. Plain floats only
-# (left untyped: their callers pass Num, checked to be floats).
+# floats), without the ~40 broadcasting-helper calls they cost per estimate, and computing only
+# the branch a `where` keeps. Plain floats only (left untyped: their callers pass Num, checked to
+# be floats).
 def _clip_float(x, lo, hi):
     x = lo if lo > x else x                 # maximum(x, lo)
     return hi if hi < x else x              # minimum(x, hi)
 
 
+def _first_reach_float(a, b, fl, lo, hi):
+    if a + b * lo >= fl:
+        return lo
+    if not b > TINY:                        # flat: never
+        return hi
+    t = _clip_float((fl - a) / b, lo - 1.0, hi + 1.0)
+    return _clip_float(-float(math.floor(-t)), lo, hi)
+
+
 def _sum_max3_float(m_a, m_b, c_a, c_b, fl, lo, hi):
-    def first_reach(a, b):
-        rising = b > TINY
-        t = _clip_float((fl - a) / (b if rising else 1.0), lo - 1.0, hi + 1.0)
-        up = _clip_float(-float(math.floor(-t)), lo, hi)
-        return lo if a + b * lo >= fl else (up if rising else hi)
-    r_m, r_c = first_reach(m_a, m_b), first_reach(c_a, c_b)
+    r_m, r_c = _first_reach_float(m_a, m_b, fl, lo, hi), _first_reach_float(c_a, c_b, fl, lo, hi)
     reach = r_c if r_c < r_m else r_m
     below = reach - lo
     below = fl * (0.0 if 0.0 > below else below)
@@ -184,14 +189,12 @@ def _sum_max3_float(m_a, m_b, c_a, c_b, fl, lo, hi):
 
 
 def _sum_positive_part_float(d0, d1, lo, hi):
-    flat = abs(d1) <= TINY
-    root = _clip_float(-d0 / (1.0 if flat else d1), lo - 1.0, hi + 1.0)
-    start = _clip_float(float(math.floor(root)) + 1.0, lo, hi)
-    stop = _clip_float(-float(math.floor(-root)), lo, hi)
-    start = start if d1 > TINY else lo
-    stop = stop if d1 < -TINY else hi
-    whole = (1.0 if d0 > 0 else 0.0) if flat else 1.0
-    return whole * sum_linear(d0, d1, start, stop)
+    if abs(d1) <= TINY:                     # flat: all of [lo, hi) or none of it
+        return (1.0 if d0 > 0 else 0.0) * sum_linear(d0, d1, lo, hi)
+    root = _clip_float(-d0 / d1, lo - 1.0, hi + 1.0)
+    start = _clip_float(float(math.floor(root)) + 1.0, lo, hi) if d1 > TINY else lo
+    stop = _clip_float(-float(math.floor(-root)), lo, hi) if d1 < -TINY else hi
+    return sum_linear(d0, d1, start, stop)
 
 
 def causal_pairs(window_groups: Sequence[tuple[int | None, int]], prompt_tokens: Num) -> Num:

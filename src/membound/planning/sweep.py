@@ -304,7 +304,7 @@ class _Columns:
         shape = (B.size, S.size, T.size)
         size = B.size * S.size * T.size
         B, S, T = B[:, None, None], S[None, :, None], T[None, None, :]
-        r = g.prepared.evaluate(batch=B, prompt=S, output=T)
+        r = g.prepared.evaluate(batch=B, prompt=S, output=T, terms=False)     # no prefill_*_s columns
         fits = np.broadcast_to(r["fits"], shape)
         keep = None
         if not self.schema.include_unfit:
