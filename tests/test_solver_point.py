@@ -148,3 +148,15 @@ def test_solve_at_single_points_equals_solve_by_rounds(case, monkeypatch):
         for field in r.__dataclass_fields__:
             a, b = getattr(r, field), getattr(g, field)
             assert np.shape(a) == np.shape(b) and np.array_equal(a, b), field
+
+
+def test_the_engines_scheduler_is_resolved_once_per_served_block():
+    # serve() without a scheduler takes the engine's knobs: the Scheduler of Scheduler().resolved,
+    # built once per served block (frozen) and handed out again
+    from membound.catalog.runtime import Served
+    from membound.serving.scheduler import Scheduler, engine_scheduler
+    served = Served(max_running=64, token_budget=2048, chunked_prefill=False)
+    first = engine_scheduler(served)
+    assert first == Scheduler().resolved(served)
+    assert (first.max_running, first.token_budget, first.chunked_prefill) == (64, 2048, False)
+    assert engine_scheduler(Served(max_running=64, token_budget=2048, chunked_prefill=False)) is first

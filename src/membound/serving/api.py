@@ -15,7 +15,7 @@ from ..catalog.runtime import DEFAULT_SERVED, Served, load_runtime
 from ..physics.speculative import SpeculativeDecoding
 from .lengths import Length, as_length
 from .result import Quantiles, ServeResult
-from .scheduler import Scheduler, filled
+from .scheduler import Scheduler, engine_scheduler, filled
 from .simulator import _Trace, simulate
 from .solver import Steady, solve
 from .step import Drafting, StepModel
@@ -150,7 +150,8 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
     quantization: a mb.Quantization instead of the dtype names (a mixed checkpoint's tensor groups)."""
     rt = load_runtime(runtime, load_hardware(hardware))
     # resolved() builds a Scheduler of every knob, whose checks refuse a token budget below max_running
-    sched = (scheduler or Scheduler()).resolved(rt.served or DEFAULT_SERVED)
+    served = rt.served or DEFAULT_SERVED
+    sched = engine_scheduler(served) if scheduler is None else scheduler.resolved(served)
     budget = filled(sched.token_budget)
     if not sched.chunked_prefill and prompt.high > budget:
         raise InvalidInputError("scheduler.token_budget", budget,
@@ -164,7 +165,7 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
                 parallel=parallel, runtime=rt, price_usd_per_hour=price_usd_per_hour, speculative=drafted,
                 dense_weight_dtype=dense_weight_dtype, quantization=quantization,
                 allow_beyond_context=allow_beyond_context)
-    sched = instance_limits(sched, rt.served or DEFAULT_SERVED, p.layout.ep)
+    sched = instance_limits(sched, served, p.layout.ep)
     sm = StepModel(p)
     if speculative is not None:
         attach_speculative(sm, speculative)

@@ -1,6 +1,7 @@
 """The engine's scheduler knobs (token budget, running batch, chunked prefill, ...) and their defaults."""
 from __future__ import annotations
 
+import functools
 import numbers
 from dataclasses import dataclass, fields
 from typing import TypeVar
@@ -74,6 +75,13 @@ class Scheduler:
             if v is None:
                 vals[k] = getattr(served, k)
         return Scheduler(**vals)
+
+
+@functools.lru_cache(maxsize=256)
+def engine_scheduler(served: Served) -> Scheduler:
+    """`Scheduler().resolved(served)`, the engine's own knobs: once per served block (frozen;
+    serve() without a scheduler built and checked this Scheduler twice a call otherwise)."""
+    return Scheduler().resolved(served)
 
 
 _K = TypeVar("_K", int, float, bool, str)
