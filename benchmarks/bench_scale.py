@@ -1,7 +1,7 @@
 """Speed of membound at scale (issue 17): one estimate(), one serve(), streamed and DataFrame sweeps
 of 1e7 configurations, a many-group grid, and a sweep of 1e8 on a Dask LocalCluster.
 
-Run:  python benchmarks/bench_scale.py [--runs 5] [--only estimate,serve,stream,frame,groups,dask] [--against REV[,REV...]]
+Run:  python benchmarks/bench_scale.py [--runs 5] [--only estimate,serve,serve_open,stream,frame,groups,dask] [--against REV[,REV...]]
 Each sweep figure is the median of --runs runs, each in a fresh process (so its peak RSS is its
 own). The load average is printed with each figure: other work on the machine slows all of them,
 so each figure stands beside its baseline from the same process (`_timing`): a sweep's rate over
@@ -12,7 +12,8 @@ in the same run: the ratio of the two is the change's speed-up. Several revision
 each run interleaved with this checkout; each of this checkout's figures is given over each.
 
 Targets (issue 33, against 20fca62 in the same run: --against 20fca62): estimate() <= 1/3 of its time,
-serve() <= 1/6 of its CPU time per call. Earlier: estimate() on the README example <= 20 us median; streamed sweep of 1e7 >= 15 M
+serve() <= 1/6 of its CPU time per call (serve_open: the open loop with its tails, beside the same revisions).
+Earlier: estimate() on the README example <= 20 us median; streamed sweep of 1e7 >= 15 M
 configurations/s with peak RSS <= 400 MB; DataFrame sweep of 1e7 >= 5 M/s with peak memory
 <= 1.5x the table; the 212k-configuration grid of 2 models x 5 devices x 4 dtypes >= 5 M/s;
 Dask LocalCluster (2 worker processes) over 1e8: time and configurations/s.
@@ -148,10 +149,21 @@ def serve_us(blocks: int = 15, per_block: int = 10) -> dict:
     the median over blocks of `per_block` calls of their CPU time per call (a loaded machine's
     other work moves wall time, not this process's CPU time), and of their wall time."""
     import membound as mb
+    return _per_call(lambda: mb.serve("llama-3.3-70b", "h200", n_chips=8, concurrency=64, weight_dtype="fp8",
+                                      runtime="vllm", prompt_tokens=1024, output_tokens=1024), blocks, per_block)
 
-    def one():
-        return mb.serve("llama-3.3-70b", "h200", n_chips=8, concurrency=64, weight_dtype="fp8", runtime="vllm",
-                        prompt_tokens=1024, output_tokens=1024)
+
+def serve_open_us(blocks: int = 9, per_block: int = 5) -> dict:
+    """serve()'s open loop (issue 33): Poisson arrivals at 5 requests/s, 8B on one H100 (vllm,
+    1,024 + 256 tokens), whose p50/p90/p99 tails (serving.tails) come with every call; timed as
+    `serve_us`."""
+    import membound as mb
+    return _per_call(lambda: mb.serve("llama-3.1-8b", "h100-sxm", runtime="vllm", arrival_rate=5.0,
+                                      prompt_tokens=1024, output_tokens=256), blocks, per_block)
+
+
+def _per_call(one, blocks: int, per_block: int) -> dict:
+    """The median over blocks of `per_block` calls of one() of their CPU and wall time per call (us)."""
     for _ in range(5):
         one()
     cpu, wall = [], []
@@ -244,6 +256,11 @@ def _print(case: str, label: str, r: dict, bases: dict) -> None:
         print(f"{tag}serve(), 70B fp8 on 8 x H200, 64 clients (vllm, 1024/1024): {r['serve_cpu_us']:.0f} us CPU per call "
               f"(median of blocks; wall {r['serve_wall_us']:.0f} us), {r['python_calls']:.0f} Python calls; load "
               f"{r['load']:.1f}{vs}")
+    elif case == "serve_open":
+        vs = _vs(bases, "serve_cpu_us", r, " (CPU)")
+        print(f"{tag}serve(), open loop, 8B on 1 x H100, Poisson 5 requests/s (vllm, 1024/256, with tails): "
+              f"{r['serve_cpu_us']:.0f} us CPU per call (median of blocks; wall {r['serve_wall_us']:.0f} us), "
+              f"{r['python_calls']:.0f} Python calls; load {r['load']:.1f}{vs}")
     elif case == "stream":
         print(f"{tag}streamed sweep, 1e7 (reduce): {r['ratio']:.3f}x the bare 128-op numpy pass in wall time, "
               f"{r['cpu_ratio']:.3f}x in CPU time (goal >= 0.3x); {r['rate'] / 1e6:.2f} M configurations/s "
@@ -266,13 +283,14 @@ def _print(case: str, label: str, r: dict, bases: dict) -> None:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--only", default="estimate,serve,stream,frame,groups,dask")
+    ap.add_argument("--only", default="estimate,serve,serve_open,stream,frame,groups,dask")
     ap.add_argument("--against", help="git revisions to run beside this checkout, comma-separated (e.g. HEAD~1,main)")
     ap.add_argument("--case")
     args = ap.parse_args()
     if args.case:
         cases = {"stream": case_stream, "frame": case_frame, "groups": case_groups,
-                 "estimate": lambda: estimate_us(20000), "serve": serve_us}
+                 "estimate": lambda: estimate_us(20000), "serve": serve_us,
+                 "serve_open": serve_open_us}
         print(json.dumps(cases[args.case]()))
         return
     print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
@@ -286,9 +304,9 @@ def main():
         trees.append(_worktree(rev))
         sources[rev] = os.path.join(trees[-1], "src")
     try:
-        for case in ("estimate", "serve", "stream", "frame", "groups"):
+        for case in ("estimate", "serve", "serve_open", "stream", "frame", "groups"):
             if case in args.only.split(","):
-                res = _median_runs(case, 1 if case in ("estimate", "serve") else args.runs, sources)
+                res = _median_runs(case, 1 if case in ("estimate", "serve", "serve_open") else args.runs, sources)
                 for label, r in res.items():
                     _print(case, label, r, {rev: res[rev] for rev in revisions} if label == "this checkout" else {})
     finally:

@@ -7,8 +7,11 @@ import pytest
 
 import membound as mb
 from membound.serving import Uniform, build, solve
-from membound.serving.tails import (_quantile, _wait_exceeds, birth_death, correlation_time, mg1_wait_tail, step_chain, tails,
-                            tpot_quantiles, window_share)
+from membound.serving.tails import (_quantile, _wait_exceeds, birth_death, correlation_time, log_sum_exp, mg1_wait_tail,
+                                   step_chain, tails, tpot_quantiles, window_share)
+from hypothesis import given, strategies as hst
+from hypothesis.extra import numpy as hnp
+from scipy.special import logsumexp
 
 
 def test_md1_prefill_queue_p99_by_hand():
@@ -32,6 +35,22 @@ def test_md1_prefill_queue_p99_by_hand():
         w = max(0.0, w + 1.0 - a)
     assert np.quantile(waits, 0.99) == pytest.approx(3.336, rel=0.05)
     assert np.mean(waits > 0) == pytest.approx(0.5, abs=0.01)     # P(W > 0) = rho
+
+
+def test_log_sum_exp_by_hand():
+    # log(e^0 + e^0) = ln 2 = 0.693147; log(2 e^1 + 3 e^1) = 1 + ln 5 = 2.609438;
+    # log(e^1000 + e^999) = 1000 + ln(1 + e^-1) = 1000 + 0.313262 (e^1000 alone overflows a double)
+    assert log_sum_exp(np.array([0.0, 0.0])) == pytest.approx(0.693147, abs=1e-6)
+    assert log_sum_exp(np.array([1.0, 1.0]), np.array([2.0, 3.0])) == pytest.approx(2.609438, abs=1e-6)
+    assert log_sum_exp(np.array([1000.0, 999.0])) == pytest.approx(1000.313262, abs=1e-6)
+    assert log_sum_exp(np.array([5.0, 7.0]), np.array([0.0, 1.0])) == 7.0     # a zero weight adds nothing
+
+
+@given(hnp.arrays(float, hst.integers(1, 80), elements=hst.floats(0.0, 50.0)), hst.floats(1e-3, 1e4))
+def test_log_sum_exp_is_scipys_bit_for_bit(s, theta):
+    # the root search's two sums, computed as scipy.special.logsumexp computes them (outputs byte-identical)
+    assert log_sum_exp(theta * s) == float(logsumexp(theta * s))
+    assert log_sum_exp(theta * s, s) == float(logsumexp(theta * s, b=s))
 
 
 @pytest.mark.parametrize("rate", [1e-300, 1e-9, 1e-3])
