@@ -1,7 +1,8 @@
 """Speed of membound at scale (issue 17): one estimate(), one serve(), streamed and DataFrame sweeps
 of 1e7 configurations, a many-group grid, and a sweep of 1e8 on a Dask LocalCluster.
 
-Run:  python benchmarks/bench_scale.py [--runs 5] [--only estimate,serve,serve_open,stream,frame,groups,dask] [--against REV[,REV...]]
+Run:  python benchmarks/bench_scale.py [--runs 5] [--only estimate,serve,serve_open,stream,frame,groups,dask]
+      [--against REV[,REV...]]
 Each sweep figure is the median of --runs runs, each in a fresh process (so its peak RSS is its
 own). The load average is printed with each figure: other work on the machine slows all of them,
 so each figure stands beside its baseline from the same process (`_timing`): a sweep's rate over

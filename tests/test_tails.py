@@ -7,7 +7,7 @@ import pytest
 
 import membound as mb
 from membound.serving import Uniform, build, solve
-from membound.serving.tails import (_quantile, _wait_exceeds, birth_death, correlation_time, log_sum_exp, mg1_wait_tail,
+from membound.serving.tails import (_quantiles, _wait_exceeds, birth_death, correlation_time, log_sum_exp, mg1_wait_tail,
                                    step_chain, tails, tpot_quantiles, window_share)
 from hypothesis import given, strategies as hst
 from hypothesis.extra import numpy as hnp
@@ -24,7 +24,7 @@ def test_md1_prefill_queue_p99_by_hand():
     assert rho == pytest.approx(0.5)
     assert theta == pytest.approx(1.2564, abs=2e-4)
     assert c == pytest.approx(0.6610, abs=5e-4)
-    p99 = _quantile(lambda t: float(_wait_exceeds(np.array([t]), rho, theta, c)[0]), 0.99, 1.0)
+    p99 = float(_quantiles(lambda t: _wait_exceeds(t, rho, theta, c), (0.99,), 1.0)[0])
     assert p99 == pytest.approx(3.336, abs=5e-3)
     # the same queue by Lindley's recursion W' = max(0, W + D - A), A ~ Exp(rate), 200,000 prompts
     rng = np.random.default_rng(1)

@@ -249,16 +249,19 @@ def _normal_sf(z: np.ndarray) -> np.ndarray:
     return np.where(x >= 0.0, 0.5 * erfc_a, 1.0 - 0.5 * erfc_a)
 
 
-def _quantile(exceeds, q: float, hi: float) -> float:
-    """The t where the decreasing `exceeds(t)` falls to 1 - q (bisection on [0, hi], hi grown)."""
-    target = 1.0 - q
-    while exceeds(hi) > target:
-        hi *= 2.0
-    lo = 0.0
+def _quantiles(exceeds, qs, hi: float) -> np.ndarray:
+    """The t where the decreasing `exceeds(t)` falls to 1 - q, for each q of `qs` (bisection on
+    [0, hi], hi grown): the searches run side by side, `exceeds` taking one t per q (an array)."""
+    target = 1.0 - np.asarray(qs, float)
+    top = np.full(target.size, float(hi))
+    while (grow := exceeds(top) > target).any():
+        top = np.where(grow, 2.0 * top, top)
+    lo = np.zeros(target.size)
     for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if exceeds(mid) > target else (lo, mid)
-    return 0.5 * (lo + hi)
+        mid = 0.5 * (lo + top)
+        up = exceeds(mid) > target
+        lo, top = np.where(up, mid, lo), np.where(up, top, mid)
+    return 0.5 * (lo + top)
 
 
 def step_chain(rate: float, d0: float, per_prompt: float, rounds: int = CHAIN_ROUNDS) -> np.ndarray:
@@ -338,10 +341,10 @@ def ttft_quantiles(rate: float, steps: tuple[float, float, float], avail: float,
     mean_wait = _mean_wait(rho, theta, c)
     shift = max(mean_ttft - (float(np.mean(parts)) + mean_wait), 0.0)
 
-    def exceeds(t: float) -> float:
-        return float(np.sum(_wait_exceeds(t - base, rho, theta, c) * wts))
+    def exceeds(t: np.ndarray) -> np.ndarray:
+        return np.sum(_wait_exceeds(t[:, None] - base[None, :], rho, theta, c) * wts, axis=1)
     top = float(np.max(base)) + (math.log(100.0 * max(c, 1e-300)) / theta if rho > 0.0 else 0.0)
-    return tuple(shift + _quantile(exceeds, q, max(top, 1e-9)) for q in qs), load
+    return tuple(shift + float(x) for x in _quantiles(exceeds, qs, max(top, 1e-9))), load
 
 
 def _compress(values: np.ndarray, weights: np.ndarray, n: int = 256) -> tuple[np.ndarray, np.ndarray]:
@@ -360,7 +363,8 @@ def weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs) -> tuple[flo
     order = np.argsort(v, kind="stable")
     cdf = np.cumsum(w[order])
     cdf /= cdf[-1]
-    return tuple(float(v[order][min(int(np.searchsorted(cdf, q - 1e-12)), v.size - 1)]) for q in qs)
+    at = np.minimum(np.searchsorted(cdf, np.asarray(qs, float) - 1e-12), v.size - 1)
+    return tuple(float(x) for x in v[order[at]])
 
 
 def tpot_quantiles(tau: float, tau_d: float, tau_m: float, f: float, mixed: bool, outputs: np.ndarray,
