@@ -406,9 +406,11 @@ def tpot_quantiles(tau: float, tau_d: float, tau_m: float, f: float, mixed: bool
         step = extra * np.sqrt(ml)[:, None] / Dl[:, None] * z[None, :]
         vals.append((base[~small][:, :, None] + step[:, None, :]).ravel())
         wts.append(np.full(ml.size * dev.size * z.size, 1.0 / z.size))
-    v, w = np.concatenate(vals), np.concatenate(wts)
+    v, w = (vals[0], wts[0]) if len(vals) == 1 else (np.concatenate(vals), np.concatenate(wts))
     keep = w > 1e-14
-    return tuple(max(x, 0.0) for x in weighted_quantiles(v[keep], w[keep], qs))
+    if not keep.all():
+        v, w = v[keep], w[keep]
+    return tuple(max(x, 0.0) for x in weighted_quantiles(v, w, qs))
 
 
 def tails(sm: StepModel, sched: Scheduler, st: Steady, rate: float, prompt: Length, output: Length,
