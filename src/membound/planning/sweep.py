@@ -275,6 +275,18 @@ def _blocks(shape, size):
                 yield slice(i, i + bb), slice(j, j + bs), slice(k, k + bt)
 
 
+def _column_views(schema: _Schema, capacity: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """One buffer holding every column of `capacity` rows side by side (each 64-byte aligned), and
+    the columns as views of it. One allocation this large is mapped with huge pages where the
+    kernel allows (numpy advises it from 4 MiB), so first writes fault once per 2 MiB rather than
+    once per 4 KiB page: separate column arrays spent about a third of a many-group sweep there."""
+    dtypes = [np.dtype(schema.dtype(name, kind)) for name, kind in schema.columns]
+    offsets = np.cumsum([0] + [-(-capacity * d.itemsize // 64) * 64 for d in dtypes])
+    buffer = np.empty(int(offsets[-1]), np.uint8)
+    return buffer, {name: buffer[start:start + capacity * d.itemsize].view(d)
+                    for (name, _), d, start in zip(schema.columns, dtypes, offsets.tolist())}
+
+
 class _Columns:
     """Preallocated output columns of `capacity` rows, filled from the front one block at a time.
     Pages never written cost no memory, so a capacity above the rows kept is free."""
@@ -282,7 +294,7 @@ class _Columns:
     def __init__(self, schema: _Schema, capacity: int):
         self.schema = schema
         self.capacity = capacity
-        self.data = {name: np.empty(capacity, schema.dtype(name, kind)) for name, kind in schema.columns}
+        self._buffer, self.data = _column_views(schema, capacity)
         self.rows = 0
         self.dropped = 0
         block = min(capacity, BLOCK)
@@ -291,8 +303,8 @@ class _Columns:
         self._above = np.empty(block, bool)
         self._free = self._references() if hasattr(sys, "getrefcount") else None
 
-    def _references(self) -> tuple[int, ...]:
-        return tuple(sys.getrefcount(a) for a in self.data.values())
+    def _references(self) -> int:
+        return sys.getrefcount(self._buffer)     # every view of a column refers to the buffer
 
     def released(self) -> bool:
         """True when nothing outside holds a view of these columns (so they may be rewritten)."""
