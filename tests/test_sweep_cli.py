@@ -25,6 +25,22 @@ def test_auto_chips_puts_each_point_on_the_fewest_that_hold_it():
     assert row.decode_tok_s_per_user == pytest.approx(r.decode_tok_s_per_user, rel=1e-12)
 
 
+def test_auto_chips_on_a_tiered_chip_stream_at_speed_as_estimate_counts():
+    """On the SN40L (SRAM 0.52 GB + HBM 64 GB a socket stream at speed, DDR behind them at
+    100 GB/s) one socket holds Llama-3.1-70B's 2 x 70.55e9 = 141.1 GB of bf16 weights only by
+    putting 141.1 - 64.52 = 76.6 GB in DDR; sweep(n_chips="auto") counts as estimate and compare
+    do: the fewest sockets with nothing in DDR. tp=4 holds 141.1 / 4 = 35.3 GB of weights a socket,
+    within 64.52 GB; 3 sockets lay out as tp=2 (the largest divisor of the 64 heads <= 3, the third
+    idles: layout_for), 141.1 / 2 = 70.5 GB a socket, over it."""
+    t = mb.sweep("llama-3.1-70b", "sambanova-sn40l", n_chips="auto")
+    assert t["n_chips"].tolist() == [4] == [mb.estimate("llama-3.1-70b", "sambanova-sn40l").n_chips]
+    assert mb.min_chips("llama-3.1-70b", "sambanova-sn40l") == 1        # it fits on one, spilling
+    assert mb.layout_for("llama-3.1-70b", "sambanova-sn40l", 3).tp == 2
+    assert t["memory_weights_bytes"][0] == pytest.approx(2 * 70.553706496e9 / 4, rel=1e-9)
+    held = t["memory_weights_bytes"][0] + t["memory_kv_bytes"][0] + t["memory_activation_bytes"][0]
+    assert held <= 0.52e9 + 64e9
+
+
 def test_cli_sweep_defaults_to_auto_and_drops_nothing_silently(tmp_path):
     out = tmp_path / "g.csv"
     p = run("sweep", "--models", "llama-3.1-8b,llama-3.1-70b", "--hardware", "h100-sxm,h200", "--batch", "1,8,64",

@@ -37,7 +37,7 @@ from ..errors import InvalidInputError, MemboundError
 from ..physics.estimate import MAX_COUNT, Prepared, check_context, check_int, prepare
 from ..catalog.hardware import load_hardware, one_name_each
 from ..catalog.model import load_model
-from ..physics.parallel import as_parallel
+from ..physics.parallel import as_parallel, streamed_room
 from ..physics.quantization import Quantization
 from ..physics.capacity import layout_for, min_chips
 from ..errors import DoesNotFitError, require
@@ -520,8 +520,9 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
 
     Each argument takes a scalar or a list; the grid is their cartesian product. n_chips=None
     means each `parallel` layout's chip count (1 chip when parallel is None too); n_chips="auto"
-    puts each point on the fewest chips that hold it (as `compare` does: `min_chips`,
-    `layout_for`), with a `reason` column for points no count holds.
+    puts each point on the fewest chips that hold it (as `estimate` and `compare` count: `min_chips`,
+    `layout_for`; on a chip with memory tiers, the fewest with nothing in the slowest tier), with a
+    `reason` column for points no count holds.
     A model whose window (`max_context`) is shorter than the grid's longest prompt + output
     raises (on_invalid="skip": is skipped) unless allow_beyond_context=True.
     price_usd_per_hour: None (the profiles' prices), a number, or {device name: price}.
@@ -595,24 +596,31 @@ def pareto_front(x, y) -> np.ndarray:
 def drop_reasons(table) -> np.ndarray:
     """Per row: "" where the point fits in memory, else why not (GB per chip needed and held)."""
     cap = np.asarray(table["memory_capacity_bytes"], dtype=float)
-    need = sum((np.asarray(table[c], dtype=float) for c, _ in _MEMORY if c != "memory_capacity_bytes"),
-               np.zeros_like(cap))
+    need = _needed_bytes(table)
     fits = np.asarray(table["memory_fits"], dtype=bool)
     chips = np.asarray(table["n_chips"])
     return np.array(["" if ok else f"does not fit: {n / 1e9:.3g} GB per chip > {c / 1e9:.3g} GB on {k} chips"
                      for ok, n, c, k in zip(fits, need, cap, chips)], dtype=object)
 
 
+def _needed_bytes(table) -> np.ndarray:
+    """Per row: the bytes a chip holds (weights, KV, activations and the rest)."""
+    return sum((np.asarray(table[c], dtype=float) for c, _ in _MEMORY if c != "memory_capacity_bytes"),
+               np.zeros(len(table)))
+
+
 def chip_counts(m, hw, B, S, T, weight_dtype, kv_dtype, runtime) -> list[int]:
     """Every chip count `layout_for` accepts from the fewest that hold the grid's smallest point
-    to the fewest that hold its largest (one count, 1, when even the smallest never fits)."""
+    to the fewest that hold its largest at speed (`min_chips(..., at_speed=True)`: on a chip with
+    memory tiers, nothing in the slowest; on one tier, the fewest that hold it); one count, 1, when
+    even the smallest never fits."""
     kw = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype, runtime=runtime)
     try:
         lo = min_chips(m, hw, batch=int(B.min()), context_tokens=max(1, int(S.min() + T.min())), **kw)
     except DoesNotFitError:
         return [1]
     try:
-        hi = min_chips(m, hw, batch=int(B.max()), context_tokens=int(S.max() + T.max()), **kw)
+        hi = min_chips(m, hw, batch=int(B.max()), context_tokens=int(S.max() + T.max()), at_speed=True, **kw)
     except DoesNotFitError:
         hi = min(100_000, max(lo, 64 * lo))
     return [n for n in range(lo, hi + 1) if layout_for(m, hw, n) is not None]
@@ -620,7 +628,8 @@ def chip_counts(m, hw, B, S, T, weight_dtype, kv_dtype, runtime) -> list[int]:
 
 def _fewest_chips(model, hardware, kw: dict, chunk_size: int):
     """sweep(n_chips="auto"): for each (model, device, weight dtype) the grid on every candidate chip
-    count, then per point the fewest that fits (else the largest tried), with `reason`."""
+    count, then per point the fewest that holds it at speed, as `estimate` and `compare` count
+    (`_first_count`; else the largest tried), with `reason`."""
     import pandas as pd   # pandas: deferred, about a second to import; only tables need it
     B = _int_axis("batch", kw["batch"], 1)
     S = _int_axis("prompt_tokens", kw["prompt_tokens"], 0)
@@ -642,8 +651,7 @@ def _fewest_chips(model, hardware, kw: dict, chunk_size: int):
                 parts.append(part.reset_index(drop=True))
         if not parts or any(len(p) != len(parts[0]) for p in parts):
             continue
-        fits = np.stack([p["memory_fits"].to_numpy(bool) for p in parts])
-        pick = np.where(fits.any(axis=0), fits.argmax(axis=0), len(parts) - 1)
+        pick = _first_count(parts, streamed_room(hw))
         stacked = pd.concat(parts, ignore_index=True)
         frames.append(stacked.iloc[pick * len(parts[0]) + np.arange(len(parts[0]))])
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -657,6 +665,18 @@ def _fewest_chips(model, hardware, kw: dict, chunk_size: int):
     table.attrs["skipped"] = skipped
     table.attrs["dropped_unfit"] = 0 if kw["include_unfit"] else int(sum(len(f) for f in frames) - len(table))
     return table
+
+
+def _first_count(parts: list, room: float | None) -> np.ndarray:
+    """Per point, the index of the first of `parts` (one table per chip count, ascending) that holds
+    it at speed: on a chip with memory tiers (`room`: bytes per chip in the tiers a decode streams at
+    speed) the first whose bytes per chip fit in that room, where any does; else the first that fits
+    at all; else the last."""
+    fits = np.stack([p["memory_fits"].to_numpy(bool) for p in parts])
+    if room is not None:
+        fast = fits & np.stack([_needed_bytes(p) <= room for p in parts])
+        fits = np.where(fast.any(axis=0), fast, fits)
+    return np.where(fits.any(axis=0), fits.argmax(axis=0), len(parts) - 1)
 
 
 # ---- served workloads: client counts instead of static batches -----------------------------------
