@@ -672,13 +672,24 @@ def _check_shape(r: dict[str, str], s: _Shape) -> int | str:
     return s.batch
 
 
+# the context a specialised-chip row's fewest chips hold beside the weights (tokens of KV), at most
+# the model's window
+LAYOUT_CONTEXT = 8192
+
+
+def layout_context(model_name) -> int:
+    """The KV tokens `special_layout` sizes a row's fewest chips for: LAYOUT_CONTEXT, or the model's
+    window where that is shorter."""
+    return min(LAYOUT_CONTEXT, load_model(model_name).max_context or LAYOUT_CONTEXT)
+
+
 def special_layout(model_name, hw, wd, stated):
     """Chips and (tp, pp, ep) for a specialised-chip row: the stated count, else a SambaRack of
     16 sockets for SambaNova (the unit it serves from: hw-022), else the fewest chips that hold
-    the weights plus 8k tokens of KV; laid out by the one layout rule (parallel.layout_for)."""
-    ctx = min(8192, load_model(model_name).max_context or 8192)
+    the weights plus 8k tokens of KV (`layout_context`); laid out by the one layout rule
+    (parallel.layout_for)."""
     n = stated or (16 if hw.name == "sambanova-sn40l" else
-                   min_chips(model_name, hw, context_tokens=ctx, weight_dtype=wd))
+                   min_chips(model_name, hw, context_tokens=layout_context(model_name), weight_dtype=wd))
     lay = layout_for(model_name, hw, n)
     return lay.chips, (lay.tp, lay.pp, lay.ep)
 
