@@ -7,8 +7,9 @@ import pytest
 
 import membound as mb
 from membound.serving import Uniform, build, solve
+from membound.serving import tails as tails_module
 from membound.serving.tails import (_quantiles, _wait_exceeds, birth_death, correlation_time, log_sum_exp, mg1_wait_tail,
-                                   step_chain, tails, tpot_quantiles, window_share)
+                                   step_chain, tails, tpot_quantiles, weighted_quantiles, window_share)
 from hypothesis import given, strategies as hst
 from hypothesis.extra import numpy as hnp
 from scipy.special import logsumexp
@@ -81,6 +82,44 @@ def test_tpot_tail_of_prefill_interference_by_hand():
     q50, _, q99 = tpot_quantiles(tau, 0.0096, 0.0296, 0.02, True, np.array([101.0]))
     assert q99 == pytest.approx(tau + 0.0008, abs=2e-6)
     assert q50 == pytest.approx(tau, abs=2e-6)
+
+
+def test_weighted_quantiles_by_hand():
+    # values 3, 1, 2 with weights 1, 1, 2: sorted 1 (1/4), 2 (2/4), 3 (1/4): cumulative 0.25, 0.75, 1.
+    # p50 -> 2 (first reaching 0.5), p25 -> 1 (0.25 reached exactly), p90 -> 3. Three copies end to end
+    # are the same distribution: the same quantiles, and the same with repeats=3.
+    v, w = np.array([3.0, 1.0, 2.0]), np.array([1.0, 1.0, 2.0])
+    assert weighted_quantiles(v, w, (0.25, 0.5, 0.9)) == (1.0, 2.0, 3.0)
+    assert weighted_quantiles(np.tile(v, 3), np.tile(w, 3), (0.25, 0.5, 0.9)) == (1.0, 2.0, 3.0)
+    assert weighted_quantiles(v, w, (0.25, 0.5, 0.9), repeats=3) == (1.0, 2.0, 3.0)
+
+
+def _bits(xs):
+    return [np.float64(x).tobytes() for x in xs]
+
+
+@given(hnp.arrays(float, hst.integers(1, 60), elements=hst.sampled_from([-1.5, -0.0, 0.0, 0.25, 1.0, 7.0, np.inf,
+                                                                        np.nan])),
+       hst.data(), hst.integers(2, 70), hst.lists(hst.floats(0.0, 1.0), min_size=1, max_size=5))
+def test_repeats_give_the_tiled_arrays_quantiles_bit_for_bit(v, data, repeats, qs):
+    # the law behind tpot_quantiles' cut: `repeats` copies end to end (np.tile) sorted from one copy's
+    # order give the tiled arrays' quantiles to the bit, ties (-0.0 with 0.0, NaNs) and all
+    w = data.draw(hnp.arrays(float, v.size, elements=hst.floats(1e-6, 1e3)))
+    plain = weighted_quantiles(np.tile(v, repeats), np.tile(w, repeats), qs)
+    assert _bits(weighted_quantiles(v, w, qs, repeats=repeats)) == _bits(plain)
+
+
+@given(hst.floats(2.0, 30000.0), hst.integers(2, 64), hst.floats(0.0, 1.0), hst.booleans(),
+       hst.lists(hst.floats(0.005, 0.02), max_size=24), hst.sampled_from([0.0, 0.01, 0.5, 3.0, 100.0]))
+def test_tpot_quantiles_of_one_output_length_are_the_plain_mixtures(T, n, f, mixed, load, corr):
+    # a fixed output length makes n equal rows of the mixture; sorting one row and counting it n
+    # times must give the quantiles of the plain n-row mixture, bit for bit
+    args = (0.010, 0.0096, 0.0296, f, mixed, np.full(n, T))
+    cut = tpot_quantiles(*args, load=np.array(load), corr=corr)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tails_module, "_repeats", lambda D: 1)
+        plain = tpot_quantiles(*args, load=np.array(load), corr=corr)
+    assert _bits(cut) == _bits(plain)
 
 
 def test_occupancy_chain_by_hand():

@@ -357,14 +357,54 @@ def _compress(values: np.ndarray, weights: np.ndarray, n: int = 256) -> tuple[np
     return v[idx], np.full(n, 1.0 / n)
 
 
-def weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs) -> tuple[float, ...]:
-    """Quantiles of a discrete distribution: the smallest value whose cumulative weight reaches q."""
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs, repeats: int = 1) -> tuple[float, ...]:
+    """Quantiles of a discrete distribution: the smallest value whose cumulative weight reaches q.
+    repeats: the distribution is `repeats` copies of (values, weights) end to end (np.tile), taken
+    without sorting the copies: the same bits as the tiled arrays' quantiles (`_Tiled`)."""
     v, w = np.ravel(values), np.ravel(weights)
     order = np.argsort(v, kind="stable")
-    cdf = np.cumsum(w[order])
+    vs, ws = v[order], w[order]
+    tiled = _Tiled(vs, repeats) if repeats > 1 else None
+    cdf = np.cumsum(ws if tiled is None else tiled.spread(ws))
     cdf /= cdf[-1]
-    at = np.minimum(np.searchsorted(cdf, np.asarray(qs, float) - 1e-12), v.size - 1)
-    return tuple(float(x) for x in v[order[at]])
+    at = np.minimum(np.searchsorted(cdf, np.asarray(qs, float) - 1e-12), cdf.size - 1)
+    return tuple(float(x) for x in vs[at if tiled is None else tiled.source(at)])
+
+
+class _Tiled:
+    """The stable sort of `repeats` copies of an array end to end, from the stable sort of one copy
+    (`sorted_values`): equal values keep the order of their copies, so a run of m equal values
+    (NaNs together, as argsort puts them) starting at s comes back as its m positions in turn,
+    `repeats` times over: copy r's element p of the run lands at p + s (repeats - 1) + r m."""
+
+    def __init__(self, sorted_values: np.ndarray, repeats: int):
+        s = sorted_values
+        same = (s[1:] == s[:-1]) | (np.isnan(s[1:]) & np.isnan(s[:-1]))
+        self.starts = np.flatnonzero(np.concatenate(([True], ~same)))
+        self.sizes = np.diff(np.append(self.starts, s.size))
+        self.repeats = repeats
+
+    def spread(self, sorted_weights: np.ndarray) -> np.ndarray:
+        """The weights of the tiled copies in their stable sorted order."""
+        n, r = sorted_weights.size, self.repeats
+        start, size = np.repeat(self.starts, self.sizes), np.repeat(self.sizes, self.sizes)
+        dest = (np.arange(n) + start * (r - 1))[None, :] + np.arange(r)[:, None] * size[None, :]
+        out = np.empty(n * r)
+        out[dest] = sorted_weights[None, :]
+        return out
+
+    def source(self, at: np.ndarray) -> np.ndarray:
+        """The positions in one sorted copy of positions `at` in the tiled sorted order."""
+        g = np.searchsorted(self.starts * self.repeats, at, side="right") - 1
+        s = self.starts[g]
+        return s + (at - s * self.repeats) % self.sizes[g]
+
+
+def _repeats(D: np.ndarray) -> int:
+    """How many rows one row of the TPOT mixture stands for: each row is a function of its D alone,
+    so equal lengths (a fixed output) give equal rows, sorted once and counted D.size times
+    (weighted_quantiles(..., repeats): the same bits); 1 where the lengths differ."""
+    return D.size if D.size > 1 and bool(np.all(D == D[0])) else 1
 
 
 def tpot_quantiles(tau: float, tau_d: float, tau_m: float, f: float, mixed: bool, outputs: np.ndarray,
@@ -379,6 +419,8 @@ def tpot_quantiles(tau: float, tau_d: float, tau_m: float, f: float, mixed: bool
     (K term by term up to a Poisson mean of POISSON_TERMS; beyond, a normal at 16 equally likely
     points)."""
     D = np.maximum(np.asarray(outputs, float) - 1.0, 1.0)
+    repeats = _repeats(D)
+    D = D[:1] if repeats > 1 else D
     extra = (tau_m - tau_d) if mixed else tau_m
     ff = min(max(f, 0.0), 1.0)
     if load is None or len(load) == 0:
@@ -410,7 +452,7 @@ def tpot_quantiles(tau: float, tau_d: float, tau_m: float, f: float, mixed: bool
     keep = w > 1e-14
     if not keep.all():
         v, w = v[keep], w[keep]
-    return tuple(max(x, 0.0) for x in weighted_quantiles(v, w, qs))
+    return tuple(max(x, 0.0) for x in weighted_quantiles(v, w, qs, repeats))
 
 
 def tails(sm: StepModel, sched: Scheduler, st: Steady, rate: float, prompt: Length, output: Length,
