@@ -138,10 +138,14 @@ def estimate_us(calls: int) -> dict:
     same = per_call(lambda _: readme(), batches)
     varying = per_call(lambda b: mb.estimate(model, "h100-sxm", n_chips=8, batch=b, prompt_tokens=2048,
                                              output_tokens=512, weight_dtype="fp8"), batches)
+    # every argument left at its default: llama-3.1-8b on the fewest H100s that hold it (one; at 20fca62
+    # n_chips defaulted to 1), so every revision answers the same configuration
+    default = per_call(lambda _: mb.estimate("llama-3.1-8b", "h100-sxm"), batches)
     n_calls = python_calls(readme)
     reference = python_reference_us(n_calls)
-    return dict(readme_us=same, varying_batch_us=varying, calls=calls, python_calls=n_calls, reference_us=reference,
-                ratio=same / reference)
+    return dict(readme_us=same, varying_batch_us=varying, default_us=default, calls=calls, python_calls=n_calls,
+                default_python_calls=python_calls(lambda: mb.estimate("llama-3.1-8b", "h100-sxm")),
+                reference_us=reference, ratio=same / reference)
 
 
 def serve_us(blocks: int = 15, per_block: int = 10) -> dict:
@@ -247,11 +251,14 @@ def _print(case: str, label: str, r: dict, bases: dict) -> None:
     tag = f"[{label}] "
     if case == "estimate":
         vs = "".join(f"; {b['readme_us'] / r['readme_us']:.2f}x the speed of {rev} (a new batch every call: "
-                     f"{b['varying_batch_us'] / r['varying_batch_us']:.2f}x)" for rev, b in bases.items())
+                     f"{b['varying_batch_us'] / r['varying_batch_us']:.2f}x" + (
+                         f"; defaults: {b['default_us'] / r['default_us']:.2f}x" if "default_us" in b else "") + ")"
+                     for rev, b in bases.items())
         print(f"{tag}estimate(), README example (70B fp8, 8 x H100, batch 16, 2048/512): {r['readme_us']:.1f} us median "
               f"= {r['ratio']:.1f}x a pure-Python loop of its {r['python_calls']:.0f} calls ({r['reference_us']:.1f} us); "
-              f"a new batch every call: {r['varying_batch_us']:.1f} us ({r['calls']:.0f} calls each; load "
-              f"{r['load']:.1f}){vs}")
+              f"a new batch every call: {r['varying_batch_us']:.1f} us = {r['varying_batch_us'] / r['readme_us']:.2f}x "
+              f"(goal <= 1.5x); estimate('llama-3.1-8b', 'h100-sxm'), all defaults: {r['default_us']:.1f} us, "
+              f"{r['default_python_calls']:.0f} Python calls ({r['calls']:.0f} calls each; load {r['load']:.1f}){vs}")
     elif case == "serve":
         vs = _vs(bases, "serve_cpu_us", r, " (CPU)")
         print(f"{tag}serve(), 70B fp8 on 8 x H200, 64 clients (vllm, 1024/1024): {r['serve_cpu_us']:.0f} us CPU per call "

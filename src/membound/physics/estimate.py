@@ -93,12 +93,29 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
     Raises DoesNotFitError (with bytes missing and the fewest chips that would hold it) when it
     does not fit.
     """
+    found = None
     if n_chips is None or isinstance(n_chips, str):
-        n_chips = _auto_chips(locals())     # the arguments, for the fewest-chips search
-    p, B, S, T = _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype,
-                          activation_dtype, n_chips, parallel, speculative, runtime, quantization, placement,
-                          price_usd_per_hour, allow_beyond_context, dense_weight_dtype)
-    m, hw, N = p.model, p.hardware, p.n_chips
+        n_chips, found = _auto_chips(locals())      # the arguments, for the fewest-chips search
+    if found is None:
+        p, B, S, T = _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype,
+                              activation_dtype, n_chips, parallel, speculative, runtime, quantization, placement,
+                              price_usd_per_hour, allow_beyond_context, dense_weight_dtype)
+        result = _evaluated(p, B, S, T, speculative)
+    else:       # the search's last count is the one found: its evaluation is this call's
+        p, result = found
+    memory = result.memory
+    assert memory is not None               # _evaluated always gives its memory
+    if check_memory and (p.pinned or not memory.fits):
+        kw = {k: v for k, v in locals().items() if k in _ARGUMENTS}     # for the fewest-chips hint
+        _check_fit(memory, p.hardware, p.pinned, p.model, p.n_chips, p.layout, lambda: _fewest_chips(kw, p.model,
+                                                                                                     p.hardware))
+    return result
+
+
+def _evaluated(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDecoding | None) -> Result:
+    """`estimate()`'s Result of configuration `p` at batch B, prompt S and output T (all checked), its
+    memory not checked."""
+    hw, N = p.hardware, p.n_chips
     kn = _with(p.knobs, batch=float(B), prompt=float(S), output=float(T))   # = p.at(B, S, T).evaluate()
     r = evaluate(p.consts, hw, p.eff, kn, base=p.chip_base, terms=False, **p.extra)
     if not (0.0 < r["decode_tok_s_per_user"] < math.inf and 0.0 < r["ttft_s"] < math.inf
@@ -114,12 +131,9 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
         "placement": tuple([create_frozen(TierUse, {"tier": t.name, "weights_bytes": float(w), "kv_bytes": float(kv),
                                               "capacity_bytes": t.capacity_bytes})
                             for (w, kv), t in zip(r["per_tier"], hw.memory)])})
-    if check_memory and (p.pinned or not memory.fits):
-        kw = {k: v for k, v in locals().items() if k in _ARGUMENTS}     # for the fewest-chips hint
-        _check_fit(memory, hw, p.pinned, m, N, p.layout, lambda: _fewest_chips(kw, m, hw))
     watts = hw.power_w
     terms = dict(zip(BOUNDS, _TERMS(r)))
-    result = create_frozen(Result, {
+    return create_frozen(Result, {
         **p.labels, "batch": B, "prompt_tokens": S, "output_tokens": T,
         "decode_tok_s_per_user": r["decode_tok_s_per_user"], "decode_tok_s_total": r["decode_tok_s_total"],
         "ttft_s": r["ttft_s"], "prefill_s": r["prefill_s"], "e2e_s": r["e2e_s"], "tpot_s": r["tpot_s"],
@@ -130,7 +144,6 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
             "gamma": speculative.gamma, "tokens_per_round": p.spec_args.tokens_per_round,
             "verify_positions": int(p.positions), "draft": getattr(speculative.draft, "name", speculative.draft)},
         "assumptions": p.assumptions})
-    return result
 
 
 _ARGUMENTS = frozenset(inspect.signature(estimate).parameters)
@@ -436,39 +449,49 @@ def _check_placement(placement, hw: Hardware):
     return {"weights": placement.get("weights", names[0]), "kv": placement.get("kv", names[0])}
 
 
-def _auto_chips(kw: dict[str, Any]) -> int:
+def _auto_chips(kw: dict[str, Any]) -> tuple[int, tuple[Prepared, Result] | None]:
     """`estimate`'s n_chips=None / "auto": the chips of an explicit `parallel`, one chip where memory
-    is not checked, else the fewest chips that hold the configuration."""
+    is not checked, else the fewest chips that hold the configuration; with the search's
+    configuration and Result on that count where it made them (`_fewest`), else None."""
     n, parallel = kw["n_chips"], kw["parallel"]
     if n is not None and n != "auto":
         raise InvalidInputError("n_chips", n, "a chip count (an integer >= 1), or None / 'auto' for the fewest "
                                 "chips that hold the model")
     given = as_parallel(parallel)
     if given is not None:
-        return given.chips
+        return given.chips, None
     if not kw["check_memory"]:
-        return 1
+        return 1, None
     m, hw = load_model(kw["model"]), load_hardware(kw["hardware"])
     return _fewest(kw, m, hw, at_speed=True)
 
 
-def _fewest(kw: dict[str, Any], m: Model, hw: Hardware, at_speed: bool = False) -> int:
+def _fewest(kw: dict[str, Any], m: Model, hw: Hardware, at_speed: bool = False
+            ) -> tuple[int, tuple[Prepared, Result] | None]:
     """The fewest chips that hold `estimate(**kw)`'s configuration laid out by the one layout rule
     (`parallel.fewest_chips`, the search `min_chips` runs; at_speed: in the tiers a decode streams
-    at speed); DoesNotFitError where no count does."""
+    at speed), with the configuration and Result the search evaluated on that count (its last: the
+    search stops at the first that holds it), which are `estimate(**kw)`'s on that many chips with
+    no `parallel` given: the one evaluation of a default call. DoesNotFitError where no count does."""
+    last: list[Any] = [None, None]
 
     def memory(n: int) -> Memory:
-        mem = estimate(**{**kw, "model": m, "hardware": hw, "n_chips": n, "parallel": None,
-                          "check_memory": False}).memory
-        assert mem is not None              # estimate() always gives its memory
-        return mem
-    return fewest_chips(m, hw, memory, at_speed=at_speed)
+        p, B, S, T = _prepare(m, hw, kw["batch"], kw["prompt_tokens"], kw["output_tokens"], kw["weight_dtype"],
+                              kw["kv_dtype"], kw["activation_dtype"], n, None, kw["speculative"], kw["runtime"],
+                              kw["quantization"], kw["placement"], kw["price_usd_per_hour"],
+                              kw["allow_beyond_context"], kw["dense_weight_dtype"])
+        result = _evaluated(p, B, S, T, kw["speculative"])
+        last[:] = n, (p, result)
+        assert result.memory is not None              # _evaluated always gives its memory
+        return result.memory
+    n = fewest_chips(m, hw, memory, at_speed=at_speed)
+    return n, last[1] if last[0] == n else None
 
 
 def _fewest_chips(kw: dict[str, Any], m: Model, hw: Hardware) -> int | None:
-    """`_fewest`, or None where no count holds the configuration (the does-not-fit hint)."""
+    """`_fewest`'s count, or None where no count holds the configuration (the does-not-fit hint)."""
     try:
-        return _fewest(kw, m, hw)
+        return _fewest(kw, m, hw)[0]
     except DoesNotFitError:
         return None
 
