@@ -549,7 +549,7 @@ def test_a_scheduler_that_takes_requests_every_k_steps_makes_them_wait_half_of_k
     assert recipe_scheduler("sglang", "b200", "deepseek-r1", 8).recv_interval_steps == 10
     assert recipe_scheduler("sglang", "mi300x", "deepseek-r1", 64).recv_interval_steps == 4
     assert recipe_scheduler("sglang", "h200", "deepseek-r1", 64) is None
-    assert recipe_scheduler("vllm", "b200", "deepseek-r1", 64) is None
+    assert recipe_scheduler("vllm", "b200", "deepseek-r1", 64) == Scheduler(lookahead_steps=1)
 
 
 def test_a_b300_sglang_deepseek_row_waits_for_its_recipes_recv_interval():
@@ -621,6 +621,36 @@ def test_a_scheduler_one_step_ahead_adds_one_step_to_the_ttft_while_a_batch_deco
     assert st[0].running[0] > 1.0 and st[1].running[0] == pytest.approx(st[0].running[0], rel=1e-9)
     assert st[1].ttft[0] - st[0].ttft[0] == pytest.approx(st[0].tau[0], rel=1e-6)
     assert one[1].ttft[0] == pytest.approx(one[0].ttft[0], rel=1e-12)
+
+
+def test_a_launch_flags_lookahead_overrides_the_engines_and_adds_one_step_to_the_ttft():
+    # vLLM schedules one step at a time by default (lookahead 0); InferenceMAX's recipes launch it
+    # with --async-scheduling, two batches in flight, so an arrival waits the rest of the running
+    # step and then the whole step already launched: under Poisson arrivals (the running batch set
+    # by the rate) the TTFT grows by exactly one mean step, tau, and nothing else moves. The knob
+    # given is the one used: Scheduler(lookahead_steps=0) takes TensorRT-LLM's overlap loop (1) out.
+    from membound.serving import Scheduler, solve
+    from membound.fidelity.serve_validate import recipe_scheduler
+    kw = dict(prompt=mb.serving.Fixed(1000), output=mb.serving.Fixed(1000), weight_dtype="fp8", kv_dtype="fp8", n_chips=8)
+    st = {}
+    for k in (None, 0, 1):
+        sm, sched, _ = build("llama-3.3-70b", "h200", runtime="vllm", scheduler=Scheduler(lookahead_steps=k), **kw)
+        assert sm.lookahead == (0 if k is None else k) == sched.lookahead_steps
+        st[k] = solve(sm, sched, 1000.0, 1000.0, arrival_rate=np.array([4.0]))
+    assert st[0].running[0] > 1.0 and st[1].running[0] == pytest.approx(st[0].running[0], rel=1e-9)
+    assert st[1].ttft[0] - st[0].ttft[0] == pytest.approx(st[0].tau[0], rel=1e-6)
+    assert st[1].tau[0] == st[0].tau[0] and st[None].ttft[0] == st[0].ttft[0]
+    trt = {k: build("llama-3.3-70b", "h200", runtime="tensorrt-llm", scheduler=Scheduler(lookahead_steps=k), **kw)
+           for k in (None, 0)}
+    assert trt[None][0].lookahead == 1 and trt[0][0].lookahead == 0
+    for bad in (-1, 17, True, 1.0):
+        with pytest.raises(mb.MemboundError, match="scheduler.lookahead_steps"):
+            Scheduler(lookahead_steps=bad)
+    # every vLLM recipe of the four chips with vLLM rows sets it; other engines' and chips' rows: none
+    for chip in ("h100-sxm", "h200", "b200", "mi300x"):
+        assert recipe_scheduler("vllm", chip, "gpt-oss-120b", 4) == Scheduler(lookahead_steps=1)
+    assert recipe_scheduler("vllm", "gb200", "gpt-oss-120b", 4) is None
+    assert recipe_scheduler("atom", "mi300x", "gpt-oss-120b", 4) is None
 
 
 def test_a_subnormal_arrival_rate_prices_no_cost_rather_than_infinity():

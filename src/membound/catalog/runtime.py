@@ -230,7 +230,10 @@ class Served(BaseModel):
                                          # schedule and launch step k+1, then process step k; default,
                                          # disable_overlap_scheduler False); SGLang's
                                          # Scheduler.event_loop_overlap (run_batch of the next batch
-                                         # before process_batch_result of the last; default on)
+                                         # before process_batch_result of the last; default on); vLLM 0
+                                         # (its default), 1 with --async-scheduling (EngineCore.
+                                         # step_with_batch_queue, two batches in flight): a launch
+                                         # flag, Scheduler.lookahead_steps
     per_prompt_token_s: _Secs = 0.0      # host time per prompt token before its first step (the
                                          # server tokenises the prompt text, prepares its inputs)
     per_request_s: _Secs = 0.0           # host time of a request before its first token, whatever its

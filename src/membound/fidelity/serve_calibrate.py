@@ -36,7 +36,8 @@ in the core's communication term it came out ~0 on every engine.)
                       inputs, gpt_oss_triton_kernels_moe.py, on SM90 and gfx942; TensorRT-LLM's
                       TRITON backend on Hopper); 1 elsewhere (fp8 GEMMs, MXFP4 x MXFP8 on Blackwell)
 Set from the engine's code, not fitted: lookahead_steps (runtime.Served: 1 for TensorRT-LLM's
-and SGLang's overlap loops; vLLM's 0, its default without --async-scheduling).
+and SGLang's overlap loops; vLLM's 0, its default without --async-scheduling, which every InferenceMAX
+vLLM recipe sets: serve_validate.RECIPE_ASYNC_SCHEDULING gives those rows 1, the data set's launch flag).
 The figures each engine sets rather than fits are in FIXED, each with its value's source or the
 select-chip figures that set it aside; the budget (membound.fidelity.budget, issue 27 item 2) allows
 one free figure per two chips the fits span. vLLM (rows on H100 and H200) fits 5: compute_fraction,
@@ -90,6 +91,31 @@ sequence. Refitted in that form (per sequence per layer, TensorRT-LLM's H200 row
 in-sample TPOT/TTFT/throughput 6.2/20.4/5.7% against 4.9/19.5/4.5%, B200 within a point either way,
 the maximum-load rows 12.8% against 9.4% (8B -14%, 405B -14 to -17%): set aside too. The cost's
 large-batch shape is open.
+vLLM's per_request_s, what the engine's code gives a request before its first token (2026-12-06; the
+figures over its 297 H100 and H200 rows, membound's own steps; validation figures on B200 + MI300X):
+  - waiting for the running step: EngineCoreProc.run_busy_loop takes new requests in
+    (_process_input_queue) only between steps (vllm/v1/engine/core.py); the solver's half a step: median
+    5.2 ms (half a decode step: median 4.6 ms, at most 19 ms);
+  - the step launched ahead under --async-scheduling (EngineCore.step_with_batch_queue, two batches in
+    flight: MultiprocExecutor.max_concurrent_batches), which every InferenceMAX vLLM recipe sets: one
+    more step, median 10.2 ms (10-90%: 5.0-25.8 ms). Set from the recipes (serve_validate.
+    RECIPE_ASYNC_SCHEDULING), it took per_request_s 26.8 -> 19.5 ms, the rest refitted (select chips,
+    vLLM rows: TPOT/TTFT/throughput 5.3/18.3/5.7 -> 5.4/18.0/5.8%);
+  - chunked prefill: the recipes' max-num-batched-tokens 8192 (MI300X Llama: 131072) holds the mean
+    prompt (921 or 7,372 tokens) in one step beside up to 63 decodes (8,192 - 63 = 8,129): no step
+    more for the mean prompt (Scheduler.schedule's token budget); only 8k prompts above 8,129 tokens at
+    64 clients, the top 3.8% of [6,554, 8,192], take a second;
+  - detokenisation and the output path: OutputProcessor.process_outputs in the API server's process
+    (AsyncLLM.output_handler), beside the engine's steps, once for the first token;
+  - tokenisation: per_prompt_token_s 2.2 us (TOKENIZE_S), 2.0 ms at 1k and 16.2 ms at 8k, set apart;
+    HTTP and JSON: under 1 ms.
+  Together they leave the data wanting ~20 ms more: with per_request_s held at 1 ms (the rest refitted
+  cold) the select chips' vLLM TTFT went 18.0 -> 37.0% (at 10 ms, before the lookahead: 18.3 -> 32.0%).
+  At tp 8 and 1k prompts, where the prefill is 9-40 ms, the measured TTFT exceeds membound's prefill +
+  wait + step ahead + tokenisation by 15-18 ms (gpt-oss) and 9-15 ms (Llama) at 4-8 clients; below tp 8
+  the excess splits by model (Llama's negative, gpt-oss's positive, both growing as tp falls), so the
+  fitted figure also carries the two models' different prefill rates (Llama's fp8 GEMMs above the one
+  compute share, gpt-oss's MXFP4 experts below it). Missing physics: fitted, reported.
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), bounded least squares (membound.fitter.fit, the one fitter).
 

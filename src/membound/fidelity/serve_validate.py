@@ -138,10 +138,27 @@ TRT_LLAMA_TOKENS = 16384
 TRT_LLAMA_BATCH_WAIT = (20, 0.9)     # (batch_wait_timeout_iters, batch_wait_max_tokens_ratio) at 1k/1k, tp < 8
 
 
+# The vLLM recipes of every chip the served rows hold set `async-scheduling: true` (the config.yaml they
+# write, or `--async-scheduling`), for Llama-3.3-70B and gpt-oss-120b alike; SemiAnalysisAI/InferenceX
+# benchmarks/: 70b_fp8_h100_slurm.sh (2a205bb3), gptoss_fp4_h100_slurm.sh (2e46dba0), 70b_fp8_h200_slurm.sh
+# (409e9a48), gptoss_fp4_h200_slurm.sh (1d889b8d), 70b_fp8_b200_docker.sh (bb4c7f93), gptoss_fp4_b200_docker.sh
+# (2e46dba0), 70b_fp8_mi300x_slurm.sh (4c5d415d), gptoss_fp4_mi300x_slurm.sh (2e46dba0). vLLM then runs
+# two batches in flight (MultiprocExecutor.max_concurrent_batches: 2 under async_scheduling) and
+# EngineCore.step_with_batch_queue schedules and launches step k+1 before it waits for step k
+# ("fulfilling the batch queue has a higher priority than getting model outputs"; vllm-project/vllm
+# vllm/v1/executor/multiproc_executor.py, vllm/v1/engine/core.py): a request reaching the engine
+# mid-step joins the step after the one already launched, one step ahead (Scheduler.lookahead_steps 1;
+# the engine's own default, without the flag, is 0: runtime vllm's served block).
+RECIPE_ASYNC_SCHEDULING = {("vllm", hw) for hw in ("h100-sxm", "h200", "b200", "mi300x")}   # profile names
+
+
 def recipe_scheduler(framework: str, device: str, model: str, conc: int, *, isl: int = 0, osl: int = 0,
                      tp: int = 1) -> Scheduler | None:
     """An aggregated row's scheduler flags its recipe sets beyond the runtime's defaults
-    (RECIPE_RECV_INTERVAL, RECIPE_TRT_LLAMA; isl, osl: the nominal lengths), or None."""
+    (RECIPE_RECV_INTERVAL, RECIPE_TRT_LLAMA, RECIPE_ASYNC_SCHEDULING; device: the profile name;
+    isl, osl: the nominal lengths), or None."""
+    if (framework, device) in RECIPE_ASYNC_SCHEDULING:
+        return Scheduler(lookahead_steps=1)
     if (framework, model, device) in RECIPE_TRT_LLAMA:
         wait = TRT_LLAMA_BATCH_WAIT if (isl, osl) == (1024, 1024) and tp < 8 else (0, 0.0)
         return Scheduler(token_budget=TRT_LLAMA_TOKENS, batch_wait_steps=wait[0], batch_wait_ratio=wait[1])

@@ -167,6 +167,7 @@ def build(model, hardware, *, prompt: Length, output: Length, weight_dtype="bf16
                 allow_beyond_context=allow_beyond_context)
     sched = instance_limits(sched, served, p.layout.ep)
     sm = StepModel(p)
+    sm.lookahead = filled(sched.lookahead_steps)     # the launch flags' (Scheduler), else the engine's
     if speculative is not None:
         attach_speculative(sm, speculative)
     return sm, sched, p

@@ -27,7 +27,10 @@ class Scheduler:
     batch_wait_steps, batch_wait_ratio: while sequences decode, new prompts are held until the
     step's tokens (held prompts' and decode tokens) reach batch_wait_ratio x token_budget, or
     batch_wait_steps steps pass, then prefilled together (TensorRT-LLM batch_wait_timeout_iters,
-    batch_wait_max_tokens_ratio; it waits only where both are set, and not under attention DP).
+    batch_wait_max_tokens_ratio; it waits only where both are set, and not under attention DP);
+    lookahead_steps: steps the scheduler runs ahead of the GPU (runtime.Served.lookahead_steps: a
+    request reaching it mid-step joins the step after those already launched; vLLM
+    --async-scheduling, TensorRT-LLM's and SGLang's overlap loops: 1).
     """
 
     max_running: int | None = None
@@ -41,6 +44,7 @@ class Scheduler:
     recv_interval_steps: int | None = None
     batch_wait_steps: int | None = None
     batch_wait_ratio: float | None = None
+    lookahead_steps: int | None = None
 
     def __post_init__(self):
         # the bounds of the runtimes' `served` blocks (runtime.Served), which these knobs override
@@ -55,6 +59,9 @@ class Scheduler:
         f = self.memory_fraction
         if f is not None and (isinstance(f, bool) or not isinstance(f, numbers.Real) or not 0 < f <= 1):
             raise InvalidInputError("scheduler.memory_fraction", f, "None or a fraction in (0, 1]")
+        v = self.lookahead_steps
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v <= 16):
+            raise InvalidInputError("scheduler.lookahead_steps", v, "None or an integer from 0 to 16")
         for name in ("dp_balance_steps", "batch_wait_steps"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v <= 10**6):
