@@ -90,7 +90,24 @@ rows go to -9% (405B scaled by 126/80: -6 to -13%), a hint that the work is per 
 sequence. Refitted in that form (per sequence per layer, TensorRT-LLM's H200 rows) it is not better:
 in-sample TPOT/TTFT/throughput 6.2/20.4/5.7% against 4.9/19.5/4.5%, B200 within a point either way,
 the maximum-load rows 12.8% against 9.4% (8B -14%, 405B -14 to -17%): set aside too. The cost's
-large-batch shape is open.
+large-batch shape is open. What the rows from the two ends say (2026-12-06, the bundled figures; the
+fit chip H100's trtllm-bench rows and the select chip B200's; per row, the per-sequence cost the
+measurement implies, 55.4 us x (pred0 / meas - 1) / (pred0 / pred - 1), pred0 with the term at 0):
+  - decode-heavy rows (outputs of 500 to 4,096 tokens, 1,000-4,000 sequences): Llama-3.1-8B 9-19 us,
+    Llama-3.3-70B 39-67 us on H100 (tp 2) and B200 alike, Llama-3.1-405B 40-134 us: the 55 us of the
+    InferenceMAX rows (4-256 sequences) holds for the 70B from one end to the other, and the cost grows
+    with the model, ~0.3-1 us per sequence per layer, not with the chip, tp or the context;
+  - prefill-heavy rows (128/128, 2048/128: ~4,000 prompt tokens a step beside the decodes, the step
+    compute-bound): ~0 (8B 128/128 at 0: -1.3%; with the term: -61%, 226 ms of its 373 ms step);
+  - the overlap loop's max(GPU, host) (docs/source/features/overlap-scheduler.md) would make a host-bound
+    step b x c: c = 1 / the measured output tok/s, 44 us (8B) to 101 (70B, B200), 150 (70B, 2 x H100)
+    and 230 us (405B, 8 x H100), growing with the model as host work does not: it is not that;
+  - the cost on the roofline's memory side (hidden where a step is compute-bound) fits 128/128 but
+    hides the 405B's decode-heavy steps too (+19 to +55%): max-load medians H100 12.7 -> 15.2%, B200
+    8.7 -> 15.0%: set aside.
+  A cost that grows with the model's size and hides in compute-bound steps looks like the decode
+  GEMMs' own rate at 1,000-4,000 rows (~45-65% of the prefill GEMMs' rate the fit gives) rather than host
+  work; no engine source read so far pins it.
 vLLM's per_request_s, what the engine's code gives a request before its first token (2026-12-06; the
 figures over its 297 H100 and H200 rows, membound's own steps; validation figures on B200 + MI300X):
   - waiting for the running step: EngineCoreProc.run_busy_loop takes new requests in
