@@ -296,3 +296,82 @@ def test_served_sweep_rows_equal_serve():
             assert row[col] == pytest.approx(want, rel=1e-9), col
     with pytest.raises(InvalidInputError):
         sweep(model="llama-3.1-8b", hardware="h100-sxm", concurrency=[8], batch=[1, 8])
+
+
+# ---- many small groups share one evaluation (issue 33 item 3) --------------------------------------
+BUNDLED = [   # neighbours that differ only in their formats' numbers; a grid of 4 x 4 x 3 = 48 points
+    dict(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware=["h100-sxm", "mi300x"],      # dense and MoE
+         weight_dtype=["bf16", "fp8", "int8", "int4"], kv_dtype=["bf16", "fp8"]),
+    dict(model="llama-3.1-70b", hardware="sambanova-sn40l", n_chips=8, weight_dtype=["int8", "bf16"]),   # 3 tiers
+    dict(model="llama-3.1-70b", hardware="h100-sxm", n_chips=8, weight_dtype=["fp8", "bf16"], runtime="vllm",
+         price_usd_per_hour={"h100-sxm": 3.0}),                            # 8-way tensor parallel, priced
+    dict(model="gemma-3-4b", hardware="rtx-4090", runtime="llama.cpp",      # mat-vec rates and GEMM tiles
+         weight_dtype=["q4_0", "q4_k_m", "q8_0", "q6_k", "q5_k_m"]),
+    dict(model="gemma-3-4b", hardware="rtx-4090", runtime="llama.cpp", weight_dtype="q4_0",
+         kv_dtype=["f16", "q8_0", "q4_0"]),
+]
+GRID = dict(batch=[1, 7, 64, 256], prompt_tokens=[0, 1, 1000, 5000], output_tokens=[1, 2, 300], on_invalid="skip")
+
+
+def _bits(table) -> dict:
+    """Every column's exact content: floats as their bits, labels as text."""
+    return {k: np.asarray(v).view(np.int64) if np.asarray(v).dtype == np.float64 else np.asarray(v)
+            for k, v in table.items()}
+
+
+def _assert_same_bits(a, b):
+    a, b = _bits(a), _bits(b)
+    assert a.keys() == b.keys()
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
+
+
+@pytest.mark.parametrize("kw", BUNDLED)
+@pytest.mark.parametrize("include_unfit", [True, False])
+def test_bundled_groups_equal_group_by_group_bit_for_bit(kw, include_unfit, monkeypatch):
+    # Law: evaluating neighbouring groups together (their formats' numbers as arrays along a
+    # leading axis) gives the table, the chunks and the dropped count of one evaluation per group,
+    # bit for bit and in the same order. The grid is one block, so groups bundle; chunks of 100 rows
+    # end inside bundles (48 rows a group).
+    module = sys.modules["membound.planning.sweep"]
+    kw = dict(kw, **GRID, include_unfit=include_unfit)
+    bundled = []
+    real = module._Bundle.evaluate
+
+    def counted(self, *a):
+        bundled.append(len(self.groups))
+        return real(self, *a)
+    monkeypatch.setattr(module._Bundle, "evaluate", counted)
+    table = sweep(**kw, as_frame=False)
+    chunks = list(iter_sweep(**kw, chunk_size=100, as_frame=False))
+    assert bundled and max(bundled) >= 2        # the law is about bundles: some were made
+    monkeypatch.setattr(module, "_key", lambda g: object())     # every group alone
+    alone = sweep(**kw, as_frame=False)
+    alone_chunks = list(iter_sweep(**kw, chunk_size=100, as_frame=False))
+    _assert_same_bits(table, alone)
+    assert table.attrs["dropped_unfit"] == alone.attrs["dropped_unfit"]
+    assert [len(c["batch"]) for c in chunks] == [len(c["batch"]) for c in alone_chunks]
+    for c, d in zip(chunks, alone_chunks):
+        _assert_same_bits(c, d)
+    assert all(len(c["batch"]) <= 100 for c in chunks)
+
+
+def test_streamed_sweep_equals_one_shot():
+    # Law: the chunks of iter_sweep put together are sweep()'s table, bit for bit, and a reduce
+    # over them sees every row; here with bundled groups (48 rows each) and chunk ends inside
+    # bundles (100, 1000 rows); chunks of 7 rows cut each group into blocks, which come in
+    # grid order within a block: compare those sorted by the grid's keys
+    kw = dict(BUNDLED[0], **GRID)
+    whole = sweep(**kw, as_frame=False)
+    keys = ("output_tokens", "prompt_tokens", "batch", "kv_dtype", "weight_dtype", "hardware", "model")
+    for size in (7, 100, 1000):
+        chunks = list(iter_sweep(**kw, chunk_size=size, as_frame=False))
+        assert all(0 < len(c["batch"]) <= size for c in chunks)
+        joined = {k: np.concatenate([c[k] for c in chunks]) for k in whole}
+        if size < 48:
+            joined = {k: v[np.lexsort([joined[c] for c in keys])] for k, v in joined.items()}
+            want = {k: v[np.lexsort([whole[c] for c in keys])] for k, v in whole.items()}
+        else:
+            want = whole
+        _assert_same_bits(joined, want)
+        assert sweep(**kw, chunk_size=size, reduce=lambda acc, c: (acc or 0) + len(c["batch"])) == len(whole["batch"])

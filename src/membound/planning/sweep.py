@@ -26,13 +26,14 @@ import functools
 import itertools
 import math
 import sys
-from dataclasses import dataclass, replace
+from typing import Any
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 from pydantic import BaseModel
 
 from ..base import defaults
-from ..physics.core import BOUNDS
+from ..physics.core import BOUNDS, ChipBase, Knobs, evaluate
 from ..errors import InvalidInputError, MemboundError
 from ..physics.estimate import MAX_COUNT, Prepared, check_context, check_int, prepare
 from ..catalog.hardware import load_hardware, one_name_each
@@ -89,6 +90,13 @@ class _Schema:
     def dtype(self, name: str, kind: str):
         return _code_dtype(len(self.categories[name])) if kind == "cat" else _KINDS[kind]
 
+    @functools.cached_property
+    def pandas_dtypes(self) -> dict:
+        """{label column: its pandas CategoricalDtype}, built once: checking the categories is most
+        of what building a chunk's DataFrame cost."""
+        import pandas as pd   # pandas: deferred, about a second to import; only tables need it
+        return {name: pd.CategoricalDtype(list(self.categories[name])) for name, kind in self.columns if kind == "cat"}
+
     def select(self, columns) -> _Schema:
         """The schema of these columns only (in table order); None keeps all."""
         if columns is None:
@@ -111,6 +119,104 @@ class _Group:
     joules: float | None      # watts * chips, or None
 
 
+# Fields that set the shape of the physics (the layout, which tiles and paths run, the workload): the
+# groups of one bundle share them. The others, the formats' numbers (bytes per weight or element,
+# FLOP/s, dequantisation work, the terms they give), are floats that a bundle stacks.
+_SHAPING = frozenset(("batch", "prompt", "output", "tp", "pp", "ep", "n_chips", "group", "e_group", "share",
+                      "gemm_tile_tokens", "mmvq_tokens", "chunk_tokens"))
+
+
+@dataclass(frozen=True)
+class _Bundle:
+    """Consecutive groups of one model, device, runtime, layout and speculative set-up that differ
+    only in their formats' numbers (a weight dtype list): `core.evaluate` takes them in one call,
+    those numbers as arrays along a leading axis of one entry per group, and each group's grid
+    along the next three. Its rows are the groups' rows in order, each in grid order, as
+    separate calls give them, bit for bit: the same elementwise arithmetic on the same numbers.
+    Used where a group's grid is one block (many small groups: the calls' fixed cost, not their
+    points, is then the sweep's time)."""
+
+    groups: tuple[_Group, ...]
+    knobs: Knobs                              # the differing fields as (G, 1, 1, 1) arrays
+    base: ChipBase
+    consts: dict[str, float | np.ndarray]     # per-group values as (G, 1, 1, 1) arrays where they differ
+    joules: float | np.ndarray | None
+
+    def evaluate(self, B: np.ndarray, S: np.ndarray, T: np.ndarray) -> dict:
+        """`core.evaluate` of every group on the grid B x S x T (1-d float arrays)."""
+        p = self.groups[0].prepared
+        kn = replace(self.knobs, batch=B[None, :, None, None], prompt=S[None, None, :, None],
+                     output=T[None, None, None, :])
+        return evaluate(p.consts, p.hardware, p.eff, kn, base=self.base, terms=False, **p.extra)
+
+
+_KNOB_FIELDS = tuple(f.name for f in fields(Knobs))
+
+
+def _mark(name: str, value):
+    """A field's part of `_key`: float (the type) for a number a bundle may stack, else the value."""
+    if type(value) is float:
+        return float if name not in _SHAPING else repr(value)     # repr: 0.0 and -0.0 apart
+    return value
+
+
+def _key(g: _Group):
+    """What the groups of one bundle share: the model, device and efficiencies (the same objects),
+    the speculative set-up, whether priced and powered, and every field of the knobs and the chip
+    but the formats' numbers. Groups with equal keys can share an evaluation (`_Bundle`)."""
+    p = g.prepared
+    kn, base = p.knobs, p.chip_base
+    key = (id(p.consts), id(p.hardware), id(p.eff), p.price is None, g.joules is None,
+           tuple((k, repr(v) if type(v) in (float, int, bool) or v is None else id(v)) for k, v in p.extra.items()),
+           tuple([_mark(k, getattr(kn, k)) for k in _KNOB_FIELDS]),
+           tuple([_mark(k, v) for k, v in zip(ChipBase._fields, base)]))
+    try:
+        hash(key)
+    except TypeError:       # a field holds an array or an unhashable object: not bundled
+        return object()
+    return key
+
+
+def _stacks(items: list, names) -> dict[str, Any]:
+    """{field: (G, 1, 1, 1) array} of the float fields whose values differ among `items`
+    (Knobs or ChipBase of groups with one `_key`)."""
+    out = {}
+    for name in names:
+        values = [getattr(x, name) for x in items]
+        v0 = values[0]
+        if type(v0) is float and name not in _SHAPING and not all(
+                v == v0 and math.copysign(1.0, v) == math.copysign(1.0, v0) for v in values[1:]):
+            out[name] = np.array(values)[:, None, None, None]
+    return out
+
+
+def _bundle(groups: tuple[_Group, ...]) -> _Bundle:
+    """Groups of one `_key` as one `_Bundle`."""
+    ps = [g.prepared for g in groups]
+    p0, g0 = ps[0], groups[0]
+    consts = {name: (np.array([g.consts[name] for g in groups])[:, None, None, None]
+                     if any(g.consts[name] != g0.consts[name] for g in groups) else g0.consts[name])
+              for name in g0.consts}
+    joules = None if g0.joules is None else np.array([g.joules for g in groups])[:, None, None, None]
+    return _Bundle(groups, replace(p0.knobs, **_stacks([p.knobs for p in ps], _KNOB_FIELDS)),
+                   p0.chip_base._replace(**_stacks([p.chip_base for p in ps], ChipBase._fields)), consts, joules)
+
+
+def _runs(groups: tuple[_Group, ...]) -> tuple[tuple[_Group, ...], ...]:
+    """The groups in runs of neighbours with one `_key` (`_prepared` gives a group's formats
+    innermost, so a list of weight dtypes makes runs)."""
+    runs: list[list[_Group]] = []
+    last = None
+    for g in groups:
+        key = _key(g)
+        if runs and key == last:
+            runs[-1].append(g)
+        else:
+            runs.append([g])
+        last = key
+    return tuple(map(tuple, runs))
+
+
 @dataclass(frozen=True)
 class _Plan:
     """A validated sweep: the schema, the groups and the numeric axes (float arrays)."""
@@ -119,6 +225,11 @@ class _Plan:
     groups: tuple[_Group, ...]
     axes: tuple[np.ndarray, np.ndarray, np.ndarray]
     skipped: tuple[tuple[str, str], ...]
+
+    @functools.cached_property
+    def runs(self) -> tuple[tuple[_Group, ...], ...]:
+        """The groups in runs that may share one evaluation (`_runs`)."""
+        return _runs(self.groups)
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -297,11 +408,14 @@ class _Columns:
         self._buffer, self.data = _column_views(schema, capacity)
         self.rows = 0
         self.dropped = 0
-        block = min(capacity, BLOCK)
-        self._best = np.empty(block)                 # scratch of the bound selection, reused
-        self._code = np.empty(block, _code_dtype(len(BOUNDS)))
-        self._above = np.empty(block, bool)
+        self._scratch(min(capacity, BLOCK))
         self._free = self._references() if hasattr(sys, "getrefcount") else None
+
+    def _scratch(self, size: int) -> None:
+        """Scratch of the bound selection for `size` points, reused from block to block."""
+        self._best = np.empty(size)
+        self._code = np.empty(size, _code_dtype(len(BOUNDS)))
+        self._above = np.empty(size, bool)
 
     def _references(self) -> int:
         return sys.getrefcount(self._buffer)     # every view of a column refers to the buffer
@@ -313,10 +427,29 @@ class _Columns:
     def add(self, g: _Group, B: np.ndarray, S: np.ndarray, T: np.ndarray) -> None:
         """Evaluate group g on the block batch B x prompt S x output T (1-d float arrays) and append
         its rows (those that fit, unless the schema keeps every row)."""
-        shape = (B.size, S.size, T.size)
-        size = B.size * S.size * T.size
         B, S, T = B[:, None, None], S[None, :, None], T[None, None, :]
         r = g.prepared.evaluate(batch=B, prompt=S, output=T, terms=False)     # no prefill_*_s columns
+        self._put(r, g.prepared.price is not None, g.consts, g.joules, B, S, T, (B.size, S.size, T.size))
+
+    def add_groups(self, bundle: _Bundle, r: dict, lo: int, hi: int, B: np.ndarray, S: np.ndarray,
+                   T: np.ndarray) -> None:
+        """Append the rows of groups lo .. hi-1 of `bundle`, evaluated as r (`_Bundle.evaluate`)
+        over the grid B x S x T (1-d float arrays)."""
+        n = len(bundle.groups)
+        if hi <= lo:
+            return
+
+        def pick(v):        # the groups' rows of a figure with one entry per group
+            return v[lo:hi] if getattr(v, "ndim", 0) == 4 and v.shape[0] == n > 1 else v
+        self._put({k: pick(v) for k, v in r.items()}, bundle.groups[0].prepared.price is not None,
+                  {k: pick(v) for k, v in bundle.consts.items()}, pick(bundle.joules),
+                  B[None, :, None, None], S[None, None, :, None], T[None, None, None, :],
+                  (hi - lo, B.size, S.size, T.size))
+
+    def _put(self, r: dict, priced: bool, consts: dict, joules, B, S, T, shape: tuple[int, ...]) -> None:
+        """Append the rows of `core.evaluate`'s figures r over the grid B x S x T (broadcast to
+        `shape`): the schema's columns, those that fit unless the schema keeps every row."""
+        size = math.prod(shape)
         fits = np.broadcast_to(r["fits"], shape)
         keep = None
         if not self.schema.include_unfit:
@@ -327,6 +460,8 @@ class _Columns:
                 return
         else:
             n = size
+        if size > self._best.size:
+            self._scratch(size)
         rows = slice(self.rows, self.rows + n)
         self.rows += n
         data = self.data
@@ -340,9 +475,7 @@ class _Columns:
             else:
                 dst[...] = np.broadcast_to(value, shape)[keep]
 
-        p = g.prepared
         axes = {"batch": B, "prompt_tokens": S, "output_tokens": T, "memory_fits": fits}
-        consts = g.consts
         value: float | np.ndarray
         for name in data:          # the selected columns only
             if name in consts:
@@ -355,17 +488,17 @@ class _Columns:
                     continue
                 value = self._bound(r, shape, size, self._code[:size].reshape(shape))
             elif name == "cost_per_million_tokens_usd":
-                value = r[name] if p.price is not None else math.nan
+                value = r[name] if priced else math.nan
             elif name == "joules_per_token":
-                if not g.joules:
+                if joules is None or (type(joules) is float and not joules):
                     value = math.nan
                 elif keep is None:          # joules * e2e / (B * T), in the column
                     dst = data[name][rows].reshape(shape)
-                    np.multiply(g.joules, r["e2e_s"], out=dst)
+                    np.multiply(joules, r["e2e_s"], out=dst)
                     np.divide(dst, B * T, out=dst)
                     continue
                 else:
-                    value = g.joules * r["e2e_s"] / (B * T)
+                    value = joules * r["e2e_s"] / (B * T)
             else:
                 value = r[_SOURCE.get(name, name)]
             put(name, value)
@@ -395,7 +528,9 @@ class _Columns:
                 if as_frame:
                     raise
             else:
-                return pd.DataFrame({name: pd.Categorical.from_codes(self.data[name][:n], cats[name], validate=False)
+                dtypes = self.schema.pandas_dtypes
+                return pd.DataFrame({name: pd.Categorical.from_codes(self.data[name][:n], dtype=dtypes[name],
+                                                                     validate=False)
                                      if kind == "cat" else self.data[name][:n]
                                      for name, kind in self.schema.columns}, copy=False)
         out = Table()
@@ -405,17 +540,39 @@ class _Columns:
         return out
 
 
-def _fill(cols: _Columns, g: _Group, B, S, T) -> None:
-    """Every point of group g over the axes B x S x T, block by block."""
-    for bi, si, ti in _blocks((B.size, S.size, T.size), min(BLOCK, cols.capacity)):
-        cols.add(g, B[bi], S[si], T[ti])
+def _pieces(plan: _Plan, limit: int):
+    """The plan's groups as the units evaluated: (group, None) for a group taken block by block
+    (blocks of at most `limit` points), or (None, bundle) for neighbours of one `_key` whose grids
+    are one block each, as many to a `_Bundle` as `limit` points hold."""
+    points = math.prod(plan.shape)
+    per = limit // points
+    for run in plan.runs:
+        if len(run) == 1 or per < 2:
+            yield from ((g, None) for g in run)
+            continue
+        for i in range(0, len(run), per):
+            piece = run[i:i + per]
+            yield (piece[0], None) if len(piece) == 1 else (None, _bundle(piece))
+
+
+def _fill(cols: _Columns, plan: _Plan) -> None:
+    """Every point of the plan, group by group, block by block (many small groups in bundles)."""
+    B, S, T = plan.axes
+    limit = min(BLOCK, cols.capacity)
+    for g, bundle in _pieces(plan, limit):
+        if bundle is None:
+            for bi, si, ti in _blocks(plan.shape, limit):
+                cols.add(g, B[bi], S[si], T[ti])
+        else:
+            cols.add_groups(bundle, bundle.evaluate(B, S, T), 0, len(bundle.groups), B, S, T)
 
 
 def _chunks(plan: _Plan, chunk_size: int):
     """The plan's rows in `_Columns` of at most chunk_size rows each. Buffers come from a small
     pool: one whose rows the consumer has let go of (no reference left to its arrays) is written
     again, so a stream touches the same memory chunk after chunk instead of page-faulting fresh
-    memory each time; a chunk still referenced is never overwritten."""
+    memory each time; a chunk still referenced is never overwritten. A chunk ends before the
+    block (or a bundle's group) that would take it past chunk_size rows."""
     B, S, T = plan.axes
     pool: list[_Columns] = []
 
@@ -430,14 +587,34 @@ def _chunks(plan: _Plan, chunk_size: int):
         return c
 
     cols = empty()
-    for g in plan.groups:
-        for bi, si, ti in _blocks(plan.shape, min(BLOCK, chunk_size)):
-            size = (bi.stop - bi.start) * (si.stop - si.start) * (ti.stop - ti.start)
-            if cols.rows + size > chunk_size:
+    limit = min(BLOCK, chunk_size)
+    for g, bundle in _pieces(plan, limit):
+        if bundle is None:
+            for bi, si, ti in _blocks(plan.shape, limit):
+                size = (bi.stop - bi.start) * (si.stop - si.start) * (ti.stop - ti.start)
+                if cols.rows + size > chunk_size:
+                    if cols.rows:
+                        yield cols
+                    cols = empty()
+                cols.add(g, B[bi], S[si], T[ti])
+            continue
+        r = bundle.evaluate(B, S, T)
+        size = math.prod(plan.shape)
+        if plan.schema.include_unfit:
+            kept = [size] * len(bundle.groups)
+        else:
+            kept = np.count_nonzero(np.broadcast_to(r["fits"], (len(bundle.groups), *plan.shape)),
+                                    axis=(1, 2, 3)).tolist()
+        lo, rows = 0, cols.rows
+        for i, n in enumerate(kept):        # the chunks one group at a time would make
+            if rows + size > chunk_size:
+                cols.add_groups(bundle, r, lo, i, B, S, T)
                 if cols.rows:
                     yield cols
                 cols = empty()
-            cols.add(g, B[bi], S[si], T[ti])
+                lo, rows = i, 0
+            rows += n
+        cols.add_groups(bundle, r, lo, len(kept), B, S, T)
     yield cols
 
 
@@ -575,8 +752,7 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
     _settle_allocator()
     plan = _plan(model, hardware, **kw)
     cols = _Columns(plan.schema, plan.points)
-    for g in plan.groups:
-        _fill(cols, g, *plan.axes)
+    _fill(cols, plan)
     table = cols.table(as_frame)
     table.attrs["dropped_unfit"] = cols.dropped
     table.attrs["skipped"] = list(plan.skipped)
