@@ -136,7 +136,7 @@ def test_a_read_rate_on_a_slower_tier_is_refused_not_ignored(tmp_path):
     data = yaml.safe_load((bundled_profiles_dir() / "sambanova-sn40l.yaml").read_text())
     ddr = next(t for t in data["memory"] if t["name"] == "DDR")
     ddr.update(read_bytes_s=0.9 * ddr["bandwidth_bytes_s"], read_source="a test")
-    with pytest.raises(ProfileError, match=r"read_bytes_s: expected only on the fastest memory tier \(SRAM, whose "
+    with pytest.raises(ProfileError, match=r"read_bytes_s: expected only on the fastest memory tier \(HBM, whose "
                                            r"streams it caps\), got it on DDR"):
         mb.load_hardware(_yaml(tmp_path, "h.yaml", data))
 

@@ -19,7 +19,11 @@ checked on them:
   "over 90% of peak performance on 8 and 16 sockets" (Koeplinger et al., "Kernel Looping:
   Eliminating Synchronization Boundaries for Peak Inference Performance", arXiv:2410.23668, Oct
   2024, abstract). A 2024 row before it pays the penalty; the paper's per-layer figure itself was
-  not reachable, so it stays fitted.
+  not reachable, so it stays fitted. With the weights streamed from HBM every token (the profile:
+  the on-chip SRAM holds a kernel's buffers), the physics alone is already 6-10% slower than its
+  two rows and the fit sits on its lower bound: what is missing is on the physics' side, most
+  likely the profile's assumed 2 us hop (a quarter of the 16-socket step) or its 75% bandwidth
+  fraction (a 2025, kernel-looped figure), which two rows of one architecture cannot tell apart.
 
 A row no fit used counts as independent only when no fitted row has the same model architecture
 and chip count (`independent`); the report keeps the three kinds apart. A runtime is a device's
@@ -105,7 +109,7 @@ def fit(scenarios) -> dict:
 def runtime_yaml(name: str, value: float, ids, err: float, path=None) -> str:
     """The text of a vendor runtime file (one fitted constant, its rows and date); the device's
     default only where an independent row confirms it (`confirming_rows`)."""
-    dev, _, field, date, _ = FITS[name]
+    dev, _, field, date, bounds = FITS[name]
     vendor = name.split("-")[0].capitalize()
     today = datetime.date.today().isoformat()
     confirmed = confirming_rows(name, value, path)
@@ -125,7 +129,9 @@ def runtime_yaml(name: str, value: float, ids, err: float, path=None) -> str:
         f"  {dev}:",
         f"    {field}: {value:.4g}",
         f"    evidence: fitted by membound.calibrate on {today} from {', '.join(ids)} (published tok/s); "
-        f"median |error| on them {100 * err:.1f}%; never checked on them (vendors.vendor_report)",
+        f"median |error| on them {100 * err:.1f}%; never checked on them (vendors.vendor_report)"
+        + (f"; ON ITS LOWER BOUND ({bounds[0]:g}), the physics alone being slower than these rows (missing physics)"
+           if value <= 1.01 * bounds[0] else ""),
         f"calibration: '{today}: least squares on log(predicted/measured) over the named rows only "
         f"(membound.vendors.FITS); every other {vendor} row is held out. Rerun: python -m membound.fidelity.calibrate'",
         "",

@@ -31,7 +31,7 @@ def min_chips(model, hardware, *, batch: int = 1, context_tokens: int = 4096, we
     parallelism, so the search ends there or at `max_chips`. This count is also what a
     DoesNotFitError says would hold the model.
 
-    at_speed=True: on a chip with memory tiers (SambaNova's SRAM, HBM and DDR), the fewest chips
+    at_speed=True: on a chip with memory tiers (SambaNova's HBM and DDR), the fewest chips
     that hold it all in the tiers a decode streams at speed, nothing in the capacity tier (the
     default count of `estimate` and `compare`: the fewest chips at the least chip-time a token,
     `parallel.fewest_chips` says why); the count that holds it at all where none does. The same

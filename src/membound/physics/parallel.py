@@ -196,7 +196,7 @@ def communication_s(tp, pp, ep, tokens, hidden, n_layers, n_moe_layers, experts_
 
 def streamed_room(hw) -> float | None:
     """Bytes per chip in the tiers a decode streams at speed: on a chip with several memory tiers
-    (SambaNova's SRAM, HBM and DDR) every tier but the slowest, the capacity tier; None on a chip
+    (SambaNova's HBM and DDR) every tier but the slowest, the capacity tier; None on a chip
     with one tier (all of it streams at its one speed)."""
     if len(hw.memory) < 2:
         return None
