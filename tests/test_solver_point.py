@@ -160,3 +160,52 @@ def test_the_engines_scheduler_is_resolved_once_per_served_block():
     assert first == Scheduler().resolved(served)
     assert (first.max_running, first.token_budget, first.chunked_prefill) == (64, 2048, False)
     assert engine_scheduler(Served(max_running=64, token_budget=2048, chunked_prefill=False)) is first
+
+
+def _open_states():
+    """Open-loop states: the closed cases' engines under Poisson arrivals, a model with routed
+    experts, the device runtime (no served block), short prompts with long outputs."""
+    out = [_State(s.sm, s.sched, s.S, s.T, False) for s in STATES]
+    moe = _moe_state()
+    out.append(_State(moe.sm, moe.sched, moe.S, moe.T, False))
+    for model, hw, rt, S, T in [("llama-3.1-8b", "h100-sxm", None, 1024, 256), ("llama-3.1-8b", "mi300x", "vllm", 128, 2048)]:
+        sm, sched, _ = build(model, hw, prompt=as_length("prompt_tokens", S, 0), output=as_length("output_tokens", T, 2),
+                             n_chips=1, runtime=rt)
+        out.append(_State(sm, sched, float(S), float(T), False))
+    return out
+
+
+OPEN_STATES = _open_states()
+
+
+@pytest.mark.parametrize("case", range(len(OPEN_STATES)))
+def test_open_loop_ahead_equals_open_loop_by_rounds(case, monkeypatch):
+    # one arrival rate: _root_ahead with the capacity grid beside its first round (columns computed
+    # alone: _State.columnwise) gives the figures of the capacity grid, then _root's 7 rounds, to the bit
+    state = OPEN_STATES[case]
+    assert state.columnwise
+    cap, _ = solver._running_cap(state, state.S)
+    grid = cap * np.geomspace(1e-6, 1.0, 200)
+    _, _, _, _, x, _, _, ok = state(grid)
+    capacity = float(np.max(np.where(ok, x, 0.0)))
+    rates = [capacity * s for s in (1e-6, 0.01, 0.3, 0.7, 0.95, 0.999)] + [capacity, 2.0 * capacity]
+
+    def run():
+        out = []
+        for rate in rates:
+            try:
+                out.append(solver.solve(state.sm, state.sched, state.S, state.T, arrival_rate=rate))
+            except mb.MemboundError as e:
+                out.append(str(e))
+        return out
+    got = run()
+    monkeypatch.setattr(solver._State, "columnwise", property(lambda self: False))
+    ref = run()
+    assert isinstance(ref[-1], str) and isinstance(ref[-2], str)     # at and past the capacity: refused
+    for g, r in zip(got, ref):
+        if isinstance(r, str):
+            assert g == r
+            continue
+        for field in r.__dataclass_fields__:
+            a, b = getattr(r, field), getattr(g, field)
+            assert np.shape(a) == np.shape(b) and np.array_equal(a, b), field

@@ -26,7 +26,7 @@ def _both(below_and_margin, lo: float, hi: float, n: float):
         return below_and_margin(b, arg)
 
     ref = _root(lambda b, arg: below_and_margin(b, arg)[0], np.array([lo]), np.array([hi]), np.array([n]))
-    got, at_hi, at_root = _root_ahead(state, test, np.array([lo]), np.array([hi]), np.array([n]))
+    got, at_hi, at_root, _ = _root_ahead(state, test, np.array([lo]), np.array([hi]), np.array([n]))
     return float(np.asarray(ref)[0]), float(np.asarray(got)[0]), len(calls), at_hi, at_root
 
 

@@ -218,12 +218,19 @@ class _State:
 
     @property
     def pointwise(self) -> bool:
-        """Whether each element of an evaluation is computed alone, whatever is evaluated beside it:
-        not where batch waiting sizes its Poisson sums by the largest rate in the call (`batch_wait`),
-        nor under Poisson arrivals, whose clumped steps sum over chunks (`_clumped`)."""
+        """Whether each element of an evaluation is computed alone, whatever is evaluated beside it,
+        a single point (floats) included: `columnwise`, and not under Poisson arrivals, whose clumped
+        steps sum over chunks (`_clumped`) in one order along a column and in another for one point."""
+        return self.closed and self.columnwise
+
+    @property
+    def columnwise(self) -> bool:
+        """Whether each column of an evaluation on (rows, points) arrays is computed alone, whatever
+        columns are evaluated beside it: not where batch waiting sizes its Poisson sums by the
+        largest rate in the call (`batch_wait`). The clumped steps of Poisson arrivals sum over
+        their chunks along a first axis, one column at a time."""
         sched = self.sched
-        waits = bool(filled(sched.batch_wait_steps) and filled(sched.batch_wait_ratio)) and self.sm.ranks == 1
-        return self.closed and not waits
+        return not (bool(filled(sched.batch_wait_steps) and filled(sched.batch_wait_ratio)) and self.sm.ranks == 1)
 
     def _clumped(self, b, others, avail, pbar, tau_d):
         """The steps of Poisson arrivals (open loop): a step takes, within the token budget, the
@@ -442,7 +449,7 @@ def _closed_rounds(state: _State, N: np.ndarray, hi: np.ndarray) -> tuple:
         tau, _, _, _, x, ttft, _, ok = state(b, n)
         return ok & (b + x * ttft < n)
     if state.pointwise and N.size == 1:     # the same figures in fewer evaluations (`_root_ahead`)
-        root, at_hi, at_root = _root_ahead(state, _held_below, N * 1e-9, hi, N)
+        root, at_hi, at_root, _ = _root_ahead(state, _held_below, N * 1e-9, hi, N)
     else:
         at_hi, at_root = state(hi, N), None
     capped = _capped(at_hi, hi, N)
@@ -618,21 +625,33 @@ def _held_below(figures, b, n):
 
 
 def _open_loop(state: _State, arrival_rate, cap: float):
-    """Poisson arrivals at a rate: b where the engine completes that rate (below its capacity)."""
+    """Poisson arrivals at a rate: b where the engine completes that rate (below its capacity, the
+    most it completes at any b of a geometric grid up to the cap). One rate: `_root`'s answer by
+    `_root_ahead`, the grid evaluated beside its first round (`_State.columnwise`)."""
     lam = np.asarray(arrival_rate, float)
     grid = cap * np.geomspace(1e-6, 1.0, 200)
-    _, _, _, _, x, _, _, ok = state(grid)
+    lo, hi = np.full(lam.shape, 1e-9), np.full(lam.shape, cap)
+    if lam.size == 1 and state.columnwise:
+        b, _, _, on_grid = _root_ahead(state, _rate_below, lo, hi, lam, beside=grid, at_root=False)
+    else:
+        on_grid = state(grid)
+    _, _, _, _, x, _, _, ok = on_grid
     capacity = float(np.max(np.where(ok, x, 0.0)))
     if not np.all(lam < capacity):
         raise InvalidInputError("arrival_rate", float(np.max(lam)), f"below the engine's capacity, "
                                 f"{capacity:.4g} requests/s here (the queue would grow without end)")
-
-    def below(b, rate):
-        tau, _, _, _, x, ttft, _, ok = state(b)
-        return ok & (x < rate)
-    b = _root(below, np.full(lam.shape, 1e-9), np.full(lam.shape, cap), lam)
+    if not (lam.size == 1 and state.columnwise):
+        b = _root(lambda b, rate: _rate_below(state(b), b, rate)[0], lo, hi, lam)
     tau, tau_d, tau_m, f, x, ttft, pre, _ = state(b)
     return b, tau, tau_d, tau_m, f, lam + 0.0 * b, ttft, pre
+
+
+def _rate_below(figures, b, rate):
+    """`_open_loop`'s test at b decoding sequences, from the state's figures there: (whether the
+    engine completes fewer than `rate` requests/s within the prefill budget; the margin rate - X,
+    continuous in b)."""
+    _, _, _, _, x, _, _, ok = figures
+    return ok & (x < rate), rate - x
 
 
 def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, concurrency=None,
@@ -712,9 +731,10 @@ def _root(below, lo, hi, arg, points: int = ROOT_POINTS, rounds: int = ROOT_ROUN
     return b.reshape(shape) if shape else float(b[0])
 
 
-def _root_ahead(state, test, lo, hi, arg, points: int = ROOT_POINTS, rounds: int = ROOT_ROUNDS):
+def _root_ahead(state, test, lo, hi, arg, points: int = ROOT_POINTS, rounds: int = ROOT_ROUNDS, beside=None,
+                at_root: bool = True):
     """`_root` of one element to the bit, in fewer evaluations of `state`: (the root, the state's
-    figures at hi, at the root). test(figures, b, arg): `_root`'s below from the state's figures at
+    figures at hi, at the root, at `beside`). test(figures, b, arg): `_root`'s below from the state's figures at
     b, and a margin continuous in b, positive where below is (its zero is where below turns).
     The first evaluation takes the first round's grid and hi. Each later one takes the round whose
     bracket is known and, after it, the rounds as they would go were the root where the margin's
@@ -722,26 +742,34 @@ def _root_ahead(state, test, lo, hi, arg, points: int = ROOT_POINTS, rounds: int
     checked one after the other as `_root` takes them (each on its own grid, counted alike), the
     first whose bracket the prediction missed ending the count. Every round `_root` takes is thus
     evaluated on its own grid, so the answer is `_root`'s where a point's figures do not depend on
-    the points evaluated beside it (`_State.pointwise`)."""
+    the points evaluated beside it (`_State.pointwise`, `_State.columnwise`).
+    beside: points (one axis) also evaluated in the first evaluation, whose figures come back as a
+    fourth element (each shaped as beside). at_root False: the state is not evaluated at the root
+    for it (None in its place)."""
     shape = np.shape(arg)
     lo, hi, arg = (np.atleast_1d(np.asarray(v, float)) for v in (lo, hi, arg))
     j = np.linspace(0.0, 1.0, points)
-    chain, last, at_hi = [(lo, hi)], hi, None
+    chain, last, at_hi, at_beside = [(lo, hi)], hi, None, None
+    extra = np.empty((arg.size, 0)) if beside is None else np.broadcast_to(np.asarray(beside, float),
+                                                                            (arg.size, np.size(beside)))
     for _ in range(rounds):
         grids = [lo_[:, None] * (hi_ / lo_)[:, None] ** j for lo_, hi_ in chain]
-        points_b = np.concatenate([*grids, last[:, None]], axis=1)
+        points_b = np.concatenate([*grids, extra, last[:, None]], axis=1)
         figures = state(points_b, arg[:, None])
         flags, margin = test(figures, points_b, arg[:, None])
         if at_hi is None:
             at_hi = _column(figures, -1, shape)
+            at_beside = tuple(x[0, points:points + extra.shape[1]] if np.ndim(x) == 2 else x for x in figures)
+            extra = extra[:, :0]
         for i, grid in enumerate(grids):      # as _root's rounds (one element: its row indexed)
             k = min(max(int(np.count_nonzero(flags[0, i * points:(i + 1) * points])), 1), points - 1)
             lo, hi = grid[:, k - 1], grid[:, k]
             rounds -= 1
             if rounds == 0:
                 b = np.sqrt(lo * hi)
-                at_b = _column(figures, -1, shape) if last[0] == b[0] else state(b.reshape(shape), arg.reshape(shape))
-                return (b.reshape(shape) if shape else float(b[0])), at_hi, at_b
+                at_b = _column(figures, -1, shape) if last[0] == b[0] else \
+                    state(b.reshape(shape), arg.reshape(shape)) if at_root else None
+                return (b.reshape(shape) if shape else float(b[0])), at_hi, at_b, at_beside
             if i + 1 == len(grids) or chain[i + 1][0][0] != lo[0] or chain[i + 1][1][0] != hi[0]:
                 break
         guess = _predicted_root(grid[0], margin[0, i * points:(i + 1) * points], k, flags[0, i * points])
