@@ -105,6 +105,14 @@ measurement implies, 55.4 us x (pred0 / meas - 1) / (pred0 / pred - 1), pred0 wi
   - the cost on the roofline's memory side (hidden where a step is compute-bound) fits 128/128 but
     hides the 405B's decode-heavy steps too (+19 to +55%): max-load medians H100 12.7 -> 15.2%, B200
     8.7 -> 15.0%: set aside.
+  - fitted on both ends (the H200 InferenceMAX rows with the H100 trtllm-bench rows, both fit chips;
+    cold, all-to-all held): linear per sequence, select chip B200 InferenceMAX TPOT/TTFT/throughput
+    14.9/31.7/17.4 -> 15.6/31.3/18.3% and its max-load rows 8.5 -> 14.9%; per sequence per layer, 14.5/
+    31.2/17.4% and 7.5% (the H100 max-load rows 12.7 -> 9.7%, 8B 128/128 -61 -> -38%, in-sample
+    InferenceMAX 4.9/19.6/4.7 -> 5.8/19.9/5.6%); per layer on the InferenceMAX rows alone: B200
+    14.7/31.9/17.3%, max-load 9.9%. Validation figures only; not adopted (the 128/128 rows stay -30 to
+    -38% in every form, and a leave-H200-out refit would rest on 30 throughput rows that cannot see
+    per_request_s or the MoE rows).
   A cost that grows with the model's size and hides in compute-bound steps looks like the decode
   GEMMs' own rate at 1,000-4,000 rows (~45-65% of the prefill GEMMs' rate the fit gives) rather than host
   work; no engine source read so far pins it.

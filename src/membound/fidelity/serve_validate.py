@@ -139,10 +139,11 @@ TRT_LLAMA_BATCH_WAIT = (20, 0.9)     # (batch_wait_timeout_iters, batch_wait_max
 
 
 # The vLLM recipes of every chip the served rows hold set `async-scheduling: true` (the config.yaml they
-# write, or `--async-scheduling`), for Llama-3.3-70B and gpt-oss-120b alike; SemiAnalysisAI/InferenceX
-# benchmarks/: 70b_fp8_h100_slurm.sh (2a205bb3), gptoss_fp4_h100_slurm.sh (2e46dba0), 70b_fp8_h200_slurm.sh
-# (409e9a48), gptoss_fp4_h200_slurm.sh (1d889b8d), 70b_fp8_b200_docker.sh (bb4c7f93), gptoss_fp4_b200_docker.sh
-# (2e46dba0), 70b_fp8_mi300x_slurm.sh (4c5d415d), gptoss_fp4_mi300x_slurm.sh (2e46dba0). vLLM then runs
+# write, or `--async-scheduling`), for Llama-3.3-70B and gpt-oss-120b alike: SemiAnalysisAI/InferenceX
+# benchmarks/ 70b_fp8_{h100,h200}_slurm.sh, 70b_fp8_b200_docker.sh, 70b_fp8_mi300x_{slurm,docker}.sh,
+# gptoss_fp4_{h100,h200,mi300x}_slurm.sh, gptoss_fp4_{h100,b200,mi300x}_docker.sh, every version from
+# 2025-09-24 to 2025-11-21 (git log; the rows are dated 2025-10-17 .. 2025-11-14; the gpt-oss scripts of
+# 2025-09-12/18 did not, the MI300X one dropped the flag on 2026-01-21 with vLLM 0.14). vLLM then runs
 # two batches in flight (MultiprocExecutor.max_concurrent_batches: 2 under async_scheduling) and
 # EngineCore.step_with_batch_queue schedules and launches step k+1 before it waits for step k
 # ("fulfilling the batch queue has a higher priority than getting model outputs"; vllm-project/vllm
