@@ -122,4 +122,5 @@ def test_the_trt_llama_recipes_flags():
         assert recipe_scheduler("trtllm", "h200", "llama-3.3-70b", 4, isl=isl, osl=osl, tp=tp) == Scheduler(
             token_budget=16384, batch_wait_steps=0, batch_wait_ratio=0.0)
     assert recipe_scheduler("trtllm", "b300", "llama-3.3-70b", 4, isl=1024, osl=1024, tp=1) is None
-    assert recipe_scheduler("vllm", "h200", "llama-3.3-70b", 4, isl=1024, osl=1024, tp=1) is None
+    # vLLM's recipes wait for no batch; they run one step ahead (--async-scheduling)
+    assert recipe_scheduler("vllm", "h200", "llama-3.3-70b", 4, isl=1024, osl=1024, tp=1) == Scheduler(lookahead_steps=1)
