@@ -12,6 +12,10 @@ in wall and in CPU seconds; a call's time over a pure-Python loop of as many fun
 in the same run: the ratio of the two is the change's speed-up. Several revisions, comma-separated,
 each run interleaved with this checkout; each of this checkout's figures is given over each.
 
+estimate() is timed on the README example (a count given), with a new batch every call (issue 33: at
+most 1.5x a repeated call), and with every argument at its default ('llama-3.1-8b' on 'h100-sxm': the
+fewest-chips search, whose evaluation of the count it finds is the answer; at 20fca62 the default
+was one chip, the same configuration).
 Targets (issue 33, against 20fca62 in the same run: --against 20fca62): estimate() <= 1/3 of its time,
 serve() <= 1/6 of its CPU time per call (serve_open: the open loop with its tails, beside the same revisions).
 Earlier: estimate() on the README example <= 20 us median; streamed sweep of 1e7 >= 15 M
