@@ -1,11 +1,14 @@
 """mb.max_rate: the highest Poisson rate within latency limits, and the Offline saturation."""
+import math
+
 import numpy as np
 import pytest
 
 import membound as mb
+from membound.planning import rate_search
 from membound.planning.rate_search import limits_of, saturation, search
 from membound.serving import Fixed, Scheduler, Uniform, build, solve
-from membound.serving.tails import tails
+from membound.serving.tails import Tails, tails
 
 PROMPT, OUT = Uniform(800, 1200), Uniform(100, 300)
 
@@ -31,6 +34,26 @@ def test_a_server_search_lands_on_the_limit():
     pub = mb.max_rate("llama-3.1-8b", "h100-sxm", slo={"tpot_p99_s": t0.tpot[2], "ttft_p99_s": 10.0},
                       prompt_tokens=PROMPT, output_tokens=OUT, runtime="tensorrt-llm", weight_dtype="fp8")
     assert pub.rate == pytest.approx(got.rate, rel=1e-9)
+
+
+def test_a_server_search_lands_on_a_limit_derived_by_hand(monkeypatch):
+    # Percentiles that rise with the rate as an M/M/1 queue's mean wait does: p99 TTFT = 0.5 s / (1 - r / cap),
+    # cap the engine's saturation (the tail model replaced by that law). A 2 s limit is met while
+    # 1 - r / cap >= 0.25: up to r = 0.75 cap. The search tries 13 rates geometric from 1% to 90% of cap
+    # (ratio 90^(1/12) = 1.4550: ..., 0.42517, 0.61860, 0.90000) and 95, 98, 99.5%; the first to fail
+    # is 0.9, the last to pass 0.6186, and 10 halvings of that bracket (0.2814 cap) leave the answer below
+    # 0.75 cap by less than 0.2814 / 1024 = 0.000275 of cap, with TTFT binding.
+    sm, sched, _ = _engine()
+    cap = saturation(sm, sched, PROMPT, OUT)
+
+    def law(sm_, sched_, st, rate, prompt, output, beams=1):
+        x = 0.5 / (1.0 - rate / cap)
+        return Tails((x, x, x), (0.01, 0.01, 0.01), 0.0, math.nan)
+    monkeypatch.setattr(rate_search, "tails", law)
+    got = search(sm, sched, PROMPT, OUT, {"ttft_p99_s": 2.0, "tpot_p99_s": 0.2})
+    assert got.binding == "ttft_p99_s"
+    assert 0.75 * cap - 0.000275 * cap <= got.rate <= 0.75 * cap
+    assert got.ttft[2] <= 2.0 and got.ttft[2] == pytest.approx(2.0, rel=0.002)     # 0.5 / 0.25 at the limit
 
 
 def test_limits_nothing_meets_and_bad_limits():

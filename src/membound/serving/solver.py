@@ -248,7 +248,7 @@ class _State:
         E[dur^2] / 2 E[dur]), and its own prefill step over one with its prompt alone (size-biased:
         a prompt lands in a step of k prompts with probability k p_k / a))."""
         S = self.S
-        cmax = avail if self.sched.chunked_prefill else np.maximum(np.floor(avail / S), 1.0) * S
+        cmax = self.full_chunk(avail)
         a = np.asarray(pbar, float) / S
         shape = np.shape(a)
         cfull = np.broadcast_to(cmax, shape)[None]
@@ -284,6 +284,11 @@ class _State:
         own = np.sum(w[1:] * counts[1:] * dur_k[1:], axis=0) / took / np.maximum(dur_k[1], 1e-30)
         own = np.where(a > 1e-12, np.maximum(own, 1.0), 1.0)
         return time / steps, carrying, f, half, own
+
+    def full_chunk(self, avail):
+        """The most prompt tokens a step takes when prompts wait: the room `avail` (chunked prefill), else
+        as many whole prompts of the mean length as fit, at least one."""
+        return avail if self.sched.chunked_prefill else np.maximum(np.floor(avail / self.S), 1.0) * self.S
 
     def _chunk_step(self, b, others, c):
         """A step carrying c prompt tokens (whole prompts' shares of the KV and the pairs): beside
@@ -678,6 +683,17 @@ def open_loop_rates(sm: StepModel, sched: Scheduler, prompt: float, output: floa
     state = _State(sm, sched, float(prompt), float(output), False, beams)
     tau, tau_d, tau_m, _, x, _, pre, _ = state(np.asarray(b, float))
     return tuple(np.asarray(v, float) * np.ones(np.shape(b)) for v in (tau, x / float(beams), tau_d, tau_m, pre))
+
+
+def full_step(sm: StepModel, sched: Scheduler, prompt: float, output: float, b: float,
+              beams: int = 1) -> tuple[float, float]:
+    """(seconds, prompt tokens) of a step carrying a full chunk (`_State.full_chunk`), as steps run
+    while prompts wait for prefill room: beside the b sequences' decodes where steps mix, alone where
+    they do not (`_State._chunk_step`, as the open loop's clumped steps price it)."""
+    state = _State(sm, sched, float(prompt), float(output), False, beams)
+    others, avail, _ = state.budget(float(b))
+    c = float(state.full_chunk(avail))
+    return float(np.ravel(state._chunk_step(float(b), others, np.array([c])))[0]), c
 
 
 def finite_run_share(e2e, tau0: float, output: Length, concurrency, runs=10.0) -> np.ndarray:

@@ -4,8 +4,9 @@ The steady-state solver (`serving.solve`) gives means: the running batch b, the 
 tau_d, the step carrying prompt tokens tau_m, the share f of steps that carry some, the prompt's
 own prefill time and the mean TTFT (its open loop prices the steps Poisson arrivals make: a step
 takes the prompts that came during the last, `serving.solver._State._clumped`). The tails come
-from four sources, each a model here, checked against the iteration-level simulator
-(tests/test_tails.py; MLPerf-like workloads at 30-85% load: p99s within -4..-23%):
+from four sources, each a model here, checked against the iteration-level simulator, which runs
+the same steps request by request (tests/test_tails.py; benchmarks/tails_vs_simulator.py on five of
+MLPerf's served workloads at 30-90% of saturation):
 
 1. **The load.** The decoding batch under Poisson arrivals is a processor-sharing queue whose
    completion rate mu(n) = n / (D tau(n)) flattens as the step grows with the batch, so near
@@ -17,18 +18,28 @@ from four sources, each a model here, checked against the iteration-level simula
    the next with the prompts that came with it, Poisson given the step's length; the steps'
    prompts form a branching chain (a long step gathers more prompts, which make the next long:
    `step_chain`), whose law sets both the step an arrival lands in and the others in its own.
-3. **Queueing for prefill room.** Where the token budget binds, a prompt of S tokens takes
-   S / avail of a step's prefill room: an M/G/1 queue of service S x step / avail, whose waiting
-   time has an atom 1 - rho at zero and the Cramer-Lundberg tail P(W > t) ~ C exp(-theta t),
-   theta > 0 the root of lambda (M_s(theta) - 1) = theta and C = (1 - rho) / (lambda M_s'(theta) - 1),
-   M_s the moment generating function of the service over the prompt lengths (Asmussen, "Applied
-   Probability and Queues", 2nd ed., XIII.5; M/D/1: lambda (e^{theta D} - 1) = theta).
+3. **Queueing for prefill room.** While prompts wait, every step carries a full chunk (the token
+   budget's room beside the decodes; a decode step and a full prefill step where steps do not mix:
+   `serving.solver.full_step`), so a prompt of S tokens takes S x that step / its chunk of the
+   engine's time: an M/G/1 queue of that service (at the mean step's pace it took a fraction of
+   it, and a queue of long prompts, whose full step lasts twenty decode steps, looked nearly
+   idle), whose waiting time has an atom 1 - rho at zero and the Cramer-Lundberg tail
+   P(W > t) ~ C exp(-theta t), theta > 0 the root of lambda (M_s(theta) - 1) = theta and
+   C = (1 - rho) / (lambda M_s'(theta) - 1), M_s the moment generating function of the service
+   over the prompt lengths (Asmussen, "Applied Probability and Queues", 2nd ed., XIII.5; M/D/1:
+   lambda (e^{theta D} - 1) = theta).
 4. **Prefill/decode interference and the spread of lengths.** A request's D decode steps carry
-   K ~ Poisson(D f) prefill chunks: TPOT = tau + (tau_m - tau_d)(K / D - f), short outputs spread
-   most; prompts of the length distribution take their own prefill time in proportion.
+   the prefill work queued ahead of it when it starts decoding (that queue's workload: its steps
+   each carry a full chunk) and the chunks of the prompts that come meanwhile, which lengthen its
+   steps so that more come: a Galton-Watson total progeny, Consul's generalized Poisson law
+   (`chunk_law`; the steps count chunks as Poisson(D f) did only where the prefill's share of the
+   time is small); at most every step carries a full chunk (`tpot_quantiles`). Short outputs
+   spread most: behind a queue of long prompts most of a short request's steps carry a chunk.
+   Prompts of the length distribution take their own prefill time in proportion.
 
-The TTFT distribution is held at the solver's mean (whose extra terms, host time, scheduler polls,
-batch waits, shift it whole); the TPOT's mean is the occupancy's (above the solver's near saturation).
+The TTFT distribution is held at the solver's mean where that is above the sum of its parts
+(whose extra terms, host time, scheduler polls, batch waits, shift it whole); the TPOT's mean is
+the occupancy's (above the solver's near saturation) plus the work ahead of a request.
 """
 from __future__ import annotations
 
@@ -38,14 +49,14 @@ import numpy as np
 
 from .lengths import Length, Samples
 from .scheduler import Scheduler, filled
-from .solver import Steady, open_loop_rates
+from .solver import Steady, full_step, open_loop_rates
 from .step import StepModel
 from statistics import NormalDist
 
 # points of a length distribution the tails integrate over (Samples keep theirs up to this many)
 LENGTH_POINTS = 64
-# Poisson means of prefill chunks per request summed term by term in the TPOT tail (a normal beyond)
-POISSON_TERMS = 40.0
+# chunks per request summed term by term in the TPOT tail (a normal of the same mean and variance beyond)
+CHUNK_TERMS = 160.0
 # decoding counts at which the occupancy model reads the engine's completion rate (interpolated between)
 OCCUPANCY_POINTS = 96
 # equally likely decoding counts that stand for the occupancy in the TPOT mixture (and in the TTFT's)
@@ -54,6 +65,11 @@ TTFT_LOAD_POINTS = 8
 # prompts-per-step counts of the prefill chain (the last holds the rest) and the rounds that find its law
 CHAIN_POINTS = 64
 CHAIN_ROUNDS = 60
+# survival of the prefill backlog a request starts decoding behind, halved from P(V > 0) down to this
+BACKLOG_FLOOR = 1e-5
+# cumulative levels between which each output length's prefill term is kept (its quantiles at their
+# middles): tenths in the body, halvings of the last tenth in the tail, which the p99 reads
+TPOT_LEVELS = np.concatenate([np.linspace(0.0, 0.9, 10), 1.0 - 0.1 * 0.5 ** np.arange(1, 11), [1.0]])
 
 
 @dataclass(frozen=True)
@@ -288,9 +304,9 @@ def step_chain(rate: float, d0: float, per_prompt: float, rounds: int = CHAIN_RO
     return p / float(np.sum(p))
 
 
-def ttft_quantiles(rate: float, steps: tuple[float, float, float], avail: float, own_s: float, mean_ttft: float,
+def ttft_quantiles(rate: float, steps: tuple[float, float, float], room: np.ndarray, own_s: float, mean_ttft: float,
                    prompts: np.ndarray, qs=(0.5, 0.9, 0.99), states: np.ndarray | None = None
-                   ) -> tuple[tuple[float, ...], float]:
+                   ) -> tuple[tuple[float, ...], float, tuple[float, float, float] | None]:
     """TTFT quantiles (seconds) and the prefill load rho. steps: (mean step, decode step, step
     carrying prompt tokens) in seconds. A prompt's prefill work is the steps' time beyond their
     decodes shared by the rate x step prompts a step takes, per_prompt = (mean - decode) /
@@ -298,19 +314,21 @@ def ttft_quantiles(rate: float, steps: tuple[float, float, float], avail: float,
     their length, K from `step_chain`), waits for its end (uniform over it), then runs in the next
     step with the J ~ Poisson(rate x that step) prompts that came with it: its own prefill (own_s at
     the mean prompt, in proportion to its length) spread by (J - E[J]) per_prompt, the mean held.
-    Where the budget binds, it first waits for prefill room: an M/G/1 queue of service
-    S x mean step / avail. Shifted so that the mean is the solver's `mean_ttft` (never below the
-    sum of those parts). `states`: rows of (mean step, decode step, carrying step, own prefill) at
-    the loads an arrival finds (equally likely; the occupancy's), which the TTFT mixes; None: the
-    one of `steps` and `own_s`."""
+    It first waits for prefill room: an M/G/1 queue whose service is `room` (seconds, one per point
+    of `prompts`: the engine's time for the prompt's tokens while prompts queue, `tails`). Shifted
+    so that the mean is the solver's `mean_ttft` (never below the sum of those parts). `states`:
+    rows of (mean step, decode step, carrying step, own prefill) at the loads an arrival finds
+    (equally likely; the occupancy's), which the TTFT mixes; None: the one of `steps` and `own_s`.
+    Returns the quantiles, the prefill load and the queue's (rho, theta, C) (`mg1_wait_tail`; None
+    where the load reaches 1)."""
     step, step_d, _ = steps
     S = np.asarray(prompts, float)
     mean_S = max(float(np.mean(S)), 1e-30)
     per_prompt = max(step - step_d, 0.0) / max(rate * step, 1e-30)
-    room = S * step / max(avail, 1e-30)
+    room = np.asarray(room, float)
     load = rate * max(per_prompt, float(np.mean(room)))
     if load >= 1.0:        # the prompts' work outgrows the engine: no finite tail
-        return tuple(math.inf for _ in qs), load
+        return tuple(math.inf for _ in qs), load, None
     rho, theta, c = mg1_wait_tail(rate, room)
     st = np.array([[step, step_d, 0.0, own_s]]) if states is None else np.asarray(states, float)
     Sq = S if S.size <= 16 else np.quantile(S, (np.arange(16) + 0.5) / 16)
@@ -319,7 +337,7 @@ def ttft_quantiles(rate: float, steps: tuple[float, float, float], avail: float,
     for step_j, d_j, _, own_j in st:
         pp = max(step_j - d_j, 0.0) / max(rate * step_j, 1e-30)
         if rate * pp >= 1.0:
-            return tuple(math.inf for _ in qs), rate * pp
+            return tuple(math.inf for _ in qs), rate * pp, None
         p = step_chain(rate, d_j, pp)
         kk = np.arange(p.size, dtype=float)
         dur = d_j + pp * kk
@@ -344,7 +362,7 @@ def ttft_quantiles(rate: float, steps: tuple[float, float, float], avail: float,
     def exceeds(t: np.ndarray) -> np.ndarray:
         return np.sum(_wait_exceeds(t[:, None] - base[None, :], rho, theta, c) * wts, axis=1)
     top = float(np.max(base)) + (math.log(100.0 * max(c, 1e-300)) / theta if rho > 0.0 else 0.0)
-    return tuple(shift + float(x) for x in _quantiles(exceeds, qs, max(top, 1e-9))), load
+    return tuple(shift + float(x) for x in _quantiles(exceeds, qs, max(top, 1e-9))), load, (rho, theta, c)
 
 
 def _compress(values: np.ndarray, weights: np.ndarray, n: int = 256) -> tuple[np.ndarray, np.ndarray]:
@@ -357,70 +375,94 @@ def _compress(values: np.ndarray, weights: np.ndarray, n: int = 256) -> tuple[np
     return v[idx], np.full(n, 1.0 / n)
 
 
-def weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs, repeats: int = 1) -> tuple[float, ...]:
-    """Quantiles of a discrete distribution: the smallest value whose cumulative weight reaches q.
-    repeats: the distribution is `repeats` copies of (values, weights) end to end (np.tile), taken
-    without sorting the copies: the same bits as the tiled arrays' quantiles (`_Tiled`)."""
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs) -> tuple[float, ...]:
+    """Quantiles of a discrete distribution: the smallest value whose cumulative weight reaches q."""
     v, w = np.ravel(values), np.ravel(weights)
     order = np.argsort(v, kind="stable")
-    vs, ws = v[order], w[order]
-    tiled = _Tiled(vs, repeats) if repeats > 1 else None
-    cdf = np.cumsum(ws if tiled is None else tiled.spread(ws))
+    cdf = np.cumsum(w[order])
     cdf /= cdf[-1]
-    at = np.minimum(np.searchsorted(cdf, np.asarray(qs, float) - 1e-12), cdf.size - 1)
-    return tuple(float(x) for x in vs[at if tiled is None else tiled.source(at)])
+    at = np.minimum(np.searchsorted(cdf, np.asarray(qs, float) - 1e-12), v.size - 1)
+    return tuple(float(x) for x in v[order[at]])
 
 
-class _Tiled:
-    """The stable sort of `repeats` copies of an array end to end, from the stable sort of one copy
-    (`sorted_values`): equal values keep the order of their copies, so a run of m equal values
-    (NaNs together, as argsort puts them) starting at s comes back as its m positions in turn,
-    `repeats` times over: copy r's element p of the run lands at p + s (repeats - 1) + r m."""
-
-    def __init__(self, sorted_values: np.ndarray, repeats: int):
-        s = sorted_values
-        same = (s[1:] == s[:-1]) | (np.isnan(s[1:]) & np.isnan(s[:-1]))
-        self.starts = np.flatnonzero(np.concatenate(([True], ~same)))
-        self.sizes = np.diff(np.append(self.starts, s.size))
-        self.repeats = repeats
-
-    def spread(self, sorted_weights: np.ndarray) -> np.ndarray:
-        """The weights of the tiled copies in their stable sorted order."""
-        n, r = sorted_weights.size, self.repeats
-        start, size = np.repeat(self.starts, self.sizes), np.repeat(self.sizes, self.sizes)
-        dest = (np.arange(n) + start * (r - 1))[None, :] + np.arange(r)[:, None] * size[None, :]
-        out = np.empty(n * r)
-        out[dest] = sorted_weights[None, :]
-        return out
-
-    def source(self, at: np.ndarray) -> np.ndarray:
-        """The positions in one sorted copy of positions `at` in the tiled sorted order."""
-        g = np.searchsorted(self.starts * self.repeats, at, side="right") - 1
-        s = self.starts[g]
-        return s + (at - s * self.repeats) % self.sizes[g]
+def backlog_points(queue: tuple[float, float, float] | None) -> tuple[np.ndarray, np.ndarray]:
+    """The prefill work queued ahead of a request when it starts decoding (engine seconds), as weighted
+    points: the work an M/G/1 queue holds, whose law is its FIFO wait's (Poisson arrivals see time
+    averages), P(V > t) = min(rho, C e^(-theta t)) of `mg1_wait_tail`'s (rho, theta, C): an atom
+    1 - P(V > 0) at 0, then bins of halving survival down to BACKLOG_FLOOR, each at its geometric
+    middle (the last holding the rest). None, or P(V > 0) below BACKLOG_FLOOR: one point at 0."""
+    zero = (np.zeros(1), np.ones(1))
+    if queue is None:
+        return zero
+    rho, theta, c = queue
+    p0 = min(rho, c)
+    if not (p0 > BACKLOG_FLOOR and math.isfinite(theta)):      # work ahead too rare to reach a tail
+        return zero
+    n = max(int(math.ceil(math.log2(p0 / BACKLOG_FLOOR))), 1)
+    edges = p0 * 0.5 ** np.arange(n + 1)
+    surv = np.concatenate([np.sqrt(edges[:-1] * edges[1:]), [edges[-1] / 2.0]])
+    t = np.maximum(np.log(c / surv) / theta, 0.0)
+    return np.concatenate([[0.0], t]), np.concatenate([[1.0 - p0], edges[:-1] - edges[1:], [edges[-1]]])
 
 
-def _repeats(D: np.ndarray) -> int:
-    """How many rows one row of the TPOT mixture stands for: each row is a function of its D alone,
-    so equal lengths (a fixed output) give equal rows, sorted once and counted D.size times
-    (weighted_quantiles(..., repeats): the same bits); 1 where the lengths differ."""
-    return D.size if D.size > 1 and bool(np.all(D == D[0])) else 1
+def _compress_rows(v: np.ndarray, w: np.ndarray, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's weighted points (v, w: rows x n) as its quantiles at the middles of the slices between
+    `levels` (0 .. 1), weighted by the slices' widths (the rows searched as one array: row i's cumulative
+    weights, within (0, 1], shifted by i)."""
+    rows, n = v.shape
+    order = np.argsort(v, axis=1, kind="stable")
+    vs = np.take_along_axis(v, order, axis=1)
+    cdf = np.cumsum(np.take_along_axis(w, order, axis=1), axis=1)
+    cdf /= cdf[:, -1:]
+    shift = np.arange(rows, dtype=float)[:, None]
+    mids = 0.5 * (levels[:-1] + levels[1:])
+    at = np.searchsorted((cdf + shift).ravel(), (mids[None, :] - 1e-12 + shift).ravel()).reshape(rows, -1)
+    at = np.clip(at - n * np.arange(rows)[:, None], 0, n - 1)
+    return np.take_along_axis(vs, at, axis=1), np.broadcast_to(np.diff(levels), at.shape)
+
+
+def chunk_law(m: np.ndarray, r: float, kmax: int) -> np.ndarray:
+    """P(K = k), k = 0 .. kmax (the last cell holding the rest), of the prefill chunks that land in a
+    request's steps: the chunks of the prompts that come while its steps run, each lengthening them so
+    that more come. With m the chunks its steps' time without them brings (Poisson) and r the chunks a
+    chunk's own time brings (Poisson, r < 1), K is a Galton-Watson total progeny from Poisson(m)
+    founders: Consul's generalized Poisson law, P(k) = m (m + k r)^(k-1) e^-(m + k r) / k!, mean
+    m / (1 - r), variance m / (1 - r)^3 (Consul & Jain 1973, "A generalization of the Poisson
+    distribution", Technometrics 15; r = 0: Poisson). m: an array (rows); one row each."""
+    m = np.maximum(np.asarray(m, float), 1e-300)[..., None]
+    k = np.arange(kmax + 1, dtype=float)
+    logk = np.concatenate([[0.0], np.cumsum(np.log(np.maximum(k[1:], 1.0)))])
+    p = np.exp(np.log(m) + (k - 1.0) * np.log(m + k * r) - (m + k * r) - logk)
+    p[..., -1] = np.maximum(1.0 - np.sum(p[..., :-1], axis=-1), 0.0)
+    return p
 
 
 def tpot_quantiles(tau: float, tau_d: float, tau_m: float, f: float, mixed: bool, outputs: np.ndarray,
-                   load: np.ndarray | None = None, corr: float = 0.0, qs=(0.5, 0.9, 0.99)) -> tuple[float, ...]:
-    """TPOT quantiles (seconds per token). A request of T output tokens runs D = T - 1 steps;
-    the prefill chunks that land in them are K ~ Poisson(D f) (prompts arrive as a Poisson stream),
-    each adding `extra` (tau_m - tau_d where steps mix, tau_m where a prefill step runs apart):
-    TPOT = tau - extra f + extra K / D. The load it sees: `load`, equally likely seconds per token
-    of the step as a decoding request finds it (the occupancy's), whose mean replaces tau; a request
-    sees their mean over its own D tau seconds, whose spread about the mean is the load's shrunk by
-    sqrt(window_share(D tau, corr)). The quantiles of the mixture over the output lengths `outputs`
-    (K term by term up to a Poisson mean of POISSON_TERMS; beyond, a normal at 16 equally likely
-    points)."""
-    D = np.maximum(np.asarray(outputs, float) - 1.0, 1.0)
-    repeats = _repeats(D)
-    D = D[:1] if repeats > 1 else D
+                   load: np.ndarray | None = None, corr: float = 0.0, qs=(0.5, 0.9, 0.99),
+                   backlog: tuple[np.ndarray, np.ndarray] | None = None, full: float = math.inf) -> tuple[float, ...]:
+    """TPOT quantiles (seconds per token). A request of T output tokens runs D = T - 1 steps, which
+    take, beyond decode steps (tau_d), the prefill work waiting ahead of it when it starts decoding
+    and the chunks of the prompts that come meanwhile:
+    - the work ahead V (`backlog`: weighted points of engine seconds, `backlog_points`) runs in steps
+      that each carry a full chunk (`full`: seconds per token of such steps; a decode step and a full
+      prefill step where steps do not mix), of which the share 1 - tau_d / full is prefill;
+    - the chunks that come meanwhile, K (`chunk_law`), each adding `extra` (tau_m - tau_d where steps
+      mix, tau_m where a prefill step runs apart): chunks come at f / tau a second (f the share of
+      steps carrying one), so the steps' own time (D tau_d and the work ahead) brings Poisson many,
+      each chunk's extra time brings r = f extra / tau more;
+    - at most every one of its steps carries a full chunk:
+      TPOT = tau - extra f + min(extra K + (1 - tau_d / full) V, D (full - tau_d)) / D,
+      the mean held at tau where nothing waits ahead.
+    Short outputs spread most: a request that starts decoding behind a queue of long prompts sees
+    most of its steps carry a chunk, and the prompts that come meanwhile lengthen them further. The
+    load it sees: `load`, equally likely seconds per token of the step as a decoding request finds it
+    (the occupancy's), whose mean replaces tau; a request sees their mean over its own D tau seconds,
+    whose spread about the mean is the load's shrunk by sqrt(window_share(D tau, corr)). The
+    quantiles of the mixture over the output lengths `outputs` (equal lengths once, weighted by their
+    count; K term by term up to CHUNK_TERMS terms, beyond a normal of its mean and variance at 16
+    equally likely points; each length's prefill term kept at TPOT_LEVELS where work waits ahead or
+    the steps are capped)."""
+    D, count = np.unique(np.maximum(np.asarray(outputs, float) - 1.0, 1.0), return_counts=True)
     extra = (tau_m - tau_d) if mixed else tau_m
     ff = min(max(f, 0.0), 1.0)
     if load is None or len(load) == 0:
@@ -429,30 +471,38 @@ def tpot_quantiles(tau: float, tau_d: float, tau_m: float, f: float, mixed: bool
         tau = float(np.mean(load))
         dev = np.asarray(load, float) - tau
     shrink = np.sqrt(window_share(D * tau, corr)) if corr > 0.0 else np.ones(D.size)
-    base = tau + shrink[:, None] * dev[None, :]                        # (outputs, load points)
-    mu = D * ff
-    vals, wts = [], []
-    small = mu <= POISSON_TERMS
+    vv, vw = backlog if backlog is not None else (np.zeros(1), np.ones(1))
+    share = 1.0 - tau_d / full if math.isfinite(full) and full > 0.0 else 1.0
+    cycle = max(tau_d + ff * extra, 1e-300)                 # the long-run step, tau_d + f extra
+    r = min(ff * extra / cycle, 0.999)                      # chunks a chunk's extra time brings
+    ahead = share * vv[None, :]                             # (1, V) prefill seconds ahead
+    m = (ff / cycle) * (D[:, None] * tau_d + ahead)         # (D, V) founders' mean
+    mean_k, var_k = m / (1.0 - r), m / (1.0 - r) ** 3
+    top = mean_k + 10.0 * np.sqrt(var_k) + 15.0
+    small = top <= CHUNK_TERMS
+    kmax = int(math.ceil(float(np.max(top[small])))) if small.any() else 0
+    width = max(kmax + 1 if small.any() else 0, 16 if (~small).any() else 0)
+    kk, kw = np.zeros(m.shape + (width,)), np.zeros(m.shape + (width,))
     if small.any():
-        ms, Ds = mu[small], D[small]
-        kmax = int(math.ceil(float(np.max(ms)) + 10.0 * math.sqrt(float(np.max(ms))) + 15.0))
-        k = np.arange(kmax + 1, dtype=float)
-        logk = np.concatenate([[0.0], np.cumsum(np.log(np.maximum(k[1:], 1.0)))])
-        pmf = np.exp(k[None, :] * np.log(np.maximum(ms[:, None], 1e-300)) - ms[:, None] - logk[None, :])
-        step = extra * (k[None, :] / Ds[:, None] - ff)                  # (outputs, K)
-        vals.append((base[small][:, :, None] + step[:, None, :]).ravel())
-        wts.append(np.broadcast_to(pmf[:, None, :], (ms.size, dev.size, k.size)).ravel())
+        kk[small, :kmax + 1] = np.arange(kmax + 1, dtype=float)
+        kw[small, :kmax + 1] = chunk_law(m[small], r, kmax)
     if (~small).any():
         z = np.array([NormalDist().inv_cdf((i + 0.5) / 16.0) for i in range(16)])
-        ml, Dl = mu[~small], D[~small]
-        step = extra * np.sqrt(ml)[:, None] / Dl[:, None] * z[None, :]
-        vals.append((base[~small][:, :, None] + step[:, None, :]).ravel())
-        wts.append(np.full(ml.size * dev.size * z.size, 1.0 / z.size))
-    v, w = (vals[0], wts[0]) if len(vals) == 1 else (np.concatenate(vals), np.concatenate(wts))
-    keep = w > 1e-14
+        kk[~small, :16] = np.maximum(mean_k[~small][:, None] + np.sqrt(var_k[~small])[:, None] * z[None, :], 0.0)
+        kw[~small, :16] = 1.0 / 16.0
+    cap = max(full - tau_d, 0.0)
+    pv = np.minimum((extra * kk + ahead[:, :, None]) / D[:, None, None], cap)      # (D, V, K)
+    pw = kw * vw[None, :, None]
+    pv, pw = pv.reshape(D.size, -1), pw.reshape(D.size, -1)
+    if vv.size > 1:
+        pv, pw = _compress_rows(pv, pw, TPOT_LEVELS)
+    base = tau - extra * ff + shrink[:, None] * dev[None, :]                   # (lengths, load points)
+    v = (base[:, None, :] + pv[:, :, None]).ravel()
+    w = (count[:, None, None] * pw[:, :, None] * np.ones(dev.size)[None, None, :]).ravel()
+    keep = w > 1e-14 * float(np.max(w))
     if not keep.all():
         v, w = v[keep], w[keep]
-    return tuple(max(x, 0.0) for x in weighted_quantiles(v, w, qs, repeats))
+    return tuple(max(x, 0.0) for x in weighted_quantiles(v, w, qs))
 
 
 def tails(sm: StepModel, sched: Scheduler, st: Steady, rate: float, prompt: Length, output: Length,
@@ -462,8 +512,13 @@ def tails(sm: StepModel, sched: Scheduler, st: Steady, rate: float, prompt: Leng
     b, tau, tau_d, tau_m, f, ttft, pre = (float(np.ravel(v)[i]) for v in (st.running, st.tau, st.tau_d, st.tau_m, st.mixed_share,
                                                                          st.ttft, st.prefill))
     step = tau * sm.tokens_per_step
-    budget = float(filled(sched.token_budget))
-    avail = max(budget - (b * sm.positions if filled(sched.mixed_steps) else 0.0), 1.0)
+    split = not filled(sched.mixed_steps)
+    # while prompts wait, every step carries a full chunk (after a decode step where steps do not mix):
+    # a queued prompt's tokens take the engine that cycle's seconds per token (its prefill room's service)
+    full_s, full_c = full_step(sm, sched, prompt.mean, output.mean, b, beams)
+    cycle = full_s + (tau_d if split else 0.0)
+    S = points(prompt)
+    room = S * cycle / max(full_c, 1.0)
     own = pre + sm.host_token_s * prompt.mean
     occ = occupancy(sm, sched, rate, prompt.mean, output.mean, st.cap, beams)
     # requests that wait for a place in a full batch wait for completions: Little's law on the queue
@@ -475,14 +530,14 @@ def tails(sm: StepModel, sched: Scheduler, st: Steady, rate: float, prompt: Leng
                                                 np.minimum(beams * found, st.cap), beams)
     tps = sm.tokens_per_step
     host = sm.host_token_s * prompt.mean
-    split = not filled(sched.mixed_steps)
     states = np.column_stack([tau_n * tps, d_n, m_n + (d_n if split else 0.0), pre_n + host])
-    t_q, rho = ttft_quantiles(rate, (step, tau_d, tau_m + (tau_d if split else 0.0)), avail, own,
-                              ttft, points(prompt), states=states)
+    t_q, rho, queue = ttft_quantiles(rate, (step, tau_d, tau_m + (tau_d if split else 0.0)), room, own,
+                                     ttft, S, states=states)
     cdf = np.cumsum(occ.seen)
     pick = np.searchsorted(cdf / cdf[-1], (np.arange(LOAD_POINTS) + 0.5) / LOAD_POINTS)
     load = occ.tau[np.minimum(pick, occ.n.size - 1)]
-    p_q = tpot_quantiles(tau, tau_d / sm.tokens_per_step, tau_m / sm.tokens_per_step, f, bool(filled(sched.mixed_steps)),
-                         points(output), load=load, corr=occ.corr_s if math.isfinite(occ.corr_s) else 0.0)
+    p_q = tpot_quantiles(tau, tau_d / tps, tau_m / tps, f, not split, points(output), load=load,
+                         corr=occ.corr_s if math.isfinite(occ.corr_s) else 0.0, backlog=backlog_points(queue),
+                         full=cycle / tps)
     e2e = t_q[2] + (output.quantile(0.99) - 1.0) * p_q[2]
     return Tails((t_q[0], t_q[1], t_q[2]), (p_q[0], p_q[1], p_q[2]), rho, e2e)

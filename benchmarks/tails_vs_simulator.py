@@ -1,0 +1,97 @@
+"""The latency tail model (membound.serving.tails) against the iteration-level simulator on MLPerf's
+served workloads: p50 and p99 of TTFT and TPOT under Poisson arrivals at several loads.
+
+Each configuration is the engine instance `membound validate --mlperf` predicts for the first row of a
+benchmark, accelerator family and round (its layout, formats, software generation and the benchmark's
+length distributions from workloads.yaml). At each load (a share of the instance's Offline saturation)
+the tail model's percentiles are printed beside the simulator's, run on the same engine with seeded
+Poisson arrivals and lengths drawn from the same distributions (the first tenth of the requests, the
+warm-up, left out). The model and the simulator share the step physics, so the comparison isolates
+the queueing, interference and length-spread terms of the tail model. Not a timed benchmark.
+
+    python benchmarks/tails_vs_simulator.py [--requests 2000] [--seeds 3] [--loads 0.3,0.5,0.8,0.9]
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from membound.fidelity import mlperf_validate as mv
+from membound.planning.rate_search import saturation
+from membound.serving.api import build
+from membound.serving.simulator import simulate
+from membound.serving.solver import solve
+from membound.serving.tails import tails
+
+# (benchmark, accelerator family, round): long widely spread prompts (405B), short ones (8B, 70B), MoE
+CONFIGS = (("llama3.1-405b", "B200", "v5.1"), ("llama3.1-405b", "H200", "v5.1"), ("llama2-70b", "H200", "v4.1"),
+           ("llama3.1-8b", "B200", "v5.1"), ("mixtral-8x7b", "H100", "v4.1"))
+
+
+def instance(bench_name: str, family: str, rnd: str):
+    """The engine (step model, scheduler), the benchmark and its Offline saturation (requests/s) as
+    mlperf_validate.predict builds them for the first such row: the layout with the most Offline
+    output tokens/s per accelerator."""
+    rows, _ = mv.load_rows()
+    row = next(r for r in rows if (r.benchmark, r.family, r.round) == (bench_name, family, rnd))
+    bench = mv.load_benchmarks()[bench_name]
+    runtime = mv.runtime_of(row.engine, row.executor, row.round)
+    best = None
+    for lay in mv.layouts(bench.preset, row.device, row.quantization.weights, row.per_node):
+        sm, sched, _ = build(bench.preset, row.device, prompt=bench.prompt, output=bench.output,
+                             quantization=row.quantization, runtime=runtime, n_chips=lay.chips, parallel=lay)
+        cap = saturation(sm, sched, bench.prompt, bench.output, bench.beams)
+        if best is None or cap / lay.chips > best[0] / best[1].chips:
+            best = (cap, lay, sm, sched)
+    cap, lay, sm, sched = best
+    return sm, sched, bench, cap, lay
+
+
+def simulated(sm, sched, bench, rate: float, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """TTFT and TPOT (seconds) of the simulator's requests after the first tenth."""
+    rng = np.random.default_rng(seed)
+    S, T = bench.prompt.sample(rng, n), bench.output.sample(rng, n)
+    tr = simulate(sm, sched, S, T, arrivals=np.cumsum(rng.exponential(1.0 / rate, n)))
+    keep = np.arange(n) >= n // 10
+    return (tr.first - tr.arrive)[keep], ((tr.done - tr.first) / np.maximum(T - 1, 1))[keep]
+
+
+def spread(sims: list, i: int, q: float, scale: float) -> str:
+    """The range over the seeds of quantile q of the simulated TTFT (i = 0) or TPOT (i = 1), scaled."""
+    v = [scale * float(np.quantile(s[i], q)) for s in sims]
+    return f"{min(v):.3g}..{max(v):.3g}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=2000)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--loads", default="0.3,0.5,0.8,0.9")
+    ap.add_argument("--only", default="", help="benchmark names to run, comma-separated")
+    a = ap.parse_args(argv)
+    loads = [float(x) for x in a.loads.split(",")]
+    print("p50 / p99, model vs simulator (seeds' range); TTFT in s, TPOT in ms; load = share of Offline saturation")
+    for bench_name, family, rnd in CONFIGS:
+        if a.only and bench_name not in a.only.split(","):
+            continue
+        sm, sched, bench, cap, lay = instance(bench_name, family, rnd)
+        print(f"\n{bench_name} on {family} ({rnd}), {lay}: saturation {cap:.3g} requests/s")
+        for load in loads:
+            rate = load * cap
+            try:
+                st = solve(sm, sched, bench.prompt.mean, bench.output.mean, arrival_rate=np.array([rate]))
+            except Exception as e:      # beyond the open loop's capacity
+                print(f"  load {load:.2f}: {e}")
+                continue
+            t = tails(sm, sched, st, rate, bench.prompt, bench.output, beams=bench.beams)
+            sims = [simulated(sm, sched, bench, rate, a.requests, seed) for seed in range(a.seeds)]
+
+            print(f"  load {load:.2f}  TTFT p50 {t.ttft[0]:.3g} vs {spread(sims, 0, 0.5, 1.0)}, p99 {t.ttft[2]:.3g} "
+                  f"vs {spread(sims, 0, 0.99, 1.0)}  |  TPOT p50 {1e3 * t.tpot[0]:.3g} vs {spread(sims, 1, 0.5, 1e3)}, "
+                  f"p99 {1e3 * t.tpot[2]:.3g} vs {spread(sims, 1, 0.99, 1e3)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
