@@ -9,7 +9,7 @@ import membound as mb
 from membound.physics import estimate as est
 from membound.physics.parallel import layout_for
 
-# one-tier GPUs, a chip with memory tiers (SN40L: SRAM, HBM, DDR), one without an interconnect
+# one-tier GPUs, a chip with memory tiers (SN40L: HBM, DDR), one without an interconnect
 CHIPS = ["h100-sxm", "a100-40gb", "rtx-4090", "sambanova-sn40l", "apple-m2"]
 MODELS = ["llama-3.2-1b", "llama-3.1-8b", "qwen3-30b-a3b", "llama-3.1-70b", "mixtral-8x7b"]
 
@@ -94,14 +94,24 @@ def test_a_default_call_evaluates_each_count_it_tries_once(monkeypatch):
 
 
 def test_a_pinned_tier_that_overflows_on_the_default_count_raises_as_that_count_given():
-    # 70B bf16 on SN40L: the default is 4 sockets (35.3 GB of weights each, all in SRAM + HBM); pinned
-    # to the 0.52 GB of SRAM the weights overflow that tier, with or without the count given
-    kw = dict(model="llama-3.1-70b", hardware="sambanova-sn40l", placement={"weights": "SRAM"})
-    default, given_count = _outcome(**kw), _outcome(**kw, n_chips=4)
+    # Llama 3.1 70B's KV: 80 layers x 8 KV heads x 128 x 2 (K and V) x 2 bytes = 327,680 B a token; a
+    # batch of 4,096 at 131,000 tokens holds 4,096 x 131,000 x 327,680 B = 175.8 TB. Split at most 8
+    # ways by tensor parallelism (8 KV heads) and 80 by stages (80 layers), a socket holds at least
+    # 175.8 TB / 640 = 274.7 GB, over the 64 GB of an SN40L's HBM: no count streams it at speed, so
+    # the default is the fewest sockets that hold it at all, KV spilling to DDR. Pinned to HBM, the
+    # KV overflows that tier there, as with that count given.
+    m = mb.load_model("llama-3.1-70b")
+    assert m.kv_bytes_per_token("bf16") == 80 * 8 * 128 * 2 * 2
+    assert 4096 * 131_000 * 327_680 / 640 > 64e9 == mb.load_hardware("sambanova-sn40l").memory[0].capacity_bytes
+    kw = dict(model=m, hardware="sambanova-sn40l", batch=4096, prompt_tokens=130_000, output_tokens=1_000)
+    n = mb.estimate(**kw).n_chips
+    kw["placement"] = {"kv": "HBM"}
+    default, given_count = _outcome(**kw), _outcome(**kw, n_chips=n)
     assert default[0] is mb.DoesNotFitError and "pinned" in default[1]
     assert default == given_count
-    # pinned to HBM (64 GB > 35.3 GB) it fits, and answers as 4 sockets given
-    kw["placement"] = {"weights": "HBM"}
+    # 70B bf16 at batch 1: 141.1 GB of weights; 2 sockets hold 70.6 GB each, over 64 GB of HBM, 4
+    # hold 35.3 GB: the default is 4, and with the weights pinned to HBM it answers as 4 given
+    kw = dict(model=m, hardware="sambanova-sn40l", placement={"weights": "HBM"})
     r = mb.estimate(**kw)
     assert r.n_chips == 4 and r == mb.estimate(**kw, n_chips=4)
 
