@@ -15,8 +15,14 @@ from membound.serving.solver import _root, _root_ahead
 
 
 def _both(below_and_margin, lo: float, hi: float, n: float):
-    """(_root's answer, _root_ahead's, _root_ahead's evaluations)."""
-    calls = []
+    """(_root's answer, _root_ahead's, _root_ahead's evaluations); each call also asks for the
+    points of the first bracket beside (its ends and their geometric middle), whose figures (the
+    points themselves) must come back, the bracket holding the root."""
+    calls, brackets = [], []
+
+    def beside(low, high):
+        brackets.append((low, high))
+        return np.array([low, math.sqrt(low * high), high])
 
     def state(b, arg):          # the "figures" are the points themselves
         calls.append(np.shape(b))
@@ -26,7 +32,11 @@ def _both(below_and_margin, lo: float, hi: float, n: float):
         return below_and_margin(b, arg)
 
     ref = _root(lambda b, arg: below_and_margin(b, arg)[0], np.array([lo]), np.array([hi]), np.array([n]))
-    got, at_hi, at_root, _ = _root_ahead(state, test, np.array([lo]), np.array([hi]), np.array([n]))
+    got, at_hi, at_root, at_beside = _root_ahead(state, test, np.array([lo]), np.array([hi]), np.array([n]),
+                                                 beside=beside)
+    (low, high), = brackets
+    assert low <= float(np.asarray(got)[0]) <= high
+    assert at_beside[0].tolist() == [low, math.sqrt(low * high), high]
     return float(np.asarray(ref)[0]), float(np.asarray(got)[0]), len(calls), at_hi, at_root
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -254,9 +255,11 @@ class _State:
         cfull = np.broadcast_to(cmax, shape)[None]
         w, counts = _poisson_mix(a[None], np.ones((1,) + shape), CLUMP_POINTS)
         mixed = self.sched.mixed_steps
+        chunk = None
         for rnd in range(CLUMP_ROUNDS + 1):
-            chunk = np.minimum(counts * S, cmax)
-            dur = self._chunk_step(b, others, np.concatenate([chunk, cfull], axis=0))
+            last, chunk = chunk, np.minimum(counts * S, cmax)
+            if last is None or chunk.tobytes() != last.tobytes():   # the same chunks: the same steps
+                dur = self._chunk_step(b, others, np.concatenate([chunk, cfull], axis=0))
             dur_k, dur_full = dur[:-1], dur[-1]
             if mixed:        # a step with K prompts is a decode step too (K = 0: tau_d)
                 dur_k = np.concatenate([np.broadcast_to(tau_d, shape)[None], dur_k[1:]], axis=0)
@@ -632,19 +635,25 @@ def _held_below(figures, b, n):
 def _open_loop(state: _State, arrival_rate, cap: float):
     """Poisson arrivals at a rate: b where the engine completes that rate (below its capacity, the
     most it completes at any b of a geometric grid up to the cap). One rate: `_root`'s answer by
-    `_root_ahead`, the grid evaluated beside its first round (`_State.columnwise`)."""
+    `_root_ahead` (`_State.columnwise`), and the capacity above the rate shown by a point of the
+    grid about the root that completes more (evaluated beside a round; the figures are numbers, so
+    the grid's largest is at least that), the whole grid evaluated only where none shows it."""
     lam = np.asarray(arrival_rate, float)
     grid = cap * np.geomspace(1e-6, 1.0, 200)
     lo, hi = np.full(lam.shape, 1e-9), np.full(lam.shape, cap)
+    shown = False
     if lam.size == 1 and state.columnwise:
-        b, _, _, on_grid = _root_ahead(state, _rate_below, lo, hi, lam, beside=grid, at_root=False)
-    else:
-        on_grid = state(grid)
-    _, _, _, _, x, _, _, ok = on_grid
-    capacity = float(np.max(np.where(ok, x, 0.0)))
-    if not np.all(lam < capacity):
-        raise InvalidInputError("arrival_rate", float(np.max(lam)), f"below the engine's capacity, "
-                                f"{capacity:.4g} requests/s here (the queue would grow without end)")
+        def about(low: float, high: float) -> np.ndarray:       # the grid's points in a bracket, one beyond
+            i, j = np.searchsorted(grid, [low, high])
+            return grid[i:j + 1]
+        b, _, _, near = _root_ahead(state, _rate_below, lo, hi, lam, beside=about, at_root=False)
+        shown = near is not None and bool(np.any(near[7] & (near[4] > lam)))
+    if not shown:
+        _, _, _, _, x, _, _, ok = state(grid)
+        capacity = float(np.max(np.where(ok, x, 0.0)))
+        if not np.all(lam < capacity):
+            raise InvalidInputError("arrival_rate", float(np.max(lam)), f"below the engine's capacity, "
+                                    f"{capacity:.4g} requests/s here (the queue would grow without end)")
     if not (lam.size == 1 and state.columnwise):
         b = _root(lambda b, rate: _rate_below(state(b), b, rate)[0], lo, hi, lam)
     tau, tau_d, tau_m, f, x, ttft, pre, _ = state(b)
@@ -653,10 +662,10 @@ def _open_loop(state: _State, arrival_rate, cap: float):
 
 def _rate_below(figures, b, rate):
     """`_open_loop`'s test at b decoding sequences, from the state's figures there: (whether the
-    engine completes fewer than `rate` requests/s within the prefill budget; the margin rate - X,
-    continuous in b)."""
+    engine completes fewer than `rate` requests/s within the prefill budget; the margin log(rate / X),
+    continuous in b and, X being about proportional to b below saturation, about a line in log b)."""
     _, _, _, _, x, _, _, ok = figures
-    return ok & (x < rate), rate - x
+    return ok & (x < rate), np.log(rate) - np.log(np.maximum(x, 1e-300))
 
 
 def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, concurrency=None,
@@ -747,8 +756,8 @@ def _root(below, lo, hi, arg, points: int = ROOT_POINTS, rounds: int = ROOT_ROUN
     return b.reshape(shape) if shape else float(b[0])
 
 
-def _root_ahead(state, test, lo, hi, arg, points: int = ROOT_POINTS, rounds: int = ROOT_ROUNDS, beside=None,
-                at_root: bool = True):
+def _root_ahead(state, test, lo, hi, arg, points: int = ROOT_POINTS, rounds: int = ROOT_ROUNDS,
+                beside: Callable[[float, float], np.ndarray] | None = None, at_root: bool = True):
     """`_root` of one element to the bit, in fewer evaluations of `state`: (the root, the state's
     figures at hi, at the root, at `beside`). test(figures, b, arg): `_root`'s below from the state's figures at
     b, and a margin continuous in b, positive where below is (its zero is where below turns).
@@ -759,24 +768,25 @@ def _root_ahead(state, test, lo, hi, arg, points: int = ROOT_POINTS, rounds: int
     first whose bracket the prediction missed ending the count. Every round `_root` takes is thus
     evaluated on its own grid, so the answer is `_root`'s where a point's figures do not depend on
     the points evaluated beside it (`_State.pointwise`, `_State.columnwise`).
-    beside: points (one axis) also evaluated in the first evaluation, whose figures come back as a
-    fourth element (each shaped as beside). at_root False: the state is not evaluated at the root
-    for it (None in its place)."""
+    beside: (lo, hi) -> points (one axis), called once with the first bracket of `_root`'s rounds
+    (after the first evaluation, so it holds the root); the points are evaluated in the next one and
+    their figures come back as a fourth element (None without beside). at_root False: the state is
+    not evaluated at the root for it (None in its place)."""
     shape = np.shape(arg)
     lo, hi, arg = (np.atleast_1d(np.asarray(v, float)) for v in (lo, hi, arg))
     j = np.linspace(0.0, 1.0, points)
     chain, last, at_hi, at_beside = [(lo, hi)], hi, None, None
-    extra = np.empty((arg.size, 0)) if beside is None else np.broadcast_to(np.asarray(beside, float),
-                                                                            (arg.size, np.size(beside)))
+    extra = np.empty((arg.size, 0))
     for _ in range(rounds):
         grids = [lo_[:, None] * (hi_ / lo_)[:, None] ** j for lo_, hi_ in chain]
         points_b = np.concatenate([*grids, extra, last[:, None]], axis=1)
         figures = state(points_b, arg[:, None])
         flags, margin = test(figures, points_b, arg[:, None])
+        if extra.shape[1]:
+            at_beside = tuple(x[0, len(grids) * points:-1] if np.ndim(x) == 2 else x for x in figures)
+            extra = extra[:, :0]
         if at_hi is None:
             at_hi = _column(figures, -1, shape)
-            at_beside = tuple(x[0, points:points + extra.shape[1]] if np.ndim(x) == 2 else x for x in figures)
-            extra = extra[:, :0]
         for i, grid in enumerate(grids):      # as _root's rounds (one element: its row indexed)
             k = min(max(int(np.count_nonzero(flags[0, i * points:(i + 1) * points])), 1), points - 1)
             lo, hi = grid[:, k - 1], grid[:, k]
@@ -788,6 +798,8 @@ def _root_ahead(state, test, lo, hi, arg, points: int = ROOT_POINTS, rounds: int
                 return (b.reshape(shape) if shape else float(b[0])), at_hi, at_b, at_beside
             if i + 1 == len(grids) or chain[i + 1][0][0] != lo[0] or chain[i + 1][1][0] != hi[0]:
                 break
+        if beside is not None:      # its points about the root's bracket, in the next evaluation
+            extra, beside = np.asarray(beside(float(lo[0]), float(hi[0])), float)[None, :], None
         guess = _predicted_root(grid[0], margin[0, i * points:(i + 1) * points], k, flags[0, i * points])
         ahead = [(np.array([a]), np.array([c])) for a, c in _brackets(float(lo[0]), float(hi[0]), guess, j, rounds)]
         after = ahead.pop()           # the rounds left, and the bracket they leave
