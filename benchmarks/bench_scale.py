@@ -1,7 +1,7 @@
 """Speed of membound at scale (issue 17): one estimate(), one serve(), streamed and DataFrame sweeps
 of 1e7 configurations, a many-group grid, and a sweep of 1e8 on a Dask LocalCluster.
 
-Run:  python benchmarks/bench_scale.py [--runs 5] [--only estimate,serve,serve_open,stream,frame,groups,dask]
+Run:  python benchmarks/bench_scale.py [--runs 5] [--only estimate,serve,serve_open,simulate,stream,frame,groups,dask]
       [--against REV[,REV...]]
 Each sweep figure is the median of --runs runs, each in a fresh process (so its peak RSS is its
 own). The load average is printed with each figure: other work on the machine slows all of them,
@@ -17,7 +17,8 @@ most 1.5x a repeated call), and with every argument at its default ('llama-3.1-8
 fewest-chips search, whose evaluation of the count it finds is the answer; at 20fca62 the default
 was one chip, the same configuration).
 Targets (issue 33, against 20fca62 in the same run: --against 20fca62): estimate() <= 1/3 of its time,
-serve() <= 1/6 of its CPU time per call (serve_open: the open loop with its tails, beside the same revisions).
+serve() <= 1/6 of its CPU time per call (serve_open: the open loop with its tails, beside the same revisions);
+the simulator's KV-bound case (simulate) <= 1 s per 2,000 requests.
 Earlier: estimate() on the README example <= 20 us median; streamed sweep of 1e7 >= 15 M
 configurations/s with peak RSS <= 400 MB; DataFrame sweep of 1e7 >= 5 M/s with peak memory
 <= 1.5x the table; the 212k-configuration grid of 2 models x 5 devices x 4 dtypes >= 5 M/s;
@@ -171,6 +172,17 @@ def serve_open_us(blocks: int = 9, per_block: int = 5) -> dict:
                                       prompt_tokens=1024, output_tokens=256), blocks, per_block)
 
 
+def simulate_s(repeats: int = 3) -> dict:
+    """The simulator's KV-bound case (issue 33: <= 1 s per 2,000 requests): 1,024 clients in a
+    closed loop on one H100 (8B, the defaults' lengths), 2,000 requests, prompts waiting for KV room
+    and preemptions every few steps; the median of `repeats` runs' CPU and wall seconds."""
+    import membound as mb
+    one = lambda: mb.serve("llama-3.1-8b", "h100-sxm", concurrency=1024, engine="simulate", n_requests=2000)  # noqa: E731
+    one()
+    runs = [timed(one) for _ in range(repeats)]
+    return dict(sim_wall_s=statistics.median(w for w, _ in runs), sim_cpu_s=statistics.median(c for _, c in runs))
+
+
 def _per_call(one, blocks: int, per_block: int) -> dict:
     """The median over blocks of `per_block` calls of one() of their CPU and wall time per call (us)."""
     for _ in range(5):
@@ -273,6 +285,11 @@ def _print(case: str, label: str, r: dict, bases: dict) -> None:
         print(f"{tag}serve(), open loop, 8B on 1 x H100, Poisson 5 requests/s (vllm, 1024/256, with tails): "
               f"{r['serve_cpu_us']:.0f} us CPU per call (median of blocks; wall {r['serve_wall_us']:.0f} us), "
               f"{r['python_calls']:.0f} Python calls; load {r['load']:.1f}{vs}")
+    elif case == "simulate":
+        vs = _vs(bases, "sim_cpu_s", r, " (CPU)")
+        print(f"{tag}simulator, 2,000 requests, 1,024 clients on one H100 (8B, KV-bound, preempting): "
+              f"{r['sim_cpu_s']:.3f} s CPU (median of 3; wall {r['sim_wall_s']:.3f} s; target <= 1 s); load "
+              f"{r['load']:.1f}{vs}")
     elif case == "stream":
         print(f"{tag}streamed sweep, 1e7 (reduce): {r['ratio']:.3f}x the bare 128-op numpy pass in wall time, "
               f"{r['cpu_ratio']:.3f}x in CPU time (goal >= 0.3x); {r['rate'] / 1e6:.2f} M configurations/s "
@@ -295,14 +312,14 @@ def _print(case: str, label: str, r: dict, bases: dict) -> None:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--only", default="estimate,serve,serve_open,stream,frame,groups,dask")
+    ap.add_argument("--only", default="estimate,serve,serve_open,simulate,stream,frame,groups,dask")
     ap.add_argument("--against", help="git revisions to run beside this checkout, comma-separated (e.g. HEAD~1,main)")
     ap.add_argument("--case")
     args = ap.parse_args()
     if args.case:
         cases = {"stream": case_stream, "frame": case_frame, "groups": case_groups,
                  "estimate": lambda: estimate_us(20000), "serve": serve_us,
-                 "serve_open": serve_open_us}
+                 "serve_open": serve_open_us, "simulate": simulate_s}
         print(json.dumps(cases[args.case]()))
         return
     print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
@@ -316,9 +333,10 @@ def main():
         trees.append(_worktree(rev))
         sources[rev] = os.path.join(trees[-1], "src")
     try:
-        for case in ("estimate", "serve", "serve_open", "stream", "frame", "groups"):
+        for case in ("estimate", "serve", "serve_open", "simulate", "stream", "frame", "groups"):
             if case in args.only.split(","):
-                res = _median_runs(case, 1 if case in ("estimate", "serve", "serve_open") else args.runs, sources)
+                res = _median_runs(case, 1 if case in ("estimate", "serve", "serve_open", "simulate") else args.runs,
+                                   sources)
                 for label, r in res.items():
                     _print(case, label, r, {rev: res[rev] for rev in revisions} if label == "this checkout" else {})
     finally:
