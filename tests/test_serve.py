@@ -650,6 +650,9 @@ def test_a_launch_flags_lookahead_overrides_the_engines_and_adds_one_step_to_the
     for chip in ("h100-sxm", "h200", "b200", "mi300x"):
         assert recipe_scheduler("vllm", chip, "gpt-oss-120b", 4) == Scheduler(lookahead_steps=1)
     assert recipe_scheduler("vllm", "gb200", "gpt-oss-120b", 4) is None
+    # the MI300X Llama scripts pass --max-num-batched-tokens=131072; the other vLLM recipes keep 8192
+    assert recipe_scheduler("vllm", "mi300x", "llama-3.3-70b", 64) == Scheduler(lookahead_steps=1, token_budget=131072)
+    assert recipe_scheduler("vllm", "h200", "llama-3.3-70b", 64).token_budget is None
     assert recipe_scheduler("atom", "mi300x", "gpt-oss-120b", 4) is None
 
 

@@ -151,15 +151,19 @@ TRT_LLAMA_BATCH_WAIT = (20, 0.9)     # (batch_wait_timeout_iters, batch_wait_max
 # mid-step joins the step after the one already launched, one step ahead (Scheduler.lookahead_steps 1;
 # the engine's own default, without the flag, is 0: runtime vllm's served block).
 RECIPE_ASYNC_SCHEDULING = {("vllm", hw) for hw in ("h100-sxm", "h200", "b200", "mi300x")}   # profile names
+# Token budgets a recipe sets other than the engine's 8192 (vLLM --max-num-batched-tokens): the MI300X
+# Llama-3.3-70B scripts pass 131072 (70b_fp8_mi300x_{slurm,docker}.sh, every version from 2025-09-24 to
+# 2025-10-30), so an 8k prompt never splits into chunks there
+RECIPE_TOKEN_BUDGET = {("vllm", "llama-3.3-70b", "mi300x"): 131072}
 
 
 def recipe_scheduler(framework: str, device: str, model: str, conc: int, *, isl: int = 0, osl: int = 0,
                      tp: int = 1) -> Scheduler | None:
     """An aggregated row's scheduler flags its recipe sets beyond the runtime's defaults
-    (RECIPE_RECV_INTERVAL, RECIPE_TRT_LLAMA, RECIPE_ASYNC_SCHEDULING; device: the profile name;
-    isl, osl: the nominal lengths), or None."""
+    (RECIPE_RECV_INTERVAL, RECIPE_TRT_LLAMA, RECIPE_ASYNC_SCHEDULING, RECIPE_TOKEN_BUDGET; device: the
+    profile name; isl, osl: the nominal lengths), or None."""
     if (framework, device) in RECIPE_ASYNC_SCHEDULING:
-        return Scheduler(lookahead_steps=1)
+        return Scheduler(lookahead_steps=1, token_budget=RECIPE_TOKEN_BUDGET.get((framework, model, device)))
     if (framework, model, device) in RECIPE_TRT_LLAMA:
         wait = TRT_LLAMA_BATCH_WAIT if (isl, osl) == (1024, 1024) and tp < 8 else (0, 0.0)
         return Scheduler(token_budget=TRT_LLAMA_TOKENS, batch_wait_steps=wait[0], batch_wait_ratio=wait[1])
