@@ -375,3 +375,36 @@ def test_streamed_sweep_equals_one_shot():
             want = whole
         _assert_same_bits(joined, want)
         assert sweep(**kw, chunk_size=size, reduce=lambda acc, c: (acc or 0) + len(c["batch"])) == len(whole["batch"])
+
+
+def test_dask_partitions_reuse_a_buffer_only_once_let_go(monkeypatch):
+    # A process keeps a partition's column buffer for the next partition, and writes it again
+    # only when nobody holds the last table any more: kept tables stay as they were, tables let
+    # go hand their buffer on (3 batches x 40 prompts x 40 outputs in partitions of 1,000 rows)
+    pytest.importorskip("dask.dataframe")
+    import dask
+    module = sys.modules["membound.planning.sweep"]
+    made = []
+    real = module._Columns.__init__
+
+    def counted(self, *a):
+        made.append(a[1])
+        real(self, *a)
+    monkeypatch.setattr(module._Columns, "__init__", counted)
+    monkeypatch.setattr(module, "_SPARE", [])
+    kw = dict(model="llama-3.1-8b", hardware="h100-sxm", batch=[1, 8, 64], prompt_tokens=list(range(0, 4000, 100)),
+              output_tokens=list(range(1, 2000, 50)), include_unfit=True)
+    lazy = sweep(**kw, engine="dask", chunk_size=1000)
+    n = lazy.npartitions
+    assert n >= 6
+    with dask.config.set(scheduler="synchronous"):
+        kept = [lazy.partitions[i].compute() for i in range(3)]
+        copies = [k.copy(deep=True) for k in kept]
+        made.clear()
+        lengths = [len(lazy.partitions[i].compute()) for i in range(3, n)]     # each let go at once
+    assert len([m for m in made if m > 0]) <= 2 < n - 3     # one or two buffers for all the rest
+    for k, c in zip(kept, copies):
+        pd.testing.assert_frame_equal(k, c)
+    whole = sweep(**kw)
+    assert sum(map(len, kept)) + sum(lengths) == len(whole)
+    pd.testing.assert_frame_equal(pd.concat(copies, ignore_index=True), whole.iloc[:sum(map(len, kept))])

@@ -25,7 +25,9 @@ import ctypes
 import functools
 import itertools
 import math
+import operator
 import sys
+import threading
 from typing import Any
 from dataclasses import dataclass, fields, replace
 
@@ -151,13 +153,15 @@ class _Bundle:
 
 
 _KNOB_FIELDS = tuple(f.name for f in fields(Knobs))
+_KNOBS = operator.attrgetter(*_KNOB_FIELDS)
+_KNOB_SHAPING = frozenset(i for i, k in enumerate(_KNOB_FIELDS) if k in _SHAPING)
+_BASE_SHAPING = frozenset(i for i, k in enumerate(ChipBase._fields) if k in _SHAPING)
 
 
-def _mark(name: str, value):
-    """A field's part of `_key`: float (the type) for a number a bundle may stack, else the value."""
-    if type(value) is float:
-        return float if name not in _SHAPING else repr(value)     # repr: 0.0 and -0.0 apart
-    return value
+def _marks(values: tuple, shaping: frozenset[int]) -> tuple:
+    """Fields' part of `_key`: float (the type) for a number a bundle may stack, else the value,
+    and the values of those that shape the physics (repr: 0.0 and -0.0 apart)."""
+    return tuple([float if type(v) is float else v for v in values]), tuple([repr(values[i]) for i in shaping])
 
 
 def _key(g: _Group):
@@ -165,11 +169,9 @@ def _key(g: _Group):
     the speculative set-up, whether priced and powered, and every field of the knobs and the chip
     but the formats' numbers. Groups with equal keys can share an evaluation (`_Bundle`)."""
     p = g.prepared
-    kn, base = p.knobs, p.chip_base
     key = (id(p.consts), id(p.hardware), id(p.eff), p.price is None, g.joules is None,
            tuple((k, repr(v) if type(v) in (float, int, bool) or v is None else id(v)) for k, v in p.extra.items()),
-           tuple([_mark(k, getattr(kn, k)) for k in _KNOB_FIELDS]),
-           tuple([_mark(k, v) for k, v in zip(ChipBase._fields, base)]))
+           _marks(_KNOBS(p.knobs), _KNOB_SHAPING), _marks(tuple(p.chip_base), _BASE_SHAPING))
     try:
         hash(key)
     except TypeError:       # a field holds an array or an unhashable object: not bundled
@@ -177,15 +179,15 @@ def _key(g: _Group):
     return key
 
 
-def _stacks(items: list, names) -> dict[str, Any]:
-    """{field: (G, 1, 1, 1) array} of the float fields whose values differ among `items`
-    (Knobs or ChipBase of groups with one `_key`)."""
+def _stacks(rows: list[tuple], names: tuple[str, ...], shaping: frozenset[int]) -> dict[str, Any]:
+    """{field: (G, 1, 1, 1) array} of the float fields whose values differ among `rows` (the
+    fields of the Knobs or ChipBase of groups with one `_key`)."""
     out = {}
-    for name in names:
-        values = [getattr(x, name) for x in items]
+    for i, (name, values) in enumerate(zip(names, zip(*rows))):
         v0 = values[0]
-        if type(v0) is float and name not in _SHAPING and not all(
-                v == v0 and math.copysign(1.0, v) == math.copysign(1.0, v0) for v in values[1:]):
+        if type(v0) is float and i not in shaping and (
+                values.count(v0) < len(values)
+                or v0 == 0.0 and any(math.copysign(1.0, v) != math.copysign(1.0, v0) for v in values)):
             out[name] = np.array(values)[:, None, None, None]
     return out
 
@@ -198,8 +200,9 @@ def _bundle(groups: tuple[_Group, ...]) -> _Bundle:
                      if any(g.consts[name] != g0.consts[name] for g in groups) else g0.consts[name])
               for name in g0.consts}
     joules = None if g0.joules is None else np.array([g.joules for g in groups])[:, None, None, None]
-    return _Bundle(groups, replace(p0.knobs, **_stacks([p.knobs for p in ps], _KNOB_FIELDS)),
-                   p0.chip_base._replace(**_stacks([p.chip_base for p in ps], ChipBase._fields)), consts, joules)
+    knobs = _stacks([_KNOBS(p.knobs) for p in ps], _KNOB_FIELDS, _KNOB_SHAPING)
+    base = _stacks([p.chip_base for p in ps], ChipBase._fields, _BASE_SHAPING)
+    return _Bundle(groups, replace(p0.knobs, **knobs), p0.chip_base._replace(**base), consts, joules)
 
 
 def _runs(groups: tuple[_Group, ...]) -> tuple[tuple[_Group, ...], ...]:
@@ -510,11 +513,13 @@ class _Columns:
         above = self._above[:size].reshape(shape)
         np.copyto(best, r[f"{BOUNDS[0]}_s"])
         code.fill(0)
+        last = len(BOUNDS) - 1
         for i, k in enumerate(BOUNDS[1:], 1):
             term = r[f"{k}_s"]
             np.greater(term, best, out=above)
-            np.putmask(code, above, i)
-            np.maximum(best, term, out=best)
+            np.copyto(code, i, where=above, casting="unsafe")    # twice putmask's speed here
+            if i < last:
+                np.maximum(best, term, out=best)
         return code
 
     def table(self, as_frame):
@@ -618,15 +623,43 @@ def _chunks(plan: _Plan, chunk_size: int):
     yield cols
 
 
+_SPARE: list[_Columns] = []     # a process's column buffers kept between dask partitions (`_partition`)
+_SPARE_LOCK = threading.Lock()
+_SPARES = 2                     # at most this many, the most recent: a worker thread's last partition each
+
+
+def _spare_columns(schema: _Schema, capacity: int) -> _Columns:
+    """Columns for a partition of `capacity` rows: a kept buffer whose last table nobody holds any
+    more (`_Columns.released`), else a new one. A new buffer of a million rows (about 200 MB)
+    page-faults its memory in as it is first written, and the allocator returns it to the system
+    when freed, so each partition paid that again: about a third of a partition's time."""
+    with _SPARE_LOCK:
+        for c in _SPARE:
+            if c.capacity >= capacity and c.schema == schema and c.released():
+                _SPARE.remove(c)        # this partition's alone until it is kept again
+                c.rows = c.dropped = 0
+                return c
+    return _Columns(schema, capacity)
+
+
+def _keep_spare(cols: _Columns) -> None:
+    with _SPARE_LOCK:
+        _SPARE.append(cols)
+        del _SPARE[:-_SPARES]
+
+
 def _partition(part: tuple, schema: _Schema, columns=None):
     """One dask partition: a group over a run of blocks ((B, S, T) slices), as a pandas DataFrame
-    of the columns dask asks for (it pushes a column selection down to here)."""
+    of the columns dask asks for (it pushes a column selection down to here). Its columns are
+    views of a buffer the process keeps for a later partition once this table is let go."""
     g, blocks = part
     _settle_allocator()
-    cols = _Columns(schema.select(columns), sum(B.size * S.size * T.size for B, S, T in blocks))
+    cols = _spare_columns(schema.select(columns), sum(B.size * S.size * T.size for B, S, T in blocks))
     for B, S, T in blocks:
         cols.add(g, B, S, T)
-    return cols.table(True)
+    table = cols.table(True)
+    _keep_spare(cols)
+    return table
 
 
 def _dask_frame(plan: _Plan, partition_size: int):
