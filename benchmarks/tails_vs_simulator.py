@@ -9,7 +9,13 @@ Poisson arrivals and lengths drawn from the same distributions (the first tenth 
 warm-up, left out). The model and the simulator share the step physics, so the comparison isolates
 the queueing, interference and length-spread terms of the tail model. Not a timed benchmark.
 
+--measured: instead, the model's percentiles at the rate each Server / Interactive row of the select
+families (data/mlperf_split.csv: forms are chosen on them, so these are validation figures) ran, per
+engine instance of the model's layout, beside the load generator's measured p50 and p99 (the CSV's
+latency columns, rounds v4.1 to v6.0; the median over the rows of a benchmark, round and scenario).
+
     python benchmarks/tails_vs_simulator.py [--requests 2000] [--seeds 3] [--loads 0.3,0.5,0.8,0.9]
+    python benchmarks/tails_vs_simulator.py --measured
 """
 from __future__ import annotations
 
@@ -63,13 +69,49 @@ def spread(sims: list, i: int, q: float, scale: float) -> str:
     return f"{min(v):.3g}..{max(v):.3g}"
 
 
+def measured() -> None:
+    """The model's p50 / p99 at the measured rates of the select families' Server and Interactive rows."""
+    import pandas as pd
+    from membound.fidelity.split import mlperf_roles
+    select = sorted(f for f, role in mlperf_roles().items() if role == "select")
+    df = pd.read_csv(mv.mlperf_csv())
+    df = df[(df.division == "closed") & df.accel_family.isin(select) & df.scenario.isin(["Server", "Interactive"])
+            & df.ttft_p99_ms.notna() & df.model.isin(list(mv.load_benchmarks()))]
+    print("model vs measured at the measured rate: TTFT p50 / p99 in s, TPOT p50 / p99 in ms (validation: "
+          f"select families {', '.join(select)})")
+    for (bench_name, family, rnd), rows in df.groupby(["model", "accel_family", "round"]):
+        try:
+            sm, sched, bench, cap, lay = instance(bench_name, family, rnd)
+        except Exception as e:          # a row the validation cannot predict either
+            print(f"{bench_name} {family} {rnd}: {e}")
+            continue
+        for sc, g in rows.groupby("scenario"):
+            if sc in bench.mtp:         # the rules' speculative decoding: the tails of the plain engine do not apply
+                continue
+            rate = float(g.samples_per_s.median()) * lay.chips / float(g.n_accelerators.median())
+            try:
+                st = solve(sm, sched, bench.prompt.mean, bench.output.mean, arrival_rate=np.array([rate]))
+                t = tails(sm, sched, st, rate, bench.prompt, bench.output, beams=bench.beams)
+                got = f"{t.ttft[0]:.3g} / {t.ttft[2]:.3g} s, {1e3 * t.tpot[0]:.3g} / {1e3 * t.tpot[2]:.3g} ms"
+            except Exception:
+                got = "beyond the model's capacity"
+            print(f"  {bench_name} {family} {rnd} {sc} ({len(g)} rows), {rate:.3g} requests/s an instance "
+                  f"({rate / cap:.2f} of the model's saturation): model {got}; measured "
+                  f"{g.ttft_p50_ms.median() / 1e3:.3g} / {g.ttft_p99_ms.median() / 1e3:.3g} s, "
+                  f"{g.tpot_p50_ms.median():.3g} / {g.tpot_p99_ms.median():.3g} ms", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=2000)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--loads", default="0.3,0.5,0.8,0.9")
     ap.add_argument("--only", default="", help="benchmark names to run, comma-separated")
+    ap.add_argument("--measured", action="store_true", help="the model at the select families' measured rates")
     a = ap.parse_args(argv)
+    if a.measured:
+        measured()
+        return 0
     loads = [float(x) for x in a.loads.split(",")]
     print("p50 / p99, model vs simulator (seeds' range); TTFT in s, TPOT in ms; load = share of Offline saturation")
     for bench_name, family, rnd in CONFIGS:
