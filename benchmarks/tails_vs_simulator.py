@@ -9,10 +9,11 @@ Poisson arrivals and lengths drawn from the same distributions (the first tenth 
 warm-up, left out). The model and the simulator share the step physics, so the comparison isolates
 the queueing, interference and length-spread terms of the tail model. Not a timed benchmark.
 
---measured: instead, the model's percentiles at the rate each Server / Interactive row of the select
-families (data/mlperf_split.csv: forms are chosen on them, so these are validation figures) ran, per
-engine instance of the model's layout, beside the load generator's measured p50 and p99 (the CSV's
-latency columns, rounds v4.1 to v6.0; the median over the rows of a benchmark, round and scenario).
+--measured: instead, the load generator's measured p50 and p99 of the select families' Server and
+Interactive rows (data/mlperf_split.csv: forms are chosen on them, so these are validation figures; the
+CSV's latency columns, rounds v4.1 to v6.0; the median over the rows of a benchmark, round and scenario)
+beside the model's at the same load (the rows' rate over the round's measured Offline rate, applied to
+the model's saturation: the Offline error taken out) and at the rate the rows ran.
 
     python benchmarks/tails_vs_simulator.py [--requests 2000] [--seeds 3] [--loads 0.3,0.5,0.8,0.9]
     python benchmarks/tails_vs_simulator.py --measured
@@ -20,6 +21,7 @@ latency columns, rounds v4.1 to v6.0; the median over the rows of a benchmark, r
 from __future__ import annotations
 
 import argparse
+import math
 
 import numpy as np
 
@@ -69,36 +71,51 @@ def spread(sims: list, i: int, q: float, scale: float) -> str:
     return f"{min(v):.3g}..{max(v):.3g}"
 
 
+def _at(sm, sched, bench, rate: float) -> str:
+    """The model's TTFT and TPOT p50 / p99 at `rate` requests/s, as text."""
+    try:
+        st = solve(sm, sched, bench.prompt.mean, bench.output.mean, arrival_rate=np.array([rate]))
+        t = tails(sm, sched, st, rate, bench.prompt, bench.output, beams=bench.beams)
+    except Exception:
+        return "beyond the model's capacity"
+    return f"{t.ttft[0]:.3g} / {t.ttft[2]:.3g} s, {1e3 * t.tpot[0]:.3g} / {1e3 * t.tpot[2]:.3g} ms"
+
+
 def measured() -> None:
-    """The model's p50 / p99 at the measured rates of the select families' Server and Interactive rows."""
+    """The model's p50 / p99 beside the select families' measured Server and Interactive percentiles:
+    at the rate the rows ran (an instance's share of it), and at the same share of the model's own
+    saturation as the rows' rate is of the same round's measured Offline rate (the Offline error taken
+    out: what the tails alone give at that load)."""
     import pandas as pd
     from membound.fidelity.split import mlperf_roles
     select = sorted(f for f, role in mlperf_roles().items() if role == "select")
     df = pd.read_csv(mv.mlperf_csv())
-    df = df[(df.division == "closed") & df.accel_family.isin(select) & df.scenario.isin(["Server", "Interactive"])
-            & df.ttft_p99_ms.notna() & df.model.isin(list(mv.load_benchmarks()))]
-    print("model vs measured at the measured rate: TTFT p50 / p99 in s, TPOT p50 / p99 in ms (validation: "
-          f"select families {', '.join(select)})")
+    df = df[(df.division == "closed") & df.accel_family.isin(select) & df.model.isin(list(mv.load_benchmarks()))]
+    per_accel = df.samples_per_s / df.n_accelerators
+    print("model vs measured: TTFT p50 / p99 in s, TPOT p50 / p99 in ms (validation: select families "
+          f"{', '.join(select)}); model at the measured rate, and at the measured load (the rows' rate over "
+          "the round's measured Offline rate) of its own saturation")
     for (bench_name, family, rnd), rows in df.groupby(["model", "accel_family", "round"]):
+        lat = rows[rows.scenario.isin(["Server", "Interactive"]) & rows.ttft_p99_ms.notna()]
+        offline = per_accel[rows[rows.scenario == "Offline"].index]
+        if lat.empty:
+            continue
         try:
             sm, sched, bench, cap, lay = instance(bench_name, family, rnd)
         except Exception as e:          # a row the validation cannot predict either
-            print(f"{bench_name} {family} {rnd}: {e}")
+            print(f"  {bench_name} {family} {rnd}: {e}")
             continue
-        for sc, g in rows.groupby("scenario"):
+        for sc, g in lat.groupby("scenario"):
             if sc in bench.mtp:         # the rules' speculative decoding: the tails of the plain engine do not apply
                 continue
-            rate = float(g.samples_per_s.median()) * lay.chips / float(g.n_accelerators.median())
-            try:
-                st = solve(sm, sched, bench.prompt.mean, bench.output.mean, arrival_rate=np.array([rate]))
-                t = tails(sm, sched, st, rate, bench.prompt, bench.output, beams=bench.beams)
-                got = f"{t.ttft[0]:.3g} / {t.ttft[2]:.3g} s, {1e3 * t.tpot[0]:.3g} / {1e3 * t.tpot[2]:.3g} ms"
-            except Exception:
-                got = "beyond the model's capacity"
-            print(f"  {bench_name} {family} {rnd} {sc} ({len(g)} rows), {rate:.3g} requests/s an instance "
-                  f"({rate / cap:.2f} of the model's saturation): model {got}; measured "
+            rate = float(per_accel[g.index].median()) * lay.chips
+            load = float(per_accel[g.index].median() / offline.median()) if len(offline) else math.nan
+            same = _at(sm, sched, bench, load * cap) if math.isfinite(load) else "no Offline row"
+            print(f"  {bench_name} {family} {rnd} {sc} ({len(g)} rows): measured "
                   f"{g.ttft_p50_ms.median() / 1e3:.3g} / {g.ttft_p99_ms.median() / 1e3:.3g} s, "
-                  f"{g.tpot_p50_ms.median():.3g} / {g.tpot_p99_ms.median():.3g} ms", flush=True)
+                  f"{g.tpot_p50_ms.median():.3g} / {g.tpot_p99_ms.median():.3g} ms at {load:.2f} of Offline; model "
+                  f"{same} there; {_at(sm, sched, bench, rate)} at the measured rate ({rate / cap:.2f} of its "
+                  "saturation)", flush=True)
 
 
 def main(argv=None) -> int:
