@@ -656,6 +656,23 @@ def test_a_launch_flags_lookahead_overrides_the_engines_and_adds_one_step_to_the
     assert recipe_scheduler("atom", "mi300x", "gpt-oss-120b", 4) is None
 
 
+def test_the_trt_gpt_oss_and_deepseek_recipes_token_budgets():
+    # InferenceX gptoss_fp4_{h200,b200}_trt_slurm.sh: --max_num_tokens 20000; dsr1_fp*_{h200,b200}_trt_slurm.sh:
+    # MAX_NUM_TOKENS=$(( ($CONC+$ISL+64+63)/64*64 )): 64 clients at 1k: (64 + 1024 + 127) // 64 = 18 -> 1152;
+    # 4 clients at 8k: (4 + 8192 + 127) // 64 = 130 -> 8320. The running sequences are capped by the smaller
+    # of that and the engine's max batch (2048, trtllm-serve's default); the MTP scripts size it otherwise.
+    from membound.serving import Scheduler
+    from membound.fidelity.serve_validate import recipe_scheduler
+    assert recipe_scheduler("trtllm", "h200", "gpt-oss-120b", 64) == Scheduler(token_budget=20000)
+    assert recipe_scheduler("trtllm", "b200", "gpt-oss-120b", 4) == Scheduler(token_budget=20000)
+    assert recipe_scheduler("trtllm", "h200", "deepseek-r1", 64, isl=1024) == Scheduler(token_budget=1152,
+                                                                                       max_running=1152)
+    assert recipe_scheduler("trtllm", "b200", "deepseek-r1", 4, isl=8192) == Scheduler(token_budget=8320,
+                                                                                      max_running=2048)
+    assert recipe_scheduler("trtllm", "h200", "deepseek-r1", 64, isl=1024, mtp=True) is None
+    assert recipe_scheduler("trtllm", "gb200", "gpt-oss-120b", 64) is None
+
+
 def test_a_subnormal_arrival_rate_prices_no_cost_rather_than_infinity():
     # 2.2e-309 requests/s x 128 output tokens = 2.8e-307 tok/s; an H100's price (dollars/hour) / 3600 / 2.8e-307
     # x 1e6 is above the largest float (1.8e308), so there is no finite cost to report: None, never inf

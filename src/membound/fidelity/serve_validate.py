@@ -49,6 +49,7 @@ from .reference import data_set_csv, reference_dir, PROGRESS_ROWS
 from ..base.safeio import Column, read_typed_frame, csv_frame, check_output_path
 from ..base.progress import track
 from ..catalog.hardware import load_hardware
+from ..catalog.runtime import load_runtime
 from . import split
 from importlib import resources
 from pathlib import Path
@@ -155,15 +156,45 @@ RECIPE_ASYNC_SCHEDULING = {("vllm", hw) for hw in ("h100-sxm", "h200", "b200", "
 # Llama-3.3-70B scripts pass 131072 (70b_fp8_mi300x_{slurm,docker}.sh, every version from 2025-09-24 to
 # 2025-10-30), so an 8k prompt never splits into chunks there
 RECIPE_TOKEN_BUDGET = {("vllm", "llama-3.3-70b", "mi300x"): 131072}
+# TensorRT-LLM's --max_num_tokens in the gpt-oss and DeepSeek-R1 recipes of the rows' chips (its served
+# block's 8192 otherwise; per rank under attention DP, as the engine takes it): gpt-oss-120b 20000
+# (gptoss_fp4_h200_trt_slurm.sh every version 2025-09-28 .. 2026-01-21, `--max_num_tokens 20000`;
+# gptoss_fp4_b200_trt_slurm.sh 2025-10-20 .. 2025-12-02, MAX_NUM_TOKENS=20000); DeepSeek-R1 without MTP
+# ceil((conc + isl + 64) / 64) x 64, the nominal isl (dsr1_fp8_h200_trt_slurm.sh, dsr1_fp8_b200_trt_slurm.sh,
+# dsr1_fp4_b200_trt_slurm.sh, every version 2025-10-29 .. 2025-11-21: MAX_NUM_TOKENS=$(( ($CONC+$ISL+64+63)
+# /64*64 ))): a step takes one whole prompt beside the decodes. Their MTP scripts size it otherwise
+# ((MTP+1) x max batch + isl ...) and are left at the engine's value.
+RECIPE_TRT_TOKENS = {("trtllm", "gpt-oss-120b", hw): 20000 for hw in ("h200", "b200")}
+RECIPE_TRT_DSR1 = {("trtllm", "deepseek-r1", hw) for hw in ("h200", "b200")}
+
+
+def _served_max_running(runtime: str) -> int:
+    served = load_runtime(runtime).served
+    assert served is not None, f"{runtime} has no served block"
+    return int(served.max_running)
+
+
+def trt_dsr1_tokens(conc: int, isl: int) -> int:
+    """The DeepSeek-R1 TensorRT-LLM recipes' max_num_tokens: (conc + isl + 64 + 63) // 64 x 64."""
+    return (conc + isl + 64 + 63) // 64 * 64
 
 
 def recipe_scheduler(framework: str, device: str, model: str, conc: int, *, isl: int = 0, osl: int = 0,
-                     tp: int = 1) -> Scheduler | None:
+                     tp: int = 1, mtp: bool = False) -> Scheduler | None:
     """An aggregated row's scheduler flags its recipe sets beyond the runtime's defaults
-    (RECIPE_RECV_INTERVAL, RECIPE_TRT_LLAMA, RECIPE_ASYNC_SCHEDULING, RECIPE_TOKEN_BUDGET; device: the
-    profile name; isl, osl: the nominal lengths), or None."""
+    (RECIPE_RECV_INTERVAL, RECIPE_TRT_LLAMA, RECIPE_ASYNC_SCHEDULING, RECIPE_TOKEN_BUDGET,
+    RECIPE_TRT_TOKENS, RECIPE_TRT_DSR1; device: the profile name; isl, osl: the nominal lengths; mtp: a
+    row with MTP drafts, whose recipes differ), or None."""
+    key = (framework, model, device)
     if (framework, device) in RECIPE_ASYNC_SCHEDULING:
-        return Scheduler(lookahead_steps=1, token_budget=RECIPE_TOKEN_BUDGET.get((framework, model, device)))
+        return Scheduler(lookahead_steps=1, token_budget=RECIPE_TOKEN_BUDGET.get(key))
+    if key in RECIPE_TRT_TOKENS:
+        return Scheduler(token_budget=RECIPE_TRT_TOKENS[key])
+    if key in RECIPE_TRT_DSR1 and not mtp:
+        # a step carries at most the budget's decode tokens: the engine's max batch (trtllm-serve's default,
+        # the served block's max_running) caps the running sequences only where it is the smaller
+        budget = trt_dsr1_tokens(conc, isl)
+        return Scheduler(token_budget=budget, max_running=min(budget, _served_max_running(RUNTIMES[framework])))
     if (framework, model, device) in RECIPE_TRT_LLAMA:
         wait = TRT_LLAMA_BATCH_WAIT if (isl, osl) == (1024, 1024) and tp < 8 else (0, 0.0)
         return Scheduler(token_budget=TRT_LLAMA_TOKENS, batch_wait_steps=wait[0], batch_wait_ratio=wait[1])
@@ -384,7 +415,7 @@ def _served_row(r: Any, kinds: tuple[str, ...], drafters: dict[tuple[str, int], 
         date=str(r.date_est), kind=kind, fitted=device in FIT_HARDWARE, spec=spec, pools=pools,
         scheduler=(WIDE_EP_DECODE.get((r.framework, device)) if layout.ep > 1 else None) if pools
         else recipe_scheduler(r.framework, device, model, int(r.conc), isl=int(r.isl_nominal),
-                              osl=int(r.osl_nominal), tp=int(r.tp)), runs=_runs(r))
+                              osl=int(r.osl_nominal), tp=int(r.tp), mtp=kind == "mtp"), runs=_runs(r))
 
 
 def _runs(r: Any) -> float:
