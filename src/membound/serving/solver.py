@@ -27,6 +27,11 @@ CLUMP_ROUNDS = 2
 ROOT_POINTS, ROOT_ROUNDS = 24, 7
 ROOT_STEPS = np.linspace(0.0, 1.0, ROOT_POINTS)
 GUESS_STEPS = 12
+# the rounds `_root_ahead` predicts beyond the known one from its first, coarse grid (points 2.46x
+# apart over 1e9): its crossing is good to about the next round's bracket (4% wide; the one after
+# is 0.17%). Measured on 237 open-loop solves: 1 to 3 rounds of the 6 predicted held, and predicting
+# 1 takes as many evaluations (3.11 on average) on 198 points in all instead of 287
+FIRST_AHEAD = 1
 
 
 def _poisson_mix(means, weights, n: int):
@@ -763,7 +768,8 @@ def _root_ahead(state, test, lo, hi, arg, points: int = ROOT_POINTS, rounds: int
     b, and a margin continuous in b, positive where below is (its zero is where below turns).
     The first evaluation takes the first round's grid and hi. Each later one takes the round whose
     bracket is known and, after it, the rounds as they would go were the root where the margin's
-    last values put it (`_predicted_root`, `_brackets`), and that root's point; the rounds are
+    last values put it (`_predicted_root`, `_brackets`; from the first grid's crossing, FIRST_AHEAD
+    of them), and that root's point; the rounds are
     checked one after the other as `_root` takes them (each on its own grid, counted alike), the
     first whose bracket the prediction missed ending the count. Every round `_root` takes is thus
     evaluated on its own grid, so the answer is `_root`'s where a point's figures do not depend on
@@ -775,7 +781,7 @@ def _root_ahead(state, test, lo, hi, arg, points: int = ROOT_POINTS, rounds: int
     shape = np.shape(arg)
     lo, hi, arg = (np.atleast_1d(np.asarray(v, float)) for v in (lo, hi, arg))
     j = np.linspace(0.0, 1.0, points)
-    chain, last, at_hi, at_beside = [(lo, hi)], hi, None, None
+    chain, last, at_hi, at_beside, first = [(lo, hi)], hi, None, None, True
     extra = np.empty((arg.size, 0))
     for _ in range(rounds):
         grids = [lo_[:, None] * (hi_ / lo_)[:, None] ** j for lo_, hi_ in chain]
@@ -803,7 +809,9 @@ def _root_ahead(state, test, lo, hi, arg, points: int = ROOT_POINTS, rounds: int
         guess = _predicted_root(grid[0], margin[0, i * points:(i + 1) * points], k, flags[0, i * points])
         ahead = [(np.array([a]), np.array([c])) for a, c in _brackets(float(lo[0]), float(hi[0]), guess, j, rounds)]
         after = ahead.pop()           # the rounds left, and the bracket they leave
-        chain, last = [(lo, hi), *ahead], np.sqrt(after[0] * after[1])
+        if first and 0.0 < guess < math.inf:      # a crossing read off the coarse first grid
+            ahead = ahead[:FIRST_AHEAD]
+        chain, last, first = [(lo, hi), *ahead], np.sqrt(after[0] * after[1]), False
     raise AssertionError("unreachable: each evaluation takes at least one round")
 
 
