@@ -396,8 +396,8 @@ def test_notes_name_the_chips_a_published_figure_needs_and_the_vendor_software()
     """Llama 3 8B on SN40L: one socket holds it in HBM (16 GB < 64 GB), the default count. The
     published 1,000 tok/s (hw-025, count not stated) is 1,000 / predicted tokens a pass there; no
     count up to the rack's 16 sockets reaches it (tp 16: 16 GB / 16 from HBM at 1.6 TB/s x 0.75 is
-    0.84 ms before the all-reduces), so the note says so, with the fastest count it tried. The May 2024 software (sambanova-2024) is
-    given its own prediction of the same call."""
+    0.84 ms before the all-reduces), so the note says so, with the fastest count it tried. The May
+    2024 software (sambanova-2024) is given its own prediction of the same call."""
     r, lines = _notes(model="llama-3-8b", hardware="sambanova-sn40l")
     assert r.n_chips == 1
     at = {n: mb.estimate("llama-3-8b", "sambanova-sn40l", n_chips=n).decode_tok_s_per_user for n in (8, 16)}
