@@ -10,9 +10,14 @@ a million rows); the cluster computes `sweep(engine="dask")` with the same parti
 
 Printed beside each other, from interleaved runs (medians):
 - wall seconds of each, and their ratio (the figure: cluster speed-up over one process);
-- CPU seconds: the local process's own, and the two workers' together (getrusage in each worker
-  before and after). Their difference over the local CPU is what a partition costs beyond its
-  work on the cluster (scheduling, pickling the plan, moving results): the partitions' fixed cost.
+- CPU seconds: the local run's own (its thread's: the process also runs the cluster's scheduler),
+  and the two workers' together (getrusage in each worker before and after). Their difference
+  over the local CPU is what a partition costs beyond its work on the cluster (scheduling,
+  pickling the plan, moving results): the partitions' fixed cost.
+  An idle worker spends CPU too (heartbeats, dask's statistical profiler every 10 ms), in
+  proportion to wall time, so on a loaded machine that raw difference grows with the load: the
+  workers' idle CPU per wall second is measured in the same run (5 s doing nothing) and the
+  fixed cost is also given less that rate x the cluster's wall time.
 On a machine shared with other work, wall times move with the load average (printed); a
 worker process gets its own share of the CPUs, so the wall ratio can exceed the CPU ratio.
 
@@ -49,8 +54,21 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _thread_cpu() -> float:
+    """This thread's CPU seconds: the local run's own, without the scheduler and client threads
+    that the LocalCluster runs in this process."""
+    return time.thread_time()
+
+
 def _keep(chunk):
     return chunk[(chunk.ttft_s <= 2.0) & (chunk.decode_tok_s_per_user >= 30.0)]
+
+
+def idle_cpu_rate(client, seconds: float = 5.0) -> float:
+    """The workers' CPU seconds per wall second, both together, while they run nothing."""
+    before, t = sum(client.run(_cpu).values()), time.perf_counter()
+    time.sleep(seconds)
+    return (sum(client.run(_cpu).values()) - before) / (time.perf_counter() - t)
 
 
 def local_run(g: dict) -> tuple[float, float, int]:
@@ -65,9 +83,9 @@ def local_run(g: dict) -> tuple[float, float, int]:
         both = top if best is None else pd.concat([best, top])
         return n + len(chunk), both.nlargest(10, "decode_tok_s_total")
 
-    t, c = time.perf_counter(), _cpu()
+    t, c = time.perf_counter(), _thread_cpu()
     n, _ = mb.sweep(**g, include_unfit=True, chunk_size=CHUNK, reduce=fold)
-    return time.perf_counter() - t, _cpu() - c, n
+    return time.perf_counter() - t, _thread_cpu() - c, n
 
 
 def cluster_run(client, g: dict) -> tuple[float, float, int]:
@@ -124,6 +142,7 @@ def main():
     try:
         cluster_run(client, grid(2))           # warm: imports and data files in each worker
         local_run(grid(2))
+        idle = idle_cpu_rate(client)
         loc, clu, loads = [], [], []
         for _ in range(args.runs):
             loads.append(os.getloadavg()[0])
@@ -138,9 +157,12 @@ def main():
               f"(load average {statistics.median(loads):.1f}):")
         print(f"  one process : {lw:6.1f} s wall, {lc:6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in loc)} s)")
         print(f"  2 workers   : {cw:6.1f} s wall, {cc:6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in clu)} s)")
+        busy = cc - idle * cw       # the workers' CPU less what they spend idle over that wall time
         print(f"  speed-up    : {lw / cw:.2f}x wall (goal >= 1.6x); CPU: the cluster spends {cc / lc:.2f}x the "
               f"process's CPU, so a partition costs {(cc - lc) / parts * 1e3:.0f} ms beyond its "
-              f"{lc / parts * 1e3:.0f} ms of work = {(cc - lc) / lc:.0%} (goal < 20%)")
+              f"{lc / parts * 1e3:.0f} ms of work = {(cc - lc) / lc:.0%} (goal < 20%); less the workers' idle "
+              f"CPU ({idle * 1e3:.0f} ms per wall second, both, measured in this run): "
+              f"{(busy - lc) / parts * 1e3:.0f} ms = {(busy - lc) / lc:.0%}")
         if args.pareto:
             r = pareto_run(client)
             print(f"1e9 Pareto front: {r['configurations']:,} configurations in {r['partitions']} partitions on the "

@@ -752,7 +752,8 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
     engine: "numpy" (here, now) or "dask": a lazy dask DataFrame of partitions of at most
     chunk_size rows, evaluated where it is computed (threads, processes, or a distributed
     cluster: `distributed.Client("tcp://scheduler:8786")` then `.compute()`); invalid inputs
-    still raise here. Needs the `dask` extra.
+    still raise here; a worker keeps its last two partitions' column buffers for the next ones
+    (docs/tour.md). Needs the `dask` extra.
     Returns a pandas DataFrame where pandas is installed (as_frame=False: a dict of arrays).
     """
     kw = dict(batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens, weight_dtype=weight_dtype,
