@@ -19,16 +19,18 @@ def _engine():
 
 def test_a_server_search_lands_on_the_limit():
     # Set the p99 TPOT limit to what the tail model gives at 40% of saturation: TPOT rises with the
-    # rate, so the search must land on that rate (within its bisection's 2^-12 of the bracket), with
-    # TPOT binding and its p99 on the limit.
+    # rate, so the search must land on that rate, with TPOT binding and its p99 on the limit. The p99 of
+    # the discrete mixture (chunk counts, lengths, work ahead) moves in steps of about 0.1-0.3% as the rate
+    # crosses its cells, not strictly monotone within a step: 0.9985 r0 gives 8.4418 ms, r0 8.4398 ms
+    # (main at 363ddac), so the search may stop up to a step below r0: 0.5%.
     sm, sched, _ = _engine()
     cap = saturation(sm, sched, PROMPT, OUT)
     r0 = 0.4 * cap
     t0 = tails(sm, sched, solve(sm, sched, PROMPT.mean, OUT.mean, arrival_rate=np.array([r0])), r0, PROMPT, OUT)
     got = search(sm, sched, PROMPT, OUT, {"tpot_p99_s": t0.tpot[2], "ttft_p99_s": 10.0})
-    assert got.rate == pytest.approx(r0, rel=2e-3)
+    assert got.rate == pytest.approx(r0, rel=5e-3)
     assert got.binding == "tpot_p99_s"
-    assert got.tpot[2] == pytest.approx(t0.tpot[2], rel=2e-3) and got.tpot[2] <= t0.tpot[2]
+    assert got.tpot[2] == pytest.approx(t0.tpot[2], rel=5e-3) and got.tpot[2] <= t0.tpot[2]
     assert got.output_tok_s == pytest.approx(got.rate * OUT.mean)     # completed tokens: rate x mean output
     # the public entry point builds the same engine
     pub = mb.max_rate("llama-3.1-8b", "h100-sxm", slo={"tpot_p99_s": t0.tpot[2], "ttft_p99_s": 10.0},
