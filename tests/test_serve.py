@@ -548,7 +548,12 @@ def test_a_scheduler_that_takes_requests_every_k_steps_makes_them_wait_half_of_k
     assert recipe_scheduler("sglang", "b200", "deepseek-r1", 16).recv_interval_steps == 30
     assert recipe_scheduler("sglang", "b200", "deepseek-r1", 8).recv_interval_steps == 10
     assert recipe_scheduler("sglang", "mi300x", "deepseek-r1", 64).recv_interval_steps == 4
-    assert recipe_scheduler("sglang", "h200", "deepseek-r1", 64) is None
+    # H200's recipe polls every step, but sets its own chunk and running limit (dsr1_fp8_h200*.sh):
+    # --chunked-prefill-size 32768, --max-running-requests 512 at 1k/1k and 256 otherwise; its MTP rows: none
+    assert recipe_scheduler("sglang", "h200", "deepseek-r1", 64) == Scheduler(token_budget=32768, max_running=256)
+    assert recipe_scheduler("sglang", "h200", "deepseek-r1", 64, isl=1024, osl=1024) == Scheduler(
+        token_budget=32768, max_running=512)
+    assert recipe_scheduler("sglang", "h200", "deepseek-r1", 64, mtp=True) is None
     assert recipe_scheduler("vllm", "b200", "deepseek-r1", 64) == Scheduler(lookahead_steps=1)
 
 

@@ -168,6 +168,18 @@ RECIPE_TRT_TOKENS = {("trtllm", "gpt-oss-120b", hw): 20000 for hw in ("h200", "b
 RECIPE_TRT_DSR1 = {("trtllm", "deepseek-r1", hw) for hw in ("h200", "b200")}
 
 
+# SGLang's DeepSeek-R1 recipe on H200 (the fit chip): --chunked-prefill-size 32768, --max-running-requests
+# 512 at 1k/1k and 256 otherwise (dsr1_fp8_h200_slurm.sh and dsr1_fp8_h200.sh, then
+# single_node/dsr1_fp8_h200.sh: every version from 2025-09-19 to 2026-05-12; the rows are dated 2025-10 ..
+# 2026-03). The B200 and MI300X recipes changed theirs inside their rows' window (B200 128 / 32768, then by
+# concurrency; MI300X 196608, then 131072) and the MTP rows run other scripts: not entered, those rows
+# keep the engine's values.
+RECIPE_SGLANG_H200 = ("sglang", "deepseek-r1", "h200")
+SGLANG_H200_CHUNK = 32768
+SGLANG_H200_RUNNING = {(1024, 1024): 512}   # else 256
+SGLANG_H200_RUNNING_ELSE = 256
+
+
 def _served_max_running(runtime: str) -> int:
     served = load_runtime(runtime).served
     assert served is not None, f"{runtime} has no served block"
@@ -183,7 +195,7 @@ def recipe_scheduler(framework: str, device: str, model: str, conc: int, *, isl:
                      tp: int = 1, mtp: bool = False) -> Scheduler | None:
     """An aggregated row's scheduler flags its recipe sets beyond the runtime's defaults
     (RECIPE_RECV_INTERVAL, RECIPE_TRT_LLAMA, RECIPE_ASYNC_SCHEDULING, RECIPE_TOKEN_BUDGET,
-    RECIPE_TRT_TOKENS, RECIPE_TRT_DSR1; device: the profile name; isl, osl: the nominal lengths; mtp: a
+    RECIPE_TRT_TOKENS, RECIPE_TRT_DSR1, RECIPE_SGLANG_H200; device: the profile name; isl, osl: the nominal lengths; mtp: a
     row with MTP drafts, whose recipes differ), or None."""
     key = (framework, model, device)
     if (framework, device) in RECIPE_ASYNC_SCHEDULING:
@@ -198,6 +210,9 @@ def recipe_scheduler(framework: str, device: str, model: str, conc: int, *, isl:
     if (framework, model, device) in RECIPE_TRT_LLAMA:
         wait = TRT_LLAMA_BATCH_WAIT if (isl, osl) == (1024, 1024) and tp < 8 else (0, 0.0)
         return Scheduler(token_budget=TRT_LLAMA_TOKENS, batch_wait_steps=wait[0], batch_wait_ratio=wait[1])
+    if key == RECIPE_SGLANG_H200 and not mtp:
+        return Scheduler(token_budget=SGLANG_H200_CHUNK,
+                         max_running=SGLANG_H200_RUNNING.get((isl, osl), SGLANG_H200_RUNNING_ELSE))
     steps = RECIPE_RECV_INTERVAL.get((framework, model, device))
     if steps is None:
         return None
