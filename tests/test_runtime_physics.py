@@ -291,11 +291,17 @@ def test_a_per_layer_floor_in_cycles_takes_less_time_on_a_faster_clock():
     # a decode step of llama-2-7b (32 layers) pays 32 x 7.9365e-5 = 2.5397e-3 s of it on the 4090
     r = mb.estimate("llama-2-7b", "rtx-4090", output_tokens=1, weight_dtype="fp16", runtime=rt)
     assert r.step_terms_s["overhead"] == pytest.approx(32 * 2e5 / 2.52e9, rel=1e-9)
-    # a profile without a clock is timed at efficiency.DEFAULT_CLOCK_HZ, 1.8 GHz: 2e5 / 1.8e9 s
+    # a profile without a clock (the H20's fp32 rate implies no Hopper clock) is timed at
+    # efficiency.DEFAULT_CLOCK_HZ, 1.8 GHz: 2e5 / 1.8e9 s
     from membound.physics.efficiency import DEFAULT_CLOCK_HZ
+    h20 = mb.load_hardware("h20")
+    assert h20.clock_hz is None and DEFAULT_CLOCK_HZ == 1.8e9
+    assert efficiency(rt, h20).per_layer_overhead_s == pytest.approx(2e5 / 1.8e9, rel=1e-12)
+    # DGX Spark's GB10 runs 6144 CUDA cores at the clock its fp32 rate implies: 31e12 / (2 x 6144) =
+    # 2.5228e9, given as 2.52 GHz; 2e5 cycles there last 2e5 / 2.52e9 = 79.37 us, not 2e5 / 1.8e9 = 111.1 us
     spark = mb.load_hardware("dgx-spark")
-    assert spark.clock_hz is None and DEFAULT_CLOCK_HZ == 1.8e9
-    assert efficiency(rt, spark).per_layer_overhead_s == pytest.approx(2e5 / 1.8e9, rel=1e-12)
+    assert spark.compute_flops["fp32"] / (2 * 6144) == pytest.approx(2.52e9, rel=2e-3)
+    assert efficiency(rt, spark).per_layer_overhead_s == pytest.approx(7.9365e-5, rel=1e-4)
 
 
 def test_weight_only_gemm_tiles_stream_the_layer_weights_once_per_tile_of_tokens():

@@ -73,6 +73,14 @@ FIT = {
     # CUDA: the board power its MMQ/attention kernels need per fp32 TFLOP/s at the rated clock, one
     # figure over all its chips (RUNTIME_WIDE), set from public SGEMM measurements (FIXED): boards that
     # cannot feed it (DGX Spark's 140 W SoC, the RTX PRO 6000) compute below their rated peaks
+    # CUDA's per-layer floor stays in seconds: the form in cycles of the chip's clock (Vulkan's, below) was
+    # compared on the split's select groups, each form refitted cold (scripts/floor_form.py; validation
+    # figures, 2026-12-06): select chips, decode median |error| 3.2% (seconds) against 3.2% (cycles, 3.23 vs
+    # 3.16), prefill 4.6 against 4.7, batched decode 7.9 against 7.6; the select source (lcpp), decode 12.8
+    # against 17.6 (H100 -6 -> -12%, RTX 3060 -10 -> -18%: a floor in cycles charges the low-clock chips
+    # more than they pay), prefill 16.4 against 16.3. Worse on the select source (and on the chips' prefill
+    # by 0.16 points), so not adopted; a possible reason, not shown: a CUDA graph is launched by the host
+    # and the driver, whose part of the floor does not follow the SM clock
     "llama.cpp-metal": _LLAMA_CPP, "llama.cpp-cuda": _LLAMA_CPP + ("power_limit_w_per_tflop",),
     # Vulkan: every op is a dispatch recorded in a command buffer, with a pipeline barrier before each
     # dependent one: the GPU drains, the next dispatch launches and ramps, a floor of GPU cycles per
