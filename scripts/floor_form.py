@@ -14,7 +14,6 @@ import sys
 
 import numpy as np
 
-from membound.catalog.runtime import RuntimeEntry
 from membound.fidelity import calibrate as cal
 from membound.fidelity import split
 from membound.fidelity import validate as val
@@ -26,15 +25,7 @@ FLOORS = ("per_layer_overhead_s", "per_layer_overhead_cycles")
 
 def stripped(rt: str, _orig=val._stripped):
     """validate._stripped, less either form of the per-layer floor (the bundled file sets the seconds)."""
-    base = _orig(rt)
-    if rt != RT:
-        return base
-    classes = {}
-    for k, e in base.classes.items():
-        kept = {f: v for f, v in e.model_dump(exclude_defaults=True).items() if f not in FLOORS}
-        if kept:
-            classes[k] = RuntimeEntry(**kept)
-    return type(base)(**{**base.model_dump(), "classes": classes})
+    return _orig(rt, FLOORS if rt == RT else ())
 
 
 def main(form: str, group: str = "chip") -> None:

@@ -84,13 +84,14 @@ class RowResult:
 GROUPS = {"chip": lambda sc: sc.hardware, "source": lambda sc: source_of(sc.id)}
 
 
-def _stripped(rt_name: str):
+def _stripped(rt_name: str, also: tuple[str, ...] = ()):
     """`rt_name` with every fitted figure removed (what a runtime is with no rows to fit); an
     entry left with nothing but its evidence is dropped, so that it cannot shadow a refitted
     `default` for its device class. Figures set, not fitted (calibrate.FIXED), go too: every
-    refitted entry gets them again."""
+    refitted entry gets them again. also: further figures to remove (a model-form comparison's
+    alternatives, scripts/floor_form.py)."""
     base = load_runtime(rt_name)
-    fitted = FIT[rt_name] + tuple(FIXED.get(rt_name, {})) + ("evidence",)
+    fitted = FIT[rt_name] + tuple(FIXED.get(rt_name, {})) + ("evidence",) + also
     classes = {}
     for k, e in base.classes.items():
         kept = {f: v for f, v in e.model_dump(exclude_defaults=True).items() if f not in fitted}
