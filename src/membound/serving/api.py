@@ -16,7 +16,7 @@ from ..physics.speculative import SpeculativeDecoding
 from .lengths import Length, as_length
 from .result import Quantiles, ServeResult
 from .scheduler import Scheduler, engine_scheduler, filled
-from .simulator import _Trace, simulate
+from .simulator import Trace, simulate
 from .solver import Steady, solve
 from .step import Drafting, StepModel
 from ..physics.parallel import as_parallel
@@ -282,7 +282,7 @@ def _quantiles(v: np.ndarray, w: np.ndarray | None = None) -> Quantiles:
     return Quantiles(q50, q90, q99, float(np.sum(v * w) / w.sum()))
 
 
-def _from_trace(sm, sched, p, tr: _Trace, S, T, prompt, output, concurrency, arrival_rate) -> ServeResult:
+def _from_trace(sm, sched, p, tr: Trace, S, T, prompt, output, concurrency, arrival_rate) -> ServeResult:
     ttft = tr.first - tr.arrive
     tpot = (tr.done - tr.first) / np.maximum(T - 1, 1)
     e2e = tr.done - tr.arrive

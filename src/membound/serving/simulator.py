@@ -16,7 +16,9 @@ from .step import StepModel
 
 
 @dataclass
-class _Trace:
+class Trace:
+    """What `simulate` returns: each request's arrival, admission, first-token and last-token times, the
+    inter-token gaps as runs of equal steps, and the integrals the result's means come from."""
     arrive: np.ndarray
     admit: np.ndarray
     first: np.ndarray
@@ -111,7 +113,7 @@ class _Simulation:
             arrive[:self.issued] = 0.0
         self.pending = [(arrive[i] + self.h[i], i) for i in range(self.issued)]      # (time at the engine, id)
         heapq.heapify(self.pending)
-        self.tr = _Trace(arrive, np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan), [])
+        self.tr = Trace(arrive, np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan), [])
         self.waiting: deque[int] = deque()
         # a scheduler running `lookahead` steps ahead of the GPU (Served.lookahead_steps) had
         # launched the next step(s) when a request reached it mid-step: [steps to wait, id]
@@ -145,7 +147,7 @@ class _Simulation:
             return r
         return r + float(np.sum(self.kv_of(self.pre_done[self.prefilling])))
 
-    def run(self) -> _Trace:
+    def run(self) -> Trace:
         budget = WorkBudget(SIMULATE_BUDGET_S, self._refusal, desc="simulate", total=self.n, unit=" requests")
         while self.completed < self.n:
             budget.tick(self.completed)
@@ -329,7 +331,7 @@ class _Simulation:
 
 
 def simulate(sm: StepModel, sched: Scheduler, prompts: np.ndarray, outputs: np.ndarray, *,
-             concurrency: int | None = None, arrivals: np.ndarray | None = None) -> _Trace:
+             concurrency: int | None = None, arrivals: np.ndarray | None = None) -> Trace:
     """Iteration-level simulation. Closed loop (`concurrency` clients, each sends its next request
     when the last completes) or given arrival times. Lengths per request are given."""
     _check_simulable(sm, sched)
