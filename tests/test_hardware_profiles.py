@@ -243,7 +243,7 @@ def test_a_profiles_clock_and_fp32_rate_agree_on_whole_streaming_multiprocessors
 _CC = {6.0: "tesla-p100-pcie-16gb", 6.1: "tesla-p40 gtx-1080-ti",
        7.0: "v100-pcie-16gb v100-pcie-32gb v100-sxm2-16gb v100-sxm2-32gb titan-v",
        7.5: "t4 rtx-2080-ti rtx-2080-super rtx-2080 rtx-2070-super rtx-2070 rtx-2060-12gb rtx-2060",
-       8.0: "a100-40gb a100-80gb a30",
+       8.0: "a100-40gb a100-80gb a100-pcie-80gb a30",
        8.6: "a10 a40 rtx-3060 rtx-3070 rtx-3080 rtx-3080-ti rtx-3090 rtx-3090-ti rtx-a4000 rtx-a5000 rtx-a6000 "
             "rtx-3060-ti rtx-3070-ti rtx-3050",
        8.7: "jetson-agx-orin jetson-orin-nx jetson-orin-nano",
@@ -260,7 +260,7 @@ _CC_UNPUBLISHED = {"rubin"}
 
 def test_every_nvidia_profile_gives_its_compute_capability_and_no_other_does():
     expected = {name: cc for cc, names in _CC.items() for name in names.split()}
-    assert len(expected) == 53 + 15 + 5    # + the older and mid-range parts of test_older_devices + MLPerf's
+    assert len(expected) == 53 + 15 + 6    # + the older and mid-range parts of test_older_devices + MLPerf's
     for name in mb.list_hardware():
         hw = mb.load_hardware(name)
         if name in _CC_UNPUBLISHED:

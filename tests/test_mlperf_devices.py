@@ -17,7 +17,8 @@ def test_memory_bandwidth_is_pin_rate_times_bus(name, gbps, bus_bits):
 @pytest.mark.parametrize("name, cores, ghz, channels, mts", [
     ("xeon-platinum-8480p", 56, 2.0, 8, 4800), ("xeon-platinum-8592p", 64, 1.9, 8, 5600),
     ("xeon-gold-6538y-plus", 32, 2.2, 8, 5200), ("xeon-6980p", 128, 2.0, 12, 6400),
-    ("xeon-6972p", 96, 2.4, 12, 6400), ("xeon-6787p", 86, 2.0, 8, 6400),
+    ("xeon-6972p", 96, 2.4, 12, 6400), ("xeon-6787p", 86, 2.0, 8, 6400), ("xeon-6788p", 86, 2.0, 8, 6400),
+    ("xeon-6987p-c", 120, 2.0, 12, 6400),    # the custom part's clock is assumed (its profile says so)
 ])
 def test_a_xeon_socket_streams_its_channels_and_multiplies_on_amx(name, cores, ghz, channels, mts):
     cpu = mb.load_hardware(name)
@@ -26,6 +27,26 @@ def test_a_xeon_socket_streams_its_channels_and_multiplies_on_amx(name, cores, g
     assert cpu.peak_flops("bf16") == pytest.approx(cores * 1024 * ghz * 1e9)     # AMX: 1024 bf16 FLOP/clock/core
     assert cpu.peak_flops("int8") == pytest.approx(cores * 2048 * ghz * 1e9)     # AMX: 2048 int8 ops/clock/core
     assert cpu.peak_flops("fp32") == pytest.approx(cores * 2 * 16 * 2 * ghz * 1e9)   # 2 FMA ports x 16 lanes x 2
+
+
+def test_the_xeon_max_streams_hbm_first_then_ddr5():
+    cpu = mb.load_hardware("xeon-max-9480")
+    hbm, ddr = cpu.memory
+    assert (hbm.name, ddr.name) == ("HBM2e", "DDR5")
+    assert hbm.capacity_bytes == 4 * 16e9                               # four 16 GB stacks
+    assert hbm.bandwidth_bytes_s == pytest.approx(4 * 1024 / 8 * 3200e6)  # 4 stacks x 1024 bits x 3200 MT/s = 1638.4 GB/s
+    assert ddr.bandwidth_bytes_s == pytest.approx(8 * 4800e6 * 8)        # 8 DDR5-4800 channels x 8 bytes = 307.2 GB/s
+    assert cpu.read_ceiling == pytest.approx(606.27 / 1638.4, abs=1e-4)  # Mess: 606.27 GB/s at 100% reads
+    assert cpu.achievable.bandwidth_fraction == 0.37 <= cpu.read_ceiling
+    assert cpu.peak_flops("bf16") == pytest.approx(56 * 1024 * 1.9e9)  # 56 cores x AMX 1024 FLOP/clock x 1.9 GHz
+
+
+def test_the_a100_pcie_is_the_sxm_die_at_a_lower_memory_clock():
+    pcie, sxm = mb.load_hardware("a100-pcie-80gb"), mb.load_hardware("a100-80gb")
+    assert pcie.bandwidth_bytes_s == 1.935e12 < sxm.bandwidth_bytes_s == 2.039e12   # NVIDIA's A100 datasheet
+    assert pcie.peak_flops("bf16") == sxm.peak_flops("bf16") == 312e12
+    assert not pcie.supports("fp8")
+    assert pcie.achievable.bandwidth_fraction == 0.892    # A800 80GB PCIe copy: 1727 / 1935 = 0.8925, rounded down
 
 
 def test_the_mi350p_is_half_an_mi350x():
@@ -66,6 +87,10 @@ def test_dense_rates_are_the_sparse_datasheet_figures_halved():
     ("Intel(R) Arc Pro(R) B60", "arc-pro-b60"), ("NVIDIA H200-NVL-141GB", "h200-nvl"), ("NVIDIA L40", "l40"),
     ("Intel(R) Xeon(R) Platinum 8480+", "xeon-platinum-8480p"), ("INTEL(R) XEON(R) 6980P", "xeon-6980p"),
     ("Intel(R) Xeon(R) 6787P", "xeon-6787p"), ("INTEL(R) XEON(R) PLATINUM 8592+", "xeon-platinum-8592p"),
+    ("Intel(R) Xeon(R) 6788P", "xeon-6788p"), ("Intel(R) Xeon(R) 6987P-C", "xeon-6987p-c"),
+    ("Intel (R) Xeon (R) CPU Max 9480", "xeon-max-9480"), ("NVIDIA A100-PCIe-80GB", "a100-pcie-80gb"),
+    ("NVIDIA A100-SXM-80GB", "a100-80gb"), ("NVIDIA A100-SXM-80GB CTS", "a100-80gb"),
+    ("NVIDIA Jetson AGX Orin 64G", "jetson-agx-orin"),
     ("gptj", "gpt-j-6b"),
 ])
 def test_mlperf_spellings_reach_the_profiles(spelling, profile):
