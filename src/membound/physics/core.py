@@ -37,6 +37,7 @@ speculative.py: the core must not import a multiplier.
 from __future__ import annotations
 
 import functools
+import operator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
@@ -1006,8 +1007,13 @@ def pipeline_pass(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, dec: Nu
 BOUNDS = ("memory", "compute", "latency", "communication", "overhead", "draft")
 
 
-def bound_name(r: Mapping[str, float]) -> str:
-    """Which term sets the step: the largest of the max-terms, unless an additive term
-    (communication, overhead) is larger still."""
-    vals = {k: float(r[f"{k}_s"]) for k in BOUNDS}
-    return max(vals, key=vals.__getitem__)
+step_terms = operator.itemgetter(*(f"{k}_s" for k in BOUNDS))
+"""`evaluate`'s BOUNDS terms (memory_s, compute_s, ...), a tuple in BOUNDS' order."""
+
+
+def bound_name(terms: tuple[float, ...]) -> str:
+    """Which term sets the step, from its BOUNDS terms in their order (`step_terms` of a scalar
+    `evaluate`): the largest of the max-terms, unless an additive term (communication, overhead)
+    is larger still; the first on ties. (`max` of the tuple is the first largest, and `index`
+    finds that one: a term equal to it before it would have been the largest.)"""
+    return BOUNDS[terms.index(max(terms))]
