@@ -15,7 +15,8 @@ each run interleaved with this checkout; each of this checkout's figures is give
 estimate() is timed on the README example (a count given), with a new batch every call (issue 33: at
 most 1.5x a repeated call), and with every argument at its default ('llama-3.1-8b' on 'h100-sxm': the
 fewest-chips search, whose evaluation of the count it finds is the answer; at 20fca62 the default
-was one chip, the same configuration).
+was one chip, the same configuration); the README example also in CPU time per call (steadier on a
+loaded machine), with the share of it in core.evaluate, the physics itself.
 Targets (issue 33, against 20fca62 in the same run: --against 20fca62): estimate() <= 1/3 of its time,
 serve() <= 1/6 of its CPU time per call (serve_open: the open loop with its tails, beside the same revisions);
 the simulator's KV-bound case (simulate) <= 1 s per 2,000 requests.
@@ -148,9 +149,39 @@ def estimate_us(calls: int) -> dict:
     default = per_call(lambda _: mb.estimate("llama-3.1-8b", "h100-sxm"), batches)
     n_calls = python_calls(readme)
     reference = python_reference_us(n_calls)
-    return dict(readme_us=same, varying_batch_us=varying, default_us=default, calls=calls, python_calls=n_calls,
-                default_python_calls=python_calls(lambda: mb.estimate("llama-3.1-8b", "h100-sxm")),
-                reference_us=reference, ratio=same / reference)
+    out = dict(readme_us=same, varying_batch_us=varying, default_us=default, calls=calls, python_calls=n_calls,
+               default_python_calls=python_calls(lambda: mb.estimate("llama-3.1-8b", "h100-sxm")),
+               reference_us=reference, ratio=same / reference, readme_cpu_us=cpu_per_call(readme))
+    core = _core_evaluate(model)
+    if core is not None:    # the one evaluation of the physics inside the README example
+        out["core_cpu_us"] = cpu_per_call(core)
+    return out
+
+
+def cpu_per_call(fn, blocks: int = 40, per_block: int = 250) -> float:
+    """Median over blocks of `per_block` calls of fn()'s CPU microseconds per call: other work on a
+    loaded machine moves wall time far more than this process's CPU time."""
+    fn()
+    samples = []
+    for _ in range(blocks):
+        t = time.process_time()
+        for _ in range(per_block):
+            fn()
+        samples.append((time.process_time() - t) / per_block)
+    return statistics.median(samples) * 1e6
+
+
+def _core_evaluate(model):
+    """core.evaluate at the README example's configuration and workload, as estimate() calls it (the
+    configuration prepared once), or None on a revision without `Prepared.evaluate(terms=...)`."""
+    import inspect
+
+    from membound.physics import estimate as est
+    if not hasattr(est, "prepare") or "terms" not in inspect.signature(est.Prepared.evaluate).parameters:
+        return None
+    p = est.prepare(model, "h100-sxm", n_chips=8, batch=16, prompt_tokens=2048, output_tokens=512,
+                    weight_dtype="fp8")
+    return lambda: p.evaluate(terms=False)
 
 
 def serve_us(blocks: int = 15, per_block: int = 10) -> dict:
@@ -283,6 +314,13 @@ def _print(case: str, label: str, r: dict, bases: dict) -> None:
               f"a new batch every call: {r['varying_batch_us']:.1f} us = {r['varying_batch_us'] / r['readme_us']:.2f}x "
               f"(goal <= 1.5x); estimate('llama-3.1-8b', 'h100-sxm'), all defaults: {r['default_us']:.1f} us, "
               f"{r['default_python_calls']:.0f} Python calls ({r['calls']:.0f} calls each; load {r['load']:.1f}){vs}")
+        cpu_vs = "".join(f"; {b['readme_cpu_us'] / r['readme_cpu_us']:.2f}x the CPU speed of {rev}"
+                         for rev, b in bases.items() if "readme_cpu_us" in b)
+        core = "" if "core_cpu_us" not in r else (
+            f"; of it core.evaluate {r['core_cpu_us']:.1f} us ({r['core_cpu_us'] / r['readme_cpu_us']:.0%}: the physics "
+            f"itself, below which estimate() cannot go while the physics runs interpreted)")
+        print(f"{tag}estimate(), README example, CPU time: {r['readme_cpu_us']:.1f} us per call (median of 40 blocks "
+              f"of 250){core}{cpu_vs}")
     elif case == "serve":
         vs = _vs(bases, "serve_cpu_us", r, " (CPU)")
         print(f"{tag}serve(), 70B fp8 on 8 x H200, 64 clients (vllm, 1024/1024): {r['serve_cpu_us']:.0f} us CPU per call "
