@@ -173,10 +173,14 @@ def cpu_per_call(fn, blocks: int = 40, per_block: int = 250) -> float:
 
 def _core_evaluate(model):
     """core.evaluate at the README example's configuration and workload, as estimate() calls it (the
-    configuration prepared once), or None on a revision without `Prepared.evaluate(terms=...)`."""
+    configuration prepared once), or None on a revision without `Prepared.evaluate(terms=...)` (20fca62
+    had no membound.physics)."""
+    import importlib
     import inspect
-
-    from membound.physics import estimate as est
+    try:
+        est = importlib.import_module("membound.physics.estimate")
+    except ImportError:
+        return None
     if not hasattr(est, "prepare") or "terms" not in inspect.signature(est.Prepared.evaluate).parameters:
         return None
     p = est.prepare(model, "h100-sxm", n_chips=8, batch=16, prompt_tokens=2048, output_tokens=512,
