@@ -319,3 +319,40 @@ def test_a_share_carried_from_a_sibling_part_counts_as_assumed():
     for names, fraction in ((measured_bw, "bandwidth_fraction"), (measured_cp, "compute_fraction")):
         for name in names:
             assert fraction_evidence(mb.load_hardware(name).achievable.evidence, fraction) == "measured", (name, fraction)
+
+
+def test_third_pass_readings_are_read_off_as_stated():
+    from membound.fidelity.budget import fraction_evidence
+    # Ironwood: an XLA copy, read plus written, 3210.48 GB/s per die = 6420.96 per chip of 7370 -> 0.8712 -> 0.871;
+    # a trace-timed bf16 16384^3 GEMM, 1103.47 TFLOP/s per die of 2307 / 2 = 1153.5 -> 0.9566 -> 0.957.
+    # v6e bf16 8192^3: 727.70 / 918 = 0.7927 -> 0.793; v5e XLA bf16 8192^3: 181.82 / 197 = 0.9230 -> 0.923.
+    # Apple fp16 torch matmuls: M1 Pro 4.3 / 5.2 = 0.8269 -> 0.827; M3 Max 12.84 / 14.32 = 0.8966 -> 0.897;
+    # M4 median(3.12, 1.57) = 2.345 / 3.76 = 0.6237 -> 0.624; M4 Max 14.82 / 17.18 = 0.8626 -> 0.863, above the
+    # 13.29 / 17.18 = 0.774 of a second source (the highest share is the fraction)
+    assert 6420.96 / 7370 == pytest.approx(0.871, abs=5e-4)
+    assert mb.load_hardware("tpu-7x").achievable.bandwidth_fraction == 0.871
+    for name, share, fraction in (("tpu-7x", 1103.47 / 1153.5, 0.957), ("tpu-v6e", 727.70 / 918, 0.793),
+                                  ("tpu-v5e", 181.82 / 197, 0.923), ("apple-m1-pro", 4.3 / 5.2, 0.827),
+                                  ("apple-m3-max", 12.84 / 14.32, 0.897), ("apple-m4", (3.12 + 1.57) / 2 / 3.76, 0.624),
+                                  ("apple-m4-max", 14.82 / 17.18, 0.863)):
+        assert share == pytest.approx(fraction, abs=5e-4), name
+        hw = mb.load_hardware(name)
+        assert hw.achievable.compute_fraction == fraction, name
+        assert fraction_evidence(hw.achievable.evidence, "compute_fraction") == "measured", name
+    # read streams where no copy-class figure of the part exists, rounded down, each the part's read ceiling: H100 NVL
+    # (mt4g) 2853.07 GiB/s x 1.073741824 = 3063.46 GB/s / 3900 = 0.7855 -> 0.785; GH200 96 GB (OpenCL-Benchmark)
+    # 3614.60 / 4000 = 0.9036 -> 0.903. RX 9070 XT's vector add (two loads, one store): 599.93 / 640 = 0.9374 -> 0.937
+    for name, share, fraction in (("h100-nvl", 2853.07 * 1.073741824 / 3900, 0.785), ("gh200-96gb", 3614.60 / 4000, 0.903)):
+        hw = mb.load_hardware(name)
+        assert hw.read_ceiling == pytest.approx(share, abs=1e-4), name
+        assert hw.achievable.bandwidth_fraction == fraction <= hw.read_ceiling, name
+    assert mb.load_hardware("rx-9070-xt").achievable.bandwidth_fraction == 0.937 == pytest.approx(599.93 / 640, abs=5e-4)
+    # set aside, with the reason in the profile: an fp32-only GEMM on a part whose fp16 is not slower (Apple M1,
+    # M2, M2 Ultra), and copy or read figures above the memory's peak (RTX 2070 SUPER 831 > 448 GB/s; Arc B580
+    # 586.30 > 456 GB/s): those fractions stay assumed
+    for name, fraction in (("apple-m1", "compute_fraction"), ("apple-m2", "compute_fraction"),
+                           ("apple-m2-ultra", "compute_fraction"), ("rtx-2070-super", "bandwidth_fraction"),
+                           ("arc-b580", "bandwidth_fraction")):
+        hw = mb.load_hardware(name)
+        assert "set aside" in hw.achievable.evidence, name
+        assert fraction_evidence(hw.achievable.evidence, fraction) == "assumed", (name, fraction)
