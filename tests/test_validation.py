@@ -46,8 +46,13 @@ MEASURED_BY_SOURCE = {             # the same, each source a group (python -m me
     "llama.cpp CUDA prefill": (0.164, 0.044),
     "llama.cpp Metal decode": (None, 0.089),
     "llama.cpp Metal prefill": (None, 0.096),
-    "llama.cpp Vulkan decode": (0.193, None),
-    "llama.cpp Vulkan prefill": (0.742, None),
+    "llama.cpp Vulkan decode": (0.285, None),              # lcpp held out 19.3 -> 28.5%, prefill 74.2 -> 82.7%:
+    "llama.cpp Vulkan prefill": (0.827, None),             # with the source out the runtime's class is unfitted and
+                                                           # the RX 9070 XT's measured stream share 0.937 (and the
+                                                           # RX 9070's transfer of it) replaces the assumed 0.8,
+                                                           # its fp16 GEMM share 0.664 the assumed 0.6,
+                                                           # entered by hardware_profiles/README.md's rule, not by
+                                                           # this figure (issue 27 item 4); by chip unchanged
     "quantized kernels / HF (ITL)": (None, 0.206),
     "quantized kernels / HF (TTFT)": (None, 0.361),
     "specialised chips": (None, 0.386),                    # 36.4 -> 38.6% with issue 28's physics
