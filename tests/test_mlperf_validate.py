@@ -248,3 +248,18 @@ def test_cpu_only_rows_are_host_processors(tmp_path):
         ("xeon-6980p", "device", 2, "int8"), ("xeon-platinum-8480p", "device", 2, "int4")]
     assert got[0].measured == pytest.approx(800.0 / 2) and got[0].family == "CPU-only"
     assert [why for _, why, _ in skipped] == ["no profile for the CPU Acme CPU 9000"]
+
+
+def test_a_card_of_two_gpus_is_two_devices(tmp_path):
+    # Maxsun's Arc Pro B60 Dual 48G: the table counts 4 cards ("(2 GPUs/card)"), 24 GB GPUs: 8 devices a
+    # node, and a card's 1,000 tokens/s per accelerator are 500 per GPU; a one-GPU card stays as listed
+    dual = dict(accelerator="MS-Intel Arc Pro B60 Dual 48G Turbo", accel_family="Intel-Arc-Pro-B60",
+                accel_variant="Intel-Arc-Pro-B60-Dual(2 GPUs/card)", accelerators_per_node=4, n_accelerators=4,
+                tokens_per_s=4000.0, tokens_per_s_per_accel=1000.0, framework="PyTorch vLLM",
+                precision="weights=INT8; inputs=INT8; transform=Yes")
+    rows = [_row(**dual), _row(**{**dual, "accelerator": "Intel(R) Arc Pro(R) B60", "accel_variant": "Intel-Arc-Pro-B60"})]
+    path = tmp_path / "dual.csv"
+    pd.DataFrame(rows, columns=COLUMNS).to_csv(path, index=False)
+    got, skipped = mv.load_rows(path)
+    assert not skipped
+    assert [(r.device, r.per_node, r.measured) for r in got] == [("arc-pro-b60", 8, 500.0), ("arc-pro-b60", 4, 1000.0)]

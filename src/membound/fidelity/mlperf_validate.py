@@ -43,7 +43,10 @@ The workload rules of this data set live here, with the loader (never in predict
   host_processor), its sockets the "accelerators" (tokens/s per socket, sockets per node the
   groups), the stack (PyTorch with Intel's extensions) as the `device` runtime (the profile's
   fractions, no served engine's costs: assumed), the format from the precision column or, where it
-  has none, the system description's INT4 / INT8 / BF16.
+  has none, the system description's INT4 / INT8 / BF16;
+- cards of several GPUs (`devices_per_card`: the accel_variant's "(2 GPUs/card)", Maxsun's Arc Pro B60
+  Dual 48G): the table counts cards, each GPU is a device: a node's devices are its cards times that,
+  and a card's tokens/s are shared by its GPUs.
 
 Rows used: closed division, scenarios Offline, Server and Interactive, a benchmark of
 workloads.yaml whose preset and device resolve (membound.names). Rows that cannot be predicted are
@@ -97,6 +100,7 @@ CPU_ONLY = "CPU-only"        # the CSV's accel_family of systems without acceler
 CPU_ENGINE = "device"        # their stack (PyTorch with Intel's extensions): no served engine's costs
 CPU_FORMATS = ("int4", "int8", "bf16")    # format words of a CPU system's description
 TP_SIZES = (1, 2, 4, 8)
+CARD_DEVICES = re.compile(r"\((\d+)\s*GPUs?\s*/\s*card\)", re.IGNORECASE)   # accel_variant "...(2 GPUs/card)"
 LENGTH_POINTS = 64          # equally likely lengths standing for a distribution
 ENGINES = (("tensorrt", "tensorrt-llm"), ("trt", "tensorrt-llm"), ("sglang", "sglang"), ("vllm", "vllm"))
 # the columns the loader reads
@@ -275,6 +279,14 @@ def cpu_only(r: Any) -> bool:
     return str(r.accel_family) == CPU_ONLY
 
 
+def devices_per_card(r: Any) -> int:
+    """The devices one accelerator the row counts holds: N where its accel_variant says "(N GPUs/card)"
+    (v5.1/v6.0: "Intel-Arc-Pro-B60-Dual(2 GPUs/card)", Maxsun's card of two 24 GB Arc Pro B60 GPUs,
+    "48 GB GDDR6" in accelerator_memory), else 1."""
+    m = CARD_DEVICES.search(str(getattr(r, "accel_variant", "") or ""))
+    return int(m.group(1)) if m else 1
+
+
 def _device(r: Any) -> str:
     look = index("hardware").lookup
     if cpu_only(r):
@@ -320,12 +332,13 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
         precision = f"weights={word}"
     wd = weight_format(precision, hw, str(r.round))
     quant = _quantization(wd, bench.preset, hw)
+    card = 1 if cpu_only(r) else devices_per_card(r)
     count = getattr(r, "host_processors_per_node", 1) if cpu_only(r) else r.accelerators_per_node
-    per_node = int(count) if count == count and count else 1
+    per_node = card * (int(count) if count == count and count else 1)
     layouts(bench.preset, device, wd, max(per_node, 1))      # some group holds the weights
     nodes = getattr(r, "nodes", 1)
     measured = float(r.tokens_per_s / (per_node * (nodes if nodes == nodes and nodes else 1))
-                     if cpu_only(r) else r.tokens_per_s_per_accel)
+                     if cpu_only(r) else r.tokens_per_s_per_accel / card)
     if not (math.isfinite(measured) and measured > 0):
         raise SkipRow("no tokens per second per accelerator")
     rid = f"{r.round}/{r.submitter}/{r.system_name}/{r.benchmark}/{r.scenario}"
