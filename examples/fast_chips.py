@@ -82,8 +82,9 @@ def claims() -> list[Claim]:
     add(Claim(3, "Cerebras 405B time to first token (prompt not stated; 1,000 tokens assumed)",
               "membound estimate llama-3.1-405b cerebras-wse-3 --prompt 1000 --output 1: TTFT", t405.ttft_s * 1e3,
               240, "ms", f"on {n405} wafers; the published TTFT is timed at a hosted API: the network round trip and "
-              "the queue are in it; membound's figure is the prefill alone (2 x 405e9 x 1,000 FLOPs at 60% of the "
-              "125 PF headline)", mark(t405)))
+              "the queue are in it; membound's figure is the prefill alone (2 x 405e9 x 1,000 FLOPs at 60% of a "
+              "wafer's dense 13.4 PF: 8 FP16 multiply-adds a core a cycle; the 125 PF headline is not a dense "
+              "16-bit rate), the stages one after another", mark(t405)))
     r70, why = shortest(model="llama-3.1-70b", hardware="cerebras-wse-3", speculative=CEREBRAS_SPEC)
     add(Claim(4, "Cerebras, Llama 3.1 70B with speculative decoding (Oct 2024)",
               "membound estimate llama-3.1-70b cerebras-wse-3 --draft llama-3.1-8b --acceptance 0.7",

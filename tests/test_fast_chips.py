@@ -75,8 +75,8 @@ def test_one_wafer_by_hand():
     """Llama-3.1-8B on one WSE-3, batch 1: the fabric sets the step. The fabric's clock: 214 Pb/s
     over 900,000 cores x 4 ports x 2 ways x 32 bits = 0.9288 GHz. A core moves 21 PB/s / 900,000
     = 25.1 bytes a cycle of its SRAM; a 2-byte weight and its 2-byte partial sum read and written
-    back are 6 bytes, 0.239 cycles a weight (slower than 125 PF / 2 / 900,000 cores = 74.8
-    multiply-adds a cycle). A layer owns 900,000 / 32 cores (a square up to
+    back are 6 bytes, 0.239 cycles a weight (slower than the core's 8 FP16 multiply-adds a cycle,
+    0.125 cycles a weight: 13.375 PF / 2 / 900,000 cores / 0.9288 GHz = 8). A layer owns 900,000 / 32 cores (a square up to
     167.7 wide) and needs at least its 218 M weights x 2 B / (44 GB / 900,000) = 8,913 cores
     (94.4 wide): the compiler takes the fastest of 16 sizes between. 32 layers at that clock."""
     from membound.physics.core import model_consts
@@ -84,7 +84,8 @@ def test_one_wafer_by_hand():
     hw = mb.load_hardware("cerebras-wse-3")
     m = mb.load_model("llama-3.1-8b")
     clock = 2.14e17 / (900_000 * 4 * 2 * 32)
-    local = max((2 + 2 + 2) / (2.1e16 / 900_000 / clock), 1 / (1.25e17 / 2 / 900_000 / clock))
+    assert hw.compute_flops["bf16"] == pytest.approx(900_000 * 8 * 2 * clock, rel=1e-4)   # 8-wide FP16 SIMD
+    local = max((2 + 2 + 2) / (2.1e16 / 900_000 / clock), 1 / 8)
     assert 0.238 < local < 0.240
     layer_bytes = (m.total_params - 2 * m.vocab_size * m.hidden_size) / 32 * 2   # untied head and embedding
     lo, hi = math.sqrt(layer_bytes / (4.4e10 / 900_000)), math.sqrt(900_000 / 32)

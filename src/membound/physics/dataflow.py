@@ -116,7 +116,8 @@ def region_broadcast_cycles(side: Num, wavelets: Num, ramp: Num) -> Num:
     return 2.0 * broadcast_cycles(side, wavelets, ramp)
 
 
-PARTIAL_SUM_BYTES = 2.0   # the narrowest partial sum a core keeps: fp16 (CSL's @fmach, 16-bit multiply-add)
+PARTIAL_SUM_BYTES = 2.0   # the narrowest partial sum a core keeps: fp16 (CSL's @fmach, 16-bit multiply-add; WaferLLM's
+                          # decode GEMV accumulates so: @fmach over f16 tiles, MeshInfra/WaferLLM Decode/WSE-3/src/decode.csl)
 
 
 def local_bytes_per_weight(w_bytes: Num) -> Num:
