@@ -71,35 +71,56 @@ def test_gemv_and_layer_over_a_square_by_hand():
     assert layer_cycles(c, 64.0, 2.0, 0.5) == pytest.approx(attention + gemvs + 128)
 
 
+def test_lm_head_and_the_next_token_over_a_square_by_hand():
+    """The LM head [1, 4096] x [4096, 32,000] on a 64 x 64 square: broadcast the 64-wavelet input
+    slices (64 + 63 + 5 = 132), each core's 64 x 500 weights at 0.5 cycles (16,000), reduce 500
+    partial logits along the rows (chain 500 + 63 + 315 = 878; tree 3,000 + 93, two-phase 1,000 +
+    133 are longer): 17,010; then the column holding the logits reduces one wavelet, the largest
+    with its index (tree: 6 + 63 + 30 = 99): 17,109."""
+    from types import SimpleNamespace
+
+    from membound.physics.dataflow import head_cycles
+    c = SimpleNamespace(hidden=4096.0, vocab=32000.0)
+    assert head_cycles(c, 64.0, 2.0, 0.5) == pytest.approx(132 + 16000 + 878 + 99)
+
+
 def test_one_wafer_by_hand():
     """Llama-3.1-8B on one WSE-3, batch 1: the fabric sets the step. The fabric's clock: 214 Pb/s
     over 900,000 cores x 4 ports x 2 ways x 32 bits = 0.9288 GHz. A core moves 21 PB/s / 900,000
     = 25.1 bytes a cycle of its SRAM; a 2-byte weight and its 2-byte partial sum read and written
     back are 6 bytes, 0.239 cycles a weight (slower than the core's 8 FP16 multiply-adds a cycle,
-    0.125 cycles a weight: 13.375 PF / 2 / 900,000 cores / 0.9288 GHz = 8). A layer owns 900,000 / 32 cores (a square up to
-    167.7 wide) and needs at least its 218 M weights x 2 B / (44 GB / 900,000) = 8,913 cores
-    (94.4 wide): the compiler takes the fastest of 16 sizes between. 32 layers at that clock."""
+    0.125 cycles a weight: 13.375 PF / 2 / 900,000 cores / 0.9288 GHz = 8). The wafer holds the
+    32 layers (8.03 B - 2 x 128,256 x 4,096 = 6.98 B weights, 13.96 GB), the input embedding and
+    the LM head (1.05 GB each); its cores go to each in proportion to its bytes (44 GB / 900,000 =
+    48,889 B a core): a layer owns 900,000 x 13.96 / 16.06 / 32 = 24,445 cores (a square up to
+    156.4 wide) and needs at least 436 MB / 48,889 B = 8,923 (94.5 wide); the head owns 900,000 x
+    1.05 / 16.06 = 58,880 (242.6 wide) and needs 21,490 (146.6 wide). The compiler takes the
+    fastest of 16 sizes between for each: 32 layers and the head at that clock."""
     from membound.physics.core import model_consts
-    from membound.physics.dataflow import layer_cycles
+    from membound.physics.dataflow import head_cycles, layer_cycles
     hw = mb.load_hardware("cerebras-wse-3")
     m = mb.load_model("llama-3.1-8b")
     clock = 2.14e17 / (900_000 * 4 * 2 * 32)
     assert hw.compute_flops["bf16"] == pytest.approx(900_000 * 8 * 2 * clock, rel=1e-4)   # 8-wide FP16 SIMD
     local = max((2 + 2 + 2) / (2.1e16 / 900_000 / clock), 1 / 8)
     assert 0.238 < local < 0.240
-    layer_bytes = (m.total_params - 2 * m.vocab_size * m.hidden_size) / 32 * 2   # untied head and embedding
-    lo, hi = math.sqrt(layer_bytes / (4.4e10 / 900_000)), math.sqrt(900_000 / 32)
-    assert 94 < lo < 95 and 167 < hi < 168
+    head = 128_256 * 4_096 * 2                                       # bytes; the input embedding is as large
+    layers = (m.total_params - 2 * 128_256 * 4_096) * 2              # untied head and embedding
+    per_core = 4.4e10 / 900_000
+    lo, hi = math.sqrt(layers / 32 / per_core), math.sqrt(900_000 * layers / (layers + 2 * head) / 32)
+    h_lo, h_hi = math.sqrt(head / per_core), math.sqrt(900_000 * head / (layers + 2 * head))
+    assert 94 < lo < 95 and 156 < hi < 157 and 146 < h_lo < 147 and 242 < h_hi < 243
     c = model_consts(m)
     best = min(layer_cycles(c, lo * (hi / lo) ** (i / 15), 2.0, local) for i in range(16))
+    best_head = min(head_cycles(c, h_lo * (h_hi / h_lo) ** (i / 15), 2.0, local) for i in range(16))
     r = mb.estimate("llama-3.1-8b", hw, prompt_tokens=0, output_tokens=1, runtime="ideal")
-    assert r.step_terms_s["latency"] == pytest.approx(32 * best / clock, rel=1e-9)     # ~187 us
+    assert r.step_terms_s["latency"] == pytest.approx((32 * best + best_head) / clock, rel=1e-9)   # ~187 us
     # streaming 16 GB at 21 PB/s takes 0.8 us: the fabric, not the SRAM, sets the ideal step
     assert r.step_terms_s["memory"] < r.step_terms_s["latency"] == pytest.approx(r.tpot_s, rel=1e-9)
     # Cerebras' Aug 2024 software reached a share eta of that schedule: the same step over eta
     eta = mb.load_runtime("cerebras-2024-08").classes["cerebras-wse-3"].fabric_efficiency
     r8 = mb.estimate("llama-3.1-8b", hw, prompt_tokens=0, output_tokens=1, runtime="cerebras-2024-08")
-    assert r8.tpot_s == pytest.approx(32 * best / clock / eta, rel=1e-9)
+    assert r8.tpot_s == pytest.approx((32 * best + best_head) / clock / eta, rel=1e-9)
 
 
 def test_one_lpu_hop_by_hand():

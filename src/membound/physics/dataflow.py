@@ -36,6 +36,10 @@ it starts on x g while the sum of squares is reduced (the layer pays the longer 
 the softmax's sum is a divisor applied after the values' weighted sum, so those two reductions
 run together once the max is known (the normalise-after form of online softmax: Milakov and
 Gimelshein, "Online normalizer calculation for softmax", 2018, arXiv:1805.02867).
+After the last layer, the LM head is one more GEMV on a square of its own, and the next token is
+the largest logit: a reduce along the column its outputs end on (`head_cycles`). A wafer's cores go
+to what it holds in proportion to its bytes, every core having the same SRAM: its layers, the LM
+head on the last wafer and the untied input-embedding table on the first (`wafer_pass_s`).
 The cores' own work is their share of the layer's weights: each weight read and its partial sum
 read and written back, memory to memory, at the core's share of the SRAM bandwidth (21 PB/s
 counts reads and writes alike; `local_bytes_per_weight`), or multiplied at their share of the
@@ -44,6 +48,7 @@ compute peak, whichever is slower.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -155,30 +160,58 @@ def layer_cycles(c: ModelConsts, side: Num, ramp: Num, local_per_weight: Num) ->
     return maximum(norm, qkv) + attention + maximum(norm, gate_up) + rest + walk
 
 
+def head_cycles(c: ModelConsts, side: Num, ramp: Num, local_per_weight: Num) -> Num:
+    """Cycles of the LM head and the greedy pick of the next token on a side x side square: the
+    GEMV [1, hidden] x [hidden, vocab] (`gemv_cycles`), whose row reduces end on one column of
+    cores holding vocab/side logits each (each keeps the largest as its values arrive), then that
+    column's reduce of one wavelet, the largest logit with its index."""
+    return gemv_cycles(c.hidden, c.vocab, side, ramp, local_per_weight) + reduce_cycles(side, 1.0, ramp)
+
+
+def _fastest(cycles: Callable[[Num], Num], smallest: Num, largest: Num) -> Num:
+    """The fewest cycles `cycles(side)` takes over SIDES square sizes, geometric from `smallest`
+    (at most `largest`) to `largest`: a larger square shortens the cores' own work and lengthens
+    every collective's path."""
+    lo = minimum(smallest, largest)
+    best = cycles(maximum(lo, 1.0))
+    for i in range(1, SIDES):
+        best = minimum(best, cycles(maximum(lo * (largest / lo) ** (i / (SIDES - 1)), 1.0)))
+    return best
+
+
 def wafer_pass_s(c: ModelConsts, hw: Hardware, tp: Num, w_bytes: Num, layers_per_chip: Num) -> Num:
-    """Seconds one token takes through every layer of `c` on wafers (each holding
-    `layers_per_chip` layers; tp wafers share a layer): the layers' cycles at the fabric's clock.
-    A layer owns cores x tp / layers_per_chip cores; its weights need at least their bytes over a
-    core's SRAM, and the compiler maps its GEMVs onto the square, between those two sizes, that
-    takes the fewest cycles (a larger square shortens the cores' own work and lengthens every
-    collective's path: `SIDES` sizes compared). 0 without a fabric."""
+    """Seconds one token takes through every layer of `c` and its LM head on wafers (each holding
+    `layers_per_chip` layers; tp wafers share a layer): their cycles at the fabric's clock. A
+    wafer's cores are shared among what it holds in proportion to its bytes (every core has the
+    same SRAM): its layers, the untied input-embedding table on the first wafer (a lookup: it holds
+    cores and adds no cycles) and the LM head on the last (one wafer holds all three). The first
+    and the last wafer are taken to hold a largest stage's layers. Each layer and the head map
+    onto the square, between the fewest cores that hold their weights and all they own, that takes
+    the fewest cycles (`_fastest`: the compiler's choice). 0 without a fabric."""
     fab = hw.fabric
     if fab is None:
         return 0.0
     clock = fab.clock_hz()
     sram = hw.memory[0]
+    per_core = sram.capacity_bytes / fab.cores
     sram_bytes_per_cycle = sram.bandwidth_bytes_s / fab.cores / clock
     macs_per_cycle = max(hw.compute_flops.values()) / 2.0 / fab.cores / clock
     local = maximum(local_bytes_per_weight(w_bytes) / sram_bytes_per_cycle, 1.0 / macs_per_cycle)
-    largest = (fab.cores * tp / layers_per_chip) ** 0.5
-    layer_bytes = (c.total_params - c.lookup_params - c.vocab * c.hidden) / c.n_layers * w_bytes / tp
-    smallest = minimum((layer_bytes / (sram.capacity_bytes / fab.cores)) ** 0.5, largest)
     ramp = float(fab.ramp_cycles)
-    best = layer_cycles(c, maximum(smallest, 1.0), ramp, local)
-    for i in range(1, SIDES):
-        side = smallest * (largest / smallest) ** (i / (SIDES - 1))
-        best = minimum(best, layer_cycles(c, maximum(side, 1.0), ramp, local))
-    return c.n_layers * best / clock
+    cores = fab.cores * tp
+    layer_bytes = (c.total_params - c.lookup_params - c.vocab * c.hidden) / c.n_layers * w_bytes / tp
+    head_bytes, lookup_bytes = c.vocab * c.hidden * w_bytes / tp, c.lookup_params * w_bytes / tp
+    held = layers_per_chip * layer_bytes
+    one = layers_per_chip >= c.n_layers           # one wafer holds the lookup, every layer and the head
+
+    def layer(beside: Num) -> Num:                # a layer on a wafer that also holds `beside` bytes
+        return _fastest(lambda s: layer_cycles(c, s, ramp, local), (layer_bytes / per_core) ** 0.5,
+                        (cores * held / (held + beside) / layers_per_chip) ** 0.5)
+    head = _fastest(lambda s: head_cycles(c, s, ramp, local), (head_bytes / per_core) ** 0.5,
+                    (cores * head_bytes / (held + head_bytes + np.where(one, lookup_bytes, 0.0))) ** 0.5)
+    alone = layer(0.0)
+    several = c.n_layers * alone + layers_per_chip * (layer(lookup_bytes) - alone + layer(head_bytes) - alone)
+    return (np.where(one, c.n_layers * layer(lookup_bytes + head_bytes), several) + head) / clock
 
 
-SIDES = 16   # square sizes compared, geometric from the fewest cores that hold a layer to all it owns
+SIDES = 16   # square sizes compared, geometric from the fewest cores that hold a layer (or the head) to all it owns
