@@ -1,7 +1,7 @@
 """Speed of membound at scale (issue 17): one estimate(), one serve(), streamed and DataFrame sweeps
 of 1e7 configurations, a many-group grid, and a sweep of 1e8 on a Dask LocalCluster.
 
-Run:  python benchmarks/bench_scale.py [--runs 5] [--only estimate,serve,serve_open,simulate,stream,frame,groups,dask]
+Run:  python benchmarks/bench_scale.py [--runs 5] [--only estimate,serve,serve_open,simulate,stream,frame,groups,served,dask]
       [--against REV[,REV...]]
 Each sweep figure is the median of --runs runs, each in a fresh process (so its peak RSS is its
 own). The load average is printed with each figure: other work on the machine slows all of them,
@@ -24,6 +24,9 @@ Earlier: estimate() on the README example <= 20 us median; streamed sweep of 1e7
 configurations/s with peak RSS <= 400 MB; DataFrame sweep of 1e7 >= 5 M/s with peak memory
 <= 1.5x the table; the 212k-configuration grid of 2 models x 5 devices x 4 dtypes >= 5 M/s;
 Dask LocalCluster (2 worker processes) over 1e8: time and configurations/s.
+A served sweep (issue 33 item 3: `sweep(concurrency=...)` vectorised) of 3 models x 4 devices x 10
+client counts (served): its time beside the loop of one `serve_curve` per group in the same process
+(what the sweep did before), and beside the previous revisions with --against.
 """
 import argparse
 import json
@@ -47,6 +50,9 @@ GRID_GROUPS = dict(model=["llama-3.1-8b", "qwen3-30b-a3b"],
                    hardware=["h100-sxm", "h200", "b200", "mi300x", "a100-80gb"],
                    weight_dtype=["bf16", "fp8", "int8", "int4"], batch=list(range(1, 54)),
                    prompt_tokens=list(range(0, 10000, 1000)), output_tokens=list(range(64, 2624, 256)))
+# a served sweep of 120 rows: 3 models x 4 devices (8 chips each, fp8, vLLM) x 10 client counts
+GRID_SERVED = dict(model=["llama-3.1-8b", "qwen3-30b-a3b", "llama-3.1-70b"], hardware=["h100-sxm", "h200", "b200", "mi300x"],
+                   n_chips=8, weight_dtype="fp8", runtime="vllm", concurrency=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
 # 1e8 configurations: 2 models x 100 batches x 500 prompts x 1,000 outputs
 GRID_1E8 = dict(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="h100-sxm", batch=list(range(1, 101)),
                 prompt_tokens=list(range(0, 32000, 64)), output_tokens=list(range(1, 1001)))
@@ -119,6 +125,31 @@ def case_groups() -> dict:
     return dict(configurations=len(table), groups=40 - len(table.attrs["skipped"]), seconds=dt,
                 rate=len(table) / dt, cpu_rate=len(table) / statistics.median(cpus),
                 ratio=statistics.median(ratios), cpu_ratio=statistics.median(cpu_ratios))
+
+
+def case_served() -> dict:
+    """sweep(concurrency=...) of GRID_SERVED, interleaved with the loop of one serve_curve per group
+    (model x device) on the same configurations: the medians of 9 runs of each, wall and CPU."""
+    import membound as mb
+    g = GRID_SERVED
+    out = {}
+
+    def table():
+        out["rows"] = len(mb.sweep(**g))
+
+    def loop():
+        for m in g["model"]:
+            for h in g["hardware"]:
+                mb.serve_curve(m, h, concurrency=g["concurrency"], n_chips=g["n_chips"], weight_dtype=g["weight_dtype"],
+                               runtime=g["runtime"])
+    table()
+    loop()
+    runs = [(timed(table), timed(loop)) for _ in range(9)]
+    wall, cpu = statistics.median(t[0] for t, _ in runs), statistics.median(t[1] for t, _ in runs)
+    loop_wall, loop_cpu = statistics.median(w[0] for _, w in runs), statistics.median(w[1] for _, w in runs)
+    return dict(configurations=out["rows"], seconds=wall, cpu_seconds=cpu, loop_seconds=loop_wall,
+                loop_cpu_seconds=loop_cpu, ratio=statistics.median(w[0] / t[0] for t, w in runs),
+                cpu_ratio=statistics.median(w[1] / t[1] for t, w in runs))
 
 
 def estimate_us(calls: int) -> dict:
@@ -358,17 +389,25 @@ def _print(case: str, label: str, r: dict, bases: dict) -> None:
               f"{_spread(r)}; "
               f"{r['rate'] / 1e6:.2f} M configurations/s ({r['seconds'] * 1e3:.0f} ms; {r['cpu_rate'] / 1e6:.2f} M per "
               f"CPU-second); median of {r['runs']} processes x 9 runs, load {r['load']:.1f}{vs}")
+    elif case == "served":
+        vs = "".join(f"; {b['seconds'] / r['seconds']:.2f}x the speed of {rev} (CPU "
+                     f"{b['cpu_seconds'] / r['cpu_seconds']:.2f}x)" for rev, b in bases.items())
+        print(f"{tag}served sweep, 3 models x 4 devices x 10 client counts ({r['configurations']:.0f} rows): "
+              f"{r['seconds'] * 1e3:.1f} ms wall, {r['cpu_seconds'] * 1e3:.1f} ms CPU = {r['ratio']:.2f}x the speed of "
+              f"one serve_curve per group in the same process ({r['loop_seconds'] * 1e3:.1f} ms; CPU "
+              f"{r['cpu_ratio']:.2f}x){_spread(r)}; median of "
+              f"{r['runs']} processes x 9 runs, load {r['load']:.1f}{vs}")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--only", default="estimate,serve,serve_open,simulate,stream,frame,groups,dask")
+    ap.add_argument("--only", default="estimate,serve,serve_open,simulate,stream,frame,groups,served,dask")
     ap.add_argument("--against", help="git revisions to run beside this checkout, comma-separated (e.g. HEAD~1,main)")
     ap.add_argument("--case")
     args = ap.parse_args()
     if args.case:
-        cases = {"stream": case_stream, "frame": case_frame, "groups": case_groups,
+        cases = {"stream": case_stream, "frame": case_frame, "groups": case_groups, "served": case_served,
                  "estimate": lambda: estimate_us(20000), "serve": serve_us,
                  "serve_open": serve_open_us, "simulate": simulate_s}
         print(json.dumps(cases[args.case]()))
@@ -384,7 +423,7 @@ def main():
         trees.append(_worktree(rev))
         sources[rev] = os.path.join(trees[-1], "src")
     try:
-        for case in ("estimate", "serve", "serve_open", "simulate", "stream", "frame", "groups"):
+        for case in ("estimate", "serve", "serve_open", "simulate", "stream", "frame", "groups", "served"):
             if case in args.only.split(","):
                 res = _median_runs(case, 1 if case in ("estimate", "serve", "serve_open", "simulate") else args.runs,
                                    sources)

@@ -44,7 +44,7 @@ from ..physics.parallel import as_parallel, streamed_room
 from ..physics.quantization import Quantization
 from ..physics.capacity import layout_for, min_chips
 from ..errors import DoesNotFitError, require
-from ..serving import serve_curve
+from ..serving.curve import serve_curves
 
 DEFAULT_CHUNK = 1 << 18      # rows per streamed chunk (iter_sweep, reduce) and per dask partition
 BLOCK = 1 << 18              # points per core evaluation at most. Its fixed cost (~500 numpy calls,
@@ -894,14 +894,15 @@ _SERVED = ("tok_s_per_user", "output_tok_s_per_chip", "ttft_s", "tpot_s", "mean_
 
 
 def _served(model, hardware, concurrency, scheduler, kw: dict):
-    """sweep(concurrency=[...]): `serve_curve` (the steady-state solver, vectorised over the
-    client counts) for every group and (prompt, output) pair, as one table."""
+    """sweep(concurrency=[...]): `serve_curve` for every group and (prompt, output) pair, as one
+    table; the groups whose steps differ only in numbers (one model and scheduler on several
+    devices, formats or prices) solved at once (`serve_curves`), each row serve_curve's."""
     import pandas as pd   # pandas: deferred, about a second to import; only tables need it
     clients = _int_axis("concurrency", concurrency, 1).astype(np.int64)
     S = _int_axis("prompt_tokens", kw["prompt_tokens"], 0).astype(np.int64)
     T = _int_axis("output_tokens", kw["output_tokens"], 2).astype(np.int64)
     price = kw["price_usd_per_hour"]
-    parts, skipped = [], []
+    configurations, groups = [], []
     for m, hw, rt, n, par, wd, kd, ad in itertools.product(
             [load_model(x) for x in _as_list("model", model)], [load_hardware(x) for x in _as_list("hardware", hardware)],
             _as_list("runtime", kw["runtime"]), _as_list("n_chips", kw["n_chips"]), _as_list("parallel", kw["parallel"]),
@@ -909,29 +910,48 @@ def _served(model, hardware, concurrency, scheduler, kw: dict):
             _as_list("activation_dtype", kw["activation_dtype"])):
         n_chips = par.chips if (n is None and par is not None) else (1 if n is None else n)
         for s, t in itertools.product(S, T):
-            try:
-                c = serve_curve(m, hw, concurrency=clients, prompt_tokens=int(s), output_tokens=int(t),
-                                weight_dtype=wd, kv_dtype=kd, activation_dtype=ad, n_chips=n_chips, parallel=par,
-                                runtime=rt, scheduler=scheduler,
-                                price_usd_per_hour=price.get(hw.name) if isinstance(price, dict) else price)
-            except MemboundError as e:
-                if kw["on_invalid"] == "raise" or not isinstance(e, InvalidInputError):
-                    raise
-                skipped.append((f"{m.name} on {n_chips} x {hw.name}, {wd}/{kd}/{ad}, {s}/{t} tokens", str(e)))
-                continue
-            k = len(c.concurrency)
-            cost = c.cost_per_million_output_tokens_usd
-            res = Quantization(wd, kd, ad).resolve(hw)
-            parts.append(pd.DataFrame({
-                "model": c.model, "hardware": c.hardware, "runtime": c.runtime, "n_chips": c.n_chips,
-                "weight_dtype": res.weights.name, "kv_dtype": res.kv.name, "activation_dtype": res.activations.name,
-                "concurrency": c.concurrency, "prompt_tokens": np.full(k, s), "output_tokens": np.full(k, t),
-                **{f: getattr(c, f) for f in _SERVED},
-                "cost_per_million_output_tokens_usd": np.full(k, np.nan) if cost is None else cost}))
-    table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    for name in ("model", "hardware", "runtime", "weight_dtype", "kv_dtype", "activation_dtype"):
-        if name in table:
-            table[name] = table[name].astype("category")
+            configurations.append(dict(model=m, hardware=hw, prompt_tokens=int(s), output_tokens=int(t),
+                                       weight_dtype=wd, kv_dtype=kd, activation_dtype=ad, n_chips=n_chips,
+                                       parallel=par, runtime=rt, scheduler=scheduler,
+                                       price_usd_per_hour=price.get(hw.name) if isinstance(price, dict) else price))
+            groups.append((m, hw, n_chips, wd, kd, ad, s, t))
+    skipped = []
+
+    def skip(i: int, e: MemboundError) -> None:
+        if kw["on_invalid"] == "raise" or not isinstance(e, InvalidInputError):
+            raise e
+        m, hw, n_chips, wd, kd, ad, s, t = groups[i]
+        skipped.append((f"{m.name} on {n_chips} x {hw.name}, {wd}/{kd}/{ad}, {s}/{t} tokens", str(e)))
+    curves = serve_curves(configurations, concurrency=clients, skip=skip)
+    kept = [(g, c) for g, c in zip(groups, curves) if c is not None]
+    table = _served_table(kept, clients.size) if kept else pd.DataFrame()
     table.attrs["skipped"] = skipped
     table.attrs["dropped_unfit"] = 0
     return table
+
+
+def _served_table(kept: list, k: int):
+    """The served sweep's table: `k` rows per (group, curve), labels categorical."""
+    import pandas as pd   # pandas: deferred, about a second to import; only tables need it
+    dtypes = [Quantization(wd, kd, ad).resolve(hw) for (m, hw, n, wd, kd, ad, s, t), _ in kept]
+    labels = {"model": [c.model for _, c in kept], "hardware": [c.hardware for _, c in kept],
+              "runtime": [c.runtime for _, c in kept], "n_chips": None,
+              "weight_dtype": [r.weights.name for r in dtypes], "kv_dtype": [r.kv.name for r in dtypes],
+              "activation_dtype": [r.activations.name for r in dtypes]}
+    each = np.repeat(np.arange(len(kept)), k)
+    cols: dict[str, Any] = {}
+    for name, values in labels.items():
+        if values is None:
+            cols[name] = np.array([c.n_chips for _, c in kept])[each]
+        else:
+            cat = pd.Categorical(values)
+            cols[name] = pd.Categorical.from_codes(cat.codes[each], dtype=cat.dtype)
+    cols["concurrency"] = np.concatenate([c.concurrency for _, c in kept])
+    cols["prompt_tokens"] = np.array([g[6] for g, _ in kept])[each]
+    cols["output_tokens"] = np.array([g[7] for g, _ in kept])[each]
+    for f in _SERVED:
+        cols[f] = np.concatenate([getattr(c, f) for _, c in kept])
+    cols["cost_per_million_output_tokens_usd"] = np.concatenate(
+        [np.full(k, np.nan) if c.cost_per_million_output_tokens_usd is None else c.cost_per_million_output_tokens_usd
+         for _, c in kept])
+    return pd.DataFrame(cols)

@@ -1,18 +1,24 @@
 """The served curve: `serve_curve()` over concurrencies, and the fast mode it offers."""
 from __future__ import annotations
 
+import copy
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..base import defaults
-from ..errors import InvalidInputError, is_finite_number
-from ..physics.estimate import MAX_COUNT
+from ..errors import InvalidInputError, MemboundError, is_finite_number
+from ..physics.estimate import MAX_COUNT, Prepared
 from ..physics.fares import SpeedCurve
 from ..physics.result import usd_per_million_tokens
 from .api import build
-from .lengths import as_length
-from .solver import solve
+from .lengths import Length, as_length
+from .scheduler import Scheduler
+from .solver import Steady, closed_cap, rows_alone, solve, solve_stack
+from .step import StepModel
 from ..base.display import serve_curve_text, serve_curve_html, served_fast_mode_rows, text_table, html_table
 
 
@@ -108,6 +114,54 @@ def serve_curve(model, hardware, *, concurrency=DEFAULT_CONCURRENCY, prompt_toke
                 output_tokens=defaults.OUTPUT_TOKENS, **kwargs) -> ServeCurve:
     """The served curve: `serve()`'s steady state at each client count, in one solve.
     kwargs as serve() (dtypes, n_chips, parallel, runtime, scheduler, price_usd_per_hour)."""
+    conc = _client_counts(concurrency)
+    c = _Configured(model, hardware, prompt_tokens, output_tokens, kwargs)
+    return c.curve(conc, solve(c.sm, c.sched, c.prompt.mean, c.output.mean, concurrency=conc))
+
+
+def serve_curves(configurations: Sequence[dict[str, Any]], *, concurrency=DEFAULT_CONCURRENCY,
+                 skip: Callable[[int, MemboundError], None] | None = None) -> list[ServeCurve | None]:
+    """`serve_curve(**configuration, concurrency=concurrency)` of each configuration (a dict of
+    serve_curve's arguments: model, hardware, prompt_tokens, output_tokens, ...), equal to it field
+    by field. The configurations whose steps differ only in their numbers (one model, scheduler,
+    layout and lengths on devices, formats or prices of one structure: `_signature`) go through
+    the solver at once, their client counts as rows of one grid (`solver.solve_stack`, on a step
+    model whose differing constants are columns: `_stacked`); a configuration alone, or a single
+    client count, is served as serve_curve serves it. skip: None raises a configuration's
+    MemboundError as serve_curve would (in their order); else skip(i, error) is called (it may
+    raise) and the i-th curve is None."""
+    conc = _client_counts(concurrency)
+    out: list[ServeCurve | None] = [None] * len(configurations)
+    runs: dict[Any, list[tuple[int, _Configured, tuple[float, float]]]] = {}
+    for i, kw in enumerate(configurations):
+        try:
+            c = _Configured(kw["model"], kw["hardware"], kw.get("prompt_tokens", defaults.PROMPT_TOKENS),
+                            kw.get("output_tokens", defaults.OUTPUT_TOKENS),
+                            {k: v for k, v in kw.items() if k not in ("model", "hardware", "prompt_tokens",
+                                                                      "output_tokens")})
+            cap = closed_cap(c.sm, c.sched, c.prompt.mean, c.output.mean)
+        except MemboundError as e:
+            if skip is None:
+                raise
+            skip(i, e)
+            continue
+        key = c.signature() if conc.size > 1 else object()
+        runs.setdefault(key, []).append((i, c, cap))
+    for run in runs.values():
+        if len(run) == 1:
+            i, c, _ = run[0]
+            out[i] = c.curve(conc, solve(c.sm, c.sched, c.prompt.mean, c.output.mean, concurrency=conc))
+            continue
+        c0 = run[0][1]
+        stack = _stacked_model([c.sm for _, c, _ in run], conc.size)
+        steady = solve_stack(stack, c0.sched, c0.prompt.mean, c0.output.mean, conc, [cap for _, _, cap in run])
+        for (i, c, _), st in zip(run, steady):
+            out[i] = c.curve(conc, st)
+    return out
+
+
+def _client_counts(concurrency) -> np.ndarray:
+    """serve_curve's client counts as floats, checked."""
     try:
         conc = np.asarray(list(concurrency), float)
     except (TypeError, ValueError, OverflowError):     # a bare count, [{}], [10**400]
@@ -115,11 +169,91 @@ def serve_curve(model, hardware, *, concurrency=DEFAULT_CONCURRENCY, prompt_toke
     if conc.ndim != 1 or conc.size == 0 or not np.all(np.isfinite(conc)) or np.any(conc < 1) \
             or np.any(conc > MAX_COUNT) or np.any(conc != np.floor(conc)):    # inf, 1e300: int64 labels overflowed
         raise InvalidInputError("concurrency", concurrency, f"a non-empty sequence of integers from 1 to {MAX_COUNT:,}")
-    prompt = as_length("prompt_tokens", prompt_tokens, 0)
-    output = as_length("output_tokens", output_tokens, 2)
-    sm, sched, p = build(model, hardware, prompt=prompt, output=output, **kwargs)
-    st = solve(sm, sched, prompt.mean, output.mean, concurrency=conc)
-    per_chip = st.request_rate * output.mean / sm.n_chips
-    cost = None if sm.price is None else usd_per_million_tokens(sm.price, per_chip)
-    return ServeCurve(p.model.name, p.hardware.name, p.runtime.name, sm.n_chips, conc.astype(int), 1.0 / st.tau,
-                      per_chip, st.ttft, st.tau, st.running, cost)
+    return conc
+
+
+class _Configured:
+    """A served configuration as serve_curve builds it: its lengths and (StepModel, Scheduler, Prepared)."""
+
+    def __init__(self, model, hardware, prompt_tokens, output_tokens, kwargs: dict[str, Any]):
+        self.prompt: Length = as_length("prompt_tokens", prompt_tokens, 0)
+        self.output: Length = as_length("output_tokens", output_tokens, 2)
+        built = build(model, hardware, prompt=self.prompt, output=self.output, **kwargs)
+        self.sm: StepModel = built[0]
+        self.sched: Scheduler = built[1]
+        self.p: Prepared = built[2]
+
+    def curve(self, conc: np.ndarray, st: Steady) -> ServeCurve:
+        """The ServeCurve of the steady states `st` at the client counts `conc`."""
+        sm, p, output = self.sm, self.p, self.output
+        per_chip = st.request_rate * output.mean / sm.n_chips
+        cost = None if sm.price is None else usd_per_million_tokens(sm.price, per_chip)
+        return ServeCurve(p.model.name, p.hardware.name, p.runtime.name, sm.n_chips, conc.astype(int), 1.0 / st.tau,
+                          per_chip, st.ttft, st.tau, st.running, cost)
+
+    def signature(self) -> Any:
+        """What the configurations solved at once share: the model (its constants), the scheduler,
+        the mean lengths, a closed loop whose rows are computed alone (`_State.columnwise`: not
+        under batch waiting) and no drafter; then every field of the step model but its numbers
+        (`_signature`). None of these: a key of its own."""
+        sm, sched = self.sm, self.sched
+        if sm.draft is not None or not rows_alone(sm, sched):
+            return object()
+        return (id(sm.consts), repr(sched), self.prompt.mean, self.output.mean,
+                tuple((k, _signature(v, k)) for k, v in vars(sm).items() if k not in _OWN))
+
+
+# A stacked step model's attributes that stay the first configuration's: what the solver does not
+# read from it (each configuration's own checks, cap and price come from its own model)
+_OWN = frozenset(("prepared", "consts", "price"))
+# Numbers the step branches on (the layout, the tiles and paths that run, the host's time): the
+# configurations solved at once share them; every other float may differ (a column of a stack)
+_SHAPING = frozenset(("tp", "pp", "ep", "group", "e_group", "share", "gemm_tile_tokens", "mmvq_tokens",
+                      "chunk_tokens", "matvec_tokens", "matvec_overlap", "overlap", "moe_tile_tokens",
+                      "ungraphed_layer_s", "host_s", "host_token_s", "positions", "tokens_per_step", "routed",
+                      "n_chips", "batch", "prompt", "output"))
+
+
+def _signature(v: Any, name: str = "") -> Any:
+    """A value's structure: a float but a shaping one (`_SHAPING`) as the type `float`, a tuple or
+    dataclass field by field, a plain value (None, bool, int, str) as itself, anything else by
+    identity. Values of equal signatures stack (`_stacked`)."""
+    if type(v) is float:
+        return repr(v) if name in _SHAPING else float
+    if isinstance(v, tuple):
+        names = getattr(v, "_fields", ("",) * len(v))
+        return type(v), tuple(_signature(x, f) for x, f in zip(v, names))
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return type(v), tuple(_signature(getattr(v, f.name), f.name) for f in dataclasses.fields(v))
+    if v is None or type(v) in (bool, int, str):
+        return repr(v)
+    return id(v)
+
+
+def _stacked(values: list, reps: int, name: str = "") -> Any:
+    """Values of one `_signature` as one: a float that differs among them as a column of each
+    repeated `reps` times (shape (len(values) x reps, 1)), one they share as itself; tuples and
+    dataclasses field by field; anything else the first's (equal in all: the signature)."""
+    v0 = values[0]
+    if type(v0) is float:
+        if all(repr(v) == repr(v0) for v in values):     # -0.0 and 0.0 apart
+            return v0
+        return np.repeat(np.array(values), reps)[:, None]
+    if isinstance(v0, tuple):
+        names = getattr(v0, "_fields", ("",) * len(v0))
+        items = [_stacked(list(col), reps, f) for col, f in zip(zip(*values), names)]
+        return v0._make(items) if hasattr(v0, "_make") else tuple(items)
+    if dataclasses.is_dataclass(v0) and not isinstance(v0, type):
+        return dataclasses.replace(v0, **{f.name: _stacked([getattr(v, f.name) for v in values], reps, f.name)
+                                          for f in dataclasses.fields(v0) if f.init})
+    return v0
+
+
+def _stacked_model(sms: list[StepModel], reps: int) -> StepModel:
+    """One StepModel for step models of one `_signature`, each constant that differs among them a
+    column of len(sms) x reps rows (each model's repeated `reps` times, one row per client count)."""
+    stack = copy.copy(sms[0])
+    for k in vars(stack):
+        if k not in _OWN:
+            setattr(stack, k, _stacked([getattr(sm, k) for sm in sms], reps, k))
+    return stack

@@ -163,6 +163,13 @@ def batch_wait(hold_steps: int, threshold: float, budget: float, prompt: float, 
     return steps, k
 
 
+def rows_alone(sm: StepModel, sched: Scheduler) -> bool:
+    """Whether each column of the solver's evaluations on (rows, points) arrays is computed alone
+    (`_State.columnwise`): not where batch waiting sizes its Poisson sums by the largest rate in
+    the call (`batch_wait`; TensorRT-LLM waits only on one rank)."""
+    return not (bool(filled(sched.batch_wait_steps) and filled(sched.batch_wait_ratio)) and sm.ranks == 1)
+
+
 class _State:
     """The steady figures at a mean of b decoding sequences, for mean lengths S, T."""
 
@@ -235,8 +242,7 @@ class _State:
         columns are evaluated beside it: not where batch waiting sizes its Poisson sums by the
         largest rate in the call (`batch_wait`). The clumped steps of Poisson arrivals sum over
         their chunks along a first axis, one column at a time."""
-        sched = self.sched
-        return not (bool(filled(sched.batch_wait_steps) and filled(sched.batch_wait_ratio)) and self.sm.ranks == 1)
+        return rows_alone(self.sm, self.sched)
 
     def _clumped(self, b, others, avail, pbar, tau_d):
         """The steps of Poisson arrivals (open loop): a step takes, within the token budget, the
@@ -402,9 +408,11 @@ class _State:
         p, m, beat = self.sm.pass_of(*st[:6])
         top, low = slice(0, over), slice(over, len(rows[0]))
         oth = np.broadcast_to(others, st[0][top].shape)
+        d = st[0].ndim
         return np.concatenate([
-            self._step_rows(tuple(x[top] for x in st), oth, True, (_rows(p, top), _row(m, top), _row(beat, top))),
-            self._step_rows(tuple(x[low] for x in st), others, False, (_rows(p, low), _row(m, low), _row(beat, low)))])
+            self._step_rows(tuple(x[top] for x in st), oth, True, (_rows(p, top, d), _row(m, top, d), _row(beat, top, d))),
+            self._step_rows(tuple(x[low] for x in st), others, False,
+                            (_rows(p, low, d), _row(m, low, d), _row(beat, low, d)))])
 
 
 def _stack(shape: tuple[int, ...], *columns: list) -> tuple[np.ndarray, ...]:
@@ -419,17 +427,18 @@ def _stack(shape: tuple[int, ...], *columns: list) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
-def _row(x, rows: slice):
-    """The rows of a figure evaluated on `_stack`ed arguments (a float: the same for all)."""
-    return x[rows] if isinstance(x, np.ndarray) and x.ndim else x
+def _row(x, rows: slice, ndim: int):
+    """The rows of a figure evaluated on `_stack`ed arguments of `ndim` dimensions (a float, or an
+    array of fewer: a figure of a stack's constants alone (`serving.curve`), the same for all rows)."""
+    return x[rows] if isinstance(x, np.ndarray) and x.ndim == ndim else x
 
 
-def _rows(p: Pass, rows: slice) -> Pass:
-    """The rows of a pass evaluated on `_stack`ed arguments."""
-    return Pass(*(_row(x, rows) for x in p))
+def _rows(p: Pass, rows: slice, ndim: int) -> Pass:
+    """The rows of a pass evaluated on `_stack`ed arguments of `ndim` dimensions."""
+    return Pass(*(_row(x, rows, ndim) for x in p))
 
 
-def _closed_loop(state: _State, concurrency, cap: float):
+def _closed_loop(state: _State, concurrency, cap: float | np.ndarray) -> tuple:
     """N clients hold N = b + X TTFT (Little): b where that holds, or the cap with the rest queued."""
     N = np.asarray(concurrency, float)
     hi = np.minimum(N, cap)
@@ -464,13 +473,23 @@ def _closed_rounds(state: _State, N: np.ndarray, hi: np.ndarray) -> tuple:
     if state.pointwise and N.size == 1:     # the same figures in fewer evaluations (`_root_ahead`)
         root, at_hi, at_root, _ = _root_ahead(state, _held_below, N * 1e-9, hi, N)
     else:
-        at_hi, at_root = state(hi, N), None
+        at_hi, at_root = _on_column(state, hi, N), None
     capped = _capped(at_hi, hi, N)
     if at_root is None:
         root = _root(below, N * 1e-9, hi, N)
     b = np.where(capped, hi, root)
-    figures = (at_hi if capped else at_root) if at_root is not None else state(b, N)
+    figures = (at_hi if capped else at_root) if at_root is not None else _on_column(state, b, N)
     return b, figures, capped
+
+
+def _on_column(state: _State, b, N) -> tuple:
+    """The state's figures at b among N clients (arrays of one shape), a list of loads evaluated
+    as a column (n, 1) as `_root` evaluates its grids (n, points): a step model whose constants
+    are a stack's columns (n, 1) (`serving.curve`, several configurations at once) takes them
+    row by row. Each element is computed alone, so the figures are those of b and N as given."""
+    if np.ndim(N) != 1:
+        return state(b, N)
+    return tuple(x[:, 0] if np.ndim(x) == 2 else x for x in state(b[:, None], N[:, None]))
 
 
 def _closed_point(state: _State, n: float, hi: float) -> tuple | None:
@@ -686,6 +705,30 @@ def solve(sm: StepModel, sched: Scheduler, prompt: float, output: float, *, conc
     b, tau, tau_d, tau_m, f, x, ttft, pre = (_closed_loop(state, np.asarray(concurrency, float) * W, cap) if closed
                                              else _open_loop(state, np.asarray(arrival_rate, float) * W, cap))
     return Steady(b, tau, tau_d, tau_m, f, x / W, ttft, pre, cap, kv_pairs, state.u_mean, state.h_mean)
+
+
+def closed_cap(sm: StepModel, sched: Scheduler, prompt: float, output: float) -> tuple[float, float]:
+    """`solve`'s closed loop's running-sequence cap and the KV pairs a chip holds, at mean lengths
+    `prompt`, `output` (its errors where not one request fits)."""
+    return _running_cap(_State(sm, sched, float(prompt), float(output), True), prompt)
+
+
+def solve_stack(stack: StepModel, sched: Scheduler, prompt: float, output: float, concurrency: np.ndarray,
+                caps: list[tuple[float, float]]) -> list[Steady]:
+    """`solve`'s closed loop of G configurations at once, at the client counts `concurrency` (C of
+    them) each: `stack`, a step model whose constants that differ among them are columns of G x C
+    rows (`serving.curve`; one scheduler, as `_State.columnwise`), `caps` their `closed_cap`s. The
+    G x C loads go through one `_closed_loop` (its root's rounds on one grid of G x C rows), each row
+    computed alone: each Steady is `solve(sm_g, sched, prompt, output, concurrency=concurrency)`'s."""
+    state = _State(stack, sched, float(prompt), float(output), True)
+    C = concurrency.size
+    N = np.tile(np.asarray(concurrency, float), len(caps))
+    b, tau, tau_d, tau_m, f, x, ttft, pre = _closed_loop(state, N, np.repeat([cap for cap, _ in caps], C))
+
+    def own(v, g: int):       # configuration g's rows
+        return v[g * C:(g + 1) * C] if np.ndim(v) else v
+    return [Steady(own(b, g), own(tau, g), own(tau_d, g), own(tau_m, g), own(f, g), own(x, g), own(ttft, g),
+                   own(pre, g), cap, kv_pairs, state.u_mean, state.h_mean) for g, (cap, kv_pairs) in enumerate(caps)]
 
 
 def open_loop_rates(sm: StepModel, sched: Scheduler, prompt: float, output: float, b,
