@@ -240,12 +240,16 @@ def test_cpu_only_rows_are_host_processors(tmp_path):
                  system_desc="1-node-2S-GNR"),
             _row(**cpu, model="gptj", benchmark="gptj-99", round="v4.0", precision=float("nan"),
                  host_processor="Intel(R) Xeon(R) Platinum 8480+", system_desc="1-node-2S-SPR-PyTorch-INT4"),
+            _row(**cpu, model="gptj", benchmark="gptj-99", round="v3.1", precision=float("nan"),
+                 host_processor="Intel(R) Xeon(R) Platinum 8480+", system_name="1-node-2S-SPR-PyTorch-INT8",
+                 system_desc="Dell PowerEdge Server R760 (1x Intel Xeon Platinum 8480+)"),   # the format only in its name
             _row(**cpu, host_processor="Acme CPU 9000", precision="weights=INT8", system_desc="")]
     path = tmp_path / "cpu.csv"
     pd.DataFrame(rows, columns=cols).to_csv(path, index=False)
     got, skipped = mv.load_rows(path)
     assert [(r.device, r.engine, r.per_node, r.quantization.weights) for r in got] == [
-        ("xeon-6980p", "device", 2, "int8"), ("xeon-platinum-8480p", "device", 2, "int4")]
+        ("xeon-6980p", "device", 2, "int8"), ("xeon-platinum-8480p", "device", 2, "int4"),
+        ("xeon-platinum-8480p", "device", 2, "int8")]
     assert got[0].measured == pytest.approx(800.0 / 2) and got[0].family == "CPU-only"
     assert [why for _, why, _ in skipped] == ["no profile for the CPU Acme CPU 9000"]
 

@@ -43,7 +43,8 @@ The workload rules of this data set live here, with the loader (never in predict
   host_processor), its sockets the "accelerators" (tokens/s per socket, sockets per node the
   groups), the stack (PyTorch with Intel's extensions) as the `device` runtime (the profile's
   fractions, no served engine's costs: assumed), the format from the precision column or, where it
-  has none, the system description's INT4 / INT8 / BF16;
+  has none, the INT4 / INT8 / BF16 of the system description, else of the system name (v3.1 Dell:
+  "Dell PowerEdge Server R760 (...)" runs "1-node-2S-SPR-PyTorch-INT8"), else bf16;
 - cards of several GPUs (`devices_per_card`: the accel_variant's "(2 GPUs/card)", Maxsun's Arc Pro B60
   Dual 48G): the table counts cards, each GPU is a device: a node's devices are its cards times that,
   and a card's tokens/s are shared by its GPUs.
@@ -328,7 +329,8 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
     hw = load_hardware(device)
     precision = str(r.precision)
     if cpu_only(r) and "weights=" not in precision:      # older CPU rows name the format in the description
-        word = next((w for w in CPU_FORMATS if w in str(getattr(r, "system_desc", "")).lower()), "bf16")
+        texts = (str(getattr(r, "system_desc", "")).lower(), str(getattr(r, "system_name", "")).lower())
+        word = next((w for t in texts for w in CPU_FORMATS if w in t), "bf16")   # the description's, else the name's
         precision = f"weights={word}"
     wd = weight_format(precision, hw, str(r.round))
     quant = _quantization(wd, bench.preset, hw)
