@@ -6,7 +6,7 @@ import html
 from dataclasses import dataclass
 
 from ..base import defaults
-from ..physics.capacity import layout_for, min_chips
+from ..physics.capacity import layout_for
 from ..errors import DoesNotFitError, InvalidInputError
 from ..physics.estimate import check_int, estimate
 from ..catalog.hardware import Hardware, load_hardware, one_name_each
@@ -105,11 +105,13 @@ def compare(model: str | Model, devices, *, batch: int = defaults.BATCH,
             allow_beyond_context: bool = False, speculative=None, price_usd_per_hour=None) -> CompareResult:
     """`estimate()` of `model` on each device of `devices` ("name", "name:CHIPS" or a Hardware).
 
-    A device without a chip count gets `n_chips`, or else (None / "auto") the fewest chips that hold the weights
-    and the batch's KV cache at prompt + output tokens (`min_chips`; on a chip with memory tiers in
-    the tiers a decode streams at speed, `at_speed=True`, as `estimate` does), laid out as `layout_for`
-    does. A device that cannot hold the model (or has no layout for the count asked) is left
-    out with the reason in `dropped`; unknown names and bad values raise. `speculative` (a
+    A device without a chip count gets `n_chips`, or else (None / "auto") estimate()'s own default:
+    the fewest chips that hold this configuration (the weights, the batch's KV cache at prompt +
+    output tokens, the prefill's activations; on a chip with memory tiers in the tiers a decode
+    streams at speed), laid out as `layout_for` does, by estimate's one search, whose last
+    evaluation is the device's result (no second evaluation of the count found). A device that
+    cannot hold the model (or has no layout for the count asked) is left out with the reason in
+    `dropped`; unknown names and bad values raise. `speculative` (a
     `SpeculativeDecoding`) drafts on every device; `price_usd_per_hour` is one price for every
     device or {device name: USD per chip-hour} (a device it does not name keeps its profile's).
 
@@ -125,15 +127,13 @@ def compare(model: str | Model, devices, *, batch: int = defaults.BATCH,
     loaded = [(load_hardware(name), n) for name, n in map(device_spec, specs)]
     one_name_each([hw for hw, _ in loaded], "devices")
     for hw, n in loaded:
+        n = n or default_n
         try:
-            n = n or default_n or min_chips(m, hw, batch=batch, context_tokens=prompt_tokens + output_tokens,
-                                            weight_dtype=weight_dtype, kv_dtype=kv_dtype, runtime=runtime,
-                                            speculative=speculative, at_speed=True)
-            try:
-                par = layout_for(m, hw, n)
-            except InvalidInputError as err:     # a device without links, asked for several chips
-                dropped.append((f"{hw.name}:{n}", str(err)))
-                continue
+            par = None if n is None else layout_for(m, hw, n)
+        except InvalidInputError as err:     # a device without links, asked for several chips
+            dropped.append((f"{hw.name}:{n}", str(err)))
+            continue
+        try:        # n None: estimate's own fewest count, whose search's last evaluation is the answer
             results.append(estimate(m, hw, batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
                                     weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                                     activation_dtype=activation_dtype, n_chips=n, parallel=par, runtime=runtime,
