@@ -267,3 +267,24 @@ def test_a_card_of_two_gpus_is_two_devices(tmp_path):
     got, skipped = mv.load_rows(path)
     assert not skipped
     assert [(r.device, r.per_node, r.measured) for r in got] == [("arc-pro-b60", 8, 500.0), ("arc-pro-b60", 4, 1000.0)]
+
+
+def test_the_measured_openorca_prompts_no_longer_refute_the_fit_families_rows():
+    # workloads.yaml: llama2-70b's prompts measured on the dataset's 24,576 samples, mean 222.3 tokens
+    # (was an assumed 700). Its H200 fp8 ceiling by hand: 2 x 68.98e9 x (222.3 + 294.45) = 7.129e13 FLOPs a
+    # request, 1.979e15 x 294.45 / 7.129e13 = 8,174 output tokens/s per GPU: the 4,400 row is below it
+    bench = mv.load_benchmarks()["llama2-70b"]
+    assert sum(bench.prompt.values) / len(bench.prompt.values) == pytest.approx(222.3, abs=0.5)
+    assert min(bench.prompt.values) >= 48 and max(bench.prompt.values) <= 1021
+    q = mb.Quantization("fp8", "fp8")
+    row = mv.MLPerfRow("v5.1/X/s/llama2-70b/Offline", "v5.1", "llama2-70b", "Offline", "H200", "h200",
+                       "tensorrt-llm", q, 8, 4400.0)
+    assert mv.compute_ceiling(row, bench) == pytest.approx(8174, rel=2e-3)
+    assert mv.refuted([row], {"llama2-70b": bench}) == {}
+
+
+def test_a_refit_without_refuted_benchmarks_clears_the_set_aside_list():
+    # a generation whose document still names a set-aside benchmark: a refit where none is refuted lists none
+    gens = {"g": {**GENS["g"], "set_aside": {"llama2-70b": "stale"}}}
+    assert mv.with_fits({}, gens)["g"]["set_aside"] == {}
+    assert list(mv.with_fits({}, gens, aside={"b": 3})["g"]["set_aside"]) == ["b"]

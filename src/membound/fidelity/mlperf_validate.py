@@ -571,10 +571,9 @@ def with_fits(reports: dict[tuple[str, str], Any], generations: dict[str, dict] 
     gens = copy.deepcopy(_shipped_generations() if generations is None else generations)
     for g in gens.values():
         g["rounds"], g["at_bound"] = {}, {}
-        if aside:
-            g["set_aside"] = {b: f"{n} Offline rows of the fit families beat the compute ceiling under its assumed "
-                                 f"lengths (mlperf_validate.compute_ceiling): the lengths are refuted, its rows "
-                                 f"inform no constant" for b, n in sorted(aside.items())}
+        g["set_aside"] = {b: f"{n} Offline rows of the fit families beat the compute ceiling under its assumed "
+                             f"lengths (mlperf_validate.compute_ceiling): the lengths are refuted, its rows "
+                             f"inform no constant" for b, n in sorted((aside or {}).items())}
     for (name, rnd), (rep, chips) in sorted(reports.items()):
         prior = gens[name]["fit"][GENERATION_PARAM]
         value = float(rep.params[GENERATION_PARAM])
