@@ -39,14 +39,14 @@ CONFIGS = (("llama3.1-405b", "B200", "v5.1"), ("llama3.1-405b", "H200", "v5.1"),
 
 def instance(bench_name: str, family: str, rnd: str):
     """The engine (step model, scheduler), the benchmark and its Offline saturation (requests/s) as
-    mlperf_validate.predict builds them for the first such row: the layout with the most Offline
-    output tokens/s per accelerator."""
+    mlperf_validate.predict builds them for the first such row: of its instance layouts
+    (mlperf_validate.instance_layouts), the one with the most Offline output tokens/s per accelerator."""
     rows, _ = mv.load_rows()
     row = next(r for r in rows if (r.benchmark, r.family, r.round) == (bench_name, family, rnd))
     bench = mv.load_benchmarks()[bench_name]
     runtime = mv.runtime_of(row.engine, row.executor, row.round)
     best = None
-    for lay in mv.layouts(bench.preset, row.device, row.quantization.weights, row.per_node):
+    for lay in mv.instance_layouts(bench, row.engine, row.device, row.round, row.quantization.weights, row.per_node):
         sm, sched, _ = build(bench.preset, row.device, prompt=bench.prompt, output=bench.output,
                              quantization=row.quantization, runtime=runtime, n_chips=lay.chips, parallel=lay)
         cap = saturation(sm, sched, bench.prompt, bench.output, bench.beams)

@@ -288,3 +288,21 @@ def test_a_refit_without_refuted_benchmarks_clears_the_set_aside_list():
     gens = {"g": {**GENS["g"], "set_aside": {"llama2-70b": "stale"}}}
     assert mv.with_fits({}, gens)["g"]["set_aside"] == {}
     assert list(mv.with_fits({}, gens, aside={"b": 3})["g"]["set_aside"]) == ["b"]
+
+
+def test_published_instance_sizes_narrow_the_layouts_in_their_rounds_only():
+    # NVIDIA's harness runs Llama-2-70B on H100 SXM as 2-GPU instances (v4.0/v4.1 tensor_parallelism 2):
+    # on an 8-GPU node the layouts left are those of 2 chips; another round, or a node without a pair,
+    # keeps every layout the weights fit (1, 2, 4 and 8 chips: 69 GB of fp8 weights fit one 80 GB H100)
+    bench = mv.Benchmark("l", "llama-2-70b", mv.length_distribution(222.3, 48, 1021, 0.771),
+                         mv.length_distribution(294.45, 2, 1024, 0.787), {},
+                         instance_chips={"tensorrt-llm": {"h100-sxm": 2}}, instance_rounds=("v4.1",))
+    every = mv.layouts("llama-2-70b", "h100-sxm", "fp8", 8)
+    assert sorted(lay.chips for lay in every) == [1, 2, 4, 8]
+    assert [lay.chips for lay in mv.instance_layouts(bench, "tensorrt-llm", "h100-sxm", "v4.1", "fp8", 8)] == [2]
+    assert mv.instance_layouts(bench, "tensorrt-llm", "h100-sxm", "v6.0", "fp8", 8) == every
+    assert mv.instance_layouts(bench, "vllm", "h100-sxm", "v4.1", "fp8", 8) == every
+    assert [lay.chips for lay in mv.instance_layouts(bench, "tensorrt-llm", "h100-sxm", "v4.1", "fp8", 1)] == [1]
+    shipped = mv.load_benchmarks()
+    assert shipped["llama2-70b"].instance_chips["tensorrt-llm"]["h100-sxm"] == 2
+    assert shipped["llama3.1-405b"].instance_chips["tensorrt-llm"]["h200"] == 8

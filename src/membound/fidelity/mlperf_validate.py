@@ -17,7 +17,11 @@ The workload rules of this data set live here, with the loader (never in predict
 - lengths: per benchmark, the dataset's prompt and output length distributions
   (workloads.yaml beside the CSV: mean, bounds and spread, each cited or marked assumed), as a
   log-normal clipped to the bounds (`length_distribution`);
-- instance layout: the table has no tensor-parallel degree, so the rule is the submitter's aim:
+- instance layout: the table has no tensor-parallel degree. Where the submitters' published
+  configuration sets the accelerators per engine instance for the engine on that chip
+  (workloads.yaml `instance_chips`: NVIDIA's harness configs, cited there), the layouts are those
+  of that many accelerators (`instance_layouts`; a pipeline-parallel group is modelled as the
+  tensor-parallel group of its size). Otherwise the rule is the submitter's aim:
   of the tensor-parallel groups (1, 2, 4, 8, dividing the accelerators of a node) whose weights
   take at most serve_coverage.WEIGHT_SHARE of each chip (`serve_coverage.runnable`, the served
   smoke's rule), the one with the most Offline output tokens/s per accelerator; one instance per
@@ -122,6 +126,8 @@ class Benchmark:
     beams: int = 1        # beam search's width (each request decodes that many sequences)
     mtp: dict = field(default_factory=dict)     # scenario -> draft steps of the model's MTP head the rules set
     executor: str = ""    # the engine executor its submissions run whatever the stack says ("pytorch"), or ""
+    instance_chips: dict = field(default_factory=dict)   # engine -> {device: accelerators per engine instance}
+    instance_rounds: tuple = ()   # the rounds whose published configurations set instance_chips
 
 
 @dataclass
@@ -191,8 +197,9 @@ def load_benchmarks(path: str | Path | None = None) -> dict[str, Benchmark]:
         keys = {"ttft_s": "ttft_p99_s", "tpot_s": "tpot_p99_s", "e2e_s": "e2e_p99_s"}
         limits = {sc: {keys[k]: float(x) for k, x in v.items()} for sc, v in b.get("limits", {}).items()}
         mtp = {sc: int(v["mtp_steps"]) for sc, v in b.get("speculative", {}).items()}
+        chips = {eng: {dev: int(n) for dev, n in devs.items()} for eng, devs in b.get("instance_chips", {}).items()}
         out[name] = Benchmark(name, b["preset"], lengths[0], lengths[1], limits, int(b.get("beams", 1)), mtp,
-                              str(b.get("executor", "")))
+                              str(b.get("executor", "")), chips, tuple(b.get("instance_chips_rounds", ())))
     return out
 
 
@@ -310,6 +317,18 @@ def layouts(model: str, device: str, wd: str, per_node: int) -> list:
     if not out:
         raise SkipRow(f"{model} in {wd} fits no tensor-parallel group of {per_node} x {device}")
     return out
+
+
+def instance_layouts(bench: Benchmark, engine: str, device: str, rnd: str, wd: str, per_node: int) -> list:
+    """`layouts` of a row, narrowed to the accelerators per engine instance its submitters' published
+    configuration sets for the engine on that chip in the rounds read (workloads.yaml `instance_chips`,
+    `instance_chips_rounds`, cited there) where the node holds such a group; else every layout (the
+    rule of the module docstring)."""
+    out = layouts(bench.preset, device, wd, per_node)
+    want = bench.instance_chips.get(engine, {}).get(device) if rnd in bench.instance_rounds else None
+    if not want:
+        return out
+    return [lay for lay in out if lay.chips == want] or out
 
 
 def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
@@ -464,7 +483,7 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
         try:
             runtime = (runtimes or {}).get((engine, executor, rnd)) or runtime_of(engine, executor, rnd)
             best = None
-            for lay in layouts(bench.preset, device, q.weights, per_node):
+            for lay in instance_layouts(bench, engine, device, rnd, q.weights, per_node):
                 try:
                     sm, sched, _ = build(bench.preset, device, prompt=bench.prompt, output=bench.output,
                                          quantization=q, runtime=runtime, n_chips=lay.chips, parallel=lay)
