@@ -410,12 +410,19 @@ def generation(engine: str, rnd: str) -> str:
 # and TensorRT-LLM runs as two executors (workloads.yaml `executors`). A generation (generations.yaml)
 # is the engine's served costs with some constants replaced: set from the executor's code, assumed,
 # or fitted per round on that round's Offline rows of the fit families (data/mlperf_split.csv:
-# Hopper), at least two chips, one constant (GENERATION_PARAM). Every other family is held out:
+# Hopper), at least two chips, one constant (the generation's `fit` entry: `fitted_param`). Every other family is held out:
 # forms are chosen on the select families (B200, MI300X), the report families are printed only.
 # Server and Interactive rows are never fitted on.
 GENERATIONS = "data/reference/mlperf/generations.yaml"
 GENERATION_FIT = tuple(f for f, role in mlperf_roles().items() if role == "fit")
-GENERATION_PARAM = "per_sequence_s"
+
+
+def fitted_param(g: dict) -> str:
+    """The one constant generation `g` fits per round: the single key of its `fit` block."""
+    keys = list(g.get("fit") or {})
+    if len(keys) != 1:
+        raise InvalidInputError("generation fit", keys, "exactly one constant fitted per round (issue 27's budget)")
+    return keys[0]
 
 
 def generations_path() -> Path:
@@ -543,7 +550,7 @@ def refuted(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
 
 def fit_generation(rows: list[MLPerfRow], name: str, rnd: str, families=GENERATION_FIT,
                    benchmarks: dict[str, Benchmark] | None = None, generations: dict[str, dict] | None = None):
-    """The fitter's report (membound.fitter.fit) of GENERATION_PARAM of generation `name` in round
+    """The fitter's report (membound.fitter.fit) of the fitted constant (`fitted_param`) of generation `name` in round
     `rnd` on the Offline rows of `families` that run it, from the prior's middle (a cold fit: the
     generation's constants without any round's fit); the rows of benchmarks whose assumed lengths
     the families' rows of any round refute (`refuted`) are set aside. None where the rows left span
@@ -556,15 +563,16 @@ def fit_generation(rows: list[MLPerfRow], name: str, rnd: str, families=GENERATI
             and r.scenario == "Offline" and r.benchmark not in aside]
     if len({r.device for r in mine}) < 2:
         return None
-    lo, hi = (float(x) for x in gens[name]["fit"][GENERATION_PARAM]["prior"])
+    param = fitted_param(gens[name])
+    lo, hi = (float(x) for x in gens[name]["fit"][param]["prior"])
     cold = {k: v for k, v in gens[name].items() if k != "rounds"}
 
     def residuals(p: dict) -> np.ndarray:
-        rt = generation_runtime(name, rnd, {GENERATION_PARAM: p[GENERATION_PARAM]}, {name: cold})
+        rt = generation_runtime(name, rnd, {param: p[param]}, {name: cold})
         predict(mine, benchmarks, runtimes={(engine, executor, rnd): rt})
         return np.array([math.log(max(r.pred.get("tok_s_per_accel", 1e-9), 1e-9) / r.measured) for r in mine])
     start = math.sqrt(lo * hi)           # the prior's geometric middle
-    return fit(residuals, [Param(GENERATION_PARAM, lo, hi, start, log=True)], rows=[r.id for r in mine])
+    return fit(residuals, [Param(param, lo, hi, start, log=True)], rows=[r.id for r in mine])
 
 
 def fit_all(rows: list[MLPerfRow], generations: dict[str, dict] | None = None) -> dict[tuple[str, str], Any]:
@@ -594,8 +602,9 @@ def with_fits(reports: dict[tuple[str, str], Any], generations: dict[str, dict] 
                              f"lengths (mlperf_validate.compute_ceiling): the lengths are refuted, its rows "
                              f"inform no constant" for b, n in sorted((aside or {}).items())}
     for (name, rnd), (rep, chips) in sorted(reports.items()):
-        prior = gens[name]["fit"][GENERATION_PARAM]
-        value = float(rep.params[GENERATION_PARAM])
+        param = fitted_param(gens[name])
+        prior = gens[name]["fit"][param]
+        value = float(rep.params[param])
         entry = {"value": float(f"{value:.4g}"), "unit": prior["unit"], "prior": list(prior["prior"]), "status": "fitted",
                  "fitted_on": f"{len(rep.rows)} Offline rows of the fit families "
                  f"({', '.join(GENERATION_FIT)}) in {rnd}", "chips": list(chips),
@@ -603,7 +612,7 @@ def with_fits(reports: dict[tuple[str, str], Any], generations: dict[str, dict] 
         if rep.at_bounds:
             gens[name]["at_bound"][rnd] = {**entry, "status": "at a bound of the prior: missing physics, not used"}
         else:
-            gens[name]["rounds"][rnd] = {GENERATION_PARAM: entry}
+            gens[name]["rounds"][rnd] = {param: entry}
     return gens
 
 
@@ -626,7 +635,8 @@ def by_family(rows: list[MLPerfRow], generations: dict[str, dict] | None = None)
                 for rep in (fit_generation(rows, name, rnd, families=[f for f in fams if f != fam],
                                            generations=gens), every):
                     copy_rows = [r.fresh() for r in mine]
-                    override = {} if rep is None else {GENERATION_PARAM: rep.params[GENERATION_PARAM]}
+                    param = fitted_param(g)
+                    override = {} if rep is None else {param: rep.params[param]}
                     rt = generation_runtime(name, rnd, override, {name: {k: v for k, v in g.items() if k != "rounds"}})
                     predict(copy_rows, runtimes={(engine, executor, rnd): rt})
                     figs.append({sc: summary([r for r in copy_rows if r.scenario == sc]) for sc in SCENARIOS})
@@ -702,7 +712,7 @@ def main(argv=None) -> int:
                     help="an MLPerf CSV of mlperf_llm.csv's schema, or a folder holding mlperf/mlperf_llm.csv "
                          "(default: the copy shipped with membound)")
     ap.add_argument("--csv", help="write one line per row with its prediction")
-    ap.add_argument("--fit", metavar="PATH", help="fit each generation's constant per round (GENERATION_PARAM on "
+    ap.add_argument("--fit", metavar="PATH", help="fit each generation's constant per round (its `fit` entry, on "
                     "that round's Offline rows of the fit families) and write generations.yaml with the fits to PATH")
     ap.add_argument("--by-family", action="store_true",
                     help="also each accelerator family held out in turn (cold refits), beside in-sample figures")

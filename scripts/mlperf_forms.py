@@ -1,0 +1,61 @@
+"""The tensorrt-llm-cpp generation's forms compared on the select families (validation figures).
+
+Each form is the generation of generations.yaml with its served constants and its one fitted
+constant replaced, refitted cold per round on the fit families' Offline rows (mlperf_validate.fit_all,
+at-bound fits set apart and carried over as with_fits does), then used to predict the select
+families' rows (data/mlperf_split.csv: B200, MI300X). The report families are not predicted here.
+
+    PYTHONPATH=src python scripts/mlperf_forms.py A|B|C
+A: compute_fraction 0.806 (the prefill's measured share), per_sequence_s fitted per round;
+B: the engine's own compute_fraction, per_sequence_s fitted per round (generations.yaml's choice);
+C: the engine's own per_sequence_s, compute_fraction fitted per round (prior 0.3 .. 1.0).
+"""
+from __future__ import annotations
+
+import copy
+import sys
+
+from membound.fidelity import mlperf_validate as mv
+from membound.fidelity.split import mlperf_role
+
+NAME = "tensorrt-llm-cpp"
+MEASURED_SHARE = 0.806          # 64.5% of H200's fp8 peak over its achievable 0.8 (generations.yaml forms)
+CF_PRIOR = [0.3, 1.0]           # a share of the chip's achievable GEMM rate
+
+
+def form(rows: list, served_cf: float | None, fit_block: dict) -> None:
+    gens = copy.deepcopy(mv.load_generations())
+    g = gens[NAME]
+    g["served"] = {k: v for k, v in g["served"].items() if k != "compute_fraction"}
+    if served_cf is not None:
+        g["served"]["compute_fraction"] = {"value": served_cf}
+    g["fit"], g["rounds"] = fit_block, {}
+    fits = mv.fit_all(rows, gens)
+    doc = mv.with_fits(fits, gens)
+    rounds = sorted({r.round for r in rows}, key=mv.round_key)
+    runtimes = {("tensorrt-llm", "cpp", r): mv.generation_runtime(NAME, r, None, doc) for r in rounds}
+    select = [r.fresh() for r in rows if mlperf_role(r.family) == "select"]
+    mv.predict(select, runtimes=runtimes)
+    param = mv.fitted_param(g)
+    print("fits:", {k[1]: (float(f"{v[0].params[param]:.4g}"), v[0].at_bounds) for k, v in fits.items()})
+    for sc in mv.SCENARIOS:
+        s = mv.summary([r for r in select if r.scenario == sc])
+        print(f"  {sc}: {s['predicted']} select rows, median |error| {100 * s['median_abs']:.1f}% "
+              f"(signed {100 * s['median']:+.1f}%)")
+
+
+def main(argv: list[str]) -> int:
+    which = argv[0] if argv else "B"
+    rows, _ = mv.load_rows()
+    per_seq = {"per_sequence_s": dict(mv.load_generations()[NAME]["fit"]["per_sequence_s"])}
+    cf = {"compute_fraction": {"unit": "share of the chip's achievable GEMM rate", "prior": CF_PRIOR}}
+    forms = {"A": (MEASURED_SHARE, per_seq), "B": (None, per_seq), "C": (None, cf)}
+    if which not in forms:
+        print(__doc__)
+        return 2
+    form(rows, *forms[which])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
