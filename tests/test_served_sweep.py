@@ -136,3 +136,16 @@ def test_skip_and_raise_keep_the_per_group_errors():
     seen = []
     got = serve_curves(configs, concurrency=[2, 8], skip=lambda i, e: seen.append((i, type(e))))
     assert [i for i, _ in seen] == [2, 3] and [g is None for g in got] == [False, False, True, True]
+
+
+def test_served_curve_plot_lines_are_serve_curve_of_each_device():
+    # plots.served_curve solves the devices at once; each line is its device's serve_curve
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    devices, conc = ["h100-sxm", "h200", "mi300x"], [1, 4, 16, 64, 256]
+    ax = mb.plots.served_curve("llama-3.3-70b", devices, concurrency=conc)
+    assert len(ax.lines) == 3
+    for line, hw in zip(ax.lines, devices):
+        c = serve_curve("llama-3.3-70b", hw, concurrency=conc, weight_dtype="fp8", kv_dtype="fp8", n_chips=8)
+        assert bits(line.get_xdata()) == bits(c.tok_s_per_user) and bits(line.get_ydata()) == bits(
+            c.output_tok_s_per_chip)

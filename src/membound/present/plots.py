@@ -14,7 +14,7 @@ from ..errors import DoesNotFitError, InvalidInputError, require
 from ..physics.estimate import prepare
 from ..catalog.hardware import load_hardware
 from ..catalog.model import load_model
-from ..serving import serve_curve
+from ..serving.curve import serve_curves
 
 
 def _axes(ax):
@@ -298,17 +298,20 @@ def served_curve(model, hardwares, *, concurrency=(1, 2, 4, 8, 16, 32, 64, 128, 
                  weight_dtype: str = "fp8", kv_dtype: str | None = "fp8", n_chips: int = 8,
                  runtime=None, ax=None):
     """The served interactivity curve (InferenceMAX's chart): output tok/s per chip against tok/s
-    per user as clients grow, continuous batching (membound.serve_curve), one line per device;
-    hardwares: names or (name, chips) pairs. The knee (80% of the best throughput) is marked with a
-    diamond, its client count in the legend."""
+    per user as clients grow, continuous batching (membound.serve_curve of each device, those of
+    one structure solved at once: `serve_curves`), one line per device; hardwares: names or
+    (name, chips) pairs. The knee (80% of the best throughput) is marked with a diamond, its client
+    count in the legend."""
     require("matplotlib", "plot", "membound.plots.served_curve")
     ax = _axes(ax)
     conc = _axis_values(concurrency, None, "concurrency", "a non-empty list of client counts >= 1")
-    for item in ([hardwares] if isinstance(hardwares, str) else list(hardwares)):
-        name, n = item if isinstance(item, tuple) else (item, n_chips)
-        c = serve_curve(model, name, concurrency=conc.astype(int), prompt_tokens=prompt_tokens,
-                        output_tokens=output_tokens, weight_dtype=weight_dtype, kv_dtype=kv_dtype, n_chips=n,
-                        runtime=runtime)
+    devices = [item if isinstance(item, tuple) else (item, n_chips)
+               for item in ([hardwares] if isinstance(hardwares, str) else list(hardwares))]
+    curves = serve_curves([dict(model=model, hardware=name, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                                weight_dtype=weight_dtype, kv_dtype=kv_dtype, n_chips=n, runtime=runtime)
+                           for name, n in devices], concurrency=conc.astype(int))   # devices of one structure: one solve
+    for (name, n), c in zip(devices, curves):
+        assert c is not None            # serve_curves raises (no skip)
         k = int(np.flatnonzero(c.concurrency == c.knee())[0])
         # the knee's client count goes in the legend, not beside the point: curves of similar chips
         # bend at the same place, and labels there overlapped
