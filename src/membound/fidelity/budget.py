@@ -9,6 +9,9 @@ Kinds of constant:
 - fitted: chosen by the one fitter (membound.fitter) on the rows named: a runtime entry's figures
   (membound.calibrate.FIT), an engine's served costs (membound.serve_calibrate), a fast chip's
   generation constant (membound.vendors.FITS);
+- shared: a served figure fitted once on the rows of every served engine (serve_calibrate.SHARED),
+  listed in each engine's block but counted once, as fitted, on its own line ("(served, shared)")
+  against the chips of all the rows it is fitted on;
 - set: fixed from a cited fact of the engine's code or a measurement, the chip profile's own figure or
   a neutral value (calibrate.FIXED, serve_calibrate.FIXED), with the reason;
 - held: a device class's figure held at the runtime default's value (too few rows to fit it);
@@ -29,7 +32,8 @@ from .fitter import Param
 from .calibrate import BOUNDS, FIT, FIXED, RUNTIME_WIDE, calibrate_runtimes
 from ..catalog.hardware import load_hardware
 from ..catalog.runtime import load_runtime, list_runtimes
-from .serve_calibrate import ALLTOALL, ALLTOALL_RANGE, ENGINES, FIXED as SERVED_FIXED, HIGH, LOW, dp_rows, fitted_params
+from .serve_calibrate import (ALLTOALL, ALLTOALL_RANGE, ENGINES, FIXED as SERVED_FIXED, HIGH, LOW, SHARED, dp_rows,
+                              fits_alltoall, fitted_params)
 from .serve_validate import load_rows
 from .vendors import FITS
 from .reference import load_reference
@@ -41,7 +45,8 @@ UNITS = (("_cycles", "cycles"), ("w_per_tflop", "W per fp32 TFLOP/s"), ("_steps"
 # a served block's scheduler settings: the engine's launch defaults (runtime.Served), not costs
 SETTINGS = ("max_running", "token_budget", "kv_block_tokens", "memory_fraction", "dp_balance_steps",
             "recv_interval_steps", "batch_wait_steps", "batch_wait_ratio", "lookahead_steps")
-KINDS = ("fitted", "frozen", "set", "held", "profile", "setting", "assumed")
+KINDS = ("fitted", "frozen", "shared", "set", "held", "profile", "setting", "assumed")
+SHARED_ENTRY = "(served, shared)"   # the budget line of the figures fitted once on every served engine's rows
 FREE = ("fitted", "frozen")
 
 
@@ -156,9 +161,12 @@ def _profile_fractions(rt: str, key: str, set_in_file: set, chips: tuple,
 
 
 def _served(budgets: dict) -> None:
-    """Add each engine's served block: fitted (on its rows of the fitting chips, serve_validate.FIT_HARDWARE)
-    or set (serve_calibrate.FIXED, with the reason)."""
+    """Add each engine's served block: fitted (on its rows of the fitting chips, serve_validate.FIT_HARDWARE),
+    shared (serve_calibrate.SHARED: fitted once on every engine's rows, listed in each engine as "shared" and
+    counted once, under SHARED_ENTRY, against the chips of all those rows) or set (serve_calibrate.FIXED,
+    with the reason)."""
     rows, _ = load_rows()
+    _shared(budgets, rows)
     for name in ENGINES:
         served = getattr(load_runtime(name), "served", None)
         if served is None:
@@ -176,20 +184,41 @@ def _served(budgets: dict) -> None:
             side = Param(k, LOW[k], HIGH[k], min(max(v, LOW[k]), HIGH[k])).bound_hit(v) or ""
             b.constants.append(Constant(name, "served", k, v, "fitted", unit_of(k), (LOW[k], HIGH[k]), len(fit_rows),
                                         chips, side))
-        ep = dp_rows(name)
+        ep = dp_rows(name) if fits_alltoall(name) else []
         if ep:
             v = values.get(ALLTOALL, 0.0)
             side = Param(ALLTOALL, *ALLTOALL_RANGE, v).bound_hit(v) or ""
             b.constants.append(Constant(name, "served", ALLTOALL, v, "fitted", "s", ALLTOALL_RANGE, len(ep),
                                         tuple(sorted({r.device for r in ep})), side))
+        for k in SHARED:
+            b.constants.append(Constant(name, "served", k, values[k], "shared", unit_of(k), (LOW[k], HIGH[k]),
+                                        why=f"fitted once on every served engine's rows: counted under {SHARED_ENTRY}"))
         for k, (v, why) in SERVED_FIXED.get(name, {}).items():
             # set from a cited fact, the chip profile's figure or a neutral value, with the reason
-            b.constants.append(Constant(name, "served", k, float(v), "set", unit_of(k), (LOW[k], HIGH[k]), why=why))
-        named = set(fitted_params(name)) | set(SERVED_FIXED.get(name, {})) | ({ALLTOALL} if ep else set())
+            prior = ALLTOALL_RANGE if k == ALLTOALL else (LOW[k], HIGH[k])
+            b.constants.append(Constant(name, "served", k, float(v), "set", unit_of(k), prior, why=why))
+        named = set(fitted_params(name)) | set(SERVED_FIXED.get(name, {})) | set(SHARED) | ({ALLTOALL} if ep else set())
         for k, v in values.items():
             if k not in named:
                 kind = "setting" if k in SETTINGS else "assumed"
                 b.constants.append(Constant(name, "served", k, v, kind, unit_of(k), None))
+
+
+def _shared(budgets: dict, rows) -> None:
+    """The SHARED figures, once: fitted on the rows of every served engine on the fitting chips, so they
+    count against the chips of all those rows (the value is each engine's: a test checks they agree)."""
+    if not SHARED:
+        return
+    fit_rows = [r for r in rows if r.runtime in ENGINES and r.fitted]
+    chips = tuple(sorted({r.device for r in fit_rows}))
+    served = load_runtime(ENGINES[0]).served
+    assert served is not None
+    b = budgets.setdefault(SHARED_ENTRY, RuntimeBudget(SHARED_ENTRY))
+    for k in SHARED:
+        v = float(getattr(served, k))
+        side = Param(k, LOW[k], HIGH[k], min(max(v, LOW[k]), HIGH[k])).bound_hit(v) or ""
+        b.constants.append(Constant(SHARED_ENTRY, "served", k, v, "fitted", unit_of(k), (LOW[k], HIGH[k]),
+                                    len(fit_rows), chips, side, why=f"one figure for {', '.join(ENGINES)}"))
 
 
 def _vendors(budgets: dict, scenarios) -> None:
@@ -257,7 +286,8 @@ def _fmt(v: float) -> str:
 def format_budget(budgets: dict | None = None) -> str:
     budgets = constant_budget() if budgets is None else budgets
     out = ["Constant budget: every constant of every runtime (membound.budget). Kinds: fitted (the one fitter, on the "
-           "rows counted), frozen (fitted earlier on the same rows, then held: free too), set (a cited fact, a bound "
+           "rows counted), frozen (fitted earlier on the same rows, then held: free too), shared (a served figure "
+           "fitted once on every served engine's rows: free once, on the '(served, shared)' line), set (a cited fact, a bound "
            "or a neutral value), held (a class at the default's value), profile (a fraction each chip's profile "
            "gives: measured or assumed there), setting (an engine's scheduler default), assumed (a prior the file "
            "sets). Budget: at most one free constant per two chips its fits span.", "",

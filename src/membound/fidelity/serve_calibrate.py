@@ -41,10 +41,47 @@ vLLM recipe sets: serve_validate.RECIPE_ASYNC_SCHEDULING gives those rows 1, the
 The figures each engine sets rather than fits are in FIXED, each with its value's source or the
 select-chip figures that set it aside; the budget (membound.fidelity.budget, issue 27 item 2) allows
 one free figure per two chips the fits span. vLLM (rows on H100 and H200) fits 5: compute_fraction,
-per_layer_s, per_sequence_s, per_request_s, moe_expert_rows (a leave-one-chip-out refit moves
-per_layer_s by under 2%, the other four by 9-18%); SGLang and TensorRT-LLM have aggregated rows on the H200 alone (4 and 5
-fitted there, and per_alltoall_s on its DP-attention rows there): over the budget, which allows
-none on one chip.
+per_layer_s, per_sequence_s, per_request_s, moe_expert_rows; SGLang and TensorRT-LLM have aggregated rows
+on the H200 alone (4 and 5 fitted there; their all-to-all is set to DeepEP's): over the budget, which
+allows none on one chip.
+
+Shared across engines (SHARED, fit_all(shared=...)): a figure whose work is the same in every engine can
+be fitted once on all three engines' fit rows (550: vLLM 297 on H100 and H200, SGLang 30 and TensorRT-LLM
+223 on H200) and counts once in the budget, against the chips of all those rows (2 chips: one free
+figure; membound.fidelity.budget). None is shared now. What each figure is, by the engines' code:
+  - GPU kernels of one kind in every engine: per_alltoall_s, an expert-parallel dispatch or combine
+    kernel (set to DeepEP's measured latency, FIXED: no engine fits it); the work each layer does on each
+    running sequence beyond its bytes and FLOPs (the decode attention kernel's blocks per sequence, its
+    block-table walk and split-KV merge, the KV append and rotary of its token: FlashInfer and
+    FlashAttention in vLLM and SGLang, TensorRT-LLM's XQA), a cost per sequence per layer;
+  - the engine's own: per_request_s (its API server and tokenizer process, its request path to the
+    first step), per_layer_s (what its CUDA graphs leave per layer: vLLM's piecewise graphs run attention
+    eagerly between them, TensorRT-LLM and SGLang capture the whole decode step), compute_fraction (its
+    prefill's kernels: attention backends, MoE GEMMs, chunking), moe_expert_rows (its MoE kernel: vLLM's
+    Triton matmul_ogs, TensorRT-LLM's CUTLASS MoE), per_sequence_s (its Python loop over the running
+    requests each iteration: vLLM Scheduler.schedule / update_from_output, SGLang get_next_batch_to_run /
+    process_batch_result, TensorRT-LLM PyExecutor._schedule / _update_requests / _handle_responses).
+  The forms compared (2026-12-06, validation figures: select chips B200 + MI300X, InferenceMAX TPOT /
+  TTFT / throughput per GPU, every figure not named refitted cold per engine, the all-to-all at
+  DeepEP's; the trtllm-bench maximum-load rows of the select chip B200 and of the source held out,
+  MLPerf's select rows, from membound validate and validate --mlperf):
+  - each engine its own figures: 8.9/19.3/9.2% (maximum-load B200 8.5%): adopted;
+  - a cost per sequence per layer shared by the three engines in place of per_sequence_s (a new term
+    in the core's step, tried in a branch; 0.83 us, so 66 us per sequence for Llama-3.3-70B and 51 us
+    for DeepSeek-R1): 8.6/19.3/9.0% (SGLang 12.4/11.9/11.0 -> 10.8/12.5/10.4%), but the maximum-load
+    rows 8.5 -> 9.1% (B200) and 9.4 -> 12.9% (their source held out: Llama-3.1-405B, 126 layers, -33 to
+    -38%), and MLPerf's select rows (validate --mlperf) Offline 34.6 -> 57.7%, Server 35.7 -> 57.1%: the
+    MLPerf generations (data/reference/mlperf/generations.yaml) are built on these runtimes with their
+    own per-round per_sequence_s, and the term came on top of it. Not adopted until those are refitted
+    on it; it would take the engines from 14 free figures (vLLM 5, SGLang 4, TensorRT-LLM 5) to 12 (4, 3, 4
+    and the shared one);
+  - per_sequence_s shared: 8.9/19.4/9.2%, but the maximum-load rows (B200) 8.5 -> 12.8% (TensorRT-LLM's
+    figure 55 -> 43 us);
+  - compute_fraction shared 9.7/20.4/10.3%; per_layer_s shared 9.8/20.5/10.9% (SGLang's TPOT 25.5%);
+    per_request_s shared 9.4/19.2/10.1%; compute_fraction and per_sequence_s shared 9.4/20.6/10.1%;
+    per_sequence_s and per_request_s shared 9.7/19.4/10.2%; per_sequence_s and moe_expert_rows shared
+    11.8/23.5/13.2% (SGLang's per_layer_s on its bound 0);
+  - set to 0 instead: TensorRT-LLM's moe_expert_rows 9.2/21.2/10.1%, vLLM's 12.8/18.9/12.4%.
 
 The shapes, from the engines' code (each runtime file's description cites the functions):
   per step: the host's scheduling and launch (one CUDA-graph replay per step) and per layer what the
@@ -141,6 +178,17 @@ figures over its 297 H100 and H200 rows, membound's own steps; validation figure
   the excess splits by model (Llama's negative, gpt-oss's positive, both growing as tp falls), so the
   fitted figure also carries the two models' different prefill rates (Llama's fp8 GEMMs above the one
   compute share, gpt-oss's MXFP4 experts below it). Missing physics: fitted, reported.
+  Tested on the fit rows (2026-12-06, the bundled figures with per_request_s at 0; the measured TTFT less
+  membound's, 297 vLLM rows on H100 and H200): the hypothesis that the API server's output path costs
+  each request time per running client (AsyncLLM.output_handler runs OutputProcessor.process_outputs over
+  every running request's outputs each step, in the process that also streams the first token) predicts
+  an excess growing with the clients. It does not grow: medians 18.0, 17.1 and 18.8 ms at 1-7, 8-31 and
+  32-64 clients (63, 119, 115 rows). It follows the model, the prompt and tp instead: gpt-oss 1k
+  prompts +37 / +25 / +18 / +15 ms at tp 1 / 2 / 4 / 8, 7k prompts +70..80 / +62..83 / +48..64 / +44..60
+  ms (~6 us per prompt token more); Llama-3.3-70B 1k -50 / -16 / 0 / +15 ms, 7k -500 / -240 / -90 /
+  -40 ms. So the ~20 ms is not host time per request: per_request_s carries the gap between the two
+  models' prefill rates (gpt-oss's MXFP4 experts upcast by vLLM's Triton MoE on Hopper, below the one
+  compute share; Llama's fp8 GEMMs above it), which one per-engine compute share cannot hold.
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), bounded least squares (membound.fitter.fit, the one fitter).
 
@@ -187,6 +235,23 @@ TOKENIZE_S = (2.2e-6, "the server tokenises the prompt text (InferenceMAX's rand
                       "tokenizer; andyluo7.github.io 2026-05-14 'CPU-GPU Co-Design for Agentic LLM Inference', "
                       "github.com/andyluo7/cpu-gpu-codesign-agentic-inference); a free fit on vLLM's H100 and H200 rows "
                       "took 3.8 us")
+# The figures fitted once on every engine's fit rows together, one value in each engine's served block
+# (fit_all; the budget counts each once, against the chips of all those rows: membound.fidelity.budget).
+# The forms compared on the select chips (validation figures) are in the module docstring, 'Shared'.
+SHARED: tuple[str, ...] = ()
+
+
+# The latency of one expert-parallel dispatch or combine kernel: a GPU kernel of the same kind in every engine
+# (DP attention sends each token's hidden state to its experts' ranks and back), so a cited measurement
+# of it, not a fit per engine on one chip's few DP rows
+DEEPEP_ALLTOALL_S = (77e-6 + 114e-6) / 2
+ALLTOALL_PRIOR = (DEEPEP_ALLTOALL_S, "the mean of DeepEP's low-latency dispatch (77 us) and combine (114 us) kernels at "
+                  "EP 8 in the DeepSeek-V3/R1 decoding setting (128 tokens a batch, hidden 7168, top-8 experts, FP8 "
+                  "dispatch, BF16 combine; H800 with CX7 400 Gb/s; deepseek-ai/DeepEP README.md, 'Low-latency kernels "
+                  "with pure RDMA'): 95.5 us. Fitted per engine on its H200 DP-attention rows' TPOT it took 84 us "
+                  "(SGLang) and 90 us (TensorRT-LLM); set, the select chips (B200+MI300X, validation figures, "
+                  "2026-12-06) went TPOT/TTFT/throughput 8.8/19.3/9.1 -> 8.9/19.3/9.2%, TensorRT-LLM's 14.8/31.8/"
+                  "17.4 -> 14.8/31.5/17.2%, the disaggregated select rows 9.8/85.3/16.7 -> 11.1/85.3/15.8%")
 FIXED: dict[str, dict[str, tuple[float, str]]] = {
     # vLLM: 5 fitted on H100 and H200 (compute_fraction, per_layer_s, per_sequence_s, per_request_s,
     # moe_expert_rows). Fitted all 10 on the same rows: its B200+MI300X rows' TPOT/TTFT/throughput
@@ -227,6 +292,7 @@ FIXED: dict[str, dict[str, tuple[float, str]]] = {
                             "hide under the weight stream)"),
         "moe_upcast_efficiency": (1.0, "neutral: DeepSeek-R1 fp8 computes its experts in fp8, no upcast"),
         "per_prompt_token_s": TOKENIZE_S,
+        ALLTOALL: ALLTOALL_PRIOR,
     },
     # free, the per-step cost sat on its bound 0 (the layer costs of three models carry it) and the
     # bandwidth share on its bound 1 (as SGLang's). The prompt figures are not fitted: with the other
@@ -246,12 +312,21 @@ FIXED: dict[str, dict[str, tuple[float, str]]] = {
         "per_prompt_token_s": (0.0, "neutral: free (8.3 us) the select chips' TTFT rose; jointly (13 us) the "
                                "maximum-load rows' error rose 8.7 -> 13.8%; at the cited 2.2 us the select chips "
                                "went 14.9/31.4/17.4 -> 15.1/31.9/18.0%"),
+        ALLTOALL: ALLTOALL_PRIOR,
     },
 }
 
 
-def fitted_params(name: str) -> tuple[str, ...]:
-    return tuple(k for k in PARAMS if k not in FIXED.get(name, {}))
+def fitted_params(name: str, shared: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """The figures engine `name` fits on its own rows: PARAMS less those it sets (FIXED) and the shared
+    ones (default SHARED)."""
+    shared = SHARED if shared is None else shared
+    return tuple(k for k in PARAMS if k not in FIXED.get(name, {}) and k not in shared)
+
+
+def fits_alltoall(name: str) -> bool:
+    """Whether engine `name` fits its all-to-all latency on its DP-attention rows (else it sets it: FIXED)."""
+    return ALLTOALL not in FIXED.get(name, {})
 
 
 def set_values(name: str) -> dict[str, float]:
@@ -259,16 +334,19 @@ def set_values(name: str) -> dict[str, float]:
     return {k: v for k, (v, _) in FIXED.get(name, {}).items()}
 
 
-def with_params(name: str, x, extra: dict[str, float] | None = None) -> Runtime:
+def with_params(name: str, x, extra: dict[str, float] | None = None, shared: tuple[str, ...] | None = None) -> Runtime:
+    """Engine `name`'s runtime with its FIXED figures, `extra` ({figure: value}) and x (its fitted_params
+    given the `shared` figures, default SHARED) in its served block."""
     base = load_runtime(name)
     assert base.served is not None      # ENGINES all have a served block
-    update = {**set_values(name), **(extra or {}), **{k: float(v) for k, v in zip(fitted_params(name), x)}}
+    update = {**set_values(name), **(extra or {}), **{k: float(v) for k, v in zip(fitted_params(name, shared), x)}}
     return base.model_copy(update={"served": base.served.model_copy(update=update)})
 
 
 def residuals(name: str, rows, x, extra: dict[str, float] | None = None,
-              metrics: tuple[str, ...] = ("tpot_s", "ttft_s", "tput_per_gpu")) -> np.ndarray:
-    rt = with_params(name, x, extra)
+              metrics: tuple[str, ...] = ("tpot_s", "ttft_s", "tput_per_gpu"),
+              shared: tuple[str, ...] | None = None) -> np.ndarray:
+    rt = with_params(name, x, extra, shared)
     predict(rows, {name: rt})
     out = []
     for r in rows:
@@ -302,59 +380,111 @@ def _medians(res: np.ndarray) -> np.ndarray:
     return np.median(np.abs(np.expm1(res.reshape(-1, 3))), axis=0)
 
 
-def fit_engine(name: str, rows, without: str | None = None) -> dict:
-    """{'params', 'n', 'chips', 'on_bounds', 'median', 'report'} of engine `name`'s cold fit (from
-    START) on its rows of the fitting chips (`rows`: ServedRows; `without`: less that chip's, a
-    leave-one-chip-out refit), {} where it has none; 'median' the fitted rows' median |error| of
-    TPOT, TTFT and throughput per GPU; 'report' the fitter's FitReport of the aggregated fit."""
-    fit_rows = [r for r in rows if r.runtime == name and r.fitted and r.device != without]
+def _dp_tpot(name: str, rows, x, common: dict[str, float], shared: tuple[str, ...]):
+    """The residuals of engine `name`'s DP-attention `rows`' TPOT as a function of {ALLTOALL: seconds},
+    its other figures held (x: its fitted_params given `shared`; `common`: the shared ones' values)."""
+    def res(p: dict) -> np.ndarray:
+        return residuals(name, rows, x, {**common, ALLTOALL: p[ALLTOALL]}, ("tpot_s",), shared)
+    return res
+
+
+def fit_all(rows, without: str | None = None, engines: tuple[str, ...] = ENGINES,
+            shared: tuple[str, ...] | None = None) -> dict:
+    """One cold fit (from START) of every engine's served figures on its rows of the fitting chips
+    (`rows`: ServedRows; `without`: less that chip's, a leave-one-chip-out refit): the `shared` figures
+    (default SHARED) once, on all the engines' rows together, and each engine's own (fitted_params) on
+    its rows alone; with none shared, each engine is its own fit. Returns {engine: {'params', 'n',
+    'chips', 'n_dp', 'dp_chips', 'on_bounds', 'median', 'report', 'dates'}} for each engine with rows
+    ('median': its fitted rows' median |error| of TPOT, TTFT and throughput per GPU; 'report': the
+    fitter's FitReport of its fit) and, where figures are shared, 'shared': {'params', 'n', 'chips',
+    'engines', 'on_bounds'}. An engine that fits its all-to-all (fits_alltoall) fits it apart on its
+    DP-attention rows' TPOT, the rest held, and its fit is redone once with it. In a joint fit each
+    engine's residuals are computed only when its own or a shared figure moves."""
+    shared = SHARED if shared is None else shared
+    fit_rows = {e: [r for r in rows if r.runtime == e and r.fitted and r.device != without] for e in engines}
+    fit_rows = {e: rs for e, rs in fit_rows.items() if rs}
     if not fit_rows:
         return {}
-    keys = fitted_params(name)
-    ep_rows = dp_rows(name, without)
-    extra = {ALLTOALL: 0.0}
-    x = [START[k] for k in keys]
-    ids = [f"{r.runtime}/{r.model}/{r.hw}/{r.date}" for r in fit_rows]
-    report = None
-    a2a = None
+    ep_rows = {e: dp_rows(e, without) if fits_alltoall(e) else [] for e in fit_rows}
+    extra: dict[str, dict[str, float]] = {e: {ALLTOALL: 0.0} if fits_alltoall(e) else {} for e in fit_rows}
+    cache: dict = {}
 
-    def aggregated(p: dict) -> np.ndarray:
-        return residuals(name, fit_rows, [p[k] for k in keys], extra)
+    def own(e: str, p: dict) -> list[float]:
+        return [p[f"{e}:{k}"] for k in fitted_params(e, shared)]
 
-    def dp_tpot(p: dict) -> np.ndarray:
-        return residuals(name, ep_rows, x, {ALLTOALL: p[ALLTOALL]}, ("tpot_s",))
+    def engine_residuals(e: str, p: dict) -> np.ndarray:
+        more = {**{k: p[k] for k in shared}, **extra[e]}
+        key = (e, tuple(own(e, p)), tuple(sorted(more.items())))
+        if key not in cache:
+            cache[key] = residuals(e, fit_rows[e], own(e, p), more, shared=shared)
+        return cache[key]
 
-    for _ in range(2 if ep_rows else 1):    # the aggregated fit, the all-to-all on the DP rows' TPOT, again
-        report = fitter.fit(aggregated, [Param(k, LOW[k], HIGH[k], v) for k, v in zip(keys, x)], rows=ids,
-                            max_iterations=30)
-        x = [report.params[k] for k in keys]
-        if ep_rows:
-            a2a = fitter.fit(dp_tpot, [Param(ALLTOALL, *ALLTOALL_RANGE, 1e-5)], max_iterations=30)
-            extra = {ALLTOALL: float(f"{a2a.params[ALLTOALL]:.4g}")}
-    assert report is not None
-    bound = [b.split("=")[0] for b in report.at_bounds] + ([ALLTOALL] if a2a is not None and a2a.at_bounds else [])
-    return {"params": {**set_values(name), **dict(zip(keys, (float(f"{v:.4g}") for v in x))), **extra},
-            "n": len(fit_rows), "chips": sorted({r.device for r in fit_rows}), "n_dp": len(ep_rows),
-            "dp_chips": sorted({r.device for r in ep_rows}), "on_bounds": bound, "report": report,
-            "median": _medians(residuals(name, fit_rows, x, extra)),
-            "dates": sorted(r.date.lstrip("~<=") for r in fit_rows)}
+    at: dict[str, float] = {}
+    a2a: dict = {}
+    reports: dict = {}
+    for group in ([tuple(fit_rows)] if shared else [(e,) for e in fit_rows]):
+        params = [Param(k, LOW[k], HIGH[k], START[k]) for k in shared]
+        params += [Param(f"{e}:{k}", LOW[k], HIGH[k], START[k]) for e in group for k in fitted_params(e, shared)]
+        ids = [f"{r.runtime}/{r.model}/{r.hw}/{r.date}" for e in group for r in fit_rows[e]]
+        at.update({q.name: q.start for q in params})
+
+        def aggregated(p: dict, group=group) -> np.ndarray:
+            return np.concatenate([engine_residuals(e, p) for e in group])
+
+        for _ in range(2 if any(ep_rows[e] for e in group) else 1):    # the fit, each all-to-all on its DP rows, again
+            report = fitter.fit(aggregated, [Param(q.name, q.lo, q.hi, at[q.name]) for q in params], rows=ids,
+                                max_iterations=30)
+            at.update(report.params)
+            for e in group:
+                if ep_rows[e]:
+                    a2a[e] = fitter.fit(_dp_tpot(e, ep_rows[e], own(e, at), {k: at[k] for k in shared}, shared),
+                                        [Param(ALLTOALL, *ALLTOALL_RANGE, 1e-5)], max_iterations=30)
+                    extra[e] = {ALLTOALL: float(f"{a2a[e].params[ALLTOALL]:.4g}")}
+        reports.update({e: report for e in group})
+    common = {k: float(f"{at[k]:.4g}") for k in shared}
+    out: dict = {}
+    for e, rs in fit_rows.items():
+        hits = [b.split("=")[0] for b in reports[e].at_bounds]
+        mine = [h.split(":", 1)[1] for h in hits if h.startswith(f"{e}:")]
+        fitted = {k: float(f"{v:.4g}") for k, v in zip(fitted_params(e, shared), own(e, at))}
+        out[e] = {"params": {**set_values(e), **common, **fitted, **extra[e]},
+                  "n": len(rs), "chips": sorted({r.device for r in rs}), "n_dp": len(ep_rows[e]),
+                  "dp_chips": sorted({r.device for r in ep_rows[e]}), "report": reports[e],
+                  "on_bounds": mine + [k for k in shared if k in hits] + ([ALLTOALL] if e in a2a and a2a[e].at_bounds else []),
+                  "median": _medians(engine_residuals(e, at)), "dates": sorted(r.date.lstrip("~<=") for r in rs)}
+    if shared:
+        hits = [b.split("=")[0] for b in next(iter(reports.values())).at_bounds]
+        out["shared"] = {"params": common, "n": sum(len(rs) for rs in fit_rows.values()), "engines": list(fit_rows),
+                         "chips": sorted({r.device for rs in fit_rows.values() for r in rs}),
+                         "on_bounds": [k for k in shared if k in hits]}
+    return out
 
 
-def leave_one_chip_out(name: str, rows) -> dict:
-    """{chip: {'params', 'held_out'}} for each fitting chip of engine `name`'s rows where they span
-    two or more: a cold refit without that chip's rows (fit_engine(without=chip)) and its median
-    |error| of TPOT, TTFT and throughput per GPU on them (what the fit never saw); {} for one chip."""
-    chips = sorted({r.device for r in rows if r.runtime == name and r.fitted})
+def fit_engine(name: str, rows, without: str | None = None) -> dict:
+    """Engine `name`'s part of the joint fit (fit_all), {} where it has no rows."""
+    return fit_all(rows, without).get(name, {})
+
+
+def leave_one_chip_out(rows, fits: dict | None = None) -> dict:
+    """{chip: fit_all(rows, without=chip)} for each fitting chip of the engines' rows, each with
+    'held_out': {engine: median |error| of TPOT, TTFT and throughput per GPU on that chip's rows} for
+    the engines whose rows span it and another chip (what the refit never saw); {} for one chip."""
+    chips = sorted({r.device for r in rows if r.runtime in ENGINES and r.fitted})
     if len(chips) < 2:
         return {}
     out = {}
     for chip in chips:
-        fit = fit_engine(name, rows, without=chip)
-        held = [r for r in rows if r.runtime == name and r.fitted and r.device == chip]
-        values = fit["params"]
-        x = [values[k] for k in fitted_params(name)]
-        out[chip] = {"params": values, "n": len(held),
-                     "held_out": _medians(residuals(name, held, x, {ALLTOALL: values[ALLTOALL]}))}
+        refit = fit_all(rows, without=chip)
+        held: dict = {}
+        for name, fit in refit.items():
+            mine = [r for r in rows if r.runtime == name and r.fitted and r.device == chip]
+            if name == "shared" or not mine:
+                continue
+            values = fit["params"]
+            x = [values[k] for k in fitted_params(name)]
+            more = {k: values[k] for k in SHARED if k in values}
+            held[name] = {"n": len(mine), "held_out": _medians(residuals(name, mine, x, {**more, ALLTOALL: values[ALLTOALL]}))}
+        out[chip] = {**refit, "held_out": held}
     return out
 
 
@@ -362,21 +492,28 @@ def _pct(m) -> str:
     return f"TPOT {100 * m[0]:.1f}%, TTFT {100 * m[1]:.1f}%, throughput/GPU {100 * m[2]:.1f}%"
 
 
-def note(name: str, fit: dict, loo: dict) -> str:
-    """The `calibration` text of engine `name`'s served block: the rows, what is fitted and what set,
-    the in-sample figures and each leave-one-chip-out refit's figures and held-out error."""
+def note(name: str, fit: dict, loo: dict, shared: dict | None = None) -> str:
+    """The `calibration` text of engine `name`'s served block: the rows, what is fitted on them, what
+    is fitted once on every engine's rows (`shared`: fit_all's 'shared'), what set, the in-sample
+    figures and each leave-one-chip-out refit (`loo`: leave_one_chip_out) that held out some of its
+    rows: its figures and held-out error."""
     keys = fitted_params(name)
-    a2a = (f"; {ALLTOALL} from the TPOT of its {fit['n_dp']} DP-attention rows on {', '.join(fit['dp_chips'])} "
+    a2a = ("" if not fits_alltoall(name) else
+           f"; {ALLTOALL} from the TPOT of its {fit['n_dp']} DP-attention rows on {', '.join(fit['dp_chips'])} "
            f"(aggregated and disaggregated decode workers)" if fit["n_dp"] else f"; {ALLTOALL} held at 0 (no "
            f"DP-attention rows there)")
+    common = (f"; fitted once on the {shared['n']} rows of {', '.join(shared['engines'])} on {', '.join(shared['chips'])} "
+              f"(serve_calibrate.SHARED): {', '.join(SHARED)}" if shared and SHARED else "")
     text = (f"fitted by membound.serve_calibrate on {datetime.date.today()} from {fit['n']} canonical good "
             f"InferenceMAX rows on {', '.join(fit['chips'])} (dates {fit['dates'][0]} .. {fit['dates'][-1]}): "
-            f"{', '.join(keys)}{a2a}; set, not fitted (serve_calibrate.FIXED, with the reasons): "
-            f"{', '.join(FIXED.get(name, {})) or 'none'}; median |error| on the fitted rows (in-sample): "
+            f"{', '.join(keys) or 'none of its own'}{common}{a2a}; set, not fitted (serve_calibrate.FIXED, with the "
+            f"reasons): {', '.join(FIXED.get(name, {})) or 'none'}; median |error| on the fitted rows (in-sample): "
             f"{_pct(fit['median'])}")
-    for chip, r in loo.items():
-        ps = ", ".join(f"{k} {r['params'][k]:.4g}" for k in keys)
-        text += f"; cold refit without {chip}: {ps}, held-out {chip} {_pct(r['held_out'])}"
+    for chip, refit in loo.items():
+        if name not in refit.get("held_out", {}):
+            continue
+        ps = ", ".join(f"{k} {refit[name]['params'][k]:.4g}" for k in keys + SHARED)
+        text += f"; cold refit without {chip}: {ps}, held-out {chip} {_pct(refit['held_out'][name]['held_out'])}"
     return text + "; every other chip held out (python -m membound.fidelity.serve_validate)"
 
 
@@ -451,12 +588,18 @@ def main(argv=None) -> int:
         return 0
     rows, _ = load_rows()
     print(f"fitting on {', '.join(FIT_HARDWARE)} rows")
+    fits = fit_all(rows)
+    loo = leave_one_chip_out(rows)
+    if "shared" in fits:
+        sh = fits["shared"]
+        print(f"shared ({', '.join(sh['engines'])}, {sh['n']} rows on {', '.join(sh['chips'])}): {sh['params']}"
+              f"  on bounds: {sh['on_bounds'] or 'none'}")
     for name in a.engine or ENGINES:
-        fit = fit_engine(name, rows)
+        fit = fits.get(name)
         if not fit:
             print(f"{name}: no rows to fit")
             continue
-        fit["note"] = note(name, fit, leave_one_chip_out(name, rows))
+        fit["note"] = note(name, fit, loo, fits.get("shared"))
         print(f"{name}: {fit['params']}\n  on bounds: {fit['on_bounds'] or 'none'}\n  {fit['note']}")
         if a.out or a.write_bundled:
             folder = Path(a.out) if a.out else runtimes_dir()
