@@ -188,7 +188,10 @@ figures over its 297 H100 and H200 rows, membound's own steps; validation figure
   ms (~6 us per prompt token more); Llama-3.3-70B 1k -50 / -16 / 0 / +15 ms, 7k -500 / -240 / -90 /
   -40 ms. So the ~20 ms is not host time per request: per_request_s carries the gap between the two
   models' prefill rates (gpt-oss's MXFP4 experts upcast by vLLM's Triton MoE on Hopper, below the one
-  compute share; Llama's fp8 GEMMs above it), which one per-engine compute share cannot hold.
+  compute share; Llama's fp8 GEMMs above it), which one per-engine compute share cannot hold. Swapped for
+  the upcast rate (per_request_s at 1 ms, moe_upcast_efficiency free: 0.35, the rest refitted cold) the
+  vLLM fit rows' TTFT went 19.3 -> 15.2% but the select chips' vLLM TTFT 18.0 -> 35.7% (validation
+  figures): the upcast alone does not carry the gap across chips; not adopted.
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), bounded least squares (membound.fitter.fit, the one fitter).
 
