@@ -49,7 +49,7 @@ import numpy as np
 
 from .lengths import Length, Samples
 from .scheduler import Scheduler, filled
-from .solver import Steady, full_step, open_loop_rates
+from .solver import Steady, full_step, open_loop_rates, rows_alone
 from .step import StepModel
 from statistics import NormalDist
 
@@ -92,6 +92,20 @@ class Occupancy:
     corr_s: float          # correlation time of the step (integrated autocorrelation / variance)
     queued: float          # mean requests waiting for a place in the batch (beyond the cap)
     arrive: np.ndarray     # P(n decoding when a request arrives), n = 0 .. cap (Poisson arrivals see time averages)
+    others: np.ndarray     # the b (others beside a sequence) it evaluated the open loop at, ascending
+    rates: tuple[np.ndarray, ...]   # `open_loop_rates` at those b
+
+
+def _rates_at(occ: Occupancy, sm: StepModel, sched: Scheduler, prompt: float, output: float, b: np.ndarray,
+              beams: int) -> tuple[np.ndarray, ...]:
+    """`open_loop_rates` at b: the occupancy's figures where its evaluation holds every point of b
+    and each point is computed alone (`solver.rows_alone`, both calls at two points or
+    more), the same numbers to the bit; else evaluated."""
+    at = np.searchsorted(occ.others, b)
+    if (occ.others.size >= 2 and b.size >= 2 and np.all(at < occ.others.size)
+            and np.array_equal(occ.others[np.minimum(at, occ.others.size - 1)], b) and rows_alone(sm, sched)):
+        return tuple(v[at] for v in occ.rates)
+    return open_loop_rates(sm, sched, prompt, output, b, beams)
 
 
 def occupancy(sm: StepModel, sched: Scheduler, rate: float, prompt: float, output: float, cap: float,
@@ -113,12 +127,15 @@ def occupancy(sm: StepModel, sched: Scheduler, rate: float, prompt: float, outpu
     top = max(int(math.floor(cap / beams)), 1)
     grid = np.unique(np.round(np.geomspace(1.0, float(top), OCCUPANCY_POINTS)))
     # the solver's figures at b are those a decoding sequence sees beside b others: n in the batch
-    tau_g = open_loop_rates(sm, sched, prompt, output, beams * grid - 1.0, beams)[0]
+    others = beams * grid - 1.0
+    rates = open_loop_rates(sm, sched, prompt, output, others, beams)
+    tau_g = rates[0]
     n = np.arange(1, top + 1, dtype=float)
     tau = np.interp(n, grid, tau_g)
     p = birth_death(rate, n / max(output - 1.0, 1e-9) / np.maximum(tau, 1e-300))    # mu(n) = n / (D tau(n))
     if p is None:                  # the full batch completes fewer than arrive: the queue never drains
-        return Occupancy(n, np.eye(1, top, top - 1)[0], tau, math.inf, math.inf, np.eye(1, top + 1, top)[0])
+        return Occupancy(n, np.eye(1, top, top - 1)[0], tau, math.inf, math.inf, np.eye(1, top + 1, top)[0],
+                         others, rates)
     extra = p.size - top - 1
     tau_all = np.concatenate([[tau[0]], tau, np.full(extra, tau[-1])])
     corr = correlation_time(p, tau_all, rate)
@@ -127,7 +144,7 @@ def occupancy(sm: StepModel, sched: Scheduler, rate: float, prompt: float, outpu
     seen /= max(float(np.sum(seen)), 1e-300)
     queued = float(np.sum(p[top + 1:] * np.arange(1.0, extra + 1.0)))
     arrive = np.concatenate([p[:top], [float(np.sum(p[top:]))]])
-    return Occupancy(n, seen, tau, corr, queued, arrive)
+    return Occupancy(n, seen, tau, corr, queued, arrive, others, rates)
 
 
 def birth_death(rate: float, mu: np.ndarray) -> np.ndarray | None:
@@ -526,8 +543,8 @@ def tails(sm: StepModel, sched: Scheduler, st: Steady, rate: float, prompt: Leng
     # the loads arrivals find: equally likely decoding counts, the steps and own prefill there
     cdf_a = np.cumsum(occ.arrive)
     found = np.searchsorted(cdf_a / cdf_a[-1], (np.arange(TTFT_LOAD_POINTS) + 0.5) / TTFT_LOAD_POINTS).astype(float)
-    tau_n, _, d_n, m_n, pre_n = open_loop_rates(sm, sched, prompt.mean, output.mean,
-                                                np.minimum(beams * found, st.cap), beams)
+    tau_n, _, d_n, m_n, pre_n = _rates_at(occ, sm, sched, prompt.mean, output.mean, np.minimum(beams * found, st.cap),
+                                          beams)
     tps = sm.tokens_per_step
     host = sm.host_token_s * prompt.mean
     states = np.column_stack([tau_n * tps, d_n, m_n + (d_n if split else 0.0), pre_n + host])
