@@ -782,6 +782,7 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
         acc = None
         for chunk in iter_sweep(model, hardware, **kw, chunk_size=chunk_size, as_frame=as_frame):
             acc = reduce(acc, chunk)
+            del chunk       # its buffer is then free (unless acc kept it) for the next chunk (`_chunks`)
         return acc
     _settle_allocator()
     plan = _plan(model, hardware, **kw)
