@@ -1,7 +1,7 @@
 """Dask that scales (issue 33 item 4): the same query on one local process and on a LocalCluster
 of two worker processes, in the same run; then a billion configurations reduced to a Pareto front.
 
-Run:  python benchmarks/bench_dask.py [--batches 100] [--runs 3] [--pareto]
+Run:  python benchmarks/bench_dask.py [--batches 100] [--runs 3] [--pareto] [--chunk 1000000]
 
 The query: 2 models x 1 device x `--batches` batches x 500 prompts x 1,000 outputs (--batches 100:
 1e8 configurations), keep the points with TTFT <= 2 s and >= 30 tok/s per user, the ten with the
@@ -122,11 +122,14 @@ def pareto_run(client) -> dict:
 
 
 def main():
+    global CHUNK
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", type=int, default=100)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--pareto", action="store_true")
+    ap.add_argument("--chunk", type=int, default=CHUNK, help="rows per partition, both engines (default 1e6)")
     args = ap.parse_args()
+    CHUNK = args.chunk
     import distributed
 
     import membound as mb
