@@ -938,18 +938,16 @@ def _served_table(kept: list, k: int):
     """The served sweep's table: `k` rows per (group, curve), labels categorical."""
     import pandas as pd   # pandas: deferred, about a second to import; only tables need it
     dtypes = [Quantization(wd, kd, ad).resolve(hw) for (m, hw, n, wd, kd, ad, s, t), _ in kept]
-    labels = {"model": [c.model for _, c in kept], "hardware": [c.hardware for _, c in kept],
-              "runtime": [c.runtime for _, c in kept], "n_chips": None,
-              "weight_dtype": [r.weights.name for r in dtypes], "kv_dtype": [r.kv.name for r in dtypes],
-              "activation_dtype": [r.activations.name for r in dtypes]}
     each = np.repeat(np.arange(len(kept)), k)
-    cols: dict[str, Any] = {}
-    for name, values in labels.items():
-        if values is None:
-            cols[name] = np.array([c.n_chips for _, c in kept])[each]
-        else:
-            cat = pd.Categorical(values)
-            cols[name] = pd.Categorical.from_codes(cat.codes[each], dtype=cat.dtype)
+
+    def category(values: list[str]):      # one label per curve, repeated over its k rows
+        cat = pd.Categorical(values)
+        return pd.Categorical.from_codes(cat.codes[each], dtype=cat.dtype)
+    cols: dict[str, Any] = {
+        "model": category([c.model for _, c in kept]), "hardware": category([c.hardware for _, c in kept]),
+        "runtime": category([c.runtime for _, c in kept]), "n_chips": np.array([c.n_chips for _, c in kept])[each],
+        "weight_dtype": category([r.weights.name for r in dtypes]), "kv_dtype": category([r.kv.name for r in dtypes]),
+        "activation_dtype": category([r.activations.name for r in dtypes])}
     cols["concurrency"] = np.concatenate([c.concurrency for _, c in kept])
     cols["prompt_tokens"] = np.array([g[6] for g, _ in kept])[each]
     cols["output_tokens"] = np.array([g[7] for g, _ in kept])[each]

@@ -103,7 +103,7 @@ def _rates_at(occ: Occupancy, sm: StepModel, sched: Scheduler, prompt: float, ou
     more), the same numbers to the bit; else evaluated."""
     at = np.searchsorted(occ.others, b)
     if (occ.others.size >= 2 and b.size >= 2 and np.all(at < occ.others.size)
-            and np.array_equal(occ.others[np.minimum(at, occ.others.size - 1)], b) and rows_alone(sm, sched)):
+            and np.array_equal(occ.others[at], b) and rows_alone(sm, sched)):
         return tuple(v[at] for v in occ.rates)
     return open_loop_rates(sm, sched, prompt, output, b, beams)
 
