@@ -22,6 +22,17 @@ def test_reduce_and_broadcast_over_a_line_by_hand():
     assert reduce_cycles(1.0, 64.0, 2.0) == 0 and broadcast_cycles(1.0, 64.0, 2.0) == 0
 
 
+def test_a_wafer_estimate_is_plain_floats_like_every_other_chip():
+    """Floats in, floats out (roofline's contract): the wafer's cycle counts take the plain-float
+    path, so a Cerebras estimate's speed fields are Python floats, not numpy scalars. Tree depth
+    over 65 cores: ceil(log2 65) = 7, so one wavelet costs min(chain 1 + 64 + 5 x 64 = 385,
+    tree 7 + 64 + 5 x 7 = 106, two-phase (9 groups) 2 + 64 + 5 x 2 x 8 = 146) = 106."""
+    from membound.physics.dataflow import reduce_cycles
+    assert type(reduce_cycles(65.0, 1.0, 2.0)) is float and reduce_cycles(65.0, 1.0, 2.0) == 106
+    r = mb.estimate("llama-3.1-8b", "cerebras-wse-3")
+    assert {type(v) for v in (r.decode_tok_s_per_user, r.tpot_s, r.ttft_s, r.step_terms_s["latency"])} == {float}
+
+
 def test_reduce_and_broadcast_over_a_square_region_by_hand():
     """A 64 x 64 region of cores reduces to its corner row by row (all 64 rows at once), then down
     the column of row sums: two line reduces in series. One wavelet a core: the tree wins in each

@@ -48,12 +48,13 @@ compute peak, whichever is slower.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from .roofline import Num, maximum, minimum
+from .roofline import Num, maximum, minimum, where
 
 if TYPE_CHECKING:
     from ..catalog.hardware import Hardware
@@ -84,7 +85,13 @@ class ModelConsts(Protocol):
 
 
 def _ceil_log2(n: Num) -> Num:
-    return np.ceil(np.log2(maximum(n, 1.0)))
+    m = maximum(n, 1.0)
+    return float(math.ceil(math.log2(m))) if isinstance(m, (int, float)) else np.ceil(np.log2(m))
+
+
+def _ceil_sqrt(n: Num) -> Num:
+    m = maximum(n, 1.0)
+    return float(math.ceil(math.sqrt(m))) if isinstance(m, (int, float)) else np.ceil(np.sqrt(m))
 
 
 def reduce_cycles(n: Num, wavelets: Num, ramp: Num) -> Num:
@@ -96,17 +103,17 @@ def reduce_cycles(n: Num, wavelets: Num, ramp: Num) -> Num:
     hops = maximum(n - 1.0, 0.0)
     step = 2.0 * ramp + 1.0
     d = _ceil_log2(n)
-    g = np.ceil(np.sqrt(maximum(n, 1.0)))
+    g = _ceil_sqrt(n)
     chain = wavelets + hops + step * hops
     tree = wavelets * d + hops + step * d
     two_phase = 2.0 * wavelets + hops + step * 2.0 * (g - 1.0)
-    return np.where(n > 1.0, minimum(minimum(chain, tree), two_phase), 0.0) + 0.0
+    return where(n > 1.0, minimum(minimum(chain, tree), two_phase), 0.0) + 0.0
 
 
 def broadcast_cycles(n: Num, wavelets: Num, ramp: Num) -> Num:
     """Cycles to multicast `wavelets` wavelets from one core to `n` in a line: B + (n - 1) +
     (2 T_R + 1), the wavelets following one another down the line; 0 for one core."""
-    return np.where(n > 1.0, wavelets + (n - 1.0) + 2.0 * ramp + 1.0, 0.0) + 0.0
+    return where(n > 1.0, wavelets + (n - 1.0) + 2.0 * ramp + 1.0, 0.0) + 0.0
 
 
 def region_reduce_cycles(side: Num, wavelets: Num, ramp: Num) -> Num:
@@ -208,10 +215,10 @@ def wafer_pass_s(c: ModelConsts, hw: Hardware, tp: Num, w_bytes: Num, layers_per
         return _fastest(lambda s: layer_cycles(c, s, ramp, local), (layer_bytes / per_core) ** 0.5,
                         (cores * held / (held + beside) / layers_per_chip) ** 0.5)
     head = _fastest(lambda s: head_cycles(c, s, ramp, local), (head_bytes / per_core) ** 0.5,
-                    (cores * head_bytes / (held + head_bytes + np.where(one, lookup_bytes, 0.0))) ** 0.5)
+                    (cores * head_bytes / (held + head_bytes + where(one, lookup_bytes, 0.0))) ** 0.5)
     alone = layer(0.0)
     several = c.n_layers * alone + layers_per_chip * (layer(lookup_bytes) - alone + layer(head_bytes) - alone)
-    return (np.where(one, c.n_layers * layer(lookup_bytes + head_bytes), several) + head) / clock
+    return (where(one, c.n_layers * layer(lookup_bytes + head_bytes), several) + head) / clock
 
 
 SIDES = 16   # square sizes compared, geometric from the fewest cores that hold a layer (or the head) to all it owns
