@@ -19,6 +19,13 @@ Kinds of constant:
   stream or GEMM measurement, or "assumed" where none was found), listed per chip of its rows;
 - assumed: any other figure the runtime file sets (a prior, not evidence).
 
+MLPerf's software generations (data/reference/mlperf/generations.yaml, mlperf_validate.GENERATION_FIT) are
+listed one round at a time, as `<generation>-mlperf-<round>` (the runtime mlperf_validate builds for it):
+the round's fitted constant (fitted on that round's Offline rows of the fit families: its rows and chips as
+the file records them; a fit the file keeps under `at_bound` is listed on its bound, and the round runs the
+carried earlier fit, a "set" line naming it) and the generation's constants set from the executor's code.
+Their other constants are the engine's own, counted under the engine.
+
 Groups are chips: a fit over rows of n chips may free at most n // 2 constants. A fitted value
 within a thousandth of its range from a bound is "on a bound": missing physics, not a result.
 """
@@ -36,6 +43,8 @@ from .serve_calibrate import (ALLTOALL, ALLTOALL_RANGE, ENGINES, FIXED as SERVED
                               fits_alltoall, fitted_params)
 from .serve_validate import load_rows
 from .vendors import FITS
+from .mlperf_validate import carried, fitted_param, load_generations, round_key
+from ..errors import InvalidInputError
 from .reference import load_reference
 from ..physics.quantization import DEFAULT_DEQUANT_OVERHEAD
 
@@ -265,8 +274,57 @@ def constant_budget(path=None) -> dict:
     _served(budgets)
     _vendors(budgets, ref.scenarios)
     _others(budgets)
+    _generations(budgets)
     _core(budgets)
     return dict(sorted(budgets.items()))
+
+
+def _fit_rows(entry: dict) -> int:
+    """How many rows a generation round's fit used: the count its `fitted_on` text starts with
+    (mlperf_validate.with_fits writes "<n> Offline rows of the fit families ...")."""
+    m = re.match(r"\s*(\d+)\s", str(entry.get("fitted_on", "")))
+    if m is None:
+        raise InvalidInputError("generations.yaml fitted_on", entry.get("fitted_on"),
+                                "'<n> Offline rows ...': the rows the round's fit used")
+    return int(m.group(1))
+
+
+def _round_fit(name: str, rnd: str, param: str, entry: dict, why: str = "") -> Constant:
+    lo, hi = (float(x) for x in entry["prior"])
+    v = float(entry["value"])
+    side = Param(param, lo, hi, min(max(v, lo), hi), log=True).bound_hit(v) or ""
+    return Constant(name, rnd, param, v, "fitted", unit_of(param), (lo, hi), _fit_rows(entry),
+                    tuple(sorted(entry.get("chips", ()))), side, why)
+
+
+def _generations(budgets: dict, generations: dict | None = None) -> None:
+    """Each round of each MLPerf generation (generations.yaml; `generations`: load_generations()'s
+    {name: entry}, the shipped file by default) as its own budget `<name>-mlperf-<round>`: the
+    round's fitted constant with its rows, chips and bound; a round whose fit the file keeps under
+    `at_bound` lists that fit (on its bound) and, set, the value it runs (the carried round's fit,
+    or the engine's own before any); the generation's `served` constants (set from the code)."""
+    gens = load_generations() if generations is None else generations
+    for name, g in gens.items():
+        param = fitted_param(g)
+        fitted = g.get("rounds") or {}
+        at_bound = g.get("at_bound") or {}
+        for rnd in sorted({*fitted, *at_bound}, key=round_key):
+            label = f"{name}-mlperf-{rnd}"
+            b = budgets.setdefault(label, RuntimeBudget(label))
+            if rnd in fitted:
+                b.constants.append(_round_fit(label, rnd, param, fitted[rnd][param]))
+            else:
+                b.constants.append(_round_fit(label, rnd, param, at_bound[rnd],
+                                              "fitted, on a bound: not used (missing physics)"))
+                src = carried(g, rnd)
+                runs = (float(fitted[src][param]["value"]) if src else
+                        float(getattr(load_runtime(g["engine"]).served, param)))
+                b.constants.append(Constant(label, rnd, param, runs, "set", unit_of(param), None,
+                                            why=f"runs {src}'s fit (mlperf_validate.carried)" if src else
+                                            f"runs the engine's own ({g['engine']}'s served block)"))
+            for k, c in (g.get("served") or {}).items():
+                b.constants.append(Constant(label, "served", k, float(c["value"]), "set", unit_of(k), None,
+                                            why=f"{c.get('status', 'set')}: {c.get('source', c.get('meaning', ''))}"))
 
 
 def _core(budgets: dict) -> None:
@@ -290,7 +348,8 @@ def format_budget(budgets: dict | None = None) -> str:
            "fitted once on every served engine's rows: free once, on the '(served, shared)' line), set (a cited fact, a bound "
            "or a neutral value), held (a class at the default's value), profile (a fraction each chip's profile "
            "gives: measured or assumed there), setting (an engine's scheduler default), assumed (a prior the file "
-           "sets). Budget: at most one free constant per two chips its fits span.", "",
+           "sets). Budget: at most one free constant per two chips its fits span. An MLPerf generation's round "
+           "(<generation>-mlperf-<round>) is its own budget: the constant fitted on that round's rows.", "",
            f"  {'entry':16s} {'constant':28s} {'value':>10s} {'unit':18s} {'kind':8s} {'prior':18s} {'rows':18s} "
            "bound hit / reason", ""]
     for name, b in budgets.items():
