@@ -190,3 +190,37 @@ def test_llama_cpp_converts_mxfp4_to_int8_whatever_pairs_the_chip_could_take():
     q = mb.Quantization("mxfp4", activations="fp8")
     assert q.resolve("rtx-5090", native_mixed=False).dequant == pytest.approx(1 / 9)
     assert q.resolve("rtx-5090").dequant == 0.0
+
+
+def test_upcast_rate_scales_the_dequantisation_share_by_the_chips_matrix_to_alu_ratio():
+    # quantization.upcast_rate: (1 + d) / (1 + d r / r_A10), d = 1/9 (MARLIN on an A10), r = the chip's
+    # bf16 matrix rate over its fp32 ALU rate, r_A10 = 125 / 31.24 = 4.00128.
+    # H200: 989 / 67 = 14.7612 -> 1.111111 / (1 + 14.7612 / 4.00128 / 9) = 1.111111 / 1.409902 = 0.788077
+    # MI300X: 1307.4 / 163.4 = 8.00122 -> 1.111111 / (1 + 1.999676 / 9) = 1.111111 / 1.222186 = 0.909117
+    # A10 itself: r = r_A10 -> 1 exactly; B200 with MXFP8 expert activations: no upcast (d = 0) -> 1
+    from membound.physics.quantization import upcast_rate
+    q = mb.Quantization("mxfp4", "fp8", dense_weights="bf16")
+    h200, mi300x, a10 = (mb.load_hardware(n) for n in ("h200", "mi300x", "a10"))
+    assert upcast_rate(h200, q.resolve(h200, "gpt-oss-120b")) == pytest.approx(0.788077, rel=1e-5)
+    assert upcast_rate(mi300x, q.resolve(mi300x, "gpt-oss-120b")) == pytest.approx(0.909117, rel=1e-5)
+    assert upcast_rate(a10, mb.Quantization("int4").resolve(a10, "mixtral-8x7b")) == pytest.approx(1.0, rel=1e-12)
+    b200 = mb.load_hardware("b200")
+    native = mb.Quantization("mxfp4", "fp8", dense_weights="bf16", expert_activations="fp8")
+    assert upcast_rate(b200, native.resolve(b200, "gpt-oss-120b")) == 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0.01, 1.0), st.floats(0.5, 40.0), st.floats(0.5, 40.0))
+def test_upcast_rate_falls_as_the_matrix_units_outrun_the_alus(d, r1, r2):
+    # law: the more the matrix units outrun the ALUs, the larger the upcast's share of a GEMM; at the
+    # A10's ratio the fixed share is the chip's own (rate 1)
+    from types import SimpleNamespace
+    from membound.physics.quantization import DEQUANT_MEASURED_RATIO, upcast_rate
+
+    def rate(r):
+        hw = SimpleNamespace(compute_flops={"fp32": 1e13})
+        res = SimpleNamespace(dequant=d, peak_flops=r * 1e13, activations=SimpleNamespace(bits=16))
+        return upcast_rate(hw, res)
+    lo, hi = sorted((r1, r2))
+    assert rate(lo) >= rate(hi)
+    assert rate(DEQUANT_MEASURED_RATIO) == pytest.approx(1.0, rel=1e-12)

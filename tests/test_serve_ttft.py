@@ -30,14 +30,38 @@ def test_upcast_experts_pay_the_efficiency_in_a_prefill_token():
     # weight-only path (dequant 1/9). Its routed GEMMs per token: 36 MoE layers x 4 experts x
     # 24,891,840 params (3 x 2880 x 2880 + 5760 + 2880 biases) = 3,584,424,960 params, 2 FLOPs each,
     # x (1 + 1/9) for the dequantisation, at bf16 989 TFLOP/s x 0.5 (served) x 0.8 (the H200's
-    # achievable): 7,965,388,800 / 3.956e14 = 20.135 us per token at the dense rate. At efficiency
-    # 0.5 they take twice that: a prefill token's GEMMs cost 20.135 us more.
+    # achievable): 7,965,388,800 / 3.956e14 = 20.135 us per token at the dense rate. The chip's upcast
+    # rate (quantization.upcast_rate): its matrix-to-ALU ratio 989 / 67 = 14.7612 over the A10's
+    # 125 / 31.24 = 4.00128 is 3.68912, so (1 + 1/9) / (1 + 3.68912 / 9) = 1.111111 / 1.409902 = 0.788077.
+    # At the runtime's efficiency e the experts run at e x 0.788077 of the dense rate: e = 0.5 costs
+    # 20.135 / 0.788077 x (1 / 0.5 - 1) = 25.549 us more per prefill token than e = 1.
     routed = 36 * 4 * 24_891_840
     dense_rate_s = 2 * routed * (1 + 1 / 9) / (989e12 * 0.5 * 0.8)
     assert dense_rate_s == pytest.approx(20.135e-6, rel=1e-4)
+    chip = (1 + 1 / 9) / (1 + (989 / 67) / (125 / 31.24) / 9)
+    assert chip == pytest.approx(0.788077, rel=1e-5)
     slow = _gamma("gpt-oss-120b", "h200", GPT_OSS, moe_upcast_efficiency=0.5)
     plain = _gamma("gpt-oss-120b", "h200", GPT_OSS, moe_upcast_efficiency=1.0)
-    assert slow - plain == pytest.approx(dense_rate_s * (1 / 0.5 - 1), rel=1e-9)
+    assert slow - plain == pytest.approx(25.549e-6, rel=1e-4)
+    assert slow - plain == pytest.approx(dense_rate_s / chip * (1 / 0.5 - 1), rel=1e-9)
+
+
+def test_the_chip_upcast_rate_prices_a_prefill_token_where_the_runtime_fits_none():
+    # the same H200 prefill token at efficiency 1 (none fitted): its routed GEMMs cost 20.135 us at the
+    # dense rate and 20.135 / 0.788077 = 25.549 us upcast, 5.414 us more than the fixed share alone
+    # gave; against a runtime whose kernels do not fuse the upcast (llama.cpp's, `fused` False)
+    routed = 36 * 4 * 24_891_840
+    dense_rate_s = 2 * routed * (1 + 1 / 9) / (989e12 * 0.5 * 0.8)
+    chip = (1 + 1 / 9) / (1 + (989 / 67) / (125 / 31.24) / 9)
+    assert dense_rate_s / chip - dense_rate_s == pytest.approx(5.414e-6, rel=1e-3)
+    from membound.physics.estimate import upcast
+    from membound.physics.efficiency import efficiency
+    from membound.catalog.hardware import load_hardware
+    hw = load_hardware("h200")
+    res = GPT_OSS.resolve(hw, "gpt-oss-120b")
+    eff = efficiency(_vllm(compute_fraction=0.5), hw)
+    assert upcast(eff, res, hw).moe_gemm_efficiency == pytest.approx(chip, rel=1e-9)
+    assert upcast(eff, res, hw, fused=False).moe_gemm_efficiency == eff.moe_gemm_efficiency == 1.0
 
 
 def test_experts_not_upcast_to_16_bits_keep_the_dense_rate():

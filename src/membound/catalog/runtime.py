@@ -218,9 +218,10 @@ class Served(BaseModel):
     moe_tile_tokens: Annotated[float, Number, Field(ge=0, le=4096, allow_inf_nan=False)] = 0.0
                                          # rows each touched expert's GEMM computes at least
                                          # (tiles padded when few tokens route to it)
-    moe_upcast_efficiency: _Frac = 1.0   # a prefill's expert GEMMs' rate / the dense GEMMs' where the
-                                         # kernel upcasts the experts' weights to 16-bit activations
-                                         # (weight-only MoE: MXFP4 gpt-oss on Hopper and CDNA3)
+    moe_upcast_efficiency: _Frac = 1.0   # a factor on a prefill's expert GEMMs' rate where the kernel
+                                         # upcasts the experts' weights to 16-bit activations (weight-only
+                                         # MoE: MXFP4 gpt-oss on Hopper and CDNA3), beyond the chip's own
+                                         # upcast rate (quantization.upcast_rate, estimate.upcast)
     per_sequence_s: _Secs = 0.0          # per running sequence per step
     lookahead_steps: Annotated[int, Number, Field(ge=0, le=16)] = 0   # steps the scheduler runs ahead of
                                          # the GPU: a request reaching it mid-step joins the step after

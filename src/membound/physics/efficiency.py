@@ -61,8 +61,8 @@ class Efficiency:
     per_alltoall_s: float = 0.0      # expert-parallel dispatch or combine kernel latency, 2 per MoE layer when ep > 1
     moe_expert_rows: float = 0.0     # rows of every expert's GEMM an MoE layer computes per step whatever routes to it
     moe_tile_tokens: float = 0.0     # rows each touched expert's GEMM computes at least (tiles padded)
-    moe_upcast_efficiency: float = 1.0  # a prefill's expert GEMMs' rate / the dense GEMMs' where the kernel
-                                     # upcasts weight-only experts to 16-bit activations (estimate._resolve)
+    moe_upcast_efficiency: float = 1.0  # a factor on a prefill's expert GEMMs' rate where the kernel upcasts
+                                     # weight-only experts to 16-bit activations, beyond the chip's (estimate.upcast)
     per_request_s: float = 0.0       # host seconds of a request before its first step (in TTFT, off the chip)
     per_prompt_token_s: float = 0.0  # host seconds per prompt token before its first step
 

@@ -17,7 +17,7 @@ from ..errors import DoesNotFitError, InvalidInputError, MemboundError, is_finit
 from ..catalog.hardware import Hardware, load_hardware
 from ..catalog.model import Model, load_model
 from .parallel import Parallel, as_parallel, fewest_chips, layout_for
-from .quantization import Quantization, Resolved
+from .quantization import Quantization, Resolved, upcast_rate
 from .result import Memory, Result, TierUse, create_frozen
 from ..catalog.runtime import Runtime, load_runtime
 from .efficiency import Efficiency, efficiency
@@ -263,11 +263,12 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
     q = quantization or Quantization(weight_dtype, kv_dtype, activation_dtype, dense_weights=dense_weight_dtype)
     if q.head_weights is None:   # the runtime's own head format (TinyChat: fp16), however the formats came
         q = replace(q, head_weights=rt.default_head(q.weights, hw))
-    res = q.resolve(hw, m, native_mixed=rt.backend_for(hw).quantized_activations is None)  # llama.cpp converts
+    native_mixed = rt.backend_for(hw).quantized_activations is None      # llama.cpp converts
+    res = q.resolve(hw, m, native_mixed=native_mixed)
     price = _check_price(price_usd_per_hour if price_usd_per_hour is not None else hw.price_usd_per_hour)
     pinned = _check_placement(placement, hw)
     spec_args, extra_w, extra_kv, positions = _speculative(speculative, m, q, hw, res, layout)
-    eff = upcast(efficiency(rt, hw), res)
+    eff = upcast(efficiency(rt, hw), res, hw, fused=native_mixed and rt.served is not None)
     kn = Knobs(batch=float(B), prompt=float(S), output=float(T), w_bytes=res.weights.bytes,
                chunk_tokens=rt.backend_for(hw).chunk_tokens(layout.ep),
                kv_bytes=res.kv.bytes, act_bytes=res.residual_bytes, tp=float(layout.tp),
@@ -319,16 +320,23 @@ def draft_prepared(p: Prepared, spec: SpeculativeDecoding, quantization: Quantiz
     return replace(d, eff=eff).at(p.batch, p.prompt, p.output)
 
 
-def upcast(eff: Efficiency, res: Resolved) -> Efficiency:
-    """The runtime's efficiency with its `moe_upcast_efficiency` as the expert GEMMs' rate where
-    this configuration's experts take that path: a weight-only format (`Resolved.dequant` > 0)
-    computing in 16-bit activations (MXFP4 gpt-oss on Hopper and CDNA3, whose engines upcast the
-    weights to bf16 inside the MoE GEMM); unchanged elsewhere: fp8 or fp4 experts computing in
-    their own format, or MXFP4 weights with MXFP8 activations on Blackwell, whose tensor cores take
-    the mixed MX operands natively (no upcast), and where the runtime leaves it at 1.0."""
-    if eff.moe_upcast_efficiency == 1.0 or res.dequant == 0.0 or res.activations.bits < 16:
+def upcast(eff: Efficiency, res: Resolved, hw: Hardware, fused: bool = True) -> Efficiency:
+    """The runtime's efficiency with the expert GEMMs' rate in a prefill where this configuration's
+    experts take the upcast path: a weight-only format (`Resolved.dequant` > 0) computing in 16-bit
+    activations (MXFP4 gpt-oss on Hopper and CDNA3, whose engines upcast the weights to bf16 inside
+    the MoE GEMM: vLLM's Triton MoE, gpt_oss_triton_kernels_moe.py, on SM90 and gfx942; TensorRT-LLM's
+    W4A16_MXFP4 default on Hopper, 'simulated mxfp4, HGMMA' in its MoE support matrix, NVIDIA/TensorRT-LLM
+    examples/models/core/gpt_oss/README.md). There the rate is the runtime's
+    `moe_upcast_efficiency` (1 unless fitted) times the chip's `quantization.upcast_rate` where the
+    engine's kernel fuses the upcast into the GEMM (`fused`: a served engine multiplying on the
+    matrix units; llama.cpp converts to int8 blocks in kernels of its own, priced by its fitted
+    moe_gemm_efficiency). Unchanged elsewhere: fp8 or fp4 experts computing in their own format, or
+    MXFP4 weights with MXFP8 activations on Blackwell, whose tensor cores take the mixed MX operands
+    natively (no upcast)."""
+    if res.dequant == 0.0 or res.activations.bits < 16:
         return eff
-    return replace(eff, moe_gemm_efficiency=eff.moe_upcast_efficiency)
+    rate = eff.moe_upcast_efficiency * (upcast_rate(hw, res) if fused else 1.0)
+    return eff if rate == 1.0 else replace(eff, moe_gemm_efficiency=rate)
 
 
 def _layout(m: Model, hw: Hardware, N: int, parallel) -> Parallel:

@@ -93,6 +93,27 @@ RESIDUAL_BYTES = 2.0   # bf16/fp16: the residual stream an engine keeps and all-
 # scales with the chip's matrix-to-vector rate ratio over the tile's token rows; on a fitted runtime it
 # trades against the fitted compute_fraction.
 DEFAULT_DEQUANT_OVERHEAD = 1.0 / 0.9 - 1.0
+# The chip that figure was measured on: an A10's matrix-to-vector ratio, its dense fp16 tensor rate over its fp32
+# ALU rate, 125 / 31.24 TFLOP/s (NVIDIA A10 datasheet; hardware_profiles/a10.yaml). `upcast_rate` scales the
+# dequantisation's share by a chip's ratio over this one.
+DEQUANT_MEASURED_RATIO = 1.25e14 / 3.124e13
+
+
+def upcast_rate(hw: Hardware, res: Resolved) -> float:
+    """The rate of a compute-bound expert GEMM whose kernel upcasts weight-only experts to the 16-bit
+    activations inside its main loop, relative to the rate the fixed share `res.dequant` gives it:
+    (1 + d) / (1 + d r / r_A10), r = the chip's matrix rate in the activations' format over its fp32
+    ALU rate. The upcast (unpack, scale, convert) is ALU work per weight element per tile of token rows,
+    in series with the tile's multiply-accumulates on the matrix units (as `core.on_matrix_units`
+    counts a GEMM's other work); a compute-bound tile's rows are full, so its share of the GEMM's time
+    is the measured share d (MARLIN on an A10, `DEFAULT_DEQUANT_OVERHEAD`) scaled by how much faster the
+    matrix units are than the ALUs: H200 989 / 67 TFLOP/s = 14.8 against the A10's 4.0 gives
+    1.111 / 1.411 = 0.79; MI300X 1307 / 163 = 8.0 gives 0.91. 1 where the experts do not upcast
+    (d = 0: fp8 or fp4 experts, MXFP4 beside MXFP8 on Blackwell) or the profile gives no fp32 rate."""
+    fp32 = hw.compute_flops.get("fp32", 0.0)
+    if res.dequant == 0.0 or fp32 <= 0.0 or res.activations.bits < 16:
+        return 1.0
+    return (1.0 + res.dequant) / (1.0 + res.dequant * res.peak_flops / fp32 / DEQUANT_MEASURED_RATIO)
 
 
 @dataclass(frozen=True)
