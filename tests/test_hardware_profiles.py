@@ -367,3 +367,24 @@ def test_third_pass_readings_are_read_off_as_stated():
         hw = mb.load_hardware(name)
         assert "set aside" in hw.achievable.evidence, name
         assert fraction_evidence(hw.achievable.evidence, fraction) == "assumed", (name, fraction)
+
+
+def test_a_share_of_a_cpu_socket_scales_its_peaks_from_their_definition():
+    # One instance pinned to 7 of a Xeon 6980P's 128 cores, beside 17 others on the socket (Intel's MLPerf
+    # v5.1 launch). AMX peak from its definition: 7 cores x 2.0e9 Hz (base clock) x 2048 int8 ops a clock
+    # = 2.8672e13 ops/s (bf16: 1024 a clock, 1.4336e13); its even share of 12 channels x 6400 MT/s x 8 B =
+    # 614.4e9 B/s among 18 instances is 3.41333e10 B/s, and of the measured 561.259e9 B/s read stream 3.11811e10
+    hw = mb.load_hardware("xeon-6980p")
+    part = hw.share(7 / 128, 1 / 18)
+    assert part.peak_flops("int8") == pytest.approx(7 * 2.0e9 * 2048)
+    assert part.peak_flops("bf16") == pytest.approx(7 * 2.0e9 * 1024)
+    assert part.bandwidth_bytes_s == pytest.approx(12 * 6400e6 * 8 / 18)
+    assert part.memory[0].read_bytes_s == pytest.approx(561.259e9 / 18)
+    assert part.capacity_bytes == pytest.approx(hw.capacity_bytes / 18)
+    assert part.achievable == hw.achievable and part.read_ceiling == pytest.approx(hw.read_ceiling)
+    assert part.name != hw.name and part.price_usd_per_hour is None
+    for bad in (0.0, 1.5, float("nan")):
+        with pytest.raises(mb.InvalidInputError, match="compute"):
+            hw.share(bad, 0.5)
+        with pytest.raises(mb.InvalidInputError, match="memory"):
+            hw.share(0.5, bad)

@@ -253,9 +253,12 @@ def test_cpu_only_rows_are_host_processors(tmp_path):
     path = tmp_path / "cpu.csv"
     pd.DataFrame(rows, columns=cols).to_csv(path, index=False)
     got, skipped = mv.load_rows(path)
+    # the v5.1 llama3.1-8b row ran Intel's SGLang launch whatever its precision column says (workloads.yaml
+    # cpu_engine: the W4A8 AutoRound checkpoint): int4 weights, int8 activations
     assert [(r.device, r.engine, r.per_node, r.quantization.weights) for r in got] == [
-        ("xeon-6980p", "device", 2, "int8"), ("xeon-platinum-8480p", "device", 2, "int4"),
+        ("xeon-6980p", "device", 2, "int4"), ("xeon-platinum-8480p", "device", 2, "int4"),
         ("xeon-platinum-8480p", "device", 2, "int8")]
+    assert got[0].quantization.activations == "int8" and got[1].quantization.activations is None
     assert got[0].measured == pytest.approx(800.0 / 2) and got[0].family == "CPU-only"
     assert [why for _, why, _ in skipped] == ["no profile for the CPU Acme CPU 9000"]
 
@@ -320,3 +323,42 @@ def test_a_generation_fits_exactly_one_constant_a_round():
     for bad in ({"fit": {}}, {"fit": {"a": {}, "b": {}}}, {}):
         with pytest.raises(mb.InvalidInputError):
             mv.fitted_param(bad)
+
+
+def test_cpu_instances_split_a_socket_as_the_launch_script_does():
+    # Intel's v5.1/v6.0 configure_workload.sh: Offline 7 cores an instance, Server 42, 8 and 32 on a node of
+    # 192 cores; instances = cores // cores per instance. By hand: a 128-core socket holds 18 Offline instances
+    # (18 x 7 = 126 <= 128 < 133 = 19 x 7) and 3 Server ones (3 x 42 = 126); an 86-core socket 12 (84 <= 86 < 91)
+    # and 2 (84); a 96-core socket of a 2-socket node (192 cores) 12 of 8 cores (96) and 3 of 32 (96)
+    eng = mv.load_benchmarks()["llama3.1-8b"].cpu_engine
+    assert mv.cpu_instances(eng, "Offline", 128, 2) == (7, 18)
+    assert mv.cpu_instances(eng, "Server", 128, 2) == (42, 3)
+    assert mv.cpu_instances(eng, "Offline", 86, 2) == (7, 12)
+    assert mv.cpu_instances(eng, "Server", 86, 2) == (42, 2)
+    assert mv.cpu_instances(eng, "Offline", 96, 2) == (8, 12)
+    assert mv.cpu_instances(eng, "Server", 96, 2) == (32, 3)
+    with pytest.raises(mb.InvalidInputError, match="host_processor_core_count"):
+        mv.cpu_instances(eng, "Server", 32, 1)          # fewer cores than one instance pins
+    with pytest.raises(mb.InvalidInputError, match="scenario"):
+        mv.cpu_instances(eng, "Interactive", 128, 2)
+    # the rounds whose code was read: v5.1 and v6.0 (v6.1 ran vLLM: not this launch)
+    bench = mv.load_benchmarks()["llama3.1-8b"]
+    assert mv.cpu_engine_of(bench, "v6.0") and not mv.cpu_engine_of(bench, "v6.1")
+
+
+def test_a_cpu_socket_prediction_is_its_instances_times_one_instance():
+    # an 86-core Xeon 6787P socket Offline: 12 instances of 7 cores, each 7/86 of the socket's compute and
+    # 1/12 of its memory, 128 sequences and 8192 tokens a step, prefill apart from decode (SGLang): the
+    # socket's output tokens/s are 12 x one instance's saturation x the mean output
+    bench = mv.load_benchmarks()["llama3.1-8b"]
+    q = mb.Quantization("int4", None, activations="int8")
+    row = mv.MLPerfRow("v5.1/X/s/llama3.1-8b/Offline", "v5.1", "llama3.1-8b", "Offline", "CPU-only", "xeon-6787p",
+                       mv.CPU_ENGINE, q, 2, 400.0, cores=86)
+    mv.predict([row])
+    part = mb.load_hardware("xeon-6787p").share(7 / 86, 1 / 12)
+    sm, sched, _ = build(bench.preset, part, prompt=bench.prompt, output=bench.output, quantization=q,
+                         runtime="device", scheduler=mb.serving.Scheduler(max_running=128, token_budget=8192,
+                                                                  mixed_steps=False))
+    one = saturation(sm, sched, bench.prompt, bench.output) * bench.output.mean
+    assert row.pred["tok_s_per_accel"] == pytest.approx(12 * one)
+    assert row.layout == "12 instances of 7 cores per socket"

@@ -24,7 +24,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
 from ._data import HashableModel, Number, read_yaml, validate
 from . import names
 from .dtypes import compute_keys
-from ..errors import InvalidInputError, ProfileError
+from ..errors import InvalidInputError, ProfileError, is_finite_number
 from ..base.display import hardware_repr, hardware_text, hardware_html
 
 
@@ -487,6 +487,26 @@ class Hardware(HashableModel):
                 data["prices"] = ()
         data.update(changes)
         return validate(Hardware, data, f"{self.name} (overridden)")
+
+    def share(self, compute: float, memory: float) -> Hardware:
+        """The part of this chip one engine instance gets when several run on it side by side (a
+        CPU socket split into instances pinned to its cores): `compute` of every compute peak (its
+        cores' share: AMX and AVX units are per core) and `memory` of each memory tier's capacity,
+        peak and read rate (the instances that share the socket's memory channels, all streaming
+        at once, split them evenly). Priceless (a part of a chip is not rented by the hour)."""
+        for field, v in (("compute", compute), ("memory", memory)):
+            if not (is_finite_number(v) and 0.0 < v <= 1.0):
+                raise InvalidInputError(field, v, "a share of the chip above 0 and at most 1", where=self.name)
+        tiers = tuple(t.model_copy(update={
+            "capacity_bytes": t.capacity_bytes * memory, "bandwidth_bytes_s": t.bandwidth_bytes_s * memory,
+            "read_bytes_s": None if t.read_bytes_s is None else t.read_bytes_s * memory}) for t in self.memory)
+        return self.with_overrides(
+            name=f"{self.name}-part-c{compute:.6g}-m{memory:.6g}",
+            display_name=f"{self.display_name}, an instance's part ({compute:.4g} of its compute, "
+                         f"{memory:.4g} of its memory)",
+            aliases=(), memory=tiers, compute_flops={k: v * compute for k, v in self.compute_flops.items()},
+            shader_flops={k: v * compute for k, v in self.shader_flops.items()},
+            price_usd_per_hour=None, power_w=None if self.power_w is None else self.power_w * compute)
 
     def api_price(self, model: str) -> ApiPrice | None:
         """The published per-token API price of `model` (a preset name) on this chip, if any."""

@@ -48,7 +48,13 @@ The workload rules of this data set live here, with the loader (never in predict
   groups), the stack (PyTorch with Intel's extensions) as the `device` runtime (the profile's
   fractions, no served engine's costs: assumed), the format from the precision column or, where it
   has none, the INT4 / INT8 / BF16 of the system description, else of the system name (v3.1 Dell:
-  "Dell PowerEdge Server R760 (...)" runs "1-node-2S-SPR-PyTorch-INT8"), else bf16;
+  "Dell PowerEdge Server R760 (...)" runs "1-node-2S-SPR-PyTorch-INT8"), else bf16. Where the
+  submitters' launch code of the round was read (workloads.yaml `cpu_engine`: llama3.1-8b in v5.1
+  and v6.0, Intel's SGLang CPU launch that every submitter's container ran), its formats instead,
+  and its layout (`cpu_instances`, `_predict_cpu`): per scenario, instances pinned to a fixed number
+  of cores, each with its cores' share of the socket's compute and an even share of its memory
+  (`Hardware.share`), serving with the launch's caps; the socket's tokens/s are an instance's
+  times the instances;
 - cards of several GPUs (`devices_per_card`: the accel_variant's "(2 GPUs/card)", Maxsun's Arc Pro B60
   Dual 48G): the table counts cards, each GPU is a device: a node's devices are its cards times that,
   and a card's tokens/s are shared by its GPUs.
@@ -91,6 +97,7 @@ from ..catalog.runtime import Runtime, list_runtimes, load_runtime
 from .split import mlperf_role, mlperf_roles
 from ..planning.rate_search import saturation, search
 from ..serving.api import build
+from ..serving.scheduler import Scheduler
 from .fitter import Param, fit
 from ..base.safeio import csv_frame, check_output_path
 from statistics import NormalDist
@@ -128,6 +135,7 @@ class Benchmark:
     executor: str = ""    # the engine executor its submissions run whatever the stack says ("pytorch"), or ""
     instance_chips: dict = field(default_factory=dict)   # engine -> {device: accelerators per engine instance}
     instance_rounds: tuple = ()   # the rounds whose published configurations set instance_chips
+    cpu_engine: dict = field(default_factory=dict)   # CPU-only systems' engine in its rounds (`cpu_instances`)
 
 
 @dataclass
@@ -149,16 +157,18 @@ class MLPerfRow:
     fitted: bool = False
     pred: dict = field(default_factory=dict)
     executor: str = ""    # the engine's executor the row ran (`executor_of`: "cpp", "pytorch"), or ""
+    cores: int = 0        # a CPU-only system's cores per socket (the CSV's host_processor_core_count), else 0
 
     @property
     def key(self) -> tuple:
         """What one engine instance's prediction depends on."""
-        return (self.benchmark, self.device, self.engine, self.executor, self.round, self.quantization, self.per_node)
+        return (self.benchmark, self.device, self.engine, self.executor, self.round, self.quantization, self.per_node,
+                self.cores)
 
     def fresh(self) -> MLPerfRow:
         """The same row without a prediction."""
         return MLPerfRow(self.id, self.round, self.benchmark, self.scenario, self.family, self.device, self.engine,
-                         self.quantization, self.per_node, self.measured, executor=self.executor)
+                         self.quantization, self.per_node, self.measured, executor=self.executor, cores=self.cores)
 
 
 def length_distribution(mean: float, lo: int, hi: int, cv: float, n: int = LENGTH_POINTS) -> Samples:
@@ -199,7 +209,8 @@ def load_benchmarks(path: str | Path | None = None) -> dict[str, Benchmark]:
         mtp = {sc: int(v["mtp_steps"]) for sc, v in b.get("speculative", {}).items()}
         chips = {eng: {dev: int(n) for dev, n in devs.items()} for eng, devs in b.get("instance_chips", {}).items()}
         out[name] = Benchmark(name, b["preset"], lengths[0], lengths[1], limits, int(b.get("beams", 1)), mtp,
-                              str(b.get("executor", "")), chips, tuple(b.get("instance_chips_rounds", ())))
+                              str(b.get("executor", "")), chips, tuple(b.get("instance_chips_rounds", ())),
+                              dict(b.get("cpu_engine", {})))
     return out
 
 
@@ -331,6 +342,27 @@ def instance_layouts(bench: Benchmark, engine: str, device: str, rnd: str, wd: s
     return [lay for lay in out if lay.chips == want] or out
 
 
+def cpu_engine_of(bench: Benchmark, rnd: str) -> dict:
+    """The CPU-only systems' engine of `bench` in round `rnd` as its submitters' code launched it
+    (workloads.yaml `cpu_engine`, cited there), or {} where no round's code was read."""
+    return bench.cpu_engine if rnd in bench.cpu_engine.get("rounds", ()) else {}
+
+
+def cpu_instances(engine: dict, scenario: str, cores: int, sockets: int) -> tuple[int, int]:
+    """(cores per instance, instances per socket) of a CPU engine that pins one instance to every
+    `cores_per_instance` cores of a node (`engine["scenarios"][scenario]`, or the node's own entry in
+    `engine["node_cores"]`): the harness launches node cores // cores_per_instance instances, NUMA node
+    by NUMA node, so a socket of `cores` holds cores // cores_per_instance of them."""
+    if scenario not in engine.get("scenarios", {}):
+        raise InvalidInputError("scenario", scenario, f"one the CPU engine's launch sets ({sorted(engine['scenarios'])})")
+    per = int(engine.get("node_cores", {}).get(cores * sockets, {}).get(
+        scenario, engine["scenarios"][scenario]["cores_per_instance"]))
+    if cores < per:
+        raise InvalidInputError("host_processor_core_count", cores,
+                                f"at least the {per} cores one instance of the CPU engine pins")
+    return per, cores // per
+
+
 def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
     """One CSV row as an MLPerfRow; SkipRow with the reason where it cannot be predicted."""
     if r.division != "closed":
@@ -353,6 +385,10 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
         precision = f"weights={word}"
     wd = weight_format(precision, hw, str(r.round))
     quant = _quantization(wd, bench.preset, hw)
+    engine_run = cpu_engine_of(bench, str(r.round)) if cpu_only(r) else {}
+    if engine_run:         # the formats the CPU engine's published launch runs (workloads.yaml `cpu_engine`)
+        wd = str(engine_run["weights"])
+        quant = Quantization(wd, engine_run.get("kv"), activations=engine_run.get("activations"))
     card = 1 if cpu_only(r) else devices_per_card(r)
     count = getattr(r, "host_processors_per_node", 1) if cpu_only(r) else r.accelerators_per_node
     per_node = card * (int(count) if count == count and count else 1)
@@ -363,9 +399,11 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
     if not (math.isfinite(measured) and measured > 0):
         raise SkipRow("no tokens per second per accelerator")
     rid = f"{r.round}/{r.submitter}/{r.system_name}/{r.benchmark}/{r.scenario}"
+    cores = getattr(r, "host_processor_core_count", 0) if engine_run else 0
     return MLPerfRow(rid, str(r.round), str(r.model), str(r.scenario), str(r.accel_family), device, engine,
                      quant, max(per_node, 1), measured,
-                     executor=executor_of(engine, f"{r.framework} {r.software_stack}", bench))
+                     executor=executor_of(engine, f"{r.framework} {r.software_stack}", bench),
+                     cores=int(cores) if cores == cores and cores else 0)
 
 
 def load_rows(path=None, benchmarks: dict[str, Benchmark] | None = None) -> tuple[list[MLPerfRow], list]:
@@ -485,8 +523,11 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
     groups: dict[tuple, list[MLPerfRow]] = {}
     for r in rows:
         groups.setdefault(r.key, []).append(r)
-    for (bname, device, engine, executor, rnd, q, per_node), members in groups.items():
+    for (bname, device, engine, executor, rnd, q, per_node, _cores), members in groups.items():
         bench = benchmarks[bname]
+        if engine == CPU_ENGINE and cpu_engine_of(bench, rnd):
+            _predict_cpu(members, bench, cpu_engine_of(bench, rnd))
+            continue
         try:
             runtime = (runtimes or {}).get((engine, executor, rnd)) or runtime_of(engine, executor, rnd)
             best = None
@@ -522,6 +563,32 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
             for m in members:
                 m.pred = {"error": str(e)}
     return rows
+
+
+def _predict_cpu(members: list[MLPerfRow], bench: Benchmark, engine: dict) -> None:
+    """Fill the predictions of CPU-only rows whose engine's launch is known (`cpu_engine_of`): each
+    scenario's instances (`cpu_instances`) each get their cores' share of the socket's compute and an
+    even share of its memory (`Hardware.share`), serve with the launch's caps on the `device` runtime
+    (the profile's fractions), and the socket's tokens/s are an instance's times the instances."""
+    for m in members:
+        try:
+            per, n = cpu_instances(engine, m.scenario, m.cores, m.per_node)
+            caps = engine["scenarios"][m.scenario]
+            part = load_hardware(m.device).share(per / m.cores, 1.0 / n)
+            sched = Scheduler(max_running=int(caps["max_running"]), token_budget=int(caps["token_budget"]),
+                              mixed_steps=bool(engine.get("mixed_steps", True)))
+            sm, sched, _ = build(bench.preset, part, prompt=bench.prompt, output=bench.output,
+                                 quantization=m.quantization, runtime=CPU_ENGINE, scheduler=sched)
+            m.tp, m.layout = 1, f"{n} instances of {per} cores per socket"
+            if m.scenario == "Offline":
+                m.pred = {"tok_s_per_accel": n * saturation(sm, sched, bench.prompt, bench.output, bench.beams)
+                          * bench.output.mean}
+            else:
+                mr = search(sm, sched, bench.prompt, bench.output, bench.limits[m.scenario], bench.beams)
+                m.pred = {"tok_s_per_accel": n * mr.output_tok_s, "ttft_p99_s": mr.ttft[2], "tpot_p99_s": mr.tpot[2],
+                          "binding": mr.binding or "saturation"}
+        except (MemboundError, SkipRow) as e:
+            m.pred = {"error": str(e)}
 
 
 def compute_ceiling(r: MLPerfRow, bench: Benchmark) -> float:
