@@ -325,25 +325,43 @@ def test_a_generation_fits_exactly_one_constant_a_round():
             mv.fitted_param(bad)
 
 
-def test_cpu_instances_split_a_socket_as_the_launch_script_does():
+def test_cpu_layouts_split_a_socket_as_the_launch_scripts_do():
     # Intel's v5.1/v6.0 configure_workload.sh: Offline 7 cores an instance, Server 42, 8 and 32 on a node of
     # 192 cores; instances = cores // cores per instance. By hand: a 128-core socket holds 18 Offline instances
     # (18 x 7 = 126 <= 128 < 133 = 19 x 7) and 3 Server ones (3 x 42 = 126); an 86-core socket 12 (84 <= 86 < 91)
     # and 2 (84); a 96-core socket of a 2-socket node (192 cores) 12 of 8 cores (96) and 3 of 32 (96)
-    eng = mv.load_benchmarks()["llama3.1-8b"].cpu_engine
-    assert mv.cpu_instances(eng, "Offline", 128, 2) == (7, 18)
-    assert mv.cpu_instances(eng, "Server", 128, 2) == (42, 3)
-    assert mv.cpu_instances(eng, "Offline", 86, 2) == (7, 12)
-    assert mv.cpu_instances(eng, "Server", 86, 2) == (42, 2)
-    assert mv.cpu_instances(eng, "Offline", 96, 2) == (8, 12)
-    assert mv.cpu_instances(eng, "Server", 96, 2) == (32, 3)
-    with pytest.raises(mb.InvalidInputError, match="host_processor_core_count"):
-        mv.cpu_instances(eng, "Server", 32, 1)          # fewer cores than one instance pins
-    with pytest.raises(mb.InvalidInputError, match="scenario"):
-        mv.cpu_instances(eng, "Interactive", 128, 2)
-    # the rounds whose code was read: v5.1 and v6.0 (v6.1 ran vLLM: not this launch)
     bench = mv.load_benchmarks()["llama3.1-8b"]
-    assert mv.cpu_engine_of(bench, "v6.0") and not mv.cpu_engine_of(bench, "v6.1")
+    sglang = mv.cpu_engine_of(bench, "v6.0")
+
+    def split(eng, sc, dev, cores, sockets=2):
+        lay = mv.cpu_layout(eng, sc, dev, cores, sockets)
+        return lay.cores, lay.instances, lay.memory, lay.max_running, lay.token_budget
+    assert split(sglang, "Offline", "xeon-6980p", 128) == (7, 18, pytest.approx(1 / 18), 128, 8192)
+    assert split(sglang, "Server", "xeon-6980p", 128) == (42, 3, pytest.approx(1 / 3), 32, 8192)
+    assert split(sglang, "Offline", "xeon-6787p", 86)[:2] == (7, 12)
+    assert split(sglang, "Server", "xeon-6787p", 86)[:2] == (42, 2)
+    assert split(sglang, "Offline", "xeon-6972p", 96)[:2] == (8, 12)
+    assert split(sglang, "Server", "xeon-6972p", 96)[:2] == (32, 3)
+    with pytest.raises(mb.InvalidInputError, match="host_processor_core_count"):
+        mv.cpu_layout(sglang, "Server", "xeon-6787p", 32, 1)          # fewer cores than one instance pins
+    with pytest.raises(mb.InvalidInputError, match="scenario"):
+        mv.cpu_layout(sglang, "Interactive", "xeon-6980p", 128, 2)
+    # v6.1's vLLM launch: one engine rank per NUMA node Offline (1536 sequences, 32768 tokens a step), one per two
+    # Server (32, 256; 1024 on 192-core nodes), 2 cores of each rank left to its server. By hand: a 6980P socket
+    # (3 NUMA nodes) runs 3 Offline ranks of 128/3 - 2 = 40.667 cores with a third of its memory each, and 1.5
+    # Server engines of 2 x 128/3 - 2 = 83.333 cores and two thirds of it; a 6787P socket (2 nodes) 2 Offline ranks
+    # of 86/2 - 2 = 41 cores and 1 Server engine of 84; a 96-core 6972P's Server engine budgets 1024 tokens
+    vllm = mv.cpu_engine_of(bench, "v6.1")
+    assert split(vllm, "Offline", "xeon-6980p", 128) == (pytest.approx(128 / 3 - 2), 3, pytest.approx(1 / 3), 1536,
+                                                         32768)
+    assert split(vllm, "Server", "xeon-6787p", 86) == (84, 1, 1, 32, 256)
+    assert split(vllm, "Offline", "xeon-6787p", 86)[:3] == (41, 2, 0.5)
+    assert split(vllm, "Server", "xeon-6972p", 96)[1:] == (1.5, pytest.approx(2 / 3), 32, 1024)
+    with pytest.raises(mb.InvalidInputError, match="prefill and decode"):
+        mv.cpu_layout(vllm, "Server", "xeon-6980p", 128, 2)        # 256-core nodes split prefill from decode
+    with pytest.raises(mb.InvalidInputError, match="NUMA"):
+        mv.cpu_layout(vllm, "Offline", "xeon-platinum-8480p", 56, 2)
+    assert mv.cpu_engine_of(bench, "v6.1")["kv"] == "fp8" and not mv.cpu_engine_of(bench, "v4.1")
 
 
 def test_a_cpu_socket_prediction_is_its_instances_times_one_instance():

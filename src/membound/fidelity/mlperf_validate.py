@@ -50,10 +50,11 @@ The workload rules of this data set live here, with the loader (never in predict
   has none, the INT4 / INT8 / BF16 of the system description, else of the system name (v3.1 Dell:
   "Dell PowerEdge Server R760 (...)" runs "1-node-2S-SPR-PyTorch-INT8"), else bf16. Where the
   submitters' launch code of the round was read (workloads.yaml `cpu_engine`: llama3.1-8b in v5.1
-  and v6.0, Intel's SGLang CPU launch that every submitter's container ran), its formats instead,
-  and its layout (`cpu_instances`, `_predict_cpu`): per scenario, instances pinned to a fixed number
-  of cores, each with its cores' share of the socket's compute and an even share of its memory
-  (`Hardware.share`), serving with the launch's caps; the socket's tokens/s are an instance's
+  to v6.1, Intel's launches that every submitter's container ran), its formats instead, and its
+  layout (`_predict_cpu`): per scenario, instances pinned to a fixed number
+  of cores (Intel's SGLang launch of v5.1 and v6.0) or to its NUMA nodes (vLLM's of v6.1), each
+  with its cores' share of the socket's compute and its share of the memory (`cpu_layout`,
+  `Hardware.share`), serving with the launch's caps; the socket's tokens/s are an instance's
   times the instances;
 - cards of several GPUs (`devices_per_card`: the accel_variant's "(2 GPUs/card)", Maxsun's Arc Pro B60
   Dual 48G): the table counts cards, each GPU is a device: a node's devices are its cards times that,
@@ -135,7 +136,7 @@ class Benchmark:
     executor: str = ""    # the engine executor its submissions run whatever the stack says ("pytorch"), or ""
     instance_chips: dict = field(default_factory=dict)   # engine -> {device: accelerators per engine instance}
     instance_rounds: tuple = ()   # the rounds whose published configurations set instance_chips
-    cpu_engine: dict = field(default_factory=dict)   # CPU-only systems' engine in its rounds (`cpu_instances`)
+    cpu_engine: tuple = ()   # CPU-only systems' engine launches, each for its rounds (`cpu_engine_of`)
 
 
 @dataclass
@@ -210,7 +211,7 @@ def load_benchmarks(path: str | Path | None = None) -> dict[str, Benchmark]:
         chips = {eng: {dev: int(n) for dev, n in devs.items()} for eng, devs in b.get("instance_chips", {}).items()}
         out[name] = Benchmark(name, b["preset"], lengths[0], lengths[1], limits, int(b.get("beams", 1)), mtp,
                               str(b.get("executor", "")), chips, tuple(b.get("instance_chips_rounds", ())),
-                              dict(b.get("cpu_engine", {})))
+                              tuple(dict(e) for e in b.get("cpu_engine", ())))
     return out
 
 
@@ -345,22 +346,50 @@ def instance_layouts(bench: Benchmark, engine: str, device: str, rnd: str, wd: s
 def cpu_engine_of(bench: Benchmark, rnd: str) -> dict:
     """The CPU-only systems' engine of `bench` in round `rnd` as its submitters' code launched it
     (workloads.yaml `cpu_engine`, cited there), or {} where no round's code was read."""
-    return bench.cpu_engine if rnd in bench.cpu_engine.get("rounds", ()) else {}
+    return next((e for e in bench.cpu_engine if rnd in e.get("rounds", ())), {})
 
 
-def cpu_instances(engine: dict, scenario: str, cores: int, sockets: int) -> tuple[int, int]:
-    """(cores per instance, instances per socket) of a CPU engine that pins one instance to every
-    `cores_per_instance` cores of a node (`engine["scenarios"][scenario]`, or the node's own entry in
-    `engine["node_cores"]`): the harness launches node cores // cores_per_instance instances, NUMA node
-    by NUMA node, so a socket of `cores` holds cores // cores_per_instance of them."""
-    if scenario not in engine.get("scenarios", {}):
-        raise InvalidInputError("scenario", scenario, f"one the CPU engine's launch sets ({sorted(engine['scenarios'])})")
-    per = int(engine.get("node_cores", {}).get(cores * sockets, {}).get(
-        scenario, engine["scenarios"][scenario]["cores_per_instance"]))
-    if cores < per:
-        raise InvalidInputError("host_processor_core_count", cores,
-                                f"at least the {per} cores one instance of the CPU engine pins")
-    return per, cores // per
+@dataclass(frozen=True)
+class CpuLayout:
+    """How a CPU engine's launch splits a socket for one scenario (`cpu_layout`)."""
+
+    cores: float          # cores one instance computes on
+    instances: float      # instances per socket (1.5: an instance of two NUMA nodes where a socket has three)
+    memory: float         # the share of the socket's memory an instance streams from and holds
+    max_running: int      # its scheduler's caps
+    token_budget: int
+
+
+def cpu_layout(engine: dict, scenario: str, device: str, cores: int, sockets: int) -> CpuLayout:
+    """The instances a CPU engine's launch (`engine`, one entry of workloads.yaml `cpu_engine`) runs on
+    a socket of `cores` cores in a node of `sockets` for `scenario`: the scenario's caps and, where the
+    node's cores have an entry of their own (`node_cores`), its values instead. Two kinds of launch:
+    - `cores_per_instance` (Intel's SGLang launch): the harness pins node cores // cores_per_instance
+      instances, NUMA node by NUMA node, so a socket holds cores // cores_per_instance of them, each
+      with an even share of its memory;
+    - `numa_nodes_per_instance` (vLLM's data-parallel launch): one engine rank per that many NUMA nodes
+      (`numa_nodes`, the socket's by device), holding their share of the socket's memory and their cores
+      less the `reserved_cores` a rank leaves to its server."""
+    scenarios = engine.get("scenarios", {})
+    if scenario not in scenarios:
+        raise InvalidInputError("scenario", scenario, f"one the CPU engine's launch sets ({sorted(scenarios)})")
+    run = {**scenarios[scenario], **engine.get("node_cores", {}).get(cores * sockets, {}).get(scenario, {})}
+    if "unmodelled" in run:
+        raise InvalidInputError("layout", f"{cores * sockets} cores, {scenario}", run["unmodelled"])
+    caps = int(run["max_running"]), int(run["token_budget"])
+    if "cores_per_instance" in run:
+        per = int(run["cores_per_instance"])
+        if cores < per:
+            raise InvalidInputError("host_processor_core_count", cores,
+                                    f"at least the {per} cores one instance of the CPU engine pins")
+        n = cores // per
+        return CpuLayout(per, n, 1.0 / n, *caps)
+    numa = engine.get("numa_nodes", {}).get(device)
+    if not numa:
+        raise InvalidInputError("device", device, f"a CPU whose NUMA nodes the launch's entry lists "
+                                                  f"({sorted(engine.get('numa_nodes', {}))})")
+    k = int(run["numa_nodes_per_instance"])
+    return CpuLayout(k * cores / numa - int(engine.get("reserved_cores", 0)), numa / k, k / numa, *caps)
 
 
 def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
@@ -388,7 +417,8 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
     engine_run = cpu_engine_of(bench, str(r.round)) if cpu_only(r) else {}
     if engine_run:         # the formats the CPU engine's published launch runs (workloads.yaml `cpu_engine`)
         wd = str(engine_run["weights"])
-        quant = Quantization(wd, engine_run.get("kv"), activations=engine_run.get("activations"))
+        quant = Quantization(wd, engine_run.get("kv"), activations=engine_run.get("activations"),
+                             head_weights=engine_run.get("head_weights"))
     card = 1 if cpu_only(r) else devices_per_card(r)
     count = getattr(r, "host_processors_per_node", 1) if cpu_only(r) else r.accelerators_per_node
     per_node = card * (int(count) if count == count and count else 1)
@@ -567,26 +597,25 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
 
 def _predict_cpu(members: list[MLPerfRow], bench: Benchmark, engine: dict) -> None:
     """Fill the predictions of CPU-only rows whose engine's launch is known (`cpu_engine_of`): each
-    scenario's instances (`cpu_instances`) each get their cores' share of the socket's compute and an
-    even share of its memory (`Hardware.share`), serve with the launch's caps on the `device` runtime
-    (the profile's fractions), and the socket's tokens/s are an instance's times the instances."""
+    scenario's instances (`cpu_layout`) each get their cores' share of the socket's compute and their
+    share of its memory (`Hardware.share`), serve with the launch's caps on the `device` runtime (the
+    profile's fractions), and the socket's tokens/s are an instance's times the instances."""
     for m in members:
         try:
-            per, n = cpu_instances(engine, m.scenario, m.cores, m.per_node)
-            caps = engine["scenarios"][m.scenario]
-            part = load_hardware(m.device).share(per / m.cores, 1.0 / n)
-            sched = Scheduler(max_running=int(caps["max_running"]), token_budget=int(caps["token_budget"]),
+            lay = cpu_layout(engine, m.scenario, m.device, m.cores, m.per_node)
+            part = load_hardware(m.device).share(lay.cores / m.cores, lay.memory)
+            sched = Scheduler(max_running=lay.max_running, token_budget=lay.token_budget,
                               mixed_steps=bool(engine.get("mixed_steps", True)))
             sm, sched, _ = build(bench.preset, part, prompt=bench.prompt, output=bench.output,
                                  quantization=m.quantization, runtime=CPU_ENGINE, scheduler=sched)
-            m.tp, m.layout = 1, f"{n} instances of {per} cores per socket"
+            m.tp, m.layout = 1, f"{lay.instances:g} instances of {lay.cores:g} cores per socket"
             if m.scenario == "Offline":
-                m.pred = {"tok_s_per_accel": n * saturation(sm, sched, bench.prompt, bench.output, bench.beams)
-                          * bench.output.mean}
+                m.pred = {"tok_s_per_accel": lay.instances * bench.output.mean
+                          * saturation(sm, sched, bench.prompt, bench.output, bench.beams)}
             else:
                 mr = search(sm, sched, bench.prompt, bench.output, bench.limits[m.scenario], bench.beams)
-                m.pred = {"tok_s_per_accel": n * mr.output_tok_s, "ttft_p99_s": mr.ttft[2], "tpot_p99_s": mr.tpot[2],
-                          "binding": mr.binding or "saturation"}
+                m.pred = {"tok_s_per_accel": lay.instances * mr.output_tok_s, "ttft_p99_s": mr.ttft[2],
+                          "tpot_p99_s": mr.tpot[2], "binding": mr.binding or "saturation"}
         except (MemboundError, SkipRow) as e:
             m.pred = {"error": str(e)}
 
