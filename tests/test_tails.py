@@ -8,8 +8,8 @@ import pytest
 import membound as mb
 from membound.serving import Uniform, build, solve
 from membound.serving.tails import (_quantiles, _wait_exceeds, backlog_points, birth_death, chunk_law, correlation_time,
-                                   log_sum_exp, mg1_wait_tail, step_chain, tails, tpot_quantiles, weighted_quantiles,
-                                   window_share)
+                                   log_sum_exp, mg1_wait_tail, step_chain, tails, tpot_quantiles, ttft_quantiles,
+                                   weighted_quantiles, window_share)
 from hypothesis import given, strategies as hst
 from hypothesis.extra import numpy as hnp
 from scipy.special import logsumexp
@@ -172,6 +172,25 @@ def test_prompts_per_step_chain_by_hand():
     # m = rate d0 + r m, m = 0.5 / 0.6 = 0.8333 prompts a step (a branching process with immigration)
     p = step_chain(50.0, 0.010, 0.008)
     assert float(np.sum(np.arange(p.size) * p)) == pytest.approx(0.5 / 0.6, rel=1e-3)
+
+
+def test_a_load_found_far_from_the_mean_prices_prompts_at_its_own_rate():
+    # Arrivals at 1e-6/s; an arrival finds a load whose steps last 19.2 ms against 17.0 ms of decodes,
+    # the open loop's rate there being 0.15 prompts/s: a prompt's work there is (19.2 - 17.0) ms /
+    # (0.15/s x 19.2 ms) = 0.764 s. At 1e-6/s the next step takes Poisson(1e-6 x 19.2 ms) ~ 0 other
+    # prompts, so the TTFT is the wait for the running step's end (at most 19.2 ms) plus its own prefill,
+    # 1.0 s at the mean prompt of 2,000 tokens in proportion: 0.5, 1.0, 1.5 s for 1,000, 2,000 and
+    # 3,000 tokens. At the mean load (the solver's, at 1e-6/s) the steps are the decodes' 17.0 ms, and the
+    # prefill queue (room 0.5..1.5 s, mean 1.0) is idle: rho = 1e-6 x 1.0 s. p99 in [1.5, 1.5192] s.
+    # Priced at the arrival rate instead, the prompt's work was 0.0022 / (1e-6 x 0.0192) = 114,583 s
+    # and the p99 ran to days (405B on 8 H200 under MLPerf's Server limits: no rate passed at 1% of
+    # saturation, though 5% did, and the search answered 0).
+    S = np.array([1000.0, 2000.0, 3000.0])
+    states = np.array([[0.0192, 0.0170, 1.33, 1.0, 0.15]])
+    q, rho, _ = ttft_quantiles(1e-6, (0.0170, 0.0170, 1.33), S / 2000.0, 1.0, 1.0, S, states=states)
+    assert rho == pytest.approx(1e-6)
+    assert 1.5 <= q[2] <= 1.5 + 0.0192
+    assert 1.0 <= q[0] <= 1.0 + 0.0192
 
 
 def test_tails_against_the_simulator():

@@ -334,8 +334,9 @@ def ttft_quantiles(rate: float, steps: tuple[float, float, float], room: np.ndar
     It first waits for prefill room: an M/G/1 queue whose service is `room` (seconds, one per point
     of `prompts`: the engine's time for the prompt's tokens while prompts queue, `tails`). Shifted
     so that the mean is the solver's `mean_ttft` (never below the sum of those parts). `states`:
-    rows of (mean step, decode step, carrying step, own prefill) at the loads an arrival finds
-    (equally likely; the occupancy's), which the TTFT mixes; None: the one of `steps` and `own_s`.
+    rows of (mean step, decode step, carrying step, own prefill, arrival rate) at the loads an arrival
+    finds (equally likely; the occupancy's), which the TTFT mixes, each load's per_prompt from its own
+    rate (the open loop's there); None: the one of `steps`, `own_s` and `rate`.
     Returns the quantiles, the prefill load and the queue's (rho, theta, C) (`mg1_wait_tail`; None
     where the load reaches 1)."""
     step, step_d, _ = steps
@@ -347,12 +348,15 @@ def ttft_quantiles(rate: float, steps: tuple[float, float, float], room: np.ndar
     if load >= 1.0:        # the prompts' work outgrows the engine: no finite tail
         return tuple(math.inf for _ in qs), load, None
     rho, theta, c = mg1_wait_tail(rate, room)
-    st = np.array([[step, step_d, 0.0, own_s]]) if states is None else np.asarray(states, float)
+    st = np.array([[step, step_d, 0.0, own_s, rate]]) if states is None else np.asarray(states, float)
     Sq = S if S.size <= 16 else np.quantile(S, (np.arange(16) + 0.5) / 16)
     u = (np.arange(4) + 0.5) / 4.0
     bases, weights, parts = [], [], []
-    for step_j, d_j, _, own_j in st:
-        pp = max(step_j - d_j, 0.0) / max(rate * step_j, 1e-30)
+    for step_j, d_j, _, own_j, rate_j in st:
+        # the prompts' work at that load: its steps' time beyond their decodes over the prompts they take
+        # there (rate_j x step_j, the open loop's rate at that load; `rate` would price a load found far
+        # from the mean with the mean's prompts)
+        pp = max(step_j - d_j, 0.0) / max(rate_j * step_j, 1e-30)
         if rate * pp >= 1.0:
             return tuple(math.inf for _ in qs), rate * pp, None
         p = step_chain(rate, d_j, pp)
@@ -543,11 +547,11 @@ def tails(sm: StepModel, sched: Scheduler, st: Steady, rate: float, prompt: Leng
     # the loads arrivals find: equally likely decoding counts, the steps and own prefill there
     cdf_a = np.cumsum(occ.arrive)
     found = np.searchsorted(cdf_a / cdf_a[-1], (np.arange(TTFT_LOAD_POINTS) + 0.5) / TTFT_LOAD_POINTS).astype(float)
-    tau_n, _, d_n, m_n, pre_n = _rates_at(occ, sm, sched, prompt.mean, output.mean, np.minimum(beams * found, st.cap),
+    tau_n, x_n, d_n, m_n, pre_n = _rates_at(occ, sm, sched, prompt.mean, output.mean, np.minimum(beams * found, st.cap),
                                           beams)
     tps = sm.tokens_per_step
     host = sm.host_token_s * prompt.mean
-    states = np.column_stack([tau_n * tps, d_n, m_n + (d_n if split else 0.0), pre_n + host])
+    states = np.column_stack([tau_n * tps, d_n, m_n + (d_n if split else 0.0), pre_n + host, x_n])
     t_q, rho, queue = ttft_quantiles(rate, (step, tau_d, tau_m + (tau_d if split else 0.0)), room, own,
                                      ttft, S, states=states)
     cdf = np.cumsum(occ.seen)
