@@ -5,10 +5,12 @@ constant replaced, refitted cold per round on the fit families' Offline rows (ml
 at-bound fits set apart and carried over as with_fits does), then used to predict the select
 families' rows (data/mlperf_split.csv: B200, MI300X). The report families are not predicted here.
 
-    PYTHONPATH=src python scripts/mlperf_forms.py A|B|C
+    PYTHONPATH=src python scripts/mlperf_forms.py A|B|C|D
 A: compute_fraction 0.806 (the prefill's measured share), per_sequence_s fitted per round;
 B: the engine's own compute_fraction, per_sequence_s fitted per round (generations.yaml's choice);
-C: the engine's own per_sequence_s, compute_fraction fitted per round (prior 0.3 .. 1.0).
+C: the engine's own per_sequence_s, compute_fraction fitted per round (prior 0.3 .. 1.0);
+D: as A, with a step's memory and compute added (served overlap 0: the engine's kernels one after
+   another), per_sequence_s fitted per round.
 """
 from __future__ import annotations
 
@@ -23,12 +25,14 @@ MEASURED_SHARE = 0.806          # 64.5% of H200's fp8 peak over its achievable 0
 CF_PRIOR = [0.3, 1.0]           # a share of the chip's achievable GEMM rate
 
 
-def form(rows: list, served_cf: float | None, fit_block: dict) -> None:
+def form(rows: list, served_cf: float | None, fit_block: dict, overlap: float | None = None) -> None:
     gens = copy.deepcopy(mv.load_generations())
     g = gens[NAME]
-    g["served"] = {k: v for k, v in g["served"].items() if k != "compute_fraction"}
+    g["served"] = {k: v for k, v in g["served"].items() if k not in ("compute_fraction", "overlap")}
     if served_cf is not None:
         g["served"]["compute_fraction"] = {"value": served_cf}
+    if overlap is not None:
+        g["served"]["overlap"] = {"value": overlap}
     g["fit"], g["rounds"] = fit_block, {}
     fits = mv.fit_all(rows, gens)
     doc = mv.with_fits(fits, gens)
@@ -49,7 +53,7 @@ def main(argv: list[str]) -> int:
     rows, _ = mv.load_rows()
     per_seq = {"per_sequence_s": dict(mv.load_generations()[NAME]["fit"]["per_sequence_s"])}
     cf = {"compute_fraction": {"unit": "share of the chip's achievable GEMM rate", "prior": CF_PRIOR}}
-    forms = {"A": (MEASURED_SHARE, per_seq), "B": (None, per_seq), "C": (None, cf)}
+    forms = {"A": (MEASURED_SHARE, per_seq), "B": (None, per_seq), "C": (None, cf), "D": (MEASURED_SHARE, per_seq, 0.0)}
     if which not in forms:
         print(__doc__)
         return 2

@@ -5,7 +5,7 @@ from hypothesis import given, strategies as st
 
 import membound as mb
 from membound.physics.estimate import prepare
-from membound.catalog.runtime import QuantizedGemm, Runtime, RuntimeEntry
+from membound.catalog.runtime import QuantizedGemm, Runtime, RuntimeEntry, Served
 from membound.physics.efficiency import efficiency
 
 
@@ -31,6 +31,22 @@ def test_overlap_adds_the_hidden_share_of_the_smaller_term(overlap):
     step = max(mem, cmp) + (1 - overlap) * min(mem, cmp)
     r = mb.estimate(m, "h100-sxm", batch=B, prompt_tokens=0, output_tokens=1, weight_dtype="bf16",
                     runtime=_rt(overlap=overlap))
+    assert r.decode_tok_s_per_user == pytest.approx(1 / step, rel=1e-9)
+
+
+@pytest.mark.parametrize("overlap", [None, 0.5, 0.0])
+def test_a_served_block_sets_the_overlap_of_its_steps(overlap):
+    # the served block's overlap replaces the entry's (1: the roofline max) where it sets one; the step of
+    # test_overlap_adds_the_hidden_share_of_the_smaller_term's by hand
+    m = mb.load_model("llama-3.1-8b")
+    lookup = 128256 * 4096
+    B = 256
+    mem = (m.total_params - lookup + B * 4096) * 2 / 3.35e12
+    cmp = B * 2 * (m.active_params - lookup) / 989e12
+    step = max(mem, cmp) + (1 - (1.0 if overlap is None else overlap)) * min(mem, cmp)
+    rt = Runtime(name="t", use_latency_floor=False, use_device_fractions=False, served=Served(overlap=overlap))
+    assert efficiency(rt, mb.load_hardware("h100-sxm")).overlap == (1.0 if overlap is None else overlap)
+    r = mb.estimate(m, "h100-sxm", batch=B, prompt_tokens=0, output_tokens=1, weight_dtype="bf16", runtime=rt)
     assert r.decode_tok_s_per_user == pytest.approx(1 / step, rel=1e-9)
 
 

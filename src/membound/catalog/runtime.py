@@ -235,6 +235,8 @@ class Served(BaseModel):
                                          # (its default), 1 with --async-scheduling (EngineCore.
                                          # step_with_batch_queue, two batches in flight): a launch
                                          # flag, Scheduler.lookahead_steps
+    overlap: _Unit | None = None         # how far memory and compute overlap within a step (RuntimeEntry's
+                                         # `overlap`: 1 roofline max, 0 they add up); None: the entry's
     per_prompt_token_s: _Secs = 0.0      # host time per prompt token before its first step (the
                                          # server tokenises the prompt text, prepares its inputs)
     per_request_s: _Secs = 0.0           # host time of a request before its first token, whatever its

@@ -134,7 +134,8 @@ def served_efficiency(eff: Efficiency, served: Served, hw: Hardware) -> Efficien
         per_allreduce_s=served.per_allreduce_s, per_alltoall_s=served.per_alltoall_s,
         moe_expert_rows=served.moe_expert_rows, moe_tile_tokens=served.moe_tile_tokens,
         moe_upcast_efficiency=served.moe_upcast_efficiency, per_request_s=served.per_request_s,
-        per_prompt_token_s=served.per_prompt_token_s)
+        per_prompt_token_s=served.per_prompt_token_s,
+        overlap=eff.overlap if served.overlap is None else served.overlap)
 
 
 # the clock a per-layer cycle count is timed at on a chip whose profile gives none (a typical GPU
