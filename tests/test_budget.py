@@ -207,3 +207,22 @@ def test_the_shipped_generations_are_listed_as_the_file_records_them(budget):
             e = fit[p]
             assert (c.name, c.value, c.rows, set(c.chips)) == (p, e["value"], int(e["fitted_on"].split()[0]),
                                                                 set(e["chips"]))
+
+
+
+def test_a_served_engine_names_its_extra_figures(budget):
+    # serve_calibrate.FREE_EVIDENCE orders each engine's fitted figures; the budget's allowance (chips // 2) goes
+    # to the first: vLLM (2 chips, 1 allowed) keeps per_layer_s within and its 4 others are extra (5 - 1 = 4);
+    # SGLang (1 chip, 0 allowed): all 4 extra; TensorRT-LLM: all 5
+    from membound.fidelity.budget import free_reason
+    def extra(name):
+        return {c.name for c in budget[name].constants if c.kind == "fitted" and c.why.startswith("EXTRA")}
+    assert extra("vllm") == {"compute_fraction", "per_request_s", "moe_expert_rows", "per_sequence_s"}
+    inside = [c for c in budget["vllm"].constants if c.kind == "fitted" and c.why.startswith("within budget")]
+    assert [c.name for c in inside] == ["per_layer_s"] and inside[0].why.startswith("within budget (1 of 5): at 0")
+    assert len(extra("sglang")) == budget["sglang"].free - budget["sglang"].allowed == 4
+    assert len(extra("tensorrt-llm")) == budget["tensorrt-llm"].free - budget["tensorrt-llm"].allowed == 5
+    # with 2 allowed vLLM's second, compute_fraction, comes within; a figure without evidence has no reason
+    assert free_reason("vllm", "compute_fraction", 2).startswith("within budget (2 of 5)")
+    assert free_reason("vllm", "compute_fraction", 1).startswith("EXTRA (2 of 5)")
+    assert free_reason("vllm", "per_step_s", 1) == ""

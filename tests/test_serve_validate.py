@@ -90,6 +90,58 @@ def test_served_fits_hold_what_the_rows_cannot_pin_and_sit_off_their_bounds():
                                                           "per_request_s")
 
 
+
+def test_the_screen_sets_each_fitted_figure_neutral_in_turn_and_restores_the_table(monkeypatch):
+    # serve_calibrate.screen, its plumbing: the bundled forms first, then each of SGLang's 4 fitted figures set to its
+    # neutral value (compute share 1, costs 0) while the rest are fitted; FIXED as before afterwards. The fit
+    # and the solver are stood in for: every prediction 10% above its measurement, so each median |error| is
+    # |1.1 - 1| = 10%, over the 2 select rows and the 1 fit row alike
+    import copy
+    from types import SimpleNamespace
+    from membound.fidelity import serve_calibrate as sc
+    before = copy.deepcopy(sc.FIXED)
+    seen = []
+
+    def fit_all(rows, engines):
+        (name,) = engines
+        seen.append({k: v for k, (v, _) in sc.FIXED[name].items() if k not in before[name]})
+        return {name: {"params": {**sc.set_values(name), **{k: sc.START[k] for k in sc.fitted_params(name)},
+                                  sc.ALLTOALL: sc.set_values(name)[sc.ALLTOALL]}}}
+
+    def predict(rows, runtimes=None):
+        for r in rows:
+            r.pred = {k: 1.1 * getattr(r, k) for k in ("tpot_s", "ttft_s", "tput_per_gpu")}
+
+    monkeypatch.setattr(sc, "fit_all", fit_all)
+    monkeypatch.setattr(sc, "predict", predict)
+    row = dict(runtime="sglang", tpot_s=0.02, ttft_s=0.5, tput_per_gpu=800.0)
+    rows = [SimpleNamespace(role="select", fitted=False, **row), SimpleNamespace(role="select", fitted=False, **row),
+            SimpleNamespace(role="fit", fitted=True, **row), SimpleNamespace(**{**row, "runtime": "vllm"}, role="select",
+                                                                              fitted=False)]
+    got = sc.screen("sglang", rows)
+    assert list(got) == ["", "compute_fraction", "per_layer_s", "per_sequence_s", "per_request_s"]
+    assert seen == [{}, {"compute_fraction": 1.0}, {"per_layer_s": 0.0}, {"per_sequence_s": 0.0}, {"per_request_s": 0.0}]
+    assert sc.FIXED == before
+    for r in got.values():
+        assert r["select"]["rows"] == 2 and r["fitted"]["rows"] == 1
+        assert all(r[part][k] == pytest.approx(0.10) for part in ("select", "fitted")
+                   for k in ("tpot_s", "ttft_s", "tput_per_gpu"))
+    # the refit's figures: the set one at its neutral value, the others as fitted (here the fit's start)
+    assert got["per_layer_s"]["params"]["per_layer_s"] == 0.0 and got[""]["params"]["per_layer_s"] == sc.START["per_layer_s"]
+    assert not hasattr(rows[3], "pred")          # another engine's rows are not touched
+    text = sc.format_screen("sglang", got)
+    assert "per_layer_s = 0 " in text and "select 10.0/10.0/10.0%" in text
+
+
+def test_every_fitted_served_figure_says_why_it_is_free():
+    # serve_calibrate.FREE_EVIDENCE names each engine's fitted figures, exactly, in the order the budget gives
+    # its allowance (one free figure per two chips: vLLM's H100 + H200 allow 1, SGLang's and TensorRT-LLM's H200 0)
+    from membound.fidelity.serve_calibrate import ENGINES, FREE_EVIDENCE, fitted_params
+    for name in ENGINES:
+        assert sorted(k for k, _ in FREE_EVIDENCE[name]) == sorted(fitted_params(name)), name
+        assert all(why.startswith(("at 0 select", "at 1 select")) for _, why in FREE_EVIDENCE[name]), name
+
+
 def test_the_all_to_all_latency_is_deepeps_where_dp_attention_runs():
     # per_alltoall_s, one dispatch or combine kernel: SGLang and TensorRT-LLM (the engines with DP-attention
     # rows) set it to DeepEP's EP-8 low-latency kernels, (77 + 114) / 2 = 95.5 us; vLLM has no DP rows and

@@ -39,8 +39,8 @@ from .fitter import Param
 from .calibrate import BOUNDS, FIT, FIXED, RUNTIME_WIDE, calibrate_runtimes
 from ..catalog.hardware import load_hardware
 from ..catalog.runtime import load_runtime, list_runtimes
-from .serve_calibrate import (ALLTOALL, ALLTOALL_RANGE, ENGINES, FIXED as SERVED_FIXED, HIGH, LOW, SHARED, dp_rows,
-                              fits_alltoall, fitted_params)
+from .serve_calibrate import (ALLTOALL, ALLTOALL_RANGE, ENGINES, FIXED as SERVED_FIXED, FREE_EVIDENCE, HIGH, LOW,
+                              SHARED, dp_rows, fits_alltoall, fitted_params)
 from .serve_validate import load_rows
 from .vendors import FITS
 from .mlperf_validate import carried, fitted_param, load_generations, round_key
@@ -192,7 +192,7 @@ def _served(budgets: dict) -> None:
             v = values[k]
             side = Param(k, LOW[k], HIGH[k], min(max(v, LOW[k]), HIGH[k])).bound_hit(v) or ""
             b.constants.append(Constant(name, "served", k, v, "fitted", unit_of(k), (LOW[k], HIGH[k]), len(fit_rows),
-                                        chips, side))
+                                        chips, side, free_reason(name, k, len(chips) // 2)))
         ep = dp_rows(name) if fits_alltoall(name) else []
         if ep:
             v = values.get(ALLTOALL, 0.0)
@@ -212,6 +212,18 @@ def _served(budgets: dict) -> None:
                 kind = "setting" if k in SETTINGS else "assumed"
                 b.constants.append(Constant(name, "served", k, v, kind, unit_of(k), None))
 
+
+
+def free_reason(engine: str, figure: str, allowed: int) -> str:
+    """Why served `figure` of `engine` is free (serve_calibrate.FREE_EVIDENCE: the select chips' figures with it
+    set neutral, the rest refitted) and whether the budget's `allowed` free figures hold it: the engine's
+    figures in FREE_EVIDENCE's order, the first `allowed` within, the rest "EXTRA" (over the budget)."""
+    order = [k for k, _ in FREE_EVIDENCE.get(engine, ())]
+    if figure not in order:
+        return ""
+    i = order.index(figure)
+    where = f"within budget ({i + 1} of {len(order)})" if i < allowed else f"EXTRA ({i + 1} of {len(order)})"
+    return f"{where}: {dict(FREE_EVIDENCE[engine])[figure]}"
 
 def _shared(budgets: dict, rows) -> None:
     """The SHARED figures, once: fitted on the rows of every served engine on the fitting chips, so they
@@ -334,7 +346,7 @@ def _core(budgets: dict) -> None:
         why="a weight-only GEMM's extra work: MARLIN runs ~10% below FP16 when compute-bound (arXiv 2408.11743)")])
 
 
-WHY_CHARS = 90     # a set figure's reason, cut to this many characters in the printed table
+WHY_CHARS = 120     # a set figure's reason, cut to this many characters in the printed table
 
 
 def _fmt(v: float) -> str:

@@ -43,7 +43,21 @@ select-chip figures that set it aside; the budget (membound.fidelity.budget, iss
 one free figure per two chips the fits span. vLLM (rows on H100 and H200) fits 5: compute_fraction,
 per_layer_s, per_sequence_s, per_request_s, moe_expert_rows; SGLang and TensorRT-LLM have aggregated rows
 on the H200 alone (4 and 5 fitted there; their all-to-all is set to DeepEP's): over the budget, which
-allows none on one chip.
+allows none on one chip. What each fitted figure carries (set to its neutral value, NEUTRAL, the rest refitted cold:
+`--screen ENGINE`, select chips' figures) and so which are the budget's extra ones is in FREE_EVIDENCE; no engine
+source or published profiling read so far gives a value for any of them (tried, 2026-12-06, validation figures):
+  - SGLang's compute share from LMSYS's own DeepSeek prefill on H100 (lmsys.org/blog/2025-05-05-large-scale-ep: 52.3k
+    input tokens/s per 8-GPU node at 2,000-token prompts, 6,538 per GPU; membound's 71.4 GFLOP of GEMMs at fp8 and
+    5.0 GFLOP of attention at bf16 per token give 26.9% of the H100's peaks, 0.336 of its achievable 0.8): set, the
+    rest refitted, its select rows went 12.4/11.9/11.0 -> 14.6/13.6/12.5% (the blog runs DeepEP, DeepGEMM and 32-way
+    expert parallelism, InferenceMAX tp 8): not adopted;
+  - a per-sequence host cost from the engines' own profiling is a microsecond or so (vLLM's update_from_output loop
+    0.287 ms at 256 requests, 1.1 us each, benchmarks/overheads/benchmark_scheduler_update_from_output.py as quoted
+    in vllm-project/vllm PR 46112; TensorRT-LLM's capacity and micro-batch schedulers 4.4% of a 45.1 ms iteration at
+    1,536 requests a rank, 1.3 us each, NVIDIA/TensorRT-LLM PR 10273, GB200), and both loops run beside the GPU (--async-scheduling, the
+    overlap scheduler): the fitted 32-69 us per sequence is GPU work the physics lacks (the attention kernel's
+    per-sequence blocks; the docstring's shape notes), not host time; at 0 each engine's select figures worsen
+    (FREE_EVIDENCE).
 
 Shared across engines (SHARED, fit_all(shared=...)): a figure whose work is the same in every engine can
 be fitted once on all three engines' fit rows (550: vLLM 297 on H100 and H200, SGLang 30 and TensorRT-LLM
@@ -200,11 +214,13 @@ DeepSeek-R1's MTP drafts on InferenceMAX's random-token prompts (fit_mtp_accepta
 MTP rows only with the engines' served costs as bundled; it prints the figure, which lives in
 membound.serve_validate.INFERENCEMAX_MTP_ACCEPTANCE.
 
-    python -m membound.fidelity.serve_calibrate [--out DIR | --write-bundled] [--mtp]   (prints only by default)
+    python -m membound.fidelity.serve_calibrate [--out DIR | --write-bundled] [--mtp] [--screen ENGINE]
+    (prints only by default)
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import sys
 from pathlib import Path
@@ -215,7 +231,7 @@ from . import fitter
 from .fitter import Param
 from ..catalog.hardware import load_hardware
 from ..catalog.runtime import Runtime, clear_caches, load_runtime, runtimes_dir
-from .serve_validate import FIT_HARDWARE, load_rows, predict
+from .serve_validate import FIT_HARDWARE, load_rows, predict, summary
 from ..physics.speculative import mtp
 import yaml
 
@@ -317,6 +333,41 @@ FIXED: dict[str, dict[str, tuple[float, str]]] = {
                                "went 14.9/31.4/17.4 -> 15.1/31.9/18.0%"),
         ALLTOALL: ALLTOALL_PRIOR,
     },
+}
+
+# The value at which each figure carries nothing: a share the chip's profile gives whole (PROFILE_SHARE),
+# a cost of 0 (screen: a fitted figure set here, the rest refitted, prices what it carries)
+NEUTRAL: dict[str, float] = {"bandwidth_fraction": 1.0, "compute_fraction": 1.0, "per_step_s": 0.0, "per_layer_s": 0.0,
+                             "moe_expert_rows": 0.0, "moe_tile_tokens": 0.0, "per_sequence_s": 0.0, "per_request_s": 0.0,
+                             "moe_upcast_efficiency": 1.0, "per_prompt_token_s": 0.0}
+# Why each engine's fitted figures stay free, the one the budget allows first (membound.fidelity.budget: one per
+# two chips the fits span; vLLM's H100 + H200 allow 1, SGLang's and TensorRT-LLM's H200 none): each set to
+# NEUTRAL in turn, the rest refitted cold on the fit rows, the engine's rows of the select chips (B200 +
+# MI300X, validation figures; TPOT / TTFT / throughput per GPU, median |error|, bundled figures first)
+# moved as given (2026-12-06, `python -m membound.fidelity.serve_calibrate --screen ENGINE`). Ordered by the
+# points the three figures lose together. No engine source or published profiling gives a value for any of
+# them (the cited ones are set: FIXED): those past the allowance are the budget's extra figures.
+FREE_EVIDENCE: dict[str, tuple[tuple[str, str], ...]] = {
+    "vllm": (
+        ("per_layer_s", "at 0 select 5.4/18.0/5.8 -> 25.0/17.5/27.0%"),
+        ("compute_fraction", "at 1 select 5.4/18.0/5.8 -> 13.3/31.6/13.1%"),
+        ("per_request_s", "at 0 select 5.4/18.0/5.8 -> 7.0/38.2/6.5%"),
+        ("moe_expert_rows", "at 0 select 5.4/18.0/5.8 -> 11.9/17.6/11.0%"),
+        ("per_sequence_s", "at 0 select 5.4/18.0/5.8 -> 5.9/17.5/5.9%; MLPerf's vLLM rows pin it (FIXED's note)"),
+    ),
+    "sglang": (
+        ("per_layer_s", "at 0 select 12.4/11.9/11.0 -> 44.2/24.8/43.3%"),
+        ("per_request_s", "at 0 select 12.4/11.9/11.0 -> 17.2/25.2/15.0%"),
+        ("compute_fraction", "at 1 select 12.4/11.9/11.0 -> 17.2/15.6/16.4%; LMSYS's H100 prefill, 0.336: 14.6/13.6/12.5%"),
+        ("per_sequence_s", "at 0 select 12.4/11.9/11.0 -> 13.1/15.6/13.6%"),
+    ),
+    "tensorrt-llm": (
+        ("per_layer_s", "at 0 select 14.8/31.5/17.2 -> 26.4/32.2/31.1%"),
+        ("per_request_s", "at 0 select 14.8/31.5/17.2 -> 17.6/52.0/19.1%"),
+        ("moe_expert_rows", "at 0 select 14.8/31.5/17.2 -> 26.2/38.4/23.7%"),
+        ("compute_fraction", "at 1 select 14.8/31.5/17.2 -> 17.8/33.9/19.8%"),
+        ("per_sequence_s", "at 0 select 14.8/31.5/17.2 -> 16.9/30.8/19.8%; the max-load rows pin it (docstring)"),
+    ),
 }
 
 
@@ -491,6 +542,58 @@ def leave_one_chip_out(rows, fits: dict | None = None) -> dict:
     return out
 
 
+
+@contextlib.contextmanager
+def _setting(name: str, figure: str, value: float):
+    """Engine `name`'s fits with `figure` set to `value` (in FIXED) inside the block, as before after it."""
+    table = FIXED.setdefault(name, {})
+    before = table.get(figure)
+    table[figure] = (value, "set by screen")
+    try:
+        yield
+    finally:
+        if before is None:
+            del table[figure]
+        else:
+            table[figure] = before
+
+
+def screen(name: str, rows=None) -> dict[str, dict]:
+    """What each fitted figure of engine `name` carries: the bundled forms (key "") and each figure set to
+    NEUTRAL in turn, the rest refitted cold on its rows of the fit chips (fit_all). {key: {"params": the
+    refit's figures, "select" / "fitted": serve_validate.summary of the engine's rows of the select chips /
+    of its fit rows predicted with them}}. The select figures are validation figures (FREE_EVIDENCE quotes
+    them). rows: serve_validate's aggregated ServedRows (default: the shipped file's)."""
+    rows = load_rows()[0] if rows is None else rows
+    mine = [r for r in rows if r.runtime == name]
+    out: dict[str, dict] = {}
+    for figure in ("", *fitted_params(name)):
+        with contextlib.ExitStack() as stack:
+            if figure:
+                stack.enter_context(_setting(name, figure, NEUTRAL[figure]))
+            p = fit_all(rows, engines=(name,))[name]["params"]
+            rt = with_params(name, [p[k] for k in fitted_params(name)], {ALLTOALL: p[ALLTOALL]})
+        predict(mine, {name: rt})
+        out[figure] = {"params": {k: p[k] for k in PARAMS if k in p},
+                       "select": summary([r for r in mine if r.role == "select"]),
+                       "fitted": summary([r for r in mine if r.fitted])}
+    predict(mine)           # the rows back to the bundled figures
+    return out
+
+
+def format_screen(name: str, result: dict[str, dict]) -> str:
+    """screen's result as lines: each figure set, its value, the select and fitted rows' medians."""
+    def pct(s: dict) -> str:
+        return "/".join(f"{100 * s[k]:.1f}" for k in ("tpot_s", "ttft_s", "tput_per_gpu")) + "%"
+    lines = [f"{name}: each fitted figure set to its neutral value, the rest refitted cold; median |error| TPOT/TTFT/"
+             "throughput per GPU of its select chips' rows (validation figures) and of its fit rows"]
+    for figure, r in result.items():
+        what = f"{figure} = {NEUTRAL[figure]:g}" if figure else "bundled forms"
+        refit = ", ".join(f"{k} {v:.4g}" for k, v in r["params"].items() if k in fitted_params(name) and k != figure)
+        lines.append(f"  {what:28s} select {pct(r['select']):18s} fitted {pct(r['fitted']):18s} ({refit})")
+    return "\n".join(lines)
+
+
 def _pct(m) -> str:
     return f"TPOT {100 * m[0]:.1f}%, TTFT {100 * m[1]:.1f}%, throughput/GPU {100 * m[2]:.1f}%"
 
@@ -580,9 +683,14 @@ def main(argv=None) -> int:
     where.add_argument("--write-bundled", action="store_true",
                        help="maintainers: rewrite the runtime files bundled in this source checkout")
     ap.add_argument("--engine", action="append", choices=ENGINES)
+    ap.add_argument("--screen", choices=ENGINES, default=None, help="print what each fitted figure of ENGINE carries: "
+                    "each set to its neutral value (NEUTRAL), the rest refitted cold, the select chips' figures (validation)")
     ap.add_argument("--mtp", action="store_true", help="fit only the MTP rows' per-token acceptance (printed; the "
                     "figure lives in membound.serve_validate.INFERENCEMAX_MTP_ACCEPTANCE)")
     a = ap.parse_args(argv)
+    if a.screen:
+        print(format_screen(a.screen, screen(a.screen)))
+        return 0
     if a.mtp:
         m = fit_mtp_acceptance()
         print(f"MTP acceptance per token on {', '.join(FIT_HARDWARE)} MTP rows ({m['n']} rows, dates "
