@@ -54,10 +54,10 @@ source or published profiling read so far gives a value for any of them (tried, 
   - a per-sequence host cost from the engines' own profiling is a microsecond or so (vLLM's update_from_output loop
     0.287 ms at 256 requests, 1.1 us each, benchmarks/overheads/benchmark_scheduler_update_from_output.py as quoted
     in vllm-project/vllm PR 46112; TensorRT-LLM's capacity and micro-batch schedulers 4.4% of a 45.1 ms iteration at
-    1,536 requests a rank, 1.3 us each, NVIDIA/TensorRT-LLM PR 10273, GB200), and both loops run beside the GPU (--async-scheduling, the
-    overlap scheduler): the fitted 32-69 us per sequence is GPU work the physics lacks (the attention kernel's
-    per-sequence blocks; the docstring's shape notes), not host time; at 0 each engine's select figures worsen
-    (FREE_EVIDENCE).
+    1,536 requests a rank, 1.3 us each, NVIDIA/TensorRT-LLM PR 10273, GB200), and both loops run beside the GPU
+    (--async-scheduling, the overlap scheduler): the fitted 32-69 us per sequence is not host time but work the
+    physics lacks (GPU work per sequence, the docstring's shape notes); at 0 each engine's select figures worsen
+    (FREE_EVIDENCE; vLLM's little on InferenceMAX, much on two large-batch MLPerf rows: FIXED's note).
 
 Shared across engines (SHARED, fit_all(shared=...)): a figure whose work is the same in every engine can
 be fitted once on all three engines' fit rows (550: vLLM 297 on H100 and H200, SGLang 30 and TensorRT-LLM
@@ -278,7 +278,10 @@ FIXED: dict[str, dict[str, tuple[float, str]]] = {
     # below was set in turn with the rest refitted, and the figures it quotes are from that step).
     # per_sequence_s stays free: at 0 (the InferenceMAX select rows moved under 0.3 point, the
     # bandwidth share taking it) MLPerf's maximum-batch MI300X rows (select chip, vLLM) went 24.4 ->
-    # 55.9% (membound validate, 'MLPerf (assumed lengths)'): large batches pin it
+    # 55.9% (membound validate, 'MLPerf (assumed lengths)'): large batches pin it. Re-measured 2026-12-06
+    # (the rest refitted cold: compute 0.3985, per layer 67.5 us, MoE rows 1.70, per request 18.9 ms): vLLM's select
+    # rows 5.4/18.0/5.8 -> 5.9/17.5/5.9%, those two mixtral-8x7b rows (512/512 assumed) 21/35 -> 51/69%, while
+    # mlperf_validate's vLLM rows (their datasets' lengths) did not move (Offline 37.1 -> 37.1%, Server 32.0 -> 33.3%)
     "vllm": {
         "bandwidth_fraction": (1.0, PROFILE_SHARE + "; a free fit took 0.93 (select chips 7.1/16.9/7.7% free, "
                                "7.8/17.1/8.1% at 1, the other 9 refitted)"),
@@ -353,7 +356,7 @@ FREE_EVIDENCE: dict[str, tuple[tuple[str, str], ...]] = {
         ("compute_fraction", "at 1 select 5.4/18.0/5.8 -> 13.3/31.6/13.1%"),
         ("per_request_s", "at 0 select 5.4/18.0/5.8 -> 7.0/38.2/6.5%"),
         ("moe_expert_rows", "at 0 select 5.4/18.0/5.8 -> 11.9/17.6/11.0%"),
-        ("per_sequence_s", "at 0 select 5.4/18.0/5.8 -> 5.9/17.5/5.9%; MLPerf's vLLM rows pin it (FIXED's note)"),
+        ("per_sequence_s", "at 0 select 5.4/18.0/5.8 -> 5.9/17.5/5.9%; validate's 2 MLPerf MI300X rows 21/35 -> 51/69%"),
     ),
     "sglang": (
         ("per_layer_s", "at 0 select 12.4/11.9/11.0 -> 44.2/24.8/43.3%"),
