@@ -41,6 +41,7 @@ import operator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
+from ..base.stacking import stackable
 from .dataflow import wafer_pass_s
 from .parallel import Collectives, collective_s, collectives, communication_s
 from .roofline import (Num, causal_pairs, ceiling, context_pieces, effective_context, expected_experts,
@@ -154,6 +155,12 @@ class Drafter(NamedTuple):
 Coeffs: TypeAlias = tuple[Num, Num, Num, Num]
 
 
+# stacking (base.stacking): the workload, the layout and the tiles and paths a pass branches on are
+# shape; the formats' numbers, rates and price are numbers
+@stackable(shape="batch prompt output tp pp ep n_chips gemm_tile_tokens mmvq_tokens chunk_tokens",
+           numbers="w_bytes kv_bytes act_bytes peak_flops dequant price_usd_per_hour w_bytes_dense w_bytes_head "
+                   "w_bytes_embed dense_peak_flops dense_dequant attn_peak_flops gemv_peak_flops index_peak_flops "
+                   "mmvq_flops mmvq_dense_flops matrix_peak_flops")
 @dataclass(frozen=True)
 class Knobs:
     """Numeric inputs of one evaluation; each may be a float or an array (broadcast)."""
@@ -204,6 +211,13 @@ class Knobs:
                                   # chunked prefill, `prefill`); 0: a prefill is one pass
 
 
+# stacking: the layout's ways and shares, the mat-vec path's threshold and the links' kind are shape
+_CHIP_BASE_NUMBERS = ("w_expert w_dense w_head w_embed kv_pair flops dense_flops attn_flops index_flops dequant "
+                      "dense_dequant act_bytes link_bw link_lat dense_held expert_held floor gemm prefill_gemm head "
+                      "capacity mmvq links over_fixed over_tail context_kernels attn_rate kv_index_pair")
+
+
+@stackable(shape="tp pp ep group e_group share mmvq_tokens ring", numbers=_CHIP_BASE_NUMBERS)
 class ChipBase(NamedTuple):
     """What one chip of the layout is before any workload: its share of the model, the bytes of
     its formats, the rates it computes at, its links, and the per-token terms that follow from
@@ -249,6 +263,8 @@ class ChipBase(NamedTuple):
     kv_index_pair: Num   # kv_pair + the indexer's key bytes: what a held (layer, token) pair reads
 
 
+@stackable(shape="tp pp ep group e_group share mmvq_tokens ring",
+           numbers=_CHIP_BASE_NUMBERS + " m b beat dense_inv expert_inv kv_inv w_inv")
 class Chip(NamedTuple):
     """One chip of the layout as the terms of a step see it, built once per `evaluate`: its
     `ChipBase` (the fields up to `head`, in its order) and its share of the batch and where its

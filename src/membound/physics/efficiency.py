@@ -11,10 +11,24 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
+from ..base.stacking import stackable
 from ..catalog.hardware import Hardware
 from ..catalog.runtime import MatrixUnits, QuantizedGemm, Runtime, RuntimeEntry, Served
 
 
+# stacking (base.stacking): what a pass branches on is shape (its overlap and mat-vec paths, the MoE
+# tile, ungraphed launches, the logits, the host-blocking models, the matrix units). The others are
+# numbers, those that choose a path included where only one configuration's preparation reads them
+# (estimate.prepare, core.chip_base), never a stack's evaluation
+@stackable(shape="overlap matvec_tokens matvec_overlap moe_tile_tokens ungraphed_layer_s graphs_one_token "
+                 "prefill_logits_all host_blocking_types matrix_units",
+           numbers="bandwidth_fraction compute_fraction per_step_overhead_s per_layer_overhead_s per_layer_floor_s "
+                   "per_step_floor_s quantized_peak_flops quantized_tile_tokens moe_gemm_efficiency "
+                   "per_sequence_overhead_s fabric_efficiency hop_latency_s per_moe_layer_overhead_s power_factor "
+                   "gemv_peak_flops weight_only_tile_tokens prefill_layer_kernels gemv_formats "
+                   "quantized_dequant_scale mmvq_max_tokens mmvq_issue_rate mmvq_column_ops per_layer_host_s "
+                   "per_allreduce_s per_alltoall_s moe_expert_rows moe_upcast_efficiency per_request_s "
+                   "per_prompt_token_s")
 @dataclass(frozen=True)
 class Efficiency:
     """Resolved efficiency of a (runtime, device) pair."""

@@ -24,6 +24,7 @@ from typing import NamedTuple
 from ..errors import DoesNotFitError, InvalidInputError
 from ..catalog.hardware import load_hardware
 from ..catalog.model import load_model
+from ..base.stacking import stackable
 from .roofline import Num, minimum
 
 
@@ -130,6 +131,8 @@ def _rule(heads: int, layers: int, domain: int, cap: int, n: int) -> tuple[int, 
     return tp, min(layers, n // tp)
 
 
+@stackable(shape="ep", numbers="hidden act_bytes link_bw link_lat tp_layers tp_share tp_hops_s pp_hops ep_share k "
+                               "ep_hop_s moe_layers")
 class Collectives(NamedTuple):
     """A layout's collectives before its tokens are known: `communication_s`'s factors that depend
     on the layout, the model and the links alone (built once per configuration by `collectives`;

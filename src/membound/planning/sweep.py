@@ -25,18 +25,19 @@ import ctypes
 import functools
 import itertools
 import math
-import operator
 import sys
 import threading
 from typing import Any
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from pydantic import BaseModel
 
 from ..base import defaults
+from ..base.stacking import stack, structure
 from ..physics.core import BOUNDS, ChipBase, Knobs, evaluate
 from ..errors import InvalidInputError, MemboundError
+from ..physics.efficiency import Efficiency
 from ..physics.estimate import MAX_COUNT, Prepared, check_context, check_int, prepare
 from ..catalog.hardware import load_hardware, one_name_each
 from ..catalog.model import load_model
@@ -124,25 +125,19 @@ class _Group:
     joules: float | None      # watts * chips, or None
 
 
-# Fields that set the shape of the physics (the layout, which tiles and paths run, the workload): the
-# groups of one bundle share them. The others, the formats' numbers (bytes per weight or element,
-# FLOP/s, dequantisation work, the terms they give), are floats that a bundle stacks.
-_SHAPING = frozenset(("batch", "prompt", "output", "tp", "pp", "ep", "n_chips", "group", "e_group", "share",
-                      "gemm_tile_tokens", "mmvq_tokens", "chunk_tokens"))
-
-
 @dataclass(frozen=True)
 class _Bundle:
     """Consecutive groups of one model, device, runtime, layout and speculative set-up that differ
     only in their formats' numbers (a weight dtype list): `core.evaluate` takes them in one call,
-    those numbers as arrays along a leading axis of one entry per group, and each group's grid
-    along the next three. Its rows are the groups' rows in order, each in grid order, as
-    separate calls give them, bit for bit: the same elementwise arithmetic on the same numbers.
-    Used where a group's grid is one block (many small groups: the calls' fixed cost, not their
-    points, is then the sweep's time)."""
+    those numbers as arrays along a leading axis of one entry per group (`base.stacking.stack`),
+    and each group's grid along the next three. Its rows are the groups' rows in order, each in
+    grid order, as separate calls give them, bit for bit: the same elementwise arithmetic on the
+    same numbers. Used where a group's grid is one block (many small groups: the calls' fixed
+    cost, not their points, is then the sweep's time)."""
 
     groups: tuple[_Group, ...]
-    knobs: Knobs                              # the differing fields as (G, 1, 1, 1) arrays
+    eff: Efficiency                           # their differing numbers as (G, 1, 1, 1) arrays
+    knobs: Knobs
     base: ChipBase
     consts: dict[str, float | np.ndarray]     # per-group values as (G, 1, 1, 1) arrays where they differ
     joules: float | np.ndarray | None
@@ -152,60 +147,34 @@ class _Bundle:
         p = self.groups[0].prepared
         kn = replace(self.knobs, batch=B[None, :, None, None], prompt=S[None, None, :, None],
                      output=T[None, None, None, :])
-        return evaluate(p.consts, p.hardware, p.eff, kn, base=self.base, terms=False, **p.extra)
-
-
-_KNOB_FIELDS = tuple(f.name for f in fields(Knobs))
-_KNOBS = operator.attrgetter(*_KNOB_FIELDS)
-_KNOB_SHAPING = frozenset(i for i, k in enumerate(_KNOB_FIELDS) if k in _SHAPING)
-_BASE_SHAPING = frozenset(i for i, k in enumerate(ChipBase._fields) if k in _SHAPING)
-
-
-def _marks(values: tuple, shaping: frozenset[int]) -> tuple:
-    """Fields' part of `_key`: float (the type) for a number a bundle may stack, else the value,
-    and the values of those that shape the physics (repr: 0.0 and -0.0 apart)."""
-    return tuple([float if type(v) is float else v for v in values]), tuple([repr(values[i]) for i in shaping])
+        return evaluate(p.consts, p.hardware, self.eff, kn, base=self.base, terms=False, **p.extra)
 
 
 def _key(g: _Group):
-    """What the groups of one bundle share: the model, device and efficiencies (the same objects),
-    the speculative set-up, whether priced and powered, and every field of the knobs and the chip
-    but the formats' numbers. Groups with equal keys can share an evaluation (`_Bundle`)."""
+    """What the groups of one bundle share: the model and device (the same objects), the
+    speculative set-up, whether priced and powered, and the structure of the efficiencies, knobs
+    and chip (`base.stacking.structure`: all but their numbers). Groups with equal keys can share
+    an evaluation (`_Bundle`)."""
     p = g.prepared
-    key = (id(p.consts), id(p.hardware), id(p.eff), p.price is None, g.joules is None,
-           tuple((k, repr(v) if type(v) in (float, int, bool) or v is None else id(v)) for k, v in p.extra.items()),
-           _marks(_KNOBS(p.knobs), _KNOB_SHAPING), _marks(tuple(p.chip_base), _BASE_SHAPING))
-    try:
-        hash(key)
-    except TypeError:       # a field holds an array or an unhashable object: not bundled
-        return object()
-    return key
+    return (id(p.consts), id(p.hardware), p.price is None, g.joules is None,
+            tuple((k, repr(v) if type(v) in (float, int, bool) or v is None else id(v)) for k, v in p.extra.items()),
+            structure((p.eff, p.knobs, p.chip_base)))
 
 
-def _stacks(rows: list[tuple], names: tuple[str, ...], shaping: frozenset[int]) -> dict[str, Any]:
-    """{field: (G, 1, 1, 1) array} of the float fields whose values differ among `rows` (the
-    fields of the Knobs or ChipBase of groups with one `_key`)."""
-    out = {}
-    for i, (name, values) in enumerate(zip(names, zip(*rows))):
-        v0 = values[0]
-        if type(v0) is float and i not in shaping and (
-                values.count(v0) < len(values)
-                or v0 == 0.0 and any(math.copysign(1.0, v) != math.copysign(1.0, v0) for v in values)):
-            out[name] = np.array(values)[:, None, None, None]
-    return out
+def _grouped(values: list) -> np.ndarray:
+    """A number that differs among a bundle's groups: one entry per group, along the leading axis."""
+    return np.array(values)[:, None, None, None]
 
 
 def _bundle(groups: tuple[_Group, ...]) -> _Bundle:
     """Groups of one `_key` as one `_Bundle`."""
-    ps = [g.prepared for g in groups]
-    p0, g0 = ps[0], groups[0]
-    consts = {name: (np.array([g.consts[name] for g in groups])[:, None, None, None]
+    g0 = groups[0]
+    consts = {name: (_grouped([g.consts[name] for g in groups])
                      if any(g.consts[name] != g0.consts[name] for g in groups) else g0.consts[name])
               for name in g0.consts}
-    joules = None if g0.joules is None else np.array([g.joules for g in groups])[:, None, None, None]
-    knobs = _stacks([_KNOBS(p.knobs) for p in ps], _KNOB_FIELDS, _KNOB_SHAPING)
-    base = _stacks([p.chip_base for p in ps], ChipBase._fields, _BASE_SHAPING)
-    return _Bundle(groups, replace(p0.knobs, **knobs), p0.chip_base._replace(**base), consts, joules)
+    joules = None if g0.joules is None else _grouped([g.joules for g in groups])
+    eff, knobs, base = stack([(g.prepared.eff, g.prepared.knobs, g.prepared.chip_base) for g in groups], _grouped)
+    return _Bundle(groups, eff, knobs, base, consts, joules)
 
 
 def _runs(groups: tuple[_Group, ...]) -> tuple[tuple[_Group, ...], ...]:

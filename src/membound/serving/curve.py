@@ -1,8 +1,6 @@
 """The served curve: `serve_curve()` over concurrencies, and the fast mode it offers."""
 from __future__ import annotations
 
-import copy
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -10,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..base import defaults
+from ..base.stacking import stack, structure
 from ..errors import InvalidInputError, MemboundError, is_finite_number
 from ..physics.estimate import MAX_COUNT, Prepared
 from ..physics.fares import SpeedCurve
@@ -124,9 +123,9 @@ def serve_curves(configurations: Sequence[dict[str, Any]], *, concurrency=DEFAUL
     """`serve_curve(**configuration, concurrency=concurrency)` of each configuration (a dict of
     serve_curve's arguments: model, hardware, prompt_tokens, output_tokens, ...), equal to it field
     by field. The configurations whose steps differ only in their numbers (one model, scheduler,
-    layout and lengths on devices, formats or prices of one structure: `_signature`) go through
+    layout and lengths on devices, formats or prices of one structure: `base.stacking`) go through
     the solver at once, their client counts as rows of one grid (`solver.solve_stack`, on a step
-    model whose differing constants are columns: `_stacked`); a configuration alone, or a single
+    model whose differing numbers are columns: `_stacked_model`); a configuration alone, or a single
     client count, is served as serve_curve serves it. skip: None raises a configuration's
     MemboundError as serve_curve would (in their order); else skip(i, error) is called (it may
     raise) and the i-th curve is None."""
@@ -192,68 +191,17 @@ class _Configured:
                           per_chip, st.ttft, st.tau, st.running, cost)
 
     def signature(self) -> Any:
-        """What the configurations solved at once share: the model (its constants), the scheduler,
-        the mean lengths, a closed loop whose rows are computed alone (`_State.columnwise`: not
-        under batch waiting) and no drafter; then every field of the step model but its numbers
-        (`_signature`). None of these: a key of its own."""
+        """What the configurations solved at once share: the scheduler, the mean lengths, a closed
+        loop whose rows are computed alone (`_State.columnwise`: not under batch waiting) and no
+        drafter; then the step model's structure (`base.stacking.structure`: its model, layout and
+        paths; its numbers may differ). None of these: a key of its own."""
         sm, sched = self.sm, self.sched
         if sm.draft is not None or not rows_alone(sm, sched):
             return object()
-        return (id(sm.consts), repr(sched), self.prompt.mean, self.output.mean,
-                tuple((k, _signature(v, k)) for k, v in vars(sm).items() if k not in _OWN))
-
-
-# A stacked step model's attributes that stay the first configuration's: what the solver does not
-# read from it (each configuration's own checks, cap and price come from its own model)
-_OWN = frozenset(("prepared", "consts", "price"))
-# Numbers the step branches on (the layout, the tiles and paths that run, the host's time): the
-# configurations solved at once share them; every other float may differ (a column of a stack)
-_SHAPING = frozenset(("tp", "pp", "ep", "group", "e_group", "share", "gemm_tile_tokens", "mmvq_tokens",
-                      "chunk_tokens", "matvec_tokens", "matvec_overlap", "overlap", "moe_tile_tokens",
-                      "ungraphed_layer_s", "host_s", "host_token_s", "positions", "tokens_per_step", "routed",
-                      "n_chips", "batch", "prompt", "output"))
-
-
-def _signature(v: Any, name: str = "") -> Any:
-    """A value's structure: a float but a shaping one (`_SHAPING`) as the type `float`, a tuple or
-    dataclass field by field, a plain value (None, bool, int, str) as itself, anything else by
-    identity. Values of equal signatures stack (`_stacked`)."""
-    if type(v) is float:
-        return repr(v) if name in _SHAPING else float
-    if isinstance(v, tuple):
-        names = getattr(v, "_fields", ("",) * len(v))
-        return type(v), tuple(_signature(x, f) for x, f in zip(v, names))
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return type(v), tuple(_signature(getattr(v, f.name), f.name) for f in dataclasses.fields(v))
-    if v is None or type(v) in (bool, int, str):
-        return repr(v)
-    return id(v)
-
-
-def _stacked(values: list, reps: int, name: str = "") -> Any:
-    """Values of one `_signature` as one: a float that differs among them as a column of each
-    repeated `reps` times (shape (len(values) x reps, 1)), one they share as itself; tuples and
-    dataclasses field by field; anything else the first's (equal in all: the signature)."""
-    v0 = values[0]
-    if type(v0) is float:
-        if all(repr(v) == repr(v0) for v in values):     # -0.0 and 0.0 apart
-            return v0
-        return np.repeat(np.array(values), reps)[:, None]
-    if isinstance(v0, tuple):
-        names = getattr(v0, "_fields", ("",) * len(v0))
-        items = [_stacked(list(col), reps, f) for col, f in zip(zip(*values), names)]
-        return v0._make(items) if hasattr(v0, "_make") else tuple(items)
-    if dataclasses.is_dataclass(v0) and not isinstance(v0, type):
-        return dataclasses.replace(v0, **{f.name: _stacked([getattr(v, f.name) for v in values], reps, f.name)
-                                          for f in dataclasses.fields(v0) if f.init})
-    return v0
+        return repr(sched), self.prompt.mean, self.output.mean, structure(sm)
 
 
 def _stacked_model(sms: list[StepModel], reps: int) -> StepModel:
-    """One StepModel for step models of one `_signature`, each constant that differs among them a
+    """One StepModel for step models of one structure, each number that differs among them a
     column of len(sms) x reps rows (each model's repeated `reps` times, one row per client count)."""
-    stack = copy.copy(sms[0])
-    for k in vars(stack):
-        if k not in _OWN:
-            setattr(stack, k, _stacked([getattr(sm, k) for sm in sms], reps, k))
-    return stack
+    return stack(sms, lambda values: np.repeat(np.array(values), reps)[:, None])

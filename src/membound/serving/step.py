@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..base.stacking import stackable
 from ..physics.core import Pass, activation_bytes, chip_of, decode_index, model_consts, pass_s, pipeline_pass, timed
 from ..physics.estimate import Prepared
 from ..physics.roofline import Num, context_pieces, effective_context, maximum, sum_linear, sum_over_context
@@ -28,6 +29,13 @@ def mean_pairs(pieces: Sequence[tuple[float, float, float, float]], start: float
     return total / count
 
 
+# stacking (base.stacking; serving.curve.serve_curves): the model and its windows, the host's time, the
+# positions a step verifies, the chip count, the scheduler's lookahead are shape; the efficiencies,
+# knobs and chip (their own roles) and the bytes are numbers; the preparation and price stay each
+# configuration's own (its checks, cap and cost)
+@stackable(shape="consts groups held_groups held_pieces indexed host_s host_token_s positions tokens_per_step routed "
+                 "n_chips lookahead draft",
+           numbers="eff knobs chip ranks kv_pair_bytes weights_bytes capacity_bytes", own="prepared price")
 class StepModel:
     """Seconds of one engine step as a function of the running decodes and the prefill chunks:
     core's one step (`core.pass_terms`, the step `estimate()` prices a static batch with) on the
