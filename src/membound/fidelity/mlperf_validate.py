@@ -43,6 +43,15 @@ The workload rules of this data set live here, with the loader (never in predict
   per_request_s 0 from its code, the prefill's measured GEMM share, per_sequence_s fitted per round
   on the fit families' Offline rows where the fit is interior, else the engine's); "pytorch" rows
   run the engine's own runtime;
+- vLLM submissions (submissions.yaml, `submission_of`, each entry cited to the submission's own launch
+  scripts, configs and harness code): per round, submitter, benchmark and chip, each scenario's launch
+  (`Launch`): the executor ("harness": the submitter's harness drives vLLM in-process with token ids, the
+  generation vllm-harness: no HTTP server or tokeniser costs, per_request_s and per_prompt_token_s 0 from
+  the code; "server": an OpenAI-compatible endpoint, the engine's own runtime), the instance's tensor x
+  pipeline parallel layout, and the engine flags that bound a step (max_num_seqs, max_num_batched_tokens,
+  chunked prefill, gpu_memory_utilization, V0 multi-step scheduling); and the tensor formats its code sets
+  where the precision column says less (Intel's Arc rows: 4-bit weights, 8-bit activations, 8-bit KV).
+  vllm-harness fits nothing: no round has fit-family harness rows on two chips (generations.yaml);
 - CPU-only systems (accel_family "CPU-only"): the host processor's profile (by the CSV's
   host_processor), its sockets the "accelerators" (tokens/s per socket, sockets per node the
   groups), the stack (PyTorch with Intel's extensions) as the `device` runtime (the profile's
@@ -79,7 +88,7 @@ import functools
 import math
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +114,7 @@ from statistics import NormalDist
 from importlib import resources
 import yaml
 from ..physics.speculative import mtp
+from ..physics.parallel import Parallel
 
 SHIPPED = "data/reference/mlperf/mlperf_llm.csv"
 WORKLOADS = "data/reference/mlperf/workloads.yaml"
@@ -139,6 +149,43 @@ class Benchmark:
     cpu_engine: tuple = ()   # CPU-only systems' engine launches, each for its rounds (`cpu_engine_of`)
 
 
+@dataclass(frozen=True)
+class Launch:
+    """One scenario's engine instance as a submission's published code launches it (submissions.yaml, cited
+    there): its executor, layout and the engine flags that bound a step. 0 / None: the engine runtime's own."""
+
+    executor: str = ""            # "harness" (in-process engine, token ids) or "server" (an HTTP endpoint)
+    tp: int = 0                   # tensor-parallel degree of an instance (0: the layout rule)
+    pp: int = 1                   # pipeline-parallel degree
+    max_running: int = 0          # max_num_seqs
+    token_budget: int = 0         # max_num_batched_tokens
+    chunked_prefill: bool | None = None   # enable_chunked_prefill (False: no mixed prefill/decode steps, vLLM V0)
+    memory_fraction: float = 0.0  # gpu_memory_utilization
+    scheduler_steps: int = 1      # num_scheduler_steps (vLLM V0 multi-step scheduling)
+
+    def served(self, engine: Any) -> dict:
+        """The served block's fields this launch sets over the engine's served block `engine`
+        (catalog.runtime.Served). Multi-step scheduling calls the scheduler once every `scheduler_steps`
+        steps: its per-sequence host work is paid once per call, and waiting prompts join only then
+        (`recv_interval_steps`). A step decodes at most token_budget sequences (one token each: vLLM's
+        scheduler spends its token budget on the running requests, v1/core/sched/scheduler.py
+        Scheduler.schedule), so the running batch is at most the budget where a launch sets fewer
+        tokens than sequences (Intel's Arc launches: 1024 sequences, 320 tokens)."""
+        out: dict[str, Any] = {k: v for k, v in (("max_running", self.max_running), ("token_budget", self.token_budget),
+                                                 ("memory_fraction", self.memory_fraction)) if v}
+        budget = out.get("token_budget", engine.token_budget)
+        if out.get("max_running", engine.max_running) > budget:
+            out["max_running"] = budget
+        if self.chunked_prefill is not None:
+            out["chunked_prefill"] = self.chunked_prefill
+            if not self.chunked_prefill:
+                out["mixed_steps"] = False
+        if self.scheduler_steps > 1:       # the scheduler runs once per scheduler_steps steps: its per-sequence
+            out["per_sequence_s"] = engine.per_sequence_s / self.scheduler_steps    # work, and its intake of
+            out["recv_interval_steps"] = self.scheduler_steps                       # waiting prompts
+        return out
+
+
 @dataclass
 class MLPerfRow:
     """One result and what the served physics needs to predict it."""
@@ -157,19 +204,21 @@ class MLPerfRow:
     layout: str = ""      # its layout
     fitted: bool = False
     pred: dict = field(default_factory=dict)
-    executor: str = ""    # the engine's executor the row ran (`executor_of`: "cpp", "pytorch"), or ""
+    executor: str = ""    # the engine's executor the row ran (`executor_of`: "cpp", "pytorch"; "harness", "server"), or ""
     cores: int = 0        # a CPU-only system's cores per socket (the CSV's host_processor_core_count), else 0
+    launch: Launch | None = None   # its submission's published launch of the scenario (`submission_of`), or None
 
     @property
     def key(self) -> tuple:
         """What one engine instance's prediction depends on."""
         return (self.benchmark, self.device, self.engine, self.executor, self.round, self.quantization, self.per_node,
-                self.cores)
+                self.cores, self.launch)
 
     def fresh(self) -> MLPerfRow:
         """The same row without a prediction."""
         return MLPerfRow(self.id, self.round, self.benchmark, self.scenario, self.family, self.device, self.engine,
-                         self.quantization, self.per_node, self.measured, executor=self.executor, cores=self.cores)
+                         self.quantization, self.per_node, self.measured, executor=self.executor, cores=self.cores,
+                         launch=self.launch)
 
 
 def length_distribution(mean: float, lo: int, hi: int, cv: float, n: int = LENGTH_POINTS) -> Samples:
@@ -230,8 +279,8 @@ def executor_of(engine: str, stack: str, bench: Benchmark, rules: dict[str, dict
     the engine's serving layer (pytorch_words), else "cpp" (the stack names only the TensorRT
     library: a TensorRT engine); "" for an engine without such a rule."""
     rule = (EXECUTORS if rules is None else rules).get(engine)
-    if rule is None:
-        return ""
+    if rule is None or "pytorch_words" not in rule:    # an engine whose stack words name no executor (vllm:
+        return ""                                      # its submissions' launches do, `submission_of`)
     low = stack.lower()
     if any(w in low for w in rule.get("cpp_words", ())):
         return "cpp"
@@ -246,6 +295,43 @@ def unmodelled(path: str | Path | None = None) -> dict[str, str]:
 
 
 UNMODELLED = unmodelled()
+SUBMISSIONS = "data/reference/mlperf/submissions.yaml"
+LAUNCH_FIELDS = ("executor", "tp", "pp", "max_running", "token_budget", "chunked_prefill", "memory_fraction",
+                 "scheduler_steps")
+FORMAT_FIELDS = ("weights", "activations", "kv")
+
+
+def load_submissions(path: str | Path | None = None) -> dict[str, dict]:
+    """{entry: its launch facts} of submissions.yaml (the shipped file by default): how the submissions
+    that ran vLLM launched their engine, each entry cited there."""
+    doc = yaml.safe_load(Path(path or Path(str(resources.files("membound"))) / SUBMISSIONS).read_text())
+    return dict(doc.get("submissions") or {})
+
+
+@functools.cache
+def _shipped_submissions() -> dict[str, dict]:
+    return load_submissions()
+
+
+def submission_of(round_: str, submitter: str, benchmark: str, engine: str, device: str, scenario: str,
+                  per_node: int, entries: dict[str, dict] | None = None) -> tuple[Launch | None, dict[str, str]]:
+    """(the launch of this scenario, the tensor formats {weights, activations, kv} it sets) of the
+    submissions.yaml entry for the round, submitter, benchmark, engine and device; (None, {}) where none
+    matches. A scenario's own formats override the entry's; `tp: all` is every device of the node."""
+    for name, e in (_shipped_submissions() if entries is None else entries).items():
+        if (e["round"], e["benchmark"], e["engine"], e["device"]) == (round_, benchmark, engine, device) \
+                and submitter in e["submitters"]:
+            sc = dict((e.get("scenarios") or {}).get(scenario) or {})
+            fmt = {k: str(v) for k, v in {**(e.get("formats") or {}), **sc}.items() if k in FORMAT_FIELDS}
+            unknown = set(sc) - set(LAUNCH_FIELDS) - set(FORMAT_FIELDS)
+            if unknown:
+                raise InvalidInputError(f"submissions.{name}.{scenario}", sorted(unknown),
+                                        f"launch fields ({', '.join(LAUNCH_FIELDS + FORMAT_FIELDS)})")
+            if sc.get("tp") == "all":
+                sc["tp"] = per_node
+            fields = {k: v for k, v in sc.items() if k in LAUNCH_FIELDS}
+            return (Launch(**fields) if fields else None), fmt
+    return None, {}
 
 
 def mlperf_csv(path=None) -> Path:
@@ -392,6 +478,27 @@ def cpu_layout(engine: dict, scenario: str, device: str, cores: int, sockets: in
     return CpuLayout(k * cores / numa - int(engine.get("reserved_cores", 0)), numa / k, k / numa, *caps)
 
 
+def row_layouts(bench: Benchmark, engine: str, device: str, rnd: str, wd: str, per_node: int,
+                launch: Launch | None) -> list:
+    """The layouts a row's instance may take: its submission's published tp x pp (`Launch`), else
+    `instance_layouts`."""
+    if launch is not None and launch.tp:
+        return [Parallel(tp=launch.tp, pp=launch.pp)]
+    return instance_layouts(bench, engine, device, rnd, wd, per_node)
+
+
+def launched(runtime: str | Runtime, launch: Launch | None) -> str | Runtime:
+    """`runtime` (a Runtime or a bundled runtime's name) with the served flags a submission's launch
+    sets (`Launch.served`)."""
+    if launch is None:
+        return runtime
+    runtime = load_runtime(runtime) if isinstance(runtime, str) else runtime
+    if runtime.served is None:
+        return runtime
+    update = launch.served(runtime.served)
+    return runtime.model_copy(update={"served": runtime.served.model_copy(update=update)}) if update else runtime
+
+
 def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
     """One CSV row as an MLPerfRow; SkipRow with the reason where it cannot be predicted."""
     if r.division != "closed":
@@ -412,16 +519,20 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
         texts = (str(getattr(r, "system_desc", "")).lower(), str(getattr(r, "system_name", "")).lower())
         word = next((w for t in texts for w in CPU_FORMATS if w in t), "bf16")   # the description's, else the name's
         precision = f"weights={word}"
-    wd = weight_format(precision, hw, str(r.round))
+    card = 1 if cpu_only(r) else devices_per_card(r)
+    count = getattr(r, "host_processors_per_node", 1) if cpu_only(r) else r.accelerators_per_node
+    per_node = card * (int(count) if count == count and count else 1)
+    launch, fmt = submission_of(str(r.round), str(r.submitter), str(r.model), engine, device, str(r.scenario),
+                                max(per_node, 1))
+    wd = fmt.get("weights") or weight_format(precision, hw, str(r.round))
     quant = _quantization(wd, bench.preset, hw)
+    if "activations" in fmt or "kv" in fmt:         # the submission's code names them (submissions.yaml)
+        quant = replace(quant, activations=fmt.get("activations", quant.activations), kv=fmt.get("kv", quant.kv))
     engine_run = cpu_engine_of(bench, str(r.round)) if cpu_only(r) else {}
     if engine_run:         # the formats the CPU engine's published launch runs (workloads.yaml `cpu_engine`)
         wd = str(engine_run["weights"])
         quant = Quantization(wd, engine_run.get("kv"), activations=engine_run.get("activations"),
                              head_weights=engine_run.get("head_weights"))
-    card = 1 if cpu_only(r) else devices_per_card(r)
-    count = getattr(r, "host_processors_per_node", 1) if cpu_only(r) else r.accelerators_per_node
-    per_node = card * (int(count) if count == count and count else 1)
     layouts(bench.preset, device, wd, max(per_node, 1))      # some group holds the weights
     nodes = getattr(r, "nodes", 1)
     measured = float(r.tokens_per_s / (per_node * (nodes if nodes == nodes and nodes else 1))
@@ -432,8 +543,9 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
     cores = getattr(r, "host_processor_core_count", 0) if engine_run else 0
     return MLPerfRow(rid, str(r.round), str(r.model), str(r.scenario), str(r.accel_family), device, engine,
                      quant, max(per_node, 1), measured,
-                     executor=executor_of(engine, f"{r.framework} {r.software_stack}", bench),
-                     cores=int(cores) if cores == cores and cores else 0)
+                     executor=(launch.executor if launch is not None and launch.executor
+                               else executor_of(engine, f"{r.framework} {r.software_stack}", bench)),
+                     cores=int(cores) if cores == cores and cores else 0, launch=launch)
 
 
 def load_rows(path=None, benchmarks: dict[str, Benchmark] | None = None) -> tuple[list[MLPerfRow], list]:
@@ -553,15 +665,15 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
     groups: dict[tuple, list[MLPerfRow]] = {}
     for r in rows:
         groups.setdefault(r.key, []).append(r)
-    for (bname, device, engine, executor, rnd, q, per_node, _cores), members in groups.items():
+    for (bname, device, engine, executor, rnd, q, per_node, _cores, launch), members in groups.items():
         bench = benchmarks[bname]
         if engine == CPU_ENGINE and cpu_engine_of(bench, rnd):
             _predict_cpu(members, bench, cpu_engine_of(bench, rnd))
             continue
         try:
-            runtime = (runtimes or {}).get((engine, executor, rnd)) or runtime_of(engine, executor, rnd)
+            runtime = launched((runtimes or {}).get((engine, executor, rnd)) or runtime_of(engine, executor, rnd), launch)
             best = None
-            for lay in instance_layouts(bench, engine, device, rnd, q.weights, per_node):
+            for lay in row_layouts(bench, engine, device, rnd, q.weights, per_node, launch):
                 try:
                     sm, sched, _ = build(bench.preset, device, prompt=bench.prompt, output=bench.output,
                                          quantization=q, runtime=runtime, n_chips=lay.chips, parallel=lay)

@@ -1,0 +1,122 @@
+"""membound.fidelity.mlperf_validate: vLLM rows as their submissions launched them (submissions.yaml,
+`Launch`, `submission_of`, the generation vllm-harness)."""
+import pandas as pd
+import pytest
+
+import membound as mb
+from membound.catalog.runtime import Served
+from membound.fidelity import mlperf_validate as mv
+
+ENGINE = Served(max_running=1024, token_budget=8192, per_sequence_s=3.3e-5, memory_fraction=0.9)
+
+ENTRIES = {
+    "e": {"round": "v5.1", "submitters": ["Acme", "Bolt"], "benchmark": "llama2-70b", "engine": "vllm",
+          "device": "mi300x", "formats": {"weights": "fp8", "kv": "fp8"},
+          "scenarios": {"Offline": {"executor": "harness", "tp": "all", "max_running": 1792},
+                        "Server": {"executor": "server", "tp": 2, "pp": 2, "kv": "bf16"}}},
+}
+
+
+def test_a_launch_sets_the_engine_flags_it_names():
+    launch = mv.Launch("harness", tp=1, max_running=1792, token_budget=40960, chunked_prefill=False,
+                       memory_fraction=0.98, scheduler_steps=11)
+    got = launch.served(ENGINE)
+    # multi-step scheduling: the scheduler runs once per 11 steps, so 3.3e-5 s per sequence per call is
+    # 3.3e-5 / 11 = 3.0e-6 s per step, and waiting prompts join every 11th step
+    assert got["per_sequence_s"] == pytest.approx(3.0e-6, rel=1e-12)
+    assert got["recv_interval_steps"] == 11
+    # 1792 sequences fit a 40,960-token step (one token each): the cap stays; no chunked prefill, no mixed steps
+    assert (got["max_running"], got["token_budget"], got["memory_fraction"]) == (1792, 40960, 0.98)
+    assert got["chunked_prefill"] is False and got["mixed_steps"] is False
+    # nothing named, nothing set: the engine's own flags
+    assert mv.Launch("server").served(ENGINE) == {}
+
+
+def test_a_step_decodes_at_most_its_token_budget():
+    # Intel's Arc launch: 1024 sequences but 320 tokens a step: at most 320 sequences decode a step
+    assert mv.Launch("harness", max_running=1024, token_budget=320).served(ENGINE)["max_running"] == 320
+    # a budget alone below the engine's 1024 sequences caps them too: min(1024, 192) = 192
+    assert mv.Launch("harness", token_budget=192).served(ENGINE) == {"token_budget": 192, "max_running": 192}
+    # a budget above the engine's sequences leaves them: min(1024, 4096) = 1024, not set
+    assert mv.Launch("harness", token_budget=4096).served(ENGINE) == {"token_budget": 4096}
+
+
+def test_launched_runtime_applies_the_launch_and_none_is_the_engine():
+    rt = mb.load_runtime("vllm")
+    assert mv.launched(rt, None) is rt and mv.launched("vllm", None) == "vllm"
+    got = mv.launched("vllm", mv.Launch("harness", max_running=650, scheduler_steps=9))
+    assert got.served.max_running == 650 and got.served.recv_interval_steps == 9
+    assert got.served.per_sequence_s == pytest.approx(rt.served.per_sequence_s / 9, rel=1e-12)
+    assert got.served.compute_fraction == rt.served.compute_fraction      # the GEMM share is the engine's
+
+
+def test_submission_of_matches_round_submitter_benchmark_and_chip():
+    launch, fmt = mv.submission_of("v5.1", "Bolt", "llama2-70b", "vllm", "mi300x", "Offline", 8, ENTRIES)
+    assert launch == mv.Launch("harness", tp=8, max_running=1792)        # tp "all": the node's 8 devices
+    assert fmt == {"weights": "fp8", "kv": "fp8"}
+    launch, fmt = mv.submission_of("v5.1", "Acme", "llama2-70b", "vllm", "mi300x", "Server", 8, ENTRIES)
+    assert (launch.executor, launch.tp, launch.pp) == ("server", 2, 2)
+    assert fmt == {"weights": "fp8", "kv": "bf16"}                        # the scenario's own KV wins
+    for args in (("v4.1", "Acme", "llama2-70b", "vllm", "mi300x"), ("v5.1", "Zed", "llama2-70b", "vllm", "mi300x"),
+                 ("v5.1", "Acme", "mixtral-8x7b", "vllm", "mi300x"), ("v5.1", "Acme", "llama2-70b", "sglang", "mi300x"),
+                 ("v5.1", "Acme", "llama2-70b", "vllm", "h100-sxm")):
+        assert mv.submission_of(*args, "Offline", 8, ENTRIES) == (None, {})
+    # a scenario the entry does not list keeps its formats, no launch
+    assert mv.submission_of("v5.1", "Acme", "llama2-70b", "vllm", "mi300x", "Interactive", 8, ENTRIES) == \
+        (None, {"weights": "fp8", "kv": "fp8"})
+    bad = {"e": {**ENTRIES["e"], "scenarios": {"Offline": {"max_num_seqs": 8}}}}
+    with pytest.raises(mb.InvalidInputError, match="max_num_seqs"):
+        mv.submission_of("v5.1", "Acme", "llama2-70b", "vllm", "mi300x", "Offline", 8, bad)
+
+
+def test_shipped_submissions_cite_their_code_and_use_known_fields():
+    subs = mv.load_submissions()
+    assert subs
+    for name, e in subs.items():
+        assert e["engine"] == "vllm" and e["source"] and set(e["formats"] if "formats" in e else {}) <= set(mv.FORMAT_FIELDS)
+        for sc, fields in e["scenarios"].items():
+            assert sc in mv.SCENARIOS and set(fields) <= set(mv.LAUNCH_FIELDS) | set(mv.FORMAT_FIELDS), name
+            assert fields["executor"] in ("harness", "server"), name
+        mb.load_hardware(e["device"])
+
+
+def test_vllm_rows_read_their_submission(tmp_path):
+    # Intel's v5.1 Arc Pro B60 Dual (2 GPUs a card, 4 cards: 8 devices) launches: Offline pipeline 4 with
+    # 768 sequences and 256 tokens a step, 4-bit weights, 8-bit activations and KV (its SUT.py); the row's
+    # own precision column says only weights=UINT4
+    row = dict(round="v5.1", division="closed", submitter="Intel", system_name="1-node-4x-BMG-Pro-B60-Dual",
+               benchmark="llama2-70b-99", model="llama2-70b", scenario="Offline", tokens_per_s=3000.0,
+               accelerator="[MAXSUN] MS-Intel Arc Pro B60 Dual 48G Turbo",
+               accel_family="Intel-Arc-Pro-B60", accel_variant="Intel-Arc-Pro-B60-Dual(2 GPUs/card)",
+               accelerators_per_node=4, n_accelerators=4, tokens_per_s_per_accel=750.0, framework="vLLM 0.9.0, PyTorch 2.7.0",
+               software_stack="6.14.0-24", precision="weights=UINT4; inputs=UINT8; transform=Yes")
+    rows = [row, {**row, "scenario": "Server"}, {**row, "submitter": "Other", "system_name": "o"}]
+    path = tmp_path / "m.csv"
+    pd.DataFrame(rows, columns=list(mv.REQUIRED) + ["accel_variant"]).to_csv(path, index=False)
+    (off, srv, other), _ = mv.load_rows(path)
+    q = off.quantization
+    assert (q.weights, q.activations, q.kv) == ("int4", "int8", "int8")
+    assert off.executor == "harness" and off.per_node == 8 and off.measured == 375.0    # 750 per card / 2 GPUs
+    assert off.launch == mv.Launch("harness", tp=1, pp=4, max_running=768, token_budget=256)
+    assert srv.launch == mv.Launch("harness", tp=2, max_running=160, token_budget=320, memory_fraction=0.99)
+    b = mv.load_benchmarks()["llama2-70b"]
+    assert mv.row_layouts(b, "vllm", off.device, off.round, "int4", 8, off.launch) == [mb.Parallel(tp=1, pp=4)]
+    # a submitter without an entry: the loader's rules (precision column, the engine's runtime, the layout rule)
+    assert other.launch is None and other.executor == "" and other.quantization.activations is None
+    assert mv.executor_of("vllm", "vLLM 0.9.0", b) == ""          # vLLM's stack words name no executor
+
+
+def test_harness_generation_drops_the_servers_request_costs_and_fits_nothing():
+    gens = mv.load_generations()
+    g = gens["vllm-harness"]
+    assert (g["engine"], g["executor"]) == ("vllm", "harness") and mv.EXECUTORS["vllm"]["harness"] == "vllm-harness"
+    assert {k: v["status"] for k, v in g["served"].items()} == {"per_request_s": "code", "per_prompt_token_s": "code"}
+    eng = mb.load_runtime("vllm").served
+    for rnd in ("v4.1", "v5.1", "v6.0"):
+        s = mv.runtime_of("vllm", "harness", rnd).served
+        assert (s.per_request_s, s.per_prompt_token_s) == (0.0, 0.0)
+        # no round fitted: every other constant is the engine's
+        assert (s.per_sequence_s, s.compute_fraction, s.per_layer_s) == \
+            (eng.per_sequence_s, eng.compute_fraction, eng.per_layer_s)
+    assert g["rounds"] == {}
+    assert mv.runtime_of("vllm", "server", "v5.1") == "vllm"        # an HTTP endpoint: the engine's runtime
