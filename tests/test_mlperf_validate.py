@@ -8,6 +8,7 @@ import membound as mb
 from membound.fidelity import mlperf_validate as mv
 from membound.planning.rate_search import saturation
 from membound.serving import build
+from membound.serving.scheduler import Scheduler
 
 from _cli import run_cli
 
@@ -380,3 +381,48 @@ def test_a_cpu_socket_prediction_is_its_instances_times_one_instance():
     one = saturation(sm, sched, bench.prompt, bench.output) * bench.output.mean
     assert row.pred["tok_s_per_accel"] == pytest.approx(12 * one)
     assert row.layout == "12 instances of 7 cores per socket"
+
+
+def test_published_scenario_caps_set_the_searched_engine(monkeypatch):
+    # NVIDIA's v5.1 H200-SXM-141GBx8 Interactive llama2-70b config: gpu_batch_size 512, runtime max_num_tokens 256.
+    # A step's decodes take one token each out of the 256, so at most 256 sequences run: (256, 256), chunked
+    llama = mv.load_benchmarks()["llama2-70b"]
+    assert mv.scenario_limits(llama, "tensorrt-llm", "h200", "v5.1", "Interactive") == Scheduler(
+        max_running=256, token_budget=256, chunked_prefill=True)
+    # B200-SXM-180GBx8 Server, v5.1 and v6.0 alike: 2048 sequences, 3584 tokens a step
+    for rnd in ("v5.1", "v6.0"):
+        assert mv.scenario_limits(llama, "tensorrt-llm", "b200", rnd, "Server") == Scheduler(
+            max_running=2048, token_budget=3584, chunked_prefill=True)
+    # not read for another round, scenario, engine or chip: the engine's own knobs
+    for args in (("tensorrt-llm", "h200", "v4.1", "Interactive"), ("tensorrt-llm", "h200", "v5.1", "Offline"),
+                 ("vllm", "h200", "v5.1", "Interactive"), ("tensorrt-llm", "h100-nvl", "v5.1", "Server")):
+        assert mv.scenario_limits(llama, *args) is None
+    # DeepSeek-R1 on B200 x8, Server: 512 sequences and 3456 tokens per attention-DP rank, no chunked context;
+    # TensorRT-LLM's limits are per rank, so the instance of 8 ranks runs 8 x 512 = 4096 and 8 x 3456 = 27,648
+    dsr1 = mv.load_benchmarks()["deepseek-r1"]
+    caps = mv.scenario_limits(dsr1, "tensorrt-llm", "b200", "v6.0", "Server")
+    assert caps == Scheduler(max_running=512, token_budget=3456, chunked_prefill=False)
+    lay = next(lay for lay in mv.instance_layouts(dsr1, "tensorrt-llm", "b200", "v6.0", "nvfp4", 8) if lay.ep == 8)
+    _, sched, _ = build("deepseek-r1", "b200", prompt=dsr1.prompt, output=dsr1.output,
+                        quantization=mb.Quantization("nvfp4", "fp8"), runtime="tensorrt-llm", n_chips=8, parallel=lay,
+                        scheduler=caps)
+    assert (sched.max_running, sched.token_budget, sched.chunked_prefill) == (4096, 27648, False)
+    # the rate search of a row runs the capped engine
+    seen = []
+    real = mv.search
+
+    def spy(sm, sched, *a, **k):
+        seen.append((sched.max_running, sched.token_budget))
+        return real(sm, sched, *a, **k)
+    monkeypatch.setattr(mv, "search", spy)
+    row = mv.MLPerfRow("v5.1/X/s/llama2-70b/Interactive", "v5.1", "llama2-70b", "Interactive", "H200", "h200",
+                       "tensorrt-llm", mb.Quantization("fp8", "fp8"), 8, 2400.0, executor="cpp")
+    mv.predict([row])
+    assert seen == [(256, 256)] and row.pred["tok_s_per_accel"] > 0
+
+
+def test_a_malformed_engine_limit_is_refused():
+    for bad in ({"rounds": ["v5.1"], "max_running": 8}, {"max_running": 8, "token_budget": 8}, [8, 8],
+                {"rounds": ["v5.1"], "max_running": 0, "token_budget": 8}):
+        with pytest.raises(mb.InvalidInputError, match="llama2-70b.engine_limits"):
+            mv._engine_limits("llama2-70b.engine_limits.tensorrt-llm.Server.h200", bad)

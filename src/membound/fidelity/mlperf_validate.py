@@ -26,6 +26,11 @@ The workload rules of this data set live here, with the loader (never in predict
   take at most serve_coverage.WEIGHT_SHARE of each chip (`serve_coverage.runnable`, the served
   smoke's rule), the one with the most Offline output tokens/s per accelerator; one instance per
   that many accelerators, every scenario of the system on that layout;
+- scheduler caps: where the submitters' published configuration sets the engine's running batch and
+  tokens a step for a Server or Interactive scenario on that chip in that round (workloads.yaml
+  `engine_limits`: NVIDIA's gpu_batch_size and runtime max_num_tokens, per rank, cited there), that
+  scenario's engine runs them (`scenario_limits`); otherwise, and for Offline (whose rows fit the
+  generations' constants), the engine's own defaults;
 - formats: the row's `precision` (`weights=...`); a row whose measurements name the source
   checkpoint (fp16/bf16/fp32) with a quantization transform ran the chip's fp8 (NVIDIA's and
   AMD's submissions quantize to FP8 with an FP8 KV cache); a row without a precision ran fp4 on a
@@ -147,6 +152,26 @@ class Benchmark:
     instance_chips: dict = field(default_factory=dict)   # engine -> {device: accelerators per engine instance}
     instance_rounds: tuple = ()   # the rounds whose published configurations set instance_chips
     cpu_engine: tuple = ()   # CPU-only systems' engine launches, each for its rounds (`cpu_engine_of`)
+    engine_limits: dict = field(default_factory=dict)    # engine -> {scenario: {device: EngineLimits}}
+
+
+@dataclass(frozen=True)
+class EngineLimits:
+    """An engine's per-rank scheduler caps in one scenario on one chip, as its submitters' published
+    configuration sets them in the rounds read (workloads.yaml `engine_limits`)."""
+
+    rounds: tuple[str, ...]
+    max_running: int              # TensorRT-LLM max_batch_size (NVIDIA's gpu_batch_size, unless its runtime flags override it)
+    token_budget: int             # the runtime flags' max_num_tokens: tokens a step carries, decodes included
+    chunked_prefill: bool = True  # the runtime flags' enable_chunked_context
+
+    def scheduler(self) -> Scheduler:
+        """The caps as a Scheduler: a step's decodes take one token each out of the token budget, so the
+        running batch is at most the budget too (TensorRT-LLM's micro-batch scheduler adds a generation
+        request only while the step's tokens stay within max_num_tokens: cpp/tensorrt_llm/batch_manager/
+        microBatchScheduler.cpp); the engine's other knobs are its own."""
+        return Scheduler(max_running=min(self.max_running, self.token_budget), token_budget=self.token_budget,
+                         chunked_prefill=self.chunked_prefill)
 
 
 @dataclass(frozen=True)
@@ -258,10 +283,33 @@ def load_benchmarks(path: str | Path | None = None) -> dict[str, Benchmark]:
         limits = {sc: {keys[k]: float(x) for k, x in v.items()} for sc, v in b.get("limits", {}).items()}
         mtp = {sc: int(v["mtp_steps"]) for sc, v in b.get("speculative", {}).items()}
         chips = {eng: {dev: int(n) for dev, n in devs.items()} for eng, devs in b.get("instance_chips", {}).items()}
+        caps = {eng: {sc: {dev: _engine_limits(f"{name}.engine_limits.{eng}.{sc}.{dev}", v) for dev, v in devs.items()}
+                      for sc, devs in scs.items()} for eng, scs in b.get("engine_limits", {}).items()}
         out[name] = Benchmark(name, b["preset"], lengths[0], lengths[1], limits, int(b.get("beams", 1)), mtp,
                               str(b.get("executor", "")), chips, tuple(b.get("instance_chips_rounds", ())),
-                              tuple(dict(e) for e in b.get("cpu_engine", ())))
+                              tuple(dict(e) for e in b.get("cpu_engine", ())), caps)
     return out
+
+
+def _engine_limits(where: str, v: Any) -> EngineLimits:
+    """One workloads.yaml `engine_limits` entry: its rounds and caps, checked."""
+    if not isinstance(v, dict) or not v.get("rounds") or any(k not in v for k in ("max_running", "token_budget")):
+        raise InvalidInputError(where, v, "{rounds: [...], max_running: N, token_budget: N[, chunked_prefill: bool]}")
+    lim = EngineLimits(tuple(str(r) for r in v["rounds"]), int(v["max_running"]), int(v["token_budget"]),
+                       bool(v.get("chunked_prefill", True)))
+    try:
+        lim.scheduler()        # the Scheduler's own checks (counts from 1)
+    except InvalidInputError as e:
+        raise InvalidInputError(where, v, f"caps a Scheduler takes ({e})") from None
+    return lim
+
+
+def scenario_limits(bench: Benchmark, engine: str, device: str, rnd: str, scenario: str) -> Scheduler | None:
+    """The scheduler caps the submitters' published configuration sets for `engine` on `device` in
+    `scenario` of round `rnd` (workloads.yaml `engine_limits`, cited there), as a Scheduler whose
+    other knobs are the engine's; None where none was read (the engine's own defaults)."""
+    lim = bench.engine_limits.get(engine, {}).get(scenario, {}).get(device)
+    return lim.scheduler() if lim is not None and rnd in lim.rounds else None
 
 
 def executor_rules(path: str | Path | None = None) -> dict[str, dict]:
@@ -693,10 +741,12 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
                 m.tp, m.layout = tp, str(lay)
                 if m.scenario not in done:
                     eng, eng_sched = sm, sched
-                    if m.scenario in bench.mtp:       # the rules' speculative decoding with the MTP head
+                    caps = scenario_limits(bench, engine, device, rnd, m.scenario)
+                    spec = mtp(bench.preset, bench.mtp[m.scenario]) if m.scenario in bench.mtp else None
+                    if caps is not None or spec is not None:   # the scenario's published caps; the rules' MTP drafts
                         eng, eng_sched, _ = build(bench.preset, device, prompt=bench.prompt, output=bench.output,
                                                   quantization=q, runtime=runtime, n_chips=lay.chips, parallel=lay,
-                                                  speculative=mtp(bench.preset, bench.mtp[m.scenario]))
+                                                  scheduler=caps, speculative=spec)
                     mr = search(eng, eng_sched, bench.prompt, bench.output, bench.limits[m.scenario], bench.beams)
                     done[m.scenario] = {"tok_s_per_accel": mr.output_tok_s / tp, "ttft_p99_s": mr.ttft[2],
                                         "tpot_p99_s": mr.tpot[2], "binding": mr.binding or "saturation"}
