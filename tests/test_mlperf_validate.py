@@ -1,5 +1,6 @@
 """membound.fidelity.mlperf_validate: MLPerf rows as served workloads (loader rules, skips, predictions)."""
 import dataclasses
+import math
 
 import pandas as pd
 import pytest
@@ -426,3 +427,35 @@ def test_a_malformed_engine_limit_is_refused():
                 {"rounds": ["v5.1"], "max_running": 0, "token_budget": 8}):
         with pytest.raises(mb.InvalidInputError, match="llama2-70b.engine_limits"):
             mv._engine_limits("llama2-70b.engine_limits.tensorrt-llm.Server.h200", bad)
+
+
+def _server_row(fam, dev, rate_tok_s, tpot=math.nan):
+    return mv.MLPerfRow(f"v9/X/{dev}/llama3.1-8b/Server", "v9", "llama3.1-8b", "Server", fam, dev, "tensorrt-llm",
+                        mb.Quantization("fp8", "fp8"), 8, rate_tok_s, executor="cpp", tpot_p50_s=tpot)
+
+
+def test_the_median_tpot_at_a_rows_own_load():
+    # at 0.02 requests/s an 8B engine on one H100 decodes one request at a time: each output token is one
+    # step, so 10 ms more a step (the served per_step_s) is 10 ms more a token (the median TPOT)
+    bench = mv.load_benchmarks()["llama3.1-8b"]
+    got = []
+    for step in (0.0, 0.010):
+        rt = mv.generation_runtime("g", "v9", {"per_step_s": step}, GENS)
+        sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=bench.prompt, output=bench.output,
+                             quantization=mb.Quantization("fp8", "fp8"), runtime=rt)
+        got.append(mv.tpot_at_load(sm, sched, bench, 0.02))
+    assert got[1] - got[0] == pytest.approx(0.010, rel=0.02)
+    # beyond the engine's capacity there is no TPOT: inf
+    assert mv.tpot_at_load(sm, sched, bench, 1e6) == math.inf
+    # a row's load is its measured output tokens/s per accelerator x the instance's chips / the mean output:
+    # 128 x 0.02 = 2.56 tokens/s on one chip is 0.02 requests/s, the same engine's TPOT
+    row = _server_row("H100", "h100-sxm", 0.02 * bench.output.mean, tpot=0.05)
+    mv.predict([row], runtimes={("tensorrt-llm", "cpp", "v9"): rt}, at_load=True)
+    assert row.pred["tpot_p50_s"] == pytest.approx(got[1], rel=1e-9)
+    assert row.pred["offline_tok_s_per_accel"] == pytest.approx(
+        saturation(sm, sched, bench.prompt, bench.output) * bench.output.mean, rel=1e-9)
+    text = mv.at_load([_server_row("H100", "h100-sxm", 0.02 * bench.output.mean, tpot=got[0]),
+                       _server_row("H100", "h100-sxm", 1e9, tpot=0.05), _server_row("H100", "h100-sxm", 5.0)])
+    # the measured TPOT the v9 runtime (here the engine's own runtime: no v9 generation is shipped) predicts
+    # at that load is not the fit's, so only the counts are pinned: one row inside, one beyond, one unmeasured
+    assert "H100" in text and "1 rows" in text and "(1 at or beyond saturation)" in text

@@ -83,7 +83,7 @@ The report gives each figure per role of the accelerator family (data/mlperf_spl
 (fit: the generations' constants are fitted on their Offline rows), validation (select: forms were
 chosen on them) and report (never tuned on).
 
-    python -m membound.fidelity.mlperf_validate [--reference PATH] [--csv rows.csv] [--fit PATH] [--by-family]
+    python -m membound.fidelity.mlperf_validate [--reference PATH] [--csv rows.csv] [--fit PATH] [--by-family] [--at-load]
 """
 from __future__ import annotations
 
@@ -113,6 +113,9 @@ from .split import mlperf_role, mlperf_roles
 from ..planning.rate_search import saturation, search
 from ..serving.api import build
 from ..serving.scheduler import Scheduler
+from ..serving.solver import solve
+from ..serving.step import StepModel
+from ..serving.tails import tails
 from .fitter import Param, fit
 from ..base.safeio import csv_frame, check_output_path
 from statistics import NormalDist
@@ -232,6 +235,7 @@ class MLPerfRow:
     executor: str = ""    # the engine's executor the row ran (`executor_of`: "cpp", "pytorch"; "harness", "server"), or ""
     cores: int = 0        # a CPU-only system's cores per socket (the CSV's host_processor_core_count), else 0
     launch: Launch | None = None   # its submission's published launch of the scenario (`submission_of`), or None
+    tpot_p50_s: float = math.nan   # the measured median TPOT (Server, Interactive: the load generator's summary)
 
     @property
     def key(self) -> tuple:
@@ -243,7 +247,7 @@ class MLPerfRow:
         """The same row without a prediction."""
         return MLPerfRow(self.id, self.round, self.benchmark, self.scenario, self.family, self.device, self.engine,
                          self.quantization, self.per_node, self.measured, executor=self.executor, cores=self.cores,
-                         launch=self.launch)
+                         launch=self.launch, tpot_p50_s=self.tpot_p50_s)
 
 
 def length_distribution(mean: float, lo: int, hi: int, cv: float, n: int = LENGTH_POINTS) -> Samples:
@@ -589,11 +593,13 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
         raise SkipRow("no tokens per second per accelerator")
     rid = f"{r.round}/{r.submitter}/{r.system_name}/{r.benchmark}/{r.scenario}"
     cores = getattr(r, "host_processor_core_count", 0) if engine_run else 0
+    tpot = float(getattr(r, "tpot_p50_ms", math.nan)) / 1e3
     return MLPerfRow(rid, str(r.round), str(r.model), str(r.scenario), str(r.accel_family), device, engine,
                      quant, max(per_node, 1), measured,
                      executor=(launch.executor if launch is not None and launch.executor
                                else executor_of(engine, f"{r.framework} {r.software_stack}", bench)),
-                     cores=int(cores) if cores == cores and cores else 0, launch=launch)
+                     cores=int(cores) if cores == cores and cores else 0, launch=launch,
+                     tpot_p50_s=tpot if math.isfinite(tpot) and tpot > 0 else math.nan)
 
 
 def load_rows(path=None, benchmarks: dict[str, Benchmark] | None = None) -> tuple[list[MLPerfRow], list]:
@@ -705,10 +711,12 @@ def runtime_of(engine: str, executor: str, rnd: str) -> str | Runtime:
 
 
 def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = None,
-            runtimes: dict | None = None) -> list[MLPerfRow]:
+            runtimes: dict | None = None, at_load: bool = False) -> list[MLPerfRow]:
     """Fill row.pred ({"tok_s_per_accel": ...} or {"error": ...}): one engine build per
     configuration, its saturation for Offline and the rate search per latency limits. runtimes:
-    {(engine, executor, round): Runtime} to use instead of `runtime_of`'s (fits)."""
+    {(engine, executor, round): Runtime} to use instead of `runtime_of`'s (fits). at_load: a Server or
+    Interactive row's pred is instead {"tpot_p50_s": the median TPOT at the row's own measured load
+    (`tpot_at_load`), "offline_tok_s_per_accel": the engine's saturation}."""
     benchmarks = benchmarks if benchmarks is not None else load_benchmarks()
     groups: dict[tuple, list[MLPerfRow]] = {}
     for r in rows:
@@ -737,9 +745,10 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
             offline, lay, sm, sched = best
             tp = lay.chips
             done: dict[str, dict] = {"Offline": {"tok_s_per_accel": offline}}
+            engines: dict[str, tuple[StepModel, Scheduler]] = {}
             for m in members:
                 m.tp, m.layout = tp, str(lay)
-                if m.scenario not in done:
+                if m.scenario != "Offline" and m.scenario not in engines:
                     eng, eng_sched = sm, sched
                     caps = scenario_limits(bench, engine, device, rnd, m.scenario)
                     spec = mtp(bench.preset, bench.mtp[m.scenario]) if m.scenario in bench.mtp else None
@@ -747,7 +756,13 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
                         eng, eng_sched, _ = build(bench.preset, device, prompt=bench.prompt, output=bench.output,
                                                   quantization=q, runtime=runtime, n_chips=lay.chips, parallel=lay,
                                                   scheduler=caps, speculative=spec)
-                    mr = search(eng, eng_sched, bench.prompt, bench.output, bench.limits[m.scenario], bench.beams)
+                    engines[m.scenario] = (eng, eng_sched)
+                if at_load and m.scenario != "Offline":
+                    m.pred = {"tpot_p50_s": tpot_at_load(*engines[m.scenario], bench, m.measured * tp / bench.output.mean),
+                              "offline_tok_s_per_accel": offline}
+                    continue
+                if m.scenario not in done:
+                    mr = search(*engines[m.scenario], bench.prompt, bench.output, bench.limits[m.scenario], bench.beams)
                     done[m.scenario] = {"tok_s_per_accel": mr.output_tok_s / tp, "ttft_p99_s": mr.ttft[2],
                                         "tpot_p99_s": mr.tpot[2], "binding": mr.binding or "saturation"}
                 m.pred = done[m.scenario]
@@ -780,6 +795,17 @@ def _predict_cpu(members: list[MLPerfRow], bench: Benchmark, engine: dict) -> No
                           "tpot_p99_s": mr.tpot[2], "binding": mr.binding or "saturation"}
         except (MemboundError, SkipRow) as e:
             m.pred = {"error": str(e)}
+
+
+def tpot_at_load(sm: StepModel, sched: Scheduler, bench: Benchmark, rate: float) -> float:
+    """The median TPOT (seconds) of a built engine under Poisson arrivals at `rate` requests/s (the
+    open-loop steady state and its tails, `membound.tails`, as the rate search prices each rate);
+    inf where the rate is beyond the engine's capacity."""
+    try:
+        st = solve(sm, sched, bench.prompt.mean, bench.output.mean, arrival_rate=np.array([rate]), beams=bench.beams)
+        return float(tails(sm, sched, st, rate, bench.prompt, bench.output, beams=bench.beams).tpot[0])
+    except MemboundError:
+        return math.inf
 
 
 def compute_ceiling(r: MLPerfRow, bench: Benchmark) -> float:
@@ -902,6 +928,27 @@ def by_family(rows: list[MLPerfRow], generations: dict[str, dict] | None = None)
     return out
 
 
+def at_load(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = None) -> str:
+    """Measured over predicted median TPOT of the Server and Interactive rows that measured one, at each
+    row's own load (`predict(at_load=True)`), per scenario x role x accelerator family x benchmark: the
+    step below saturation that the rate search prices (1: right; above 1: the model's TPOT is too short).
+    Rows whose load is not below the model's saturation are counted apart (there the model has no TPOT);
+    CPU-only rows are left out."""
+    mine = [r.fresh() for r in rows if r.scenario != "Offline" and r.engine != CPU_ENGINE and math.isfinite(r.tpot_p50_s)]
+    predict(mine, benchmarks, at_load=True)
+    lines = ["median TPOT at each row's own load, measured / predicted (1 = right; rows at or beyond the model's "
+             "saturation apart):"]
+    keys = sorted({(r.scenario, mlperf_role(r.family), r.family, r.benchmark) for r in mine})
+    for sc, role, fam, bench in keys:
+        grp = [r for r in mine if (r.scenario, mlperf_role(r.family), r.family, r.benchmark) == (sc, role, fam, bench)]
+        inside = [r for r in grp if r.measured < r.pred.get("offline_tok_s_per_accel", 0.0)
+                  and math.isfinite(r.pred.get("tpot_p50_s", math.inf))]
+        ratio = np.median([r.tpot_p50_s / r.pred["tpot_p50_s"] for r in inside]) if inside else math.nan
+        lines.append(f"  {sc:<11} {role:<6} {fam:<14} {bench:<14} {len(inside):>3} rows  {ratio:6.2f}"
+                     f"   ({len(grp) - len(inside)} at or beyond saturation)")
+    return "\n".join(lines)
+
+
 ROLES = {"fit": "in-sample (fit)", "select": "validation (select)", "report": "report"}
 
 
@@ -972,6 +1019,8 @@ def main(argv=None) -> int:
     ap.add_argument("--csv", help="write one line per row with its prediction")
     ap.add_argument("--fit", metavar="PATH", help="fit each generation's constant per round (its `fit` entry, on "
                     "that round's Offline rows of the fit families) and write generations.yaml with the fits to PATH")
+    ap.add_argument("--at-load", action="store_true",
+                    help="also the median TPOT each Server/Interactive row measured against the model's at the row's own load")
     ap.add_argument("--by-family", action="store_true",
                     help="also each accelerator family held out in turn (cold refits), beside in-sample figures")
     a = ap.parse_args(argv)
@@ -996,6 +1045,8 @@ def main(argv=None) -> int:
             print(f"{rnd} {fam:<14} " + "  ".join(
                 f"{sc} {held[sc]['predicted']:>3} held out {100 * held[sc]['median_abs']:5.1f}% / in sample "
                 f"{100 * ins[sc]['median_abs']:5.1f}%" for sc in SCENARIOS if held[sc]['predicted']))
+    if a.at_load:
+        print(at_load(rows))
     predict(rows)
     try:
         print(report(rows, skipped, source=a.reference))
