@@ -261,6 +261,7 @@ def test_cpu_only_rows_are_host_processors(tmp_path):
         ("xeon-6980p", "device", 2, "int4"), ("xeon-platinum-8480p", "device", 2, "int4"),
         ("xeon-platinum-8480p", "device", 2, "int8")]
     assert got[0].quantization.activations == "int8" and got[1].quantization.activations is None
+    assert got[0].quantization.head_weights == "bf16"     # AutoRound without --quant_lm_head: lm_head stays bf16
     assert got[0].measured == pytest.approx(800.0 / 2) and got[0].family == "CPU-only"
     assert [why for _, why, _ in skipped] == ["no profile for the CPU Acme CPU 9000"]
 
