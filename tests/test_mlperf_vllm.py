@@ -120,3 +120,21 @@ def test_harness_generation_drops_the_servers_request_costs_and_fits_nothing():
             (eng.per_sequence_s, eng.compute_fraction, eng.per_layer_s)
     assert g["rounds"] == {}
     assert mv.runtime_of("vllm", "server", "v5.1") == "vllm"        # an HTTP endpoint: the engine's runtime
+
+
+def test_a_moe_submission_names_its_experts_formats(tmp_path):
+    # MangoBoost's v6.1 MI300X gpt-oss ran self-quantized fp8 experts with fp8 activations, attention, router and
+    # head in bf16 (its measurements README); the loader's rule alone reads every gpt-oss row as MXFP4 experts
+    row = dict(round="v6.1", division="closed", submitter="MangoBoost", system_name="8xMI300X_2xEPYC_9534",
+               benchmark="gpt-oss-120b", model="gpt-oss-120b", scenario="Offline", tokens_per_s=8000.0,
+               accelerator="AMD Instinct MI300X 192GB HBM3", accel_family="MI300X", accel_variant="MI300X",
+               accelerators_per_node=8, n_accelerators=8, tokens_per_s_per_accel=1000.0,
+               framework="vLLM 0.24.0 (stock vllm/vllm-openai-rocm:v0.24.0), ROCm 7.2.1", software_stack="",
+               precision="weights=fp8")
+    path = tmp_path / "m.csv"
+    pd.DataFrame([row, {**row, "submitter": "Other"}], columns=list(mv.REQUIRED) + ["accel_variant"]).to_csv(path, index=False)
+    (mango, other), _ = mv.load_rows(path)
+    q = mango.quantization
+    assert (q.weights, q.dense_weights, q.expert_activations, q.kv) == ("fp8", "bf16", "fp8", "fp8")
+    assert mango.executor == "harness"
+    assert other.quantization.weights == "mxfp4" and other.executor == ""

@@ -350,7 +350,7 @@ UNMODELLED = unmodelled()
 SUBMISSIONS = "data/reference/mlperf/submissions.yaml"
 LAUNCH_FIELDS = ("executor", "tp", "pp", "max_running", "token_budget", "chunked_prefill", "memory_fraction",
                  "scheduler_steps")
-FORMAT_FIELDS = ("weights", "activations", "kv")
+FORMAT_FIELDS = ("weights", "activations", "kv", "dense_weights", "expert_activations")
 
 
 def load_submissions(path: str | Path | None = None) -> dict[str, dict]:
@@ -578,8 +578,9 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
                                 max(per_node, 1))
     wd = fmt.get("weights") or weight_format(precision, hw, str(r.round))
     quant = _quantization(wd, bench.preset, hw)
-    if "activations" in fmt or "kv" in fmt:         # the submission's code names them (submissions.yaml)
-        quant = replace(quant, activations=fmt.get("activations", quant.activations), kv=fmt.get("kv", quant.kv))
+    named: dict[str, Any] = {k: v for k, v in fmt.items() if k != "weights" or v != quant.weights}
+    if named:          # the formats the submission's code names (submissions.yaml), over the checkpoint's rule
+        quant = replace(quant, **named)
     engine_run = cpu_engine_of(bench, str(r.round)) if cpu_only(r) else {}
     if engine_run:         # the formats the CPU engine's published launch runs (workloads.yaml `cpu_engine`)
         wd = str(engine_run["weights"])
