@@ -1,17 +1,20 @@
 """Dask that scales (issue 33 item 4): the same query on one local process and on a LocalCluster
 of two worker processes, in the same run; then a billion configurations reduced to a Pareto front.
 
-Run:  python benchmarks/bench_dask.py [--batches 100] [--runs 3] [--pareto] [--chunk 1000000]
+Run:  python benchmarks/bench_dask.py [--batches 100] [--runs 3] [--pareto] [--chunk N] [--local-chunks A,B]
 
 The query: 2 models x 1 device x `--batches` batches x 500 prompts x 1,000 outputs (--batches 100:
 1e8 configurations), keep the points with TTFT <= 2 s and >= 30 tok/s per user, the ten with the
-most tok/s in total, and count the rows. One process streams it (`sweep(reduce=...)`, partitions of
-a million rows); the cluster computes `sweep(engine="dask")` with the same partitions.
+most tok/s in total, and count the rows. One process streams it (`sweep(reduce=...)`) in chunks of
+each of --local-chunks rows (default: the library's streaming chunk, `sweep.DEFAULT_CHUNK`, and a
+million); the cluster computes `sweep(engine="dask")` in partitions of --chunk rows (default: the
+library's, `sweep.DASK_PARTITION`).
 
 Printed beside each other, from interleaved runs (medians):
-- wall seconds of each, and their ratio (the figure: cluster speed-up over one process);
-- CPU seconds: the local run's own (its thread's: the process also runs the cluster's scheduler),
-  and the two workers' together (getrusage in each worker before and after). Their difference
+- wall seconds of each, and the cluster's speed-up over the one process at its fastest chunk size
+  in this run (the figure);
+- CPU seconds: the local run's own at that chunk size (its thread's: the process also runs the
+  cluster's scheduler), and the two workers' together (getrusage in each worker before and after). Their difference
   over the local CPU is what a partition costs beyond its work on the cluster (scheduling,
   pickling the plan, moving results): the partitions' fixed cost.
   An idle worker spends CPU too (heartbeats, dask's statistical profiler every 10 ms), in
@@ -37,7 +40,6 @@ import time
 import numpy as np
 
 MODELS = ["llama-3.1-8b", "qwen3-30b-a3b"]
-CHUNK = 1_000_000
 
 
 def grid(batches: int) -> dict:
@@ -71,8 +73,8 @@ def idle_cpu_rate(client, seconds: float = 5.0) -> float:
     return (sum(client.run(_cpu).values()) - before) / (time.perf_counter() - t)
 
 
-def local_run(g: dict) -> tuple[float, float, int]:
-    """One process: the streamed sweep folded to (rows, ten best)."""
+def local_run(g: dict, chunk: int) -> tuple[float, float, int]:
+    """One process: the streamed sweep in chunks of `chunk` rows, folded to (rows, ten best)."""
     import pandas as pd
 
     import membound as mb
@@ -84,21 +86,22 @@ def local_run(g: dict) -> tuple[float, float, int]:
         return n + len(chunk), both.nlargest(10, "decode_tok_s_total")
 
     t, c = time.perf_counter(), _thread_cpu()
-    n, _ = mb.sweep(**g, include_unfit=True, chunk_size=CHUNK, reduce=fold)
+    n, _ = mb.sweep(**g, include_unfit=True, chunk_size=chunk, reduce=fold)
     return time.perf_counter() - t, _thread_cpu() - c, n
 
 
-def cluster_run(client, g: dict) -> tuple[float, float, int]:
-    """The cluster: the lazy frame, the same filter, count and ten best; the workers' CPU seconds."""
+def cluster_run(client, g: dict, chunk: int | None) -> tuple[float, float, int, int]:
+    """The cluster: the lazy frame (partitions of `chunk` rows; None: the library's default), the
+    same filter, count and ten best; (wall s, the workers' CPU s, rows, partitions)."""
     import dask
 
     import membound as mb
     before = sum(client.run(_cpu).values())
     t = time.perf_counter()
-    df = mb.sweep(**g, include_unfit=True, engine="dask", chunk_size=CHUNK)
+    df = mb.sweep(**g, include_unfit=True, engine="dask", **({} if chunk is None else {"chunk_size": chunk}))
     n, _ = dask.compute(df["batch"].count(), _keep(df).nlargest(10, "decode_tok_s_total"))
     dt = time.perf_counter() - t
-    return dt, sum(client.run(_cpu).values()) - before, int(n)
+    return dt, sum(client.run(_cpu).values()) - before, int(n), df.npartitions
 
 
 def _front(part):
@@ -107,13 +110,14 @@ def _front(part):
     return part.iloc[pareto_front(part.decode_tok_s_per_user.to_numpy(), part.decode_tok_s_total.to_numpy())]
 
 
-def pareto_run(client) -> dict:
+def pareto_run(client, chunk: int | None) -> dict:
     import membound as mb
     from membound.planning.sweep import pareto_front
     cols = ["model", "hardware", "batch", "prompt_tokens", "output_tokens", "decode_tok_s_per_user",
             "decode_tok_s_total", "memory_fits"]
     t = time.perf_counter()
-    df = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", chunk_size=CHUNK, columns=cols)
+    df = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", columns=cols,
+                  **({} if chunk is None else {"chunk_size": chunk}))
     n = int(np.prod([len(v) for v in GRID_1E9.values()]))
     fronts = df.map_partitions(_front, meta=df._meta).compute()
     front = fronts.iloc[pareto_front(fronts.decode_tok_s_per_user.to_numpy(), fronts.decode_tok_s_total.to_numpy())]
@@ -122,17 +126,22 @@ def pareto_run(client) -> dict:
 
 
 def main():
-    global CHUNK
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", type=int, default=100)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--pareto", action="store_true")
-    ap.add_argument("--chunk", type=int, default=CHUNK, help="rows per partition, both engines (default 1e6)")
+    ap.add_argument("--chunk", type=int, default=None,
+                    help="rows per cluster partition (default: the library's, sweep.DASK_PARTITION)")
+    ap.add_argument("--local-chunks", default=None,
+                    help="the one process's chunk sizes, comma-separated (default: sweep.DEFAULT_CHUNK and 1e6)")
     args = ap.parse_args()
-    CHUNK = args.chunk
     import distributed
 
     import membound as mb
+    from membound.planning import sweep as sweep_module
+    local_chunks = ([int(x) for x in args.local_chunks.split(",")] if args.local_chunks
+                    else [sweep_module.DEFAULT_CHUNK, 1_000_000])
+    chunk = args.chunk
     g = grid(args.batches)
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"numpy {np.__version__}, dask {distributed.__version__}; load average {os.getloadavg()[0]:.1f}")
@@ -143,31 +152,36 @@ def main():
     client = distributed.Client(cluster)
     print(f"LocalCluster of 2 worker processes x 1 thread started in {time.perf_counter() - t:.1f} s")
     try:
-        cluster_run(client, grid(2))           # warm: imports and data files in each worker
-        local_run(grid(2))
+        cluster_run(client, grid(2), chunk)           # warm: imports and data files in each worker
+        local_run(grid(2), local_chunks[0])
         idle = idle_cpu_rate(client)
-        loc, clu, loads = [], [], []
+        loc: dict[int, list] = {c: [] for c in local_chunks}
+        clu, loads = [], []
         for _ in range(args.runs):
             loads.append(os.getloadavg()[0])
-            loc.append(local_run(g))
-            clu.append(cluster_run(client, g))
-        n = loc[0][2]
-        assert all(r[2] == n for r in loc + clu), "both engines count every configuration"
-        lw, lc = statistics.median(r[0] for r in loc), statistics.median(r[1] for r in loc)
+            for c in local_chunks:
+                loc[c].append(local_run(g, c))
+            clu.append(cluster_run(client, g, chunk))
+        n, parts = clu[0][2], clu[0][3]
+        assert all(r[2] == n for rs in [*loc.values(), clu] for r in rs), "both engines count every configuration"
         cw, cc = statistics.median(r[0] for r in clu), statistics.median(r[1] for r in clu)
-        parts = -(-n // CHUNK)
         print(f"{n:.0e} configurations, filter + count + 10 best, median of {args.runs} interleaved runs "
               f"(load average {statistics.median(loads):.1f}):")
-        print(f"  one process : {lw:6.1f} s wall, {lc:6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in loc)} s)")
-        print(f"  2 workers   : {cw:6.1f} s wall, {cc:6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in clu)} s)")
+        for c, rs in loc.items():
+            print(f"  one process, chunks of {c:>10,} rows : {statistics.median(r[0] for r in rs):6.1f} s wall, "
+                  f"{statistics.median(r[1] for r in rs):6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in rs)} s)")
+        print(f"  2 workers, {parts} partitions of <= {n // parts if chunk is None else chunk:,} rows: {cw:6.1f} s wall, "
+              f"{cc:6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in clu)} s)")
+        best = min(loc, key=lambda c: statistics.median(r[0] for r in loc[c]))
+        lw, lc = statistics.median(r[0] for r in loc[best]), statistics.median(r[1] for r in loc[best])
         busy = cc - idle * cw       # the workers' CPU less what they spend idle over that wall time
-        print(f"  speed-up    : {lw / cw:.2f}x wall (goal >= 1.6x); CPU: the cluster spends {cc / lc:.2f}x the "
-              f"process's CPU, so a partition costs {(cc - lc) / parts * 1e3:.0f} ms beyond its "
-              f"{lc / parts * 1e3:.0f} ms of work = {(cc - lc) / lc:.0%} (goal < 20%); less the workers' idle "
-              f"CPU ({idle * 1e3:.0f} ms per wall second, both, measured in this run): "
-              f"{(busy - lc) / parts * 1e3:.0f} ms = {(busy - lc) / lc:.0%}")
+        print(f"  speed-up    : {lw / cw:.2f}x wall over the one process at its fastest here (chunks of {best:,}; "
+              f"goal >= 1.6x); CPU: the cluster spends {cc / lc:.2f}x that process's CPU, so a partition costs "
+              f"{(cc - lc) / parts * 1e3:.0f} ms beyond its {lc / parts * 1e3:.0f} ms of work = {(cc - lc) / lc:.0%} "
+              f"(goal < 20%); less the workers' idle CPU ({idle * 1e3:.0f} ms per wall second, both, measured in "
+              f"this run): {(busy - lc) / parts * 1e3:.0f} ms = {(busy - lc) / lc:.0%}")
         if args.pareto:
-            r = pareto_run(client)
+            r = pareto_run(client, chunk)
             print(f"1e9 Pareto front: {r['configurations']:,} configurations in {r['partitions']} partitions on the "
                   f"cluster: {r['seconds']:.0f} s ({r['configurations'] / r['seconds'] / 1e6:.1f} M/s; load "
                   f"{os.getloadavg()[0]:.1f}); {r['candidates']} partition-front points -> {len(r['front'])} on "

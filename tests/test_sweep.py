@@ -408,3 +408,25 @@ def test_dask_partitions_reuse_a_buffer_only_once_let_go(monkeypatch):
     whole = sweep(**kw)
     assert sum(map(len, kept)) + sum(lengths) == len(whole)
     pd.testing.assert_frame_equal(pd.concat(copies, ignore_index=True), whole.iloc[:sum(map(len, kept))])
+
+
+def test_a_dask_partition_of_many_blocks_is_the_local_sweep_and_takes_the_default_size(monkeypatch):
+    # A partition is evaluated block by block (at most BLOCK points each, as sweep() and the
+    # streamed chunks are) into one table, and chunk_size=None means DASK_PARTITION rows. With
+    # BLOCK = 16 and partitions of 50 rows, a group of 4 batches x 5 prompts x 6 outputs = 120 points
+    # is cut along the batch (1 x 5 x 6 = 30 > 16), then its prompts in 3 pieces of 2, 2, 1
+    # (1 x 2 x 6 = 12 <= 16): blocks of 12, 12, 6 points per batch. A partition takes blocks while it
+    # stays within 50 rows: 12+12+6+12 = 42, then 12+6+12+12+6 = 48, then 12+12+6 = 30; two models:
+    # 6 partitions. Their rows are sweep()'s, in its order.
+    pytest.importorskip("dask.dataframe")
+    import dask
+    module = sys.modules["membound.planning.sweep"]
+    monkeypatch.setattr(module, "BLOCK", 16)
+    monkeypatch.setattr(module, "DASK_PARTITION", 50)
+    kw = dict(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="h100-sxm", batch=[1, 2, 8, 64],
+              prompt_tokens=[0, 10, 100, 1000, 5000], output_tokens=[1, 2, 30, 300, 1000, 3000], include_unfit=True)
+    lazy = sweep(**kw, engine="dask")
+    with dask.config.set(scheduler="synchronous"):
+        parts = [lazy.partitions[i].compute() for i in range(lazy.npartitions)]
+    assert [len(p) for p in parts] == [42, 48, 30] * 2
+    pd.testing.assert_frame_equal(pd.concat(parts, ignore_index=True), sweep(**kw))

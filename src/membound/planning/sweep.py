@@ -51,6 +51,13 @@ DEFAULT_CHUNK = 1 << 18      # rows per streamed chunk (iter_sweep, reduce) and 
                              # smaller default gives the same rows in the same order in more chunks; with
                              # one buffer per stream, 100_000 was slower (0.24x against 0.29x the bare
                              # numpy pass in CPU time, 1e7 streamed, same process, load 11), so kept
+DASK_PARTITION = 4_000_000   # rows per dask partition (sweep(engine="dask")) by default. A partition
+                             # costs a cluster ~35 ms beyond its work (scheduling, its plan pickled
+                             # and sent), which at 1e6 rows was 37-42% of it; at 4e6, 1-36% (runs
+                             # differ). Its compute stays in blocks of BLOCK points (_dask_frame).
+                             # 1e8 on 2 workers vs one process (benchmarks/bench_dask.py): 1.17x at
+                             # 1e6, 1.52x at 2e6, 1.66x at 4e6 rows (load 0.9-1.2, same partitions);
+                             # 1.27x at 4e6 against the one process's best chunk (load 1.1)
 BLOCK = 1 << 18              # points per core evaluation at most. Its fixed cost (~500 numpy calls,
                              # 0.3-0.5 ms) is then a few % of a block; its temporaries (2 MB each) come
                              # from the allocator's heap (see _settle_allocator). Measured on the
@@ -637,7 +644,10 @@ def _partition(part: tuple, schema: _Schema, columns=None):
 def _dask_frame(plan: _Plan, partition_size: int):
     """The plan as a lazy dask DataFrame. A partition is a run of the blocks `sweep()` evaluates
     (at most partition_size points, one group), so its rows come in the same order; nothing is
-    evaluated until the frame is computed, on whatever scheduler is active."""
+    evaluated until the frame is computed, on whatever scheduler is active. However large the
+    partition, its task evaluates it block by block (at most BLOCK points, the streamed sweep's
+    chunk) into one table: a large partition spreads its fixed cost on the cluster over more rows
+    and keeps the cache-sized evaluation."""
     import dask   # dask: the dask extra
     import dask.dataframe as dd   # dask: the dask extra
     B, S, T = plan.axes
@@ -694,7 +704,7 @@ def iter_sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.
 def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMPT_TOKENS,
           output_tokens=defaults.OUTPUT_TOKENS, weight_dtype=defaults.WEIGHT_DTYPE,
           kv_dtype=None, activation_dtype=None, n_chips=None, parallel=None, runtime=None,
-          speculative=None, price_usd_per_hour=None, chunk_size: int = DEFAULT_CHUNK,
+          speculative=None, price_usd_per_hour=None, chunk_size: int | None = None,
           include_unfit: bool = False, on_invalid: str = "raise", reduce=None, as_frame=None,
           columns=None, engine: str = "numpy", allow_beyond_context: bool = False, concurrency=None,
           scheduler=None):
@@ -721,6 +731,8 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
     (group, clients, prompt, output) with `serve()`'s steady state (ttft_s, tpot_s, tok_s_per_user,
     output_tok_s_per_chip, mean_running, cost per million output tokens), one vectorised solve
     (`serve_curve`) per group and lengths; `batch` is then left out, `scheduler` applies.
+    chunk_size: rows per streamed chunk (reduce=; default DEFAULT_CHUNK) or per dask partition
+    (default DASK_PARTITION).
     engine: "numpy" (here, now) or "dask": a lazy dask DataFrame of partitions of at most
     chunk_size rows, evaluated where it is computed (threads, processes, or a distributed
     cluster: `distributed.Client("tcp://scheduler:8786")` then `.compute()`); invalid inputs
@@ -738,6 +750,8 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
             raise InvalidInputError("batch", batch, f"left at {defaults.BATCH} with concurrency= (the engine "
                                                     "decides the running batch)")
         return _served(model, hardware, concurrency, scheduler, kw)
+    if chunk_size is None:
+        chunk_size = DASK_PARTITION if engine == "dask" else DEFAULT_CHUNK
     if isinstance(n_chips, str) and n_chips == "auto":
         return _fewest_chips(model, hardware, kw, check_int("chunk_size", chunk_size, 1))
     if engine not in ("numpy", "dask"):
