@@ -129,6 +129,8 @@ def stack(values: Sequence[Any], column: Callable[[list], np.ndarray]) -> Any:
     t = type(v0)
     if t is float:
         return column(list(values)) if _differ(values) else v0
+    if all(v is v0 for v in values):     # one object (the efficiencies of one device and runtime)
+        return v0
     if t is tuple:
         items = tuple(stack(list(col), column) for col in zip(*values))
         return v0 if all(x is y for x, y in zip(items, v0)) else items
