@@ -110,7 +110,7 @@ from ..catalog.model import load_model
 from .serve_coverage import layouts as shapes, runnable
 from ..catalog.runtime import Runtime, list_runtimes, load_runtime
 from .split import mlperf_role, mlperf_roles
-from ..planning.rate_search import saturation, search
+from ..planning.rate_search import MaxRate, saturation, search
 from ..serving.api import build
 from ..serving.scheduler import Scheduler
 from ..serving.solver import solve
@@ -764,13 +764,19 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
                     continue
                 if m.scenario not in done:
                     mr = search(*engines[m.scenario], bench.prompt, bench.output, bench.limits[m.scenario], bench.beams)
-                    done[m.scenario] = {"tok_s_per_accel": mr.output_tok_s / tp, "ttft_p99_s": mr.ttft[2],
-                                        "tpot_p99_s": mr.tpot[2], "binding": mr.binding or "saturation"}
+                    done[m.scenario] = _searched(mr, mr.output_tok_s / tp)
                 m.pred = done[m.scenario]
         except (MemboundError, SkipRow) as e:
             for m in members:
                 m.pred = {"error": str(e)}
     return rows
+
+
+def _searched(mr: MaxRate, tok_s_per_accel: float) -> dict:
+    """A Server or Interactive row's prediction: the rate search's result `mr` (its p99 TTFT and
+    TPOT, the limit that binds) at `tok_s_per_accel` output tokens/s per accelerator."""
+    return {"tok_s_per_accel": tok_s_per_accel, "ttft_p99_s": mr.ttft[2], "tpot_p99_s": mr.tpot[2],
+            "binding": mr.binding or "saturation"}
 
 
 def _predict_cpu(members: list[MLPerfRow], bench: Benchmark, engine: dict) -> None:
@@ -792,8 +798,7 @@ def _predict_cpu(members: list[MLPerfRow], bench: Benchmark, engine: dict) -> No
                           * saturation(sm, sched, bench.prompt, bench.output, bench.beams)}
             else:
                 mr = search(sm, sched, bench.prompt, bench.output, bench.limits[m.scenario], bench.beams)
-                m.pred = {"tok_s_per_accel": lay.instances * mr.output_tok_s, "ttft_p99_s": mr.ttft[2],
-                          "tpot_p99_s": mr.tpot[2], "binding": mr.binding or "saturation"}
+                m.pred = _searched(mr, lay.instances * mr.output_tok_s)
         except (MemboundError, SkipRow) as e:
             m.pred = {"error": str(e)}
 
