@@ -7,7 +7,9 @@ with that date, with ONE fitted constant, fitted on at least two rows named here
 checked on them:
 
 - cerebras-2024-08: `fabric_efficiency`, the share of the fabric's cycle-level schedule
-  (dataflow.wafer_pass_s) the August 2024 launch software's kernels reached;
+  (dataflow.wafer_pass_s) the August 2024 launch software's kernels reached (Cerebras' October 2024
+  release says that first implementation "utilized only a fraction of its peak bandwidth, compute, and
+  IO capacity" and rewrote its MatMul and reduce/broadcast kernels; docs/fast-chips.md);
 - groq-2024: `hop_latency_s`, the chip-to-chip latency per hop with the software's
   synchronisation (the network's own hop: the profile's 722 ns, ISCA 2022); tensor-parallel all-reduces and stage
   boundaries pay it;
