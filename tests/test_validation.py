@@ -4,12 +4,16 @@ groups no fit saw.
 Each chip is a fit, select or report group (membound.fidelity.split, data/split.csv: a hash of its name).
 Thresholds pin, per category, the median |error| of the validation rows (select chips, each left
 out with every report chip of a cold, converged refit) and of the report rows (report chips, each
-left out of a cold, converged refit), as measured on 2026-12-06 (python -m membound.fidelity.validate),
-with a stated margin: limit = 1.25 x measured + 1 point, so that a regression to 3x the measured
-figure fails (3x > 1.25x + 1 point for every figure above 0.6%). In-sample figures are never
-thresholds. A category without select (or report) chips has no figure of that kind to pin.
-The same holds for the groups by source (`validate --group source`: select sources lcpp, trt; report
-sources apple, awq, hw, spark), which pin the categories no chip group reaches (NeMo, HF/AWQ).
+left out of a cold, converged refit), as measured on main 6e1f873 (2026-12-06;
+`python -m membound.fidelity.validate` and `--group source`), with a stated margin:
+limit = 1.25 x measured + 1 point, so that a regression to 3x the measured figure fails
+(3x > 1.25x + 1 point for every figure above 0.57%). A category without select (or report) chips has
+no figure of that kind to pin. The same holds for the groups by source (`validate --group source`:
+select sources lcpp, trt; report sources apple, awq, hw, spark), which pin the categories no chip
+group reaches (NeMo, HF/AWQ). A category no grouping holds out ("other engines, batch 1") is pinned
+on its in-sample figure, a regression guard only: in-sample figures are not accuracy.
+
+To re-pin after an intended change: run the two commands, write the new medians below with the commit.
 """
 import pytest
 
@@ -17,46 +21,43 @@ import membound as mb
 from membound.fidelity.reference import reference_dir
 from membound.physics.efficiency import efficiency
 
+PINNED_ON = "6e1f873"              # main commit the figures below were measured on (2026-12-06)
 MARGIN = (1.25, 0.01)              # limit = 1.25 x measured + 1 point
-MEASURED = {                       # category -> (validation median, report median) |error|, re-pinned 2026-12-06
-                                   # after the measured read ceilings (Jetson Orin LPDDR5 0.80, RTX 4090 0.915,
-                                   # Arc A770 0.807, H100 SXM 0.937) and the cold refits of llama.cpp-cuda, -vulkan
-    "MLPerf (assumed lengths)": (0.266, None),             # H100 is a fit chip, MI300X a select one; 24.4 ->
-                                                           # 26.6% with vLLM's served figures cut to 5 (served)
-    "TensorRT-LLM max-load throughput": (0.087, 0.084),    # B200 select; GB200, RTX PRO 6000 report; H100 fit
+MEASURED = {                       # category -> (validation median, report median) |error|, by chip
+    "MLPerf (assumed lengths)": (0.310, None),             # H100 is a fit chip, MI300X a select one
+    "TensorRT-LLM max-load throughput": (0.090, 0.085),    # B200 select; GB200, RTX PRO 6000 report; H100 fit
     "llama.cpp CUDA batched decode": (0.079, None),        # DGX Spark (select) only
-    "llama.cpp CUDA decode": (0.032, 0.129),               # report 16.1 -> 12.9%: Jetson AGX Orin +37 -> +16%
-    "llama.cpp CUDA prefill": (0.046, 0.096),              # report 7.3 -> 9.6% (3 rows)
+    "llama.cpp CUDA decode": (0.032, 0.129),
+    "llama.cpp CUDA prefill": (0.046, 0.096),              # report: 3 rows
     "llama.cpp Metal decode": (0.164, 0.039),              # one select chip (M4 Max 32c), 9 report chips
     "llama.cpp Metal prefill": (0.039, 0.025),
     "llama.cpp Vulkan decode": (0.049, 0.064),
     "llama.cpp Vulkan prefill": (0.084, 0.170),
-    "specialised chips": (None, 0.364),                    # Cerebras and SambaNova rows no fit used: 36.4%
-                                                           # since 36254d4 (physics alone where one row was
-                                                           # fitted; hw-004 -74%, hw-023 -67%, hw-016 -37%)
+    "specialised chips": (None, 0.391),                    # Cerebras and SambaNova rows no fit used
+                                                           # (hw-004 -68%, hw-023 -41%, hw-016 -39%)
 }
-
-
-MEASURED_BY_SOURCE = {             # the same, each source a group (python -m membound validate --group source),
-                                   # measured 2026-12-06 with the figures above
+MEASURED_BY_SOURCE = {             # the same, each source a group (python -m membound validate --group source)
     "NeMo throughput (batch 1-8, TP 1-8)": (None, 1.882),  # hw held out: NeMo's one constant at its prior
-    "TensorRT-LLM max-load throughput": (0.094, None),
+    "TensorRT-LLM max-load throughput": (0.091, None),
     "llama.cpp CUDA batched decode": (None, 0.082),
-    "llama.cpp CUDA decode": (0.128, 0.036),               # lcpp held out 21.8 -> 12.8% with the read ceilings
+    "llama.cpp CUDA decode": (0.128, 0.036),
     "llama.cpp CUDA prefill": (0.164, 0.044),
     "llama.cpp Metal decode": (None, 0.089),
     "llama.cpp Metal prefill": (None, 0.096),
-    "llama.cpp Vulkan decode": (0.285, None),              # lcpp held out 19.3 -> 28.5%, prefill 74.2 -> 82.7%:
-    "llama.cpp Vulkan prefill": (0.827, None),             # with the source out the runtime's class is unfitted and
-                                                           # the RX 9070 XT's measured stream share 0.937 (and the
-                                                           # RX 9070's transfer of it) replaces the assumed 0.8,
-                                                           # its fp16 GEMM share 0.664 the assumed 0.6,
+    "llama.cpp Vulkan decode": (0.285, None),              # lcpp held out: with the source out the runtime's class
+    "llama.cpp Vulkan prefill": (0.811, None),             # is unfitted and the RX 9070 XT's measured stream share
+                                                           # 0.937 (and the RX 9070's transfer of it) replaces the
+                                                           # assumed 0.8, its fp16 GEMM share 0.664 the assumed 0.6,
                                                            # entered by hardware_profiles/README.md's rule, not by
-                                                           # this figure (issue 27 item 4); by chip unchanged
+                                                           # this figure (issue 27 item 4)
     "quantized kernels / HF (ITL)": (None, 0.206),
     "quantized kernels / HF (TTFT)": (None, 0.361),
-    "specialised chips": (None, 0.386),                    # 36.4 -> 38.6% with issue 28's physics
+    "specialised chips": (None, 0.391),
 }
+IN_SAMPLE_ONLY = {                 # categories no grouping holds out: in-sample median (a regression guard)
+    "other engines, batch 1": 1.109,                       # 3 rows on 2 chips
+}
+COVERAGE = (0.993, 0.01)           # 408 of 411 disclosed rows predicted; pinned at measured - 1 point
 
 
 def _limit(measured: float) -> float:
@@ -65,9 +66,11 @@ def _limit(measured: float) -> float:
 
 def test_the_margin_fails_a_threefold_regression():
     # 3m > 1.25m + 0.01 <=> m > 0.01 / 1.75 = 0.57%: every pinned figure is above it
-    assert all(3 * m > _limit(m) for pins in (MEASURED, MEASURED_BY_SOURCE) for pair in pins.values()
-               for m in pair if m is not None)
+    pinned = [m for pins in (MEASURED, MEASURED_BY_SOURCE) for pair in pins.values() for m in pair if m is not None]
+    assert all(3 * m > _limit(m) for m in pinned + list(IN_SAMPLE_ONLY.values()))
     assert _limit(0.10) == pytest.approx(0.135)
+    # coverage: 3x the measured 0.7% of rows unpredicted (2.1%) falls below 0.993 - 0.01 = 98.3%
+    assert 1 - 3 * (1 - COVERAGE[0]) < COVERAGE[0] - COVERAGE[1]
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +102,16 @@ def test_every_category_with_a_held_out_figure_is_pinned(report, source_report):
         for name, c in rep["categories"].items():
             if c["validation_rows"] or c["report_rows"]:
                 assert name in pins, (rep["group"], name)
+    # and every category is pinned by one grouping or the other, or (held out by neither) in-sample
+    assert set(report["categories"]) == set(MEASURED) | set(MEASURED_BY_SOURCE) | set(IN_SAMPLE_ONLY)
+
+
+@pytest.mark.parametrize("category,measured", sorted(IN_SAMPLE_ONLY.items()))
+def test_categories_no_grouping_holds_out_keep_their_in_sample_error(report, source_report, category, measured):
+    for rep in (report, source_report):
+        c = rep["categories"][category]
+        assert c["validation_rows"] == c["report_rows"] == 0, (rep["group"], category)   # held out: pin that
+        assert c["median"] <= _limit(measured), (category, c)
 
 
 def _pinned(c: dict, category: str, measured) -> None:
@@ -150,7 +163,7 @@ def test_coverage_counts_rows_whose_device_is_disclosed(report):
     cov = report["coverage"]
     assert cov["predicted"] == len(report["rows"])
     assert cov["fraction"] == cov["predicted"] / cov["disclosed"]
-    assert cov["fraction"] > 0.9
+    assert cov["fraction"] >= COVERAGE[0] - COVERAGE[1]
 
 
 def test_validate_help_and_a_csv_of_the_same_schema(tmp_path, capsys):
