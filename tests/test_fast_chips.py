@@ -303,7 +303,7 @@ def test_readme_scorecard_is_fresh():
 
 def test_speculative_claims_through_the_lever():
     """Groq's 1,660 and Cerebras' 2,100 tok/s on 70B came with speculative decoding: the lever
-    reproduces them within 30% from the chips' defaults (Groq: groq-2024; Cerebras: its physics),
+    reproduces them within 29% and 19% from the chips' defaults (Groq: groq-2024; Cerebras: its physics),
     no fit of its own, and the same defaults without speculation stay well below. The drafter sits
     on the first stage: 70B + an 8B draft fit on the 4 wafers 70B alone needs (16 GB of draft over
     4 stages: 4 GB more on each)."""
@@ -311,7 +311,9 @@ def test_speculative_claims_through_the_lever():
     groq = mb.estimate("llama-3.1-70b", "groq-lpu", n_chips=384, weight_dtype="int8",
                        speculative=ex.GROQ_SPEC).decode_tok_s_per_user
     cere = mb.estimate("llama-3.1-70b", "cerebras-wse-3", n_chips=4, speculative=ex.CEREBRAS_SPEC)
-    assert 0.7 < groq / 1660 < 1.3 and 0.7 < cere.decode_tok_s_per_user / 2100 < 1.3
+    # measured on main 6e1f873: Groq 1,286 (-22.5%), Cerebras 1,801 (-14.2%); pinned at 1.25 x |error| + 1 point
+    # (test_validation's margin): Groq within 29.1%, Cerebras within 18.8%
+    assert abs(groq / 1660 - 1) <= 1.25 * 0.225 + 0.01 and abs(cere.decode_tok_s_per_user / 2100 - 1) <= 1.25 * 0.142 + 0.01
     plain = mb.estimate("llama-3.1-70b", "groq-lpu", n_chips=384, weight_dtype="int8").decode_tok_s_per_user
     assert plain < groq / 3
     draft = mb.load_model("llama-3.1-8b")
