@@ -11,8 +11,8 @@ first configuration (predict's group of rows) in the order benchmark, device, ro
 configurations, 51 Server and 38 Interactive rows, about 14 s. The sample's figures are not the
 report's (Server 14.4% over all rows, 7.3% on the sample): they are what this test measured on it.
 
-To re-pin after an intended change: print `_figures(rows)` of the fixture below and write the new
-medians with the commit.
+To re-pin after an intended change: `PYTHONPATH=src python scripts/accuracy_pins.py mlperf` prints each pin beside
+the figure now; write the new medians with the commit (PINNED_ON).
 """
 import pytest
 

@@ -37,7 +37,8 @@ def test_held_out_chips_never_saw_the_fit(rows):
 # `python -m membound.fidelity.serve_validate`, measured on main 6e1f873 (2026-12-06), limit = 1.25 x measured
 # + 1 point (test_validation's margin: a regression to 3x fails). Select chips (B200, MI300X) are validation;
 # the report chip (GB200) has only disaggregated rows; fitted rows (H100 SXM, H200) are in-sample, pinned as a
-# regression guard only. To re-pin after an intended change, run the command and write its figures here.
+# regression guard only. To re-pin after an intended change, `PYTHONPATH=src python scripts/accuracy_pins.py served`
+# prints each pin beside the figure now; write the new figures here with the commit (PINNED_ON).
 PINNED_ON = "6e1f873"
 MARGIN = (1.25, 0.01)
 MEASURED = {                     # (category, part) -> (TPOT, TTFT, tput/GPU), the report's summary lines

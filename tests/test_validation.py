@@ -13,7 +13,8 @@ select sources lcpp, trt; report sources apple, awq, hw, spark), which pin the c
 group reaches (NeMo, HF/AWQ). A category no grouping holds out ("other engines, batch 1") is pinned
 on its in-sample figure, a regression guard only: in-sample figures are not accuracy.
 
-To re-pin after an intended change: run the two commands, write the new medians below with the commit.
+To re-pin after an intended change: `PYTHONPATH=src python scripts/accuracy_pins.py validate` prints each pin beside
+the figure now; write the new medians below with the commit (PINNED_ON).
 """
 import pytest
 

@@ -3,7 +3,8 @@ predicted with its generation's runtime) and the report's two medians, pinned at
 6e1f873 (2026-12-06) with test_validation's margin: limit = 1.25 x measured + 1 point, so a regression to 3x
 fails. A stated lower bound the prediction meets has error 0 (`VendorRow.error`): it is pinned as met.
 
-To re-pin after an intended change: run the command and write its errors here with the commit.
+To re-pin after an intended change: `PYTHONPATH=src python scripts/accuracy_pins.py vendors` prints each pin beside
+the figure now; write the new errors here with the commit (PINNED_ON).
 """
 import pytest
 
