@@ -460,3 +460,36 @@ def test_the_median_tpot_at_a_rows_own_load():
     # the measured TPOT the v9 runtime (here the engine's own runtime: no v9 generation is shipped) predicts
     # at that load is not the fit's, so only the counts are pinned: one row inside, one beyond, one unmeasured
     assert "H100" in text and "1 rows" in text and "(1 at or beyond saturation)" in text
+
+
+def test_the_step_at_a_rows_own_decoding_batch():
+    # Little's law: 7,515 output tokens/s on one chip at a 32.6 ms median TPOT is 7,515 x 0.0326 = 244.989
+    # sequences decoding; two chips at 3,000 tokens/s each and 40 ms: 2 x 3,000 x 0.040 = 240
+    assert mv.little_batch(7515.0, 1, 0.0326) == pytest.approx(244.989, rel=1e-12)
+    assert mv.little_batch(3000.0, 2, 0.040) == pytest.approx(240.0, rel=1e-12)
+    assert math.isnan(mv.little_batch(3000.0, 2, math.nan))
+    # one sequence decoding alone: each of its output tokens is one step (its prompt's chunk makes the first), so
+    # 10 ms more a step (per_step_s) is 10 ms more a token at a batch of one
+    bench = mv.load_benchmarks()["llama3.1-8b"]
+    got = []
+    for step in (0.0, 0.010):
+        rt = mv.generation_runtime("g", "v9", {"per_step_s": step}, GENS)
+        sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=bench.prompt, output=bench.output,
+                             quantization=mb.Quantization("fp8", "fp8"), runtime=rt)
+        got.append(mv.tpot_at_batch(sm, sched, bench, 1.0))
+    assert got[1] - got[0] == pytest.approx(0.010, rel=0.02)
+    # more sequences decoding make a step longer; a batch beyond the scheduler's is its scheduler's batch
+    cap = float(sched.max_running)
+    assert mv.tpot_at_batch(sm, sched, bench, 64.0) > got[1]
+    assert mv.tpot_at_batch(sm, sched, bench, 10.0 * cap) == mv.tpot_at_batch(sm, sched, bench, cap)
+    # no batch measured, or less than one sequence: no step
+    assert math.isnan(mv.tpot_at_batch(sm, sched, bench, math.nan))
+    assert math.isnan(mv.tpot_at_batch(sm, sched, bench, 0.5))
+    # a row's prediction at its load carries the step at its batch: 2.56 tokens/s x 0.390625 s = one sequence
+    row = _server_row("H100", "h100-sxm", 2.56, tpot=0.390625)
+    mv.predict([row], runtimes={("tensorrt-llm", "cpp", "v9"): rt}, at_load=True)
+    assert row.pred["tpot_at_batch_s"] == pytest.approx(got[1], rel=1e-12)
+    # the report counts every measured row at its batch, those beyond the model's saturation too
+    text = mv.at_load([_server_row("H100", "h100-sxm", 2.56, tpot=0.390625),
+                       _server_row("H100", "h100-sxm", 1e9, tpot=0.05), _server_row("H100", "h100-sxm", 5.0)])
+    assert "(1 at or beyond saturation);  at the batch   2 rows" in text

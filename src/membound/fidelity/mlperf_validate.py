@@ -112,8 +112,8 @@ from ..catalog.runtime import Runtime, list_runtimes, load_runtime
 from .split import mlperf_role, mlperf_roles
 from ..planning.rate_search import MaxRate, saturation, search
 from ..serving.api import build
-from ..serving.scheduler import Scheduler
-from ..serving.solver import solve
+from ..serving.scheduler import Scheduler, filled
+from ..serving.solver import open_loop_rates, solve
 from ..serving.step import StepModel
 from ..serving.tails import tails
 from .fitter import Param, fit
@@ -760,7 +760,9 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
                     engines[m.scenario] = (eng, eng_sched)
                 if at_load and m.scenario != "Offline":
                     m.pred = {"tpot_p50_s": tpot_at_load(*engines[m.scenario], bench, m.measured * tp / bench.output.mean),
-                              "offline_tok_s_per_accel": offline}
+                              "offline_tok_s_per_accel": offline,
+                              "tpot_at_batch_s": tpot_at_batch(*engines[m.scenario], bench,
+                                                               little_batch(m.measured, tp, m.tpot_p50_s))}
                     continue
                 if m.scenario not in done:
                     mr = search(*engines[m.scenario], bench.prompt, bench.output, bench.limits[m.scenario], bench.beams)
@@ -812,6 +814,26 @@ def tpot_at_load(sm: StepModel, sched: Scheduler, bench: Benchmark, rate: float)
         return float(tails(sm, sched, st, rate, bench.prompt, bench.output, beams=bench.beams).tpot[0])
     except MemboundError:
         return math.inf
+
+
+def little_batch(tok_s_per_accel: float, chips: int, tpot_s: float) -> float:
+    """The sequences an engine instance decodes on average while a row ran, by Little's law: each decoding
+    sequence emits one token every TPOT, so the instance's output tokens/s (`tok_s_per_accel` x its `chips`)
+    x the mean TPOT (the row's median, `tpot_s`: the load generator publishes both, and they agree within a
+    few per cent on the rows read) is the number decoding. nan where the TPOT is not measured."""
+    return tok_s_per_accel * chips * tpot_s
+
+
+def tpot_at_batch(sm: StepModel, sched: Scheduler, bench: Benchmark, batch: float) -> float:
+    """Seconds per output token of a built engine with `batch` sequences decoding (capped at its scheduler's
+    batch): the open loop's mean step beside batch - 1 others, the prefill of the prompts it completes
+    included (`serving.solver.open_loop_rates`, the figure the tails' occupancy model reads). Set beside a
+    row's measured median TPOT at its own `little_batch`, it prices the step where the engine ran, apart from
+    the load that the rate search turns it into (`at_load`). nan where the batch is not finite or below one."""
+    if not (math.isfinite(batch) and batch >= 1.0):
+        return math.nan
+    others = min(batch, float(filled(sched.max_running))) - 1.0
+    return float(open_loop_rates(sm, sched, bench.prompt.mean, bench.output.mean, np.array([others]), bench.beams)[0][0])
 
 
 def compute_ceiling(r: MLPerfRow, bench: Benchmark) -> float:
@@ -935,23 +957,32 @@ def by_family(rows: list[MLPerfRow], generations: dict[str, dict] | None = None)
 
 
 def at_load(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = None) -> str:
-    """Measured over predicted median TPOT of the Server and Interactive rows that measured one, at each
-    row's own load (`predict(at_load=True)`), per scenario x role x accelerator family x benchmark: the
-    step below saturation that the rate search prices (1: right; above 1: the model's TPOT is too short).
-    Rows whose load is not below the model's saturation are counted apart (there the model has no TPOT);
+    """Measured over predicted median TPOT of the Server and Interactive rows that measured one, per
+    scenario x role x accelerator family x benchmark (1: right; above 1: the model's TPOT is too short):
+    - at each row's own load (`predict(at_load=True)`): the step below saturation that the rate search
+      prices. Rows whose load is not below the model's saturation are counted apart (there the model has
+      no TPOT);
+    - at each row's own decoding batch (`little_batch`, `tpot_at_batch`), every measured row: the model's
+      step where the engine ran. The load turns a step too short at the batch into a TPOT far shorter at
+      the load (the model's batch at that load is smaller, so its step shorter still); this column says how
+      much of the first ratio is the step itself.
     CPU-only rows are left out."""
     mine = [r.fresh() for r in rows if r.scenario != "Offline" and r.engine != CPU_ENGINE and math.isfinite(r.tpot_p50_s)]
     predict(mine, benchmarks, at_load=True)
-    lines = ["median TPOT at each row's own load, measured / predicted (1 = right; rows at or beyond the model's "
-             "saturation apart):"]
+    lines = ["median TPOT, measured / predicted (1 = right): at each row's own load (rows at or beyond the model's "
+             "saturation apart), and at its own decoding batch (Little's law: tokens/s x TPOT per instance):"]
     keys = sorted({(r.scenario, mlperf_role(r.family), r.family, r.benchmark) for r in mine})
     for sc, role, fam, bench in keys:
         grp = [r for r in mine if (r.scenario, mlperf_role(r.family), r.family, r.benchmark) == (sc, role, fam, bench)]
         inside = [r for r in grp if r.measured < r.pred.get("offline_tok_s_per_accel", 0.0)
                   and math.isfinite(r.pred.get("tpot_p50_s", math.inf))]
         ratio = np.median([r.tpot_p50_s / r.pred["tpot_p50_s"] for r in inside]) if inside else math.nan
+        stepped = [r for r in grp if math.isfinite(r.pred.get("tpot_at_batch_s", math.nan))]
+        step = np.median([r.tpot_p50_s / r.pred["tpot_at_batch_s"] for r in stepped]) if stepped else math.nan
+        batch = np.median([little_batch(r.measured, r.tp, r.tpot_p50_s) for r in stepped]) if stepped else math.nan
         lines.append(f"  {sc:<11} {role:<6} {fam:<14} {bench:<14} {len(inside):>3} rows  {ratio:6.2f}"
-                     f"   ({len(grp) - len(inside)} at or beyond saturation)")
+                     f"   ({len(grp) - len(inside)} at or beyond saturation);  at the batch {len(stepped):>3} rows"
+                     f"  {step:6.2f}  (batch {batch:,.0f})")
     return "\n".join(lines)
 
 
