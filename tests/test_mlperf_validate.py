@@ -2,6 +2,7 @@
 import dataclasses
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -211,8 +212,9 @@ def test_shipped_generation_fits_name_their_rows_and_stay_inside_their_priors():
     gens = mv.load_generations()
     g = gens["tensorrt-llm-cpp"]
     assert g["engine"] == "tensorrt-llm" and g["served"]["per_request_s"]["status"] == "code"
-    # form (B) of its `forms`: only per_request_s is replaced; the GEMM share is the engine's, as it stands
-    assert list(g["served"]) == ["per_request_s"]
+    # form (B) of its `forms`: per_request_s and the capacity policy are replaced; the GEMM share is the
+    # engine's, as it stands
+    assert list(g["served"]) == ["per_request_s", "preemption"] and g["served"]["preemption"]["status"] == "code"
     trt = mb.load_runtime("tensorrt-llm").served
     assert mv.generation_runtime("tensorrt-llm-cpp", "v5.1").served.compute_fraction == trt.compute_fraction
     # a round fitted on its prior's bound is missing physics: listed apart and carried over from the
@@ -493,3 +495,30 @@ def test_the_step_at_a_rows_own_decoding_batch():
     text = mv.at_load([_server_row("H100", "h100-sxm", 2.56, tpot=0.390625),
                        _server_row("H100", "h100-sxm", 1e9, tpot=0.05), _server_row("H100", "h100-sxm", 5.0)])
     assert "(1 at or beyond saturation);  at the batch   2 rows" in text
+
+
+def test_the_harness_admits_on_the_kv_a_request_holds_now_not_on_its_whole_length():
+    # NVIDIA's harness runs TensorRT-LLM's MAX_UTILIZATION capacity scheduler (generations.yaml, cited):
+    # a request is admitted on the blocks its next step needs, so at saturation a running sequence holds
+    # its mean context, S + D / 2 tokens (D = T - 1 decode steps), plus half a 32-token block, in each
+    # of Llama-2-70B's 80 layers; GUARANTEED_NO_EVICT (the served engine's, preemption "none") reserves
+    # S + T. llama2-70b: S = 222.3, T = 294.45, D = 293.45:
+    #   no evict:        80 x (222.3 + 294.45)              = 80 x 516.75  = 41,340 pairs a sequence
+    #   max utilisation: 80 x (222.3 + 293.45 / 2 + 32 / 2) = 80 x 385.025 = 30,802 pairs a sequence
+    # so the same cache runs 516.75 / 385.025 = 1.342 times the sequences
+    cpp = mv.generation_runtime("tensorrt-llm-cpp", "v4.1")
+    assert cpp.served.preemption == "recompute" and mb.load_runtime("tensorrt-llm").served.preemption == "none"
+    bench = mv.load_benchmarks()["llama2-70b"]
+    S, T = 222.3, 294.45          # workloads.yaml's means (its sampled distributions' differ in the 4th digit)
+    caps = {}
+    for policy in ("recompute", "none"):
+        sm, sched, _ = build("llama-2-70b", "h200", prompt=bench.prompt, output=bench.output,
+                             quantization=mb.Quantization("fp8", "fp8"), runtime=cpp,
+                             scheduler=Scheduler(preemption=policy, max_running=4096, token_budget=8192))
+        st = mb.serving.solve(sm, sched, S, T, concurrency=np.array([1e9]))
+        caps[policy] = (st.cap, st.kv_cap_pairs)
+    (mu, pairs), (ne, same) = caps["recompute"], caps["none"]
+    assert pairs == same
+    assert ne == pytest.approx(pairs / (80 * 516.75), rel=1e-9)
+    assert mu == pytest.approx(pairs / (80 * 385.025), rel=1e-9)
+    assert mu / ne == pytest.approx(1.3421, rel=1e-4)

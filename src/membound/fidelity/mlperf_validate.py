@@ -45,7 +45,8 @@ The workload rules of this data set live here, with the loader (never in predict
   benchmark's submissions run endpoints only: deepseek-r1, gpt-oss-120b);
 - software generations (generations.yaml, `generation_runtime`): "cpp" rows run the generation
   tensorrt-llm-cpp of their round (the engine's served costs with the C++ executor's constants:
-  per_request_s 0 from its code, the prefill's measured GEMM share, per_sequence_s fitted per round
+  per_request_s 0 from its code, the harness's MAX_UTILIZATION capacity scheduler (a request admitted
+  on the KV it holds now, preemption "recompute", not on its whole length), per_sequence_s fitted per round
   on the fit families' Offline rows where the fit is interior, else the engine's); "pytorch" rows
   run the engine's own runtime;
 - vLLM submissions (submissions.yaml, `submission_of`, each entry cited to the submission's own launch
@@ -681,10 +682,15 @@ def generation_runtime(name: str, rnd: str, override: dict | None = None,
     base = load_runtime(g["engine"])
     if base.served is None:
         raise InvalidInputError("generation engine", g["engine"], "an engine with a served block")
-    update = {k: float(v["value"]) for k, v in g.get("served", {}).items()}
+    update = {k: _constant(v["value"]) for k, v in g.get("served", {}).items()}
     update.update({k: float(v["value"]) for k, v in (g.get("rounds") or {}).get(carried(g, rnd), {}).items()})
     update.update(override or {})
     return base.model_copy(update={"name": f"{name}-mlperf-{rnd}", "served": base.served.model_copy(update=update)})
+
+
+def _constant(v: Any) -> float | str:
+    """A generation's served constant: a number, or a word (a policy such as `preemption`)."""
+    return v if isinstance(v, str) else float(v)
 
 
 def round_key(rnd: str) -> tuple[int, ...]:
