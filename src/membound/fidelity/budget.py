@@ -335,6 +335,8 @@ def _generations(budgets: dict, generations: dict | None = None) -> None:
                                             why=f"runs {src}'s fit (mlperf_validate.carried)" if src else
                                             f"runs the engine's own ({g['engine']}'s served block)"))
             for k, c in (g.get("served") or {}).items():
+                if isinstance(c["value"], str):     # a policy (preemption), no number to budget
+                    continue
                 b.constants.append(Constant(label, "served", k, float(c["value"]), "set", unit_of(k), None,
                                             why=f"{c.get('status', 'set')}: {c.get('source', c.get('meaning', ''))}"))
 
