@@ -522,3 +522,25 @@ def test_the_harness_admits_on_the_kv_a_request_holds_now_not_on_its_whole_lengt
     assert ne == pytest.approx(pairs / (80 * 516.75), rel=1e-9)
     assert mu == pytest.approx(pairs / (80 * 385.025), rel=1e-9)
     assert mu / ne == pytest.approx(1.3421, rel=1e-4)
+
+
+def test_the_step_as_a_line_in_the_batch():
+    # through (100, 30 ms) and (300, 50 ms): 20 ms more over 200 sequences is 0.1 ms a sequence, and 30 ms
+    # less 100 x 0.1 ms is 20 ms at no batch
+    a, b = mv.step_line(100.0, 0.030, 300.0, 0.050)
+    assert (a, b) == (pytest.approx(0.020, rel=1e-12), pytest.approx(1e-4, rel=1e-12))
+    with pytest.raises(mb.InvalidInputError, match="batches"):
+        mv.step_line(100.0, 0.030, 100.0, 0.050)
+
+    # one system in both scenarios on one chip: Interactive 1,000 tokens/s at 30 ms is 30 decoding (Little),
+    # Server 2,000 at 60 ms is 120. Measured: 30 ms more over 90 sequences = 333.3 us a sequence, 30 ms less
+    # 30 x 333.3 us = 20 ms at none; the model's 25 and 40 ms there: 15 ms / 90 = 166.7 us, 25 - 5 = 20 ms
+    def row(sc, tok_s, tpot, model):
+        return mv.MLPerfRow(f"v5.1/X/sysA/llama2-70b-99/{sc}", "v5.1", "llama2-70b", sc, "H200", "h200", "tensorrt-llm",
+                            mb.Quantization("fp8", "fp8"), 8, tok_s, tp=1, layout="tp1", tpot_p50_s=tpot,
+                            pred={"tpot_at_batch_s": model})
+    got = mv.step_lines([row("Interactive", 1000.0, 0.030, 0.025), row("Server", 2000.0, 0.060, 0.040)])
+    assert got[1] == "  v5.1  H200           llama2-70b      1 systems    20.0   333.3 |   20.0   166.7 | 30 / 120"
+    # batches within a quarter of each other make no line; a system in one scenario makes none
+    assert len(mv.step_lines([row("Interactive", 1000.0, 0.030, 0.025), row("Server", 1100.0, 0.030, 0.026)])) == 1
+    assert len(mv.step_lines([row("Interactive", 1000.0, 0.030, 0.025)])) == 1

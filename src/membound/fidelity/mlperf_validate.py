@@ -971,8 +971,8 @@ def at_load(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
     - at each row's own decoding batch (`little_batch`, `tpot_at_batch`), every measured row: the model's
       step where the engine ran. The load turns a step too short at the batch into a TPOT far shorter at
       the load (the model's batch at that load is smaller, so its step shorter still); this column says how
-      much of the first ratio is the step itself.
-    CPU-only rows are left out."""
+      much of the first ratio is the step itself;
+    then the step as a line in the batch, measured and modelled (`step_lines`). CPU-only rows are left out."""
     mine = [r.fresh() for r in rows if r.scenario != "Offline" and r.engine != CPU_ENGINE and math.isfinite(r.tpot_p50_s)]
     predict(mine, benchmarks, at_load=True)
     lines = ["median TPOT, measured / predicted (1 = right): at each row's own load (rows at or beyond the model's "
@@ -989,7 +989,47 @@ def at_load(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
         lines.append(f"  {sc:<11} {role:<6} {fam:<14} {bench:<14} {len(inside):>3} rows  {ratio:6.2f}"
                      f"   ({len(grp) - len(inside)} at or beyond saturation);  at the batch {len(stepped):>3} rows"
                      f"  {step:6.2f}  (batch {batch:,.0f})")
-    return "\n".join(lines)
+    return "\n".join(lines + step_lines(mine))
+
+
+def step_line(b1: float, t1: float, b2: float, t2: float) -> tuple[float, float]:
+    """(intercept, slope) of the line through two (decoding batch, seconds per output token) points: the
+    step's seconds at no batch and per sequence more. InvalidInputError where the batches are equal."""
+    if b1 == b2:
+        raise InvalidInputError("batches", (b1, b2), "two different decoding batches (a line needs two points)")
+    slope = (t2 - t1) / (b2 - b1)
+    return t1 - slope * b1, slope
+
+
+def step_lines(rows: list[MLPerfRow]) -> list[str]:
+    """The step as a line in the decoding batch, measured and modelled, from the systems that ran a benchmark
+    in both Server and Interactive on one layout (rows predicted `at_load`): each scenario's median Little
+    batch and median TPOT make two points, the model's step at the same batches two more (`step_line`); the
+    medians over a round x family x benchmark's systems. Pairs whose batches are within a quarter of each
+    other are left out (no line to read)."""
+    pairs: dict[tuple, dict[str, list[MLPerfRow]]] = {}
+    for r in rows:
+        if math.isfinite(r.pred.get("tpot_at_batch_s", math.nan)):
+            system = r.id.rsplit("/", 2)[0]
+            pairs.setdefault((r.round, r.family, r.benchmark, system, r.layout), {}).setdefault(r.scenario, []).append(r)
+    lines: dict[tuple, list[tuple[float, ...]]] = {}
+    for (rnd, fam, bench, _, _), got in pairs.items():
+        if set(got) != {"Server", "Interactive"}:
+            continue
+        pts = [(float(np.median([little_batch(r.measured, r.tp, r.tpot_p50_s) for r in rs])),
+                float(np.median([r.tpot_p50_s for r in rs])), float(np.median([r.pred["tpot_at_batch_s"] for r in rs])))
+               for rs in (got["Interactive"], got["Server"])]
+        (b1, t1, m1), (b2, t2, m2) = pts
+        if abs(b2 - b1) < 0.25 * max(b1, b2):
+            continue
+        lines.setdefault((rnd, fam, bench), []).append((*step_line(b1, t1, b2, t2), *step_line(b1, m1, b2, m2), b1, b2))
+    out = ["the step as a line in the decoding batch (systems that ran Server and Interactive on one layout; medians): "
+           "measured intercept ms, slope us a sequence | model's at the same batches | batches Interactive / Server"]
+    for (rnd, fam, bench), v in sorted(lines.items()):
+        a = np.median(np.array(v), axis=0)
+        out.append(f"  {rnd:<5} {fam:<14} {bench:<14} {len(v):>2} systems  {1e3 * a[0]:6.1f} {1e6 * a[1]:7.1f} | "
+                   f"{1e3 * a[2]:6.1f} {1e6 * a[3]:7.1f} | {a[4]:,.0f} / {a[5]:,.0f}")
+    return out
 
 
 ROLES = {"fit": "in-sample (fit)", "select": "validation (select)", "report": "report"}
