@@ -96,3 +96,21 @@ def test_dense_rates_are_the_sparse_datasheet_figures_halved():
 def test_mlperf_spellings_reach_the_profiles(spelling, profile):
     kind = "model" if profile.startswith("gpt-j") else "hardware"
     assert mb.resolve_name(kind, spelling) == profile
+
+
+def test_a_row_without_a_memory_size_takes_the_one_its_system_name_gives():
+    # v4.0's NVIDIA GH200 row: accelerator "NVIDIA GH200-GraceHopper-Superchip" (the 96 GB part's alias),
+    # no accelerator_memory, system "..._GH200-144GB_aarch64x1_TRT" (its system JSON: 144 GB HBM3e)
+    from types import SimpleNamespace
+
+    from membound.fidelity import mlperf_validate as mv
+    row = dict(accelerator="NVIDIA GH200-GraceHopper-Superchip", accel_variant="GH200", accel_family="GH200",
+               accelerator_memory=float("nan"), system_name="GH200-GraceHopper-Superchip_GH200-144GB_aarch64x1_TRT")
+    assert mv._device(SimpleNamespace(**row)) == "gh200-144gb"
+    # the 96 GB system of the same spelling, and a row whose memory column speaks, keep the accelerator's own
+    assert mv._device(SimpleNamespace(**{**row, "system_name": "GH200-GraceHopper-Superchip_GH200-96GB_aarch64x1_TRT"})) \
+        == "gh200-96gb"
+    assert mv._device(SimpleNamespace(**{**row, "accelerator_memory": "96 GB HBM3"})) == "gh200-96gb"
+    h100 = dict(accelerator="NVIDIA H100-SXM-80GB", accel_variant="H100-SXM", accel_family="H100",
+                accelerator_memory=float("nan"), system_name="DGX-H100_H100-SXM-80GBx8_TRT")
+    assert mv._device(SimpleNamespace(**h100)) == "h100-sxm"

@@ -455,8 +455,25 @@ def _device(r: Any) -> str:
         raise SkipRow(f"no profile for the CPU {host}")
     for text in (r.accelerator, getattr(r, "accel_variant", ""), r.accel_family):
         if isinstance(text, str) and text and (name := look(text)):
-            return name
+            return _sized(r, text, name)
     raise SkipRow(f"no profile for {r.accel_family}")
+
+
+def _sized(r: Any, text: str, name: str) -> str:
+    """The profile of the accelerator `text` (resolved to `name`) with the memory its system has: where
+    the row's `accelerator_memory` is empty and the system name gives a size NVIDIA-style
+    (<accelerator>-<n>GB, e.g. v4.0's "GH200-GraceHopper-Superchip_GH200-144GB_aarch64x1_TRT", whose
+    accelerator column says only "NVIDIA GH200-GraceHopper-Superchip"; its system description reads
+    144 GB HBM3e: inference_results_v4.0 closed/NVIDIA/systems/<system>.json accelerator_memory_capacity),
+    the profile `text` of that size resolves to; else `name`."""
+    memory = getattr(r, "accelerator_memory", "")
+    if isinstance(memory, str) and memory:
+        return name
+    look = index("hardware").lookup
+    for size in re.findall(r"(\d+)GB", str(getattr(r, "system_name", ""))):
+        if found := look(f"{text} {size}GB"):
+            return found
+    return name
 
 
 def layouts(model: str, device: str, wd: str, per_node: int) -> list:
