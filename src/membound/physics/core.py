@@ -315,7 +315,7 @@ class Chip(NamedTuple):
     w_inv: Num
 
 
-assert Chip._fields[:len(ChipBase._fields)] == ChipBase._fields   # chip_of builds a Chip from (*base, ...)
+assert Chip._fields[:len(ChipBase._fields)] == ChipBase._fields   # chip_of builds a Chip from base + (...)
 
 
 # ---- one evaluation ---------------------------------------------------------------------
@@ -453,8 +453,9 @@ def chip_of(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, base: Chi
     dense_inv, expert_inv, kv_inv, w_inv, per_tier = placement(
         hw.memory, eff.bandwidth_fraction, base.dense_held + extra_weight_bytes_chip, base.expert_held, kv_chip,
         pinned)
-    # tuple.__new__: the fields in Chip's order without its generated __new__'s 32 named arguments
-    return tuple.__new__(Chip, (*base, m, kn.batch / m, beat, dense_inv, expert_inv, kv_inv, w_inv)), kv_chip, per_tier
+    # tuple.__new__: the fields in Chip's order without its generated __new__'s 43 named arguments; base + (...):
+    # one tuple concatenation, where (*base, ...) unpacked the base's fields one by one (0.46 -> 0.27 us)
+    return tuple.__new__(Chip, base + (m, kn.batch / m, beat, dense_inv, expert_inv, kv_inv, w_inv)), kv_chip, per_tier
 
 
 def on_matrix_units(shader: Num, matrix_peak: Num, fraction: Num, dequant: Num) -> Num:
