@@ -969,7 +969,8 @@ def prefill(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, terms: bool =
         assert whole is not None
         prefill_s = where(S > 0, pass_s(whole, 0.0), 0.0)
     else:
-        P = where(P > 0.0, P, maximum(N, 1.0))
+        if not (type(P) is float and P > 0.0):     # a float budget where() would keep: kept without the calls
+            P = where(P > 0.0, P, maximum(N, 1.0))
         full = floor_int(N / P)
         rest = N - full * P
         chunks = full * pass_s(prompt_pass(mc, eff, kn, ch, B, S, minimum(P, N), counts), 0.0)
