@@ -301,6 +301,26 @@ def test_cached_setup_gives_the_numbers_of_a_fresh_one():
     assert pinned.decode_tok_s_per_user == mb.estimate("llama-3.1-8b", "h100-sxm").decode_tok_s_per_user
 
 
+def test_a_plain_configuration_carries_evaluates_defaults():
+    # estimate() calls core.evaluate without Prepared.extra where a configuration has neither
+    # speculative decoding nor pinned tiers; that is the same call only while such a configuration's
+    # extras are evaluate's keyword defaults: 1 position verified, no SpecArgs, drafter or pinning,
+    # 0 extra weight or KV bytes
+    import inspect
+    from membound.physics import core
+    from membound.physics.estimate import prepare
+    defaults = {k: v.default for k, v in inspect.signature(core.evaluate).parameters.items() if k in
+                ("positions", "spec", "draft", "pinned", "extra_weight_bytes_chip", "extra_kv_bytes_token_chip")}
+    assert defaults == dict(positions=1.0, spec=None, draft=None, pinned=None, extra_weight_bytes_chip=0.0,
+                            extra_kv_bytes_token_chip=0.0)
+    for kw in ({}, dict(runtime="vllm", n_chips=8, weight_dtype="fp8"), dict(runtime="llama.cpp", weight_dtype="q4_0")):
+        p = prepare("llama-3.1-8b", "h100-sxm", **kw)
+        assert p.spec_args is None and p.pinned is None
+        assert p.extra == defaults and [type(v) for v in p.extra.values()] == [type(v) for v in defaults.values()]
+    tiered = prepare("llama-3.1-8b", "sambanova-sn40l", placement={"weights": "HBM"})
+    assert tiered.pinned is not None and tiered.extra["pinned"] == tiered.pinned     # passed on: not the default
+
+
 def test_prepared_rebuilds_its_chip_base_when_replaced():
     # Prepared caches core.chip_base (rates, shares, GEMM seconds per token) per configuration;
     # dataclasses.replace with other efficiencies or knobs must not reuse the stale one. Every

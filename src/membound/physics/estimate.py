@@ -116,7 +116,10 @@ def _evaluated(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDeco
     memory not checked."""
     hw, N = p.hardware, p.n_chips
     kn = _with(p.knobs, batch=float(B), prompt=float(S), output=float(T))   # = p.at(B, S, T).evaluate()
-    r = evaluate(p.consts, hw, p.eff, kn, base=p.chip_base, terms=False, **p.extra)
+    if p.spec_args is None and p.pinned is None:    # p.extra holds evaluate's defaults: not bound again
+        r = evaluate(p.consts, hw, p.eff, kn, base=p.chip_base, terms=False)
+    else:
+        r = evaluate(p.consts, hw, p.eff, kn, base=p.chip_base, terms=False, **p.extra)
     if not (0.0 < r["decode_tok_s_per_user"] < math.inf and 0.0 < r["ttft_s"] < math.inf
             and 0.0 < r["e2e_s"] < math.inf):       # a last guard: never NaN/inf/0 (NaN compares False)
         for key in ("decode_tok_s_per_user", "ttft_s", "e2e_s"):
