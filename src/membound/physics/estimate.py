@@ -14,7 +14,7 @@ from .core import (BOUNDS, ChipBase, Drafter, Knobs, ModelConsts, SpecArgs, boun
                    model_consts, step_terms)
 from ..catalog.dtypes import get_dtype
 from ..errors import DoesNotFitError, InvalidInputError, MemboundError, is_finite_number
-from ..catalog.hardware import Hardware, load_hardware
+from ..catalog.hardware import Hardware, MemoryTier, load_hardware
 from ..catalog.model import Model, load_model
 from .parallel import Parallel, as_parallel, fewest_chips, layout_for
 from .quantization import Quantization, Resolved, upcast_rate
@@ -126,13 +126,12 @@ def _evaluated(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDeco
             if not (math.isfinite(r[key]) and r[key] > 0):
                 raise InvalidInputError(key, r[key], f"a finite positive figure; the inputs ({p.model.name} on "
                                         f"{p.hardware.name}) are outside the physical range")
+    uses, tiers = r["per_tier"], hw.memory
     memory = create_frozen(Memory, {      # dict displays: one dict per object (estimate()'s hot path)
         "weights_bytes": r["weights_bytes_chip"], "kv_bytes": r["kv_bytes_chip"],
         "activation_bytes": r["activation_bytes_chip"], "other_bytes": r["extra_bytes_chip"],
         "capacity_bytes": r["capacity_bytes_chip"], "fits": bool(r["fits"]),
-        "placement": tuple([create_frozen(TierUse, {"tier": t.name, "weights_bytes": float(w), "kv_bytes": float(kv),
-                                              "capacity_bytes": t.capacity_bytes})
-                            for (w, kv), t in zip(r["per_tier"], hw.memory)])})
+        "placement": (_tier_use(uses[0], tiers[0]),) if len(tiers) == 1 else tuple(map(_tier_use, uses, tiers))})
     watts = hw.power_w
     terms = step_terms(r)
     return create_frozen(Result, {
@@ -146,6 +145,12 @@ def _evaluated(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDeco
             "gamma": speculative.gamma, "tokens_per_round": p.spec_args.tokens_per_round,
             "verify_positions": int(p.positions), "draft": getattr(speculative.draft, "name", speculative.draft)},
         "assumptions": p.assumptions})
+
+
+def _tier_use(use: tuple[float, float], tier: MemoryTier) -> TierUse:
+    """A chip's (weights, KV) bytes in one memory tier, as the Result's TierUse."""
+    return create_frozen(TierUse, {"tier": tier.name, "weights_bytes": float(use[0]), "kv_bytes": float(use[1]),
+                                   "capacity_bytes": tier.capacity_bytes})
 
 
 _ARGUMENTS = frozenset(inspect.signature(estimate).parameters)
