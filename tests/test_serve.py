@@ -684,3 +684,26 @@ def test_a_subnormal_arrival_rate_prices_no_cost_rather_than_infinity():
     r = mb.serve("llama-3.1-8b", "h100-sxm", arrival_rate=2.2e-309, prompt_tokens=128, output_tokens=128)
     assert r.cost_per_million_output_tokens_usd is None
     assert 0 < r.output_tok_s_per_chip < 1e-300
+
+
+def test_prompts_admitted_in_one_pass_never_share_the_same_free_room():
+    # vLLM (preemption "recompute") admits a waiting prompt if its KV fits. Two 1,000-token
+    # prompts reach an empty engine whose cache holds 1.5 prompts: the first is admitted
+    # (0 + 1,000 x p <= 1,500 x p), the second must wait (1,000 x p claimed by the first +
+    # 1,000 x p > 1,500 x p), where 1,000 x p is what kv_of gives a 1,000-token prompt (its
+    # blocks rounded up); the cache is set in those units.
+    from membound.serving.simulator import _Simulation
+    sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=mb.serving.Uniform(1000, 1000),
+                         output=mb.serving.Uniform(10, 10), runtime="vllm")
+    assert sched.preemption == "recompute"
+    sim = _Simulation(sm, sched, np.array([1000, 1000]), np.array([10, 10]), None, np.array([0.0, 0.0]))
+    sim.cap = 1.5 * float(sim.kv_of(1000))
+    sim.waiting.extend([0, 1])
+    sim._admit(0)
+    assert sim.prefilling == [0] and list(sim.waiting) == [1]
+    # with room for two, both go in one pass
+    sim2 = _Simulation(sm, sched, np.array([1000, 1000]), np.array([10, 10]), None, np.array([0.0, 0.0]))
+    sim2.cap = 2.0 * float(sim2.kv_of(1000))
+    sim2.waiting.extend([0, 1])
+    sim2._admit(0)
+    assert sim2.prefilling == [0, 1] and not sim2.waiting

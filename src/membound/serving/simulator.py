@@ -193,8 +193,11 @@ class _Simulation:
 
     def _admit(self, b: int) -> float:
         """Waiting prompts join the prefilling ones while the batch and the KV cache have room;
-        the KV pairs held after admission."""
+        the KV pairs held after admission. Without reservation a prompt is admitted if its whole
+        prompt fits beside what is held and what the prompts already admitted will hold once
+        prefilled (`claimed`): two prompts never count the same free room."""
         used = self.held()
+        claimed = used + self._unfilled()
         while self.waiting and len(self.prefilling) + b < self.M:
             i = self.waiting[0]
             if self.sched.preemption == "none":
@@ -203,13 +206,23 @@ class _Simulation:
                     break
                 used += r
                 self.reserved += r
-            elif used + float(self.kv_of(self.need[i])) > self.cap and (b or self.prefilling):
-                break
+            else:
+                prompt = float(self.kv_of(self.need[i]))
+                if claimed + prompt > self.cap and (b or self.prefilling):
+                    break
+                claimed += prompt
             self.waiting.popleft()
             self.prefilling.append(i)
             admit = self.tr.admit
             admit[i] = self.t if np.isnan(admit[i]) else admit[i]
         return used
+
+    def _unfilled(self) -> float:
+        """KV pairs the prefilling prompts will add before their prefill ends."""
+        if self.sched.preemption == "none" or not self.prefilling:
+            return 0.0
+        ids = self.prefilling
+        return float(np.sum(self.kv_of(self.need[ids])) - np.sum(self.kv_of(self.pre_done[ids])))
 
     def _chunks(self, b: int) -> list[tuple[int, int]]:
         """(id, tokens) of the prompts this step prefills, within the token budget."""
