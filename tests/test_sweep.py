@@ -430,3 +430,26 @@ def test_a_dask_partition_of_many_blocks_is_the_local_sweep_and_takes_the_defaul
         parts = [lazy.partitions[i].compute() for i in range(lazy.npartitions)]
     assert [len(p) for p in parts] == [42, 48, 30] * 2
     pd.testing.assert_frame_equal(pd.concat(parts, ignore_index=True), sweep(**kw))
+
+
+def test_a_process_computing_a_dask_partition_stops_numpy_advising_huge_pages(monkeypatch):
+    # A process that evaluates a partition (a dask worker; here this one, synchronous scheduler)
+    # keeps the memory of the frames made from it: numpy stops advising huge pages for large
+    # arrays (sweep._settle_worker). Outputs do not depend on it: the partition is sweep()'s rows.
+    pytest.importorskip("dask.dataframe")
+    import dask
+    import numpy as np
+    module = sys.modules["membound.planning.sweep"]
+    multiarray = (getattr(np, "_core", None) or np.core).multiarray      # numpy 2 / numpy 1
+    before = multiarray._set_madvise_hugepage(True)
+    try:
+        module._settle_worker.cache_clear()
+        kw = dict(model="llama-3.1-8b", hardware="h100-sxm", batch=[1, 2], prompt_tokens=[0, 100],
+                  output_tokens=[1, 30], include_unfit=True)
+        assert multiarray._get_madvise_hugepage() is True
+        with dask.config.set(scheduler="synchronous"):
+            part = sweep(**kw, engine="dask").compute()
+        assert multiarray._get_madvise_hugepage() is False
+        pd.testing.assert_frame_equal(part, sweep(**kw))
+    finally:
+        multiarray._set_madvise_hugepage(before)
