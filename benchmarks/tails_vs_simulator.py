@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from membound.fidelity import mlperf_validate as mv
+from membound.fidelity import mlperf_rows as mrows
 from membound.planning.rate_search import saturation
 from membound.serving.api import build
 from membound.serving.simulator import simulate
@@ -40,13 +40,13 @@ CONFIGS = (("llama3.1-405b", "B200", "v5.1"), ("llama3.1-405b", "H200", "v5.1"),
 def instance(bench_name: str, family: str, rnd: str):
     """The engine (step model, scheduler), the benchmark and its Offline saturation (requests/s) as
     mlperf_validate.predict builds them for the first such row: of its instance layouts
-    (mlperf_validate.instance_layouts), the one with the most Offline output tokens/s per accelerator."""
-    rows, _ = mv.load_rows()
+    (mlperf_rows.instance_layouts), the one with the most Offline output tokens/s per accelerator."""
+    rows, _ = mrows.load_rows()
     row = next(r for r in rows if (r.benchmark, r.family, r.round) == (bench_name, family, rnd))
-    bench = mv.load_benchmarks()[bench_name]
-    runtime = mv.runtime_of(row.engine, row.executor, row.round)
+    bench = mrows.load_benchmarks()[bench_name]
+    runtime = mrows.runtime_of(row.engine, row.executor, row.round)
     best = None
-    for lay in mv.instance_layouts(bench, row.engine, row.device, row.round, row.quantization.weights, row.per_node):
+    for lay in mrows.instance_layouts(bench, row.engine, row.device, row.round, row.quantization.weights, row.per_node):
         sm, sched, _ = build(bench.preset, row.device, prompt=bench.prompt, output=bench.output,
                              quantization=row.quantization, runtime=runtime, n_chips=lay.chips, parallel=lay)
         cap = saturation(sm, sched, bench.prompt, bench.output, bench.beams)
@@ -89,8 +89,8 @@ def measured() -> None:
     import pandas as pd
     from membound.fidelity.split import mlperf_roles
     select = sorted(f for f, role in mlperf_roles().items() if role == "select")
-    df = pd.read_csv(mv.mlperf_csv())
-    df = df[(df.division == "closed") & df.accel_family.isin(select) & df.model.isin(list(mv.load_benchmarks()))]
+    df = pd.read_csv(mrows.mlperf_csv())
+    df = df[(df.division == "closed") & df.accel_family.isin(select) & df.model.isin(list(mrows.load_benchmarks()))]
     per_accel = df.samples_per_s / df.n_accelerators
     print("model vs measured: TTFT p50 / p99 in s, TPOT p50 / p99 in ms (validation: select families "
           f"{', '.join(select)}); model at the measured rate, and at the measured load (the rows' rate over "

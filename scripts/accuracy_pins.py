@@ -63,7 +63,8 @@ def served() -> list[str]:
 def mlperf() -> list[str]:
     import test_mlperf_accuracy as t
     from membound.fidelity import mlperf_validate as mv
-    rows, _ = mv.load_rows()
+    from membound.fidelity import mlperf_rows as mrows
+    rows, _ = mrows.load_rows()
     figs = t._figures(mv.predict(t._sample(rows)))
     out = [f"tests/test_mlperf_accuracy.py (pinned on {t.PINNED_ON}): (rows predicted) median |error|"]
     for key, (n, m) in sorted(t.MEASURED.items()):

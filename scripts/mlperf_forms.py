@@ -18,6 +18,7 @@ import copy
 import sys
 
 from membound.fidelity import mlperf_validate as mv
+from membound.fidelity import mlperf_rows as mrows
 from membound.fidelity.split import mlperf_role
 
 NAME = "tensorrt-llm-cpp"
@@ -26,7 +27,7 @@ CF_PRIOR = [0.3, 1.0]           # a share of the chip's achievable GEMM rate
 
 
 def form(rows: list, served_cf: float | None, fit_block: dict, overlap: float | None = None) -> None:
-    gens = copy.deepcopy(mv.load_generations())
+    gens = copy.deepcopy(mrows.load_generations())
     g = gens[NAME]
     g["served"] = {k: v for k, v in g["served"].items() if k not in ("compute_fraction", "overlap")}
     if served_cf is not None:
@@ -36,13 +37,13 @@ def form(rows: list, served_cf: float | None, fit_block: dict, overlap: float | 
     g["fit"], g["rounds"] = fit_block, {}
     fits = mv.fit_all(rows, gens)
     doc = mv.with_fits(fits, gens)
-    rounds = sorted({r.round for r in rows}, key=mv.round_key)
-    runtimes = {("tensorrt-llm", "cpp", r): mv.generation_runtime(NAME, r, None, doc) for r in rounds}
+    rounds = sorted({r.round for r in rows}, key=mrows.round_key)
+    runtimes = {("tensorrt-llm", "cpp", r): mrows.generation_runtime(NAME, r, None, doc) for r in rounds}
     select = [r.fresh() for r in rows if mlperf_role(r.family) == "select"]
     mv.predict(select, runtimes=runtimes)
-    param = mv.fitted_param(g)
+    param = mrows.fitted_param(g)
     print("fits:", {k[1]: (float(f"{v[0].params[param]:.4g}"), v[0].at_bounds) for k, v in fits.items()})
-    for sc in mv.SCENARIOS:
+    for sc in mrows.SCENARIOS:
         s = mv.summary([r for r in select if r.scenario == sc])
         print(f"  {sc}: {s['predicted']} select rows, median |error| {100 * s['median_abs']:.1f}% "
               f"(signed {100 * s['median']:+.1f}%)")
@@ -50,8 +51,8 @@ def form(rows: list, served_cf: float | None, fit_block: dict, overlap: float | 
 
 def main(argv: list[str]) -> int:
     which = argv[0] if argv else "B"
-    rows, _ = mv.load_rows()
-    per_seq = {"per_sequence_s": dict(mv.load_generations()[NAME]["fit"]["per_sequence_s"])}
+    rows, _ = mrows.load_rows()
+    per_seq = {"per_sequence_s": dict(mrows.load_generations()[NAME]["fit"]["per_sequence_s"])}
     cf = {"compute_fraction": {"unit": "share of the chip's achievable GEMM rate", "prior": CF_PRIOR}}
     forms = {"A": (MEASURED_SHARE, per_seq), "B": (None, per_seq), "C": (None, cf), "D": (MEASURED_SHARE, per_seq, 0.0)}
     if which not in forms:

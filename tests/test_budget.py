@@ -97,7 +97,7 @@ def test_every_constant_has_a_kind_and_the_table_flags_what_is_over(budget):
     # ceilings held them (0.96): no runtime's fitted figure is on a bound (an MLPerf round's fit that
     # generations.yaml keeps under `at_bound` is listed on it: test_an_mlperf_round_fit_on_its_bound...);
     # the flag itself, on a figure set there by hand
-    from membound.fidelity.mlperf_validate import load_generations
+    from membound.fidelity.mlperf_rows import load_generations
     rounds_at_bound = {f"{n}-mlperf-{r}" for n, g in load_generations().items() for r in (g.get("at_bound") or {})}
     assert not [(n, c.name) for n, b in budget.items() for c in b.constants if c.bound and n not in rounds_at_bound]
     import dataclasses
@@ -199,7 +199,7 @@ def test_a_round_fit_without_its_row_count_is_refused():
 def test_the_shipped_generations_are_listed_as_the_file_records_them(budget):
     # read from generations.yaml, not copied: every fitted round's value, rows (the count its fitted_on
     # starts with) and chips appear under <generation>-mlperf-<round>
-    from membound.fidelity.mlperf_validate import fitted_param, load_generations
+    from membound.fidelity.mlperf_rows import fitted_param, load_generations
     for name, g in load_generations().items():
         p = fitted_param(g)
         for rnd, fit in (g.get("rounds") or {}).items():

@@ -17,6 +17,7 @@ the figure now; write the new medians with the commit (PINNED_ON).
 import pytest
 
 from membound.fidelity import mlperf_validate as mv
+from membound.fidelity import mlperf_rows as mrows
 from membound.fidelity.split import mlperf_role
 
 PINNED_ON = "494af48 + GH200 system-name mapping (kvreserve)"
@@ -56,7 +57,7 @@ def _sample(rows: list) -> list:
 def _figures(rows: list) -> dict:
     """(scenario, role or "all") -> mlperf_validate.summary of those rows."""
     out = {}
-    for sc in mv.SCENARIOS:
+    for sc in mrows.SCENARIOS:
         rs = [r for r in rows if r.scenario == sc]
         out[sc, "all"] = mv.summary(rs)
         for role in ROLES:
@@ -66,7 +67,7 @@ def _figures(rows: list) -> dict:
 
 @pytest.fixture(scope="module")
 def loaded():
-    return mv.load_rows()
+    return mrows.load_rows()
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +82,7 @@ def test_the_margin_fails_a_threefold_regression():
 
 
 def test_every_scenario_and_role_is_pinned():
-    assert set(MEASURED) == {(sc, role) for sc in mv.SCENARIOS for role in ("all",) + ROLES}
+    assert set(MEASURED) == {(sc, role) for sc in mrows.SCENARIOS for role in ("all",) + ROLES}
 
 
 @pytest.mark.parametrize("scenario,role,rows,median", [(*k, *v) for k, v in sorted(MEASURED.items())])

@@ -103,14 +103,14 @@ def test_a_row_without_a_memory_size_takes_the_one_its_system_name_gives():
     # no accelerator_memory, system "..._GH200-144GB_aarch64x1_TRT" (its system JSON: 144 GB HBM3e)
     from types import SimpleNamespace
 
-    from membound.fidelity import mlperf_validate as mv
+    from membound.fidelity import mlperf_rows as mrows
     row = dict(accelerator="NVIDIA GH200-GraceHopper-Superchip", accel_variant="GH200", accel_family="GH200",
                accelerator_memory=float("nan"), system_name="GH200-GraceHopper-Superchip_GH200-144GB_aarch64x1_TRT")
-    assert mv._device(SimpleNamespace(**row)) == "gh200-144gb"
+    assert mrows._device(SimpleNamespace(**row)) == "gh200-144gb"
     # the 96 GB system of the same spelling, and a row whose memory column speaks, keep the accelerator's own
-    assert mv._device(SimpleNamespace(**{**row, "system_name": "GH200-GraceHopper-Superchip_GH200-96GB_aarch64x1_TRT"})) \
+    assert mrows._device(SimpleNamespace(**{**row, "system_name": "GH200-GraceHopper-Superchip_GH200-96GB_aarch64x1_TRT"})) \
         == "gh200-96gb"
-    assert mv._device(SimpleNamespace(**{**row, "accelerator_memory": "96 GB HBM3"})) == "gh200-96gb"
+    assert mrows._device(SimpleNamespace(**{**row, "accelerator_memory": "96 GB HBM3"})) == "gh200-96gb"
     h100 = dict(accelerator="NVIDIA H100-SXM-80GB", accel_variant="H100-SXM", accel_family="H100",
                 accelerator_memory=float("nan"), system_name="DGX-H100_H100-SXM-80GBx8_TRT")
-    assert mv._device(SimpleNamespace(**h100)) == "h100-sxm"
+    assert mrows._device(SimpleNamespace(**h100)) == "h100-sxm"

@@ -1,4 +1,5 @@
-"""membound.fidelity.mlperf_validate: MLPerf rows as served workloads (loader rules, skips, predictions)."""
+"""membound.fidelity.mlperf_rows and mlperf_validate: MLPerf rows as served workloads (loader rules, skips;
+predictions)."""
 import dataclasses
 import math
 
@@ -8,13 +9,14 @@ import pytest
 
 import membound as mb
 from membound.fidelity import mlperf_validate as mv
+from membound.fidelity import mlperf_rows as mrows
 from membound.planning.rate_search import saturation
 from membound.serving import build
 from membound.serving.scheduler import Scheduler
 
 from _cli import run_cli
 
-COLUMNS = list(mv.REQUIRED) + ["accel_variant"]
+COLUMNS = list(mrows.REQUIRED) + ["accel_variant"]
 
 
 def _row(**kw):
@@ -28,15 +30,15 @@ def _row(**kw):
 
 
 def test_length_distribution_keeps_its_mean_and_bounds():
-    d = mv.length_distribution(294.45, 2, 1024, 0.9)
+    d = mrows.length_distribution(294.45, 2, 1024, 0.9)
     assert d.mean == pytest.approx(294.45, abs=1.0)      # whole tokens: within a token of the mean
-    assert min(d.values) >= 2 and max(d.values) <= 1024 and len(d.values) == mv.LENGTH_POINTS
+    assert min(d.values) >= 2 and max(d.values) <= 1024 and len(d.values) == mrows.LENGTH_POINTS
     with pytest.raises(mb.InvalidInputError):
-        mv.length_distribution(2000, 2, 1024, 0.9)
+        mrows.length_distribution(2000, 2, 1024, 0.9)
 
 
 def test_shipped_workloads_cite_every_benchmark():
-    b = mv.load_benchmarks()
+    b = mrows.load_benchmarks()
     assert {"llama2-70b", "llama3.1-8b", "llama3.1-405b", "mixtral-8x7b", "deepseek-r1", "gpt-oss-120b"} <= set(b)
     assert b["llama2-70b"].limits["Interactive"] == {"ttft_p99_s": 0.45, "tpot_p99_s": 0.04}   # the rules' limits
     assert b["llama2-70b"].output.mean == pytest.approx(294.45, abs=1.0)   # the reference's tokens per sample
@@ -51,7 +53,7 @@ def test_rows_skips_and_offline_prediction(tmp_path):
             _row(model="qwen3-vl-235b-a22b", benchmark="qwen3-vl-235b-a22b")]
     path = tmp_path / "m.csv"
     pd.DataFrame(rows, columns=COLUMNS).to_csv(path, index=False)
-    got, skipped = mv.load_rows(path)
+    got, skipped = mrows.load_rows(path)
     assert [(r.benchmark, r.scenario) for r in got] == [("llama3.1-8b", "Offline"), ("llama3.1-8b", "Server"),
                                                         ("gptj", "Offline")]
     reasons = sorted(why for _, why, _ in skipped)
@@ -63,8 +65,8 @@ def test_rows_skips_and_offline_prediction(tmp_path):
     assert (off.device, off.engine, off.tp, off.quantization.weights) == ("h100-sxm", "tensorrt-llm", 1, "fp8")
     # the stack names only the TensorRT library: an engine in the C++ executor, its v5.1 generation
     assert off.executor == "cpp"
-    cpp = mv.generation_runtime("tensorrt-llm-cpp", "v5.1")
-    bench = mv.load_benchmarks()["llama3.1-8b"]
+    cpp = mrows.generation_runtime("tensorrt-llm-cpp", "v5.1")
+    bench = mrows.load_benchmarks()["llama3.1-8b"]
     sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=bench.prompt, output=bench.output,
                          quantization=off.quantization, runtime=cpp)
     # Offline: the saturated engine's output tokens per second over its one accelerator
@@ -74,7 +76,7 @@ def test_rows_skips_and_offline_prediction(tmp_path):
     assert 0 < srv["tok_s_per_accel"] < off.pred["tok_s_per_accel"]       # within limits: below saturation
     assert srv["ttft_p99_s"] <= 2.0 + 1e-9 and srv["tpot_p99_s"] <= 0.1 + 1e-9
     # gptj: beam search of 4 (workloads.yaml), 69 tokens a sample (mlperf.conf's scaling factor)
-    gj = mv.load_benchmarks()["gptj"]
+    gj = mrows.load_benchmarks()["gptj"]
     assert gj.beams == 4 and gj.limits["Server"] == {"e2e_p99_s": 20.0} and gj.output.mean == pytest.approx(69, abs=1)
     sm, sched, _ = build("gpt-j-6b", "h100-sxm", prompt=gj.prompt, output=gj.output, quantization=got[2].quantization,
                          runtime=cpp, n_chips=got[2].tp)
@@ -91,39 +93,39 @@ def test_rows_skips_and_offline_prediction(tmp_path):
 
 def test_formats_and_the_layout_rule():
     h100, mi300 = mb.load_hardware("h100-sxm"), mb.load_hardware("mi300x")
-    assert mv.weight_format("weights=fp16; inputs=int32; transform=quantization, affine fusion", h100, "v4.1") == "fp8"
-    assert mv.weight_format("weights=fp4", mi300, "v5.1") == "mxfp4"
-    assert mv.weight_format("nan", h100, "v4.0") == "fp8"
+    assert mrows.weight_format("weights=fp16; inputs=int32; transform=quantization, affine fusion", h100, "v4.1") == "fp8"
+    assert mrows.weight_format("weights=fp4", mi300, "v5.1") == "mxfp4"
+    assert mrows.weight_format("nan", h100, "v4.0") == "fp8"
     # Llama-2-70B (68.98e9 parameters): in bf16 137.95 GB, 68.98 GB a chip over two H100s, within
     # 85% of 85.52e9 B = 72.69 GB (one chip would hold 137.95: no); in fp8 68.98 GB fit one; a node
     # of 2 leaves only groups of 1 and 2
-    assert mv.layouts("llama-2-70b", "h100-sxm", "bf16", 8) == [mb.Parallel(tp=n) for n in (2, 4, 8)]
-    assert mv.layouts("llama-2-70b", "h100-sxm", "fp8", 2) == [mb.Parallel(tp=1), mb.Parallel(tp=2)]
+    assert mrows.layouts("llama-2-70b", "h100-sxm", "bf16", 8) == [mb.Parallel(tp=n) for n in (2, 4, 8)]
+    assert mrows.layouts("llama-2-70b", "h100-sxm", "fp8", 2) == [mb.Parallel(tp=1), mb.Parallel(tp=2)]
     # a MoE model also runs expert parallel with data-parallel attention
-    assert mb.Parallel(ep=8) in mv.layouts("mixtral-8x7b", "h100-sxm", "fp8", 8)
-    assert mv.engine_of("vLLM 0.9.0, PyTorch 2.7.0") == "vllm" and mv.engine_of("PyTorch") is None
+    assert mb.Parallel(ep=8) in mrows.layouts("mixtral-8x7b", "h100-sxm", "fp8", 8)
+    assert mrows.engine_of("vLLM 0.9.0, PyTorch 2.7.0") == "vllm" and mrows.engine_of("PyTorch") is None
 
 
 def test_reference_path_errors(tmp_path):
     with pytest.raises(mb.InvalidInputError):
-        mv.mlperf_csv(tmp_path)
+        mrows.mlperf_csv(tmp_path)
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n")
     with pytest.raises(mb.InvalidInputError, match="missing"):
-        mv.load_rows(bad)
+        mrows.load_rows(bad)
 
 
 def test_generations_fall_back_and_need_two_chips():
     # no runtime file for a round: the engine's own runtime; a fit needs rows on two chips at least
-    assert mv.generation("tensorrt-llm", "v0.1") == "tensorrt-llm"
+    assert mrows.generation("tensorrt-llm", "v0.1") == "tensorrt-llm"
     q = mb.Quantization("fp8", "fp8")
-    one_chip = [mv.MLPerfRow(f"v5.1/X/s{i}/llama3.1-8b/Offline", "v5.1", "llama3.1-8b", "Offline", "H200", "h200",
+    one_chip = [mrows.MLPerfRow(f"v5.1/X/s{i}/llama3.1-8b/Offline", "v5.1", "llama3.1-8b", "Offline", "H200", "h200",
                              "tensorrt-llm", q, 8, 1000.0, executor="cpp") for i in range(3)]
     assert mv.fit_generation(one_chip, "tensorrt-llm-cpp", "v5.1") is None
 
 
-BENCH = mv.Benchmark("b", "llama-3.1-8b", mv.length_distribution(100, 10, 200, 0.5),
-                     mv.length_distribution(100, 10, 200, 0.5), {})
+BENCH = mrows.Benchmark("b", "llama-3.1-8b", mrows.length_distribution(100, 10, 200, 0.5),
+                     mrows.length_distribution(100, 10, 200, 0.5), {})
 
 
 @pytest.mark.parametrize("stack, executor", [
@@ -135,17 +137,17 @@ BENCH = mv.Benchmark("b", "llama-3.1-8b", mv.length_distribution(100, 10, 200, 0
     # an engine built with trtllm-build runs in the C++ executor, even behind trtllm-serve
     ("TensorRT-LLM 1.0.0 (FP8 W8A8 engine built with trtllm-build, served by trtllm-serve)", "cpp")])
 def test_the_executor_comes_from_the_rows_own_stack(stack, executor):
-    assert mv.executor_of("tensorrt-llm", stack, BENCH) == executor
+    assert mrows.executor_of("tensorrt-llm", stack, BENCH) == executor
 
 
 def test_a_benchmark_served_only_from_endpoints_and_other_engines():
     # DeepSeek-R1's and gpt-oss's submissions run trtllm-serve (workloads.yaml `executor`, cited),
     # whatever the stack column says; unless the row says it built an engine; vLLM has one executor
-    b = mv.load_benchmarks()
+    b = mrows.load_benchmarks()
     assert (b["deepseek-r1"].executor, b["gpt-oss-120b"].executor, b["llama2-70b"].executor) == ("pytorch",) * 2 + ("",)
-    assert mv.executor_of("tensorrt-llm", "TensorRT 10.11, CUDA 12.9", b["deepseek-r1"]) == "pytorch"
-    assert mv.executor_of("tensorrt-llm", "TensorRT 10.11, CUDA 12.9", b["llama2-70b"]) == "cpp"
-    assert mv.executor_of("vllm", "vLLM 0.9.0, TensorRT", b["llama2-70b"]) == ""
+    assert mrows.executor_of("tensorrt-llm", "TensorRT 10.11, CUDA 12.9", b["deepseek-r1"]) == "pytorch"
+    assert mrows.executor_of("tensorrt-llm", "TensorRT 10.11, CUDA 12.9", b["llama2-70b"]) == "cpp"
+    assert mrows.executor_of("vllm", "vLLM 0.9.0, TensorRT", b["llama2-70b"]) == ""
 
 
 GENS = {"g": {"engine": "tensorrt-llm", "executor": "cpp", "served": {"per_request_s": {"value": 0.0}},
@@ -155,8 +157,8 @@ GENS = {"g": {"engine": "tensorrt-llm", "executor": "cpp", "served": {"per_reque
 
 def test_a_generation_is_the_engine_with_its_constants_replaced():
     trt = mb.load_runtime("tensorrt-llm")
-    v9, v8 = mv.generation_runtime("g", "v9", generations=GENS), mv.generation_runtime("g", "v8", generations=GENS)
-    v10 = mv.generation_runtime("g", "v10.1", generations=GENS)
+    v9, v8 = mrows.generation_runtime("g", "v9", generations=GENS), mrows.generation_runtime("g", "v8", generations=GENS)
+    v10 = mrows.generation_runtime("g", "v10.1", generations=GENS)
     # the round's fit (2e-5 s); a later round without one carries it (v10.1 > v9: by number, not text);
     # an earlier round the engine's own value; per_request_s 0 (the generation's) in all
     assert (v9.served.per_sequence_s, v10.served.per_sequence_s) == (2e-5, 2e-5)
@@ -164,18 +166,18 @@ def test_a_generation_is_the_engine_with_its_constants_replaced():
     assert (v9.served.per_request_s, v9.name, v8.name) == (0.0, "g-mlperf-v9", "g-mlperf-v8")
     # every other constant is the engine's, as it stands
     assert v9.served.compute_fraction == trt.served.compute_fraction and v9.served.per_layer_s == trt.served.per_layer_s
-    assert mv.generation_runtime("g", "v9", {"per_sequence_s": 7e-6}, GENS).served.per_sequence_s == 7e-6
+    assert mrows.generation_runtime("g", "v9", {"per_sequence_s": 7e-6}, GENS).served.per_sequence_s == 7e-6
     with pytest.raises(mb.InvalidInputError):
-        mv.generation_runtime("nope", "v9", generations=GENS)
+        mrows.generation_runtime("nope", "v9", generations=GENS)
 
 
 def test_a_cold_generation_fit_recovers_the_constant_it_was_made_with():
     # rows on two chips whose "measured" throughput is the prediction at 3e-5 s per sequence per step:
     # the cold fit (from the prior's middle, 1e-5 s) returns 3e-5 and writes it as the round's value
     q = mb.Quantization("fp8", "fp8")
-    rows = [mv.MLPerfRow(f"v9/X/{dev}/llama3.1-8b/Offline", "v9", "llama3.1-8b", "Offline", fam, dev, "tensorrt-llm",
+    rows = [mrows.MLPerfRow(f"v9/X/{dev}/llama3.1-8b/Offline", "v9", "llama3.1-8b", "Offline", fam, dev, "tensorrt-llm",
                          q, 8, 1.0, executor="cpp") for fam, dev in (("H100", "h100-sxm"), ("H200", "h200"))]
-    truth = mv.generation_runtime("g", "v9", {"per_sequence_s": 3e-5}, GENS)
+    truth = mrows.generation_runtime("g", "v9", {"per_sequence_s": 3e-5}, GENS)
     made = [r.fresh() for r in rows]
     mv.predict(made, runtimes={("tensorrt-llm", "cpp", "v9"): truth})
     for r, m in zip(rows, made):
@@ -197,32 +199,32 @@ def test_rows_faster_than_the_compute_ceiling_refute_their_lengths():
     # 700 and outputs of 294.45 tokens: 2 x 68.98e9 x (700 + 294.45) = 1.372e14 FLOPs a request,
     # 1.979e15 x 294.45 / 1.372e14 = 4,247 output tokens/s per GPU at most
     q = mb.Quantization("fp8", "fp8")
-    bench = mv.Benchmark("l", "llama-2-70b", mv.length_distribution(700, 16, 1024, 0.6),
-                         mv.length_distribution(294.45, 2, 1024, 0.9), {})
-    row = mv.MLPerfRow("v5.1/X/s/l/Offline", "v5.1", "l", "Offline", "H200", "h200", "tensorrt-llm", q, 8, 4400.0)
+    bench = mrows.Benchmark("l", "llama-2-70b", mrows.length_distribution(700, 16, 1024, 0.6),
+                         mrows.length_distribution(294.45, 2, 1024, 0.9), {})
+    row = mrows.MLPerfRow("v5.1/X/s/l/Offline", "v5.1", "l", "Offline", "H200", "h200", "tensorrt-llm", q, 8, 4400.0)
     m, hw = mb.load_model("llama-2-70b"), mb.load_hardware("h200")
     hand = hw.compute_flops["fp8"] * bench.output.mean / (2 * m.active_params * (bench.prompt.mean + bench.output.mean))
     assert mv.compute_ceiling(row, bench) == pytest.approx(hand, rel=1e-12) and 4100 < hand < 4400
-    slow = mv.MLPerfRow("v5.1/X/t/l/Offline", "v5.1", "l", "Offline", "H200", "h200", "tensorrt-llm", q, 8, 4000.0)
-    srv = mv.MLPerfRow("v5.1/X/s/l/Server", "v5.1", "l", "Server", "H200", "h200", "tensorrt-llm", q, 8, 4400.0)
+    slow = mrows.MLPerfRow("v5.1/X/t/l/Offline", "v5.1", "l", "Offline", "H200", "h200", "tensorrt-llm", q, 8, 4000.0)
+    srv = mrows.MLPerfRow("v5.1/X/s/l/Server", "v5.1", "l", "Server", "H200", "h200", "tensorrt-llm", q, 8, 4400.0)
     assert mv.refuted([row, slow, srv], {"l": bench}) == {"l": 1}     # Offline rows only, the one above it
 
 
 def test_shipped_generation_fits_name_their_rows_and_stay_inside_their_priors():
-    gens = mv.load_generations()
+    gens = mrows.load_generations()
     g = gens["tensorrt-llm-cpp"]
     assert g["engine"] == "tensorrt-llm" and g["served"]["per_request_s"]["status"] == "code"
     # form (B) of its `forms`: per_request_s and the capacity policy are replaced; the GEMM share is the
     # engine's, as it stands
     assert list(g["served"]) == ["per_request_s", "preemption"] and g["served"]["preemption"]["status"] == "code"
     trt = mb.load_runtime("tensorrt-llm").served
-    assert mv.generation_runtime("tensorrt-llm-cpp", "v5.1").served.compute_fraction == trt.compute_fraction
+    assert mrows.generation_runtime("tensorrt-llm-cpp", "v5.1").served.compute_fraction == trt.compute_fraction
     # a round fitted on its prior's bound is missing physics: listed apart and carried over from the
     # latest earlier interior fit, never used
     for rnd, e in g["at_bound"].items():
         assert rnd not in g["rounds"] and "missing physics" in e["status"]
-        earlier = max((r for r in g["rounds"] if mv.round_key(r) < mv.round_key(rnd)), key=mv.round_key)
-        assert mv.generation_runtime("tensorrt-llm-cpp", rnd).served.per_sequence_s == \
+        earlier = max((r for r in g["rounds"] if mrows.round_key(r) < mrows.round_key(rnd)), key=mrows.round_key)
+        assert mrows.generation_runtime("tensorrt-llm-cpp", rnd).served.per_sequence_s == \
             g["rounds"][earlier]["per_sequence_s"]["value"]
     for rnd, fits in g["rounds"].items():
         e = fits["per_sequence_s"]
@@ -256,7 +258,7 @@ def test_cpu_only_rows_are_host_processors(tmp_path):
             _row(**cpu, host_processor="Acme CPU 9000", precision="weights=INT8", system_desc="")]
     path = tmp_path / "cpu.csv"
     pd.DataFrame(rows, columns=cols).to_csv(path, index=False)
-    got, skipped = mv.load_rows(path)
+    got, skipped = mrows.load_rows(path)
     # the v5.1 llama3.1-8b row ran Intel's SGLang launch whatever its precision column says (workloads.yaml
     # cpu_engine: the W4A8 AutoRound checkpoint): int4 weights, int8 activations
     assert [(r.device, r.engine, r.per_node, r.quantization.weights) for r in got] == [
@@ -278,7 +280,7 @@ def test_a_card_of_two_gpus_is_two_devices(tmp_path):
     rows = [_row(**dual), _row(**{**dual, "accelerator": "Intel(R) Arc Pro(R) B60", "accel_variant": "Intel-Arc-Pro-B60"})]
     path = tmp_path / "dual.csv"
     pd.DataFrame(rows, columns=COLUMNS).to_csv(path, index=False)
-    got, skipped = mv.load_rows(path)
+    got, skipped = mrows.load_rows(path)
     assert not skipped
     assert [(r.device, r.per_node, r.measured) for r in got] == [("arc-pro-b60", 8, 500.0), ("arc-pro-b60", 4, 1000.0)]
 
@@ -287,11 +289,11 @@ def test_the_measured_openorca_prompts_no_longer_refute_the_fit_families_rows():
     # workloads.yaml: llama2-70b's prompts measured on the dataset's 24,576 samples, mean 222.3 tokens
     # (was an assumed 700). Its H200 fp8 ceiling by hand: 2 x 68.98e9 x (222.3 + 294.45) = 7.129e13 FLOPs a
     # request, 1.979e15 x 294.45 / 7.129e13 = 8,174 output tokens/s per GPU: the 4,400 row is below it
-    bench = mv.load_benchmarks()["llama2-70b"]
+    bench = mrows.load_benchmarks()["llama2-70b"]
     assert sum(bench.prompt.values) / len(bench.prompt.values) == pytest.approx(222.3, abs=0.5)
     assert min(bench.prompt.values) >= 48 and max(bench.prompt.values) <= 1021
     q = mb.Quantization("fp8", "fp8")
-    row = mv.MLPerfRow("v5.1/X/s/llama2-70b/Offline", "v5.1", "llama2-70b", "Offline", "H200", "h200",
+    row = mrows.MLPerfRow("v5.1/X/s/llama2-70b/Offline", "v5.1", "llama2-70b", "Offline", "H200", "h200",
                        "tensorrt-llm", q, 8, 4400.0)
     assert mv.compute_ceiling(row, bench) == pytest.approx(8174, rel=2e-3)
     assert mv.refuted([row], {"llama2-70b": bench}) == {}
@@ -308,26 +310,26 @@ def test_published_instance_sizes_narrow_the_layouts_in_their_rounds_only():
     # NVIDIA's harness runs Llama-2-70B on H100 SXM as 2-GPU instances (v4.0/v4.1 tensor_parallelism 2):
     # on an 8-GPU node the layouts left are those of 2 chips; another round, or a node without a pair,
     # keeps every layout the weights fit (1, 2, 4 and 8 chips: 69 GB of fp8 weights fit one 80 GB H100)
-    bench = mv.Benchmark("l", "llama-2-70b", mv.length_distribution(222.3, 48, 1021, 0.771),
-                         mv.length_distribution(294.45, 2, 1024, 0.787), {},
+    bench = mrows.Benchmark("l", "llama-2-70b", mrows.length_distribution(222.3, 48, 1021, 0.771),
+                         mrows.length_distribution(294.45, 2, 1024, 0.787), {},
                          instance_chips={"tensorrt-llm": {"h100-sxm": 2}}, instance_rounds=("v4.1",))
-    every = mv.layouts("llama-2-70b", "h100-sxm", "fp8", 8)
+    every = mrows.layouts("llama-2-70b", "h100-sxm", "fp8", 8)
     assert sorted(lay.chips for lay in every) == [1, 2, 4, 8]
-    assert [lay.chips for lay in mv.instance_layouts(bench, "tensorrt-llm", "h100-sxm", "v4.1", "fp8", 8)] == [2]
-    assert mv.instance_layouts(bench, "tensorrt-llm", "h100-sxm", "v6.0", "fp8", 8) == every
-    assert mv.instance_layouts(bench, "vllm", "h100-sxm", "v4.1", "fp8", 8) == every
-    assert [lay.chips for lay in mv.instance_layouts(bench, "tensorrt-llm", "h100-sxm", "v4.1", "fp8", 1)] == [1]
-    shipped = mv.load_benchmarks()
+    assert [lay.chips for lay in mrows.instance_layouts(bench, "tensorrt-llm", "h100-sxm", "v4.1", "fp8", 8)] == [2]
+    assert mrows.instance_layouts(bench, "tensorrt-llm", "h100-sxm", "v6.0", "fp8", 8) == every
+    assert mrows.instance_layouts(bench, "vllm", "h100-sxm", "v4.1", "fp8", 8) == every
+    assert [lay.chips for lay in mrows.instance_layouts(bench, "tensorrt-llm", "h100-sxm", "v4.1", "fp8", 1)] == [1]
+    shipped = mrows.load_benchmarks()
     assert shipped["llama2-70b"].instance_chips["tensorrt-llm"]["h100-sxm"] == 2
     assert shipped["llama3.1-405b"].instance_chips["tensorrt-llm"]["h200"] == 8
 
 
 def test_a_generation_fits_exactly_one_constant_a_round():
     # issue 27's budget: one constant a round over at least two chips; the `fit` block names it
-    assert mv.fitted_param({"fit": {"compute_fraction": {"prior": [0.3, 1.0]}}}) == "compute_fraction"
+    assert mrows.fitted_param({"fit": {"compute_fraction": {"prior": [0.3, 1.0]}}}) == "compute_fraction"
     for bad in ({"fit": {}}, {"fit": {"a": {}, "b": {}}}, {}):
         with pytest.raises(mb.InvalidInputError):
-            mv.fitted_param(bad)
+            mrows.fitted_param(bad)
 
 
 def test_cpu_layouts_split_a_socket_as_the_launch_scripts_do():
@@ -335,11 +337,11 @@ def test_cpu_layouts_split_a_socket_as_the_launch_scripts_do():
     # 192 cores; instances = cores // cores per instance. By hand: a 128-core socket holds 18 Offline instances
     # (18 x 7 = 126 <= 128 < 133 = 19 x 7) and 3 Server ones (3 x 42 = 126); an 86-core socket 12 (84 <= 86 < 91)
     # and 2 (84); a 96-core socket of a 2-socket node (192 cores) 12 of 8 cores (96) and 3 of 32 (96)
-    bench = mv.load_benchmarks()["llama3.1-8b"]
-    sglang = mv.cpu_engine_of(bench, "v6.0")
+    bench = mrows.load_benchmarks()["llama3.1-8b"]
+    sglang = mrows.cpu_engine_of(bench, "v6.0")
 
     def split(eng, sc, dev, cores, sockets=2):
-        lay = mv.cpu_layout(eng, sc, dev, cores, sockets)
+        lay = mrows.cpu_layout(eng, sc, dev, cores, sockets)
         return lay.cores, lay.instances, lay.memory, lay.max_running, lay.token_budget
     assert split(sglang, "Offline", "xeon-6980p", 128) == (7, 18, pytest.approx(1 / 18), 128, 8192)
     assert split(sglang, "Server", "xeon-6980p", 128) == (42, 3, pytest.approx(1 / 3), 32, 8192)
@@ -348,35 +350,35 @@ def test_cpu_layouts_split_a_socket_as_the_launch_scripts_do():
     assert split(sglang, "Offline", "xeon-6972p", 96)[:2] == (8, 12)
     assert split(sglang, "Server", "xeon-6972p", 96)[:2] == (32, 3)
     with pytest.raises(mb.InvalidInputError, match="host_processor_core_count"):
-        mv.cpu_layout(sglang, "Server", "xeon-6787p", 32, 1)          # fewer cores than one instance pins
+        mrows.cpu_layout(sglang, "Server", "xeon-6787p", 32, 1)          # fewer cores than one instance pins
     with pytest.raises(mb.InvalidInputError, match="scenario"):
-        mv.cpu_layout(sglang, "Interactive", "xeon-6980p", 128, 2)
+        mrows.cpu_layout(sglang, "Interactive", "xeon-6980p", 128, 2)
     # v6.1's vLLM launch: one engine rank per NUMA node Offline (1536 sequences, 32768 tokens a step), one per two
     # Server (32, 256; 1024 on 192-core nodes), 2 cores of each rank left to its server. By hand: a 6980P socket
     # (3 NUMA nodes) runs 3 Offline ranks of 128/3 - 2 = 40.667 cores with a third of its memory each, and 1.5
     # Server engines of 2 x 128/3 - 2 = 83.333 cores and two thirds of it; a 6787P socket (2 nodes) 2 Offline ranks
     # of 86/2 - 2 = 41 cores and 1 Server engine of 84; a 96-core 6972P's Server engine budgets 1024 tokens
-    vllm = mv.cpu_engine_of(bench, "v6.1")
+    vllm = mrows.cpu_engine_of(bench, "v6.1")
     assert split(vllm, "Offline", "xeon-6980p", 128) == (pytest.approx(128 / 3 - 2), 3, pytest.approx(1 / 3), 1536,
                                                          32768)
     assert split(vllm, "Server", "xeon-6787p", 86) == (84, 1, 1, 32, 256)
     assert split(vllm, "Offline", "xeon-6787p", 86)[:3] == (41, 2, 0.5)
     assert split(vllm, "Server", "xeon-6972p", 96)[1:] == (1.5, pytest.approx(2 / 3), 32, 1024)
     with pytest.raises(mb.InvalidInputError, match="prefill and decode"):
-        mv.cpu_layout(vllm, "Server", "xeon-6980p", 128, 2)        # 256-core nodes split prefill from decode
+        mrows.cpu_layout(vllm, "Server", "xeon-6980p", 128, 2)        # 256-core nodes split prefill from decode
     with pytest.raises(mb.InvalidInputError, match="NUMA"):
-        mv.cpu_layout(vllm, "Offline", "xeon-platinum-8480p", 56, 2)
-    assert mv.cpu_engine_of(bench, "v6.1")["kv"] == "fp8" and not mv.cpu_engine_of(bench, "v4.1")
+        mrows.cpu_layout(vllm, "Offline", "xeon-platinum-8480p", 56, 2)
+    assert mrows.cpu_engine_of(bench, "v6.1")["kv"] == "fp8" and not mrows.cpu_engine_of(bench, "v4.1")
 
 
 def test_a_cpu_socket_prediction_is_its_instances_times_one_instance():
     # an 86-core Xeon 6787P socket Offline: 12 instances of 7 cores, each 7/86 of the socket's compute and
     # 1/12 of its memory, 128 sequences and 8192 tokens a step, prefill apart from decode (SGLang): the
     # socket's output tokens/s are 12 x one instance's saturation x the mean output
-    bench = mv.load_benchmarks()["llama3.1-8b"]
+    bench = mrows.load_benchmarks()["llama3.1-8b"]
     q = mb.Quantization("int4", None, activations="int8")
-    row = mv.MLPerfRow("v5.1/X/s/llama3.1-8b/Offline", "v5.1", "llama3.1-8b", "Offline", "CPU-only", "xeon-6787p",
-                       mv.CPU_ENGINE, q, 2, 400.0, cores=86)
+    row = mrows.MLPerfRow("v5.1/X/s/llama3.1-8b/Offline", "v5.1", "llama3.1-8b", "Offline", "CPU-only", "xeon-6787p",
+                       mrows.CPU_ENGINE, q, 2, 400.0, cores=86)
     mv.predict([row])
     part = mb.load_hardware("xeon-6787p").share(7 / 86, 1 / 12)
     sm, sched, _ = build(bench.preset, part, prompt=bench.prompt, output=bench.output, quantization=q,
@@ -390,23 +392,23 @@ def test_a_cpu_socket_prediction_is_its_instances_times_one_instance():
 def test_published_scenario_caps_set_the_searched_engine(monkeypatch):
     # NVIDIA's v5.1 H200-SXM-141GBx8 Interactive llama2-70b config: gpu_batch_size 512, runtime max_num_tokens 256.
     # A step's decodes take one token each out of the 256, so at most 256 sequences run: (256, 256), chunked
-    llama = mv.load_benchmarks()["llama2-70b"]
-    assert mv.scenario_limits(llama, "tensorrt-llm", "h200", "v5.1", "Interactive") == Scheduler(
+    llama = mrows.load_benchmarks()["llama2-70b"]
+    assert mrows.scenario_limits(llama, "tensorrt-llm", "h200", "v5.1", "Interactive") == Scheduler(
         max_running=256, token_budget=256, chunked_prefill=True)
     # B200-SXM-180GBx8 Server, v5.1 and v6.0 alike: 2048 sequences, 3584 tokens a step
     for rnd in ("v5.1", "v6.0"):
-        assert mv.scenario_limits(llama, "tensorrt-llm", "b200", rnd, "Server") == Scheduler(
+        assert mrows.scenario_limits(llama, "tensorrt-llm", "b200", rnd, "Server") == Scheduler(
             max_running=2048, token_budget=3584, chunked_prefill=True)
     # not read for another round, scenario, engine or chip: the engine's own knobs
     for args in (("tensorrt-llm", "h200", "v4.1", "Interactive"), ("tensorrt-llm", "h200", "v5.1", "Offline"),
                  ("vllm", "h200", "v5.1", "Interactive"), ("tensorrt-llm", "h100-nvl", "v5.1", "Server")):
-        assert mv.scenario_limits(llama, *args) is None
+        assert mrows.scenario_limits(llama, *args) is None
     # DeepSeek-R1 on B200 x8, Server: 512 sequences and 3456 tokens per attention-DP rank, no chunked context;
     # TensorRT-LLM's limits are per rank, so the instance of 8 ranks runs 8 x 512 = 4096 and 8 x 3456 = 27,648
-    dsr1 = mv.load_benchmarks()["deepseek-r1"]
-    caps = mv.scenario_limits(dsr1, "tensorrt-llm", "b200", "v6.0", "Server")
+    dsr1 = mrows.load_benchmarks()["deepseek-r1"]
+    caps = mrows.scenario_limits(dsr1, "tensorrt-llm", "b200", "v6.0", "Server")
     assert caps == Scheduler(max_running=512, token_budget=3456, chunked_prefill=False)
-    lay = next(lay for lay in mv.instance_layouts(dsr1, "tensorrt-llm", "b200", "v6.0", "nvfp4", 8) if lay.ep == 8)
+    lay = next(lay for lay in mrows.instance_layouts(dsr1, "tensorrt-llm", "b200", "v6.0", "nvfp4", 8) if lay.ep == 8)
     _, sched, _ = build("deepseek-r1", "b200", prompt=dsr1.prompt, output=dsr1.output,
                         quantization=mb.Quantization("nvfp4", "fp8"), runtime="tensorrt-llm", n_chips=8, parallel=lay,
                         scheduler=caps)
@@ -419,7 +421,7 @@ def test_published_scenario_caps_set_the_searched_engine(monkeypatch):
         seen.append((sched.max_running, sched.token_budget))
         return real(sm, sched, *a, **k)
     monkeypatch.setattr(mv, "search", spy)
-    row = mv.MLPerfRow("v5.1/X/s/llama2-70b/Interactive", "v5.1", "llama2-70b", "Interactive", "H200", "h200",
+    row = mrows.MLPerfRow("v5.1/X/s/llama2-70b/Interactive", "v5.1", "llama2-70b", "Interactive", "H200", "h200",
                        "tensorrt-llm", mb.Quantization("fp8", "fp8"), 8, 2400.0, executor="cpp")
     mv.predict([row])
     assert seen == [(256, 256)] and row.pred["tok_s_per_accel"] > 0
@@ -429,21 +431,21 @@ def test_a_malformed_engine_limit_is_refused():
     for bad in ({"rounds": ["v5.1"], "max_running": 8}, {"max_running": 8, "token_budget": 8}, [8, 8],
                 {"rounds": ["v5.1"], "max_running": 0, "token_budget": 8}):
         with pytest.raises(mb.InvalidInputError, match="llama2-70b.engine_limits"):
-            mv._engine_limits("llama2-70b.engine_limits.tensorrt-llm.Server.h200", bad)
+            mrows._engine_limits("llama2-70b.engine_limits.tensorrt-llm.Server.h200", bad)
 
 
 def _server_row(fam, dev, rate_tok_s, tpot=math.nan):
-    return mv.MLPerfRow(f"v9/X/{dev}/llama3.1-8b/Server", "v9", "llama3.1-8b", "Server", fam, dev, "tensorrt-llm",
+    return mrows.MLPerfRow(f"v9/X/{dev}/llama3.1-8b/Server", "v9", "llama3.1-8b", "Server", fam, dev, "tensorrt-llm",
                         mb.Quantization("fp8", "fp8"), 8, rate_tok_s, executor="cpp", tpot_p50_s=tpot)
 
 
 def test_the_median_tpot_at_a_rows_own_load():
     # at 0.02 requests/s an 8B engine on one H100 decodes one request at a time: each output token is one
     # step, so 10 ms more a step (the served per_step_s) is 10 ms more a token (the median TPOT)
-    bench = mv.load_benchmarks()["llama3.1-8b"]
+    bench = mrows.load_benchmarks()["llama3.1-8b"]
     got = []
     for step in (0.0, 0.010):
-        rt = mv.generation_runtime("g", "v9", {"per_step_s": step}, GENS)
+        rt = mrows.generation_runtime("g", "v9", {"per_step_s": step}, GENS)
         sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=bench.prompt, output=bench.output,
                              quantization=mb.Quantization("fp8", "fp8"), runtime=rt)
         got.append(mv.tpot_at_load(sm, sched, bench, 0.02))
@@ -472,10 +474,10 @@ def test_the_step_at_a_rows_own_decoding_batch():
     assert math.isnan(mv.little_batch(3000.0, 2, math.nan))
     # one sequence decoding alone: each of its output tokens is one step (its prompt's chunk makes the first), so
     # 10 ms more a step (per_step_s) is 10 ms more a token at a batch of one
-    bench = mv.load_benchmarks()["llama3.1-8b"]
+    bench = mrows.load_benchmarks()["llama3.1-8b"]
     got = []
     for step in (0.0, 0.010):
-        rt = mv.generation_runtime("g", "v9", {"per_step_s": step}, GENS)
+        rt = mrows.generation_runtime("g", "v9", {"per_step_s": step}, GENS)
         sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=bench.prompt, output=bench.output,
                              quantization=mb.Quantization("fp8", "fp8"), runtime=rt)
         got.append(mv.tpot_at_batch(sm, sched, bench, 1.0))
@@ -506,9 +508,9 @@ def test_the_harness_admits_on_the_kv_a_request_holds_now_not_on_its_whole_lengt
     #   no evict:        80 x (222.3 + 294.45)              = 80 x 516.75  = 41,340 pairs a sequence
     #   max utilisation: 80 x (222.3 + 293.45 / 2 + 32 / 2) = 80 x 385.025 = 30,802 pairs a sequence
     # so the same cache runs 516.75 / 385.025 = 1.342 times the sequences
-    cpp = mv.generation_runtime("tensorrt-llm-cpp", "v4.1")
+    cpp = mrows.generation_runtime("tensorrt-llm-cpp", "v4.1")
     assert cpp.served.preemption == "recompute" and mb.load_runtime("tensorrt-llm").served.preemption == "none"
-    bench = mv.load_benchmarks()["llama2-70b"]
+    bench = mrows.load_benchmarks()["llama2-70b"]
     S, T = 222.3, 294.45          # workloads.yaml's means (its sampled distributions' differ in the 4th digit)
     caps = {}
     for policy in ("recompute", "none"):
@@ -536,7 +538,7 @@ def test_the_step_as_a_line_in_the_batch():
     # Server 2,000 at 60 ms is 120. Measured: 30 ms more over 90 sequences = 333.3 us a sequence, 30 ms less
     # 30 x 333.3 us = 20 ms at none; the model's 25 and 40 ms there: 15 ms / 90 = 166.7 us, 25 - 5 = 20 ms
     def row(sc, tok_s, tpot, model):
-        return mv.MLPerfRow(f"v5.1/X/sysA/llama2-70b-99/{sc}", "v5.1", "llama2-70b", sc, "H200", "h200", "tensorrt-llm",
+        return mrows.MLPerfRow(f"v5.1/X/sysA/llama2-70b-99/{sc}", "v5.1", "llama2-70b", sc, "H200", "h200", "tensorrt-llm",
                             mb.Quantization("fp8", "fp8"), 8, tok_s, tp=1, layout="tp1", tpot_p50_s=tpot,
                             pred={"tpot_at_batch_s": model})
     got = mv.step_lines([row("Interactive", 1000.0, 0.030, 0.025), row("Server", 2000.0, 0.060, 0.040)])

@@ -1,11 +1,11 @@
-"""membound.fidelity.mlperf_validate: vLLM rows as their submissions launched them (submissions.yaml,
+"""membound.fidelity.mlperf_rows: vLLM rows as their submissions launched them (submissions.yaml,
 `Launch`, `submission_of`, the generation vllm-harness)."""
 import pandas as pd
 import pytest
 
 import membound as mb
 from membound.catalog.runtime import Served
-from membound.fidelity import mlperf_validate as mv
+from membound.fidelity import mlperf_rows as mrows
 
 ENGINE = Served(max_running=1024, token_budget=8192, per_sequence_s=3.3e-5, memory_fraction=0.9)
 
@@ -18,7 +18,7 @@ ENTRIES = {
 
 
 def test_a_launch_sets_the_engine_flags_it_names():
-    launch = mv.Launch("harness", tp=1, max_running=1792, token_budget=40960, chunked_prefill=False,
+    launch = mrows.Launch("harness", tp=1, max_running=1792, token_budget=40960, chunked_prefill=False,
                        memory_fraction=0.98, scheduler_steps=11)
     got = launch.served(ENGINE)
     # multi-step scheduling: the scheduler runs once per 11 steps, so 3.3e-5 s per sequence per call is
@@ -29,53 +29,53 @@ def test_a_launch_sets_the_engine_flags_it_names():
     assert (got["max_running"], got["token_budget"], got["memory_fraction"]) == (1792, 40960, 0.98)
     assert got["chunked_prefill"] is False and got["mixed_steps"] is False
     # nothing named, nothing set: the engine's own flags
-    assert mv.Launch("server").served(ENGINE) == {}
+    assert mrows.Launch("server").served(ENGINE) == {}
 
 
 def test_a_step_decodes_at_most_its_token_budget():
     # Intel's Arc launch: 1024 sequences but 320 tokens a step: at most 320 sequences decode a step
-    assert mv.Launch("harness", max_running=1024, token_budget=320).served(ENGINE)["max_running"] == 320
+    assert mrows.Launch("harness", max_running=1024, token_budget=320).served(ENGINE)["max_running"] == 320
     # a budget alone below the engine's 1024 sequences caps them too: min(1024, 192) = 192
-    assert mv.Launch("harness", token_budget=192).served(ENGINE) == {"token_budget": 192, "max_running": 192}
+    assert mrows.Launch("harness", token_budget=192).served(ENGINE) == {"token_budget": 192, "max_running": 192}
     # a budget above the engine's sequences leaves them: min(1024, 4096) = 1024, not set
-    assert mv.Launch("harness", token_budget=4096).served(ENGINE) == {"token_budget": 4096}
+    assert mrows.Launch("harness", token_budget=4096).served(ENGINE) == {"token_budget": 4096}
 
 
 def test_launched_runtime_applies_the_launch_and_none_is_the_engine():
     rt = mb.load_runtime("vllm")
-    assert mv.launched(rt, None) is rt and mv.launched("vllm", None) == "vllm"
-    got = mv.launched("vllm", mv.Launch("harness", max_running=650, scheduler_steps=9))
+    assert mrows.launched(rt, None) is rt and mrows.launched("vllm", None) == "vllm"
+    got = mrows.launched("vllm", mrows.Launch("harness", max_running=650, scheduler_steps=9))
     assert got.served.max_running == 650 and got.served.recv_interval_steps == 9
     assert got.served.per_sequence_s == pytest.approx(rt.served.per_sequence_s / 9, rel=1e-12)
     assert got.served.compute_fraction == rt.served.compute_fraction      # the GEMM share is the engine's
 
 
 def test_submission_of_matches_round_submitter_benchmark_and_chip():
-    launch, fmt = mv.submission_of("v5.1", "Bolt", "llama2-70b", "vllm", "mi300x", "Offline", 8, ENTRIES)
-    assert launch == mv.Launch("harness", tp=8, max_running=1792)        # tp "all": the node's 8 devices
+    launch, fmt = mrows.submission_of("v5.1", "Bolt", "llama2-70b", "vllm", "mi300x", "Offline", 8, ENTRIES)
+    assert launch == mrows.Launch("harness", tp=8, max_running=1792)        # tp "all": the node's 8 devices
     assert fmt == {"weights": "fp8", "kv": "fp8"}
-    launch, fmt = mv.submission_of("v5.1", "Acme", "llama2-70b", "vllm", "mi300x", "Server", 8, ENTRIES)
+    launch, fmt = mrows.submission_of("v5.1", "Acme", "llama2-70b", "vllm", "mi300x", "Server", 8, ENTRIES)
     assert (launch.executor, launch.tp, launch.pp) == ("server", 2, 2)
     assert fmt == {"weights": "fp8", "kv": "bf16"}                        # the scenario's own KV wins
     for args in (("v4.1", "Acme", "llama2-70b", "vllm", "mi300x"), ("v5.1", "Zed", "llama2-70b", "vllm", "mi300x"),
                  ("v5.1", "Acme", "mixtral-8x7b", "vllm", "mi300x"), ("v5.1", "Acme", "llama2-70b", "sglang", "mi300x"),
                  ("v5.1", "Acme", "llama2-70b", "vllm", "h100-sxm")):
-        assert mv.submission_of(*args, "Offline", 8, ENTRIES) == (None, {})
+        assert mrows.submission_of(*args, "Offline", 8, ENTRIES) == (None, {})
     # a scenario the entry does not list keeps its formats, no launch
-    assert mv.submission_of("v5.1", "Acme", "llama2-70b", "vllm", "mi300x", "Interactive", 8, ENTRIES) == \
+    assert mrows.submission_of("v5.1", "Acme", "llama2-70b", "vllm", "mi300x", "Interactive", 8, ENTRIES) == \
         (None, {"weights": "fp8", "kv": "fp8"})
     bad = {"e": {**ENTRIES["e"], "scenarios": {"Offline": {"max_num_seqs": 8}}}}
     with pytest.raises(mb.InvalidInputError, match="max_num_seqs"):
-        mv.submission_of("v5.1", "Acme", "llama2-70b", "vllm", "mi300x", "Offline", 8, bad)
+        mrows.submission_of("v5.1", "Acme", "llama2-70b", "vllm", "mi300x", "Offline", 8, bad)
 
 
 def test_shipped_submissions_cite_their_code_and_use_known_fields():
-    subs = mv.load_submissions()
+    subs = mrows.load_submissions()
     assert subs
     for name, e in subs.items():
-        assert e["engine"] == "vllm" and e["source"] and set(e["formats"] if "formats" in e else {}) <= set(mv.FORMAT_FIELDS)
+        assert e["engine"] == "vllm" and e["source"] and set(e["formats"] if "formats" in e else {}) <= set(mrows.FORMAT_FIELDS)
         for sc, fields in e["scenarios"].items():
-            assert sc in mv.SCENARIOS and set(fields) <= set(mv.LAUNCH_FIELDS) | set(mv.FORMAT_FIELDS), name
+            assert sc in mrows.SCENARIOS and set(fields) <= set(mrows.LAUNCH_FIELDS) | set(mrows.FORMAT_FIELDS), name
             assert fields["executor"] in ("harness", "server"), name
         mb.load_hardware(e["device"])
 
@@ -92,34 +92,34 @@ def test_vllm_rows_read_their_submission(tmp_path):
                software_stack="6.14.0-24", precision="weights=UINT4; inputs=UINT8; transform=Yes")
     rows = [row, {**row, "scenario": "Server"}, {**row, "submitter": "Other", "system_name": "o"}]
     path = tmp_path / "m.csv"
-    pd.DataFrame(rows, columns=list(mv.REQUIRED) + ["accel_variant"]).to_csv(path, index=False)
-    (off, srv, other), _ = mv.load_rows(path)
+    pd.DataFrame(rows, columns=list(mrows.REQUIRED) + ["accel_variant"]).to_csv(path, index=False)
+    (off, srv, other), _ = mrows.load_rows(path)
     q = off.quantization
     assert (q.weights, q.activations, q.kv) == ("int4", "int8", "int8")
     assert off.executor == "harness" and off.per_node == 8 and off.measured == 375.0    # 750 per card / 2 GPUs
-    assert off.launch == mv.Launch("harness", tp=1, pp=4, max_running=768, token_budget=256)
-    assert srv.launch == mv.Launch("harness", tp=2, max_running=160, token_budget=320, memory_fraction=0.99)
-    b = mv.load_benchmarks()["llama2-70b"]
-    assert mv.row_layouts(b, "vllm", off.device, off.round, "int4", 8, off.launch) == [mb.Parallel(tp=1, pp=4)]
+    assert off.launch == mrows.Launch("harness", tp=1, pp=4, max_running=768, token_budget=256)
+    assert srv.launch == mrows.Launch("harness", tp=2, max_running=160, token_budget=320, memory_fraction=0.99)
+    b = mrows.load_benchmarks()["llama2-70b"]
+    assert mrows.row_layouts(b, "vllm", off.device, off.round, "int4", 8, off.launch) == [mb.Parallel(tp=1, pp=4)]
     # a submitter without an entry: the loader's rules (precision column, the engine's runtime, the layout rule)
     assert other.launch is None and other.executor == "" and other.quantization.activations is None
-    assert mv.executor_of("vllm", "vLLM 0.9.0", b) == ""          # vLLM's stack words name no executor
+    assert mrows.executor_of("vllm", "vLLM 0.9.0", b) == ""          # vLLM's stack words name no executor
 
 
 def test_harness_generation_drops_the_servers_request_costs_and_fits_nothing():
-    gens = mv.load_generations()
+    gens = mrows.load_generations()
     g = gens["vllm-harness"]
-    assert (g["engine"], g["executor"]) == ("vllm", "harness") and mv.EXECUTORS["vllm"]["harness"] == "vllm-harness"
+    assert (g["engine"], g["executor"]) == ("vllm", "harness") and mrows.EXECUTORS["vllm"]["harness"] == "vllm-harness"
     assert {k: v["status"] for k, v in g["served"].items()} == {"per_request_s": "code", "per_prompt_token_s": "code"}
     eng = mb.load_runtime("vllm").served
     for rnd in ("v4.1", "v5.1", "v6.0"):
-        s = mv.runtime_of("vllm", "harness", rnd).served
+        s = mrows.runtime_of("vllm", "harness", rnd).served
         assert (s.per_request_s, s.per_prompt_token_s) == (0.0, 0.0)
         # no round fitted: every other constant is the engine's
         assert (s.per_sequence_s, s.compute_fraction, s.per_layer_s) == \
             (eng.per_sequence_s, eng.compute_fraction, eng.per_layer_s)
     assert g["rounds"] == {}
-    assert mv.runtime_of("vllm", "server", "v5.1") == "vllm"        # an HTTP endpoint: the engine's runtime
+    assert mrows.runtime_of("vllm", "server", "v5.1") == "vllm"        # an HTTP endpoint: the engine's runtime
 
 
 def test_a_moe_submission_names_its_experts_formats(tmp_path):
@@ -132,8 +132,8 @@ def test_a_moe_submission_names_its_experts_formats(tmp_path):
                framework="vLLM 0.24.0 (stock vllm/vllm-openai-rocm:v0.24.0), ROCm 7.2.1", software_stack="",
                precision="weights=fp8")
     path = tmp_path / "m.csv"
-    pd.DataFrame([row, {**row, "submitter": "Other"}], columns=list(mv.REQUIRED) + ["accel_variant"]).to_csv(path, index=False)
-    (mango, other), _ = mv.load_rows(path)
+    pd.DataFrame([row, {**row, "submitter": "Other"}], columns=list(mrows.REQUIRED) + ["accel_variant"]).to_csv(path, index=False)
+    (mango, other), _ = mrows.load_rows(path)
     q = mango.quantization
     assert (q.weights, q.dense_weights, q.expert_activations, q.kv) == ("fp8", "bf16", "fp8", "fp8")
     assert mango.executor == "harness"

@@ -224,7 +224,7 @@ def test_tails_of_long_widely_spread_prompts_against_the_simulator():
     # Before the work ahead of a decoding request and the chunks' own arrivals (chunk_law), the model's TPOT
     # p99 was 42 ms at 50% and 88 ms at 80%, and with the prompts' room served at the mean step's pace
     # (not the full chunk's) its TTFT median 0.77 and 0.81 s: each of the asserts below failed.
-    from membound.fidelity.mlperf_validate import length_distribution
+    from membound.fidelity.mlperf_rows import length_distribution
     prompt, out = length_distribution(9400, 200, 20000, 0.6), length_distribution(685, 2, 20000, 1.2)
     kw = dict(prompt_tokens=prompt, output_tokens=out, runtime="tensorrt-llm", weight_dtype="fp8", n_chips=8)
     sm, sched, _ = build("llama-3.1-405b", "b200", prompt=prompt, output=out, runtime="tensorrt-llm",

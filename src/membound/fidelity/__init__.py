@@ -1,7 +1,8 @@
 """The fidelity layer: how the predictions meet measurements. The reference data (reference), the committed
 fit/select/report split, the one fitter, the runtimes' calibration, and one validation report per data set
-(validate: the static tables; serve_validate: InferenceMAX; mlperf_validate: MLPerf Inference). Imports
-planning and below; nothing below imports it. See docs/architecture.md.
+(validate: the static tables; serve_validate: InferenceMAX; mlperf_validate: MLPerf Inference, its rows read
+as served configurations by mlperf_rows). Imports planning and below; nothing below imports it. See
+docs/architecture.md.
 
     import membound as mb
     ref = mb.fidelity.load_reference()           # the shipped measurements, as Scenarios

@@ -19,8 +19,8 @@ Kinds of constant:
   stream or GEMM measurement, or "assumed" where none was found), listed per chip of its rows;
 - assumed: any other figure the runtime file sets (a prior, not evidence).
 
-MLPerf's software generations (data/reference/mlperf/generations.yaml, mlperf_validate.GENERATION_FIT) are
-listed one round at a time, as `<generation>-mlperf-<round>` (the runtime mlperf_validate builds for it):
+MLPerf's software generations (data/reference/mlperf/generations.yaml, mlperf_rows.GENERATION_FIT) are
+listed one round at a time, as `<generation>-mlperf-<round>` (the runtime mlperf_rows.generation_runtime builds):
 the round's fitted constant (fitted on that round's Offline rows of the fit families: its rows and chips as
 the file records them; a fit the file keeps under `at_bound` is listed on its bound, and the round runs the
 carried earlier fit, a "set" line naming it) and the generation's constants set from the executor's code.
@@ -43,7 +43,7 @@ from .serve_calibrate import (ALLTOALL, ALLTOALL_RANGE, ENGINES, FIXED as SERVED
                               SHARED, dp_rows, fits_alltoall, fitted_params)
 from .serve_validate import load_rows
 from .vendors import FITS
-from .mlperf_validate import carried, fitted_param, load_generations, round_key
+from .mlperf_rows import carried, fitted_param, load_generations, round_key
 from ..errors import InvalidInputError
 from .reference import load_reference
 from ..physics.quantization import DEFAULT_DEQUANT_OVERHEAD
@@ -332,7 +332,7 @@ def _generations(budgets: dict, generations: dict | None = None) -> None:
                 runs = (float(fitted[src][param]["value"]) if src else
                         float(getattr(load_runtime(g["engine"]).served, param)))
                 b.constants.append(Constant(label, rnd, param, runs, "set", unit_of(param), None,
-                                            why=f"runs {src}'s fit (mlperf_validate.carried)" if src else
+                                            why=f"runs {src}'s fit (mlperf_rows.carried)" if src else
                                             f"runs the engine's own ({g['engine']}'s served block)"))
             for k, c in (g.get("served") or {}).items():
                 if isinstance(c["value"], str):     # a policy (preemption), no number to budget
