@@ -240,11 +240,6 @@ def length_distribution(mean: float, lo: int, hi: int, cv: float, n: int = LENGT
     return Samples(tuple(int(round(v)) for v in values(0.5 * (a + b))))
 
 
-def runtimes_dir() -> Path:
-    """The bundled runtimes' folder (where the generations' YAML files go)."""
-    return Path(str(resources.files("membound"))) / "data" / "runtimes"
-
-
 def workloads_path() -> Path:
     return Path(str(resources.files("membound"))) / WORKLOADS
 
