@@ -58,11 +58,17 @@ DASK_PARTITION = 4_000_000   # rows per dask partition (sweep(engine="dask")) by
                              # 1e8 on 2 workers vs one process (benchmarks/bench_dask.py): 1.17x at
                              # 1e6, 1.52x at 2e6, 1.66x at 4e6 rows (load 0.9-1.2, same partitions);
                              # 1.27x at 4e6 against the one process's best chunk (load 1.1)
-BLOCK = 1 << 18              # points per core evaluation at most. Its fixed cost (~500 numpy calls,
-                             # 0.3-0.5 ms) is then a few % of a block; its temporaries (2 MB each) come
-                             # from the allocator's heap (see _settle_allocator). Measured on the
-                             # streamed 1e7 sweep (CPU seconds): 1<<15 in cubes 0.20x the bare numpy
-                             # pass, 1<<18 along the batch 0.31x (benchmarks/bench_scale.py)
+BLOCK = 1 << 16              # points per core evaluation at most. Its fixed cost (~500 numpy calls,
+                             # 0.3-0.5 ms) is then ~5% of a block; its ~100 temporaries (512 kB each)
+                             # stay in the allocator's heap between blocks (see _settle_allocator). At
+                             # 1 << 18 (2 MB each) glibc trimmed them back to the system every block
+                             # on a 500-prompt x 1,000-output grid (when nothing the caller kept sat above
+                             # them in the heap): 660k page faults, half the CPU.
+                             # Same process, interleaved (load 2.7-4): that grid 2.56 -> 1.10 CPU-s per
+                             # 2e7, streamed 1e7 0.69 -> 0.57. bench_scale.py --only stream,groups against
+                             # 1 << 18 (load 1.6-1.9): streamed 16.8/17.2 vs 16.2/16.4 M/s, many-group
+                             # 7.85/8.07 vs 8.26/8.03 M/s; bench_dask.py equal. Values and row order do
+                             # not depend on it (the streamed chunks hold whole blocks, so their sizes do)
 
 _AXES = ("batch", "prompt_tokens", "output_tokens")
 _FIGURES = ("decode_tok_s_per_user", "decode_tok_s_total", "ttft_s", "prefill_s", "e2e_s", "tpot_s")
@@ -673,8 +679,8 @@ def _dask_frame(plan: _Plan, partition_size: int):
     """The plan as a lazy dask DataFrame. A partition is a run of the blocks `sweep()` evaluates
     (at most partition_size points, one group), so its rows come in the same order; nothing is
     evaluated until the frame is computed, on whatever scheduler is active. However large the
-    partition, its task evaluates it block by block (at most BLOCK points, the streamed sweep's
-    chunk) into one table: a large partition spreads its fixed cost on the cluster over more rows
+    partition, its task evaluates it block by block (at most BLOCK points, as the streamed sweep
+    does) into one table: a large partition spreads its fixed cost on the cluster over more rows
     and keeps the cache-sized evaluation."""
     import dask   # dask: the dask extra
     import dask.dataframe as dd   # dask: the dask extra
