@@ -21,8 +21,13 @@ Printed beside each other, from interleaved runs (medians):
   proportion to wall time, so on a loaded machine that raw difference grows with the load: the
   workers' idle CPU per wall second is measured in the same run (5 s doing nothing) and the
   fixed cost is also given less that rate x the cluster's wall time.
-On a machine shared with other work, wall times move with the load average (printed); a
-worker process gets its own share of the CPUs, so the wall ratio can exceed the CPU ratio.
+On a machine shared with other work, wall times move with the load average (printed). Linux
+shares the CPUs between sessions before processes (sched_autogroup, on where
+/proc/sys/kernel/sched_autogroup_enabled is 1): the workers run in this script's session, so while
+other sessions keep the cores busy the two workers get no more CPU than the one process did, and
+the wall ratio falls towards 1 (the bare numpy pass in two processes at once vs one, same rows:
+0.94-1.02x at load 5 on this project's 2 cores). The CPU figures do not depend on it: with a core
+for each worker the wall ratio would be about 2 x the one process's CPU / the workers' (printed).
 
 --pareto: 2 models x 5 devices x 100 batches x 1,000 prompts x 1,000 outputs = 1e9 configurations
 on the cluster, each partition reduced to its own front of (tok/s per user, tok/s in total) among
@@ -179,7 +184,8 @@ def main():
               f"goal >= 1.6x); CPU: the cluster spends {cc / lc:.2f}x that process's CPU, so a partition costs "
               f"{(cc - lc) / parts * 1e3:.0f} ms beyond its {lc / parts * 1e3:.0f} ms of work = {(cc - lc) / lc:.0%} "
               f"(goal < 20%); less the workers' idle CPU ({idle * 1e3:.0f} ms per wall second, both, measured in "
-              f"this run): {(busy - lc) / parts * 1e3:.0f} ms = {(busy - lc) / lc:.0%}")
+              f"this run): {(busy - lc) / parts * 1e3:.0f} ms = {(busy - lc) / lc:.0%}; a core for each worker: "
+              f"2 x {lc:.1f} / {cc:.1f} CPU-s = {2 * lc / cc:.2f}x")
         if args.pareto:
             r = pareto_run(client, chunk)
             print(f"1e9 Pareto front: {r['configurations']:,} configurations in {r['partitions']} partitions on the "
