@@ -439,16 +439,25 @@ def _server_row(fam, dev, rate_tok_s, tpot=math.nan):
                         mb.Quantization("fp8", "fp8"), 8, rate_tok_s, executor="cpp", tpot_p50_s=tpot)
 
 
-def test_the_median_tpot_at_a_rows_own_load():
-    # at 0.02 requests/s an 8B engine on one H100 decodes one request at a time: each output token is one
-    # step, so 10 ms more a step (the served per_step_s) is 10 ms more a token (the median TPOT)
+def _engines_with_step(*steps):
+    """llama3.1-8b's benchmark and, per served per_step_s, a v9 generation's (StepModel, Scheduler, runtime)
+    for 8B fp8 on one H100."""
     bench = mrows.load_benchmarks()["llama3.1-8b"]
-    got = []
-    for step in (0.0, 0.010):
+    engines = []
+    for step in steps:
         rt = mrows.generation_runtime("g", "v9", {"per_step_s": step}, GENS)
         sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=bench.prompt, output=bench.output,
                              quantization=mb.Quantization("fp8", "fp8"), runtime=rt)
-        got.append(mv.tpot_at_load(sm, sched, bench, 0.02))
+        engines.append((sm, sched, rt))
+    return bench, engines
+
+
+def test_the_median_tpot_at_a_rows_own_load():
+    # at 0.02 requests/s an 8B engine on one H100 decodes one request at a time: each output token is one
+    # step, so 10 ms more a step (the served per_step_s) is 10 ms more a token (the median TPOT)
+    bench, engines = _engines_with_step(0.0, 0.010)
+    got = [mv.tpot_at_load(sm, sched, bench, 0.02) for sm, sched, _ in engines]
+    sm, sched, rt = engines[-1]
     assert got[1] - got[0] == pytest.approx(0.010, rel=0.02)
     # beyond the engine's capacity there is no TPOT: inf
     assert mv.tpot_at_load(sm, sched, bench, 1e6) == math.inf
@@ -474,13 +483,9 @@ def test_the_step_at_a_rows_own_decoding_batch():
     assert math.isnan(mv.little_batch(3000.0, 2, math.nan))
     # one sequence decoding alone: each of its output tokens is one step (its prompt's chunk makes the first), so
     # 10 ms more a step (per_step_s) is 10 ms more a token at a batch of one
-    bench = mrows.load_benchmarks()["llama3.1-8b"]
-    got = []
-    for step in (0.0, 0.010):
-        rt = mrows.generation_runtime("g", "v9", {"per_step_s": step}, GENS)
-        sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=bench.prompt, output=bench.output,
-                             quantization=mb.Quantization("fp8", "fp8"), runtime=rt)
-        got.append(mv.tpot_at_batch(sm, sched, bench, 1.0))
+    bench, engines = _engines_with_step(0.0, 0.010)
+    got = [mv.tpot_at_batch(sm, sched, bench, 1.0) for sm, sched, _ in engines]
+    sm, sched, rt = engines[-1]
     assert got[1] - got[0] == pytest.approx(0.010, rel=0.02)
     # more sequences decoding make a step longer; a batch beyond the scheduler's is its scheduler's batch
     cap = float(sched.max_running)
