@@ -206,6 +206,20 @@ figures over its 297 H100 and H200 rows, membound's own steps; validation figure
   the upcast rate (per_request_s at 1 ms, moe_upcast_efficiency free: 0.35, the rest refitted cold) the
   vLLM fit rows' TTFT went 19.3 -> 15.2% but the select chips' vLLM TTFT 18.0 -> 35.7% (validation
   figures): the upcast alone does not carry the gap across chips; not adopted.
+The budget protocol (issue 27 item 2; fixed 2026-12-07 01:10 UTC, before any figure it decides was computed):
+  - an EXTRA figure of an engine (membound validate --budget: past the one free figure per two fit chips) is
+    set to ONE value stated before its evaluation: derived from the engine's code or a cited measurement,
+    or its neutral value (NEUTRAL) where the code says the cost is absent; the engine's other free figures
+    are refitted cold on the fit chips (H100 SXM, H200; fit_all);
+  - it is adopted if and only if no select figure rises by more than 1.0 percentage point against main
+    ff81c5e's bundled figures (cumulative: a second adoption is measured against ff81c5e too): the engine's
+    rows of the select chips (B200, MI300X; serve_validate: TPOT / TTFT / throughput per GPU medians), and
+    every select category the figure reaches: serve_validate's VALIDATION lines (all, NVIDIA, AMD, MTP,
+    disaggregated), membound validate's validation medians (MLPerf assumed lengths, TensorRT-LLM max-load
+    throughput), mlperf_validate's validation (select) medians of Offline / Server / Interactive;
+  - figures considered one at a time in the budget's order, cheapest removal first (FREE_EVIDENCE's last
+    first); stop when the engine is within budget or no figure left passes;
+  - report figures (GB200, the report chips and families) are printed, never chosen on.
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), bounded least squares (membound.fitter.fit, the one fitter).
 
