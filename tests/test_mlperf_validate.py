@@ -371,6 +371,30 @@ def test_cpu_layouts_split_a_socket_as_the_launch_scripts_do():
     assert mrows.cpu_engine_of(bench, "v6.1")["kv"] == "fp8" and not mrows.cpu_engine_of(bench, "v4.1")
 
 
+def test_gptj_cpu_workers_split_each_numa_node_as_intels_v41_harness_does():
+    # Intel's v4.1 gptj harness (workloads.yaml gptj cpu_engine): a process per NUMA node, WORKERS_PER_PROC
+    # workers each pinned to 8 cores Offline (12 requests x 4 beams = 48 sequences), 1 of 32 or 40 cores
+    # Server (4 x 4 = 16). By hand: an EMR 8592+ socket (64 cores, 2 NUMA nodes) runs 2 x 4 = 8 Offline
+    # workers with 1/8 of its memory each and 2 x 1 = 2 Server workers of 32 cores with half of it; a GNR
+    # 6980P socket of a 256-core node (3 NUMA nodes of 128/3 = 42.67 cores) 3 x 5 = 15 Offline workers of
+    # 8 cores (40 <= 42.67) with 1/15 of its memory, and 3 Server workers of 40 cores with a third
+    gptj = mrows.cpu_engine_of(mrows.load_benchmarks()["gptj"], "v4.1")
+
+    def split(sc, dev, cores):
+        lay = mrows.cpu_layout(gptj, sc, dev, cores, 2)
+        return lay.cores, lay.instances, lay.memory, lay.max_running, lay.token_budget
+    assert split("Offline", "xeon-platinum-8592p", 64) == (8, 8, pytest.approx(1 / 8), 48, 2048)
+    assert split("Server", "xeon-platinum-8592p", 64) == (32, 2, 0.5, 16, 2048)
+    assert split("Offline", "xeon-6980p", 128) == (8, 15, pytest.approx(1 / 15), 48, 2048)
+    assert split("Server", "xeon-6980p", 128) == (40, 3, pytest.approx(1 / 3), 16, 2048)
+    assert (gptj["weights"], gptj["activations"]) == ("int4", "int8")    # quant_gptj int4 weights, int8 compute
+    # 5 workers of 8 cores need 40 of a NUMA node's cores: a 96-core socket's 32 cannot hold them
+    three = {**gptj, "numa_nodes": {"xeon-6980p": 3}, "node_cores": {192: gptj["node_cores"][256]}}
+    with pytest.raises(mb.InvalidInputError, match="host_processor_core_count"):
+        mrows.cpu_layout(three, "Offline", "xeon-6980p", 96, 2)
+    assert not mrows.cpu_engine_of(mrows.load_benchmarks()["gptj"], "v4.0")     # no earlier round's code read
+
+
 def test_a_cpu_socket_prediction_is_its_instances_times_one_instance():
     # an 86-core Xeon 6787P socket Offline: 12 instances of 7 cores, each 7/86 of the socket's compute and
     # 1/12 of its memory, 128 sequences and 8192 tokens a step, prefill apart from decode (SGLang): the

@@ -53,9 +53,10 @@ The workload rules of this data set live here, with the loader (never in predict
   has none, the INT4 / INT8 / BF16 of the system description, else of the system name (v3.1 Dell:
   "Dell PowerEdge Server R760 (...)" runs "1-node-2S-SPR-PyTorch-INT8"), else bf16. Where the
   submitters' launch code of the round was read (workloads.yaml `cpu_engine`: llama3.1-8b in v5.1
-  to v6.1, Intel's launches that every submitter's container ran), its formats instead, and its
-  layout (mlperf_validate._predict_cpu): per scenario, instances pinned to a fixed number
-  of cores (Intel's SGLang launch of v5.1 and v6.0) or to its NUMA nodes (vLLM's of v6.1), each
+  to v6.1, gptj in v4.1, Intel's launches that every submitter's container ran), its formats instead,
+  and its layout (mlperf_validate._predict_cpu): per scenario, instances pinned to a fixed number
+  of cores (Intel's SGLang launch of v5.1 and v6.0) or to its NUMA nodes (vLLM's of v6.1; Intel's
+  gptj harness of v4.1: workers of a fixed number of cores in each NUMA node's process), each
   with its cores' share of the socket's compute and its share of the memory (`cpu_layout`,
   `Hardware.share`), serving with the launch's caps; the socket's tokens/s are an instance's
   times the instances;
@@ -492,7 +493,10 @@ def cpu_layout(engine: dict, scenario: str, device: str, cores: int, sockets: in
       with an even share of its memory;
     - `numa_nodes_per_instance` (vLLM's data-parallel launch): one engine rank per that many NUMA nodes
       (`numa_nodes`, the socket's by device), holding their share of the socket's memory and their cores
-      less the `reserved_cores` a rank leaves to its server."""
+      less the `reserved_cores` a rank leaves to its server; with `workers_per_process` (Intel's gptj
+      harness: a process per group of NUMA nodes running WORKERS_PER_PROC workers), that many instances
+      share each group's memory evenly, each pinned to `cores_per_instance` cores where the launch sets
+      them (else to an even share of the group's)."""
     scenarios = engine.get("scenarios", {})
     if scenario not in scenarios:
         raise InvalidInputError("scenario", scenario, f"one the CPU engine's launch sets ({sorted(scenarios)})")
@@ -500,7 +504,7 @@ def cpu_layout(engine: dict, scenario: str, device: str, cores: int, sockets: in
     if "unmodelled" in run:
         raise InvalidInputError("layout", f"{cores * sockets} cores, {scenario}", run["unmodelled"])
     caps = int(run["max_running"]), int(run["token_budget"])
-    if "cores_per_instance" in run:
+    if "cores_per_instance" in run and "numa_nodes_per_instance" not in run:
         per = int(run["cores_per_instance"])
         if cores < per:
             raise InvalidInputError("host_processor_core_count", cores,
@@ -511,8 +515,13 @@ def cpu_layout(engine: dict, scenario: str, device: str, cores: int, sockets: in
     if not numa:
         raise InvalidInputError("device", device, f"a CPU whose NUMA nodes the launch's entry lists "
                                                   f"({sorted(engine.get('numa_nodes', {}))})")
-    k = int(run["numa_nodes_per_instance"])
-    return CpuLayout(k * cores / numa - int(engine.get("reserved_cores", 0)), numa / k, k / numa, *caps)
+    k, m = int(run["numa_nodes_per_instance"]), int(run.get("workers_per_process", 1))
+    group = k * cores / numa - int(engine.get("reserved_cores", 0))
+    pinned = float(run.get("cores_per_instance", group / m))
+    if pinned * m > group:
+        raise InvalidInputError("host_processor_core_count", cores, f"at least the {pinned * m:g} cores the "
+                                f"{m} instances of the CPU engine pin in each group of {k} of {numa} NUMA nodes")
+    return CpuLayout(pinned, numa * m / k, k / (numa * m), *caps)
 
 
 def row_layouts(bench: Benchmark, engine: str, device: str, rnd: str, wd: str, per_node: int,
