@@ -50,6 +50,47 @@ def test_launched_runtime_applies_the_launch_and_none_is_the_engine():
     assert got.served.compute_fraction == rt.served.compute_fraction      # the GEMM share is the engine's
 
 
+def test_a_launch_with_tuned_gemms_multiplies_at_their_rate_and_adds_reads():
+    # a submission whose tuned GEMMs' table gives 0.411 of the dense peak, on a chip whose profile achieves 0.514:
+    # the served share is 0.411 / 0.514 = 0.79961 (so the step multiplies at 0.79961 x 0.514 = 0.411 of the
+    # peak), and reads and multiplies add (overlap 0)
+    got = mrows.Launch("harness", gemm_fraction=0.411).served(ENGINE, 0.514)
+    assert got == {"compute_fraction": pytest.approx(0.79961, abs=1e-5), "overlap": 0.0}
+    with pytest.raises(mb.InvalidInputError, match="gemm_fraction"):
+        mrows.Launch("harness", gemm_fraction=0.6).served(ENGINE, 0.514)      # above what the chip achieves
+    with pytest.raises(mb.InvalidInputError, match="gemm_fraction"):
+        mrows.Launch("harness", gemm_fraction=0.411).served(ENGINE)           # no chip to take the share of
+
+
+def test_a_tuned_gemm_step_prices_each_sequence_at_the_table_rate():
+    from membound.serving.api import build
+    from membound.serving.lengths import Fixed
+    rt = mrows.launched("vllm", mrows.Launch("harness", gemm_fraction=0.411), "mi300x")
+    q = mb.Quantization("fp8", "fp8", activations="fp8")
+    sm, _, _ = build("llama-2-70b", "mi300x", prompt=Fixed(222), output=Fixed(294), quantization=q, runtime=rt,
+                     n_chips=1, parallel=mb.Parallel(tp=1))
+    assert sm.eff.compute_fraction == pytest.approx(0.411, rel=1e-12) and sm.eff.overlap == 0.0
+    # each decoding sequence adds its GEMMs: Llama-2-70B's 68,976,648,192 parameters less the 32,000 x 8,192 input
+    # embedding (a lookup) = 68,714,504,192, x 2 FLOPs = 1.37429e11 FLOPs, at 0.411 x 2.6149e15 = 1.07472e15
+    # FLOP/s: 1.27874e-4 s a sequence
+    one, _, _ = sm.staged(1.0)
+    many, _, _ = sm.staged(1001.0)
+    assert (float(many.comp) - float(one.comp)) / 1000.0 == pytest.approx(1.27874e-4, rel=1e-4)
+    # overlap 0: the step is its reads plus its multiplies (plus the fixed costs), not the larger of them
+    u = 1000.0
+    parts = many.mem + many.kv * 1001.0 * u + many.comp + many.attn * 1001.0 * u + many.over + many.comm
+    assert float(sm.step(1001.0, u)) == pytest.approx(float(parts), rel=1e-12)
+    assert float(parts) > float(many.mem + many.kv * 1001.0 * u) and float(parts) > float(many.comp)
+
+
+def test_an_entrys_gemm_fraction_holds_for_each_scenario_unless_one_overrides_it():
+    e = {**ENTRIES["e"], "gemm_fraction": 0.4,
+         "scenarios": {"Offline": {"executor": "harness"}, "Server": {"executor": "harness", "gemm_fraction": 0.3}}}
+    off, _ = mrows.submission_of("v5.1", "Acme", "llama2-70b", "vllm", "mi300x", "Offline", 8, {"e": e})
+    srv, _ = mrows.submission_of("v5.1", "Acme", "llama2-70b", "vllm", "mi300x", "Server", 8, {"e": e})
+    assert (off.gemm_fraction, srv.gemm_fraction) == (0.4, 0.3)
+
+
 def test_submission_of_matches_round_submitter_benchmark_and_chip():
     launch, fmt = mrows.submission_of("v5.1", "Bolt", "llama2-70b", "vllm", "mi300x", "Offline", 8, ENTRIES)
     assert launch == mrows.Launch("harness", tp=8, max_running=1792)        # tp "all": the node's 8 devices
@@ -74,6 +115,10 @@ def test_shipped_submissions_cite_their_code_and_use_known_fields():
     assert subs
     for name, e in subs.items():
         assert e["engine"] == "vllm" and e["source"] and set(e["formats"] if "formats" in e else {}) <= set(mrows.FORMAT_FIELDS)
+        assert set(e) <= {"round", "submitters", "benchmark", "engine", "device", "formats", "scenarios", "source",
+                          *mrows.ENTRY_LAUNCH_FIELDS}, name
+        # a tuned GEMM share is below what the chip achieves at all (its profile's bf16 MAMF share)
+        assert e.get("gemm_fraction", 0.0) <= mb.load_hardware(e["device"]).achievable.compute_fraction, name
         for sc, fields in e["scenarios"].items():
             assert sc in mrows.SCENARIOS and set(fields) <= set(mrows.LAUNCH_FIELDS) | set(mrows.FORMAT_FIELDS), name
             assert fields["executor"] in ("harness", "server"), name

@@ -43,8 +43,11 @@ The workload rules of this data set live here, with the loader (never in predict
   generation vllm-harness: no HTTP server or tokeniser costs, per_request_s and per_prompt_token_s 0 from
   the code; "server": an OpenAI-compatible endpoint, the engine's own runtime), the instance's tensor x
   pipeline parallel layout, and the engine flags that bound a step (max_num_seqs, max_num_batched_tokens,
-  chunked prefill, gpu_memory_utilization, V0 multi-step scheduling); and the tensor formats its code sets
-  where the precision column says less (Intel's Arc rows: 4-bit weights, 8-bit activations, 8-bit KV).
+  chunked prefill, gpu_memory_utilization, V0 multi-step scheduling); where a submission publishes its tuned
+  GEMMs' timings, the marginal rate they give (`gemm_fraction`: AMD's MI300X llama2-70b launches multiply at
+  0.411 of the fp8 peak, Dell's v4.1 table, with reads and multiplies adding as the table's times do); and the
+  tensor formats its code sets where the precision column says less (Intel's Arc rows: 4-bit weights, 8-bit
+  activations, 8-bit KV).
   vllm-harness fits nothing: no round has fit-family harness rows on two chips (generations.yaml);
 - CPU-only systems (accel_family "CPU-only"): the host processor's profile (by the CSV's
   host_processor), its sockets the "accelerators" (tokens/s per socket, sockets per node the
@@ -164,17 +167,29 @@ class Launch:
     chunked_prefill: bool | None = None   # enable_chunked_prefill (False: no mixed prefill/decode steps, vLLM V0)
     memory_fraction: float = 0.0  # gpu_memory_utilization
     scheduler_steps: int = 1      # num_scheduler_steps (vLLM V0 multi-step scheduling)
+    gemm_fraction: float = 0.0    # share of the chip's dense peak its tuned GEMMs multiply at (0: the engine's)
 
-    def served(self, engine: Any) -> dict:
+    def served(self, engine: Any, chip_compute_fraction: float | None = None) -> dict:
         """The served block's fields this launch sets over the engine's served block `engine`
         (catalog.runtime.Served). Multi-step scheduling calls the scheduler once every `scheduler_steps`
         steps: its per-sequence host work is paid once per call, and waiting prompts join only then
         (`recv_interval_steps`). A step decodes at most token_budget sequences (one token each: vLLM's
         scheduler spends its token budget on the running requests, v1/core/sched/scheduler.py
         Scheduler.schedule), so the running batch is at most the budget where a launch sets fewer
-        tokens than sequences (Intel's Arc launches: 1024 sequences, 320 tokens)."""
+        tokens than sequences (Intel's Arc launches: 1024 sequences, 320 tokens).
+        A launch whose submission publishes its tuned GEMMs' timings (`gemm_fraction`, submissions.yaml)
+        multiplies at that share of the chip's dense peak: the served compute_fraction, a share of the
+        chip's achievable (`chip_compute_fraction`, its profile's), is gemm_fraction / that; and the
+        step's memory and compute add (overlap 0), as the timings do: a layer's GEMMs take the
+        weights' read plus the tokens' multiply-accumulates at the marginal rate."""
         out: dict[str, Any] = {k: v for k, v in (("max_running", self.max_running), ("token_budget", self.token_budget),
                                                  ("memory_fraction", self.memory_fraction)) if v}
+        if self.gemm_fraction:
+            if not chip_compute_fraction or self.gemm_fraction > chip_compute_fraction:
+                raise InvalidInputError("gemm_fraction", self.gemm_fraction,
+                                        f"a share of the dense peak at most the chip's achievable ({chip_compute_fraction})")
+            out["compute_fraction"] = self.gemm_fraction / chip_compute_fraction
+            out["overlap"] = 0.0
         budget = out.get("token_budget", engine.token_budget)
         if out.get("max_running", engine.max_running) > budget:
             out["max_running"] = budget
@@ -318,8 +333,9 @@ def unmodelled(path: str | Path | None = None) -> dict[str, str]:
 UNMODELLED = unmodelled()
 SUBMISSIONS = "data/reference/mlperf/submissions.yaml"
 LAUNCH_FIELDS = ("executor", "tp", "pp", "max_running", "token_budget", "chunked_prefill", "memory_fraction",
-                 "scheduler_steps")
+                 "scheduler_steps", "gemm_fraction")
 FORMAT_FIELDS = ("weights", "activations", "kv", "dense_weights", "expert_activations")
+ENTRY_LAUNCH_FIELDS = ("gemm_fraction",)    # launch fields an entry sets for every scenario (a scenario may override)
 
 
 def load_submissions(path: str | Path | None = None) -> dict[str, dict]:
@@ -338,11 +354,12 @@ def submission_of(round_: str, submitter: str, benchmark: str, engine: str, devi
                   per_node: int, entries: dict[str, dict] | None = None) -> tuple[Launch | None, dict[str, str]]:
     """(the launch of this scenario, the tensor formats {weights, activations, kv} it sets) of the
     submissions.yaml entry for the round, submitter, benchmark, engine and device; (None, {}) where none
-    matches. A scenario's own formats override the entry's; `tp: all` is every device of the node."""
+    matches. A scenario's own formats and launch fields override the entry's (ENTRY_LAUNCH_FIELDS);
+    `tp: all` is every device of the node."""
     for name, e in (_shipped_submissions() if entries is None else entries).items():
         if (e["round"], e["benchmark"], e["engine"], e["device"]) == (round_, benchmark, engine, device) \
                 and submitter in e["submitters"]:
-            sc = dict((e.get("scenarios") or {}).get(scenario) or {})
+            sc = {**{k: e[k] for k in ENTRY_LAUNCH_FIELDS if k in e}, **((e.get("scenarios") or {}).get(scenario) or {})}
             fmt = {k: str(v) for k, v in {**(e.get("formats") or {}), **sc}.items() if k in FORMAT_FIELDS}
             unknown = set(sc) - set(LAUNCH_FIELDS) - set(FORMAT_FIELDS)
             if unknown:
@@ -533,15 +550,17 @@ def row_layouts(bench: Benchmark, engine: str, device: str, rnd: str, wd: str, p
     return instance_layouts(bench, engine, device, rnd, wd, per_node)
 
 
-def launched(runtime: str | Runtime, launch: Launch | None) -> str | Runtime:
+def launched(runtime: str | Runtime, launch: Launch | None, device: str | None = None) -> str | Runtime:
     """`runtime` (a Runtime or a bundled runtime's name) with the served flags a submission's launch
-    sets (`Launch.served`)."""
+    sets (`Launch.served`) on the chip `device` (its profile's achievable compute share: the launch's
+    gemm_fraction is relative to the peak)."""
     if launch is None:
         return runtime
     runtime = load_runtime(runtime) if isinstance(runtime, str) else runtime
     if runtime.served is None:
         return runtime
-    update = launch.served(runtime.served)
+    chip = load_hardware(device).achievable.compute_fraction if device else None
+    update = launch.served(runtime.served, chip)
     return runtime.model_copy(update={"served": runtime.served.model_copy(update=update)}) if update else runtime
 
 

@@ -72,7 +72,8 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
             _predict_cpu(members, bench, cpu_engine_of(bench, rnd))
             continue
         try:
-            runtime = launched((runtimes or {}).get((engine, executor, rnd)) or runtime_of(engine, executor, rnd), launch)
+            runtime = launched((runtimes or {}).get((engine, executor, rnd)) or runtime_of(engine, executor, rnd), launch,
+                               device)
             best = None
             for lay in row_layouts(bench, engine, device, rnd, q.weights, per_node, launch):
                 try:
