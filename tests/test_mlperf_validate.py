@@ -268,6 +268,27 @@ def test_cpu_only_rows_are_host_processors(tmp_path):
     assert got[0].quantization.head_weights == "bf16"     # AutoRound without --quant_lm_head: lm_head stays bf16
     assert got[0].measured == pytest.approx(800.0 / 2) and got[0].family == "CPU-only"
     assert [why for _, why, _ in skipped] == ["no profile for the CPU Acme CPU 9000"]
+    # the launch a CPU row runs is its benchmark's cpu_engine entry for its round (and its system's words):
+    # the v5.1 llama row the first, the v4.0 gptj rows none (neither names ITREX)
+    assert [r.cpu_launch for r in got] == [0, -1, -1]
+
+
+def test_intels_v40_itrex_row_runs_neural_speed_and_its_partners_do_not(tmp_path):
+    # v4.0: Intel's 1-node-2S-EMR-ITREX ran the Neural Speed launch (workloads.yaml gptj cpu_engine, entry 1:
+    # int4 weights, int8 compute) though its name gives no format; another v4.0 EMR row keeps its name's
+    # INT4 (weight-only) and the plain mapping
+    cols = COLUMNS + ["host_processor", "host_processors_per_node", "nodes", "system_desc", "host_processor_core_count"]
+    cpu = dict(accelerator=float("nan"), accel_family="CPU-only", accel_variant="", accelerators_per_node=0,
+               n_accelerators=0, tokens_per_s_per_accel=float("nan"), framework="PyTorch", software_stack="",
+               host_processors_per_node=2, nodes=1, model="gptj", benchmark="gptj-99", round="v4.0",
+               precision=float("nan"), host_processor="INTEL(R) XEON(R) PLATINUM 8592+", host_processor_core_count=64)
+    rows = [_row(**cpu, system_name="1-node-2S-EMR-ITREX", system_desc="1-node-2S-EMR-ITREX"),
+            _row(**cpu, system_name="1-node-2S-C240M7-EMR-PyTorch-INT4", system_desc="")]
+    path = tmp_path / "cpu.csv"
+    pd.DataFrame(rows, columns=cols).to_csv(path, index=False)
+    got, _ = mrows.load_rows(path)
+    assert [(r.device, r.cpu_launch, r.cores, r.quantization.weights, r.quantization.activations) for r in got] == [
+        ("xeon-platinum-8592p", 1, 64, "int4", "int8"), ("xeon-platinum-8592p", -1, 0, "int4", None)]
 
 
 def test_a_card_of_two_gpus_is_two_devices(tmp_path):
@@ -392,7 +413,12 @@ def test_gptj_cpu_workers_split_each_numa_node_as_intels_v41_harness_does():
     three = {**gptj, "numa_nodes": {"xeon-6980p": 3}, "node_cores": {192: gptj["node_cores"][256]}}
     with pytest.raises(mb.InvalidInputError, match="host_processor_core_count"):
         mrows.cpu_layout(three, "Offline", "xeon-6980p", 96, 2)
-    assert not mrows.cpu_engine_of(mrows.load_benchmarks()["gptj"], "v4.0")     # no earlier round's code read
+    # v4.0: only Intel's ITREX system ran that launch (its README), the other v4.0 systems other code, not read
+    bench = mrows.load_benchmarks()["gptj"]
+    assert mrows.cpu_launch_of(bench, "v4.0", "1-node-2S-EMR-ITREX") == 1 and mrows.cpu_launch_of(bench, "v4.1") == 0
+    assert mrows.cpu_engine_of(bench, "v4.0", "1-node-2S-EMR-ITREX")["scenarios"] == gptj["scenarios"]
+    assert mrows.cpu_launch_of(bench, "v4.0", "R760_CPU") == -1 and not mrows.cpu_engine_of(bench, "v4.0")
+    assert mrows.cpu_launch_of(bench, "v3.1", "1-node-2S-SPR-PyTorch-INT8") == -1     # no v3.1 code read
 
 
 def test_a_cpu_socket_prediction_is_its_instances_times_one_instance():
@@ -402,7 +428,7 @@ def test_a_cpu_socket_prediction_is_its_instances_times_one_instance():
     bench = mrows.load_benchmarks()["llama3.1-8b"]
     q = mb.Quantization("int4", None, activations="int8")
     row = mrows.MLPerfRow("v5.1/X/s/llama3.1-8b/Offline", "v5.1", "llama3.1-8b", "Offline", "CPU-only", "xeon-6787p",
-                       mrows.CPU_ENGINE, q, 2, 400.0, cores=86)
+                       mrows.CPU_ENGINE, q, 2, 400.0, cores=86, cpu_launch=mrows.cpu_launch_of(bench, "v5.1"))
     mv.predict([row])
     part = mb.load_hardware("xeon-6787p").share(7 / 86, 1 / 12)
     sm, sched, _ = build(bench.preset, part, prompt=bench.prompt, output=bench.output, quantization=q,

@@ -225,18 +225,19 @@ class MLPerfRow:
     cores: int = 0        # a CPU-only system's cores per socket (the CSV's host_processor_core_count), else 0
     launch: Launch | None = None   # its submission's published launch of the scenario (`submission_of`), or None
     tpot_p50_s: float = math.nan   # the measured median TPOT (Server, Interactive: the load generator's summary)
+    cpu_launch: int = -1  # a CPU-only row's launch: its index in the benchmark's cpu_engine (`cpu_launch_of`), or -1
 
     @property
     def key(self) -> tuple:
         """What one engine instance's prediction depends on."""
         return (self.benchmark, self.device, self.engine, self.executor, self.round, self.quantization, self.per_node,
-                self.cores, self.launch)
+                self.cores, self.launch, self.cpu_launch)
 
     def fresh(self) -> MLPerfRow:
         """The same row without a prediction."""
         return MLPerfRow(self.id, self.round, self.benchmark, self.scenario, self.family, self.device, self.engine,
                          self.quantization, self.per_node, self.measured, executor=self.executor, cores=self.cores,
-                         launch=self.launch, tpot_p50_s=self.tpot_p50_s)
+                         launch=self.launch, tpot_p50_s=self.tpot_p50_s, cpu_launch=self.cpu_launch)
 
 
 def length_distribution(mean: float, lo: int, hi: int, cv: float, n: int = LENGTH_POINTS) -> Samples:
@@ -484,10 +485,21 @@ def instance_layouts(bench: Benchmark, engine: str, device: str, rnd: str, wd: s
     return [lay for lay in out if lay.chips == want] or out
 
 
-def cpu_engine_of(bench: Benchmark, rnd: str) -> dict:
+def cpu_launch_of(bench: Benchmark, rnd: str, system: str = "") -> int:
+    """The index in `bench.cpu_engine` (workloads.yaml, cited there) of the launch a CPU-only system named
+    `system` ran in round `rnd`, or -1 where no round's code was read: the first entry of the round whose
+    `systems` words (the stack a system's name names, e.g. v4.0's "ITREX") one is in the name, or that
+    has none (every system of its rounds)."""
+    name = system.lower()
+    return next((i for i, e in enumerate(bench.cpu_engine) if rnd in e.get("rounds", ())
+                 and (not e.get("systems") or any(str(w).lower() in name for w in e["systems"]))), -1)
+
+
+def cpu_engine_of(bench: Benchmark, rnd: str, system: str = "") -> dict:
     """The CPU-only systems' engine of `bench` in round `rnd` as its submitters' code launched it
-    (workloads.yaml `cpu_engine`, cited there), or {} where no round's code was read."""
-    return next((e for e in bench.cpu_engine if rnd in e.get("rounds", ())), {})
+    (`cpu_launch_of`), or {} where no round's code was read."""
+    i = cpu_launch_of(bench, rnd, system)
+    return bench.cpu_engine[i] if i >= 0 else {}
 
 
 @dataclass(frozen=True)
@@ -594,7 +606,8 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
     named: dict[str, Any] = {k: v for k, v in fmt.items() if k != "weights" or v != quant.weights}
     if named:          # the formats the submission's code names (submissions.yaml), over the checkpoint's rule
         quant = replace(quant, **named)
-    engine_run = cpu_engine_of(bench, str(r.round)) if cpu_only(r) else {}
+    cpu_launch = cpu_launch_of(bench, str(r.round), str(r.system_name)) if cpu_only(r) else -1
+    engine_run = bench.cpu_engine[cpu_launch] if cpu_launch >= 0 else {}
     if engine_run:         # the formats the CPU engine's published launch runs (workloads.yaml `cpu_engine`)
         wd = str(engine_run["weights"])
         quant = Quantization(wd, engine_run.get("kv"), activations=engine_run.get("activations"),
@@ -613,7 +626,7 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
                      executor=(launch.executor if launch is not None and launch.executor
                                else executor_of(engine, f"{r.framework} {r.software_stack}", bench)),
                      cores=int(cores) if cores == cores and cores else 0, launch=launch,
-                     tpot_p50_s=tpot if math.isfinite(tpot) and tpot > 0 else math.nan)
+                     tpot_p50_s=tpot if math.isfinite(tpot) and tpot > 0 else math.nan, cpu_launch=cpu_launch)
 
 
 def load_rows(path=None, benchmarks: dict[str, Benchmark] | None = None) -> tuple[list[MLPerfRow], list]:

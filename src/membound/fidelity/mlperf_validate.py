@@ -47,7 +47,7 @@ from ..serving.solver import open_loop_rates, solve
 from ..serving.step import StepModel
 from ..serving.tails import tails
 from .fitter import Param, fit
-from .mlperf_rows import (CPU_ENGINE, GENERATION_FIT, SCENARIOS, Benchmark, MLPerfRow, cpu_engine_of, cpu_layout,
+from .mlperf_rows import (CPU_ENGINE, GENERATION_FIT, SCENARIOS, Benchmark, MLPerfRow, cpu_layout,
                           fitted_param, generation_runtime, generations_path, launched, load_benchmarks, load_rows,
                           mlperf_csv, row_layouts, runtime_of, scenario_limits, shipped_generations)
 from ..base.safeio import csv_frame, check_output_path
@@ -66,10 +66,10 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
     groups: dict[tuple, list[MLPerfRow]] = {}
     for r in rows:
         groups.setdefault(r.key, []).append(r)
-    for (bname, device, engine, executor, rnd, q, per_node, _cores, launch), members in groups.items():
+    for (bname, device, engine, executor, rnd, q, per_node, _cores, launch, cpu_launch), members in groups.items():
         bench = benchmarks[bname]
-        if engine == CPU_ENGINE and cpu_engine_of(bench, rnd):
-            _predict_cpu(members, bench, cpu_engine_of(bench, rnd))
+        if engine == CPU_ENGINE and cpu_launch >= 0:
+            _predict_cpu(members, bench, bench.cpu_engine[cpu_launch])
             continue
         try:
             runtime = launched((runtimes or {}).get((engine, executor, rnd)) or runtime_of(engine, executor, rnd), launch,
@@ -127,7 +127,7 @@ def _searched(mr: MaxRate, tok_s_per_accel: float) -> dict:
 
 
 def _predict_cpu(members: list[MLPerfRow], bench: Benchmark, engine: dict) -> None:
-    """Fill the predictions of CPU-only rows whose engine's launch is known (`cpu_engine_of`): each
+    """Fill the predictions of CPU-only rows whose engine's launch is known (`cpu_launch_of`): each
     scenario's instances (`cpu_layout`) each get their cores' share of the socket's compute and their
     share of its memory (`Hardware.share`), serve with the launch's caps on the `device` runtime (the
     profile's fractions), and the socket's tokens/s are an instance's times the instances."""
