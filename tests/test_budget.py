@@ -226,3 +226,8 @@ def test_a_served_engine_names_its_extra_figures(budget):
     assert free_reason("vllm", "compute_fraction", 2).startswith("within budget (2 of 5)")
     assert free_reason("vllm", "compute_fraction", 1).startswith("EXTRA (2 of 5)")
     assert free_reason("vllm", "per_step_s", 1) == ""
+    # every extra figure went through the budget protocol (serve_calibrate's docstring, 'The budget protocol') and
+    # its reason says how that ended: 4 + 4 + 5 = 13 extra figures, each naming the protocol
+    ended = [c for name in ("vllm", "sglang", "tensorrt-llm") for c in budget[name].constants
+             if c.kind == "fitted" and c.why.startswith("EXTRA")]
+    assert len(ended) == 13 and all("protocol" in c.why and "fails" in c.why for c in ended)

@@ -227,7 +227,8 @@ The budget protocol (issue 27 item 2; fixed 2026-12-07 01:10 UTC, before any fig
     vLLM per_sequence_s 1.1 us (update_from_output, 0.287 ms at 256 requests, vllm-project/vllm PR 46112):
       6.0/17.8/6.1% (passes); serve_validate VALIDATION all 9.1/19.3/9.5 -> 9.5/19.0/9.5%, NVIDIA 10.0/21.2/
       10.3 -> 10.0/21.4/10.2%, AMD 6.5/15.4/8.0 -> 7.0/14.7/7.2% (pass); mlperf_validate validation Offline/
-      Server/Interactive 15.6/14.3/34.5 -> 15.6/14.3/34.4% (pass); membound validate, MLPerf (assumed
+      Server/Interactive 15.6/14.3/34.5 -> 15.6/14.3/34.4% (pass), its select family MI300X Offline/Server/
+      Interactive 28.0/23.5/46.8 -> 31.8/27.7/34.4% (B200 9.3 -> 9.2% Offline); membound validate, MLPerf (assumed
       lengths) validation 31.0 -> 65.2% (mixtral-8x7b on MI300X, 512/512 assumed: +24/+38 -> +56/+74%): FAILS.
       Refit: compute 0.4163, per layer 68.4 us, MoE rows 1.735, per request 17.4 ms. Report figures (printed,
       not chosen on): mlperf_validate report Offline 24.2 -> 24.6%, Server 25.0 -> 25.6%; its vllm engine
