@@ -6,6 +6,7 @@ import pytest
 import membound as mb
 from membound.catalog.runtime import Served
 from membound.fidelity import mlperf_rows as mrows
+from membound.physics.efficiency import efficiency
 
 ENGINE = Served(max_running=1024, token_budget=8192, per_sequence_s=3.3e-5, memory_fraction=0.9)
 
@@ -117,8 +118,15 @@ def test_shipped_submissions_cite_their_code_and_use_known_fields():
         assert e["engine"] == "vllm" and e["source"] and set(e["formats"] if "formats" in e else {}) <= set(mrows.FORMAT_FIELDS)
         assert set(e) <= {"round", "submitters", "benchmark", "engine", "device", "formats", "scenarios", "source",
                           *mrows.ENTRY_LAUNCH_FIELDS}, name
-        # a tuned GEMM share is below what the chip achieves at all (its profile's bf16 MAMF share)
-        assert e.get("gemm_fraction", 0.0) <= mb.load_hardware(e["device"]).achievable.compute_fraction, name
+        # a tuned GEMM share is below what the chip achieves at all (its profile's bf16 MAMF share), and a launch
+        # that names one multiplies at exactly that share of the chip's peak, reads and multiplies adding
+        hw = mb.load_hardware(e["device"])
+        assert e.get("gemm_fraction", 0.0) <= hw.achievable.compute_fraction, name
+        if "gemm_fraction" in e:
+            launch, _ = mrows.submission_of(e["round"], e["submitters"][0], e["benchmark"], "vllm", e["device"],
+                                            "Offline", 8)
+            eff = efficiency(mrows.launched("vllm", launch, e["device"]), hw)
+            assert (eff.compute_fraction, eff.overlap) == (pytest.approx(e["gemm_fraction"], rel=1e-12), 0.0), name
         for sc, fields in e["scenarios"].items():
             assert sc in mrows.SCENARIOS and set(fields) <= set(mrows.LAUNCH_FIELDS) | set(mrows.FORMAT_FIELDS), name
             assert fields["executor"] in ("harness", "server"), name
