@@ -453,11 +453,12 @@ def test_published_scenario_caps_set_the_searched_engine(monkeypatch):
     for args in (("tensorrt-llm", "h200", "v4.1", "Interactive"), ("tensorrt-llm", "h200", "v5.1", "Offline"),
                  ("vllm", "h200", "v5.1", "Interactive"), ("tensorrt-llm", "h100-nvl", "v5.1", "Server")):
         assert mrows.scenario_limits(llama, *args) is None
-    # DeepSeek-R1 on B200 x8, Server: 512 sequences and 3456 tokens per attention-DP rank, no chunked context;
+    # DeepSeek-R1 on B200 x8, Server: 512 sequences and 3456 tokens per attention-DP rank, no chunked context,
+    # v6.0's attention-DP balancing timeout 6 iterations;
     # TensorRT-LLM's limits are per rank, so the instance of 8 ranks runs 8 x 512 = 4096 and 8 x 3456 = 27,648
     dsr1 = mrows.load_benchmarks()["deepseek-r1"]
     caps = mrows.scenario_limits(dsr1, "tensorrt-llm", "b200", "v6.0", "Server")
-    assert caps == Scheduler(max_running=512, token_budget=3456, chunked_prefill=False)
+    assert caps == Scheduler(max_running=512, token_budget=3456, chunked_prefill=False, dp_balance_steps=6)
     lay = next(lay for lay in mrows.instance_layouts(dsr1, "tensorrt-llm", "b200", "v6.0", "nvfp4", 8) if lay.ep == 8)
     _, sched, _ = build("deepseek-r1", "b200", prompt=dsr1.prompt, output=dsr1.output,
                         quantization=mb.Quantization("nvfp4", "fp8"), runtime="tensorrt-llm", n_chips=8, parallel=lay,

@@ -114,8 +114,10 @@ def test_submission_of_matches_round_submitter_benchmark_and_chip():
 def test_shipped_submissions_cite_their_code_and_use_known_fields():
     subs = mrows.load_submissions()
     assert subs
+    executors = {"vllm": ("harness", "server"), "tensorrt-llm": ("pytorch",)}     # TensorRT-LLM's: trtllm-serve
     for name, e in subs.items():
-        assert e["engine"] == "vllm" and e["source"] and set(e["formats"] if "formats" in e else {}) <= set(mrows.FORMAT_FIELDS)
+        assert e["engine"] in executors and e["source"]
+        assert set(e["formats"] if "formats" in e else {}) <= set(mrows.FORMAT_FIELDS)
         assert set(e) <= {"round", "submitters", "benchmark", "engine", "device", "formats", "scenarios", "source",
                           *mrows.ENTRY_LAUNCH_FIELDS}, name
         # a tuned GEMM share is below what the chip achieves at all (its profile's bf16 MAMF share), and a launch
@@ -129,7 +131,7 @@ def test_shipped_submissions_cite_their_code_and_use_known_fields():
             assert (eff.compute_fraction, eff.overlap) == (pytest.approx(e["gemm_fraction"], rel=1e-12), 0.0), name
         for sc, fields in e["scenarios"].items():
             assert sc in mrows.SCENARIOS and set(fields) <= set(mrows.LAUNCH_FIELDS) | set(mrows.FORMAT_FIELDS), name
-            assert fields["executor"] in ("harness", "server"), name
+            assert fields["executor"] in executors[e["engine"]], name
         mb.load_hardware(e["device"])
 
 

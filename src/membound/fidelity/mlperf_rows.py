@@ -16,9 +16,10 @@ The workload rules of this data set live here, with the loader (never in predict
   that many accelerators, every scenario of the system on that layout;
 - scheduler caps: where the submitters' published configuration sets the engine's running batch and
   tokens a step for a Server or Interactive scenario on that chip in that round (workloads.yaml
-  `engine_limits`: NVIDIA's gpu_batch_size and runtime max_num_tokens, per rank, cited there), that
-  scenario's engine runs them (`scenario_limits`); otherwise, and for Offline (whose rows fit the
-  generations' constants), the engine's own defaults;
+  `engine_limits`: NVIDIA's gpu_batch_size and runtime max_num_tokens, per rank, and attention-DP
+  balancing's timeout, cited there; a chip may list an entry per round), that scenario's engine runs
+  them (`scenario_limits`), unless the row's submission sets its own (`row_limits`); otherwise the
+  engine's own defaults (the C++ executor's Offline rows, which fit its generation, have none);
 - formats: the row's `precision` (`weights=...`); a row whose measurements name the source
   checkpoint (fp16/bf16/fp32) with a quantization transform ran the chip's fp8 (NVIDIA's and
   AMD's submissions quantize to FP8 with an FP8 KV cache); a row without a precision ran fp4 on a
@@ -36,8 +37,9 @@ The workload rules of this data set live here, with the loader (never in predict
   per_request_s 0 from its code, the harness's MAX_UTILIZATION capacity scheduler (a request admitted
   on the KV it holds now, preemption "recompute", not on its whole length), per_sequence_s fitted per round
   on the fit families' Offline rows where the fit is interior, else the engine's); "pytorch" rows
-  run the engine's own runtime;
-- vLLM submissions (submissions.yaml, `submission_of`, each entry cited to the submission's own launch
+  run the generation tensorrt-llm-serve (the engine's served costs with the harness's MAX_UTILIZATION
+  scheduler, from its code; nothing fitted: no fit family ran trtllm-serve rows);
+- submissions (submissions.yaml, `submission_of`, each entry cited to the submission's own launch
   scripts, configs and harness code): per round, submitter, benchmark and chip, each scenario's launch
   (`Launch`): the executor ("harness": the submitter's harness drives vLLM in-process with token ids, the
   generation vllm-harness: no HTTP server or tokeniser costs, per_request_s and per_prompt_token_s 0 from
@@ -48,7 +50,9 @@ The workload rules of this data set live here, with the loader (never in predict
   0.411 of the fp8 peak, Dell's v4.1 table, with reads and multiplies adding as the table's times do); and the
   tensor formats its code sets where the precision column says less (Intel's Arc rows: 4-bit weights, 8-bit
   activations, 8-bit KV).
-  vllm-harness fits nothing: no round has fit-family harness rows on two chips (generations.yaml);
+  vllm-harness fits nothing: no round has fit-family harness rows on two chips (generations.yaml).
+  TensorRT-LLM entries (executor "pytorch": trtllm-serve) set a submitter's own caps where they differ
+  from workloads.yaml's `engine_limits` (Nebius's v6.0 B200 launches);
 - CPU-only systems (accel_family "CPU-only"): the host processor's profile (by the CSV's
   host_processor), its sockets the "accelerators" (tokens/s per socket, sockets per node the
   groups), the stack (PyTorch with Intel's extensions) as the `device` runtime (the profile's
@@ -132,7 +136,7 @@ class Benchmark:
     instance_chips: dict = field(default_factory=dict)   # engine -> {device: accelerators per engine instance}
     instance_rounds: tuple = ()   # the rounds whose published configurations set instance_chips
     cpu_engine: tuple = ()   # CPU-only systems' engine launches, each for its rounds (`cpu_engine_of`)
-    engine_limits: dict = field(default_factory=dict)    # engine -> {scenario: {device: EngineLimits}}
+    engine_limits: dict = field(default_factory=dict)    # engine -> {scenario: {device: (EngineLimits, ...)}}
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,8 @@ class EngineLimits:
     max_running: int              # TensorRT-LLM max_batch_size (NVIDIA's gpu_batch_size, unless its runtime flags override it)
     token_budget: int             # the runtime flags' max_num_tokens: tokens a step carries, decodes included
     chunked_prefill: bool = True  # the runtime flags' enable_chunked_context
+    dp_balance_steps: int | None = None   # attention-DP balancing's timeout_iters (adp_balancing_timeout_iters), or
+                                          # None: the engine's (Scheduler.dp_balance_steps)
 
     def scheduler(self) -> Scheduler:
         """The caps as a Scheduler: a step's decodes take one token each out of the token budget, so the
@@ -151,7 +157,7 @@ class EngineLimits:
         request only while the step's tokens stay within max_num_tokens: cpp/tensorrt_llm/batch_manager/
         microBatchScheduler.cpp); the engine's other knobs are its own."""
         return Scheduler(max_running=min(self.max_running, self.token_budget), token_budget=self.token_budget,
-                         chunked_prefill=self.chunked_prefill)
+                         chunked_prefill=self.chunked_prefill, dp_balance_steps=self.dp_balance_steps)
 
 
 @dataclass(frozen=True)
@@ -159,15 +165,18 @@ class Launch:
     """One scenario's engine instance as a submission's published code launches it (submissions.yaml, cited
     there): its executor, layout and the engine flags that bound a step. 0 / None: the engine runtime's own."""
 
-    executor: str = ""            # "harness" (in-process engine, token ids) or "server" (an HTTP endpoint)
+    executor: str = ""            # "harness" (in-process engine, token ids) or "server" (an HTTP endpoint);
+                                  # for TensorRT-LLM the executor it names ("pytorch": trtllm-serve)
     tp: int = 0                   # tensor-parallel degree of an instance (0: the layout rule)
     pp: int = 1                   # pipeline-parallel degree
     max_running: int = 0          # max_num_seqs
     token_budget: int = 0         # max_num_batched_tokens
-    chunked_prefill: bool | None = None   # enable_chunked_prefill (False: no mixed prefill/decode steps, vLLM V0)
+    chunked_prefill: bool | None = None   # enable_chunked_prefill (False: no mixed prefill/decode steps under vLLM V0;
+                                          # TensorRT-LLM enable_chunked_context False still mixes whole prompts)
     memory_fraction: float = 0.0  # gpu_memory_utilization
     scheduler_steps: int = 1      # num_scheduler_steps (vLLM V0 multi-step scheduling)
     gemm_fraction: float = 0.0    # share of the chip's dense peak its tuned GEMMs multiply at (0: the engine's)
+    dp_balance_steps: int | None = None   # TensorRT-LLM attention-DP balancing's timeout_iters (Scheduler.dp_balance_steps)
 
     def served(self, engine: Any, chip_compute_fraction: float | None = None) -> dict:
         """The served block's fields this launch sets over the engine's served block `engine`
@@ -195,12 +204,20 @@ class Launch:
             out["max_running"] = budget
         if self.chunked_prefill is not None:
             out["chunked_prefill"] = self.chunked_prefill
-            if not self.chunked_prefill:
-                out["mixed_steps"] = False
+            if not self.chunked_prefill and self.executor != "pytorch":   # vLLM V0: prompts or decodes a step;
+                out["mixed_steps"] = False     # TensorRT-LLM's in-flight batching mixes whole prompts with decodes
         if self.scheduler_steps > 1:       # the scheduler runs once per scheduler_steps steps: its per-sequence
             out["per_sequence_s"] = engine.per_sequence_s / self.scheduler_steps    # work, and its intake of
             out["recv_interval_steps"] = self.scheduler_steps                       # waiting prompts
+        if self.dp_balance_steps is not None:
+            out["dp_balance_steps"] = self.dp_balance_steps
         return out
+
+    @property
+    def caps(self) -> bool:
+        """Whether the launch sets the engine's batch or step caps (they then stand over workloads.yaml's
+        `engine_limits` for the chip: a submission's own launch is the more specific fact, `row_limits`)."""
+        return bool(self.max_running or self.token_budget)
 
 
 @dataclass
@@ -272,7 +289,7 @@ def load_benchmarks(path: str | Path | None = None) -> dict[str, Benchmark]:
         limits = {sc: {keys[k]: float(x) for k, x in v.items()} for sc, v in b.get("limits", {}).items()}
         mtp = {sc: int(v["mtp_steps"]) for sc, v in b.get("speculative", {}).items()}
         chips = {eng: {dev: int(n) for dev, n in devs.items()} for eng, devs in b.get("instance_chips", {}).items()}
-        caps = {eng: {sc: {dev: _engine_limits(f"{name}.engine_limits.{eng}.{sc}.{dev}", v) for dev, v in devs.items()}
+        caps = {eng: {sc: {dev: _device_limits(f"{name}.engine_limits.{eng}.{sc}.{dev}", v) for dev, v in devs.items()}
                       for sc, devs in scs.items()} for eng, scs in b.get("engine_limits", {}).items()}
         out[name] = Benchmark(name, b["preset"], lengths[0], lengths[1], limits, int(b.get("beams", 1)), mtp,
                               str(b.get("executor", "")), chips, tuple(b.get("instance_chips_rounds", ())),
@@ -280,12 +297,25 @@ def load_benchmarks(path: str | Path | None = None) -> dict[str, Benchmark]:
     return out
 
 
+def _device_limits(where: str, v: Any) -> tuple[EngineLimits, ...]:
+    """A chip's workloads.yaml `engine_limits`: one entry, or a list of entries for different rounds (no
+    round in two of them)."""
+    entries = tuple(_engine_limits(f"{where}[{i}]", e) for i, e in enumerate(v)) if isinstance(v, list) \
+        else (_engine_limits(where, v),)
+    rounds = [r for e in entries for r in e.rounds]
+    if len(rounds) != len(set(rounds)):
+        raise InvalidInputError(where, rounds, "each round in one entry only")
+    return entries
+
+
 def _engine_limits(where: str, v: Any) -> EngineLimits:
     """One workloads.yaml `engine_limits` entry: its rounds and caps, checked."""
     if not isinstance(v, dict) or not v.get("rounds") or any(k not in v for k in ("max_running", "token_budget")):
-        raise InvalidInputError(where, v, "{rounds: [...], max_running: N, token_budget: N[, chunked_prefill: bool]}")
+        raise InvalidInputError(where, v, "{rounds: [...], max_running: N, token_budget: N[, chunked_prefill: bool]"
+                                          "[, dp_balance_steps: N]}")
+    steps = v.get("dp_balance_steps")
     lim = EngineLimits(tuple(str(r) for r in v["rounds"]), int(v["max_running"]), int(v["token_budget"]),
-                       bool(v.get("chunked_prefill", True)))
+                       bool(v.get("chunked_prefill", True)), None if steps is None else int(steps))
     try:
         lim.scheduler()        # the Scheduler's own checks (counts from 1)
     except InvalidInputError as e:
@@ -297,8 +327,17 @@ def scenario_limits(bench: Benchmark, engine: str, device: str, rnd: str, scenar
     """The scheduler caps the submitters' published configuration sets for `engine` on `device` in
     `scenario` of round `rnd` (workloads.yaml `engine_limits`, cited there), as a Scheduler whose
     other knobs are the engine's; None where none was read (the engine's own defaults)."""
-    lim = bench.engine_limits.get(engine, {}).get(scenario, {}).get(device)
-    return lim.scheduler() if lim is not None and rnd in lim.rounds else None
+    lims = bench.engine_limits.get(engine, {}).get(scenario, {}).get(device, ())
+    return next((lim.scheduler() for lim in lims if rnd in lim.rounds), None)
+
+
+def row_limits(bench: Benchmark, engine: str, device: str, rnd: str, scenario: str,
+               launch: Launch | None) -> Scheduler | None:
+    """The scheduler caps a row's scenario runs over its runtime: none where its submission's launch sets
+    its own caps (`Launch.caps`, already in the runtime: `launched`), else `scenario_limits`."""
+    if launch is not None and launch.caps:
+        return None
+    return scenario_limits(bench, engine, device, rnd, scenario)
 
 
 def executor_rules(path: str | Path | None = None) -> dict[str, dict]:
@@ -334,7 +373,7 @@ def unmodelled(path: str | Path | None = None) -> dict[str, str]:
 UNMODELLED = unmodelled()
 SUBMISSIONS = "data/reference/mlperf/submissions.yaml"
 LAUNCH_FIELDS = ("executor", "tp", "pp", "max_running", "token_budget", "chunked_prefill", "memory_fraction",
-                 "scheduler_steps", "gemm_fraction")
+                 "scheduler_steps", "gemm_fraction", "dp_balance_steps")
 FORMAT_FIELDS = ("weights", "activations", "kv", "dense_weights", "expert_activations")
 ENTRY_LAUNCH_FIELDS = ("gemm_fraction",)    # launch fields an entry sets for every scenario (a scenario may override)
 

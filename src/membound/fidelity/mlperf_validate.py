@@ -49,7 +49,7 @@ from ..serving.tails import tails
 from .fitter import Param, fit
 from .mlperf_rows import (CPU_ENGINE, GENERATION_FIT, SCENARIOS, Benchmark, MLPerfRow, cpu_layout,
                           fitted_param, generation_runtime, generations_path, launched, load_benchmarks, load_rows,
-                          mlperf_csv, row_layouts, runtime_of, scenario_limits, shipped_generations)
+                          mlperf_csv, row_layouts, row_limits, runtime_of, shipped_generations)
 from ..base.safeio import csv_frame, check_output_path
 import yaml
 from ..physics.speculative import mtp
@@ -74,11 +74,13 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
         try:
             runtime = launched((runtimes or {}).get((engine, executor, rnd)) or runtime_of(engine, executor, rnd), launch,
                                device)
+            offline_caps = row_limits(bench, engine, device, rnd, "Offline", launch)
             best = None
             for lay in row_layouts(bench, engine, device, rnd, q.weights, per_node, launch):
                 try:
                     sm, sched, _ = build(bench.preset, device, prompt=bench.prompt, output=bench.output,
-                                         quantization=q, runtime=runtime, n_chips=lay.chips, parallel=lay)
+                                         quantization=q, runtime=runtime, n_chips=lay.chips, parallel=lay,
+                                         scheduler=offline_caps)
                     per_accel = saturation(sm, sched, bench.prompt, bench.output, bench.beams) * bench.output.mean \
                         / lay.chips
                 except MemboundError:
@@ -96,9 +98,10 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
                 m.tp, m.layout = tp, str(lay)
                 if m.scenario != "Offline" and m.scenario not in engines:
                     eng, eng_sched = sm, sched
-                    caps = scenario_limits(bench, engine, device, rnd, m.scenario)
+                    caps = row_limits(bench, engine, device, rnd, m.scenario, launch)
                     spec = mtp(bench.preset, bench.mtp[m.scenario]) if m.scenario in bench.mtp else None
-                    if caps is not None or spec is not None:   # the scenario's published caps; the rules' MTP drafts
+                    # the scenario's published caps; the rules' MTP drafts; else the engine's own caps, not Offline's
+                    if caps is not None or spec is not None or offline_caps is not None:
                         eng, eng_sched, _ = build(bench.preset, device, prompt=bench.prompt, output=bench.output,
                                                   quantization=q, runtime=runtime, n_chips=lay.chips, parallel=lay,
                                                   scheduler=caps, speculative=spec)

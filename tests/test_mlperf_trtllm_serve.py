@@ -1,0 +1,116 @@
+"""membound.fidelity.mlperf_rows: rows NVIDIA's harness serves from a trtllm-serve endpoint (DeepSeek-R1,
+gpt-oss-120b, v6.x's PyTorch-backend llama rows): the generation tensorrt-llm-serve, the per-round caps of
+workloads.yaml `engine_limits`, and submissions' own TensorRT-LLM launches (submissions.yaml)."""
+import pandas as pd
+import pytest
+
+import membound as mb
+from membound.catalog.runtime import Served
+from membound.fidelity import mlperf_rows as mrows
+
+ENGINE = Served(max_running=2048, token_budget=8192, dp_balance_steps=60)
+
+
+def test_trtllm_serve_rows_run_the_harness_scheduler_and_the_engines_costs():
+    g = mrows.load_generations()["tensorrt-llm-serve"]
+    assert (g["engine"], g["executor"]) == ("tensorrt-llm", "pytorch")
+    assert mrows.EXECUTORS["tensorrt-llm"]["pytorch"] == "tensorrt-llm-serve"
+    # the harness's batch_scheduler_policy max_util -> MAX_UTILIZATION in every round's configuration (code)
+    assert {k: v["status"] for k, v in g["served"].items()} == {"preemption": "code"}
+    eng = mb.load_runtime("tensorrt-llm").served
+    assert eng.preemption == "none"           # the served block's GUARANTEED_NO_EVICT
+    for rnd in ("v5.1", "v6.0", "v6.1"):
+        rt = mrows.runtime_of("tensorrt-llm", "pytorch", rnd)
+        assert rt.name == f"tensorrt-llm-serve-mlperf-{rnd}" and rt.served.preemption == "recompute"
+        # no fit family ran these rows through trtllm-serve: every cost is the engine's as it stands
+        s = rt.served
+        assert (s.per_sequence_s, s.compute_fraction, s.per_request_s, s.per_layer_s, s.dp_balance_steps) == \
+            (eng.per_sequence_s, eng.compute_fraction, eng.per_request_s, eng.per_layer_s, eng.dp_balance_steps)
+    assert g["rounds"] == {} and g["at_bound"] == {}
+    # the C++ executor's rows keep their own generation
+    assert mrows.runtime_of("tensorrt-llm", "cpp", "v5.1").name == "tensorrt-llm-cpp-mlperf-v5.1"
+
+
+def test_a_chip_may_list_its_caps_per_round():
+    b = mrows.load_benchmarks()["deepseek-r1"]
+    # NVIDIA's B200-SXM-180GBx8 Server: gpu_batch_size 512, max_num_tokens 3456, no chunked context in both
+    # rounds; attention-DP balancing timeout 9 iterations in v5.1, 6 in v6.0; v6.1's configuration unread
+    v51 = mrows.scenario_limits(b, "tensorrt-llm", "b200", "v5.1", "Server")
+    v60 = mrows.scenario_limits(b, "tensorrt-llm", "b200", "v6.0", "Server")
+    assert (v51.max_running, v51.token_budget, v51.chunked_prefill, v51.dp_balance_steps) == (512, 3456, False, 9)
+    assert (v60.max_running, v60.token_budget, v60.chunked_prefill, v60.dp_balance_steps) == (512, 3456, False, 6)
+    assert mrows.scenario_limits(b, "tensorrt-llm", "b200", "v6.1", "Server") is None
+    # Offline: 4608 tokens a step, balancing timeout 500 on B200, 50 on GB200 (NVL72 x72)
+    off = mrows.scenario_limits(b, "tensorrt-llm", "gb200", "v5.1", "Offline")
+    assert (off.max_running, off.token_budget, off.dp_balance_steps) == (512, 4608, 50)
+    # an entry without a balancing timeout leaves the engine's (None resolves to the served block's)
+    lim = mrows._engine_limits("x", {"rounds": ["v1"], "max_running": 64, "token_budget": 2560})
+    assert lim.scheduler().dp_balance_steps is None
+    assert lim.scheduler().resolved(ENGINE).dp_balance_steps == 60
+
+
+def test_a_round_in_two_entries_of_a_chip_is_refused():
+    entry = {"rounds": ["v5.1"], "max_running": 512, "token_budget": 3456}
+    assert len(mrows._device_limits("d", [entry, {**entry, "rounds": ["v6.0"]}])) == 2
+    with pytest.raises(mb.InvalidInputError, match="one entry only"):
+        mrows._device_limits("d", [entry, {**entry, "rounds": ["v6.0", "v5.1"]}])
+    with pytest.raises(mb.InvalidInputError, match=r"d\[1\]"):
+        mrows._device_limits("d", [entry, {"rounds": ["v6.0"]}])
+
+
+def test_a_submissions_own_caps_stand_over_the_chips():
+    b = mrows.load_benchmarks()["deepseek-r1"]
+    # Nebius's v6.0 Server launch sets 640 sequences and 4608 tokens: it, not NVIDIA's 512 / 3456, bounds the step
+    nebius = mrows.Launch("pytorch", max_running=640, token_budget=4608, chunked_prefill=False, dp_balance_steps=9)
+    assert mrows.row_limits(b, "tensorrt-llm", "b200", "v6.0", "Server", nebius) is None
+    # a launch without caps, or none: the chip's caps of the round
+    chip = mrows.scenario_limits(b, "tensorrt-llm", "b200", "v6.0", "Server")
+    assert mrows.row_limits(b, "tensorrt-llm", "b200", "v6.0", "Server", mrows.Launch("pytorch")) == chip
+    assert mrows.row_limits(b, "tensorrt-llm", "b200", "v6.0", "Server", None) == chip
+
+
+def test_a_tensorrt_llm_launch_without_chunked_context_still_mixes_prompts_and_decodes():
+    got = mrows.Launch("pytorch", max_running=640, token_budget=4608, chunked_prefill=False,
+                       dp_balance_steps=9).served(ENGINE)
+    # in-flight batching puts whole prompts beside decodes in one step: mixed steps stay the engine's
+    assert got == {"max_running": 640, "token_budget": 4608, "chunked_prefill": False, "dp_balance_steps": 9}
+    # vLLM V0 without chunked prefill runs prompts or decodes a step
+    assert mrows.Launch("harness", chunked_prefill=False).served(ENGINE)["mixed_steps"] is False
+    rt = mrows.launched(mrows.runtime_of("tensorrt-llm", "pytorch", "v6.0"), mrows.Launch("pytorch", dp_balance_steps=9))
+    assert rt.served.dp_balance_steps == 9 and rt.served.preemption == "recompute"
+
+
+def test_nebius_b200_rows_read_their_launch(tmp_path):
+    row = dict(round="v6.0", division="closed", submitter="Nebius", system_name="nebius_b200_n1",
+               benchmark="gpt-oss-120b", model="gpt-oss-120b", scenario="Interactive", tokens_per_s=13000.0,
+               accelerator="NVIDIA B200-SXM-180GB", accel_family="B200", accelerators_per_node=8, n_accelerators=8,
+               tokens_per_s_per_accel=1625.0, framework="TensorRT 10.14, CUDA 13.1, cuDNN 9.17, TensorRT-LLM feat/1.2-mlpinf",
+               software_stack="", precision="")
+    path = tmp_path / "m.csv"
+    pd.DataFrame([row, {**row, "submitter": "Other"}], columns=list(mrows.REQUIRED)).to_csv(path, index=False)
+    (nebius, other), _ = mrows.load_rows(path)
+    # gpu_batch_size 128 x 7 = 896 sequences, max_num_tokens 4638 x 3 = 13,914, one GPU an instance
+    assert nebius.launch == mrows.Launch("pytorch", tp=1, max_running=896, token_budget=13914, chunked_prefill=True)
+    assert nebius.executor == other.executor == "pytorch"        # gpt-oss: trtllm-serve whatever the stack says
+    assert other.launch is None
+    b = mrows.load_benchmarks()["gpt-oss-120b"]
+    assert mrows.row_layouts(b, "tensorrt-llm", "b200", "v6.0", "mxfp4", 8, nebius.launch) == [mb.Parallel(tp=1)]
+
+
+def test_offline_caps_bound_offline_only():
+    # NVIDIA's v6.0 GB200 gpt-oss launches cap Offline (512 sequences, 13,914 tokens) but its Interactive rows run
+    # disaggregated workers whose caps are not read: the Interactive search keeps the engine's own caps
+    from dataclasses import replace
+
+    from membound.fidelity import mlperf_validate as mv
+    rows, _ = mrows.load_rows()
+    mine = [r.fresh() for r in rows if r.id.startswith("v6.0/NVIDIA/GB200") and r.benchmark == "gpt-oss-120b"
+            and r.scenario in ("Offline", "Interactive")]
+    assert sorted(r.scenario for r in mine) == ["Interactive", "Offline"]
+    shipped = mrows.load_benchmarks()
+    b = shipped["gpt-oss-120b"]
+    uncapped = {**shipped, "gpt-oss-120b": replace(b, engine_limits={})}
+    capped = {r.scenario: r.pred["tok_s_per_accel"] for r in mv.predict([r.fresh() for r in mine], shipped)}
+    free = {r.scenario: r.pred["tok_s_per_accel"] for r in mv.predict([r.fresh() for r in mine], uncapped)}
+    assert capped["Offline"] != free["Offline"]
+    assert capped["Interactive"] == free["Interactive"]
