@@ -5,12 +5,23 @@ constant replaced, refitted cold per round on the fit families' Offline rows (ml
 at-bound fits set apart and carried over as with_fits does), then used to predict the select
 families' rows (data/mlperf_split.csv: B200, MI300X). The report families are not predicted here.
 
-    PYTHONPATH=src python scripts/mlperf_forms.py A|B|C|D
+    PYTHONPATH=src python scripts/mlperf_forms.py A|B|C|D|E|E2|E6|F|G|H|H0|I|M|M0
 A: compute_fraction 0.806 (the prefill's measured share), per_sequence_s fitted per round;
 B: the engine's own compute_fraction, per_sequence_s fitted per round (generations.yaml's choice);
 C: the engine's own per_sequence_s, compute_fraction fitted per round (prior 0.3 .. 1.0);
 D: as A, with a step's memory and compute added (served overlap 0: the engine's kernels one after
    another), per_sequence_s fitted per round.
+E: as B, with the launches of an engine that records no CUDA graph priced (generations.yaml
+   cuda_graphs, priced: 10 kernels a layer x 5 us); E2, E6: at 2.4 and 6 us a launch (the cited range).
+F: as E, with compute_fraction 0.734 / 0.8 (every format's GEMMs at H200's fp8 MAMF share);
+   G: as F without the launches.
+H: as E, with each format's GEMMs at the profile's own share (Served.format_rates: fp8 and fp4 MAMF),
+   per_sequence_s 0 and compute_fraction fitted per round; H0: as H without format_rates.
+I: as E, with format_rates, per_sequence_s fitted per round.
+M: as E, with each format's GEMMs at the profile's own share in full (format_rates, compute_fraction 1)
+   and a step's memory and compute added (overlap 0: reads and multiplies add, as tuned GEMM tables'
+   times do, submissions.yaml gemm_fraction); M0: as M without the launches.
+Fit rows are printed beside select rows (in-sample figures: the fits are theirs).
 """
 from __future__ import annotations
 
@@ -24,11 +35,21 @@ from membound.fidelity.split import mlperf_role
 NAME = "tensorrt-llm-cpp"
 MEASURED_SHARE = 0.806          # 64.5% of H200's fp8 peak over its achievable 0.8 (generations.yaml forms)
 CF_PRIOR = [0.3, 1.0]           # a share of the chip's achievable GEMM rate
+MAMF_SHARE = 0.734 / 0.8        # H200's fp8 MAMF (73.4% of its fp8 peak) over its achievable 0.8
 
 
-def form(rows: list, served_cf: float | None, fit_block: dict, overlap: float | None = None) -> None:
+def form(rows: list, served_cf: float | None, fit_block: dict, overlap: float | None = None,
+         graphs: bool = True, launch_s: float | None = None, served: dict | None = None) -> None:
     gens = copy.deepcopy(mrows.load_generations())
     g = gens[NAME]
+    if graphs:
+        g.pop("cuda_graphs", None)
+    else:
+        g["cuda_graphs"]["priced"] = True
+        if launch_s is not None:
+            g["cuda_graphs"]["launch_s"]["value"] = launch_s
+    for k, v in (served or {}).items():
+        g["served"][k] = {"value": v}
     g["served"] = {k: v for k, v in g["served"].items() if k not in ("compute_fraction", "overlap")}
     if served_cf is not None:
         g["served"]["compute_fraction"] = {"value": served_cf}
@@ -39,14 +60,15 @@ def form(rows: list, served_cf: float | None, fit_block: dict, overlap: float | 
     doc = mv.with_fits(fits, gens)
     rounds = sorted({r.round for r in rows}, key=mrows.round_key)
     runtimes = {("tensorrt-llm", "cpp", r): mrows.generation_runtime(NAME, r, None, doc) for r in rounds}
-    select = [r.fresh() for r in rows if mlperf_role(r.family) == "select"]
-    mv.predict(select, runtimes=runtimes)
+    chosen = [r.fresh() for r in rows if mlperf_role(r.family) in ("fit", "select")]
+    mv.predict(chosen, runtimes=runtimes)
     param = mrows.fitted_param(g)
     print("fits:", {k[1]: (float(f"{v[0].params[param]:.4g}"), v[0].at_bounds) for k, v in fits.items()})
-    for sc in mrows.SCENARIOS:
-        s = mv.summary([r for r in select if r.scenario == sc])
-        print(f"  {sc}: {s['predicted']} select rows, median |error| {100 * s['median_abs']:.1f}% "
-              f"(signed {100 * s['median']:+.1f}%)")
+    for role in ("fit", "select"):
+        for sc in mrows.SCENARIOS:
+            s = mv.summary([r for r in chosen if r.scenario == sc and mlperf_role(r.family) == role])
+            print(f"  {sc}: {s['predicted']} {role} rows, median |error| {100 * s['median_abs']:.1f}% "
+                  f"(signed {100 * s['median']:+.1f}%)")
 
 
 def main(argv: list[str]) -> int:
@@ -54,7 +76,14 @@ def main(argv: list[str]) -> int:
     rows, _ = mrows.load_rows()
     per_seq = {"per_sequence_s": dict(mrows.load_generations()[NAME]["fit"]["per_sequence_s"])}
     cf = {"compute_fraction": {"unit": "share of the chip's achievable GEMM rate", "prior": CF_PRIOR}}
-    forms = {"A": (MEASURED_SHARE, per_seq), "B": (None, per_seq), "C": (None, cf), "D": (MEASURED_SHARE, per_seq, 0.0)}
+    forms = {"A": (MEASURED_SHARE, per_seq), "B": (None, per_seq), "C": (None, cf), "D": (MEASURED_SHARE, per_seq, 0.0),
+             "E": (None, per_seq, None, False), "F": (MAMF_SHARE, per_seq, None, False), "G": (MAMF_SHARE, per_seq),
+             "E2": (None, per_seq, None, False, 2.4e-6), "E6": (None, per_seq, None, False, 6e-6),
+             "H": (None, cf, None, False, None, {"format_rates": True, "per_sequence_s": 0.0}),
+             "H0": (None, cf, None, False, None, {"per_sequence_s": 0.0}),
+             "I": (None, per_seq, None, False, None, {"format_rates": True}),
+             "M": (1.0, per_seq, 0.0, False, None, {"format_rates": True}),
+             "M0": (1.0, per_seq, 0.0, True, None, {"format_rates": True})}
     if which not in forms:
         print(__doc__)
         return 2

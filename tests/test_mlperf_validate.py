@@ -602,3 +602,53 @@ def test_the_step_as_a_line_in_the_batch():
     # batches within a quarter of each other make no line; a system in one scenario makes none
     assert len(mv.step_lines([row("Interactive", 1000.0, 0.030, 0.025), row("Server", 1100.0, 0.030, 0.026)])) == 1
     assert len(mv.step_lines([row("Interactive", 1000.0, 0.030, 0.025)])) == 1
+
+
+def _ungraphed_gens(value, kernels=10, launch=5e-6, priced=True) -> dict:
+    block = {"value": value, "priced": priced, "source": "harness: no CUDA graph", "kernels_per_layer": {"value": kernels},
+             "launch_s": {"value": launch}}
+    return {"g": {**GENS["g"], "cuda_graphs": block}}
+
+
+def test_a_generation_without_cuda_graphs_pays_its_launches_every_step():
+    # 10 kernels a decoder layer x 5 us a launch = 50 us a layer, on every device, a batch-1 step too
+    rt = mrows.generation_runtime("g", "v9", generations=_ungraphed_gens(False))
+    assert rt.served.ungraphed_layer_s == pytest.approx(10 * 5e-6, rel=1e-12)
+    assert rt.no_graph_replay.all_devices and "no CUDA graph" in rt.no_graph_replay.evidence
+    # graphs replayed (value true) is the generation without the block: no launches, no rule
+    graphed = mrows.generation_runtime("g", "v9", generations=_ungraphed_gens(True))
+    assert graphed == mrows.generation_runtime("g", "v9", generations=GENS)
+    assert (graphed.served.ungraphed_layer_s, graphed.no_graph_replay) == (0.0, None)
+    # a form measured and not chosen (priced false) leaves the engine's costs as they are
+    assert mrows.generation_runtime("g", "v9", generations=_ungraphed_gens(False, priced=False)) == graphed
+
+    def step_s(runtime, batch):
+        return 1 / mb.estimate("llama-3.1-8b", "h100-sxm", runtime=runtime, batch=batch, prompt_tokens=0,
+                               output_tokens=1, weight_dtype="fp8").decode_tok_s_per_user
+    # Llama-3.1-8B's 32 layers x 50 us = 1.6 ms more a step, whatever the batch (the launches are the kernels'
+    # count, not their size)
+    for batch in (1, 64):
+        assert step_s(rt, batch) - step_s(graphed, batch) == pytest.approx(32 * 10 * 5e-6, rel=1e-6)
+    # the served step (mlperf_validate's TPOT at a decoding batch): each decode step pays it once
+    bench = mrows.load_benchmarks()["llama3.1-8b"]
+    tpot = []
+    for runtime in (graphed, rt):
+        sm, sched, _ = build("llama-3.1-8b", "h100-sxm", prompt=bench.prompt, output=bench.output,
+                             quantization=mb.Quantization("fp8", "fp8"), runtime=runtime)
+        tpot.append(mv.tpot_at_batch(sm, sched, bench, 64.0))
+    assert tpot[1] - tpot[0] == pytest.approx(32 * 10 * 5e-6, rel=0.02)
+
+
+@pytest.mark.parametrize("gens", [_ungraphed_gens("no"), _ungraphed_gens(False, priced=None), _ungraphed_gens(False, launch=0.0),
+                                  _ungraphed_gens(False, kernels=0), _ungraphed_gens(False, launch=2e-3)])
+def test_a_cuda_graphs_block_names_its_value_and_a_positive_launch_cost(gens):
+    with pytest.raises(mb.InvalidInputError, match="cuda_graphs"):
+        mrows.generation_runtime("g", "v9", generations=gens)
+
+
+def test_a_served_launch_cost_needs_the_devices_it_applies_on():
+    # served.ungraphed_layer_s without a no_graph_replay rule would price launches nowhere said
+    trt = mb.load_runtime("tensorrt-llm").model_dump()
+    trt["served"]["ungraphed_layer_s"] = 5e-5
+    with pytest.raises(ValueError, match="no_graph_replay"):
+        mb.Runtime.model_validate(trt)

@@ -182,6 +182,11 @@ class Achievable(_Strict):
 
     bandwidth_fraction: Fraction = 0.8
     compute_fraction: Fraction = 0.6
+    # the share of a tensor format's own dense peak the chip's best GEMMs in that format reach, where it
+    # was measured apart (fp8, fp4: a MAMF search, a library's GEMM), for the runtimes whose served GEMMs
+    # run each format at its own share (Served.format_rates); every other runtime computes at
+    # compute_fraction whatever the format. A format not listed: compute_fraction
+    compute_by_format: dict[str, Fraction] = {}
     evidence: str = "assumed"
 
 
@@ -321,6 +326,14 @@ class Hardware(HashableModel):
         if not v or v != v.lower() or " " in v:
             raise ValueError("expected a lower-case name with hyphens, e.g. 'h100-sxm'")
         return v
+
+    @model_validator(mode="after")
+    def _format_shares_of_its_peaks(self):
+        unknown = sorted(set(self.achievable.compute_by_format) - set(self.compute_flops))
+        if unknown:
+            raise ValueError(f"achievable.compute_by_format: expected formats the profile gives a peak for "
+                             f"({', '.join(sorted(self.compute_flops))}), got {', '.join(unknown)}")
+        return self
 
     @model_validator(mode="after")
     def _replaces_itself(self):

@@ -207,11 +207,17 @@ class Served(BaseModel):
                                          # rank's (the instance runs ep times them), not the instance's
     bandwidth_fraction: _Frac | None = None   # served kernels' share of what the chip achieves
     compute_fraction: _Frac | None = None     # (its profile's `achievable`); None: the runtime's
+    format_rates: bool = False           # its GEMMs in a format the profile measured apart run at that
+                                         # format's share of its peak (achievable.compute_by_format), x
+                                         # compute_fraction; False: every format at achievable.compute_fraction
     per_step_s: _Secs = 0.0              # host work per step (scheduling, sampling, launches)
     per_allreduce_s: _Secs = 0.0         # engine all-reduce kernel latency, 2 per layer when tp > 1
     per_alltoall_s: _Secs = 0.0          # expert-parallel dispatch or combine kernel latency, 2 per
                                          # MoE layer when ep > 1 (DP attention)
     per_layer_s: _Secs = 0.0             # per layer per step (kernels the CUDA graph does not hide)
+    ungraphed_layer_s: _Secs = 0.0       # more per layer per pass where the engine launches every kernel
+                                         # from the host (RuntimeEntry's `ungraphed_layer_s`): with the
+                                         # runtime's no_graph_replay, every pass, a decode step too
     moe_expert_rows: Annotated[float, Number, Field(ge=0, le=4096, allow_inf_nan=False)] = 0.0
                                          # rows of every expert's GEMM an MoE layer computes per
                                          # step whatever routes to it, at the MoE's compute rate
@@ -321,6 +327,14 @@ class Runtime(HashableModel):
             raise ValueError("classes and served: expected one parameter set (a runtime's constants are its "
                              "per-device `classes` or its `served` block, used by every entry point), got both: "
                              f"classes {sorted(self.classes)} beside a served block")
+        return self
+
+    @model_validator(mode="after")
+    def _served_launches(self):
+        if self.served is not None and self.served.ungraphed_layer_s and self.no_graph_replay is None:
+            raise ValueError("served.ungraphed_layer_s: expected a no_graph_replay rule beside it (the devices where "
+                             "the engine records no CUDA graph and so pays the launches), got "
+                             f"ungraphed_layer_s={self.served.ungraphed_layer_s} without one")
         return self
 
     @model_validator(mode="after")

@@ -96,7 +96,7 @@ from ..catalog.names import index
 from ..catalog.hardware import load_hardware
 from ..catalog.model import load_model
 from .serve_coverage import layouts as shapes, runnable
-from ..catalog.runtime import Runtime, list_runtimes, load_runtime
+from ..catalog.runtime import NoGraphReplay, Runtime, list_runtimes, load_runtime
 from .split import mlperf_roles
 from ..serving.scheduler import Scheduler
 from statistics import NormalDist
@@ -748,13 +748,39 @@ def generation_runtime(name: str, rnd: str, override: dict | None = None,
         raise InvalidInputError("generation engine", g["engine"], "an engine with a served block")
     update = {k: _constant(v["value"]) for k, v in g.get("served", {}).items()}
     update.update({k: float(v["value"]) for k, v in (g.get("rounds") or {}).get(carried(g, rnd), {}).items()})
+    graphs = ungraphed(name, g)
+    if graphs is not None:
+        update["ungraphed_layer_s"] = graphs[1]
     update.update(override or {})
-    return base.model_copy(update={"name": f"{name}-mlperf-{rnd}", "served": base.served.model_copy(update=update)})
+    return base.model_copy(update={"name": f"{name}-mlperf-{rnd}", "served": base.served.model_copy(update=update),
+                                   **({"no_graph_replay": graphs[0]} if graphs is not None else {})})
+
+
+def ungraphed(name: str, g: dict) -> tuple[NoGraphReplay, float] | None:
+    """Where generation `g` records no CUDA graph (its `cuda_graphs` block, value false) and its predictions
+    price that (`priced` true): every pass of its engine launches each kernel from the host, on every device
+    (NoGraphReplay all_devices), and pays kernels_per_layer x launch_s per decoder layer (the engine's
+    `ungraphed_layer_s`, core.launch_s). None where it has no such block, its value is true (graphs
+    replayed: the engine's own costs) or the form is not priced (measured and not chosen: the block says)."""
+    block = g.get("cuda_graphs")
+    if block is None:
+        return None
+    for key in ("value", "priced"):
+        if not isinstance(block.get(key), bool):
+            raise InvalidInputError(f"generation {name} cuda_graphs.{key}", block.get(key), "true or false")
+    if block["value"] or not block["priced"]:
+        return None
+    kernels, launch = float(block["kernels_per_layer"]["value"]), float(block["launch_s"]["value"])
+    if not (kernels > 0 and 0 < launch < 1e-3):
+        raise InvalidInputError(f"generation {name} cuda_graphs", (kernels, launch),
+                                "kernels_per_layer > 0 and a launch_s between 0 and 1 ms")
+    rule = NoGraphReplay(all_devices=True, generation=name, evidence=str(block["source"]))
+    return rule, kernels * launch
 
 
 def _constant(v: Any) -> float | str:
-    """A generation's served constant: a number, or a word (a policy such as `preemption`)."""
-    return v if isinstance(v, str) else float(v)
+    """A generation's served constant: a number, or a word (a policy such as `preemption`) or a switch."""
+    return v if isinstance(v, (str, bool)) else float(v)
 
 
 def round_key(rnd: str) -> tuple[int, ...]:

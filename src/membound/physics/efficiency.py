@@ -28,7 +28,7 @@ from ..catalog.runtime import MatrixUnits, QuantizedGemm, Runtime, RuntimeEntry,
                    "gemv_peak_flops weight_only_tile_tokens prefill_layer_kernels gemv_formats "
                    "quantized_dequant_scale mmvq_max_tokens mmvq_issue_rate mmvq_column_ops per_layer_host_s "
                    "per_allreduce_s per_alltoall_s moe_expert_rows moe_upcast_efficiency per_request_s "
-                   "per_prompt_token_s")
+                   "per_prompt_token_s format_rates")
 @dataclass(frozen=True)
 class Efficiency:
     """Resolved efficiency of a (runtime, device) pair."""
@@ -79,6 +79,8 @@ class Efficiency:
                                      # weight-only experts to 16-bit activations, beyond the chip's (estimate.upcast)
     per_request_s: float = 0.0       # host seconds of a request before its first step (in TTFT, off the chip)
     per_prompt_token_s: float = 0.0  # host seconds per prompt token before its first step
+    format_rates: tuple[tuple[str, float], ...] = ()   # (compute format, its GEMMs' rate over
+                                     # compute_fraction's): the served block's format_rates, `format_rates`
 
 
 @functools.lru_cache(maxsize=4096)
@@ -133,7 +135,8 @@ def efficiency(rt: Runtime, hw: Hardware) -> Efficiency:
 def served_efficiency(eff: Efficiency, served: Served, hw: Hardware) -> Efficiency:
     """The one parameter set of a runtime whose constants are its `served` block's (fitted on served
     rows, one set for every chip): its fractions as shares of what the chip achieves (the profile's
-    `achievable`), its costs per step, layer, sequence, collective kernel, MoE layer and request.
+    `achievable`), its costs per step, layer (and the launches of an engine that records no CUDA graph,
+    `ungraphed_layer_s`), sequence, collective kernel, MoE layer and request.
     Every entry point (estimate, compare, sweep, plan, serve) uses them; such a file has no
     `classes` (`Runtime._one_parameter_set`)."""
     ach = hw.achievable
@@ -148,8 +151,18 @@ def served_efficiency(eff: Efficiency, served: Served, hw: Hardware) -> Efficien
         per_allreduce_s=served.per_allreduce_s, per_alltoall_s=served.per_alltoall_s,
         moe_expert_rows=served.moe_expert_rows, moe_tile_tokens=served.moe_tile_tokens,
         moe_upcast_efficiency=served.moe_upcast_efficiency, per_request_s=served.per_request_s,
-        per_prompt_token_s=served.per_prompt_token_s,
+        per_prompt_token_s=served.per_prompt_token_s, ungraphed_layer_s=served.ungraphed_layer_s,
+        format_rates=format_rates(hw) if served.format_rates else (),
         overlap=eff.overlap if served.overlap is None else served.overlap)
+
+
+def format_rates(hw: Hardware) -> tuple[tuple[str, float], ...]:
+    """Per compute format the profile measured apart (achievable.compute_by_format), its best GEMMs'
+    share of that format's peak over the share every format gets otherwise (achievable.compute_fraction,
+    the 16-bit MAMF): H200 fp8 0.734 / 0.8 = 0.9175, B200 fp4 0.582 / 0.776 = 0.75. A GEMM in that
+    format runs at this times the rate compute_fraction gives it (estimate's compute paths)."""
+    ach = hw.achievable
+    return tuple(sorted((f, share / ach.compute_fraction) for f, share in ach.compute_by_format.items()))
 
 
 # the clock a per-layer cycle count is timed at on a chip whose profile gives none (a typical GPU

@@ -405,10 +405,14 @@ def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, An
     share scaled to the path, efficiency.dequant_scale), 16-bit activations on
     narrower weights tiled over the tokens, 16-bit GEMMs on matrix units beside the shader ALUs
     (`_matrix_units`), the dense tensors' own bytes and peaks when the formats are mixed, and
-    the LM head's and input embedding's own bytes (a llama.cpp file's q6_K output tensor)."""
-    paths: dict[str, Any] = dict(peak_flops=res.peak_flops, gemm_tile_tokens=0.0, gemv_peak_flops=None,
-                                 attn_peak_flops=res.attn_peak_flops, dequant=res.dequant)
+    the LM head's and input embedding's own bytes (a llama.cpp file's q6_K output tensor). A served
+    engine whose GEMMs run each format at its own measured share (eff.format_rates) has its tensor
+    peaks scaled by it (attention keeps its own)."""
     w, a = res.weights, res.activations
+    rates = dict(eff.format_rates)
+    tensor_peak = res.peak_flops * rates.get(a.compute or "", 1.0)
+    paths: dict[str, Any] = dict(peak_flops=tensor_peak, gemm_tile_tokens=0.0, gemv_peak_flops=None,
+                                 attn_peak_flops=res.attn_peak_flops, dequant=res.dequant)
     if _on_mmq(eff, w, a):
         paths.update(peak_flops=eff.quantized_peak_flops, gemm_tile_tokens=eff.quantized_tile_tokens,
                      dequant=res.dequant * eff.quantized_dequant_scale)
@@ -421,13 +425,14 @@ def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, An
     elif eff.weight_only_tile_tokens and a.bits >= 16 and w.bits < a.bits:   # 16-bit activations on
         paths["gemm_tile_tokens"] = eff.weight_only_tile_tokens              # narrower weights (W4A16)
     if res.mixed:       # the tensors that are not routed experts: their own bytes and compute path
-        d_peak, d_dequant = res.dense_peak_flops, res.dense_dequant
+        d_peak = res.dense_peak_flops * rates.get(res.dense_activations.compute or "", 1.0)
+        d_dequant = res.dense_dequant
         if _on_mmq(eff, res.dense_weights, res.dense_activations):
             d_peak, d_dequant = eff.quantized_peak_flops, res.dense_dequant * eff.quantized_dequant_scale
         paths.update(w_bytes_dense=res.dense_weights.bytes, dense_peak_flops=d_peak, dense_dequant=d_dequant)
     if res.own_head:    # the LM head and input embedding: their own bytes, on the dense tensors' path
         paths.update(w_bytes_head=res.head_weights.bytes, w_bytes_embed=res.embed_weights.bytes)
-    units = _matrix_units(eff, res, hw) if paths["peak_flops"] == res.peak_flops else None
+    units = _matrix_units(eff, res, hw) if paths["peak_flops"] == tensor_peak else None
     if units is not None:
         shader, attn, matrix = units
         paths.update(peak_flops=shader, attn_peak_flops=attn, matrix_peak_flops=matrix)
