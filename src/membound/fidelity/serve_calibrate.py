@@ -410,15 +410,14 @@ FREE_EVIDENCE: dict[str, tuple[tuple[str, str], ...]] = {
         ("compute_fraction", "at 1 select 5.6/18.1/6.2 -> 13.6/32.0/13.4%; fails the budget protocol"),
         ("per_request_s", "at 0 select 5.6/18.1/6.2 -> 6.8/38.2/6.3%; protocol, at HTTP's 1 ms: 6.4/36.9/6.1%, fails"),
         ("moe_expert_rows", "at 0 select 5.6/18.1/6.2 -> 11.8/18.7/11.4%; fails the budget protocol"),
-        ("per_sequence_s", "at 0 select 5.6/18.1/6.2 -> 6.1/17.9/6.2%; validate's 2 MLPerf MI300X rows 21/35 -> 51/69%; "
-                           "protocol, at the host loop's 1.1 us: 6.0/17.8/6.1%, but validate's MLPerf select 31.0 -> 65.2%: "
-                           "fails"),
+        ("per_sequence_s", "at 0 select 5.6/18.1/6.2 -> 6.1/17.9/6.2%; protocol at 1.1 us fails: validate's MLPerf select "
+                           "31.0 -> 65.2% (served select 6.0/17.8/6.1%; at 0 its 2 MLPerf MI300X rows 21/35 -> 51/69%)"),
     ),
     "sglang": (
         ("per_layer_s", "at 0 select 12.4/11.9/11.0 -> 44.2/24.8/43.3%; fails the budget protocol"),
         ("per_request_s", "at 0 select 12.4/11.9/11.0 -> 17.2/25.2/15.0%; protocol, at 1 ms: 17.2/25.2/14.7%, fails"),
-        ("compute_fraction", "at 1 select 12.4/11.9/11.0 -> 17.2/15.6/16.4%; LMSYS's H100 prefill, 0.336: 14.6/13.6/12.5%, "
-                             "fails the budget protocol"),
+        ("compute_fraction", "at 1 select 12.4/11.9/11.0 -> 17.2/15.6/16.4%; protocol at LMSYS's H100 prefill, 0.336, "
+                             "fails: 14.6/13.6/12.5%"),
         ("per_sequence_s", "at 0 select 12.4/11.9/11.0 -> 13.1/15.6/13.6%; fails the budget protocol"),
     ),
     "tensorrt-llm": (
@@ -426,8 +425,8 @@ FREE_EVIDENCE: dict[str, tuple[tuple[str, str], ...]] = {
         ("moe_expert_rows", "at 0 select 14.8/30.8/17.9 -> 25.8/39.1/23.7%; fails the budget protocol"),
         ("per_request_s", "at 0 select 14.8/30.8/17.9 -> 16.6/52.9/18.6%; protocol, at 1 ms: 16.5/48.6/18.3%, fails"),
         ("compute_fraction", "at 1 select 14.8/30.8/17.9 -> 17.9/34.3/19.8%; fails the budget protocol"),
-        ("per_sequence_s", "at 0 select 14.8/30.8/17.9 -> 16.8/30.3/20.1%; the max-load rows pin it (docstring); "
-                         "protocol, at the schedulers' 1.3 us: 16.9/30.3/20.2%, fails"),
+        ("per_sequence_s", "at 0 select 14.8/30.8/17.9 -> 16.8/30.3/20.1%; protocol at 1.3 us fails: 16.9/30.3/20.2%; "
+                         "the max-load rows pin it (docstring)"),
     ),
 }
 
