@@ -114,3 +114,30 @@ def test_offline_caps_bound_offline_only():
     free = {r.scenario: r.pred["tok_s_per_accel"] for r in mv.predict([r.fresh() for r in mine], uncapped)}
     assert capped["Offline"] != free["Offline"]
     assert capped["Interactive"] == free["Interactive"]
+
+
+def test_an_instance_may_span_trays_of_one_scale_up_domain():
+    b = mrows.load_benchmarks()["deepseek-r1"]
+    gb200, h200 = mb.load_hardware("gb200"), mb.load_hardware("h200")
+    # a GB200 NVL72 x72 system: 72 GPUs in one NVLink domain of 72, nodes (trays) of 4; an HGX H200 x16 system:
+    # two nodes of 8, NVLink within each; a lone tray of 4: its 4
+    assert (mrows.scale_up(gb200, 72, 4), mrows.scale_up(h200, 16, 8), mrows.scale_up(gb200, 4, 4)) == (72, 8, 4)
+    assert mrows.scale_up(gb200, float("nan"), 4) == 4           # no accelerator count: the node
+    # NVIDIA's GB200 x72 DeepSeek-R1 instance: tensor 8 x expert 8 over two 4-GPU trays of the NVL72 rack: the
+    # row's node of 4 offers 8-chip layouts, tensor 8 or expert 8
+    wide = mrows.instance_layouts(b, "tensorrt-llm", "gb200", "v6.0", "nvfp4", 4, 72)
+    assert wide == [mb.Parallel(tp=8), mb.Parallel(ep=8)]
+    # a round whose configuration was not read, or a system of one tray: the layout rule, groups dividing the node
+    assert {lay.chips for lay in mrows.instance_layouts(b, "tensorrt-llm", "gb200", "v6.1", "nvfp4", 4, 72)} == {4}
+    assert {lay.chips for lay in mrows.instance_layouts(b, "tensorrt-llm", "gb200", "v6.0", "nvfp4", 4, 4)} == {4}
+    # B200 x8: one instance a node, the rule's widest group
+    assert {lay.chips for lay in mrows.instance_layouts(b, "tensorrt-llm", "b200", "v5.1", "nvfp4", 8, 8)} == {8}
+    # the rows as loaded carry their domain: NVIDIA's v6.0 GB200 x72 rows run 8-chip instances
+    rows, _ = mrows.load_rows()
+    nv = [r for r in rows if r.id.startswith("v6.0/NVIDIA/GB200") and r.benchmark == "deepseek-r1"]
+    assert nv and {(r.per_node, r.domain) for r in nv} == {(4, 8)}
+    # the instance it spans: 8 where the domain holds it, else 0 (the node); none published for v6.1
+    assert mrows.wide_instance(b, "tensorrt-llm", "gb200", "v6.0", 4, 72) == 8
+    assert mrows.wide_instance(b, "tensorrt-llm", "gb200", "v6.0", 4, 4) == 0
+    assert mrows.wide_instance(b, "tensorrt-llm", "gb200", "v6.1", 4, 72) == 0
+    assert mrows.wide_instance(b, "tensorrt-llm", "b200", "v6.0", 8, 8) == 0      # not wider than the node

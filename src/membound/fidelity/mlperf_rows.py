@@ -9,7 +9,8 @@ The workload rules of this data set live here, with the loader (never in predict
   configuration sets the accelerators per engine instance for the engine on that chip
   (workloads.yaml `instance_chips`: NVIDIA's harness configs, cited there), the layouts are those
   of that many accelerators (`instance_layouts`; a pipeline-parallel group is modelled as the
-  tensor-parallel group of its size). Otherwise the rule is the submitter's aim:
+  tensor-parallel group of its size; a group wider than the node where the chip's scale-up domain
+  holds it). Otherwise the rule is the submitter's aim:
   of the tensor-parallel groups (1, 2, 4, 8, dividing the accelerators of a node) whose weights
   take at most serve_coverage.WEIGHT_SHARE of each chip (`serve_coverage.runnable`, the served
   smoke's rule), the one with the most Offline output tokens/s per accelerator; one instance per
@@ -243,18 +244,19 @@ class MLPerfRow:
     launch: Launch | None = None   # its submission's published launch of the scenario (`submission_of`), or None
     tpot_p50_s: float = math.nan   # the measured median TPOT (Server, Interactive: the load generator's summary)
     cpu_launch: int = -1  # a CPU-only row's launch: its index in the benchmark's cpu_engine (`cpu_launch_of`), or -1
+    domain: int = 0       # accelerators its published instance spans beyond the node (`wide_instance`), else 0
 
     @property
     def key(self) -> tuple:
         """What one engine instance's prediction depends on."""
         return (self.benchmark, self.device, self.engine, self.executor, self.round, self.quantization, self.per_node,
-                self.cores, self.launch, self.cpu_launch)
+                self.cores, self.launch, self.cpu_launch, self.domain)
 
     def fresh(self) -> MLPerfRow:
         """The same row without a prediction."""
         return MLPerfRow(self.id, self.round, self.benchmark, self.scenario, self.family, self.device, self.engine,
                          self.quantization, self.per_node, self.measured, executor=self.executor, cores=self.cores,
-                         launch=self.launch, tpot_p50_s=self.tpot_p50_s, cpu_launch=self.cpu_launch)
+                         launch=self.launch, tpot_p50_s=self.tpot_p50_s, cpu_launch=self.cpu_launch, domain=self.domain)
 
 
 def length_distribution(mean: float, lo: int, hi: int, cv: float, n: int = LENGTH_POINTS) -> Samples:
@@ -512,15 +514,21 @@ def layouts(model: str, device: str, wd: str, per_node: int) -> list:
     return out
 
 
-def instance_layouts(bench: Benchmark, engine: str, device: str, rnd: str, wd: str, per_node: int) -> list:
+def instance_layouts(bench: Benchmark, engine: str, device: str, rnd: str, wd: str, per_node: int,
+                     domain: int = 0) -> list:
     """`layouts` of a row, narrowed to the accelerators per engine instance its submitters' published
     configuration sets for the engine on that chip in the rounds read (workloads.yaml `instance_chips`,
     `instance_chips_rounds`, cited there) where the node holds such a group; else every layout (the
-    rule of the module docstring)."""
+    rule of the module docstring). An instance wider than the node is taken where the system's
+    accelerators in one scale-up domain hold it (`domain`: the row's `wide_instance`; NVIDIA's DeepSeek-R1 instances of
+    8 GB200s, two trays of 4 in one NVL72 rack); 0: the node only."""
     out = layouts(bench.preset, device, wd, per_node)
     want = bench.instance_chips.get(engine, {}).get(device) if rnd in bench.instance_rounds else None
     if not want:
         return out
+    if per_node < want <= domain:
+        m, hw = load_model(bench.preset), load_hardware(device)
+        return [lay for lay in shapes(m, want) if runnable(m, hw, wd, lay)] or out
     return [lay for lay in out if lay.chips == want] or out
 
 
@@ -593,12 +601,29 @@ def cpu_layout(engine: dict, scenario: str, device: str, cores: int, sockets: in
 
 
 def row_layouts(bench: Benchmark, engine: str, device: str, rnd: str, wd: str, per_node: int,
-                launch: Launch | None) -> list:
+                launch: Launch | None, domain: int = 0) -> list:
     """The layouts a row's instance may take: its submission's published tp x pp (`Launch`), else
     `instance_layouts`."""
     if launch is not None and launch.tp:
         return [Parallel(tp=launch.tp, pp=launch.pp)]
-    return instance_layouts(bench, engine, device, rnd, wd, per_node)
+    return instance_layouts(bench, engine, device, rnd, wd, per_node, domain)
+
+
+def wide_instance(bench: Benchmark, engine: str, device: str, rnd: str, per_node: int, domain: int) -> int:
+    """The accelerators of the instance the submitters' published configuration sets (workloads.yaml
+    `instance_chips`) where it is wider than the node and the system's scale-up `domain` holds it, else 0
+    (the row's key carries it: rows that differ only in their system's size share a prediction)."""
+    want = bench.instance_chips.get(engine, {}).get(device, 0) if rnd in bench.instance_rounds else 0
+    return want if per_node < want <= domain else 0
+
+
+def scale_up(hw: Any, n_accelerators: Any, per_node: int) -> int:
+    """The accelerators one engine instance of a system may span: its accelerators (the CSV's
+    n_accelerators, else the node's) within the chip's scale-up domain (`interconnect.max_chips`: a
+    GB200 NVL72 rack's 72, an 8-GPU HGX node's 8), at least the node."""
+    total = int(n_accelerators) if n_accelerators == n_accelerators and n_accelerators else per_node
+    link = hw.interconnect.max_chips if hw.interconnect is not None else 1
+    return max(per_node, min(total, link))
 
 
 def launched(runtime: str | Runtime, launch: Launch | None, device: str | None = None) -> str | Runtime:
@@ -665,7 +690,9 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
                      executor=(launch.executor if launch is not None and launch.executor
                                else executor_of(engine, f"{r.framework} {r.software_stack}", bench)),
                      cores=int(cores) if cores == cores and cores else 0, launch=launch,
-                     tpot_p50_s=tpot if math.isfinite(tpot) and tpot > 0 else math.nan, cpu_launch=cpu_launch)
+                     tpot_p50_s=tpot if math.isfinite(tpot) and tpot > 0 else math.nan, cpu_launch=cpu_launch,
+                     domain=0 if cpu_only(r) else wide_instance(bench, engine, device, str(r.round), max(per_node, 1),
+                                                                scale_up(hw, r.n_accelerators, max(per_node, 1))))
 
 
 def load_rows(path=None, benchmarks: dict[str, Benchmark] | None = None) -> tuple[list[MLPerfRow], list]:

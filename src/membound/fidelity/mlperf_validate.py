@@ -66,7 +66,7 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
     groups: dict[tuple, list[MLPerfRow]] = {}
     for r in rows:
         groups.setdefault(r.key, []).append(r)
-    for (bname, device, engine, executor, rnd, q, per_node, _cores, launch, cpu_launch), members in groups.items():
+    for (bname, device, engine, executor, rnd, q, per_node, _cores, launch, cpu_launch, domain), members in groups.items():
         bench = benchmarks[bname]
         if engine == CPU_ENGINE and cpu_launch >= 0:
             _predict_cpu(members, bench, bench.cpu_engine[cpu_launch])
@@ -76,7 +76,7 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
                                device)
             offline_caps = row_limits(bench, engine, device, rnd, "Offline", launch)
             best = None
-            for lay in row_layouts(bench, engine, device, rnd, q.weights, per_node, launch):
+            for lay in row_layouts(bench, engine, device, rnd, q.weights, per_node, launch, domain):
                 try:
                     sm, sched, _ = build(bench.preset, device, prompt=bench.prompt, output=bench.output,
                                          quantization=q, runtime=runtime, n_chips=lay.chips, parallel=lay,
