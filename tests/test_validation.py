@@ -251,7 +251,8 @@ def test_assumed_fraction_rows_are_reported_apart(report):
     # where the chip's measured read ceiling caps a runtime's fitted share, the row streams at the
     # measurement: a Jetson AGX Orin (LPDDR5, 164.2 of 204.8 GB/s = 0.802 < the CUDA fit's share)
     assert fractions_known("jetson-agx-orin", "llama.cpp-cuda") == "measured"
-    assert fractions_known("rtx-5090", "llama.cpp-cuda") == "fitted"      # no read ceiling: the fit's own
+    assert fractions_known("rtx-5080", "llama.cpp-cuda") == "fitted"      # no read ceiling: the fit's own
+    assert fractions_known("rtx-5090", "llama.cpp-cuda") == "measured"    # 1573 / 1792 = 0.878 < the fit's
     assert fractions_known("rtx-4090", "llama.cpp-cuda") == "measured"    # 921.85 / 1008 = 0.9145 < the fit's
     for c in report["categories"].values():
         for label in ("validation", "report"):
@@ -283,8 +284,10 @@ def test_an_lpddr_part_streams_at_its_own_measured_reads_not_a_share_fitted_on_g
     assert share("jetson-agx-orin") == pytest.approx(164.2 / 204.8)
     # the Orin NX (128-bit LPDDR5, 102.4 GB/s) carries the same measured share: 82.1 / 102.4 = 0.8018
     assert share("jetson-orin-nx") == pytest.approx(82.1 / 102.4)
-    # an RTX 5090 (no read_bytes_s) keeps the fitted share; an RTX 4090 streams at its measured 921.85 / 1008
-    assert share("rtx-5090") == fitted
+    # an RTX 5080 (no read_bytes_s) keeps the fitted share; an RTX 4090 streams at its measured 921.85 / 1008,
+    # an RTX 5090 at its measured 1573 / 1792 (CUB's BabelStream add/triad, its read_bytes_s)
+    assert share("rtx-5080") == fitted
+    assert share("rtx-5090") == pytest.approx(1573 / 1792)
     assert share("rtx-4090") == pytest.approx(921.85 / 1008)
 
 
