@@ -526,7 +526,7 @@ def instance_layouts(bench: Benchmark, engine: str, device: str, rnd: str, wd: s
     want = bench.instance_chips.get(engine, {}).get(device) if rnd in bench.instance_rounds else None
     if not want:
         return out
-    if per_node < want <= domain:
+    if wide_instance(bench, engine, device, rnd, per_node, domain):
         m, hw = load_model(bench.preset), load_hardware(device)
         return [lay for lay in shapes(m, want) if runnable(m, hw, wd, lay)] or out
     return [lay for lay in out if lay.chips == want] or out
