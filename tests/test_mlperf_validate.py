@@ -430,13 +430,37 @@ def test_a_cpu_socket_prediction_is_its_instances_times_one_instance():
     row = mrows.MLPerfRow("v5.1/X/s/llama3.1-8b/Offline", "v5.1", "llama3.1-8b", "Offline", "CPU-only", "xeon-6787p",
                        mrows.CPU_ENGINE, q, 2, 400.0, cores=86, cpu_launch=mrows.cpu_launch_of(bench, "v5.1"))
     mv.predict([row])
-    part = mb.load_hardware("xeon-6787p").share(7 / 86, 1 / 12)
+    # the launch's W4A8 GEMM waits on 1 s of AVX-512 epilogue per s of AMX work at its peak (workloads.yaml
+    # gemm_vector_work): its share of the peak is 1 / (1/0.5 + 1) = 1/3 on the profile's 0.5
+    base = mb.load_hardware("xeon-6787p").share(7 / 86, 1 / 12)
+    part = base.with_overrides(achievable={**base.achievable.model_dump(), "compute_fraction": 1 / 3})
     sm, sched, _ = build(bench.preset, part, prompt=bench.prompt, output=bench.output, quantization=q,
                          runtime="device", scheduler=mb.serving.Scheduler(max_running=128, token_budget=8192,
                                                                   mixed_steps=False))
     one = saturation(sm, sched, bench.prompt, bench.output) * bench.output.mean
     assert row.pred["tok_s_per_accel"] == pytest.approx(12 * one)
     assert row.layout == "12 instances of 7 cores per socket"
+
+
+def test_a_gemm_that_waits_on_its_vector_epilogue_reaches_the_serial_share():
+    # a GEMM of F operations at fraction f of the peak P, then e x F / P of vector work: F/(P f) + e F/P, so
+    # the share is 1 / (1/f + e): f = 0.5, e = 1 -> 1 / 3; e = 0 -> f; f = 0.5, e = 2 -> 1/4
+    assert mrows.serial_share(0.5, 1.0) == pytest.approx(1 / 3)
+    assert mrows.serial_share(0.5, 0.0) == 0.5
+    assert mrows.serial_share(0.5, 2.0) == pytest.approx(0.25)
+    for bad in (-0.1, float("nan"), float("inf")):
+        with pytest.raises(mb.InvalidInputError, match="gemm_vector_work"):
+            mrows.serial_share(0.5, bad)
+    # the launches: SGLang's W4A8 GEMM (v5.1, v6.0) prices its epilogue, so an Offline instance of 7 of a 6980P's
+    # 128 cores computes at 7/128 of the socket's int8 peak x 1/3: 7 x 2048 x 2.0e9 / 3 = 9.557e12 ops/s;
+    # vLLM's v6.1 launch prices none (its kernel is not read: the profile's 0.5)
+    bench = mrows.load_benchmarks()["llama3.1-8b"]
+    sglang, vllm = mrows.cpu_engine_of(bench, "v6.0"), mrows.cpu_engine_of(bench, "v6.1")
+    part = mrows.cpu_part(sglang, mrows.cpu_layout(sglang, "Offline", "xeon-6980p", 128, 2), "xeon-6980p", 128)
+    assert part.achievable.compute_fraction == pytest.approx(1 / 3)
+    assert part.peak_flops("int8") * part.achievable.compute_fraction == pytest.approx(7 * 2048 * 2.0e9 / 3)
+    lay = mrows.cpu_layout(vllm, "Offline", "xeon-6980p", 128, 2)
+    assert mrows.cpu_part(vllm, lay, "xeon-6980p", 128).achievable.compute_fraction == 0.5
 
 
 def test_published_scenario_caps_set_the_searched_engine(monkeypatch):

@@ -47,7 +47,7 @@ from ..serving.solver import open_loop_rates, solve
 from ..serving.step import StepModel
 from ..serving.tails import tails
 from .fitter import Param, fit
-from .mlperf_rows import (CPU_ENGINE, GENERATION_FIT, SCENARIOS, Benchmark, MLPerfRow, cpu_layout,
+from .mlperf_rows import (CPU_ENGINE, GENERATION_FIT, SCENARIOS, Benchmark, MLPerfRow, cpu_layout, cpu_part,
                           fitted_param, generation_runtime, generations_path, launched, load_benchmarks, load_rows,
                           mlperf_csv, row_layouts, row_limits, runtime_of, shipped_generations)
 from ..base.safeio import csv_frame, check_output_path
@@ -132,12 +132,13 @@ def _searched(mr: MaxRate, tok_s_per_accel: float) -> dict:
 def _predict_cpu(members: list[MLPerfRow], bench: Benchmark, engine: dict) -> None:
     """Fill the predictions of CPU-only rows whose engine's launch is known (`cpu_launch_of`): each
     scenario's instances (`cpu_layout`) each get their cores' share of the socket's compute and their
-    share of its memory (`Hardware.share`), serve with the launch's caps on the `device` runtime (the
-    profile's fractions), and the socket's tokens/s are an instance's times the instances."""
+    share of its memory (`cpu_part`: `Hardware.share`, the GEMMs at the launch's kernel share where its
+    entry prices one), serve with the launch's caps on the `device` runtime (the profile's fractions), and
+    the socket's tokens/s are an instance's times the instances."""
     for m in members:
         try:
             lay = cpu_layout(engine, m.scenario, m.device, m.cores, m.per_node)
-            part = load_hardware(m.device).share(lay.cores / m.cores, lay.memory)
+            part = cpu_part(engine, lay, m.device, m.cores)
             sched = Scheduler(max_running=lay.max_running, token_budget=lay.token_budget,
                               mixed_steps=bool(engine.get("mixed_steps", True)))
             sm, sched, _ = build(bench.preset, part, prompt=bench.prompt, output=bench.output,
