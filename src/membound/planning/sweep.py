@@ -661,18 +661,40 @@ def _keep_spare(cols: _Columns) -> None:
         del _SPARE[:-_SPARES]
 
 
-def _partition(part: tuple, schema: _Schema, columns=None):
-    """One dask partition: a group over a run of blocks ((B, S, T) slices), as a pandas DataFrame
-    of the columns dask asks for (it pushes a column selection down to here). Its columns are
-    views of a buffer the process keeps for a later partition once this table is let go."""
-    g, blocks = part
+def _partition(part: tuple[int, int, int], plan: _Plan, block: int, columns=None):
+    """One dask partition from its descriptor (group index, first block, end block): that group
+    over those blocks of the plan's grid (`_blocks(plan.shape, block)`), as a pandas DataFrame of
+    the columns dask asks for (it pushes a column selection down to here). Its columns are views
+    of a buffer the process keeps for a later partition once this table is let go."""
+    i, first, stop = part
+    g, (B, S, T) = plan.groups[i], plan.axes
+    blocks = list(itertools.islice(_blocks(plan.shape, block), first, stop))
     _settle_worker()
-    cols = _spare_columns(schema.select(columns), sum(B.size * S.size * T.size for B, S, T in blocks))
-    for B, S, T in blocks:
-        cols.add(g, B, S, T)
+    cols = _spare_columns(plan.schema.select(columns), sum(_points(plan.shape, b) for b in blocks))
+    for bi, si, ti in blocks:
+        cols.add(g, B[bi], S[si], T[ti])
     table = cols.table(True)
     _keep_spare(cols)
     return table
+
+
+def _points(shape: tuple[int, int, int], blk: tuple[slice, slice, slice]) -> int:
+    """The points of one block of a grid of `shape` (`_blocks`: the last along an axis may end past it)."""
+    return math.prod(len(range(*s.indices(n))) for s, n in zip(blk, shape))
+
+
+def _runs_of_blocks(shape: tuple[int, int, int], block: int, partition_size: int) -> list[tuple[int, int]]:
+    """The (first, end) block indices of each partition of one group's grid: runs of consecutive
+    blocks (`_blocks(shape, block)`) of at most partition_size points each (at least one block)."""
+    runs, first, points = [], 0, 0
+    for j, blk in enumerate(_blocks(shape, block)):
+        size = _points(shape, blk)
+        if j > first and points + size > partition_size:
+            runs.append((first, j))
+            first, points = j, 0
+        points += size
+    runs.append((first, j + 1))     # a grid has at least one block
+    return runs
 
 
 def _dask_frame(plan: _Plan, partition_size: int):
@@ -681,23 +703,14 @@ def _dask_frame(plan: _Plan, partition_size: int):
     evaluated until the frame is computed, on whatever scheduler is active. However large the
     partition, its task evaluates it block by block (at most BLOCK points, as the streamed sweep
     does) into one table: a large partition spreads its fixed cost on the cluster over more rows
-    and keeps the cache-sized evaluation."""
+    and keeps the cache-sized evaluation. The graph holds the plan once and each partition as
+    three integers (`_partition` cuts its blocks where it runs), so it stays a few tens of kB
+    however large the grid."""
     import dask   # dask: the dask extra
     import dask.dataframe as dd   # dask: the dask extra
-    B, S, T = plan.axes
-    parts = []
-    for g in plan.groups:
-        run: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        points = 0
-        for bi, si, ti in _blocks(plan.shape, min(BLOCK, partition_size)):
-            block = (B[bi], S[si], T[ti])
-            size = block[0].size * block[1].size * block[2].size
-            if run and points + size > partition_size:
-                parts.append((g, run))
-                run, points = [], 0
-            run.append(block)
-            points += size
-        parts.append((g, run))
+    block = min(BLOCK, partition_size)
+    runs = _runs_of_blocks(plan.shape, block, partition_size)
+    parts = [(i, first, stop) for i in range(len(plan.groups)) for first, stop in runs]
     meta = _Columns(plan.schema, 0).table(True)
     if not parts:
         return dd.from_pandas(meta, npartitions=1)
@@ -705,7 +718,7 @@ def _dask_frame(plan: _Plan, partition_size: int):
     # from_map adds a to-pyarrow-string task after every partition, which the scheduler may run
     # on the other worker, moving the whole partition there.
     with dask.config.set({"dataframe.convert-string": False}):
-        return dd.from_map(_partition, parts, schema=plan.schema, meta=meta, label="membound-sweep",
+        return dd.from_map(_partition, parts, plan=plan, block=block, meta=meta, label="membound-sweep",
                            enforce_metadata=False)
 
 
