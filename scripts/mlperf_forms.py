@@ -22,6 +22,14 @@ M: as E, with each format's GEMMs at the profile's own share in full (format_rat
    and a step's memory and compute added (overlap 0: reads and multiplies add, as tuned GEMM tables'
    times do, submissions.yaml gemm_fraction); M0: as M without the launches.
 Fit rows are printed beside select rows (in-sample figures: the fits are theirs).
+
+The slope protocol (issue 29, helper mlslope, fixed 2026-12-07 before any of its figures was computed):
+roles from data/mlperf_split.csv; constants fitted only on the fit families (H100, H200, GH200), cold,
+with `python -m membound.fidelity.mlperf_validate --fit ...` (per-round per_sequence_s); a form is
+adopted iff, against the generation as shipped (B), no fit-scenario median |error| rises by more than
+1 point, no select-scenario median rises, and at least one select median falls. Report families are
+printed once, for the adopted form, and never chosen on. Forms compared: B, E, E with the slope term
+(the term from a cited source, not fitted).
 """
 from __future__ import annotations
 
