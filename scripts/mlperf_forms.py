@@ -5,7 +5,7 @@ constant replaced, refitted cold per round on the fit families' Offline rows (ml
 at-bound fits set apart and carried over as with_fits does), then used to predict the select
 families' rows (data/mlperf_split.csv: B200, MI300X). The report families are not predicted here.
 
-    PYTHONPATH=src python scripts/mlperf_forms.py A|B|C|D|E|E2|E6|F|G|H|H0|I|M|M0
+    PYTHONPATH=src python scripts/mlperf_forms.py A|B|C|D|E|E2|E6|F|G|H|H0|I|M|M0|N|N0|O|P
 A: compute_fraction 0.806 (the prefill's measured share), per_sequence_s fitted per round;
 B: the engine's own compute_fraction, per_sequence_s fitted per round (generations.yaml's choice);
 C: the engine's own per_sequence_s, compute_fraction fitted per round (prior 0.3 .. 1.0);
@@ -21,6 +21,11 @@ I: as E, with format_rates, per_sequence_s fitted per round.
 M: as E, with each format's GEMMs at the profile's own share in full (format_rates, compute_fraction 1)
    and a step's memory and compute added (overlap 0: reads and multiplies add, as tuned GEMM tables'
    times do, submissions.yaml gemm_fraction); M0: as M without the launches.
+N: as E, with each format's GEMMs at the profile's own share in full (format_rates, compute_fraction 1:
+   fp8 MAMF on Hopper, fp8 and fp4 on B200), the engine's overlap; N0: as N without the launches.
+O: as E, with a step's memory and compute added (overlap 0) at the engine's own compute_fraction.
+P: as E, with fp8 GEMMs at the profile's fp8 MAMF share in full (H100 0.709, H200 0.734, GH200 0.776,
+   B200 0.763 of the fp8 peak) and every other format at the engine's own share (B200 fp4 0.531 x 0.776).
 Fit rows are printed beside select rows (in-sample figures: the fits are theirs).
 
 The slope protocol (issue 29, helper mlslope, fixed 2026-12-07 before any of its figures was computed):
@@ -35,10 +40,13 @@ from __future__ import annotations
 
 import copy
 import sys
+from unittest import mock
 
+from membound.catalog.runtime import load_runtime
 from membound.fidelity import mlperf_validate as mv
 from membound.fidelity import mlperf_rows as mrows
 from membound.fidelity.split import mlperf_role
+from membound.physics import efficiency
 
 NAME = "tensorrt-llm-cpp"
 MEASURED_SHARE = 0.806          # 64.5% of H200's fp8 peak over its achievable 0.8 (generations.yaml forms)
@@ -79,6 +87,14 @@ def form(rows: list, served_cf: float | None, fit_block: dict, overlap: float | 
                   f"(signed {100 * s['median']:+.1f}%)")
 
 
+def fp8_only(hw):
+    """format_rates with only the fp8 share, over the engine's own served share (form P): fp8 GEMMs at
+    the profile's fp8 MAMF share of the fp8 peak, every other format at compute_fraction's rate."""
+    cf = load_runtime("tensorrt-llm").served.compute_fraction     # the generation keeps the engine's own
+    ach = hw.achievable
+    return tuple((f, s / (ach.compute_fraction * cf)) for f, s in ach.compute_by_format.items() if f == "fp8")
+
+
 def main(argv: list[str]) -> int:
     which = argv[0] if argv else "B"
     rows, _ = mrows.load_rows()
@@ -91,11 +107,19 @@ def main(argv: list[str]) -> int:
              "H0": (None, cf, None, False, None, {"per_sequence_s": 0.0}),
              "I": (None, per_seq, None, False, None, {"format_rates": True}),
              "M": (1.0, per_seq, 0.0, False, None, {"format_rates": True}),
-             "M0": (1.0, per_seq, 0.0, True, None, {"format_rates": True})}
+             "M0": (1.0, per_seq, 0.0, True, None, {"format_rates": True}),
+             "N": (1.0, per_seq, None, False, None, {"format_rates": True}),
+             "N0": (1.0, per_seq, None, True, None, {"format_rates": True}),
+             "O": (None, per_seq, 0.0, False),
+             "P": (None, per_seq, None, False, None, {"format_rates": True})}
     if which not in forms:
         print(__doc__)
         return 2
-    form(rows, *forms[which])
+    if which == "P":
+        with mock.patch.object(efficiency, "format_rates", fp8_only):
+            form(rows, *forms[which])
+    else:
+        form(rows, *forms[which])
     return 0
 
 
