@@ -138,6 +138,11 @@ class MemoryTier(_Strict):
     # fit on other chips found (`Hardware.read_ceiling`)
     read_bytes_s: MemoryBandwidth | None = None
     read_source: str = ""
+    # where `read_bytes_s` is what matrix units take in (a TSP's MXM intake), the bytes each weight
+    # occupies there: the width the units multiply at. A weight stored narrower is widened to it
+    # before it enters, so it streams at read_bytes_s x stored / operand bytes (`dataflow.operand_widening`)
+    read_operand_bytes: Annotated[float, Number, Field(ge=1.0, le=8.0)] | None = None
+    operand_source: str = ""
 
     @model_validator(mode="after")
     def _read_below_peak(self):
@@ -150,6 +155,8 @@ class MemoryTier(_Strict):
                              f"({_g(self.read_bytes_s / self.bandwidth_bytes_s)} x the peak)")
         if self.read_bytes_s is not None and not self.read_source.strip():
             raise ValueError("read_source: expected the measurement read_bytes_s comes from")
+        if self.read_operand_bytes is not None and (self.read_bytes_s is None or not self.operand_source.strip()):
+            raise ValueError("read_operand_bytes: expected with read_bytes_s and an operand_source citing the width")
         return self
 
 
@@ -163,7 +170,18 @@ class Interconnect(_Strict):
     topology: Literal["ring", "switch"] = "ring"  # all-reduce latency: 2(N-1) hops, or 2 via a switch
     node_chips: Annotated[int, Field(ge=1)] | None = None   # chips in one node where tensor
     # parallelism stays (a GroqNode of 8 LPUs) when `max_chips` is the whole system; None = max_chips
+    # how `layout_for` spends chips: "tensor" splits each layer over the scale-up domain first;
+    # "pipeline" puts whole layers on each chip first and splits a layer only over the fewest chips
+    # of a node that hold it (a Groq TSP system's inference mapping, ISCA 2022; the profile cites it)
+    layout: Literal["tensor", "pipeline"] = "tensor"
+    layout_source: str = ""
     source: str
+
+    @model_validator(mode="after")
+    def _pipeline_cited(self):
+        if self.layout == "pipeline" and not self.layout_source.strip():
+            raise ValueError("layout_source: expected the source of a 'pipeline' layout (how the vendor maps a model)")
+        return self
 
 
 class ScaleOut(_Strict):
@@ -448,6 +466,12 @@ class Hardware(HashableModel):
     def bandwidth_bytes_s(self) -> float:
         """Peak bandwidth of the fastest tier (the one decode streams from when weights fit)."""
         return self.memory[0].bandwidth_bytes_s
+
+    @property
+    def operand_bytes(self) -> float | None:
+        """The bytes a weight occupies in the fastest tier's read stream (`read_operand_bytes`);
+        None where the stream carries weights as stored."""
+        return self.memory[0].read_operand_bytes
 
     @property
     def read_ceiling(self) -> float:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from ..base.stacking import stackable
-from .dataflow import wafer_pass_s
+from .dataflow import operand_widening, wafer_pass_s
 from .parallel import Collectives, collective_s, collectives, communication_s
 from .roofline import (Num, causal_pairs, ceiling, context_pieces, effective_context, expected_experts,
                        maximum, minimum, sum_over_context, where)
@@ -453,6 +453,9 @@ def chip_of(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, base: Chi
     dense_inv, expert_inv, kv_inv, w_inv, per_tier = placement(
         hw.memory, eff.bandwidth_fraction, base.dense_held + extra_weight_bytes_chip, base.expert_held, kv_chip,
         pinned)
+    if hw.operand_bytes is not None:    # a stream that widens each weight to its units' width (a TSP's MXM)
+        widen = operand_widening(kn.w_bytes, hw.operand_bytes)
+        dense_inv, expert_inv, w_inv = dense_inv * widen, expert_inv * widen, w_inv * widen
     # tuple.__new__: the fields in Chip's order without its generated __new__'s 43 named arguments; base + (...):
     # one tuple concatenation, where (*base, ...) unpacked the base's fields one by one (0.46 -> 0.27 us)
     return tuple.__new__(Chip, base + (m, kn.batch / m, beat, dense_inv, expert_inv, kv_inv, w_inv)), kv_chip, per_tier

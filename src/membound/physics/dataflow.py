@@ -1,7 +1,8 @@
 """A wafer's own physics, from its architecture papers: a layer's GEMVs and collectives over the
 square of cores it owns (Cerebras WSE). `core.floor_s` calls it. (A tensor-streaming chip's
-exchange is `parallel.communication_s` over its directly wired node; the memory tiers of an RDU
-are `core.placement`'s.)
+exchange is `parallel.communication_s` over its directly wired node, its layout the pipeline rule of
+`parallel.layout_for`, and the width its matrix units take weights at `operand_widening`; the
+memory tiers of an RDU are `core.placement`'s.)
 
 Wafer (Cerebras WSE). Facts:
 
@@ -219,6 +220,24 @@ def wafer_pass_s(c: ModelConsts, hw: Hardware, tp: Num, w_bytes: Num, layers_per
     alone = layer(0.0)
     several = c.n_layers * alone + layers_per_chip * (layer(lookup_bytes) - alone + layer(head_bytes) - alone)
     return (where(one, c.n_layers * layer(lookup_bytes + head_bytes), several) + head) / clock
+
+
+def operand_widening(w_bytes: Num, operand_bytes: float | None) -> Num:
+    """How many times its stored bytes a weight takes of a read stream that carries `operand_bytes`
+    a weight (`MemoryTier.read_operand_bytes`): max(1, operand / stored); 1 where the stream carries
+    weights as stored (None).
+
+    A TSP's decode installs each weight once into its MXM arrays, on streams of 32 B a lane a cycle
+    (ISCA 2020; the profile's `read_bytes_s`). The MXM multiplies int8 or fp16 (ISCA 2020, Table I),
+    and a matrix product is cut into [1 x K] x [K x 320] sub-operations with K = 320 in int8 and
+    K = 160 in fp16, four int8 or two fp16 of them a cycle (ISCA 2022, workload mapping; via the
+    summary in github.com/flyjancy/AI-Chip-Library): the same bytes a cycle, half the weights in fp16.
+    Groq's numerics store weights at lower precision and perform "all matrix operations at full
+    precision" (TruePoint: groq.com/blog/inside-the-lpu-deconstructing-groq-speed, 2025-08-01), so an
+    int8 weight enters the MXM as fp16: 2 bytes of the stream, 2x its stored byte."""
+    if operand_bytes is None:
+        return 1.0
+    return maximum(operand_bytes / w_bytes, 1.0)
 
 
 SIDES = 16   # square sizes compared, geometric from the fewest cores that hold a layer (or the head) to all it owns
