@@ -49,14 +49,40 @@ def test_the_layout_rule_by_hand():
     assert rule(m, "cerebras-wse-3", 4) == mb.Parallel(pp=4)
     # 81 wafers: at most one stage per layer, one wafer idle
     assert rule(m, "cerebras-wse-3", 81) == mb.Parallel(pp=80)
-    # Groq: tp inside a GroqNode of 8, then stages: 330 // 8 = 41 stages (the largest of
-    # ceil(80/41) = 2 layers), 2 chips idle
-    assert rule(m, "groq-lpu", 330) == mb.Parallel(tp=8, pp=41)
-    # more chips than 8 x 80 layers: tp widens across nodes: 1,000 // 80 = 12 -> divisor of 64: 8;
-    # 2,000 // 80 = 25 -> 16
+    # Groq (layout "pipeline", ISCA 2022: inference as a pipeline of whole layers): stages first.
+    # 40 chips: 40 stages (the largest of ceil(80/40) = 2 layers), no tp
+    assert rule(m, "groq-lpu", 40) == mb.Parallel(pp=40)
+    assert mb.Parallel(pp=40).stage_layers(80) == 2
+    # 100 chips: 100 // 80 = 1 chip a layer: 80 stages, 20 chips idle
+    assert rule(m, "groq-lpu", 100) == mb.Parallel(pp=80)
+    # 320 chips: 320 // 80 = 4 chips a layer, 4 divides 64 heads: tp 4 x 80 stages
+    assert rule(m, "groq-lpu", 320) == mb.Parallel(tp=4, pp=80)
+    # 568 chips (the count a Groq engineer gave for Llama-2 70B): 568 // 80 = 7 -> the largest
+    # divisor of 64 <= 7 is 4: the same tp 4 x 80 stages, 248 chips idle
+    assert rule(m, "groq-lpu", 568) == mb.Parallel(tp=4, pp=80)
+    # 330: 330 // 80 = 4: tp 4 x 80; 1,000 // 80 = 12 -> 8; 2,000 // 80 = 25 -> 16 (a layer across nodes)
+    assert rule(m, "groq-lpu", 330) == mb.Parallel(tp=4, pp=80)
     assert rule(m, "groq-lpu", 1000) == mb.Parallel(tp=8, pp=80)
     assert rule(m, "groq-lpu", 2000) == mb.Parallel(tp=16, pp=80)
     assert mb.Parallel(tp=8, pp=41).stage_layers(80) == 2     # 41 stages: 39 of 2 layers, 2 of 1
+
+
+def test_a_groq_layer_sits_on_the_fewest_chips_that_hold_it_by_hand():
+    """Llama-2-70B in int8: a layer's weights are q and o (8192^2 each = 67,108,864), k and v (8192 x
+    8 KV heads x 128 = 8,388,608 each), gate, up and down (3 x 8192 x 28672 = 704,643,072) and two
+    norms (16,384): 855,654,400 bytes at one a weight, more than 3 chips of 230 MB (690 MB), less
+    than 4 (920 MB). Stages first (layout "pipeline"): 80 chips hold a layer each, 160 two chips a
+    layer (tp 2), 320 four (tp 4); 240 chips still lay out as tp 2 (3 does not divide 64 heads), so
+    the fewest chips are 320."""
+    m = mb.load_model("llama-2-70b")
+    h, f, kv = 8192, 28672, 8 * 128
+    layer = h * h + 2 * h * kv + h * h + 3 * h * f + 2 * h     # q, k and v, o, gate/up/down, two norms
+    assert layer == 67_108_864 * 2 + 8_388_608 * 2 + 704_643_072 + 16_384 == 855_654_400
+    assert 3 * 230e6 < layer < 4 * 230e6                        # 1 byte a weight: 4 chips, not 3
+    assert mb.layout_for(m, "groq-lpu", 240) == mb.Parallel(tp=2, pp=80)
+    assert mb.min_chips(m, "groq-lpu", weight_dtype="int8", context_tokens=4096) == 320
+    r = mb.estimate(m, "groq-lpu", n_chips=320, weight_dtype="int8", prompt_tokens=4095, output_tokens=1)
+    assert r.parallel == "tp=4 pp=80 ep=1" and r.memory.fits
 
 
 def test_uneven_stages_by_hand():

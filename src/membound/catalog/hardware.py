@@ -172,7 +172,7 @@ class Interconnect(_Strict):
     # parallelism stays (a GroqNode of 8 LPUs) when `max_chips` is the whole system; None = max_chips
     # how `layout_for` spends chips: "tensor" splits each layer over the scale-up domain first;
     # "pipeline" puts whole layers on each chip first and splits a layer only over the fewest chips
-    # of a node that hold it (a Groq TSP system's inference mapping, ISCA 2022; the profile cites it)
+    # that hold it (a Groq TSP system's inference mapping, ISCA 2022; the profile cites it)
     layout: Literal["tensor", "pipeline"] = "tensor"
     layout_source: str = ""
     source: str

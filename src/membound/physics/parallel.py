@@ -104,8 +104,8 @@ def layout_for(model, hardware, n_chips: int) -> Parallel:
       the interconnect's `max_chips`; never on wafers); chips that cannot form a whole stage idle;
     - where the interconnect's `layout` is "pipeline" (a Groq TSP system: inference as a pipeline of
       whole layers, ISCA 2022), the domain is 1: pipeline stages first, and tensor parallelism only
-      once the chips outnumber the layers, up to a node's `node_chips` (a layer split over the fewest
-      chips that hold it, column-wise within a node, ISCA 2022 sec. 5.2).
+      once the chips outnumber the layers (a layer split over the fewest chips that hold it: by
+      columns within a node, then by rows across nodes, ISCA 2022 sec. 5.2).
 
     Any chip count gets a layout, and memory per chip never rises with one more chip: for a
     fixed tp, pp never falls; tp only steps up to t' at n = t' chips, whose share 1/t' is below
@@ -121,8 +121,8 @@ def layout_for(model, hardware, n_chips: int) -> Parallel:
         raise InvalidInputError("n_chips", n, f"1: {hw.name} has no interconnect in its profile")
     if hw.kind == "wafer":
         cap = domain = 1
-    elif link.layout == "pipeline":     # whole layers a chip first; a layer over the fewest of a node's chips
-        cap, domain = min(link.node_chips or link.max_chips, link.max_chips), 1
+    elif link.layout == "pipeline":     # whole layers a chip first; a layer over the fewest chips that hold it
+        cap, domain = link.max_chips, 1
     else:
         cap = link.max_chips
         domain = min(link.node_chips or cap, cap)
