@@ -187,6 +187,27 @@ def test_one_lpu_hop_by_hand():
     assert g.step_terms_s["communication"] == pytest.approx(399 * h + bytes_s, rel=1e-9)
 
 
+def test_notes_say_where_a_pipeline_keeps_its_caches_when_that_decides():
+    """No source says where a Groq layer's KV cache sits. Llama-2-7B int8: a layer's weights are
+    (6,738,415,616 - 2 x 32,000 x 4,096 head and embedding) / 32 = 202,383,488 B, under a chip's
+    230 MB; with its KV and its share of the head beside it, a layer takes 2 chips (tp 2 x 32 on
+    64). The notes name the assumption and the same call with a layer's weights alone on 1 chip;
+    Llama-2-70B's 856 MB layer takes 4 chips either way: no note."""
+    m = mb.load_model("llama-2-7b")
+    assert m.total_params == 6_738_415_616
+    assert (6_738_415_616 - 2 * 32_000 * 4_096) / 32 == 202_383_488
+    call = dict(model="llama-2-7b", hardware="groq-lpu", weight_dtype="int8", prompt_tokens=1024, output_tokens=256)
+    r = mb.estimate(**call)
+    assert r.n_chips == 64 and r.parallel == "tp=2 pp=32 ep=1"
+    one = mb.estimate(**call, parallel={"tp": 1, "pp": 32}, check_memory=False).decode_tok_s_per_user
+    said = [n for n in vendors.notes_for(r, call) if n.startswith("assumed: a layer's KV cache")]
+    assert len(said) == 1 and "202 MB of weights take 1 chip, not 2" in said[0] and f"{one:,.0f} tok/s" in said[0]
+    call70 = {**call, "model": "llama-2-70b"}
+    r70 = mb.estimate(**call70)
+    assert r70.parallel == "tp=4 pp=80 ep=1"
+    assert not [n for n in vendors.notes_for(r70, call70) if n.startswith("assumed: a layer's KV cache")]
+
+
 def test_operand_widening_by_hand():
     """A stream that carries 2 B a weight (an fp16 MXM) takes an int8 weight's byte twice, an int4
     weight's half byte 4 times, an fp16 weight's 2 B once; one that carries weights as stored (None)

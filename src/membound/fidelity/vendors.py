@@ -461,11 +461,39 @@ def _assumed(r, again) -> list[str]:
     return out
 
 
+def _layer_home(r, again) -> list[str]:
+    """On a chip whose layout is a pipeline of whole layers (`Interconnect.layout`): no source says
+    where a layer's KV cache, and its share of the LM head and embedding, sit; membound keeps them with
+    the layer, which can take more chips a layer than its weights alone. Where it does, the same call
+    with each layer's weights alone on the fewest chips that hold them (a divisor of the heads), the
+    rest on chips of their own (capacity not checked, their hops not priced)."""
+    hw, m = load_hardware(r.hardware), load_model(r.model)
+    link = hw.interconnect
+    if link is None or link.layout != "pipeline" or r.memory is None:
+        return []
+    head = m.vocab_size * m.hidden_size * (1 if m.tied_embeddings else 2)
+    layer_bytes = (m.total_params - head) / m.n_layers * get_dtype(r.weight_dtype).bits / 8
+    tp = next((t for t in range(1, m.n_heads + 1) if m.n_heads % t == 0 and layer_bytes / t <= hw.capacity_bytes),
+              m.n_heads)
+    now = layout_for(m, hw, r.n_chips)
+    if tp >= now.tp or now.pp < m.n_layers:
+        return []
+    try:
+        x = again(n_chips=None, parallel={"tp": tp, "pp": m.n_layers}, check_memory=False)
+    except MemboundError:
+        return []
+    return [f"assumed: a layer's KV cache and its share of the LM head and embedding sit with it (no source); "
+            f"on chips of their own, a layer's {layer_bytes / 1e6:,.0f} MB of weights take {tp} chip"
+            f"{'s' if tp > 1 else ''}, not {now.tp}: {x.decode_tok_s_per_user:,.0f} tok/s (tp {tp} x {m.n_layers} "
+            "stages, plus the caches' chips; their hops not priced)"]
+
+
 def notes(r, again) -> list[str]:
     """What decides `r`, a prediction on a chip a vendor runtime here models (Cerebras, Groq,
     SambaNova), printed under `membound estimate`'s result: its spill to a capacity tier and the
     count that avoids it (`_spill`), the same call in 8-bit weights (`_narrower`), how far each
-    assumed figure of the profile moves it (`_assumed`), the vendor's
+    assumed figure of the profile moves it (`_assumed`), where a pipeline's KV caches sit when that
+    decides the chips a layer (`_layer_home`), the vendor's
     software generations here (`_runtimes`) and the published figures of this architecture on this
     chip, the vendor rows, each with what the physics needs to reach it (`_figures`).
     `again(**overrides)` reruns the call with arguments changed (n_chips=None: the default count).
@@ -473,7 +501,8 @@ def notes(r, again) -> list[str]:
     if r.hardware not in {dev for dev, *_ in FITS.values()}:
         return []
     spill = _spill(r, again)
-    return spill + _narrower(r, again, bool(spill)) + _assumed(r, again) + _runtimes(r, again) + _figures(r, again)
+    return spill + _narrower(r, again, bool(spill)) + _assumed(r, again) + _layer_home(r, again) \
+        + _runtimes(r, again) + _figures(r, again)
 
 
 def notes_for(r, call: dict) -> list[str]:
