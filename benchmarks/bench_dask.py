@@ -2,21 +2,28 @@
 of two worker processes, in the same run; then a billion configurations reduced to a Pareto front.
 
 Run:  python benchmarks/bench_dask.py [--batches 100] [--runs 3] [--pareto] [--chunk N] [--local-chunks A,B]
+      [--no-worker-profiler]
 
 The query: 2 models x 1 device x `--batches` batches x 500 prompts x 1,000 outputs (--batches 100:
 1e8 configurations), keep the points with TTFT <= 2 s and >= 30 tok/s per user, the ten with the
 most tok/s in total, and count the rows. One process streams it (`sweep(reduce=...)`) in chunks of
 each of --local-chunks rows (default: the library's streaming chunk, `sweep.DEFAULT_CHUNK`, and a
 million); the cluster computes `sweep(engine="dask")` in partitions of --chunk rows (default: the
-library's, `sweep.DASK_PARTITION`).
+library's, `sweep.DASK_PARTITION`). The one process runs in a process of its own, twice over: as
+the library leaves it, and settled as a dask worker settles itself (`sweep._settle_worker`: glibc
+keeps freed heap, numpy stops advising huge pages), which makes the pandas filter of each chunk
+cheaper in one process too; the speed-up is over the faster of the two, so the cluster does not
+gain from a setting the one process lacks.
+--no-worker-profiler turns off distributed's statistical profiler in the workers (it samples each
+worker's stack every 10 ms; `distributed.worker.profile.enabled`).
 
 Printed beside each other, from interleaved runs (medians):
-- wall seconds of each, and the cluster's speed-up over the one process at its fastest chunk size
-  in this run (the figure);
-- CPU seconds: the local run's own at that chunk size (its thread's: the process also runs the
-  cluster's scheduler), and the two workers' together (getrusage in each worker before and after). Their difference
-  over the local CPU is what a partition costs beyond its work on the cluster (scheduling,
-  pickling the plan, moving results): the partitions' fixed cost.
+- wall seconds of each, and the cluster's speed-up over the one process at its fastest (chunk
+  size, settled or not) in this run (the figure);
+- CPU seconds: the local run's own at that chunk size (its thread's), and the two workers'
+  together (getrusage in each worker before and after). Their difference over the local CPU is
+  what a partition costs beyond its work on the cluster (scheduling, sending the plan, moving
+  results): the partitions' fixed cost.
   An idle worker spends CPU too (heartbeats, dask's statistical profiler every 10 ms), in
   proportion to wall time, so on a loaded machine that raw difference grows with the load: the
   workers' idle CPU per wall second is measured in the same run (5 s doing nothing) and the
@@ -30,17 +37,20 @@ the wall ratio falls towards 1 (the bare numpy pass in two processes at once vs 
 for each worker the wall ratio would be about 2 x the one process's CPU / the workers' (printed).
 
 --pareto: 2 models x 5 devices x 100 batches x 1,000 prompts x 1,000 outputs = 1e9 configurations
-on the cluster, each partition reduced to its own front of (tok/s per user, tok/s in total) among
-the points that fit, then the fronts to one: time and the front's size.
+on the cluster, each partition reduced on its worker to its own front of (tok/s per user, tok/s in
+total) among the points that fit, the fronts combined 16 at a time in a tree on the workers
+(`DataFrame.reduction`): time and the front's size. --runs 0 --pareto runs only this.
 """
 import argparse
 import logging
+import multiprocessing
 import os
 import platform
 import resource
 import statistics
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -62,8 +72,7 @@ def _cpu() -> float:
 
 
 def _thread_cpu() -> float:
-    """This thread's CPU seconds: the local run's own, without the scheduler and client threads
-    that the LocalCluster runs in this process."""
+    """This thread's CPU seconds: the local run's own, without any other thread of its process."""
     return time.thread_time()
 
 
@@ -95,6 +104,24 @@ def local_run(g: dict, chunk: int) -> tuple[float, float, int]:
     return time.perf_counter() - t, _thread_cpu() - c, n
 
 
+def _start_one_process(settled: bool) -> None:
+    """The one process's start: settled like a dask worker (`sweep._settle_worker`) when asked,
+    then warmed (imports and data files) on a small grid."""
+    if settled:
+        from membound.planning.sweep import _settle_worker
+        _settle_worker()
+    local_run(grid(2), 1_000_000)
+
+
+def one_process(settled: bool) -> ProcessPoolExecutor:
+    """A process of its own for the one-process runs (spawned, started and warmed), so that the
+    one process is measured as the library leaves it and, apart, settled as a worker is."""
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_start_one_process, initargs=(settled,))
+    pool.submit(int).result()
+    return pool
+
+
 def cluster_run(client, g: dict, chunk: int | None) -> tuple[float, float, int, int]:
     """The cluster: the lazy frame (partitions of `chunk` rows; None: the library's default), the
     same filter, count and ten best; (wall s, the workers' CPU s, rows, partitions)."""
@@ -110,36 +137,43 @@ def cluster_run(client, g: dict, chunk: int | None) -> tuple[float, float, int, 
 
 
 def _front(part):
+    """The points of a frame that fit, reduced to their front of (tok/s per user, tok/s in total)."""
     from membound.planning.sweep import pareto_front
     part = part[part.memory_fits]
     return part.iloc[pareto_front(part.decode_tok_s_per_user.to_numpy(), part.decode_tok_s_total.to_numpy())]
 
 
 def pareto_run(client, chunk: int | None) -> dict:
+    """GRID_1E9 on the cluster: each partition reduced to its front on its worker, the fronts
+    combined in a tree (16 at a time) on the workers, the one front returned."""
     import membound as mb
-    from membound.planning.sweep import pareto_front
     cols = ["model", "hardware", "batch", "prompt_tokens", "output_tokens", "decode_tok_s_per_user",
             "decode_tok_s_total", "memory_fits"]
     t = time.perf_counter()
     df = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", columns=cols,
                   **({} if chunk is None else {"chunk_size": chunk}))
     n = int(np.prod([len(v) for v in GRID_1E9.values()]))
-    fronts = df.map_partitions(_front, meta=df._meta).compute()
-    front = fronts.iloc[pareto_front(fronts.decode_tok_s_per_user.to_numpy(), fronts.decode_tok_s_total.to_numpy())]
-    return dict(configurations=n, seconds=time.perf_counter() - t, partitions=df.npartitions, candidates=len(fronts),
-                front=front)
+    front = df.reduction(chunk=_front, combine=_front, aggregate=_front, meta=df._meta, split_every=16).compute()
+    return dict(configurations=n, seconds=time.perf_counter() - t, partitions=df.npartitions, front=front)
+
+
+def _median(rs: list, i: int) -> float:
+    return statistics.median(r[i] for r in rs)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", type=int, default=100)
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=3, help="interleaved runs of the 1e8 query (0: none)")
     ap.add_argument("--pareto", action="store_true")
     ap.add_argument("--chunk", type=int, default=None,
                     help="rows per cluster partition (default: the library's, sweep.DASK_PARTITION)")
     ap.add_argument("--local-chunks", default=None,
                     help="the one process's chunk sizes, comma-separated (default: sweep.DEFAULT_CHUNK and 1e6)")
+    ap.add_argument("--no-worker-profiler", action="store_true",
+                    help="turn off the workers' statistical profiler (distributed.worker.profile.enabled)")
     args = ap.parse_args()
+    import dask
     import distributed
 
     import membound as mb
@@ -152,51 +186,62 @@ def main():
           f"numpy {np.__version__}, dask {distributed.__version__}; load average {os.getloadavg()[0]:.1f}")
     src = os.path.dirname(os.path.dirname(mb.__file__))
     t = time.perf_counter()
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                       silence_logs=logging.ERROR, env={"PYTHONPATH": src})
+    with dask.config.set({"distributed.worker.profile.enabled": not args.no_worker_profiler}):
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                           silence_logs=logging.ERROR, env={"PYTHONPATH": src})
     client = distributed.Client(cluster)
-    print(f"LocalCluster of 2 worker processes x 1 thread started in {time.perf_counter() - t:.1f} s")
+    print(f"LocalCluster of 2 worker processes x 1 thread started in {time.perf_counter() - t:.1f} s "
+          f"(workers' profiler {'off' if args.no_worker_profiler else 'on'})")
+    ones = {settled: one_process(settled) for settled in (False, True)} if args.runs else {}
     try:
-        cluster_run(client, grid(2), chunk)           # warm: imports and data files in each worker
-        local_run(grid(2), local_chunks[0])
-        idle = idle_cpu_rate(client)
-        loc: dict[int, list] = {c: [] for c in local_chunks}
-        clu, loads = [], []
-        for _ in range(args.runs):
-            loads.append(os.getloadavg()[0])
-            for c in local_chunks:
-                loc[c].append(local_run(g, c))
-            clu.append(cluster_run(client, g, chunk))
-        n, parts = clu[0][2], clu[0][3]
-        assert all(r[2] == n for rs in [*loc.values(), clu] for r in rs), "both engines count every configuration"
-        cw, cc = statistics.median(r[0] for r in clu), statistics.median(r[1] for r in clu)
-        print(f"{n:.0e} configurations, filter + count + 10 best, median of {args.runs} interleaved runs "
-              f"(load average {statistics.median(loads):.1f}):")
-        for c, rs in loc.items():
-            print(f"  one process, chunks of {c:>10,} rows : {statistics.median(r[0] for r in rs):6.1f} s wall, "
-                  f"{statistics.median(r[1] for r in rs):6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in rs)} s)")
-        print(f"  2 workers, {parts} partitions of <= {n // parts if chunk is None else chunk:,} rows: {cw:6.1f} s wall, "
-              f"{cc:6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in clu)} s)")
-        best = min(loc, key=lambda c: statistics.median(r[0] for r in loc[c]))
-        lw, lc = statistics.median(r[0] for r in loc[best]), statistics.median(r[1] for r in loc[best])
-        busy = cc - idle * cw       # the workers' CPU less what they spend idle over that wall time
-        print(f"  speed-up    : {lw / cw:.2f}x wall over the one process at its fastest here (chunks of {best:,}; "
-              f"goal >= 1.6x); CPU: the cluster spends {cc / lc:.2f}x that process's CPU, so a partition costs "
-              f"{(cc - lc) / parts * 1e3:.0f} ms beyond its {lc / parts * 1e3:.0f} ms of work = {(cc - lc) / lc:.0%} "
-              f"(goal < 20%); less the workers' idle CPU ({idle * 1e3:.0f} ms per wall second, both, measured in "
-              f"this run): {(busy - lc) / parts * 1e3:.0f} ms = {(busy - lc) / lc:.0%}; a core for each worker: "
-              f"2 x {lc:.1f} / {cc:.1f} CPU-s = {2 * lc / cc:.2f}x")
+        if args.runs:
+            measure(client, ones, g, local_chunks, chunk, args.runs)
         if args.pareto:
             r = pareto_run(client, chunk)
             print(f"1e9 Pareto front: {r['configurations']:,} configurations in {r['partitions']} partitions on the "
                   f"cluster: {r['seconds']:.0f} s ({r['configurations'] / r['seconds'] / 1e6:.1f} M/s; load "
-                  f"{os.getloadavg()[0]:.1f}); {r['candidates']} partition-front points -> {len(r['front'])} on "
-                  f"the front")
+                  f"{os.getloadavg()[0]:.1f}); each partition reduced to its front on its worker, the fronts "
+                  f"combined 16 at a time: {len(r['front'])} points on the front")
             print(r["front"].to_string(index=False, max_rows=20))
     finally:
+        for pool in ones.values():
+            pool.shutdown()
         client.close()
         cluster.close()
     sys.stdout.flush()
+
+
+def measure(client, ones: dict, g: dict, local_chunks: list[int], chunk: int | None, runs: int) -> None:
+    """The 1e8 query, interleaved: the one process (as the library leaves it, and settled as a
+    worker, each at each chunk size) and the cluster; medians and the speed-up over the fastest."""
+    cluster_run(client, grid(2), chunk)           # warm: imports and data files in each worker
+    idle = idle_cpu_rate(client)
+    loc: dict[tuple[int, bool], list] = {(c, settled): [] for c in local_chunks for settled in ones}
+    clu, loads = [], []
+    for _ in range(runs):
+        loads.append(os.getloadavg()[0])
+        for c, settled in loc:
+            loc[c, settled].append(ones[settled].submit(local_run, g, c).result())
+        clu.append(cluster_run(client, g, chunk))
+    n, parts = clu[0][2], clu[0][3]
+    assert all(r[2] == n for rs in [*loc.values(), clu] for r in rs), "both engines count every configuration"
+    cw, cc = _median(clu, 0), _median(clu, 1)
+    print(f"{n:.0e} configurations, filter + count + 10 best, median of {runs} interleaved runs "
+          f"(load average {statistics.median(loads):.1f}):")
+    for (c, settled), rs in loc.items():
+        print(f"  one process{' settled' if settled else '        '}, chunks of {c:>9,} rows: {_median(rs, 0):6.1f} s "
+              f"wall, {_median(rs, 1):6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in rs)} s)")
+    print(f"  2 workers, {parts} partitions of <= {-(-n // parts) if chunk is None else chunk:,} rows: {cw:6.1f} s "
+          f"wall, {cc:6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in clu)} s)")
+    best = min(loc, key=lambda k: _median(loc[k], 0))
+    lw, lc = _median(loc[best], 0), _median(loc[best], 1)
+    busy = cc - idle * cw       # the workers' CPU less what they spend idle over that wall time
+    print(f"  speed-up    : {lw / cw:.2f}x wall over the one process at its fastest here (chunks of {best[0]:,}"
+          f"{', settled' if best[1] else ''}; goal >= 1.6x); CPU: the cluster spends {cc / lc:.2f}x that process's "
+          f"CPU, so a partition costs {(cc - lc) / parts * 1e3:.0f} ms beyond its {lc / parts * 1e3:.0f} ms of work "
+          f"= {(cc - lc) / lc:.0%} (goal < 20%); less the workers' idle CPU ({idle * 1e3:.0f} ms per wall second, "
+          f"both, measured in this run): {(busy - lc) / parts * 1e3:.0f} ms = {(busy - lc) / lc:.0%}; a core for "
+          f"each worker: 2 x {lc:.1f} / {cc:.1f} CPU-s = {2 * lc / cc:.2f}x")
 
 
 if __name__ == "__main__":
