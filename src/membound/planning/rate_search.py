@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +25,7 @@ from ..serving.solver import solve
 from ..serving.step import StepModel
 from ..serving.tails import Tails, tails
 from ..serving.api import build
+from ..serving.disagg import Pool, Pools, build_pools, disaggregated_tails, open_pools
 
 LIMITS = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "e2e_p99_s")
 SATURATED = 1e9        # closed-loop clients far beyond any engine's running batch: its saturation
@@ -97,6 +98,23 @@ def search(sm: StepModel, sched: Scheduler, prompt: Length, output: Length, lim:
         except MemboundError:      # beyond the open loop's capacity
             return None
         return tails(sm, sched, st, rate, prompt, output, beams=beams)
+    return highest(at, cap, lim, output, sm.n_chips)
+
+
+def search_disaggregated(pools: Pools, prompt: Length, output: Length, lim: dict[str, float]) -> MaxRate:
+    """`max_rate` of a prefill pool and a decode pool (serving.disagg.build_pools) under Poisson
+    arrivals (serving.disagg's open loop: `disaggregated_tails`), up to the pools' capacity; tokens
+    per chip over the chips of both pools."""
+    op = open_pools(pools, prompt, output)
+    return highest(lambda rate: disaggregated_tails(pools, op, rate, prompt, output), op.capacity, lim, output,
+                   pools.chips)
+
+
+def highest(at: Callable[[float], Tails | None], cap: float, lim: dict[str, float], output: Length,
+            chips: int) -> MaxRate:
+    """The highest rate below `cap` (requests/s: saturation) whose tails `at(rate)` (None: beyond the
+    capacity) meet the limits `lim`: a grid from 1% of cap, then a bisection between the last rate
+    that passes and the first that fails (module docstring); output tokens per chip over `chips`."""
     grid = cap * np.concatenate([np.geomspace(0.01, 0.9, GRID - 3), [0.95, 0.98, 0.995]])
     best, best_t, fail, why = 0.0, None, None, ""
     for r in grid:
@@ -122,20 +140,31 @@ def search(sm: StepModel, sched: Scheduler, prompt: Length, output: Length, lim:
         nan3 = (math.nan, math.nan, math.nan)
         return MaxRate(0.0, 0.0, 0.0, cap, nan3, nan3, binding or "saturation", lim)
     tok = best * output.mean
-    return MaxRate(best, tok, tok / sm.n_chips, cap, best_t.ttft, best_t.tpot, binding, lim)
+    return MaxRate(best, tok, tok / chips, cap, best_t.ttft, best_t.tpot, binding, lim)
 
 
 def max_rate(model, hardware, *, slo, prompt_tokens=1024, output_tokens=1024, weight_dtype: str = "bf16",
              kv_dtype: str | None = None, n_chips: int = 1, parallel=None, runtime="vllm",
-             scheduler: Scheduler | None = None, quantization=None, speculative=None) -> MaxRate:
+             scheduler: Scheduler | None = None, quantization=None, speculative=None,
+             prefill: Pool | None = None, decode: Pool | None = None) -> MaxRate:
     """The highest Poisson arrival rate (requests/s) one engine instance of `n_chips` serves while
     the latency percentiles stay within `slo` (e.g. {"ttft_p99_s": 2.0, "tpot_p99_s": 0.2}, the
     keys of LIMITS, or a mb.SLO); lengths a count or a distribution (mb.Fixed, Uniform, Samples);
-    the other arguments as serve()'s. The percentiles come from `membound.tails`."""
+    the other arguments as serve()'s. The percentiles come from `membound.tails`.
+    prefill, decode: a disaggregated system instead, a pool of prefill workers and one of decode
+    workers (mb.Pool, as serve_disaggregated's; n_chips and parallel are then the pools'), the
+    arrivals spread over each pool's workers (serving.disagg's open loop); speculative decoding,
+    where given, runs on both pools (its drafter prefills too); tokens per chip over both pools."""
     lim = limits_of(slo)
     prompt = as_length("prompt_tokens", prompt_tokens, 0)
     output = as_length("output_tokens", output_tokens, 2)
-    sm, sched, _ = build(model, hardware, prompt=prompt, output=output, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                         n_chips=n_chips, parallel=parallel, runtime=runtime, scheduler=scheduler,
-                         quantization=quantization, speculative=speculative)
+    kw = dict(prompt=prompt, output=output, weight_dtype=weight_dtype, kv_dtype=kv_dtype, runtime=runtime,
+              scheduler=scheduler, quantization=quantization, speculative=speculative)
+    if prefill is not None or decode is not None:
+        if prefill is None or decode is None or n_chips != 1 or parallel is not None:
+            raise InvalidInputError("prefill, decode", (prefill, decode), "both pools (mb.Pool), with n_chips and "
+                                    "parallel left to them, for a disaggregated system; neither for one engine")
+        pools, _ = build_pools(model, hardware, prefill, decode, **kw)
+        return search_disaggregated(pools, as_length("prompt_tokens", prompt_tokens, 1), output, lim)
+    sm, sched, _ = build(model, hardware, n_chips=n_chips, parallel=parallel, **kw)
     return search(sm, sched, prompt, output, lim)

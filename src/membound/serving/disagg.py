@@ -29,6 +29,26 @@ Closed loop of N clients over mean lengths S (prompt) and T (output), D = T - 1:
 - Little's law: N = W_d b + X TTFT, solved by bisection on b. Where b reaches a decode worker's
   cap (its KV cache, max_running), the remaining clients wait: TTFT += (N - N(cap)) / X.
 Throughput per chip divides by the chips of both pools (InferenceMAX's all-GPU figure).
+
+Open loop (Poisson arrivals at lambda requests per second, spread evenly over each pool's workers,
+so each worker sees Poisson arrivals at lambda / W; `disaggregated_tails`, searched by
+`planning.rate_search`), with the tail models of the aggregated engine (`serving.tails`):
+- prefill pool: a worker's prompts queue for its prefill capacity, budget / step_p(budget) tokens
+  a second with full steps: an M/G/1 queue whose service is a prompt's tokens at that rate, over
+  the prompt lengths (`tails.mg1_wait_tail`, the aggregated engine's prefill-room queue). A
+  prompt's TTFT = host time + the wait + its own prefill alone and its KV transfer (both in
+  proportion to its length, as `serve_disaggregated`'s percentiles); its quantiles are those of
+  the wait plus the spread of lengths (`tails.wait_plus`).
+- decode pool: a worker with n sequences decoding completes n tokens_per_step / (D step_d(n)) of
+  them a second, step_d the decode-only step at the mean context S + D/2: the processor-sharing
+  birth-death chain of the aggregated engine's occupancy (`tails.occupancy_of`, up to the cap of
+  `_decode_cap`), whose mean batch is Little's law's at lambda / W_d. The TPOT's quantiles are
+  those of the step a decoding request finds, averaged over its own decode
+  (`tails.tpot_quantiles` with no prefill chunks: a decode worker prefills nothing). Requests
+  that find the batch full wait for a place (Little's law on the chain's queue: its mean wait is
+  added to the TTFT).
+The pools' capacity is the lesser of W_p x the prefill rate / S and W_d x cap / (D step_d(cap))
+requests a second; the output tokens per chip divide by the chips of both pools.
 """
 from __future__ import annotations
 
@@ -39,30 +59,65 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..physics.estimate import MAX_COUNT, check_int
+from ..physics.estimate import MAX_COUNT, Prepared, check_int
 from ..physics.parallel import Parallel
 from ..physics.result import usd_per_million_tokens
 from ..physics.roofline import causal_pairs
 from . import Quantiles, Scheduler, ServeResult, StepModel, as_length, build
 from .api import result_fields
+from .lengths import Length
 from .scheduler import filled
 from .solver import sequence_hold
+from .tails import (Tails, mg1_wait_tail, occupancy_grid, occupancy_of, points, seen_loads, tpot_quantiles,
+                    wait_plus)
 
 
 @dataclass(frozen=True)
 class Pool:
     """`workers` identical engine instances of `n_chips` chips each (layout `parallel`, or the
-    layout rule's for that many chips)."""
+    layout rule's for that many chips); `scheduler`: this pool's engine knobs (None: the call's)."""
 
     workers: int
     n_chips: int
     parallel: Parallel | None = None
+    scheduler: Scheduler | None = None
 
     def __post_init__(self):
         for name in ("workers", "n_chips"):
             check_int(f"Pool.{name}", getattr(self, name), 1)
         if self.parallel is not None and not isinstance(self.parallel, Parallel):
             raise InvalidInputError("Pool.parallel", self.parallel, "None or a mb.Parallel")
+        if self.scheduler is not None and not isinstance(self.scheduler, Scheduler):
+            raise InvalidInputError("Pool.scheduler", self.scheduler, "None or a mb.Scheduler")
+
+
+@dataclass(frozen=True)
+class Pools:
+    """Both pools built (`build_pools`): each one's step model and resolved scheduler, and its workers."""
+
+    sm_p: StepModel
+    sched_p: Scheduler
+    w_p: int
+    sm_d: StepModel
+    sched_d: Scheduler
+    w_d: int
+
+    @property
+    def chips(self) -> int:
+        return self.w_p * self.sm_p.n_chips + self.w_d * self.sm_d.n_chips
+
+
+def build_pools(model, hardware, prefill: Pool, decode: Pool, **kw) -> tuple[Pools, Prepared]:
+    """(Pools, the decode pool's Prepared) of `serve.build` per pool: each pool's chips, layout and
+    scheduler (a pool's own, else kw's `scheduler`); kw: build's other arguments."""
+    for name, pool in (("prefill", prefill), ("decode", decode)):
+        if not isinstance(pool, Pool):
+            raise InvalidInputError(name, pool, "a mb.Pool(workers, n_chips)")
+    call = kw.pop("scheduler", None)
+    built = [build(model, hardware, n_chips=pool.n_chips, parallel=pool.parallel,
+                   scheduler=pool.scheduler if pool.scheduler is not None else call, **kw) for pool in (prefill, decode)]
+    (sm_p, sched_p, _), (sm_d, sched_d, p) = built
+    return Pools(sm_p, sched_p, prefill.workers, sm_d, sched_d, decode.workers), p
 
 
 @dataclass(frozen=True)
@@ -121,13 +176,10 @@ def solve_disaggregated(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, sc
     return DisaggSteady(b, fig.step, x, ttft, fig.ok, fig.pre, cap, u, xfer, h)
 
 
-def _check_pools(concurrency, prefill: Pool, decode: Pool) -> None:
+def _check_concurrency(concurrency) -> None:
     if isinstance(concurrency, bool) or not isinstance(concurrency, numbers.Integral) \
             or not 1 <= int(concurrency) <= MAX_COUNT:
         raise InvalidInputError("concurrency", concurrency, f"an integer from 1 to {MAX_COUNT:,} (clients in a closed loop)")
-    for name, pool in (("prefill", prefill), ("decode", decode)):
-        if not isinstance(pool, Pool):
-            raise InvalidInputError(name, pool, "a mb.Pool(workers, n_chips)")
 
 
 def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: Pool, prompt_tokens=1024,
@@ -139,14 +191,14 @@ def serve_disaggregated(model, hardware, *, concurrency, prefill: Pool, decode: 
     module docstring). The scheduler's knobs apply to the workers of both pools; speculative
     (solver physics of `serve`) applies to the decode pool, and its drafter also prefills.
     dense_weight_dtype: the non-expert tensors' format, as serve()'s."""
-    _check_pools(concurrency, prefill, decode)
+    _check_concurrency(concurrency)
     prompt = as_length("prompt_tokens", prompt_tokens, 1)     # a prefill pool needs a prompt
     output = as_length("output_tokens", output_tokens, 2)
-    kw = dict(prompt=prompt, output=output, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-              activation_dtype=activation_dtype, runtime=runtime, scheduler=scheduler,
-              price_usd_per_hour=price_usd_per_hour, speculative=speculative, dense_weight_dtype=dense_weight_dtype)
-    sm_p, sched_p, _ = build(model, hardware, n_chips=prefill.n_chips, parallel=prefill.parallel, **kw)
-    sm_d, sched_d, p = build(model, hardware, n_chips=decode.n_chips, parallel=decode.parallel, **kw)
+    pools, p = build_pools(model, hardware, prefill, decode, prompt=prompt, output=output, weight_dtype=weight_dtype,
+                           kv_dtype=kv_dtype, activation_dtype=activation_dtype, runtime=runtime, scheduler=scheduler,
+                           price_usd_per_hour=price_usd_per_hour, speculative=speculative,
+                           dense_weight_dtype=dense_weight_dtype)
+    sm_p, sched_p, sm_d, sched_d = pools.sm_p, pools.sched_p, pools.sm_d, pools.sched_d
     st = solve_disaggregated(sm_p, sched_p, sm_d, sched_d, prefill.workers, decode.workers, prompt.mean,
                              output.mean, np.array([float(concurrency)]))
     S, T = prompt.mean, output.mean
@@ -219,6 +271,16 @@ def _figures(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, w_p: int, w_d
     seen = (N - 1.0) / N             # share of the others a client's request meets
     step = sm_d.step(1.0 + b * seen, u, h=h)
     x = w_d * b * sm_d.tokens_per_step / (D * step)
+    pre, rate = prefill_rate(sm_p, sched_p, S)
+    rho = x * seen / w_p * S / rate
+    wait = np.minimum(rho, 0.999) / (2.0 * (1.0 - np.minimum(rho, 0.999))) * pre
+    return _Decode(step, x, sm_p.host(S) + pre + wait + xfer, pre, rho < 1.0)
+
+
+def prefill_rate(sm_p: StepModel, sched_p: Scheduler, S: float) -> tuple[float, float]:
+    """(seconds of one prompt of S tokens prefilled alone, prompt tokens a second with full steps) of a
+    prefill worker: alone, ceil(S / c) steps of c = min(S, token budget) tokens (S without chunked
+    prefill); full, the budget's tokens a step (whole prompts that fit it without chunked prefill)."""
     # a prompt's KV (held: read and written), its attention's and its indexer's causal pairs
     u_S, pairs_S = float(sm_p.held(S)), float(causal_pairs(sm_p.groups, S))
     idx_S = float(causal_pairs(sm_p.held_groups, S))
@@ -229,6 +291,50 @@ def _figures(sm_p: StepModel, sched_p: Scheduler, sm_d: StepModel, w_p: int, w_d
     full = budget if sched_p.chunked_prefill else S * max(math.floor(budget / S), 1)
     share = full / S
     rate = full / float(sm_p.step(0.0, 0.0, full, share * u_S, share * pairs_S, seqs=share, hp=share * idx_S))
-    rho = x * seen / w_p * S / rate
-    wait = np.minimum(rho, 0.999) / (2.0 * (1.0 - np.minimum(rho, 0.999))) * pre
-    return _Decode(step, x, sm_p.host(S) + pre + wait + xfer, pre, rho < 1.0)
+    return pre, rate
+
+
+@dataclass(frozen=True)
+class OpenPools:
+    """The pools' figures under Poisson arrivals that do not depend on the rate (module docstring)."""
+
+    pre: float              # a mean prompt's prefill alone on a prefill worker
+    tokens_s: float         # a prefill worker's prompt tokens a second with full steps
+    xfer: float             # a mean prompt's KV transfer to its decode worker
+    tau: np.ndarray         # a decode worker's seconds per output token with n = 1 .. cap sequences decoding
+    capacity: float         # requests a second the pools sustain (the lesser pool's)
+
+
+def open_pools(pools: Pools, prompt: Length, output: Length) -> OpenPools:
+    """`OpenPools` of `pools` serving prompts of `prompt` and outputs of `output` tokens."""
+    S, D = prompt.mean, output.mean - 1.0
+    sm_d = pools.sm_d
+    u, h = float(sm_d.attended(S + D / 2.0)), float(sm_d.held(S + D / 2.0))
+    top = max(int(math.floor(_decode_cap(sm_d, pools.sched_d, S, D, h))), 1)
+    grid = occupancy_grid(top)
+    tau = np.interp(np.arange(1, top + 1, dtype=float), grid, sm_d.step(grid, u, h=h) / sm_d.tokens_per_step)
+    pre, tokens_s = prefill_rate(pools.sm_p, pools.sched_p, S)
+    capacity = min(pools.w_p * tokens_s / S, pools.w_d * top / (D * float(tau[-1])))
+    return OpenPools(pre, tokens_s, kv_transfer_s(pools.sm_p, pools.chips, S), tau, capacity)
+
+
+def disaggregated_tails(pools: Pools, op: OpenPools, rate: float, prompt: Length, output: Length) -> Tails | None:
+    """p50/p90/p99 TTFT and TPOT of the pools under Poisson arrivals at `rate` requests a second (the
+    module docstring's open loop); None where a pool cannot keep up."""
+    lam_p, lam_d = rate / pools.w_p, rate / pools.w_d
+    S = points(prompt)
+    room = S / op.tokens_s                      # a prompt's share of its worker's prefill capacity
+    if lam_p * float(np.mean(room)) >= 1.0:
+        return None
+    occ = occupancy_of(lam_d, op.tau, output.mean)
+    if not math.isfinite(occ.queued):
+        return None
+    queue = mg1_wait_tail(lam_p, room)
+    own = pools.sm_p.host(S) + (op.pre + op.xfer) * S / prompt.mean
+    ttft = wait_plus(own, np.full(S.size, 1.0 / S.size), queue, (0.5, 0.9, 0.99)) + occ.queued / lam_d
+    load = seen_loads(occ)
+    tau = float(np.mean(load))
+    tpot = tpot_quantiles(tau, tau, tau, 0.0, True, points(output), load=load,
+                          corr=occ.corr_s if math.isfinite(occ.corr_s) else 0.0)
+    e2e = float(ttft[2]) + (output.quantile(0.99) - 1.0) * tpot[2]
+    return Tails((float(ttft[0]), float(ttft[1]), float(ttft[2])), (tpot[0], tpot[1], tpot[2]), queue[0], e2e)

@@ -125,13 +125,28 @@ def occupancy(sm: StepModel, sched: Scheduler, rate: float, prompt: float, outpu
     Limits", or any text on the asymptotic variance of birth-death chains). n counts requests:
     under beam search each decodes `beams` sequences (cap counts sequences)."""
     top = max(int(math.floor(cap / beams)), 1)
-    grid = np.unique(np.round(np.geomspace(1.0, float(top), OCCUPANCY_POINTS)))
+    grid = occupancy_grid(top)
     # the solver's figures at b are those a decoding sequence sees beside b others: n in the batch
     others = beams * grid - 1.0
     rates = open_loop_rates(sm, sched, prompt, output, others, beams)
-    tau_g = rates[0]
+    return occupancy_of(rate, np.interp(np.arange(1, top + 1, dtype=float), grid, rates[0]), output, others, rates)
+
+
+def occupancy_grid(top: int) -> np.ndarray:
+    """The decoding counts 1 .. top at which the occupancy model reads the step (OCCUPANCY_POINTS,
+    geometric; interpolated between)."""
+    return np.unique(np.round(np.geomspace(1.0, float(top), OCCUPANCY_POINTS)))
+
+
+def occupancy_of(rate: float, tau: np.ndarray, output: float, others: np.ndarray | None = None,
+                 rates: tuple[np.ndarray, ...] = ()) -> Occupancy:
+    """`occupancy` of an engine whose seconds per output token with n = 1 .. len(tau) sequences
+    decoding are `tau` (the batch's cap the last): the birth-death chain, its correlation time and
+    the queue beyond the cap. others, rates: the evaluation `occupancy` read tau from (kept for
+    `_rates_at`), or None."""
+    top = tau.size
+    others = np.zeros(0) if others is None else others
     n = np.arange(1, top + 1, dtype=float)
-    tau = np.interp(n, grid, tau_g)
     p = birth_death(rate, n / max(output - 1.0, 1e-9) / np.maximum(tau, 1e-300))    # mu(n) = n / (D tau(n))
     if p is None:                  # the full batch completes fewer than arrive: the queue never drains
         return Occupancy(n, np.eye(1, top, top - 1)[0], tau, math.inf, math.inf, np.eye(1, top + 1, top)[0],
@@ -380,10 +395,18 @@ def ttft_quantiles(rate: float, steps: tuple[float, float, float], room: np.ndar
     mean_wait = _mean_wait(rho, theta, c)
     shift = max(mean_ttft - (float(np.mean(parts)) + mean_wait), 0.0)
 
+    return tuple(shift + float(x) for x in wait_plus(base, wts, (rho, theta, c), qs)), load, (rho, theta, c)
+
+
+def wait_plus(base: np.ndarray, wts: np.ndarray, queue: tuple[float, float, float], qs) -> np.ndarray:
+    """Quantiles of W + B, W the waiting time of `mg1_wait_tail`'s queue (rho, theta, C) and B,
+    independent of it, the weighted points `base` (weights `wts`, summing to 1)."""
+    rho, theta, c = queue
+
     def exceeds(t: np.ndarray) -> np.ndarray:
         return np.sum(_wait_exceeds(t[:, None] - base[None, :], rho, theta, c) * wts, axis=1)
     top = float(np.max(base)) + (math.log(100.0 * max(c, 1e-300)) / theta if rho > 0.0 else 0.0)
-    return tuple(shift + float(x) for x in _quantiles(exceeds, qs, max(top, 1e-9))), load, (rho, theta, c)
+    return _quantiles(exceeds, qs, max(top, 1e-9))
 
 
 def _compress(values: np.ndarray, weights: np.ndarray, n: int = 256) -> tuple[np.ndarray, np.ndarray]:
@@ -526,6 +549,14 @@ def tpot_quantiles(tau: float, tau_d: float, tau_m: float, f: float, mixed: bool
     return tuple(max(x, 0.0) for x in weighted_quantiles(v, w, qs))
 
 
+def seen_loads(occ: Occupancy) -> np.ndarray:
+    """LOAD_POINTS equally likely seconds per output token of the step as a decoding request finds
+    it (the occupancy's size-biased law), which `tpot_quantiles` mixes."""
+    cdf = np.cumsum(occ.seen)
+    pick = np.searchsorted(cdf / cdf[-1], (np.arange(LOAD_POINTS) + 0.5) / LOAD_POINTS)
+    return occ.tau[np.minimum(pick, occ.n.size - 1)]
+
+
 def tails(sm: StepModel, sched: Scheduler, st: Steady, rate: float, prompt: Length, output: Length,
           i: int = 0, beams: int = 1) -> Tails:
     """The TTFT and TPOT quantiles (p50, p90, p99) of element i of an open-loop steady state `st`
@@ -554,10 +585,7 @@ def tails(sm: StepModel, sched: Scheduler, st: Steady, rate: float, prompt: Leng
     states = np.column_stack([tau_n * tps, d_n, m_n + (d_n if split else 0.0), pre_n + host, x_n])
     t_q, rho, queue = ttft_quantiles(rate, (step, tau_d, tau_m + (tau_d if split else 0.0)), room, own,
                                      ttft, S, states=states)
-    cdf = np.cumsum(occ.seen)
-    pick = np.searchsorted(cdf / cdf[-1], (np.arange(LOAD_POINTS) + 0.5) / LOAD_POINTS)
-    load = occ.tau[np.minimum(pick, occ.n.size - 1)]
-    p_q = tpot_quantiles(tau, tau_d / tps, tau_m / tps, f, not split, points(output), load=load,
+    p_q = tpot_quantiles(tau, tau_d / tps, tau_m / tps, f, not split, points(output), load=seen_loads(occ),
                          corr=occ.corr_s if math.isfinite(occ.corr_s) else 0.0, backlog=backlog_points(queue),
                          full=cycle / tps)
     e2e = t_q[2] + (output.quantile(0.99) - 1.0) * p_q[2]
