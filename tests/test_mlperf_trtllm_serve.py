@@ -99,7 +99,7 @@ def test_nebius_b200_rows_read_their_launch(tmp_path):
 
 def test_offline_caps_bound_offline_only():
     # NVIDIA's v6.0 GB200 gpt-oss launches cap Offline (512 sequences, 13,914 tokens) but its Interactive rows run
-    # disaggregated workers whose caps are not read: the Interactive search keeps the engine's own caps
+    # disaggregated workers with their own caps (submissions.yaml pools), which engine_limits do not touch
     from dataclasses import replace
 
     from membound.fidelity import mlperf_validate as mv

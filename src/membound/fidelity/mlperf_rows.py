@@ -53,7 +53,10 @@ The workload rules of this data set live here, with the loader (never in predict
   activations, 8-bit KV).
   vllm-harness fits nothing: no round has fit-family harness rows on two chips (generations.yaml).
   TensorRT-LLM entries (executor "pytorch": trtllm-serve) set a submitter's own caps where they differ
-  from workloads.yaml's `engine_limits` (Nebius's v6.0 B200 launches);
+  from workloads.yaml's `engine_limits` (Nebius's v6.0 B200 launches); a disaggregated launch (NVIDIA's GB200
+  x72 Interactive systems behind Dynamo, and its v6.0 llama2-70b and 405b Server) sets a pool of context
+  workers and one of generation workers, each with its layout and caps (`launch_pool`), predicted by the
+  open-loop two-pool rate search; a system with fewer accelerators than the pools is skipped with the reason;
 - CPU-only systems (accel_family "CPU-only"): the host processor's profile (by the CSV's
   host_processor), its sockets the "accelerators" (tokens/s per socket, sockets per node the
   groups), the stack (PyTorch with Intel's extensions) as the `device` runtime (the profile's
@@ -99,6 +102,7 @@ from ..catalog.model import load_model
 from .serve_coverage import layouts as shapes, runnable
 from ..catalog.runtime import NoGraphReplay, Runtime, list_runtimes, load_runtime
 from .split import mlperf_roles
+from ..serving.disagg import Pool
 from ..serving.scheduler import Scheduler
 from statistics import NormalDist
 from importlib import resources
@@ -178,6 +182,8 @@ class Launch:
     scheduler_steps: int = 1      # num_scheduler_steps (vLLM V0 multi-step scheduling)
     gemm_fraction: float = 0.0    # share of the chip's dense peak its tuned GEMMs multiply at (0: the engine's)
     dp_balance_steps: int | None = None   # TensorRT-LLM attention-DP balancing's timeout_iters (Scheduler.dp_balance_steps)
+    context: Pool | None = None     # a disaggregated launch's pool of context (prefill) workers (`launch_pool`), or None
+    generation: Pool | None = None  # and its pool of generation (decode) workers
 
     def served(self, engine: Any, chip_compute_fraction: float | None = None) -> dict:
         """The served block's fields this launch sets over the engine's served block `engine`
@@ -375,7 +381,8 @@ def unmodelled(path: str | Path | None = None) -> dict[str, str]:
 UNMODELLED = unmodelled()
 SUBMISSIONS = "data/reference/mlperf/submissions.yaml"
 LAUNCH_FIELDS = ("executor", "tp", "pp", "max_running", "token_budget", "chunked_prefill", "memory_fraction",
-                 "scheduler_steps", "gemm_fraction", "dp_balance_steps")
+                 "scheduler_steps", "gemm_fraction", "dp_balance_steps", "context", "generation")
+POOL_FIELDS = ("workers", "tp", "ep", "max_running", "token_budget", "chunked_prefill")
 FORMAT_FIELDS = ("weights", "activations", "kv", "dense_weights", "expert_activations")
 ENTRY_LAUNCH_FIELDS = ("gemm_fraction",)    # launch fields an entry sets for every scenario (a scenario may override)
 
@@ -409,9 +416,28 @@ def submission_of(round_: str, submitter: str, benchmark: str, engine: str, devi
                                         f"launch fields ({', '.join(LAUNCH_FIELDS + FORMAT_FIELDS)})")
             if sc.get("tp") == "all":
                 sc["tp"] = per_node
-            fields = {k: v for k, v in sc.items() if k in LAUNCH_FIELDS}
+            fields: dict[str, Any] = {k: launch_pool(f"submissions.{name}.{scenario}.{k}", v)
+                                      if k in ("context", "generation") else v for k, v in sc.items() if k in LAUNCH_FIELDS}
+            if ("context" in fields) != ("generation" in fields):
+                raise InvalidInputError(f"submissions.{name}.{scenario}", sorted(fields), "both a context and a "
+                                        "generation pool for a disaggregated launch, or neither")
             return (Launch(**fields) if fields else None), fmt
     return None, {}
+
+
+def launch_pool(where: str, v: Any) -> Pool:
+    """A disaggregated launch's pool (submissions.yaml `context` / `generation`: {workers, tp, ep, max_running,
+    token_budget[, chunked_prefill]}) as a serving Pool: `workers` instances of Parallel(tp, ep) (ep: expert
+    parallel with data-parallel attention), each with the caps as a Scheduler (per rank where the engine's are;
+    a step's decodes take one token each, so the batch is at most the budget, as `EngineLimits.scheduler`)."""
+    if not isinstance(v, dict) or set(v) - set(POOL_FIELDS) or any(k not in v for k in ("workers", "max_running",
+                                                                                          "token_budget")):
+        raise InvalidInputError(where, v, f"{{workers, max_running, token_budget[, tp, ep, chunked_prefill]}} "
+                                          f"(fields among {', '.join(POOL_FIELDS)})")
+    lay = Parallel(tp=int(v.get("tp", 1)), ep=int(v.get("ep", 1)))
+    caps = EngineLimits(("",), int(v["max_running"]), int(v["token_budget"]), bool(v.get("chunked_prefill", True)))
+    sched = caps.scheduler() if "chunked_prefill" in v else replace(caps.scheduler(), chunked_prefill=None)
+    return Pool(int(v["workers"]), lay.chips, lay, sched)
 
 
 def mlperf_csv(path=None) -> Path:
@@ -691,6 +717,11 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
     per_node = card * (int(count) if count == count and count else 1)
     launch, fmt = submission_of(str(r.round), str(r.submitter), str(r.model), engine, device, str(r.scenario),
                                 max(per_node, 1))
+    if launch is not None and launch.context is not None and launch.generation is not None:
+        pools = launch.context.workers * launch.context.n_chips + launch.generation.workers * launch.generation.n_chips
+        system = r.n_accelerators if r.n_accelerators == r.n_accelerators and r.n_accelerators else per_node
+        if pools > system:
+            raise SkipRow(f"its disaggregated launch spans {pools} accelerators, the system {system:g}")
     wd = fmt.get("weights") or weight_format(precision, hw, str(r.round))
     quant = _quantization(wd, bench.preset, hw)
     named: dict[str, Any] = {k: v for k, v in fmt.items() if k != "weights" or v != quant.weights}

@@ -7,6 +7,10 @@ CSV). It maps to served workloads of one engine instance:
 - **Server / Interactive**: Poisson arrivals; the result is the highest rate whose p99 TTFT and
   p99 TPOT (gptj: p99 end-to-end time) meet the benchmark's limits (`max_rate.search`,
   percentiles from `membound.tails`), as completed output tokens per second.
+- **Disaggregated launches** (a submission's context and generation pools, submissions.yaml: NVIDIA's GB200
+  x72 Interactive rows, its v6.0 llama2-70b and 405b Server rows): the highest Poisson rate over both pools
+  within the limits (`rate_search.search_disaggregated`, serving.disagg's open loop), tokens per accelerator
+  over both.
 - **deepseek-r1 Interactive** runs the rules' speculative decoding, EAGLE-style with the model's
   MTP head, 3 draft steps (workloads.yaml `speculative`; `speculative.mtp`).
 - **gptj** decodes with beam search of 4 beams: each request is 4 sequences after one prefill,
@@ -40,7 +44,8 @@ from .reference import SkipRow
 from ..catalog.hardware import load_hardware
 from ..catalog.model import load_model
 from .split import mlperf_role
-from ..planning.rate_search import MaxRate, saturation, search
+from ..planning.rate_search import MaxRate, saturation, search, search_disaggregated
+from ..serving.disagg import Pool, build_pools
 from ..serving.api import build
 from ..serving.scheduler import Scheduler, filled
 from ..serving.solver import open_loop_rates, solve
@@ -96,6 +101,10 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
             engines: dict[str, tuple[StepModel, Scheduler]] = {}
             for m in members:
                 m.tp, m.layout = tp, str(lay)
+                ctx, gen = (launch.context, launch.generation) if launch is not None else (None, None)
+                if m.scenario != "Offline" and ctx is not None and gen is not None and not at_load:
+                    m.pred, m.tp, m.layout = _disaggregated(bench, device, q, runtime, ctx, gen, m.scenario)
+                    continue
                 if m.scenario != "Offline" and m.scenario not in engines:
                     eng, eng_sched = sm, sched
                     caps = row_limits(bench, engine, device, rnd, m.scenario, launch)
@@ -120,6 +129,20 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
             for m in members:
                 m.pred = {"error": str(e)}
     return rows
+
+
+def _disaggregated(bench: Benchmark, device: str, q: Any, runtime: Any, ctx: Pool, gen: Pool, scenario: str
+                   ) -> tuple[dict, int, str]:
+    """(pred, accelerators, layout) of a Server or Interactive row whose launch runs a context pool `ctx` and a
+    generation pool `gen` (submissions.yaml, `mlperf_rows.launch_pool`): the open-loop rate search over both
+    (`rate_search.search_disaggregated`), the rules' MTP drafts on both (the drafter prefills too),
+    tokens per accelerator over both pools (at_load: the aggregated instance's step, as before)."""
+    spec = mtp(bench.preset, bench.mtp[scenario]) if scenario in bench.mtp else None
+    pools, _ = build_pools(bench.preset, device, ctx, gen, prompt=bench.prompt, output=bench.output, quantization=q,
+                           runtime=runtime, speculative=spec)
+    mr = search_disaggregated(pools, bench.prompt, bench.output, bench.limits[scenario])
+    layout = f"context {ctx.workers} x {ctx.parallel}, generation {gen.workers} x {gen.parallel}"
+    return _searched(mr, mr.output_tok_s_per_chip), pools.chips, layout
 
 
 def _searched(mr: MaxRate, tok_s_per_accel: float) -> dict:
