@@ -364,7 +364,8 @@ def test_cpu_layouts_split_a_socket_as_the_launch_scripts_do():
     def split(eng, sc, dev, cores, sockets=2):
         lay = mrows.cpu_layout(eng, sc, dev, cores, sockets)
         return lay.cores, lay.instances, lay.memory, lay.max_running, lay.token_budget
-    assert split(sglang, "Offline", "xeon-6980p", 128) == (7, 18, pytest.approx(1 / 18), 128, 8192)
+    # Offline the client holds at most 64 prompts in flight a server (BATCH_SIZE=64, one blocking request a batch)
+    assert split(sglang, "Offline", "xeon-6980p", 128) == (7, 18, pytest.approx(1 / 18), 64, 8192)
     assert split(sglang, "Server", "xeon-6980p", 128) == (42, 3, pytest.approx(1 / 3), 32, 8192)
     assert split(sglang, "Offline", "xeon-6787p", 86)[:2] == (7, 12)
     assert split(sglang, "Server", "xeon-6787p", 86)[:2] == (42, 2)
@@ -423,8 +424,8 @@ def test_gptj_cpu_workers_split_each_numa_node_as_intels_v41_harness_does():
 
 def test_a_cpu_socket_prediction_is_its_instances_times_one_instance():
     # an 86-core Xeon 6787P socket Offline: 12 instances of 7 cores, each 7/86 of the socket's compute and
-    # 1/12 of its memory, 128 sequences and 8192 tokens a step, prefill apart from decode (SGLang): the
-    # socket's output tokens/s are 12 x one instance's saturation x the mean output
+    # 1/12 of its memory, 64 sequences (the client's batch) and 8192 tokens a step, prefill apart from decode
+    # (SGLang): the socket's output tokens/s are 12 x one instance's saturation x the mean output
     bench = mrows.load_benchmarks()["llama3.1-8b"]
     q = mb.Quantization("int4", None, activations="int8")
     row = mrows.MLPerfRow("v5.1/X/s/llama3.1-8b/Offline", "v5.1", "llama3.1-8b", "Offline", "CPU-only", "xeon-6787p",
@@ -435,7 +436,7 @@ def test_a_cpu_socket_prediction_is_its_instances_times_one_instance():
     base = mb.load_hardware("xeon-6787p").share(7 / 86, 1 / 12)
     part = base.with_overrides(achievable={**base.achievable.model_dump(), "compute_fraction": 1 / 3})
     sm, sched, _ = build(bench.preset, part, prompt=bench.prompt, output=bench.output, quantization=q,
-                         runtime="device", scheduler=mb.serving.Scheduler(max_running=128, token_budget=8192,
+                         runtime="device", scheduler=mb.serving.Scheduler(max_running=64, token_budget=8192,
                                                                   mixed_steps=False))
     one = saturation(sm, sched, bench.prompt, bench.output) * bench.output.mean
     assert row.pred["tok_s_per_accel"] == pytest.approx(12 * one)
