@@ -431,10 +431,14 @@ def test_a_cpu_socket_prediction_is_its_instances_times_one_instance():
     row = mrows.MLPerfRow("v5.1/X/s/llama3.1-8b/Offline", "v5.1", "llama3.1-8b", "Offline", "CPU-only", "xeon-6787p",
                        mrows.CPU_ENGINE, q, 2, 400.0, cores=86, cpu_launch=mrows.cpu_launch_of(bench, "v5.1"))
     mv.predict([row])
-    # the launch's W4A8 GEMM waits on 1 s of AVX-512 epilogue per s of AMX work at its peak (workloads.yaml
-    # gemm_vector_work): its share of the peak is 1 / (1/0.5 + 1) = 1/3 on the profile's 0.5
-    base = mb.load_hardware("xeon-6787p").share(7 / 86, 1 / 12)
-    part = base.with_overrides(achievable={**base.achievable.model_dump(), "compute_fraction": 1 / 3})
+    # computing at the share that gives Intel's own prefill time a prompt token (workloads.yaml prefill_token_s,
+    # Offline, on 42 cores), scaled to the instance's 7 cores (`timed_share`)
+    sglang = mrows.cpu_engine_of(bench, "v5.1")
+    lay = mrows.cpu_layout(sglang, "Offline", "xeon-6787p", 86, 2)
+    sm0, _, _ = build(bench.preset, mrows.cpu_part("xeon-6787p", lay, 86), prompt=bench.prompt, output=bench.output,
+                      quantization=q, runtime="device")
+    timed = sglang["prefill_token_s"]
+    part = mrows.cpu_part("xeon-6787p", lay, 86, 0.5 * sm0.prefill_token_s / (timed["Offline"] * timed["cores"] / 7))
     sm, sched, _ = build(bench.preset, part, prompt=bench.prompt, output=bench.output, quantization=q,
                          runtime="device", scheduler=mb.serving.Scheduler(max_running=64, token_budget=8192,
                                                                   mixed_steps=False))
@@ -443,25 +447,33 @@ def test_a_cpu_socket_prediction_is_its_instances_times_one_instance():
     assert row.layout == "12 instances of 7 cores per socket"
 
 
-def test_a_gemm_that_waits_on_its_vector_epilogue_reaches_the_serial_share():
-    # a GEMM of F operations at fraction f of the peak P, then e x F / P of vector work: F/(P f) + e F/P, so
-    # the share is 1 / (1/f + e): f = 0.5, e = 1 -> 1 / 3; e = 0 -> f; f = 0.5, e = 2 -> 1/4
-    assert mrows.serial_share(0.5, 1.0) == pytest.approx(1 / 3)
-    assert mrows.serial_share(0.5, 0.0) == 0.5
-    assert mrows.serial_share(0.5, 2.0) == pytest.approx(0.25)
-    for bad in (-0.1, float("nan"), float("inf")):
-        with pytest.raises(mb.InvalidInputError, match="gemm_vector_work"):
-            mrows.serial_share(0.5, bad)
-    # the launches: SGLang's W4A8 GEMM (v5.1, v6.0) prices its epilogue, so an Offline instance of 7 of a 6980P's
-    # 128 cores computes at 7/128 of the socket's int8 peak x 1/3: 7 x 2048 x 2.0e9 / 3 = 9.557e12 ops/s;
-    # vLLM's v6.1 launch prices none (its kernel is not read: the profile's 0.5)
+def test_a_timed_cpu_engine_computes_at_the_share_that_gives_its_own_prefill_time():
+    # share = fraction x (model's GEMM seconds a prompt token at that fraction) / (timed seconds scaled to the
+    # instance's cores): a launch timed at 0.000625 s a token on 42 cores, an instance of 7 cores takes
+    # 0.000625 x 42 / 7 = 0.00375 s; a model at 0.5 taking 0.0015 s there computes at 0.5 x 0.0015 / 0.00375 = 0.2
+    eng = {"prefill_token_s": {"cores": 42, "Offline": 0.000625}}
+    assert mrows.timed_share(eng, "Offline", 7, 0.5, 0.0015) == pytest.approx(0.2)
+    assert mrows.timed_share(eng, "Server", 7, 0.5, 0.0015) == 0.5          # not timed for that scenario
+    with pytest.raises(mb.InvalidInputError, match="prefill_token_s"):
+        mrows.timed_share({"prefill_token_s": {"cores": 42, "Offline": 0.0}}, "Offline", 7, 0.5, 0.0015)
+    # SGLang's launch (v5.1, v6.0) is timed by Intel's own Server batcher: the engine built at that share takes
+    # exactly the timed seconds a prompt token (scaled to its cores), Offline (7 cores) and Server (42)
     bench = mrows.load_benchmarks()["llama3.1-8b"]
-    sglang, vllm = mrows.cpu_engine_of(bench, "v6.0"), mrows.cpu_engine_of(bench, "v6.1")
-    part = mrows.cpu_part(sglang, mrows.cpu_layout(sglang, "Offline", "xeon-6980p", 128, 2), "xeon-6980p", 128)
-    assert part.achievable.compute_fraction == pytest.approx(1 / 3)
-    assert part.peak_flops("int8") * part.achievable.compute_fraction == pytest.approx(7 * 2048 * 2.0e9 / 3)
-    lay = mrows.cpu_layout(vllm, "Offline", "xeon-6980p", 128, 2)
-    assert mrows.cpu_part(vllm, lay, "xeon-6980p", 128).achievable.compute_fraction == 0.5
+    sglang = mrows.cpu_engine_of(bench, "v6.0")
+    q = mb.Quantization("int4", None, activations="int8")
+    for sc in ("Offline", "Server"):
+        lay = mrows.cpu_layout(sglang, sc, "xeon-6980p", 128, 2)
+        part = mrows.cpu_part("xeon-6980p", lay, 128)
+        assert part.achievable.compute_fraction == 0.5                      # the profile's
+        sm, _, _ = build(bench.preset, part, prompt=bench.prompt, output=bench.output, quantization=q, runtime="device")
+        share = mrows.timed_share(sglang, sc, lay.cores, 0.5, sm.prefill_token_s)
+        timed = sglang["prefill_token_s"]
+        sm2, _, _ = build(bench.preset, mrows.cpu_part("xeon-6980p", lay, 128, share), prompt=bench.prompt,
+                          output=bench.output, quantization=q, runtime="device")
+        assert sm2.prefill_token_s == pytest.approx(timed[sc] * timed["cores"] / lay.cores)
+    # vLLM's v6.1 launch is not timed: the profile's 0.5
+    vllm = mrows.cpu_engine_of(bench, "v6.1")
+    assert mrows.timed_share(vllm, "Offline", 40.7, 0.5, 0.001) == 0.5
 
 
 def test_published_scenario_caps_set_the_searched_engine(monkeypatch):

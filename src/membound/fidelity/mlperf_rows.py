@@ -626,29 +626,30 @@ def cpu_layout(engine: dict, scenario: str, device: str, cores: int, sockets: in
     return CpuLayout(pinned, numa * m / k, k / (numa * m), *caps)
 
 
-def serial_share(fraction: float, vector_work: float) -> float:
-    """The share of its peak a matrix unit's GEMMs reach when, for each second of its work at the peak, the
-    kernel runs `vector_work` seconds of vector-unit work that the matrix unit waits on (each step of the
-    kernel reads what the one before wrote): a GEMM of F operations takes F / (peak x fraction) + vector_work
-    x F / peak, so the share is 1 / (1 / fraction + vector_work). vector_work 0: `fraction` itself."""
-    if not (math.isfinite(vector_work) and vector_work >= 0.0):
-        raise InvalidInputError("gemm_vector_work", vector_work, "a finite number of seconds of vector work per "
-                                "second of matrix-unit work at its peak, 0 or more")
-    return 1.0 / (1.0 / fraction + vector_work)
+def timed_share(engine: dict, scenario: str, cores: float, fraction: float, token_s: float) -> float:
+    """The compute share of an instance of `cores` cores of a CPU engine whose launch's entry gives the engine's
+    own prefill time (`prefill_token_s`: the seconds a prompt token takes on `prefill_token_s["cores"]` cores,
+    by scenario, cited there): the share at which the model's seconds of a prompt token's GEMMs on the
+    instance, `token_s` at `fraction` of the peak, equal that time scaled to the instance's cores (the
+    compute is per core); `fraction` where the entry times no prefill for `scenario`."""
+    timed = engine.get("prefill_token_s", {})
+    if scenario not in timed:
+        return fraction
+    seconds = float(timed[scenario]) * float(timed["cores"]) / cores
+    if not (math.isfinite(seconds) and seconds > 0.0):
+        raise InvalidInputError("prefill_token_s", timed, "seconds a prompt token takes on a number of cores, "
+                                "both finite and above 0")
+    return fraction * token_s / seconds
 
 
-def cpu_part(engine: dict, lay: CpuLayout, device: str, cores: int) -> Any:
-    """The part of a `cores`-core socket of `device` one instance of a CPU engine's launch (`engine`, a
-    workloads.yaml `cpu_engine` entry; `lay`, its `cpu_layout`) computes on: its cores' share of the socket's
-    compute and its share of the memory (`Hardware.share`), its GEMMs at `serial_share` of the profile's
-    compute fraction where the entry prices the vector work of the engine's GEMM kernel (`gemm_vector_work`,
-    derived from the kernel's code there)."""
+def cpu_part(device: str, lay: CpuLayout, cores: int, share: float | None = None) -> Any:
+    """The part of a `cores`-core socket of `device` one instance of a CPU engine's launch (`lay`, its
+    `cpu_layout`) computes on: its cores' share of the socket's compute and its share of the memory
+    (`Hardware.share`), at `share` of the compute peak where given (`timed_share`), else the profile's."""
     part = load_hardware(device).share(lay.cores / cores, lay.memory)
-    work = float(engine.get("gemm_vector_work", 0.0))
-    if work == 0.0:
+    if share is None or share == part.achievable.compute_fraction:
         return part
-    share = serial_share(part.achievable.compute_fraction, work)
-    return part.with_overrides(name=f"{part.name}-g{share:.6g}", achievable={**part.achievable.model_dump(),
+    return part.with_overrides(name=f"{part.name}-s{share:.6g}", achievable={**part.achievable.model_dump(),
                                                                              "compute_fraction": share})
 
 

@@ -54,7 +54,7 @@ from ..serving.tails import tails
 from .fitter import Param, fit
 from .mlperf_rows import (CPU_ENGINE, GENERATION_FIT, SCENARIOS, Benchmark, MLPerfRow, cpu_layout, cpu_part,
                           fitted_param, generation_runtime, generations_path, launched, load_benchmarks, load_rows,
-                          mlperf_csv, row_layouts, row_limits, runtime_of, shipped_generations)
+                          mlperf_csv, row_layouts, row_limits, runtime_of, shipped_generations, timed_share)
 from ..base.safeio import csv_frame, check_output_path
 import yaml
 from ..physics.speculative import mtp
@@ -155,17 +155,23 @@ def _searched(mr: MaxRate, tok_s_per_accel: float) -> dict:
 def _predict_cpu(members: list[MLPerfRow], bench: Benchmark, engine: dict) -> None:
     """Fill the predictions of CPU-only rows whose engine's launch is known (`cpu_launch_of`): each
     scenario's instances (`cpu_layout`) each get their cores' share of the socket's compute and their
-    share of its memory (`cpu_part`: `Hardware.share`, the GEMMs at the launch's kernel share where its
-    entry prices one), serve with the launch's caps on the `device` runtime (the profile's fractions), and
-    the socket's tokens/s are an instance's times the instances."""
+    share of its memory (`cpu_part`: `Hardware.share`), computing at the share that gives the engine's own
+    prefill time where the launch's entry states it (`timed_share`), else at the profile's fraction, serve
+    with the launch's caps on the `device` runtime, and the socket's tokens/s are an instance's times the
+    instances."""
     for m in members:
         try:
             lay = cpu_layout(engine, m.scenario, m.device, m.cores, m.per_node)
-            part = cpu_part(engine, lay, m.device, m.cores)
+            part = cpu_part(m.device, lay, m.cores)
             sched = Scheduler(max_running=lay.max_running, token_budget=lay.token_budget,
                               mixed_steps=bool(engine.get("mixed_steps", True)))
             sm, sched, _ = build(bench.preset, part, prompt=bench.prompt, output=bench.output,
                                  quantization=m.quantization, runtime=CPU_ENGINE, scheduler=sched)
+            share = timed_share(engine, m.scenario, lay.cores, part.achievable.compute_fraction, sm.prefill_token_s)
+            if share != part.achievable.compute_fraction:      # the engine's own prefill time (workloads.yaml)
+                sm, sched, _ = build(bench.preset, cpu_part(m.device, lay, m.cores, share), prompt=bench.prompt,
+                                     output=bench.output, quantization=m.quantization, runtime=CPU_ENGINE,
+                                     scheduler=sched)
             m.tp, m.layout = 1, f"{lay.instances:g} instances of {lay.cores:g} cores per socket"
             if m.scenario == "Offline":
                 m.pred = {"tok_s_per_accel": lay.instances * bench.output.mean
