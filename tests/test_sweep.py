@@ -432,6 +432,22 @@ def test_a_dask_partition_of_many_blocks_is_the_local_sweep_and_takes_the_defaul
     pd.testing.assert_frame_equal(pd.concat(parts, ignore_index=True), sweep(**kw))
 
 
+def test_a_dask_partition_is_three_integers_in_the_graph():
+    # The graph holds the plan once and each partition as (group, first block, end block), so a
+    # grid cut into ten times as many partitions pickles to little more: 2 models x 10 batches x
+    # 40 prompts x 200 outputs = 160,000 points in partitions of 8,000 rows (20) or 800 (200).
+    # A 3-tuple of small ints pickles to 11 bytes (PROTO, 3 x BININT1 2 bytes, TUPLE3, MEMOIZE,
+    # and with framing a few more); 180 more partitions at even 100 bytes each is 18 kB. Partitions
+    # that carried their blocks' axes would each add a block's output axis: 200 floats = 1,600 bytes.
+    pytest.importorskip("dask.dataframe")
+    import pickle
+    kw = dict(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="h100-sxm", batch=list(range(1, 11)),
+              prompt_tokens=list(range(0, 4000, 100)), output_tokens=list(range(1, 201)), include_unfit=True)
+    few, many = (sweep(**kw, engine="dask", chunk_size=n) for n in (8000, 800))
+    assert (few.npartitions, many.npartitions) == (20, 200)
+    assert len(pickle.dumps(many.expr)) - len(pickle.dumps(few.expr)) < 180 * 100
+
+
 def test_a_process_computing_a_dask_partition_stops_numpy_advising_huge_pages(monkeypatch):
     # A process that evaluates a partition (a dask worker; here this one, synchronous scheduler)
     # keeps the memory of the frames made from it: numpy stops advising huge pages for large
