@@ -6,6 +6,7 @@ import inspect
 import math
 import numbers
 from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
 from typing import Any
 
 from ..base import defaults
@@ -40,6 +41,17 @@ def check_int(field: str, value, minimum: int, maximum: int = MAX_COUNT) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not minimum <= int(value) <= maximum:
         raise InvalidInputError(field, value, f"an integer from {minimum:,} to {maximum:,}")
     return int(value)
+
+
+def check_counts(batch, prompt_tokens, output_tokens, n_chips) -> tuple[int, int, int, int]:
+    """`check_int` of estimate()'s batch (>= 1), prompt and output tokens (>= 0, >= 1) and chip count
+    (>= 1) in one call: plain ints in range pass as they are (the hot path's four checks at once)."""
+    if type(batch) is int is type(prompt_tokens) is type(output_tokens) is type(n_chips) \
+            and 1 <= batch <= MAX_COUNT and 0 <= prompt_tokens <= MAX_COUNT and 1 <= output_tokens <= MAX_COUNT \
+            and 1 <= n_chips <= MAX_COUNT:
+        return batch, prompt_tokens, output_tokens, n_chips
+    return (check_int("batch", batch, 1), check_int("prompt_tokens", prompt_tokens, 0),
+            check_int("output_tokens", output_tokens, 1), check_int("n_chips", n_chips, 1))
 
 
 def check_context(m: Model, prompt_tokens, output_tokens) -> None:
@@ -99,21 +111,24 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
         p, B, S, T = _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype,
                               activation_dtype, n_chips, parallel, speculative, runtime, quantization, placement,
                               price_usd_per_hour, allow_beyond_context, dense_weight_dtype)
-        result = _evaluated(p, B, S, T, speculative)
+        result, fits = _evaluated(p, B, S, T, speculative)
     else:       # the search's last count is the one found: its evaluation is this call's
         p, result = found
-    memory = result.memory
-    assert memory is not None               # _evaluated always gives its memory
-    if check_memory and (p.pinned or not memory.fits):
+        assert result.memory is not None        # built already: the search read it
+        fits = result.memory.fits
+    if check_memory and (p.pinned or not fits):
         kw = {k: v for k, v in locals().items() if k in _ARGUMENTS}     # for the fewest-chips hint
+        memory = result.memory
+        assert memory is not None               # _evaluated always gives its memory
         _check_fit(memory, p.hardware, p.pinned, p.model, p.n_chips, p.layout, lambda: _fewest_chips(kw, p.model,
                                                                                                      p.hardware))
     return result
 
 
-def _evaluated(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDecoding | None) -> Result:
+def _evaluated(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDecoding | None) -> tuple[Result, bool]:
     """`estimate()`'s Result of configuration `p` at batch B, prompt S and output T (all checked), its
-    memory not checked."""
+    memory not checked, and whether it fits. Its memory, bound and step terms are left to their
+    first read (`_Later`, `result.Deferred`)."""
     hw, N = p.hardware, p.n_chips
     kn = _workload(p.knobs, B, S, T)        # = p.at(B, S, T).evaluate()
     if p.spec_args is None and p.pinned is None:    # p.extra holds evaluate's defaults: not bound again
@@ -126,25 +141,42 @@ def _evaluated(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDeco
             if not (math.isfinite(r[key]) and r[key] > 0):
                 raise InvalidInputError(key, r[key], f"a finite positive figure; the inputs ({p.model.name} on "
                                         f"{p.hardware.name}) are outside the physical range")
-    uses, tiers = r["per_tier"], hw.memory
-    memory = create_frozen(Memory, {      # dict displays: one dict per object (estimate()'s hot path)
-        "weights_bytes": r["weights_bytes_chip"], "kv_bytes": r["kv_bytes_chip"],
-        "activation_bytes": r["activation_bytes_chip"], "other_bytes": r["extra_bytes_chip"],
-        "capacity_bytes": r["capacity_bytes_chip"], "fits": bool(r["fits"]),
-        "placement": (_tier_use(uses[0], tiers[0]),) if len(tiers) == 1 else tuple(map(_tier_use, uses, tiers))})
     watts = hw.power_w
-    terms = step_terms(r)
-    return create_frozen(Result, {
+    later = object.__new__(_Later)
+    later.r, later.tiers = r, hw.memory
+    return create_frozen(Result, {      # a dict display: one dict (estimate()'s hot path)
         **p.labels, "batch": B, "prompt_tokens": S, "output_tokens": T,
         "decode_tok_s_per_user": r["decode_tok_s_per_user"], "decode_tok_s_total": r["decode_tok_s_total"],
         "ttft_s": r["ttft_s"], "prefill_s": r["prefill_s"], "e2e_s": r["e2e_s"], "tpot_s": r["tpot_s"],
-        "bound": bound_name(terms), "step_terms_s": dict(zip(BOUNDS, terms)), "memory": memory,
         "cost_per_million_tokens_usd": r["cost_per_million_tokens_usd"] if p.price is not None else None,
         "joules_per_token": (watts * N * r["e2e_s"] / (B * T)) if watts else None,
         "speculative": None if speculative is None or p.spec_args is None else {
             "gamma": speculative.gamma, "tokens_per_round": p.spec_args.tokens_per_round,
             "verify_positions": int(p.positions), "draft": getattr(speculative.draft, "name", speculative.draft)},
-        "assumptions": p.assumptions})
+        "assumptions": p.assumptions, "_deferred": later}), bool(r["fits"])
+
+
+class _Later:
+    """The fields of an `_evaluated` Result built on their first read (`result.Deferred`), from
+    core.evaluate's figures `r` on a device of memory tiers `tiers`."""
+
+    __slots__ = ("r", "tiers")
+    r: dict[str, Any]
+    tiers: Sequence[MemoryTier]
+
+    def memory(self) -> Memory:
+        r, tiers = self.r, self.tiers
+        return create_frozen(Memory, {
+            "weights_bytes": r["weights_bytes_chip"], "kv_bytes": r["kv_bytes_chip"],
+            "activation_bytes": r["activation_bytes_chip"], "other_bytes": r["extra_bytes_chip"],
+            "capacity_bytes": r["capacity_bytes_chip"], "fits": bool(r["fits"]),
+            "placement": tuple(map(_tier_use, r["per_tier"], tiers))})
+
+    def bound(self) -> str:
+        return bound_name(step_terms(self.r))
+
+    def step_terms_s(self) -> dict[str, float]:
+        return dict(zip(BOUNDS, step_terms(self.r)))
 
 
 def _tier_use(use: tuple[float, float], tier: MemoryTier) -> TierUse:
@@ -243,13 +275,11 @@ def _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype,
     m = load_model(model)
     hw = load_hardware(hardware)
     rt = load_runtime(runtime, hw)
-    B = check_int("batch", batch, 1)
-    S = check_int("prompt_tokens", prompt_tokens, 0)
-    T = check_int("output_tokens", output_tokens, 1)
-    N = check_int("n_chips", n_chips, 1)
+    B, S, T, N = check_counts(batch, prompt_tokens, output_tokens, n_chips)
     if not allow_beyond_context:
         check_context(m, S, T)
-    parallel = as_parallel(parallel)
+    if parallel is not None:
+        parallel = as_parallel(parallel)
     if quantization is not None and not isinstance(quantization, Quantization):
         raise InvalidInputError("quantization", quantization,
                                 "a mb.Quantization(weights, kv, activations); for one format give "
@@ -509,7 +539,7 @@ def _fewest(kw: dict[str, Any], m: Model, hw: Hardware, at_speed: bool = False
                               kw["kv_dtype"], kw["activation_dtype"], n, None, kw["speculative"], kw["runtime"],
                               kw["quantization"], kw["placement"], kw["price_usd_per_hour"],
                               kw["allow_beyond_context"], kw["dense_weight_dtype"])
-        result = _evaluated(p, B, S, T, kw["speculative"])
+        result = _evaluated(p, B, S, T, kw["speculative"])[0]
         last[:] = n, (p, result)
         assert result.memory is not None              # _evaluated always gives its memory
         return result.memory

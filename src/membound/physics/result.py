@@ -31,6 +31,28 @@ def equal_values(a, b) -> bool:
     return bool(a == b)
 
 
+class Deferred:
+    """A field of a frozen dataclass that an instance built by `create_frozen` may leave out of its
+    dict: its first read asks the instance's `_deferred` (an object with a method of the field's
+    name) for it and keeps the value in the instance's dict, where every later read finds it (a
+    descriptor without __set__: the instance's dict comes first). An instance built by its
+    __init__ has every field in its dict and never reaches here. `estimate()` defers a Result's
+    memory, bound and step terms this way (`estimate._Later`): a third of its result's
+    construction, paid on the first read instead."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = getattr(obj.__dict__["_deferred"], self.name)()
+        obj.__dict__[self.name] = value
+        return value
+
+
 def create_frozen(cls, fields: dict):
     """An instance of the frozen dataclass `cls` from a dict of all its fields, without running
     the generated __init__, which stores each field through object.__setattr__ (a third of
@@ -125,3 +147,7 @@ class Result:
 
     def _repr_html_(self) -> str:
         return result_html(self, api_price_text(self.hardware, self.model))
+
+
+for _name in ("memory", "bound", "step_terms_s"):       # after @dataclass: not taken for defaults
+    setattr(Result, _name, Deferred(_name))
