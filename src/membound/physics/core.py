@@ -340,7 +340,7 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     ch, kv_chip, per_tier = chip_of(mc, hw, eff, kn, base, pinned, extra_weight_bytes_chip,
                                     extra_kv_bytes_token_chip)
     w_chip = ch.dense_held + ch.expert_held
-    act_chip = held_activation_bytes(mc, hw, kn)
+    act_chip = activation_bytes(mc, hw, kn, B, S)
     need_chip = w_chip + extra_weight_bytes_chip + kv_chip + act_chip
     cap_chip = ch.capacity
     floor = ch.floor
@@ -510,15 +510,11 @@ def held_kv_bytes(mc: ModelConsts, kn: Knobs, kv_pair: Num, share: Num, extra_kv
     return (B / ep) * u_max * (kv_pair + mc.index_bytes) * share + B / ep * L * extra_kv_bytes_token_chip
 
 
-def held_activation_bytes(mc: ModelConsts, hw: Hardware, kn: Knobs) -> Num:
-    """Bytes of activations one chip holds: a prefill chunk's (the prompt, at most the device's
-    chunk) and the batch's logits in fp32."""
-    return activation_bytes(mc, hw, kn, kn.batch, kn.prompt)
-
-
 def activation_bytes(mc: ModelConsts, hw: Hardware, kn: Knobs, B: Num, prompt: Num) -> Num:
-    """`held_activation_bytes` of B sequences with prompts of `prompt` tokens (kn's layout and
-    formats; a server sizes its buffers for its token budget)."""
+    """Bytes of activations one chip holds for B sequences with prompts of `prompt` tokens (kn's
+    layout and formats): a prefill chunk's (the prompts, at most the device's chunk) and the
+    batch's logits in fp32 (`evaluate`: its batch and prompt; a server sizes its buffers for its
+    token budget)."""
     tp = kn.tp
     act_tokens = minimum(B * maximum(prompt, 1.0), float(hw.activation_chunk_tokens)) + B
     return act_tokens * (4.0 * mc.hidden + 2.0 * mc.ffn / tp) * kn.act_bytes + B * mc.vocab * 4.0 / tp
@@ -634,29 +630,34 @@ def pass_terms(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, dec: Num, 
     tokens = dec * pos + chunk
     routed_tokens = dec * routed + chunk
     touched = expected_experts(mc.n_experts, mc.k, routed_tokens) if mc.n_experts else 0.0
-    if isinstance(kn.gemm_tile_tokens, float) and kn.gemm_tile_tokens == 0.0:    # untiled: once a pass
+    # the chip's fields read more than once, as locals (a named tuple's field costs a descriptor call)
+    ep, kv_inv, group, attn_rate = ch.ep, ch.kv_inv, ch.group, ch.attn_rate
+    tile = kn.gemm_tile_tokens
+    if isinstance(tile, float) and tile == 0.0:    # untiled: once a pass
         weights = weights_s(mc, ch, tokens, touched)
     else:
         weights = weights_s(mc, ch, tokens, touched, *column_passes(mc, kn, tokens, routed_tokens, touched))
-    mem = beat * (weights + held * ch.kv_index_pair / ch.ep * ch.kv_inv)
-    head = ch.head * (chunk if eff.prefill_logits_all else prompts) / ch.group
-    comp = (gemm_pass_s(ch, dec * pos) + chunk * ch.prefill_gemm) / ch.group + head \
-        + pairs * mc.prefill_attn_per_pair / ch.attn_rate
+    mem = beat * (weights + held * ch.kv_index_pair / ep * kv_inv)
+    head = ch.head * (chunk if eff.prefill_logits_all else prompts) / group
+    comp = (gemm_pass_s(ch, dec * pos) + chunk * ch.prefill_gemm) / group + head \
+        + pairs * mc.prefill_attn_per_pair / attn_rate
     if eff.moe_tile_tokens and mc.n_moe_layers:     # else moe_padding_s is 0.0
         comp = comp + moe_padding_s(mc, eff, ch, tokens)
     comp = beat * comp
     if mc.index_flops:      # every tensor-parallel rank runs the indexer whole: split over ep only
-        comp = comp + beat * index_pairs * mc.index_flops / (ch.ep * ch.index_flops)
-    over = ch.over_fixed + (dec + prompts) / ch.ep * eff.per_sequence_overhead_s   # `overhead_terms`
+        comp = comp + beat * index_pairs * mc.index_flops / (ep * ch.index_flops)
+    over = ch.over_fixed + (dec + prompts) / ep * eff.per_sequence_overhead_s   # `overhead_terms`
     for term in ch.over_tail:
         over = over + term
     if eff.ungraphed_layer_s:       # else launch_s is 0.0
         over = over + launch_s(mc, eff, tokens)
-    if not (type(chunk) is float and chunk == 0.0):
+    if chunk.__class__ is not float:
         over = over + where(chunk > 0, ch.context_kernels, 0.0)
+    elif chunk > 0.0:       # a float chunk: where()'s choice without the call (0 adds nothing)
+        over = over + ch.context_kernels
     # tuple.__new__: Pass's fields in order, without its generated __new__
-    return tuple.__new__(Pass, (mem, beat * ch.kv_pair * ch.kv_inv / ch.ep, comp,
-                                beat * pos * mc.attn_per_pair / ch.attn_rate, serial_share(eff, tokens),
+    return tuple.__new__(Pass, (mem, beat * ch.kv_pair * kv_inv / ep, comp,
+                                beat * pos * mc.attn_per_pair / attn_rate, serial_share(eff, tokens),
                                 ch.floor * beat, collective_s(ch.links, tokens), over, beat * head))
 
 
@@ -997,9 +998,9 @@ def prompt_pass(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, B: Num, S
     counts: `prompt_counts(mc, S)`, where the caller has them already."""
     held, pairs, index = prompt_counts(mc, S) if counts is None else counts
     share = chunk / maximum(S, 1.0)
-    return pipeline_pass(mc, eff, kn, ch, 0.0, chunk=chunk, prompts=minimum(B, maximum(share, 1.0)),
-                         held=share * held, pairs=share * pairs,
-                         index_pairs=share * index if mc.index_flops else 0.0)[0]
+    # positional: chunk, prompts, held, pairs, index_pairs (keywords cost their binding on the hot path)
+    return pipeline_pass(mc, eff, kn, ch, 0.0, 1.0, 1.0, chunk, minimum(B, maximum(share, 1.0)), share * held,
+                         share * pairs, share * index if mc.index_flops else 0.0)[0]
 
 
 def pipeline_pass(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, dec: Num, pos: Num = 1.0, routed: Num = 1.0,

@@ -287,15 +287,35 @@ def _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype,
     if dense_weight_dtype is not None and quantization is not None:
         raise InvalidInputError("dense_weight_dtype", dense_weight_dtype,
                                 "None with quantization= (give mb.Quantization(dense_weights=...) instead)")
+    # the formats' generation is part of the keys, so a format re-registered under its name is never
+    # served stale; an unhashable argument (a placement dict) raises TypeError, by design (caught below)
+    generation = dtypes.generation()
+    key = (id(m), id(hw), id(rt), N, parallel, weight_dtype, kv_dtype, activation_dtype, speculative, quantization,
+           placement, price_usd_per_hour, dense_weight_dtype, generation)
+    try:
+        seen = _SEEN.get(key)
+    except TypeError:
+        seen = None
+    if seen is not None:
+        return seen[3], B, S, T
     args = (m, hw, rt, N, parallel, weight_dtype, kv_dtype, activation_dtype, speculative, quantization,
             placement, price_usd_per_hour, dense_weight_dtype)
     try:
-        # an unhashable argument raises TypeError here, by design (caught below); the formats'
-        # generation is part of the key, so a format re-registered under its name is never served stale
-        base = _resolve_cached(*args, dtypes.generation())
+        base = _resolve_cached(*args, generation)
     except (TypeError, MemboundError):  # an unhashable argument (a placement dict) or a bad format name:
-        base = _resolve(*args)          # resolve afresh (which raises the error naming the field)
+        return _resolve(*args), B, S, T     # resolve afresh (which raises the error naming the field)
+    if len(_SEEN) >= _SEEN_MAX:
+        _SEEN.clear()
+    _SEEN[key] = (m, hw, rt, base)      # holding m, hw and rt: no other object takes their ids while it lives
     return base, B, S, T
+
+
+_SEEN: dict[tuple, tuple[Model, Hardware, Runtime, Prepared]] = {}
+"""`_prepare`'s configurations by the identity of their model, device and runtime objects (and the
+other arguments' values): `_resolve_cached`'s key hashes those three objects by value, which costs
+three Python-level __hash__ calls per estimate(); an entry holds the three objects, so their ids
+cannot be reused while it lives."""
+_SEEN_MAX = 1024
 
 
 def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtype, activation_dtype, speculative,

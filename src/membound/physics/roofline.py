@@ -155,7 +155,10 @@ def sum_over_context(pieces: Sequence[tuple[float, float, float, float]], m_a: N
     total: Num = 0.0
     end = start + count
     for lo, hi, u0, u1 in pieces:
-        a, b = maximum(start, lo), minimum(end, hi)
+        if one:     # maximum(start, lo), minimum(end, hi) on floats, without the calls
+            a, b = lo if lo > start else start, hi if hi < end else end
+        else:
+            a, b = maximum(start, lo), minimum(end, hi)
         total = total + (_sum_max3_float if one else sum_max3)(m_a + m_b * u0, m_b * u1, c_a + c_b * u0,
                                                                  c_b * u1, fl, a, b)
     return total
