@@ -20,7 +20,10 @@ The workload rules of this data set live here, with the loader (never in predict
   `engine_limits`: NVIDIA's gpu_batch_size and runtime max_num_tokens, per rank, and attention-DP
   balancing's timeout, cited there; a chip may list an entry per round), that scenario's engine runs
   them (`scenario_limits`), unless the row's submission sets its own (`row_limits`); otherwise the
-  engine's own defaults (the C++ executor's Offline rows, which fit its generation, have none);
+  engine's own defaults (the C++ executor's Offline rows, which fit its generation, have none). v3.1's
+  GPT-J harness batched statically (`static_batch`: a batch of that many queries runs until its longest
+  request ends); its entries apply only where generations.yaml prices static batching (`static_priced`:
+  measured, not adopted);
 - formats: the row's `precision` (`weights=...`); a row whose measurements name the source
   checkpoint (fp16/bf16/fp32) with a quantization transform ran the chip's fp8 (NVIDIA's and
   AMD's submissions quantize to FP8 with an FP8 KV cache); a row without a precision ran fp4 on a
@@ -155,14 +158,18 @@ class EngineLimits:
     chunked_prefill: bool = True  # the runtime flags' enable_chunked_context
     dp_balance_steps: int | None = None   # attention-DP balancing's timeout_iters (adp_balancing_timeout_iters), or
                                           # None: the engine's (Scheduler.dp_balance_steps)
+    static_batch: int = 0         # queries a static batch holds (v3.1's GPT-J harness: the batch's context pass, then
+                                  # its decode steps until its longest request ends), or 0: in-flight batching
 
     def scheduler(self) -> Scheduler:
         """The caps as a Scheduler: a step's decodes take one token each out of the token budget, so the
         running batch is at most the budget too (TensorRT-LLM's micro-batch scheduler adds a generation
         request only while the step's tokens stay within max_num_tokens: cpp/tensorrt_llm/batch_manager/
-        microBatchScheduler.cpp); the engine's other knobs are its own."""
+        microBatchScheduler.cpp); the engine's other knobs are its own. A static batch's context pass runs
+        alone (no mixed steps)."""
         return Scheduler(max_running=min(self.max_running, self.token_budget), token_budget=self.token_budget,
-                         chunked_prefill=self.chunked_prefill, dp_balance_steps=self.dp_balance_steps)
+                         chunked_prefill=self.chunked_prefill, dp_balance_steps=self.dp_balance_steps,
+                         mixed_steps=False if self.static_batch else None)
 
 
 @dataclass(frozen=True)
@@ -320,10 +327,12 @@ def _engine_limits(where: str, v: Any) -> EngineLimits:
     """One workloads.yaml `engine_limits` entry: its rounds and caps, checked."""
     if not isinstance(v, dict) or not v.get("rounds") or any(k not in v for k in ("max_running", "token_budget")):
         raise InvalidInputError(where, v, "{rounds: [...], max_running: N, token_budget: N[, chunked_prefill: bool]"
-                                          "[, dp_balance_steps: N]}")
-    steps = v.get("dp_balance_steps")
+                                          "[, dp_balance_steps: N][, static_batch: N]}")
+    steps, static = v.get("dp_balance_steps"), v.get("static_batch", 0)
+    if isinstance(static, bool) or not isinstance(static, int) or static < 0:
+        raise InvalidInputError(f"{where}.static_batch", static, "queries a static batch holds: an integer >= 0")
     lim = EngineLimits(tuple(str(r) for r in v["rounds"]), int(v["max_running"]), int(v["token_budget"]),
-                       bool(v.get("chunked_prefill", True)), None if steps is None else int(steps))
+                       bool(v.get("chunked_prefill", True)), None if steps is None else int(steps), static)
     try:
         lim.scheduler()        # the Scheduler's own checks (counts from 1)
     except InvalidInputError as e:
@@ -331,12 +340,44 @@ def _engine_limits(where: str, v: Any) -> EngineLimits:
     return lim
 
 
+def limits_entry(bench: Benchmark, engine: str, device: str, rnd: str, scenario: str) -> EngineLimits | None:
+    """The workloads.yaml `engine_limits` entry for `engine` on `device` in `scenario` of round `rnd`, or None;
+    a static batch's entry only where predictions price static batching (`static_priced`)."""
+    lims = bench.engine_limits.get(engine, {}).get(scenario, {}).get(device, ())
+    return next((lim for lim in lims if rnd in lim.rounds and (not lim.static_batch or static_priced())), None)
+
+
+def static_priced(generations: dict[str, dict] | None = None) -> bool:
+    """Whether predictions run the static batches workloads.yaml's `engine_limits` record (static_batch > 0,
+    v3.1's GPT-J harness): generations.yaml's `static_batching` block (`priced`, true or false; the block
+    records what pricing them measured)."""
+    gens = shipped_generations() if generations is None else generations
+    priced = False
+    for name, g in gens.items():
+        block = g.get("static_batching")
+        if block is None:
+            continue
+        if not isinstance(block.get("priced"), bool):
+            raise InvalidInputError(f"generation {name} static_batching.priced", block.get("priced"), "true or false")
+        priced = priced or block["priced"]
+    return priced
+
+
 def scenario_limits(bench: Benchmark, engine: str, device: str, rnd: str, scenario: str) -> Scheduler | None:
     """The scheduler caps the submitters' published configuration sets for `engine` on `device` in
     `scenario` of round `rnd` (workloads.yaml `engine_limits`, cited there), as a Scheduler whose
     other knobs are the engine's; None where none was read (the engine's own defaults)."""
-    lims = bench.engine_limits.get(engine, {}).get(scenario, {}).get(device, ())
-    return next((lim.scheduler() for lim in lims if rnd in lim.rounds), None)
+    lim = limits_entry(bench, engine, device, rnd, scenario)
+    return None if lim is None else lim.scheduler()
+
+
+def static_batch(bench: Benchmark, engine: str, device: str, rnd: str, scenario: str, launch: Launch | None) -> int:
+    """Queries a static batch of the row's scenario holds (workloads.yaml `engine_limits` static_batch: v3.1's
+    GPT-J harness), or 0 where the engine batches in flight (or the submission's launch sets its own caps)."""
+    if launch is not None and launch.caps:
+        return 0
+    lim = limits_entry(bench, engine, device, rnd, scenario)
+    return 0 if lim is None else lim.static_batch
 
 
 def row_limits(bench: Benchmark, engine: str, device: str, rnd: str, scenario: str,

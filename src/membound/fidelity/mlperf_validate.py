@@ -50,11 +50,13 @@ from ..serving.api import build
 from ..serving.scheduler import Scheduler, filled
 from ..serving.solver import open_loop_rates, solve
 from ..serving.step import StepModel
+from ..serving.lengths import Length, longest_of
 from ..serving.tails import tails
 from .fitter import Param, fit
 from .mlperf_rows import (CPU_ENGINE, GENERATION_FIT, SCENARIOS, Benchmark, MLPerfRow, cpu_layout, cpu_part,
                           fitted_param, generation_runtime, generations_path, launched, load_benchmarks, load_rows,
-                          mlperf_csv, row_layouts, row_limits, runtime_of, shipped_generations, timed_share)
+                          mlperf_csv, row_layouts, row_limits, runtime_of, shipped_generations, static_batch,
+                          timed_share)
 from ..base.safeio import csv_frame, check_output_path
 import yaml
 from ..physics.speculative import mtp
@@ -80,13 +82,14 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
             runtime = launched((runtimes or {}).get((engine, executor, rnd)) or runtime_of(engine, executor, rnd), launch,
                                device)
             offline_caps = row_limits(bench, engine, device, rnd, "Offline", launch)
+            offline_decode = decoded(bench, static_batch(bench, engine, device, rnd, "Offline", launch))
             best = None
             for lay in row_layouts(bench, engine, device, rnd, q.weights, per_node, launch, domain):
                 try:
                     sm, sched, _ = build(bench.preset, device, prompt=bench.prompt, output=bench.output,
                                          quantization=q, runtime=runtime, n_chips=lay.chips, parallel=lay,
                                          scheduler=offline_caps)
-                    per_accel = saturation(sm, sched, bench.prompt, bench.output, bench.beams) * bench.output.mean \
+                    per_accel = saturation(sm, sched, bench.prompt, offline_decode, bench.beams) * bench.output.mean \
                         / lay.chips
                 except MemboundError:
                     continue
@@ -122,8 +125,9 @@ def predict(rows: list[MLPerfRow], benchmarks: dict[str, Benchmark] | None = Non
                                                                little_batch(m.measured, tp, m.tpot_p50_s))}
                     continue
                 if m.scenario not in done:
-                    mr = search(*engines[m.scenario], bench.prompt, bench.output, bench.limits[m.scenario], bench.beams)
-                    done[m.scenario] = _searched(mr, mr.output_tok_s / tp)
+                    decode = decoded(bench, static_batch(bench, engine, device, rnd, m.scenario, launch))
+                    mr = search(*engines[m.scenario], bench.prompt, decode, bench.limits[m.scenario], bench.beams)
+                    done[m.scenario] = _searched(mr, mr.rate * bench.output.mean / tp)
                 m.pred = done[m.scenario]
         except (MemboundError, SkipRow) as e:
             for m in members:
@@ -143,6 +147,18 @@ def _disaggregated(bench: Benchmark, device: str, q: Any, runtime: Any, ctx: Poo
     mr = search_disaggregated(pools, bench.prompt, bench.output, bench.limits[scenario])
     layout = f"context {ctx.workers} x {ctx.parallel}, generation {gen.workers} x {gen.parallel}"
     return _searched(mr, mr.output_tok_s_per_chip), pools.chips, layout
+
+
+def decoded(bench: Benchmark, batch: int) -> Length:
+    """The decode lengths of the benchmark's requests: their own outputs, or under static batching of `batch`
+    queries (`mlperf_rows.static_batch`: v3.1's GPT-J harness) the longest output of their batch
+    (`lengths.longest_of`: the batch decodes, every sequence in it, until its longest request ends, and returns
+    its requests then), of which only their own output tokens count (the predictions count bench.output.mean a
+    request). Prompts are their own: Offline sorts the query set by input length before batching (enable_sort),
+    so a batch's prompts are alike and its padding (GPTCore::stageHostBuffers pads to the batch's longest) small;
+    in Server, padding every batch to its longest of `batch` prompts was measured and not kept
+    (generations.yaml tensorrt-llm-cpp static_batching)."""
+    return longest_of(bench.output, batch) if batch else bench.output
 
 
 def _searched(mr: MaxRate, tok_s_per_accel: float) -> dict:

@@ -105,6 +105,25 @@ class Samples:
 
 
 Length = Fixed | Uniform | Samples
+LONGEST_POINTS = 1024     # equally likely lengths standing for the law of a batch's longest
+
+
+def longest_of(dist: Length, batch: int, points: int = LONGEST_POINTS) -> Samples:
+    """The law of the longest of `batch` independent draws of `dist`, as `points` equally likely
+    lengths: a static batch decodes until its longest request ends, so each of its requests holds
+    the engine that long. The longest's distribution function is F(x)^batch, so its quantile q is
+    dist's quantile q^(1/batch); of Samples (n equally likely values v_1 <= ... <= v_n) exactly
+    v_k with k = ceil(n q^(1/batch)), taken at the midpoints q = (i + 1/2) / points."""
+    for name, v in (("batch", batch), ("points", points)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+            raise InvalidInputError(name, v, "an integer >= 1")
+    q = ((np.arange(points) + 0.5) / points) ** (1.0 / batch)
+    if isinstance(dist, Samples):
+        ranked = np.sort(np.asarray(dist.values))
+        return Samples(tuple(int(x) for x in ranked[np.ceil(len(ranked) * q).astype(int) - 1]))
+    if isinstance(dist, (Fixed, Uniform)):
+        return Samples(tuple(int(round(dist.quantile(float(x)))) for x in q))
+    raise InvalidInputError("dist", dist, "a Fixed, Uniform or Samples length")
 
 
 def _check_count(name: str, v) -> None:
