@@ -167,18 +167,20 @@ def sum_over_context(pieces: Sequence[tuple[float, float, float, float]], m_a: N
 # The plain-float path of estimate(): sum_max3 and sum_positive_part step by step as above, with
 # each helper's scalar branch written out (the same operations in the same order, so the same
 # floats), without the ~40 broadcasting-helper calls they cost per estimate, and computing only
-# the branch a `where` keeps; each clip(x, lo, hi) is written out as maximum(x, lo), then
-# minimum(.., hi). Plain floats only (left untyped: their callers pass Num, checked to be floats).
+# the branch a `where` keeps. Plain floats only (left untyped: their callers pass Num, checked to
+# be floats).
+def _clip_float(x, lo, hi):
+    x = lo if lo > x else x                 # maximum(x, lo)
+    return hi if hi < x else x              # minimum(x, hi)
+
+
 def _first_reach_float(a, b, fl, lo, hi):
     if a + b * lo >= fl:
         return lo
     if not b > TINY:                        # flat: never
         return hi
-    t, lo1, hi1 = (fl - a) / b, lo - 1.0, hi + 1.0
-    t = lo1 if lo1 > t else t
-    t = -float(math.floor(-(hi1 if hi1 < t else t)))
-    t = lo if lo > t else t
-    return hi if hi < t else t
+    t = _clip_float((fl - a) / b, lo - 1.0, hi + 1.0)
+    return _clip_float(-float(math.floor(-t)), lo, hi)
 
 
 def _sum_max3_float(m_a, m_b, c_a, c_b, fl, lo, hi):
@@ -192,18 +194,9 @@ def _sum_max3_float(m_a, m_b, c_a, c_b, fl, lo, hi):
 def _sum_positive_part_float(d0, d1, lo, hi):
     if abs(d1) <= TINY:                     # flat: all of [lo, hi) or none of it
         return (1.0 if d0 > 0 else 0.0) * sum_linear(d0, d1, lo, hi)
-    root, lo1, hi1 = -d0 / d1, lo - 1.0, hi + 1.0
-    root = lo1 if lo1 > root else root
-    root = hi1 if hi1 < root else root
-    start, stop = lo, hi
-    if d1 > TINY:
-        start = float(math.floor(root)) + 1.0
-        start = lo if lo > start else start
-        start = hi if hi < start else start
-    if d1 < -TINY:                          # ceil(root)
-        stop = -float(math.floor(-root))
-        stop = lo if lo > stop else stop
-        stop = hi if hi < stop else stop
+    root = _clip_float(-d0 / d1, lo - 1.0, hi + 1.0)
+    start = _clip_float(float(math.floor(root)) + 1.0, lo, hi) if d1 > TINY else lo
+    stop = _clip_float(-float(math.floor(-root)), lo, hi) if d1 < -TINY else hi
     return sum_linear(d0, d1, start, stop)
 
 
