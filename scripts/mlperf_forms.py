@@ -35,6 +35,26 @@ adopted iff, against the generation as shipped (B), no fit-scenario median |erro
 1 point, no select-scenario median rises, and at least one select median falls. Report families are
 printed once, for the adopted form, and never chosen on. Forms compared: B, E, E with the slope term
 (the term from a cited source, not fitted).
+
+The executor protocol (issue 29, helper mlgen17, fixed 2026-12-07 before any figure under the corrected
+mapping was computed; the mapping's sources are NVIDIA's published code and configs, read first):
+1. Mapping. The TensorRT-LLM llama3.1-8b rows of rounds v5.1 and v6.0 ran trtllm-serve's PyTorch backend
+   (NVIDIA's harness core trtllm_endpoint), not a TensorRT engine in the C++ executor. Recorded per
+   submission in submissions.yaml (round, submitters, chip: `executor: pytorch`), with each scenario's
+   published caps where all the submitters' systems on that chip share them (gpu_batch_size ->
+   max_running, the runtime max_num_tokens -> token_budget, enable_chunked_context -> chunked_prefill).
+   Adopted on its sources whatever its figures: a fact of the configurations, not a form. Its figures
+   are printed before -> after per role; they are validation figures at most (these rows were seen).
+2. Consistency refit. tensorrt-llm-cpp's per_sequence_s refitted cold per round on the fit families'
+   Offline rows that generation still predicts (`python -m membound.fidelity.mlperf_validate --fit`),
+   written whatever it gives (an at-bound fit stays listed as missing physics).
+3. Form E (the cpp generation's launches without CUDA graphs priced) re-measured against B with this
+   script (`B`, `E`) under the mapping and the refit, with the slope protocol's criterion above,
+   unchanged; priced (generations.yaml cuda_graphs.priced) iff it holds.
+4. Report families printed once, after 1-3 are settled (`python -m membound.fidelity.mlperf_validate`,
+   and `--by-family`, cold leave-one-family-out, beside the in-sample figures, before and after).
+5. Nothing else is chosen: the PyTorch-backend generation (tensorrt-llm-serve) keeps its constants; launches
+   that the configs run without CUDA graphs (use_graphs False) are recorded in the sources, not priced.
 """
 from __future__ import annotations
 
