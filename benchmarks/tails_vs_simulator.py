@@ -17,6 +17,12 @@ the model's saturation: the Offline error taken out) and at the rate the rows ra
 
     python benchmarks/tails_vs_simulator.py [--requests 2000] [--seeds 3] [--loads 0.3,0.5,0.8,0.9]
     python benchmarks/tails_vs_simulator.py --measured
+    python benchmarks/tails_vs_simulator.py --scenario Interactive [--only llama2-70b,llama3.1-405b]
+
+--scenario: the engine of that scenario's first row instead (its submission's caps, `mlperf_validate.predict`'s
+engine: workloads.yaml engine_limits, e.g. B200 llama2-70b Interactive 768 sequences / 768 tokens a step), at the
+loads given and at the median rate that scenario's rows of the configuration ran (the load generator's own
+p50 / p99 printed beside it where the CSV has them: the step physics is then in the comparison too).
 """
 from __future__ import annotations
 
@@ -35,6 +41,8 @@ from membound.serving.tails import tails
 # (benchmark, accelerator family, round): long widely spread prompts (405B), short ones (8B, 70B), MoE
 CONFIGS = (("llama3.1-405b", "B200", "v5.1"), ("llama3.1-405b", "H200", "v5.1"), ("llama2-70b", "H200", "v4.1"),
            ("llama3.1-8b", "B200", "v5.1"), ("mixtral-8x7b", "H100", "v4.1"))
+# Interactive's operating points (--scenario Interactive): the select family's 70B and 405B, the fit family's 70B
+SCENARIO_CONFIGS = (("llama2-70b", "B200", "v5.1"), ("llama3.1-405b", "B200", "v5.1"), ("llama2-70b", "H200", "v5.1"))
 
 
 def instance(bench_name: str, family: str, rnd: str):
@@ -54,6 +62,35 @@ def instance(bench_name: str, family: str, rnd: str):
             best = (cap, lay, sm, sched)
     cap, lay, sm, sched = best
     return sm, sched, bench, cap, lay
+
+
+def scenario_instance(bench_name: str, family: str, rnd: str, scenario: str):
+    """The engine `mlperf_validate.predict` runs for the first `scenario` row of a benchmark, family and round
+    (the submission's launch and layout, the scenario's published caps: `mlperf_rows.row_limits`), the
+    benchmark, that engine's saturation (requests/s), its layout and the rows themselves."""
+    rows, _ = mrows.load_rows()
+    mine = [r for r in rows if (r.benchmark, r.family, r.round, r.scenario) == (bench_name, family, rnd, scenario)]
+    row = mine[0]
+    bench = mrows.load_benchmarks()[bench_name]
+    runtime = mrows.launched(mrows.runtime_of(row.engine, row.executor, row.round), row.launch, row.device)
+    lay = mrows.row_layouts(bench, row.engine, row.device, row.round, row.quantization.weights, row.per_node,
+                            row.launch, row.domain)[0]
+    caps = mrows.row_limits(bench, row.engine, row.device, row.round, scenario, row.launch)
+    sm, sched, _ = build(bench.preset, row.device, prompt=bench.prompt, output=bench.output,
+                         quantization=row.quantization, runtime=runtime, n_chips=lay.chips, parallel=lay, scheduler=caps)
+    return sm, sched, bench, saturation(sm, sched, bench.prompt, bench.output, bench.beams), lay, mine
+
+
+def measured_percentiles(rows) -> str:
+    """The load generator's median over `rows` of their p50 / p99 TTFT (s) and TPOT (ms), where the CSV has them."""
+    import pandas as pd
+    df = pd.read_csv(mrows.mlperf_csv())
+    got = df[df.apply(lambda x: any(r.id.startswith(f"{x['round']}/{x['submitter']}/{x['system_name']}/{x['benchmark']}/"
+                                                    f"{x['scenario']}") for r in rows), axis=1) & df.ttft_p99_ms.notna()]
+    if got.empty:
+        return "measured: none"
+    return (f"measured ({len(got)} rows) TTFT p50 {got.ttft_p50_ms.median() / 1e3:.3g}, p99 {got.ttft_p99_ms.median() / 1e3:.3g}"
+            f"  |  TPOT p50 {got.tpot_p50_ms.median():.3g}, p99 {got.tpot_p99_ms.median():.3g}")
 
 
 def simulated(sm, sched, bench, rate: float, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -125,18 +162,30 @@ def main(argv=None) -> int:
     ap.add_argument("--loads", default="0.3,0.5,0.8,0.9")
     ap.add_argument("--only", default="", help="benchmark names to run, comma-separated")
     ap.add_argument("--measured", action="store_true", help="the model at the select families' measured rates")
+    ap.add_argument("--scenario", default="", help="Server or Interactive: that scenario's engine (its published caps) "
+                    "at the loads and at the rate its rows ran")
     a = ap.parse_args(argv)
     if a.measured:
         measured()
         return 0
     loads = [float(x) for x in a.loads.split(",")]
-    print("p50 / p99, model vs simulator (seeds' range); TTFT in s, TPOT in ms; load = share of Offline saturation")
-    for bench_name, family, rnd in CONFIGS:
+    print("p50 / p99, model vs simulator (seeds' range); TTFT in s, TPOT in ms; load = share of "
+          + (f"the {a.scenario} engine's saturation" if a.scenario else "Offline saturation"))
+    for bench_name, family, rnd in SCENARIO_CONFIGS if a.scenario else CONFIGS:
         if a.only and bench_name not in a.only.split(","):
             continue
-        sm, sched, bench, cap, lay = instance(bench_name, family, rnd)
-        print(f"\n{bench_name} on {family} ({rnd}), {lay}: saturation {cap:.3g} requests/s")
-        for load in loads:
+        if a.scenario:
+            sm, sched, bench, cap, lay, mine = scenario_instance(bench_name, family, rnd, a.scenario)
+            ran = float(np.median([r.measured for r in mine])) * lay.chips / bench.output.mean
+            at = loads + [ran / cap]
+            print(f"\n{bench_name} on {family} ({rnd}) {a.scenario}, {lay}, {sched.max_running:g} sequences / "
+                  f"{sched.token_budget:g} tokens a step: saturation {cap:.3g} requests/s; its rows ran {ran:.3g} "
+                  f"(load {ran / cap:.2f}); {measured_percentiles(mine)}")
+        else:
+            sm, sched, bench, cap, lay = instance(bench_name, family, rnd)
+            at = loads
+            print(f"\n{bench_name} on {family} ({rnd}), {lay}: saturation {cap:.3g} requests/s")
+        for load in at:
             rate = load * cap
             try:
                 st = solve(sm, sched, bench.prompt.mean, bench.output.mean, arrival_rate=np.array([rate]))
