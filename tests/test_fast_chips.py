@@ -556,3 +556,31 @@ def test_the_app_and_the_plots_take_the_same_default_count():
     w = Workload(prompt_tokens=2048, output_tokens=256, batch=1, weight_dtype="bf16", kv_dtype=None, runtime=None)
     assert served_kwargs(m, hw.name, None, w)["n_chips"] == 4
     assert _fewest(m, hw, 1, [2304], "bf16", None, None) == 4
+
+
+def test_sambanova_70b_is_a_speculative_deployment_and_its_miss_is_priced_by_hand():
+    """SambaStack's model list serves Llama 3.3 70B and 3.1 405B with speculative decoding and Llama
+    3.1 8B with none (docs.sambanova.ai/docs/en/models/sambastack-models): hw-004 (Llama 3.1 70B, the
+    same architecture as 3.3 70B) is a speculative figure, the 8B rows sambanova-2024 is fitted on are
+    not. The draft and its acceptance are not published, so the prediction stays the target's physics
+    and the report prints the tokens a pass over the weights the figure needs.
+    By hand: 70.55e9 bf16 weights = 141.1 GB over one 16-socket node (reference.NODE) = 8.82 GB a
+    socket, streamed from HBM at 1.6e12 x 0.9 = 1.44e12 B/s: at least 6.12 ms a token, at most 163
+    tok/s; 457 tok/s then needs at least 457 / 163 = 2.80 tokens a pass. The physics' own fastest
+    (KV, activations and the all-reduces besides) is slower, so it needs more."""
+    m, hw = mb.load_model("llama-3.1-70b"), mb.load_hardware("sambanova-sn40l")
+    assert vendors.speculative_deployment("sambanova-sn40l", "llama-3.1-70b").startswith("SambaStack's model list")
+    assert vendors.speculative_deployment("sambanova-sn40l", "llama-3.1-8b") == ""
+    assert vendors.speculative_deployment("sambanova-sn40l", "llama-3-8b") == ""
+    assert vendors.speculative_deployment("groq-lpu", "llama-3.1-70b") == ""
+    top = 16 * hw.memory[0].bandwidth_bytes_s * hw.achievable.bandwidth_fraction / (m.total_params * 2)
+    assert 162 < top < 164
+    rows = {r.id: r for r in vendors.vendor_report()[0]}
+    r = rows["hw-004"]
+    assert r.speculative and r.independent and r.ceiling <= top
+    need = r.measured / r.ceiling
+    assert need >= 457 / top > 2.79
+    assert f"needs {need:.1f} tokens a pass over the weights: served with speculative decoding" in r.why
+    assert not rows["hw-009"].speculative and not rows["hw-025"].speculative
+    # an undisclosed SambaNova count is predicted on the node and said so
+    assert rows["hw-004"].n_chips == 16 and not rows["hw-004"].chips_stated

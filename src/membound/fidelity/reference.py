@@ -30,7 +30,7 @@ Mapping choices (each is an assumption a reader can check):
   limits its tuning heuristic sets (`offline.trtllm_bench_scheduler`), MLPerf rows the engine's
   served defaults.
 - Specialised chips (chip counts undisclosed): the fewest chips whose memory holds the weights
-  (and 8k tokens of KV; SambaNova: one 16-socket rack), laid out by the one layout rule
+  (and 8k tokens of KV; SambaNova: one 16-socket node, `NODE`), laid out by the one layout rule
   (`parallel.layout_for`: wafers pipeline, LPUs tensor-parallel inside a node of 8 then
   pipeline, SambaNova tensor parallel over the rack).
 """
@@ -654,7 +654,7 @@ def _specialised(r: dict[str, str], s: _Shape, model: str, hw: Hardware, wd: str
         raise SkipRow(f"no layout holds it: {e}") from None
     s.chips_stated = bool(r["n_chips"])
     s.note = f"{s.n_chips} chips (tp={s.parallel[0]} pp={s.parallel[1]}): " + (
-        "as stated" if s.chips_stated else "not disclosed; the fewest that hold the weights")
+        "as stated" if s.chips_stated else "not disclosed; " + NODE.get(hw.name, (0, "the fewest that hold the weights"))[1])
     if r["id"] in GENERATION_NOTES:
         s.note += "; " + GENERATION_NOTES[r["id"]]
     return ROW_RUNTIME.get(r["id"], rt)
@@ -683,12 +683,19 @@ def layout_context(model_name) -> int:
     return min(LAYOUT_CONTEXT, load_model(model_name).max_context or LAYOUT_CONTEXT)
 
 
+# the unit a vendor deploys a model on, where its documentation says one: (chips, why). SambaNova:
+# "A bundle template defines which models and configurations can be deployed together on a single
+# node" (docs.sambanova.ai/docs/en/admin/administration/model-deployment), and a SambaRack SN40L-16
+# node holds "a total of 16 RDUs" (docs.sambanova.ai/docs/en/sambastack/hardware-admin/sambarack-overview)
+NODE = {"sambanova-sn40l": (16, "one SambaRack node of 16 sockets, the unit SambaNova deploys a model on")}
+
+
 def special_layout(model_name, hw, wd, stated):
-    """Chips and (tp, pp, ep) for a specialised-chip row: the stated count, else a SambaRack of
-    16 sockets for SambaNova (the unit it serves from: hw-022), else the fewest chips that hold
-    the weights plus 8k tokens of KV (`layout_context`); laid out by the one layout rule
-    (parallel.layout_for)."""
-    n = stated or (16 if hw.name == "sambanova-sn40l" else
+    """Chips and (tp, pp, ep) for a specialised-chip row: the stated count, else the vendor's
+    deployment unit where its documentation gives one (`NODE`: a SambaRack of 16 sockets), else the
+    fewest chips that hold the weights plus 8k tokens of KV (`layout_context`); laid out by the one
+    layout rule (parallel.layout_for)."""
+    n = stated or (NODE[hw.name][0] if hw.name in NODE else
                    min_chips(model_name, hw, context_tokens=layout_context(model_name), weight_dtype=wd))
     lay = layout_for(model_name, hw, n)
     return lay.chips, (lay.tp, lay.pp, lay.ep)

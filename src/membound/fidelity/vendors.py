@@ -71,6 +71,27 @@ FITS = {
 LOWER_BOUNDS = {"hw-021", "hw-023", "hw-024"}
 CONFIRM = 0.25      # a prediction within 25% of a figure confirms it (issue 28's bar for independent rows)
 
+# The models a vendor documents serving with speculative decoding on its chip, by device and the
+# model's architecture (`architecture`): its figures come from a draft proposing tokens the target
+# checks, several a pass. The draft, its length and its acceptance are not published, so nothing is
+# predicted from it: the prediction stays the target's physics and the report says what the figure
+# needs (`VendorRow.why`, `_figures`). A model the list names with no optimisation (SambaNova's
+# Llama 3.1 8B, the rows sambanova-2024 is fitted on) is not here.
+_SAMBASTACK = ("SambaStack's model list, docs.sambanova.ai/docs/en/models/sambastack-models: "
+               "'Optimizations: Speculative decoding'")
+SPECULATIVE_DEPLOYMENTS = {
+    ("sambanova-sn40l", "llama-3.3-70b"): _SAMBASTACK,
+    ("sambanova-sn40l", "llama-3.1-405b"): _SAMBASTACK,
+}
+
+
+def speculative_deployment(hardware: str, model) -> str:
+    """The source saying the vendor serves `model`'s architecture on `hardware` with speculative
+    decoding (`SPECULATIVE_DEPLOYMENTS`), or ""."""
+    arch = architecture(model)
+    return next((src for (dev, m), src in SPECULATIVE_DEPLOYMENTS.items()
+                 if dev == hardware and architecture(m) == arch), "")
+
 
 def fitted_rows() -> set:
     return {i for _, ids, *_ in FITS.values() for i in ids}
@@ -225,6 +246,7 @@ class VendorRow:
     chips_stated: bool
     chips: tuple[int, int] | None = None   # undisclosed count: the range that gives the figure
     ceiling: float = math.inf   # the physics' fastest over the counts the row allows (`physics_ceiling`)
+    speculative: str = ""       # the source saying the vendor serves it speculatively (`speculative_deployment`)
 
     @property
     def why(self) -> str:
@@ -235,9 +257,10 @@ class VendorRow:
         if abs(self.error) <= 0.5 or self.measured <= self.ceiling:
             return ""
         where = f"at its stated {self.n_chips} chips" if self.chips_stated else "on every chip count tried"
+        why = (f": served with speculative decoding, draft and acceptance not published ({self.speculative})"
+               if self.speculative else " (speculative decoding, or fewer bits a weight)")
         return (f"faster than the physics {where}: at most {self.ceiling:,.0f} tok/s; the figure needs "
-                f"{self.measured / self.ceiling:.1f} tokens a pass over the weights (speculative decoding, "
-                f"or fewer bits a weight)")
+                f"{self.measured / self.ceiling:.1f} tokens a pass over the weights{why}")
 
     @property
     def error(self) -> float:
@@ -273,7 +296,8 @@ def vendor_report(path=None) -> tuple[list[VendorRow], float, float]:
         alone = s.id not in fitted_ids and independent(s, fitted)
         rows.append(VendorRow(s.id, s.model, s.hardware, s.runtime, s.n_chips, s.measured, predict(s),
                               predict(s, runtime="device"), s.id in fitted_ids, alone, s.id in LOWER_BOUNDS,
-                              s.chips_stated, None if s.chips_stated else chip_range(s), physics_ceiling(s)))
+                              s.chips_stated, None if s.chips_stated else chip_range(s), physics_ceiling(s),
+                              speculative_deployment(s.hardware, s.model)))
     ind = [abs(r.error) for r in rows if r.independent and not r.lower_bound]
     fit_ = [abs(r.error) for r in rows if r.fitted]
     return rows, _median(ind), _median(fit_)
@@ -293,7 +317,8 @@ def format_report(path=None) -> str:
     n_ind = sum(r.independent and not r.lower_bound for r in rows)
     out.append(f"median |error|: independent rows {100 * ind:.0f}% (n={n_ind}); fitted rows {100 * fitted:.0f}% "
                f"(n={sum(r.fitted for r in rows)}); rows repeating a fitted scenario and lower bounds apart. "
-               "'?': chip count not disclosed (the fewest that hold the model shown); runtime share: "
+               "'?': chip count not disclosed (shown: the vendor's deployment unit where documented, "
+               "reference.NODE, else the fewest that hold the model); runtime share: "
                "1 - physics step / predicted step")
     return "\n".join(out)
 
@@ -408,9 +433,11 @@ def _figures(r, again) -> list[str]:
                 f"{' without speculative decoding' if r.speculative is not None else ''} gives "
                 f"{speed / s.measured:.2f}x")
         if s.measured > speed * (1.0 + CONFIRM) and r.batch == 1:
+            served = speculative_deployment(s.hardware, s.model)
             text += (f"; on {r.n_chips} chip{'s' if r.n_chips > 1 else ''} the figure needs "
-                     f"{s.measured / speed:.1f} tokens a pass over the weights (speculative decoding, or fewer bits "
-                     "a weight)")
+                     f"{s.measured / speed:.1f} tokens a pass over the weights"
+                     + (f": served with speculative decoding, draft and acceptance not published ({served})"
+                        if served else " (speculative decoding, or fewer bits a weight)"))
             if not s.chips_stated:
                 n, best = _reaching(plain, again, s.measured)
                 if n is not None:
