@@ -327,6 +327,12 @@ class Hardware(HashableModel):
     prices: tuple[PriceQuote, ...] = ()     # on-demand list prices, each with provider, source and date
     no_price: str = ""
     api_prices: tuple[ApiPrice, ...] = ()   # published per-token API prices (model, provider, source, date)
+    # how a MoE layer's routed experts run: "routed", each token's k experts (as an engine that
+    # gathers them at run time); "every_expert", a program whose schedule is fixed before it runs and
+    # has no data-dependent control flow streams and multiplies every expert's weights each pass, the
+    # router's gates weighing the unchosen ones by zero (`core.model_consts`); `moe_source` cites it
+    moe_schedule: Literal["routed", "every_expert"] = "routed"
+    moe_source: str = ""
     activation_chunk_tokens: Annotated[int, Number, Field(ge=1, le=10**7)] = 8192  # tokens whose activations
     # a prefill chunk holds at once (GPU engines: ~8k); dataflow chips stream and hold few
     achievable: Achievable = Achievable()
@@ -351,6 +357,13 @@ class Hardware(HashableModel):
         if unknown:
             raise ValueError(f"achievable.compute_by_format: expected formats the profile gives a peak for "
                              f"({', '.join(sorted(self.compute_flops))}), got {', '.join(unknown)}")
+        return self
+
+    @model_validator(mode="after")
+    def _moe_schedule_cited(self):
+        if self.moe_schedule != "routed" and not self.moe_source.strip():
+            raise ValueError(f"moe_source: expected the source of moe_schedule {self.moe_schedule!r} (the chip's "
+                             f"programming model: how a compiled program meets a token's routing)")
         return self
 
     @model_validator(mode="after")
