@@ -241,6 +241,84 @@ def test_a_tsp_decode_streams_its_weights_into_the_matrix_units_by_hand():
     assert r16.step_terms_s["memory"] == pytest.approx(r.step_terms_s["memory"], rel=1e-9)
 
 
+def test_a_tsp_runs_a_moe_layer_dense_by_hand():
+    """A TSP program has no data-dependent control flow (ISCA 2020, Table I: the ICU has no branch),
+    so groq-lpu declares moe_schedule "every_expert": each MoE layer runs dense, every expert
+    streamed and multiplied for every token. Mixtral-8x7B int8 on 256 LPUs (tp 8 x 32 stages), first
+    token: the stages run one after another, so the token streams every weight but the untied input
+    embedding (a row lookup): (46,702,792,704 - 32,000 x 4,096 + 4,096) / 8 weights a chip-column,
+    2 B each at the MXM (fp16 operands), at 9.216 TB/s = 1.2633 ms. Its GEMMs multiply every matmul
+    weight, 2 FLOPs each, at the MXM's fp16 rate (188 TFLOP/s x the profile's 0.6): 2 x
+    (46,702,792,704 - 131,072,000) / (8 x 1.128e14) = 103.2 us, attention's few FLOPs beside. Were
+    the experts gathered (a profile with moe_schedule "routed"), the token would stream only its two:
+    (12,879,925,248 active - 131,072,000 + 4,096) x 2 / (8 x 9.216e12) = 345.8 us."""
+    m = mb.load_model("mixtral-8x7b")
+    assert (m.total_params, m.active_params, m.expert_params) == (46_702_792_704, 12_879_925_248, 176_160_768)
+    assert m.total_params - m.active_params == 32 * 6 * 176_160_768       # the six unchosen experts of 32 layers
+    hw = mb.load_hardware("groq-lpu")
+    assert hw.moe_schedule == "every_expert"
+    call = dict(n_chips=256, weight_dtype="int8", kv_dtype="int8", prompt_tokens=0, output_tokens=1, runtime="device")
+    r = mb.estimate("mixtral-8x7b", hw, **call)
+    assert r.parallel == "tp=8 pp=32 ep=1"
+    every = (46_702_792_704 - 32_000 * 4_096 + 4_096) * 2 / (8 * 9.216e12)
+    assert every == pytest.approx(1.2633e-3, rel=1e-4)
+    assert r.step_terms_s["memory"] == pytest.approx(every, rel=1e-6)
+    gemms = 2 * (46_702_792_704 - 32_000 * 4_096) / (8 * 188e12 * 0.6)
+    assert gemms == pytest.approx(103.2e-6, rel=1e-3)
+    assert r.step_terms_s["compute"] == pytest.approx(gemms, rel=1e-3)
+    routed = hw.model_copy(update={"moe_schedule": "routed"})
+    g = mb.estimate("mixtral-8x7b", routed, **call)
+    two = (12_879_925_248 - 32_000 * 4_096 + 4_096) * 2 / (8 * 9.216e12)
+    assert two == pytest.approx(345.8e-6, rel=1e-3)
+    assert g.step_terms_s["memory"] == pytest.approx(two, rel=1e-6)
+
+
+def test_notes_say_a_moe_layer_runs_dense_and_what_gathering_would_give():
+    """The dense MoE schedule rests on one step of interpretation (the profile's moe_source), so the
+    notes under a Groq MoE result give the same call with each token's experts gathered; a dense
+    model gets no such note."""
+    call = dict(model="mixtral-8x7b", hardware="groq-lpu", weight_dtype="int8", prompt_tokens=1024, output_tokens=256)
+    r = mb.estimate(**call)
+    routed = mb.load_hardware("groq-lpu").model_copy(update={"moe_schedule": "routed"})
+    gathered = mb.estimate(**{**call, "hardware": routed}, n_chips=r.n_chips).decode_tok_s_per_user
+    assert gathered > 2 * r.decode_tok_s_per_user
+    said = [n for n in vendors.notes_for(r, call) if n.startswith("interpreted: a MoE layer runs dense")]
+    assert len(said) == 1 and f"{gathered:,.0f} tok/s" in said[0]
+    dense = dict(call, model="llama-2-7b")
+    assert not [n for n in vendors.notes_for(mb.estimate(**dense), dense) if n.startswith("interpreted: a MoE")]
+
+
+def test_a_dense_moe_schedule_needs_its_source():
+    """moe_schedule other than "routed" is refused without moe_source (how a compiled program meets a
+    token's routing is a fact about the chip, cited); read_operand_bytes is a width the matrix units
+    multiply at: 1, 2 or 4 bytes."""
+    from pydantic import ValidationError
+    hw = mb.load_hardware("groq-lpu")
+    data = hw.model_dump()
+    with pytest.raises(ValidationError, match="moe_source"):
+        type(hw).model_validate({**data, "moe_source": ""})
+    tier = {**data["memory"][0], "read_operand_bytes": 3.0}
+    with pytest.raises(ValidationError, match="read_operand_bytes"):
+        type(hw).model_validate({**data, "memory": [tier]})
+
+
+def test_a_tsp_multiplies_at_its_operand_width_by_hand():
+    """The MXM multiplies at fp16 whatever the weights are stored in (TruePoint; the profile's
+    operand_source), so an int8 prefill's GEMMs run at 188 TFLOP/s, not int8's 750: the chip's
+    fp16 peak caps the GEMMs' and attention's rates. Llama-2-7B int8 on 64 LPUs (tp 2 x 32 stages),
+    2,048 prompt tokens: the GEMMs alone take 2 x 2,048 x (6,738,415,616 - 32,000 x 4,096 embedding) /
+    (2 x 188e12 x 0.6) = 120.0 ms of chip time over the stages in turn, and the TTFT is at least that
+    (at int8's rate it would be 30.0 ms)."""
+    hw = mb.load_hardware("groq-lpu")
+    assert hw.operand_peak_flops == 188e12 and hw.peak_flops("int8") == 750e12
+    r = mb.estimate("llama-2-7b", hw, n_chips=64, weight_dtype="int8", prompt_tokens=2048, output_tokens=1,
+                    runtime="device")
+    assert r.parallel == "tp=2 pp=32 ep=1" and r.activation_dtype == "int8"
+    gemms = 2 * 2048 * (6_738_415_616 - 32_000 * 4_096) / (2 * 188e12 * 0.6)
+    assert gemms == pytest.approx(120.0e-3, rel=1e-3)
+    assert gemms <= r.ttft_s < 1.5 * gemms
+
+
 def test_one_sambanova_placement_by_hand():
     """DeepSeek-R1 bf16 over 16 SN40L sockets (tp 16), first token: hot first. Each socket holds
     dense D = (total - routed experts)/16 x 2 B and experts E = routed/16 x 2 B. HBM (64 GB) takes

@@ -91,6 +91,7 @@ Fraction = Annotated[float, Number, Field(allow_inf_nan=False), _ranged(
     lambda v: f"give a fraction of peak ({_g(v)}% = {_g(v / 100)})" if v <= 100
     else "expected a fraction of peak between 0.01 and 1")]
 
+_OPERAND_FORMAT = {1: "int8", 2: "fp16", 4: "fp32"}   # a matrix unit's operand width in bytes -> its format
 DeviceKind = Literal["gpu", "tpu", "apple", "cpu", "apu", "wafer", "lpu", "rdu", "npu"]
 # chips whose compiler streams activations chip to chip in the format it computes in, with no GPU
 # engine between (Cerebras' wafer, Groq's LPU, SambaNova's RDU): `Quantization.resolve`'s residual
@@ -157,6 +158,9 @@ class MemoryTier(_Strict):
             raise ValueError("read_source: expected the measurement read_bytes_s comes from")
         if self.read_operand_bytes is not None and (self.read_bytes_s is None or not self.operand_source.strip()):
             raise ValueError("read_operand_bytes: expected with read_bytes_s and an operand_source citing the width")
+        if self.read_operand_bytes is not None and self.read_operand_bytes not in _OPERAND_FORMAT:
+            raise ValueError(f"read_operand_bytes: expected one of {sorted(_OPERAND_FORMAT)} (int8, fp16, fp32), "
+                             f"got {self.read_operand_bytes:g}")
         return self
 
 
@@ -485,6 +489,14 @@ class Hardware(HashableModel):
         """The bytes a weight occupies in the fastest tier's read stream (`read_operand_bytes`);
         None where the stream carries weights as stored."""
         return self.memory[0].read_operand_bytes
+
+    @property
+    def operand_peak_flops(self) -> float | None:
+        """Dense FLOP/s of matrix units that multiply every operand at the width they take weights in
+        (`read_operand_bytes`: 2 B, fp16): the most any GEMM or attention product reaches on them,
+        whatever the format stored; None where units multiply each format at its own width."""
+        width = self.operand_bytes
+        return None if width is None else self.peak_flops(_OPERAND_FORMAT[int(width)])
 
     @property
     def read_ceiling(self) -> float:

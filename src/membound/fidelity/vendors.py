@@ -515,12 +515,26 @@ def _layer_home(r, again) -> list[str]:
             "stages, plus the caches' chips; their hops not priced)"]
 
 
+def _moe_schedule(r, again) -> list[str]:
+    """On a chip that runs a MoE layer dense (`Hardware.moe_schedule` "every_expert": a compiled
+    program with no data-dependent control flow streams every expert), for a model with routed
+    experts: that reading rests on one step of interpretation (the profile's `moe_source`), so the
+    same call with each token's k experts gathered instead."""
+    hw, m = load_hardware(r.hardware), load_model(r.model)
+    if hw.moe_schedule != "every_expert" or not m.n_experts:
+        return []
+    x = again(hardware=hw.model_copy(update={"moe_schedule": "routed"}))
+    return [f"interpreted: a MoE layer runs dense here, all {m.n_experts} experts streamed each token (no "
+            f"data-dependent control flow in a compiled program; the profile's moe_source); with each token's "
+            f"{m.experts_per_token} gathered instead: {x.decode_tok_s_per_user:,.0f} tok/s"]
+
+
 def notes(r, again) -> list[str]:
     """What decides `r`, a prediction on a chip a vendor runtime here models (Cerebras, Groq,
     SambaNova), printed under `membound estimate`'s result: its spill to a capacity tier and the
     count that avoids it (`_spill`), the same call in 8-bit weights (`_narrower`), how far each
     assumed figure of the profile moves it (`_assumed`), where a pipeline's KV caches sit when that
-    decides the chips a layer (`_layer_home`), the vendor's
+    decides the chips a layer (`_layer_home`), a MoE layer run dense (`_moe_schedule`), the vendor's
     software generations here (`_runtimes`) and the published figures of this architecture on this
     chip, the vendor rows, each with what the physics needs to reach it (`_figures`).
     `again(**overrides)` reruns the call with arguments changed (n_chips=None: the default count).
@@ -529,7 +543,7 @@ def notes(r, again) -> list[str]:
         return []
     spill = _spill(r, again)
     return spill + _narrower(r, again, bool(spill)) + _assumed(r, again) + _layer_home(r, again) \
-        + _runtimes(r, again) + _figures(r, again)
+        + _moe_schedule(r, again) + _runtimes(r, again) + _figures(r, again)
 
 
 def notes_for(r, call: dict) -> list[str]:

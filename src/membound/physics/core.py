@@ -101,17 +101,23 @@ class ModelConsts:
 
 
 @functools.lru_cache(maxsize=512)
-def model_consts(model: Model) -> ModelConsts:
+def model_consts(model: Model, every_expert: bool = False) -> ModelConsts:
+    """The model's numbers; `every_expert`: as a chip whose compiled schedule has no data-dependent
+    control flow runs it (`Hardware.moe_schedule` "every_expert"): each MoE layer dense, all E
+    routed experts streamed and multiplied for every token (k = E, the active parameters the
+    total's), the gates weighing the unchosen by zero."""
     groups = tuple(model.attended_groups())
     mla = getattr(model, "kv_lora_rank", 0) > 0
+    k = model.n_experts if every_expert and model.n_experts else model.experts_per_token
+    skipped = model.n_moe_layers * (k - model.experts_per_token) * model.expert_params     # 0 unless every_expert
     return ModelConsts(
         name=model.name, n_layers=float(model.n_layers), hidden=float(model.hidden_size),
         n_heads=float(model.n_heads), n_kv_heads=float(model.n_kv_heads),
-        ffn=float(max(model.ffn_size, model.expert_ffn_size * max(model.experts_per_token, 1))),
-        total_params=float(model.total_params), active_params=float(model.active_params),
+        ffn=float(max(model.ffn_size, model.expert_ffn_size * max(k, 1))),
+        total_params=float(model.total_params), active_params=float(model.active_params + skipped),
         dense_params=float(model.dense_params), expert_params=float(model.expert_params),
         n_moe_layers=float(model.n_moe_layers), n_experts=float(model.n_experts),
-        k=float(model.experts_per_token), kv_elems=float(model.kv_elements_per_token_per_layer),
+        k=float(k), kv_elems=float(model.kv_elements_per_token_per_layer),
         kv_split_max=1.0 if mla else float(model.n_kv_heads),
         attn_per_pair=float(model.attn_flops_per_ctx_token_per_layer),
         prefill_attn_per_pair=float(model.prefill_attn_flops_per_pair),
@@ -121,7 +127,7 @@ def model_consts(model: Model) -> ModelConsts:
         vocab=float(model.vocab_size),
         gemv_elems=float(4 * model.hidden_size + 2 * model.n_heads * model.head_dim
                          + model.kv_elements_per_token_per_layer
-                         + 3 * max(model.ffn_size, model.expert_ffn_size * max(model.experts_per_token, 1))),
+                         + 3 * max(model.ffn_size, model.expert_ffn_size * max(k, 1))),
         lookup_params=0.0 if model.tied_embeddings else float(model.vocab_size * model.hidden_size),
         model_type=model.model_type, q_dim=float(model.n_heads * model.head_dim))
 

@@ -342,7 +342,8 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
                **_compute_paths(eff, res, hw))
     p = Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
                  dict(positions=positions, spec=spec_args, draft=None, pinned=pinned,
-                      extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv), model_consts(m),
+                      extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv),
+                 model_consts(m, hw.moe_schedule == "every_expert"),
                  dict(model=m.name, hardware=hw.name, runtime=rt.name, n_chips=N,
                       parallel=f"tp={layout.tp} pp={layout.pp} ep={layout.ep}", weight_dtype=res.weights.name,
                       kv_dtype=res.kv.name, activation_dtype=res.activations.name,
@@ -488,6 +489,11 @@ def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, An
         paths.update(peak_flops=shader, attn_peak_flops=attn, matrix_peak_flops=matrix)
         if res.mixed:
             paths["dense_peak_flops"] = shader
+    widest = hw.operand_peak_flops      # matrix units that multiply at one width (a TSP's MXM: fp16)
+    if widest is not None:
+        for path in ("peak_flops", "dense_peak_flops", "attn_peak_flops"):
+            if paths.get(path) is not None:
+                paths[path] = min(paths[path], widest)
     return paths
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..base.stacking import stackable
-from ..physics.core import Pass, activation_bytes, chip_of, decode_index, model_consts, pass_s, pipeline_pass, timed
+from ..physics.core import Pass, activation_bytes, chip_of, decode_index, pass_s, pipeline_pass, timed
 from ..physics.estimate import Prepared
 from ..physics.roofline import Num, context_pieces, effective_context, maximum, sum_linear, sum_over_context
 from .scheduler import Scheduler, filled
@@ -58,7 +58,7 @@ class StepModel:
     """
 
     def __init__(self, p: Prepared):
-        mc = model_consts(p.model)
+        mc = p.consts
         self.prepared, self.consts, self.eff, self.knobs = p, mc, p.eff, p.knobs
         self.chip, _, _ = chip_of(mc, p.hardware, p.eff, p.knobs, p.chip_base, p.pinned,
                                   p.extra["extra_weight_bytes_chip"], p.extra["extra_kv_bytes_token_chip"])
