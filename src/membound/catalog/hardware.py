@@ -231,6 +231,7 @@ class Fabric(_Strict):
     links_per_core: Annotated[int, Field(ge=1, le=64)] = 4
     wavelet_bits: Annotated[int, Field(ge=1, le=1024)] = 32    # bits one link moves per cycle each way
     ramp_cycles: Annotated[float, Field(ge=0, le=1e4, allow_inf_nan=False)] = 2.0   # router to core (T_R)
+    call_cycles: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] = 0.0   # a line collective call's own cost
     source: str
 
     def clock_hz(self) -> float:

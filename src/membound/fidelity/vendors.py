@@ -7,9 +7,11 @@ with that date, with ONE fitted constant, fitted on at least two rows named here
 checked on them:
 
 - cerebras-2024-08: `fabric_efficiency`, the share of the fabric's cycle-level schedule
-  (dataflow.wafer_pass_s) the August 2024 launch software's kernels reached (Cerebras' October 2024
-  release says that first implementation "utilized only a fraction of its peak bandwidth, compute, and
-  IO capacity" and rewrote its MatMul and reduce/broadcast kernels; docs/fast-chips.md);
+  (dataflow.wafer_pass_s, each collective call paying the WSE-3's measured `call_cycles`) the August
+  2024 launch software's kernels reached (Cerebras' October 2024 release says that first
+  implementation "utilized only a fraction of its peak bandwidth, compute, and IO capacity" and
+  rewrote its MatMul and reduce/broadcast kernels; Luczynski et al. measured Reduce/AllReduce up to
+  3.27x faster than the vendor's own in 2024; docs/fast-chips.md);
 - groq-2024: `hop_latency_s`, the chip-to-chip latency per hop with the software's
   synchronisation (the network's own hop: the profile's 722 ns, ISCA 2022); tensor-parallel all-reduces and stage
   boundaries pay it;
@@ -53,8 +55,8 @@ from ..physics.parallel import layout_for, streamed_room
 
 # what each runtime's one constant is, in the runtime file (the module docstring gives the sources)
 MEANING = {
-    "cerebras-2024-08": "the share of the wafer's cycle-level schedule (membound.dataflow) the Aug 2024 "
-                        "launch kernels reached",
+    "cerebras-2024-08": "the share of the wafer's cycle-level schedule (membound.dataflow, measured call "
+                        "costs included) the Aug 2024 launch kernels reached",
     "groq-2024": "the chip-to-chip hop with the 2024 software's synchronisation (the network's own hop: the "
                  "profile's 722 ns, ISCA 2022)",
     "sambanova-2024": "the socket-to-socket hop with the 2024 software's synchronisation (the profile's 2 us "

@@ -21,6 +21,12 @@ Wafer (Cerebras WSE). Facts:
   outputs (M/P per core) are reduced along the other axis (He et al., "WaferLLM: Large Language
   Model Inference at Wafer Scale", OSDI 2025, arXiv:2502.04563: MeshGEMV, whose reduce is a
   K-tree that bounds the depth);
+- a line collective call (one reduce or one broadcast) costs a constant beyond that model: measured
+  on a WSE-3, 292-296 cycles a call at 240 and 360 cores a line and payloads of 1-60 wavelets, the
+  call's set-up and its synchronous fabric operations' start and drain (WaferLLM's decode, its
+  all-reduces built from the SDK's fabric operations: github.com/MeshInfra/WaferLLM,
+  Decode/WSE-3/weak_scaling_figures.ipynb; `Fabric.call_cycles`, paid by every collective on a
+  layer's path, not by the hidden state's walk, which is a stream);
 - a 16- or 32-bit value travels one to a wavelet (the SDK's fabric data structures move one
   element per wavelet; an assumption where a kernel would pack two 16-bit values).
 
@@ -95,12 +101,13 @@ def _ceil_sqrt(n: Num) -> Num:
     return float(math.ceil(math.sqrt(m))) if isinstance(m, (int, float)) else np.ceil(np.sqrt(m))
 
 
-def reduce_cycles(n: Num, wavelets: Num, ramp: Num) -> Num:
+def reduce_cycles(n: Num, wavelets: Num, ramp: Num, call: Num = 0.0) -> Num:
     """Cycles to reduce `wavelets` (B) wavelets per core over `n` cores in a line, by Luczynski et
     al.'s model, the best of their three forms: a chain, B + (n - 1) + (2 T_R + 1)(n - 1); a
     binomial tree, B d + (n - 1) + (2 T_R + 1) d with d = ceil(log2 n); and their two-phase
     reduce, chains in g = ceil(sqrt n) groups at once and then a chain over the g group heads,
-    2 B + (n - 1) + (2 T_R + 1) 2 (g - 1). 0 for one core."""
+    2 B + (n - 1) + (2 T_R + 1) 2 (g - 1); plus `call`, the call's own cycles (`Fabric.call_cycles`).
+    0 for one core."""
     hops = maximum(n - 1.0, 0.0)
     step = 2.0 * ramp + 1.0
     d = _ceil_log2(n)
@@ -108,25 +115,26 @@ def reduce_cycles(n: Num, wavelets: Num, ramp: Num) -> Num:
     chain = wavelets + hops + step * hops
     tree = wavelets * d + hops + step * d
     two_phase = 2.0 * wavelets + hops + step * 2.0 * (g - 1.0)
-    return where(n > 1.0, minimum(minimum(chain, tree), two_phase), 0.0) + 0.0
+    return where(n > 1.0, minimum(minimum(chain, tree), two_phase) + call, 0.0) + 0.0
 
 
-def broadcast_cycles(n: Num, wavelets: Num, ramp: Num) -> Num:
+def broadcast_cycles(n: Num, wavelets: Num, ramp: Num, call: Num = 0.0) -> Num:
     """Cycles to multicast `wavelets` wavelets from one core to `n` in a line: B + (n - 1) +
-    (2 T_R + 1), the wavelets following one another down the line; 0 for one core."""
-    return where(n > 1.0, wavelets + (n - 1.0) + 2.0 * ramp + 1.0, 0.0) + 0.0
+    (2 T_R + 1), the wavelets following one another down the line, plus `call`, the call's own
+    cycles; 0 for one core."""
+    return where(n > 1.0, wavelets + (n - 1.0) + 2.0 * ramp + 1.0 + call, 0.0) + 0.0
 
 
-def region_reduce_cycles(side: Num, wavelets: Num, ramp: Num) -> Num:
+def region_reduce_cycles(side: Num, wavelets: Num, ramp: Num, call: Num = 0.0) -> Num:
     """Cycles to reduce `wavelets` wavelets per core over a side x side region to its corner: every
-    row at once along its line, then the column of row sums (two `reduce_cycles` in series)."""
-    return 2.0 * reduce_cycles(side, wavelets, ramp)
+    row at once along its line, then the column of row sums (two `reduce_cycles` in series, two calls)."""
+    return 2.0 * reduce_cycles(side, wavelets, ramp, call)
 
 
-def region_broadcast_cycles(side: Num, wavelets: Num, ramp: Num) -> Num:
+def region_broadcast_cycles(side: Num, wavelets: Num, ramp: Num, call: Num = 0.0) -> Num:
     """Cycles to multicast `wavelets` wavelets from a corner over a side x side region: down its
-    column, then along every row at once (two `broadcast_cycles` in series)."""
-    return 2.0 * broadcast_cycles(side, wavelets, ramp)
+    column, then along every row at once (two `broadcast_cycles` in series, two calls)."""
+    return 2.0 * broadcast_cycles(side, wavelets, ramp, call)
 
 
 PARTIAL_SUM_BYTES = 2.0   # the narrowest partial sum a core keeps: fp16 (CSL's @fmach, 16-bit multiply-add; WaferLLM's
@@ -145,35 +153,36 @@ def local_bytes_per_weight(w_bytes: Num) -> Num:
     return w_bytes + 2.0 * PARTIAL_SUM_BYTES
 
 
-def gemv_cycles(k: Num, m: Num, side: Num, ramp: Num, local_per_weight: Num) -> Num:
+def gemv_cycles(k: Num, m: Num, side: Num, ramp: Num, local_per_weight: Num, call: Num = 0.0) -> Num:
     """Cycles of a GEMV [1, k] x [k, m] on a side x side square: the input's k/side slices
     broadcast along one axis, each core's (k/side)(m/side) weights at `local_per_weight` cycles
-    each, the m/side partial outputs per core reduced along the other axis."""
-    return broadcast_cycles(side, k / side, ramp) + k * m / side**2 * local_per_weight \
-        + reduce_cycles(side, m / side, ramp)
+    each, the m/side partial outputs per core reduced along the other axis (two calls of `call`)."""
+    return broadcast_cycles(side, k / side, ramp, call) + k * m / side**2 * local_per_weight \
+        + reduce_cycles(side, m / side, ramp, call)
 
 
-def layer_cycles(c: ModelConsts, side: Num, ramp: Num, local_per_weight: Num) -> Num:
+def layer_cycles(c: ModelConsts, side: Num, ramp: Num, local_per_weight: Num, call: Num = 0.0) -> Num:
     """Cycles one decoder layer of `c` takes for one token on a side x side square of cores (the
-    module docstring lists its steps)."""
+    module docstring lists its steps); each line collective on its path pays `call`."""
     q, kv, h, f = c.q_dim, c.kv_elems, c.hidden, c.ffn
-    norm = region_reduce_cycles(side, 1.0, ramp) + region_broadcast_cycles(side, 1.0, ramp)
-    qkv = gemv_cycles(h, q + kv, side, ramp, local_per_weight)
-    gate_up = gemv_cycles(h, 2.0 * f, side, ramp, local_per_weight)
-    rest = gemv_cycles(q, h, side, ramp, local_per_weight) + gemv_cycles(f, h, side, ramp, local_per_weight)
+    norm = region_reduce_cycles(side, 1.0, ramp, call) + region_broadcast_cycles(side, 1.0, ramp, call)
+    qkv = gemv_cycles(h, q + kv, side, ramp, local_per_weight, call)
+    gate_up = gemv_cycles(h, 2.0 * f, side, ramp, local_per_weight, call)
+    rest = gemv_cycles(q, h, side, ramp, local_per_weight, call) \
+        + gemv_cycles(f, h, side, ramp, local_per_weight, call)
     # the softmax's max first; its sum and the values' weighted sum, normalised after, side by side
-    attention = reduce_cycles(side, c.n_heads / side, ramp) \
-        + maximum(reduce_cycles(side, c.n_heads / side, ramp), reduce_cycles(side, q / side, ramp))
+    attention = reduce_cycles(side, c.n_heads / side, ramp, call) \
+        + maximum(reduce_cycles(side, c.n_heads / side, ramp, call), reduce_cycles(side, q / side, ramp, call))
     walk = h / side + side          # the hidden state's h/side wavelets per row to the next square
     return maximum(norm, qkv) + attention + maximum(norm, gate_up) + rest + walk
 
 
-def head_cycles(c: ModelConsts, side: Num, ramp: Num, local_per_weight: Num) -> Num:
+def head_cycles(c: ModelConsts, side: Num, ramp: Num, local_per_weight: Num, call: Num = 0.0) -> Num:
     """Cycles of the LM head and the greedy pick of the next token on a side x side square: the
     GEMV [1, hidden] x [hidden, vocab] (`gemv_cycles`), whose row reduces end on one column of
     cores holding vocab/side logits each (each keeps the largest as its values arrive), then that
-    column's reduce of one wavelet, the largest logit with its index."""
-    return gemv_cycles(c.hidden, c.vocab, side, ramp, local_per_weight) + reduce_cycles(side, 1.0, ramp)
+    column's reduce of one wavelet, the largest logit with its index (three calls of `call`)."""
+    return gemv_cycles(c.hidden, c.vocab, side, ramp, local_per_weight, call) + reduce_cycles(side, 1.0, ramp, call)
 
 
 def _fastest(cycles: Callable[[Num], Num], smallest: Num, largest: Num) -> Num:
@@ -205,7 +214,7 @@ def wafer_pass_s(c: ModelConsts, hw: Hardware, tp: Num, w_bytes: Num, layers_per
     sram_bytes_per_cycle = sram.bandwidth_bytes_s / fab.cores / clock
     macs_per_cycle = max(hw.compute_flops.values()) / 2.0 / fab.cores / clock
     local = maximum(local_bytes_per_weight(w_bytes) / sram_bytes_per_cycle, 1.0 / macs_per_cycle)
-    ramp = float(fab.ramp_cycles)
+    ramp, call = float(fab.ramp_cycles), float(fab.call_cycles)
     cores = fab.cores * tp
     layer_bytes = (c.total_params - c.lookup_params - c.vocab * c.hidden) / c.n_layers * w_bytes / tp
     head_bytes, lookup_bytes = c.vocab * c.hidden * w_bytes / tp, c.lookup_params * w_bytes / tp
@@ -213,9 +222,9 @@ def wafer_pass_s(c: ModelConsts, hw: Hardware, tp: Num, w_bytes: Num, layers_per
     one = layers_per_chip >= c.n_layers           # one wafer holds the lookup, every layer and the head
 
     def layer(beside: Num) -> Num:                # a layer on a wafer that also holds `beside` bytes
-        return _fastest(lambda s: layer_cycles(c, s, ramp, local), (layer_bytes / per_core) ** 0.5,
+        return _fastest(lambda s: layer_cycles(c, s, ramp, local, call), (layer_bytes / per_core) ** 0.5,
                         (cores * held / (held + beside) / layers_per_chip) ** 0.5)
-    head = _fastest(lambda s: head_cycles(c, s, ramp, local), (head_bytes / per_core) ** 0.5,
+    head = _fastest(lambda s: head_cycles(c, s, ramp, local, call), (head_bytes / per_core) ** 0.5,
                     (cores * head_bytes / (held + head_bytes + where(one, lookup_bytes, 0.0))) ** 0.5)
     alone = layer(0.0)
     several = c.n_layers * alone + layers_per_chip * (layer(lookup_bytes) - alone + layer(head_bytes) - alone)
