@@ -7,7 +7,8 @@ import pytest
 
 import membound as mb
 from membound.serving import Uniform, build, solve
-from membound.serving.tails import (_quantiles, _wait_exceeds, backlog_points, birth_death, chunk_law, correlation_time,
+from membound.serving.tails import (_quantiles, _wait_exceeds, backlog_points, birth_death, chunk_clump, chunk_law,
+                                   correlation_time,
                                    log_sum_exp, mg1_wait_tail, step_chain, tails, tpot_quantiles, ttft_quantiles,
                                    weighted_quantiles, window_share)
 from hypothesis import given, strategies as hst
@@ -89,6 +90,33 @@ def test_tpot_tail_of_prefill_interference_by_hand():
     assert q50 == pytest.approx(tau, abs=2e-6)
     assert tpot_quantiles(tau, 0.0096, 0.0296, 0.02, True, np.array([101.0]), qs=(0.985,))[0] == \
         pytest.approx(tau + 0.0008, abs=2e-6)       # P(K <= 5) = 0.97879 < 0.985: still K = 6, not Poisson's 5
+
+
+def test_tpot_tail_of_prompts_that_bring_their_chunks_at_once_by_hand():
+    # every output 51 tokens: D = 50 decode steps of tau_d = 20 ms; a share f = 0.05 of steps carries a chunk
+    # adding extra = 100 ms, so tau = 20 + 0.05 x 100 = 25 ms and chunks come at f / tau = 2 a second, r = 2 x
+    # 0.1 = 0.2 more a chunk's extra time. The decode steps' 1 s brings Poisson(2) chunks' worth; a prompt
+    # brings clump = 4 at once, so the founders are Poisson(m = 2 / 4 = 0.5) prompts and K = 4 P, P Consul's
+    # generalized Poisson (m = 0.5, r = 0.2): P(0) = e^-0.5 = 0.60653, P(1) = 0.5 e^-0.7 = 0.24829,
+    # P(2) = 0.5 x 0.9 e^-0.9 / 2 = 0.09148, P(3) = 0.5 x 1.1^2 e^-1.1 / 6 = 0.03357,
+    # P(4) = 0.5 x 1.3^3 e^-1.3 / 24 = 0.01247: P(<= 1) = 0.85482, P(<= 2) = 0.94630, P(<= 3) = 0.97987,
+    # P(<= 4) = 0.99234. TPOT = tau - 100 x 0.05 + 100 x 4 P / 50 ms = 20 + 8 P ms: p50 (P = 0) 20 ms,
+    # p90 (P = 2) 36 ms, p99 (P = 4) 52 ms; the mean 20 + 8 x 0.5 / 0.8 = 25 ms = tau, as without clumps.
+    q = tpot_quantiles(0.025, 0.020, 0.120, 0.05, True, np.array([51.0]), clump=4.0)
+    assert q == pytest.approx((0.020, 0.036, 0.052), abs=1e-9)
+    # one chunk a prompt (clump 1, or below: a step's room holds several prompts) is the law as it was
+    one = tpot_quantiles(0.025, 0.020, 0.120, 0.05, True, np.array([51.0]))
+    assert tpot_quantiles(0.025, 0.020, 0.120, 0.05, True, np.array([51.0]), clump=0.3) == one
+    assert one[2] < q[2]
+
+
+def test_chunk_clump_by_hand():
+    # f = 0.05 of 25 ms steps carry prompt tokens, 0.5 prompts a second: 0.05 / (0.5 x 0.025) = 4 such steps a
+    # prompt on average; prompts of 1,000 and 3,000 tokens: E[S^2] / E[S]^2 = 5e6 / 4e6 = 1.25 (a step takes
+    # 2,000 / 4 = 500 tokens: the prompts span 2 and 6 steps, size-biased (4 + 36) / 8 = 5): clump 5
+    assert chunk_clump(0.05, 0.025, 0.5, np.array([1000.0, 3000.0])) == pytest.approx(5.0, rel=1e-12)
+    # at 10 prompts a second a step holds five mean prompts (0.2 steps a prompt): they share steps, clump 1
+    assert chunk_clump(0.05, 0.025, 10.0, np.array([1000.0, 3000.0])) == 1.0
 
 
 def test_weighted_quantiles_by_hand():

@@ -33,7 +33,9 @@ MLPerf's served workloads at 30-90% of saturation):
    each carry a full chunk) and the chunks of the prompts that come meanwhile, which lengthen its
    steps so that more come: a Galton-Watson total progeny, Consul's generalized Poisson law
    (`chunk_law`; the steps count chunks as Poisson(D f) did only where the prefill's share of the
-   time is small); at most every step carries a full chunk (`tpot_quantiles`). Short outputs
+   time is small). A prompt longer than a step's room brings its chunks at once, in consecutive steps:
+   the chunks come in clumps (`chunk_clump`), which widen the count, not its mean. At most every step
+   carries a full chunk (`tpot_quantiles`). Short outputs
    spread most: behind a queue of long prompts most of a short request's steps carry a chunk.
    Prompts of the length distribution take their own prefill time in proportion.
 
@@ -483,7 +485,8 @@ def chunk_law(m: np.ndarray, r: float, kmax: int) -> np.ndarray:
 
 def tpot_quantiles(tau: float, tau_d: float, tau_m: float, f: float, mixed: bool, outputs: np.ndarray,
                    load: np.ndarray | None = None, corr: float = 0.0, qs=(0.5, 0.9, 0.99),
-                   backlog: tuple[np.ndarray, np.ndarray] | None = None, full: float = math.inf) -> tuple[float, ...]:
+                   backlog: tuple[np.ndarray, np.ndarray] | None = None, full: float = math.inf,
+                   clump: float = 1.0) -> tuple[float, ...]:
     """TPOT quantiles (seconds per token). A request of T output tokens runs D = T - 1 steps, which
     take, beyond decode steps (tau_d), the prefill work waiting ahead of it when it starts decoding
     and the chunks of the prompts that come meanwhile:
@@ -494,6 +497,11 @@ def tpot_quantiles(tau: float, tau_d: float, tau_m: float, f: float, mixed: bool
       mix, tau_m where a prefill step runs apart): chunks come at f / tau a second (f the share of
       steps carrying one), so the steps' own time (D tau_d and the work ahead) brings Poisson many,
       each chunk's extra time brings r = f extra / tau more;
+    - the chunks come in clumps of `clump` (`chunk_clump`: a prompt's chunks at once, one where prompts fit a
+      step): K = clump x P, P the clumps' total progeny (`chunk_law` from Poisson(m / clump) founders, each
+      clump's extra time bringing r clumps' worth), so K's mean is m / (1 - r) as without clumps and its
+      variance clump x m / (1 - r)^3 (a compound Poisson count's, Var = rate E[X^2] with X the chunks a
+      prompt brings);
     - at most every one of its steps carries a full chunk:
       TPOT = tau - extra f + min(extra K + (1 - tau_d / full) V, D (full - tau_d)) / D,
       the mean held at tau where nothing waits ahead.
@@ -520,19 +528,20 @@ def tpot_quantiles(tau: float, tau_d: float, tau_m: float, f: float, mixed: bool
     cycle = max(tau_d + ff * extra, 1e-300)                 # the long-run step, tau_d + f extra
     r = min(ff * extra / cycle, 0.999)                      # chunks a chunk's extra time brings
     ahead = share * vv[None, :]                             # (1, V) prefill seconds ahead
-    m = (ff / cycle) * (D[:, None] * tau_d + ahead)         # (D, V) founders' mean
-    mean_k, var_k = m / (1.0 - r), m / (1.0 - r) ** 3
+    c = max(float(clump), 1.0)
+    m = (ff / cycle) * (D[:, None] * tau_d + ahead) / c     # (D, V) founders' mean, in clumps
+    mean_k, var_k = m / (1.0 - r), m / (1.0 - r) ** 3       # the clumps' count
     top = mean_k + 10.0 * np.sqrt(var_k) + 15.0
     small = top <= CHUNK_TERMS
     kmax = int(math.ceil(float(np.max(top[small])))) if small.any() else 0
     width = max(kmax + 1 if small.any() else 0, 16 if (~small).any() else 0)
     kk, kw = np.zeros(m.shape + (width,)), np.zeros(m.shape + (width,))
     if small.any():
-        kk[small, :kmax + 1] = np.arange(kmax + 1, dtype=float)
+        kk[small, :kmax + 1] = c * np.arange(kmax + 1, dtype=float)
         kw[small, :kmax + 1] = chunk_law(m[small], r, kmax)
     if (~small).any():
         z = np.array([NormalDist().inv_cdf((i + 0.5) / 16.0) for i in range(16)])
-        kk[~small, :16] = np.maximum(mean_k[~small][:, None] + np.sqrt(var_k[~small])[:, None] * z[None, :], 0.0)
+        kk[~small, :16] = c * np.maximum(mean_k[~small][:, None] + np.sqrt(var_k[~small])[:, None] * z[None, :], 0.0)
         kw[~small, :16] = 1.0 / 16.0
     cap = max(full - tau_d, 0.0)
     pv = np.minimum((extra * kk + ahead[:, :, None]) / D[:, None, None], cap)      # (D, V, K)
@@ -547,6 +556,17 @@ def tpot_quantiles(tau: float, tau_d: float, tau_m: float, f: float, mixed: bool
     if not keep.all():
         v, w = v[keep], w[keep]
     return tuple(max(x, 0.0) for x in weighted_quantiles(v, w, qs))
+
+
+def chunk_clump(f: float, step: float, rate: float, prompts: np.ndarray) -> float:
+    """The chunk-carrying steps a prompt brings at once, size-biased (the clump of `tpot_quantiles`): a prompt
+    of S tokens spans S / g of them, g = rate x mean S x step / f the prompt tokens such a step takes (f the
+    share of steps of `step` seconds that carry some, `rate` prompts/s), and a request's steps see the
+    clumps by their size, E[X^2] / E[X] = (f / (rate x step)) x E[S^2] / E[S]^2 (`prompts`: equally likely
+    lengths); at least 1: prompts shorter than a step's room share steps, which then come one by one."""
+    S = np.asarray(prompts, float)
+    per_prompt = f / max(rate * step, 1e-300)
+    return max(per_prompt * float(np.mean(S * S)) / max(float(np.mean(S)) ** 2, 1e-300), 1.0)
 
 
 def seen_loads(occ: Occupancy) -> np.ndarray:
@@ -587,6 +607,6 @@ def tails(sm: StepModel, sched: Scheduler, st: Steady, rate: float, prompt: Leng
                                      ttft, S, states=states)
     p_q = tpot_quantiles(tau, tau_d / tps, tau_m / tps, f, not split, points(output), load=seen_loads(occ),
                          corr=occ.corr_s if math.isfinite(occ.corr_s) else 0.0, backlog=backlog_points(queue),
-                         full=cycle / tps)
+                         full=cycle / tps, clump=chunk_clump(f, step, rate, S))
     e2e = t_q[2] + (output.quantile(0.99) - 1.0) * p_q[2]
     return Tails((t_q[0], t_q[1], t_q[2]), (p_q[0], p_q[1], p_q[2]), rho, e2e)
