@@ -237,7 +237,7 @@ def test_dask_engine_equals_numpy_engine_row_for_row():
     with pytest.raises(InvalidInputError):
         sweep(model="llama-3.1-8b", hardware="h100-sxm", engine="spark")
     with pytest.raises(InvalidInputError):
-        sweep(model="llama-3.1-8b", hardware="h100-sxm", engine="dask", reduce=lambda acc, c: c)
+        sweep(model="llama-3.1-8b", hardware="h100-sxm", engine="dask", reduce="sum")
 
 
 def test_dask_engine_on_a_local_cluster_of_two_worker_processes():
@@ -249,6 +249,7 @@ def test_dask_engine_on_a_local_cluster_of_two_worker_processes():
     import dask
     import functools
     import logging
+    import operator
     src = os.path.dirname(os.path.dirname(mb.__file__))
     lazy = sweep(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="h100-sxm", batch=list(range(1, 51)),
                  prompt_tokens=list(range(0, 10000, 100)), output_tokens=list(range(1, 1001)),
@@ -258,11 +259,17 @@ def test_dask_engine_on_a_local_cluster_of_two_worker_processes():
     samples = [lazy.partitions[i].map_partitions(functools.partial(pd.DataFrame.sample, n=10, random_state=i),
                                                  meta=lazy._meta)
                for i in picked]
+    # and a tenth of the grid (batches 1-5) folded on the workers, the folds merged there: the row count
+    folds = sweep(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="h100-sxm", batch=list(range(1, 6)),
+                  prompt_tokens=list(range(0, 10000, 100)), output_tokens=list(range(1, 1001)),
+                  include_unfit=True, engine="dask", chunk_size=250_000, reduce=lambda acc, c: (acc or 0) + len(c))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   silence_logs=logging.ERROR, env={"PYTHONPATH": src}) as cluster, \
             distributed.Client(cluster):
         counts, *rows = dask.compute(lazy["model"].value_counts(), *samples)
+        total = folds.fold(operator.add).compute()      # a bag: not in one compute with frames (dask warns)
     assert counts.to_dict() == {"llama-3.1-8b": 5_000_000, "qwen3-30b-a3b": 5_000_000}
+    assert (folds.npartitions, total) == (4, 1_000_000)
     for part in rows:       # include_unfit: a sampled row may not fit (qwen3 at large batches)
         assert len(part) == 10
         _check_rows_equal_estimate(part.reset_index(drop=True), check_memory=False)
@@ -430,6 +437,36 @@ def test_a_dask_partition_of_many_blocks_is_the_local_sweep_and_takes_the_defaul
         parts = [lazy.partitions[i].compute() for i in range(lazy.npartitions)]
     assert [len(p) for p in parts] == [42, 48, 30] * 2
     pd.testing.assert_frame_equal(pd.concat(parts, ignore_index=True), sweep(**kw))
+
+
+def test_dask_engine_folds_each_partition_where_it_is_evaluated(monkeypatch):
+    # sweep(engine="dask", reduce=fold): one task a partition, which evaluates it in chunks and
+    # folds them as the numpy engine folds its stream (accumulator from None), into a bag of one
+    # accumulator per partition. The partitions of the test above (BLOCK = 16, 50 rows: blocks of
+    # 12, 12, 6 points per batch; partitions 12+12+6+12, 12+6+12+12+6, 12+12+6) in chunks of at
+    # most DEFAULT_CHUNK = 25 rows, a chunk ending before the block that would take it past 25:
+    # 12+12 = 24 (+6 = 30), 6+12 = 18; 12+6 = 18 (+12), 12+12 = 24 (+6), 6; 12+12 = 24, 6.
+    pytest.importorskip("dask.bag")
+    import dask
+    module = sys.modules["membound.planning.sweep"]
+    monkeypatch.setattr(module, "BLOCK", 16)
+    monkeypatch.setattr(module, "DASK_PARTITION", 50)
+    monkeypatch.setattr(module, "DEFAULT_CHUNK", 25)
+    kw = dict(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="h100-sxm", batch=[1, 2, 8, 64],
+              prompt_tokens=[0, 10, 100, 1000, 5000], output_tokens=[1, 2, 30, 300, 1000, 3000], include_unfit=True)
+    folds = sweep(**kw, engine="dask", reduce=lambda acc, chunk: [*(acc or []), chunk.copy()])
+    assert folds.npartitions == 6 and len(dict(folds.__dask_graph__())) == 6
+    with dask.config.set(scheduler="synchronous"):
+        accs = folds.compute()
+    assert [[len(c) for c in acc] for acc in accs] == [[24, 18], [18, 24, 6], [24, 6]] * 2
+    pd.testing.assert_frame_equal(pd.concat([c for acc in accs for c in acc], ignore_index=True), sweep(**kw))
+    # rows that do not fit are dropped before the fold sees a chunk: 70B bf16 never fits one H100,
+    # so its partitions hand the fold nothing and keep the starting None
+    kw = dict(model=["llama-3.1-8b", "llama-3.1-70b"], hardware="h100-sxm", batch=[1, 8, 64],
+              prompt_tokens=list(range(0, 4000, 100)), output_tokens=list(range(1, 2000, 50)))
+    with dask.config.set(scheduler="synchronous"):
+        counts = sweep(**kw, engine="dask", chunk_size=1000, reduce=lambda acc, c: (acc or 0) + len(c)).compute()
+    assert counts[-1] is None and sum(c or 0 for c in counts) == len(sweep(**kw))
 
 
 def test_a_dask_partition_is_three_integers_in_the_graph():

@@ -27,6 +27,7 @@ import itertools
 import math
 import sys
 import threading
+import uuid
 from typing import Any
 from dataclasses import dataclass, replace
 
@@ -678,6 +679,34 @@ def _partition(part: tuple[int, int, int], plan: _Plan, block: int, columns=None
     return table
 
 
+def _fold_partition(part: tuple[int, int, int], plan: _Plan, block: int, chunk_size: int, fold, as_frame) -> list:
+    """One dask partition (`_partition`'s descriptor) folded where it runs: its rows in chunks of at
+    most chunk_size rows, in order, each handed to `fold(accumulator, chunk)` as the numpy engine's
+    `sweep(reduce=...)` hands its chunks (the accumulator starts as None; empty chunks are not
+    handed on), so no table of the whole partition is made. Evaluation, the fold and its result
+    are one task. Returns [accumulator]: one bag partition of one item. A chunk's buffer goes back
+    to the process's spares once the fold has let go of it (`_spare_columns`)."""
+    i, first, stop = part
+    g, (B, S, T) = plan.groups[i], plan.axes
+    _settle_worker()
+    acc, cols = None, None
+    for bi, si, ti in itertools.islice(_blocks(plan.shape, block), first, stop):
+        size = (bi.stop - bi.start) * (si.stop - si.start) * (ti.stop - ti.start)
+        if cols is not None and cols.rows + size > chunk_size:
+            if cols.rows:
+                acc = fold(acc, cols.table(as_frame))
+            _keep_spare(cols)
+            cols = None
+        if cols is None:
+            cols = _spare_columns(plan.schema, chunk_size)
+        cols.add(g, B[bi], S[si], T[ti])
+    if cols is not None:
+        if cols.rows:
+            acc = fold(acc, cols.table(as_frame))
+        _keep_spare(cols)
+    return [acc]
+
+
 def _points(shape: tuple[int, int, int], blk: tuple[slice, slice, slice]) -> int:
     """The points of one block of a grid of `shape` (`_blocks`: the last along an axis may end past it)."""
     return math.prod(len(range(*s.indices(n))) for s, n in zip(blk, shape))
@@ -697,6 +726,31 @@ def _runs_of_blocks(shape: tuple[int, int, int], block: int, partition_size: int
     return runs
 
 
+def _descriptors(plan: _Plan, block: int, partition_size: int) -> list[tuple[int, int, int]]:
+    """Every partition of the plan as (group index, first block, end block) (`_runs_of_blocks`)."""
+    runs = _runs_of_blocks(plan.shape, block, partition_size)
+    return [(i, first, stop) for i in range(len(plan.groups)) for first, stop in runs]
+
+
+def _dask_folds(plan: _Plan, partition_size: int, fold, as_frame):
+    """sweep(engine="dask", reduce=fold): a dask bag of one item per partition (the partitions of
+    `_dask_frame`, in its order), that partition's accumulator, folded on the worker that evaluates
+    it (`_fold_partition`): one task a partition, however the bag is then reduced, and a chunk's
+    memory (DEFAULT_CHUNK rows at most) rather than a partition's table. The graph holds the plan
+    and the fold once and each partition as three integers."""
+    import dask.bag as db   # dask: the dask extra
+    from dask.highlevelgraph import HighLevelGraph   # dask: the dask extra
+    block = min(BLOCK, partition_size)
+    chunk = max(block, min(DEFAULT_CHUNK, partition_size))
+    parts = _descriptors(plan, block, partition_size)
+    if not parts:
+        return db.from_sequence([], npartitions=1)
+    name = f"membound-sweep-fold-{uuid.uuid4().hex}"
+    graph: dict[Any, Any] = {(name, k): (_fold_partition, part, plan, block, chunk, fold, as_frame)
+                             for k, part in enumerate(parts)}
+    return db.Bag(HighLevelGraph.from_collections(name, graph), name, len(parts))
+
+
 def _dask_frame(plan: _Plan, partition_size: int):
     """The plan as a lazy dask DataFrame. A partition is a run of the blocks `sweep()` evaluates
     (at most partition_size points, one group), so its rows come in the same order; nothing is
@@ -709,8 +763,7 @@ def _dask_frame(plan: _Plan, partition_size: int):
     import dask   # dask: the dask extra
     import dask.dataframe as dd   # dask: the dask extra
     block = min(BLOCK, partition_size)
-    runs = _runs_of_blocks(plan.shape, block, partition_size)
-    parts = [(i, first, stop) for i in range(len(plan.groups)) for first, stop in runs]
+    parts = _descriptors(plan, block, partition_size)
     meta = _Columns(plan.schema, 0).table(True)
     if not parts:
         return dd.from_pandas(meta, npartitions=1)
@@ -772,7 +825,10 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
     groups and their reasons are in `table.attrs["skipped"]`.
     reduce: None to return the table, or a function (accumulator, chunk) -> accumulator folded
     over chunks of at most chunk_size rows (the accumulator starts as None); its final value is
-    returned, and memory stays at one chunk.
+    returned, and memory stays at one chunk. With engine="dask" each partition is folded so on the
+    worker that evaluates it (in chunks of at most DEFAULT_CHUNK rows, one task a partition) and
+    the call returns a lazy `dask.bag.Bag` of the partitions' accumulators, one item each in
+    partition order: `.compute()` gives their list, `.fold(merge)` merges them on the cluster.
     columns: the names of the columns to return (default: all); fewer columns, less to write.
     concurrency: client counts (closed loop) to serve instead of static batches: one row per
     (group, clients, prompt, output) with `serve()`'s steady state (ttft_s, tpot_s, tok_s_per_user,
@@ -807,11 +863,11 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
     if engine == "dask":
         require("dask", "dask", 'sweep(engine="dask")')
         if reduce is not None:
-            raise InvalidInputError("reduce", reduce, "None with engine='dask' (reduce the dask DataFrame itself)")
+            _check_fold(reduce)
+            return _dask_folds(_plan(model, hardware, **kw), chunk_size, reduce, as_frame)
         return _dask_frame(_plan(model, hardware, **kw), chunk_size)
     if reduce is not None:
-        if not callable(reduce):
-            raise InvalidInputError("reduce", reduce, "None or a function (accumulator, chunk) -> accumulator")
+        _check_fold(reduce)
         acc = None
         for chunk in iter_sweep(model, hardware, **kw, chunk_size=chunk_size, as_frame=as_frame):
             acc = reduce(acc, chunk)
@@ -825,6 +881,11 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
     table.attrs["dropped_unfit"] = cols.dropped
     table.attrs["skipped"] = list(plan.skipped)
     return table
+
+
+def _check_fold(reduce) -> None:
+    if not callable(reduce):
+        raise InvalidInputError("reduce", reduce, "None or a function (accumulator, chunk) -> accumulator")
 
 
 def pareto_front(x, y) -> np.ndarray:
