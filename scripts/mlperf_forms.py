@@ -99,7 +99,7 @@ def form(rows: list, served_cf: float | None, fit_block: dict, overlap: float | 
     chosen = [r.fresh() for r in rows if mlperf_role(r.family) in ("fit", "select")]
     mv.predict(chosen, runtimes=runtimes)
     param = mrows.fitted_param(g)
-    print("fits:", {k[1]: (float(f"{v[0].params[param]:.4g}"), v[0].at_bounds) for k, v in fits.items()})
+    print("fits:", {k[1]: (float(f"{v[0].params[param]:.4g}"), v[0].at_bounds) for k, v in fits.items() if k[0] == NAME})
     for role in ("fit", "select"):
         for sc in mrows.SCENARIOS:
             s = mv.summary([r for r in chosen if r.scenario == sc and mlperf_role(r.family) == role])

@@ -141,3 +141,27 @@ def test_an_instance_may_span_trays_of_one_scale_up_domain():
     assert mrows.wide_instance(b, "tensorrt-llm", "gb200", "v6.0", 4, 4) == 0
     assert mrows.wide_instance(b, "tensorrt-llm", "gb200", "v6.1", 4, 72) == 0
     assert mrows.wide_instance(b, "tensorrt-llm", "b200", "v6.0", 8, 8) == 0      # not wider than the node
+
+
+def test_llama3_1_8b_trtllm_submissions_ran_trtllm_serve_as_their_launches_say():
+    # v5.1 and v6.0: NVIDIA's instructions run llama3.1-8b with --core_type=trtllm_endpoint (trtllm-serve, PyTorch
+    # backend), though the rows' stacks name only the TensorRT library, which the stack rule reads as a TensorRT
+    # engine (cpp). The submission's launch (submissions.yaml) overrides the stack.
+    b = mrows.load_benchmarks()["llama3.1-8b"]
+    assert mrows.executor_of("tensorrt-llm", "TensorRT 10.11, CUDA 12.9", b) == "cpp"
+    # NVIDIA's B200-SXM-180GBx8 and its partners' B200 configs: gpu_batch_size 6000, runtime max_num_tokens 12000
+    launch, _ = mrows.submission_of("v5.1", "NVIDIA", "llama3.1-8b", "tensorrt-llm", "b200", "Offline", 8)
+    assert (launch.executor, launch.tp, launch.max_running, launch.token_budget, launch.chunked_prefill) == \
+        ("pytorch", 1, 6000, 12000, True)
+    # QCT's D74U H200: 2048 / 1536; HPE's XD670 H200 sets 12000 tokens (its '#1536' commented out)
+    qct, _ = mrows.submission_of("v5.1", "Quanta_Cloud_Technology", "llama3.1-8b", "tensorrt-llm", "h200", "Server", 8)
+    hpe, _ = mrows.submission_of("v5.1", "HPE", "llama3.1-8b", "tensorrt-llm", "h200", "Server", 8)
+    assert (qct.max_running, qct.token_budget) == (2048, 1536) and (hpe.max_running, hpe.token_budget) == (2048, 12000)
+    # Cisco's C885 H200 publishes no llama3_1-8b config: the executor alone, the engine's own caps
+    cisco, _ = mrows.submission_of("v5.1", "Cisco", "llama3.1-8b", "tensorrt-llm", "h200", "Offline", 8)
+    assert cisco.executor == "pytorch" and not cisco.caps
+    # the rows: every v5.1 and v6.0 TensorRT-LLM llama3.1-8b row runs tensorrt-llm-serve; v6.1's keep the stack rule
+    rows, _ = mrows.load_rows()
+    ex = {(r.round, r.executor) for r in rows if r.benchmark == "llama3.1-8b" and r.engine == "tensorrt-llm"}
+    assert {e for rnd, e in ex if rnd in ("v5.1", "v6.0")} == {"pytorch"}
+    assert mrows.runtime_of("tensorrt-llm", "pytorch", "v5.1").name == "tensorrt-llm-serve-mlperf-v5.1"

@@ -35,14 +35,17 @@ The workload rules of this data set live here, with the loader (never in predict
   TensorRT engine in the C++ executor ("cpp": its stack names only the TensorRT library, or says it
   built an engine with trtllm-build) or the PyTorch backend's PyExecutor behind the LLM API /
   trtllm-serve ("pytorch": its stack names TensorRT-LLM, Dynamo, trtllm-serve or PyTorch, or the
-  benchmark's submissions run endpoints only: deepseek-r1, gpt-oss-120b);
+  benchmark's submissions run endpoints only: deepseek-r1, gpt-oss-120b, or the row's submission's
+  launch says so: submissions.yaml `executor`, e.g. llama3.1-8b in v5.1 and v6.0, whose stacks name
+  only the TensorRT library);
 - software generations (generations.yaml, `generation_runtime`): "cpp" rows run the generation
   tensorrt-llm-cpp of their round (the engine's served costs with the C++ executor's constants:
   per_request_s 0 from its code, the harness's MAX_UTILIZATION capacity scheduler (a request admitted
   on the KV it holds now, preemption "recompute", not on its whole length), per_sequence_s fitted per round
   on the fit families' Offline rows where the fit is interior, else the engine's); "pytorch" rows
   run the generation tensorrt-llm-serve (the engine's served costs with the harness's MAX_UTILIZATION
-  scheduler, from its code; nothing fitted: no fit family ran trtllm-serve rows);
+  scheduler, from its code; nothing fitted: v5.1's fit-family trtllm-serve rows (llama3.1-8b on H200
+  and H200 NVL) are not fitted on, generations.yaml says why);
 - submissions (submissions.yaml, `submission_of`, each entry cited to the submission's own launch
   scripts, configs and harness code): per round, submitter, benchmark and chip, each scenario's launch
   (`Launch`): the executor ("harness": the submitter's harness drives vLLM in-process with token ids, the
