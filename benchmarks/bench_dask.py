@@ -2,20 +2,26 @@
 of two worker processes, in the same run; then a billion configurations reduced to a Pareto front.
 
 Run:  python benchmarks/bench_dask.py [--batches 100] [--runs 3] [--pareto] [--chunk N] [--local-chunks A,B]
-      [--no-worker-profiler]
+      [--queries frame,fold] [--no-worker-profiler] [--quiet-workers]
 
 The query: 2 models x 1 device x `--batches` batches x 500 prompts x 1,000 outputs (--batches 100:
 1e8 configurations), keep the points with TTFT <= 2 s and >= 30 tok/s per user, the ten with the
-most tok/s in total, and count the rows. One process streams it (`sweep(reduce=...)`) in chunks of
+most tok/s in total, and count the rows. One process streams it (`sweep(reduce=fold)`) in chunks of
 each of --local-chunks rows (default: the library's streaming chunk, `sweep.DEFAULT_CHUNK`, and a
-million); the cluster computes `sweep(engine="dask")` in partitions of --chunk rows (default: the
-library's, `sweep.DASK_PARTITION`). The one process runs in a process of its own, twice over: as
+million); the cluster computes it in partitions of --chunk rows (default: the library's,
+`sweep.DASK_PARTITION`), written each of two ways (--queries): "frame", DataFrame operations on
+`sweep(engine="dask")` (a filter, `count`, `nlargest`: dask runs about ten tasks a partition), and
+"fold", the one process's own fold run on each partition where it is evaluated
+(`sweep(engine="dask", reduce=fold)`, one task a partition) and the partitions' results merged on
+the workers (`Bag.fold(merge)`). The one process runs in a process of its own, twice over: as
 the library leaves it, and settled as a dask worker settles itself (`sweep._settle_worker`: glibc
 keeps freed heap, numpy stops advising huge pages), which makes the pandas filter of each chunk
 cheaper in one process too; the speed-up is over the faster of the two, so the cluster does not
-gain from a setting the one process lacks.
+gain from a setting the one process lacks (the speed-up over the process as left is printed too).
 --no-worker-profiler turns off distributed's statistical profiler in the workers (it samples each
-worker's stack every 10 ms; `distributed.worker.profile.enabled`).
+worker's stack every 10 ms; `distributed.worker.profile.enabled`); --quiet-workers also checks the
+event loop, the system and the memory every second rather than every 20, 500 and 100 ms (`QUIET`):
+with nothing to run, the workers then spend about an eighth of the CPU and the scheduler a fifth.
 
 Printed beside each other, from interleaved runs (medians):
 - wall seconds of each, and the cluster's speed-up over the one process at its fastest (chunk
@@ -23,7 +29,10 @@ Printed beside each other, from interleaved runs (medians):
 - CPU seconds: the local run's own at that chunk size (its thread's), and the two workers'
   together (getrusage in each worker before and after). Their difference over the local CPU is
   what a partition costs beyond its work on the cluster (scheduling, sending the plan, moving
-  results): the partitions' fixed cost.
+  results): the partitions' fixed cost. The scheduler runs in this script's process (LocalCluster),
+  in a thread beside the main one: its CPU is this process's less the main thread's.
+- tasks a partition: the tasks the workers ran for the query on a tenth of the grid (dask's task
+  stream), over its partitions.
   An idle worker spends CPU too (heartbeats, dask's statistical profiler every 10 ms), in
   proportion to wall time, so on a loaded machine that raw difference grows with the load: the
   workers' idle CPU per wall second is measured in the same run (5 s doing nothing) and the
@@ -80,24 +89,26 @@ def _keep(chunk):
     return chunk[(chunk.ttft_s <= 2.0) & (chunk.decode_tok_s_per_user >= 30.0)]
 
 
-def idle_cpu_rate(client, seconds: float = 5.0) -> float:
-    """The workers' CPU seconds per wall second, both together, while they run nothing."""
-    before, t = sum(client.run(_cpu).values()), time.perf_counter()
-    time.sleep(seconds)
-    return (sum(client.run(_cpu).values()) - before) / (time.perf_counter() - t)
+def fold(acc, chunk):
+    """The query as a fold over chunks: (rows, the ten best that keep the targets)."""
+    import pandas as pd
+    n, best = acc or (0, None)
+    top = _keep(chunk).nlargest(10, "decode_tok_s_total")
+    both = top if best is None else pd.concat([best, top])
+    return n + len(chunk), both.nlargest(10, "decode_tok_s_total")
+
+
+def merge(a, b):
+    """Two folds' accumulators as one (None: a partition that gave the fold no rows)."""
+    import pandas as pd
+    if a is None or b is None:
+        return a if b is None else b
+    return a[0] + b[0], pd.concat([a[1], b[1]]).nlargest(10, "decode_tok_s_total")
 
 
 def local_run(g: dict, chunk: int) -> tuple[float, float, int]:
     """One process: the streamed sweep in chunks of `chunk` rows, folded to (rows, ten best)."""
-    import pandas as pd
-
     import membound as mb
-
-    def fold(acc, chunk):
-        n, best = acc or (0, None)
-        top = _keep(chunk).nlargest(10, "decode_tok_s_total")
-        both = top if best is None else pd.concat([best, top])
-        return n + len(chunk), both.nlargest(10, "decode_tok_s_total")
 
     t, c = time.perf_counter(), _thread_cpu()
     n, _ = mb.sweep(**g, include_unfit=True, chunk_size=chunk, reduce=fold)
@@ -122,18 +133,33 @@ def one_process(settled: bool) -> ProcessPoolExecutor:
     return pool
 
 
-def cluster_run(client, g: dict, chunk: int | None) -> tuple[float, float, int, int]:
-    """The cluster: the lazy frame (partitions of `chunk` rows; None: the library's default), the
-    same filter, count and ten best; (wall s, the workers' CPU s, rows, partitions)."""
+def _scheduler_cpu() -> float:
+    """This process's CPU less its main thread's: LocalCluster's scheduler and the client's
+    event loop run in a thread of it (the main thread only builds the query and waits)."""
+    return _cpu() - time.thread_time()
+
+
+def cluster_run(client, g: dict, chunk: int | None, query: str) -> tuple[float, float, int, int, float]:
+    """The cluster (partitions of `chunk` rows; None: the library's default), the same filter,
+    count and ten best, written two ways. "frame": on the lazy DataFrame (`_keep`, `count`,
+    `nlargest`), as a pandas user writes it. "fold": the one process's fold (`fold`) run on each
+    partition where it is evaluated (`sweep(engine="dask", reduce=fold)`: a bag of one accumulator
+    per partition), the partitions' accumulators merged on the workers (`Bag.fold(merge)`).
+    (wall s, the workers' CPU s, rows, partitions, the scheduler's CPU s)."""
     import dask
 
     import membound as mb
-    before = sum(client.run(_cpu).values())
+    before, sched = sum(client.run(_cpu).values()), _scheduler_cpu()
     t = time.perf_counter()
-    df = mb.sweep(**g, include_unfit=True, engine="dask", **({} if chunk is None else {"chunk_size": chunk}))
-    n, _ = dask.compute(df["batch"].count(), _keep(df).nlargest(10, "decode_tok_s_total"))
+    kw = {} if chunk is None else {"chunk_size": chunk}
+    if query == "fold":
+        lazy = mb.sweep(**g, include_unfit=True, engine="dask", reduce=fold, **kw)
+        n, _ = lazy.fold(merge).compute()
+    else:
+        lazy = mb.sweep(**g, include_unfit=True, engine="dask", **kw)
+        n, _ = dask.compute(lazy["batch"].count(), _keep(lazy).nlargest(10, "decode_tok_s_total"))
     dt = time.perf_counter() - t
-    return dt, sum(client.run(_cpu).values()) - before, int(n), df.npartitions
+    return dt, sum(client.run(_cpu).values()) - before, int(n), lazy.npartitions, _scheduler_cpu() - sched
 
 
 def _front(part):
@@ -161,6 +187,12 @@ def _median(rs: list, i: int) -> float:
     return statistics.median(r[i] for r in rs)
 
 
+QUIET = {"distributed.worker.profile.enabled": False,          # the statistical profiler: a stack sample every 10 ms
+         "distributed.admin.tick.interval": "1s",               # event-loop health check, every 20 ms
+         "distributed.admin.system-monitor.interval": "1s",     # CPU/memory/network sample, every 500 ms
+         "distributed.worker.memory.monitor-interval": "1s"}    # memory limit check, every 100 ms
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", type=int, default=100)
@@ -170,8 +202,12 @@ def main():
                     help="rows per cluster partition (default: the library's, sweep.DASK_PARTITION)")
     ap.add_argument("--local-chunks", default=None,
                     help="the one process's chunk sizes, comma-separated (default: sweep.DEFAULT_CHUNK and 1e6)")
+    ap.add_argument("--queries", default="frame,fold",
+                    help="the cluster's ways of writing the query, comma-separated: frame, fold (see cluster_run)")
     ap.add_argument("--no-worker-profiler", action="store_true",
                     help="turn off the workers' statistical profiler (distributed.worker.profile.enabled)")
+    ap.add_argument("--quiet-workers", action="store_true",
+                    help="the profiler off and dask's periodic checks every second (QUIET; docs/tour.md)")
     args = ap.parse_args()
     import dask
     import distributed
@@ -186,16 +222,19 @@ def main():
           f"numpy {np.__version__}, dask {distributed.__version__}; load average {os.getloadavg()[0]:.1f}")
     src = os.path.dirname(os.path.dirname(mb.__file__))
     t = time.perf_counter()
-    with dask.config.set({"distributed.worker.profile.enabled": not args.no_worker_profiler}):
+    settings = dict(QUIET) if args.quiet_workers else {}
+    if args.no_worker_profiler:
+        settings["distributed.worker.profile.enabled"] = False
+    with dask.config.set(settings):
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                            silence_logs=logging.ERROR, env={"PYTHONPATH": src})
-    client = distributed.Client(cluster)
+        client = distributed.Client(cluster)
     print(f"LocalCluster of 2 worker processes x 1 thread started in {time.perf_counter() - t:.1f} s "
-          f"(workers' profiler {'off' if args.no_worker_profiler else 'on'})")
+          f"(dask settings: {settings or 'defaults'})")
     ones = {settled: one_process(settled) for settled in (False, True)} if args.runs else {}
     try:
         if args.runs:
-            measure(client, ones, g, local_chunks, chunk, args.runs)
+            measure(client, ones, g, local_chunks, chunk, args.runs, args.queries.split(","))
         if args.pareto:
             r = pareto_run(client, chunk)
             print(f"1e9 Pareto front: {r['configurations']:,} configurations in {r['partitions']} partitions on the "
@@ -211,38 +250,71 @@ def main():
     sys.stdout.flush()
 
 
-def measure(client, ones: dict, g: dict, local_chunks: list[int], chunk: int | None, runs: int) -> None:
+def idle_rates(client, seconds: float = 5.0) -> tuple[float, float]:
+    """CPU seconds per wall second while nothing runs: the two workers together, and the
+    scheduler's process (`_scheduler_cpu`)."""
+    w, s, t = sum(client.run(_cpu).values()), _scheduler_cpu(), time.perf_counter()
+    time.sleep(seconds)
+    dt = time.perf_counter() - t
+    return (sum(client.run(_cpu).values()) - w) / dt, (_scheduler_cpu() - s) / dt
+
+
+def task_count(client, g: dict, chunk: int | None, query: str) -> tuple[int, int]:
+    """(tasks the workers ran, partitions) for the query on grid g (dask's task stream)."""
+    import distributed
+    with distributed.get_task_stream(client) as ts:
+        r = cluster_run(client, g, chunk, query)
+    return len(ts.data), r[3]
+
+
+def measure(client, ones: dict, g: dict, local_chunks: list[int], chunk: int | None, runs: int,
+            queries: list[str]) -> None:
     """The 1e8 query, interleaved: the one process (as the library leaves it, and settled as a
-    worker, each at each chunk size) and the cluster; medians and the speed-up over the fastest."""
-    cluster_run(client, grid(2), chunk)           # warm: imports and data files in each worker
-    idle = idle_cpu_rate(client)
+    worker, each at each chunk size) and the cluster (each way of writing the query); medians and
+    the speed-up over the one process at its fastest."""
+    tasks = {}
+    for q in queries:       # warm (imports and data files in each worker), and count the tasks
+        tasks[q] = task_count(client, grid(10), chunk, q)
+    idle, idle_sched = idle_rates(client)
     loc: dict[tuple[int, bool], list] = {(c, settled): [] for c in local_chunks for settled in ones}
-    clu, loads = [], []
+    clu: dict[str, list] = {q: [] for q in queries}
+    loads = []
     for _ in range(runs):
         loads.append(os.getloadavg()[0])
         for c, settled in loc:
             loc[c, settled].append(ones[settled].submit(local_run, g, c).result())
-        clu.append(cluster_run(client, g, chunk))
-    n, parts = clu[0][2], clu[0][3]
-    assert all(r[2] == n for rs in [*loc.values(), clu] for r in rs), "both engines count every configuration"
-    cw, cc = _median(clu, 0), _median(clu, 1)
+        for q in queries:
+            clu[q].append(cluster_run(client, g, chunk, q))
+    n = clu[queries[0]][0][2]
+    assert all(r[2] == n for rs in [*loc.values(), *clu.values()] for r in rs), "both engines count every configuration"
     print(f"{n:.0e} configurations, filter + count + 10 best, median of {runs} interleaved runs "
-          f"(load average {statistics.median(loads):.1f}):")
+          f"(load average {statistics.median(loads):.1f}; runs {', '.join(f'{x:.1f}' for x in loads)}):")
     for (c, settled), rs in loc.items():
         print(f"  one process{' settled' if settled else '        '}, chunks of {c:>9,} rows: {_median(rs, 0):6.1f} s "
               f"wall, {_median(rs, 1):6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in rs)} s)")
-    print(f"  2 workers, {parts} partitions of <= {-(-n // parts) if chunk is None else chunk:,} rows: {cw:6.1f} s "
-          f"wall, {cc:6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in clu)} s)")
     best = min(loc, key=lambda k: _median(loc[k], 0))     # the fastest wall; the work: the least CPU of any
     lw, lc = _median(loc[best], 0), min(_median(rs, 1) for rs in loc.values())
-    busy = cc - idle * cw       # the workers' CPU less what they spend idle over that wall time
-    print(f"  speed-up    : {lw / cw:.2f}x wall over the one process at its fastest here (chunks of {best[0]:,}"
-          f"{', settled' if best[1] else ''}; goal >= 1.6x); CPU: the cluster spends {cc / lc:.2f}x the least CPU "
-          f"of the one process's runs ({lc:.1f} CPU-s), so a partition costs {(cc - lc) / parts * 1e3:.0f} ms beyond "
-          f"its {lc / parts * 1e3:.0f} ms of work "
-          f"= {(cc - lc) / lc:.0%} (goal < 20%); less the workers' idle CPU ({idle * 1e3:.0f} ms per wall second, "
-          f"both, measured in this run): {(busy - lc) / parts * 1e3:.0f} ms = {(busy - lc) / lc:.0%}; a core for "
-          f"each worker: 2 x {lc:.1f} / {cc:.1f} CPU-s = {2 * lc / cc:.2f}x")
+    unsettled = min((k for k in loc if not k[1]), key=lambda k: _median(loc[k], 0), default=None)
+    print(f"  idle: the workers spend {idle * 1e3:.0f} ms of CPU per wall second (both), the scheduler's process "
+          f"{idle_sched * 1e3:.0f} ms, while nothing runs (measured in this run)")
+    for q, rs in clu.items():
+        cw, cc, cs, parts = _median(rs, 0), _median(rs, 1), _median(rs, 4), rs[0][3]
+        busy = cc - idle * cw       # the workers' CPU less what they spend idle over that wall time
+        ran, small_parts = tasks[q]
+        print(f"  2 workers, query as {q!r}, {parts} partitions of <= {-(-n // parts) if chunk is None else chunk:,} "
+              f"rows: {cw:6.1f} s wall, {cc:6.1f} CPU-s in the workers, {cs:.2f} CPU-s in the scheduler's process "
+              f"({', '.join(f'{r[0]:.1f}' for r in rs)} s); {ran / small_parts:.1f} tasks a partition "
+              f"({ran} on {small_parts} partitions of grid(10))")
+        print(f"    speed-up: {lw / cw:.2f}x wall over the one process at its fastest here (chunks of {best[0]:,}"
+              f"{', settled' if best[1] else ''}; goal >= 1.6x)"
+              + (f", {_median(loc[unsettled], 0) / cw:.2f}x over it as left (chunks of {unsettled[0]:,})"
+                 if unsettled and unsettled != best else "")
+              + f"; a core for each worker: 2 x {lc:.1f} / {cc:.1f} CPU-s = {2 * lc / cc:.2f}x")
+        print(f"    fixed cost: the workers spend {cc / lc:.2f}x the least CPU of the one process's runs "
+              f"({lc:.1f} CPU-s), so a partition costs {(cc - lc) / parts * 1e3:.0f} ms beyond its "
+              f"{lc / parts * 1e3:.0f} ms of work = {(cc - lc) / lc:.0%} (goal < 20%); less the workers' idle CPU: "
+              f"{(busy - lc) / parts * 1e3:.0f} ms = {(busy - lc) / lc:.0%}; the scheduler's process "
+              f"{cs / parts * 1e3:.0f} ms a partition ({(cs - idle_sched * cw) / parts * 1e3:.0f} ms less its idle)")
 
 
 if __name__ == "__main__":
