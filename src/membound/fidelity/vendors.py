@@ -95,6 +95,13 @@ def speculative_deployment(hardware: str, model) -> str:
                  if dev == hardware and architecture(m) == arch), "")
 
 
+def _how_faster(speculative: str) -> str:
+    """What lets a figure outrun the physics: the vendor's documented speculative deployment
+    (`speculative_deployment`'s source), else the two readings that could."""
+    return (f": served with speculative decoding, draft and acceptance not published ({speculative})"
+            if speculative else " (speculative decoding, or fewer bits a weight)")
+
+
 def fitted_rows() -> set:
     return {i for _, ids, *_ in FITS.values() for i in ids}
 
@@ -259,8 +266,7 @@ class VendorRow:
         if abs(self.error) <= 0.5 or self.measured <= self.ceiling:
             return ""
         where = f"at its stated {self.n_chips} chips" if self.chips_stated else "on every chip count tried"
-        why = (f": served with speculative decoding, draft and acceptance not published ({self.speculative})"
-               if self.speculative else " (speculative decoding, or fewer bits a weight)")
+        why = _how_faster(self.speculative)
         return (f"faster than the physics {where}: at most {self.ceiling:,.0f} tok/s; the figure needs "
                 f"{self.measured / self.ceiling:.1f} tokens a pass over the weights{why}")
 
@@ -438,8 +444,7 @@ def _figures(r, again) -> list[str]:
             served = speculative_deployment(s.hardware, s.model)
             text += (f"; on {r.n_chips} chip{'s' if r.n_chips > 1 else ''} the figure needs "
                      f"{s.measured / speed:.1f} tokens a pass over the weights"
-                     + (f": served with speculative decoding, draft and acceptance not published ({served})"
-                        if served else " (speculative decoding, or fewer bits a weight)"))
+                     + _how_faster(served))
             if not s.chips_stated:
                 n, best = _reaching(plain, again, s.measured)
                 if n is not None:
