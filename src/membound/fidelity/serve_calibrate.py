@@ -257,6 +257,50 @@ implies, 31.8 us x (pred0 / meas - 1) / (pred0 / pred - 1), from throughput, row
   far above the host loop's ~1 us a sequence (PR 46112): GPU work per sequence per layer the physics lacks,
   not host time. No engine source read here prices it; the form stays linear per sequence (a per-layer form
   was set aside above on the MLPerf generations built on the engines' figures).
+The per-sequence shape protocol (issue 27 item 3, issue 29; helper perseq18, fixed 2026-12-07 09:05 UTC before
+any figure of the forms below was computed; the earlier validation figures of like forms, above, were known):
+  What TensorRT-LLM's PyTorch backend does per running sequence each step, by its code:
+  - on the host, beside the GPU: PyExecutor._executor_loop_overlap (NVIDIA/TensorRT-LLM@0004396
+    tensorrt_llm/_torch/pyexecutor/py_executor.py; docs/source/features/overlap-scheduler.md) schedules step n+1
+    (_prepare_and_schedule_batch), allocates its KV blocks (resource_manager.prepare_resources) and builds and
+    launches its inputs (_forward_step) before it updates step n's requests (_update_requests) and answers them
+    (_process_previous_batch -> _handle_responses): the per-request loops run while the GPU runs the step before,
+    so a host-bound step would last max(GPU, host) at a cost per sequence that does not grow with the model.
+    The costs the rows imply grow with the model (8B ~10 us, 70B ~55 us, 405B ~40-130 us: above), so the host
+    part is not what the fitted term prices;
+  - on the GPU, in every layer: the attention op's generation path (NVIDIA/TensorRT-LLM@00dbe28
+    cpp/tensorrt_llm/common/attentionOp.cpp, convertMMHAParamsToXQAParams / enqueueGeneration) runs the XQA or
+    masked-MHA kernel over batch_size = num_requests sequences, each sequence's blocks walking its block table
+    (max_blocks_per_sequence), applying its rotary embedding and appending its token's K and V to the paged
+    cache, and merging its split-KV partials (multi_block_mode): work per sequence per layer beyond the bytes
+    and FLOPs the core prices (its KV read, its attention FLOPs).
+  Forms (TensorRT-LLM's served block only; vLLM's and SGLang's are not touched, their rows stay byte-identical):
+  - B: as shipped (per_sequence_s 54.03 us per running sequence per step, fitted on the InferenceMAX H200 rows);
+  - L1: per sequence per layer: per_sequence_layer_s x the model's layers per running sequence per step (a new
+    served figure, s; prior 0 .. 5 us), per_sequence_s set to 0; the engine's fitted figures refitted cold
+    (fit_all, from START) on the same InferenceMAX fit rows;
+  - L2: L1's form fitted cold on both ends: the InferenceMAX fit rows (H200, 4-256 clients) and the trtllm-bench
+    maximum-load rows of the fit chip H100 SXM (30 rows: Llama-3.1-8B tp 1, Llama-3.3-70B tp 2, Llama-3.1-405B
+    tp 8; thousands of sequences), their throughput's log-ratio residuals weighted by sqrt(3 n_IMX / n_max) so
+    that the two ends weigh alike in the sum of squares;
+  - B2: the linear form (B's) fitted on both ends as L2 (a control, and a candidate).
+  The MLPerf generations: tensorrt-llm-cpp (C++ executor) sets per_sequence_layer_s to 0 (its per-round
+  per_sequence_s, fitted on its own rows, prices its whole per-sequence cost) and, as the engine's other figures
+  carry into it, is refitted cold per round on the fit families after each engine refit (mlperf_validate --fit,
+  written whatever it gives, a v5.1 fit of tensorrt-llm-serve that --fit writes dropped); tensorrt-llm-serve
+  keeps the engine's figures: nothing of it is fitted on MLPerf rows, so its Blackwell rows (B200 select, GB200
+  report) and its fit-family rows (H200 / H200 NVL llama3.1-8b) are held out, predicted by the engine's constant.
+  Roles: fit as above. Select (validation figures, the choice is made on them): serve_validate's VALIDATION
+  lines (all, NVIDIA, AMD; MTP; disaggregated) and TensorRT-LLM's select rows pooled (B200, aggregated, TPOT /
+  TTFT / throughput); membound validate's validation medians of 'TensorRT-LLM max-load throughput' (B200) and
+  'MLPerf (assumed lengths)'; mlperf_validate's validation (select: B200, MI300X) Offline / Server / Interactive.
+  Report (printed once, after the decision, never chosen on): validate's and mlperf_validate's report groups.
+  Rule: a candidate passes iff none of those select medians rises by more than 1.0 point against B (the bundled
+  figures of the commit the candidates are measured on) and at least one of the large-batch select medians
+  (validate's max-load validation, mlperf_validate's select Offline) falls by at least 1.0 point. Of the
+  candidates that pass, the one with the least sum of those select medians is adopted (engine figures and the
+  cpp rounds written, pins that move re-pinned as an intended change). If none passes, none is adopted: the
+  figures are recorded here and the new figure is not added.
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), bounded least squares (membound.fitter.fit, the one fitter).
 
