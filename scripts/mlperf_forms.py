@@ -55,6 +55,36 @@ mapping was computed; the mapping's sources are NVIDIA's published code and conf
    and `--by-family`, cold leave-one-family-out, beside the in-sample figures, before and after).
 5. Nothing else is chosen: the PyTorch-backend generation (tensorrt-llm-serve) keeps its constants; launches
    that the configs run without CUDA graphs (use_graphs False) are recorded in the sources, not priced.
+
+The v6.0 llama executor protocol (issue 29, helper mlgen18, fixed 2026-12-07 08:55 UTC before any figure
+under it was computed; sources read first, code and docs only, no result file: gbeezybez/inference_results_v6.0
+@232fbf9, a copy of mlcommons/inference_results_v6.0, and mlcommons/inference_results_v5.1 @965182b0):
+1. Rule. A v6.0 TensorRT-LLM row of llama2-70b, llama3.1-405b or mixtral-8x7b ran trtllm-serve's PyTorch
+   backend (executor pytorch, generation tensorrt-llm-serve) iff the benchmark's README in the code its
+   submitter published for that system runs it with --core_type=trtllm_endpoint (NVIDIA: "Please refer to
+   the README in code/<benchmark>/"); else a TensorRT engine in the C++ executor (cpp). A system whose
+   software names TensorRT 10.11 (v5.1's container) ran v5.1's code, whose llama2-70b / 405b / mixtral
+   READMEs build engines (HPE's README: its TRT_10_11 systems run src/TRT_10_11). A submitter's top-level
+   README's generic list ("TRT engines (used for most benchmarks)") is not read as a per-benchmark fact:
+   ASUSTeK's says so, yet its llama2-70b configs set knobs only the endpoint core reads (workers_per_core,
+   max_concurrency, cuda_graph_batch_sizes). Where a submitter's published code and its row's container
+   disagree (Cisco: v6.0 code, TensorRT 10.11 systems) the row keeps the stack rule (cpp), noted.
+   The reading gives: pytorch: llama2-70b of Dell (H200 NVL, RTX PRO 6000), ASUSTeK, HPE's TensorRT 10.14
+   systems, Lenovo (no code of its own: "see NVIDIA Submission src files"); llama3.1-405b of Google (B200).
+   cpp kept: llama2-70b of HPE's TensorRT 10.11 systems, Cisco, Supermicro (its code copy's llama2-70b
+   README builds engines); every mixtral-8x7b row (v6.0's own mixtral README builds engines; all are HPE's
+   TensorRT 10.11 systems).
+2. Recorded per submission in submissions.yaml (`executor: pytorch`), with each scenario's published caps
+   where every system of the entry on that chip sets the same (gpu_batch_size -> max_running, runtime
+   max_num_tokens -> token_budget, enable_chunked_context -> chunked_prefill, tensor_parallelism -> tp),
+   else the executor alone; an entry may name the software its rows carry (`stack`, HPE's two containers).
+   Adopted on its sources whatever its figures; figures printed before -> after per role (fit, select,
+   report) and per benchmark; they are validation figures at most (these rows were seen before).
+3. Consistency refit: tensorrt-llm-cpp's per_sequence_s per round (`mlperf_validate --fit`), written
+   whatever it gives for that generation; tensorrt-llm-serve keeps its constants (the executor protocol's
+   item 5: nothing of it fitted on MLPerf rows; its per-sequence cost at thousands of sequences is helper
+   perseq18's, not changed here).
+4. Nothing else is chosen.
 """
 from __future__ import annotations
 
