@@ -354,15 +354,15 @@ def test_a_tsp_multiplies_at_its_operand_width_by_hand():
 
 def test_one_sambanova_placement_by_hand():
     """DeepSeek-R1 bf16 over 16 SN40L sockets (tp 16), first token: hot first. Each socket holds
-    dense D = (total - routed experts)/16 x 2 B and experts E = routed/16 x 2 B. HBM (64 GB) takes
+    dense D = (total - routed experts)/16 x 2 B and experts E = routed/16 x 2 B. HBM (64 GiB) takes
     the dense bytes, the KV, then experts; DDR only the experts that do not fit. A token streams its
     dense bytes from HBM and its 8 experts per MoE layer from the two tiers in proportion. The 520 MB
     of PMU SRAM is no tier: a kernel's stage buffers, not where weights stay between tokens."""
     m = mb.load_model("deepseek-r1")
     hw = mb.load_hardware("sambanova-sn40l")
     hbm, ddr = hw.memory
-    assert (hbm.name, hbm.capacity_bytes, hbm.bandwidth_bytes_s) == ("HBM", 64e9, 1.6e12)
-    assert (ddr.name, ddr.capacity_bytes, ddr.bandwidth_bytes_s) == ("DDR", 1.536e12, 200e9)
+    assert (hbm.name, hbm.capacity_bytes, hbm.bandwidth_bytes_s) == ("HBM", 64 * 2**30, 1.6e12)
+    assert (ddr.name, ddr.capacity_bytes, ddr.bandwidth_bytes_s) == ("DDR", 1.5 * 2**40, 200e9)
     routed = m.n_moe_layers * m.n_experts * m.expert_params
     D, E = (m.total_params - routed) / 16 * 2, routed / 16 * 2
     r = mb.estimate(m, hw, n_chips=16, prompt_tokens=0, output_tokens=1, runtime="ideal", check_memory=False)

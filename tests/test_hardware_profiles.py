@@ -152,10 +152,13 @@ def test_sambanova_streams_from_two_tiers_fastest_first():
     sn = mb.load_hardware("sambanova-sn40l")
     assert [t.name for t in sn.memory] == ["HBM", "DDR"]
     hbm, ddr = sn.memory
-    assert hbm.capacity_bytes == 64e9 and hbm.bandwidth_bytes_s == 1.6e12
-    assert ddr.capacity_bytes == 1.536e12 and ddr.bandwidth_bytes_s == 0.2e12
-    # total per socket: 64 + 1536 GB
-    assert sn.capacity_bytes == pytest.approx(64e9 + 1.536e12)
+    # the SN40L paper's binary units: 64 GiB of HBM, 1.5 TiB of DDR (Hot Chips 2024's 16-socket
+    # 1 TB and 24 TB are 16 x 64 GiB = 1 TiB and 16 x 1.5 TiB = 24 TiB)
+    assert hbm.capacity_bytes == 64 * 2**30 == 68_719_476_736 and hbm.bandwidth_bytes_s == 1.6e12
+    assert ddr.capacity_bytes == 1.5 * 2**40 == 1_649_267_441_664 and ddr.bandwidth_bytes_s == 0.2e12
+    assert 16 * hbm.capacity_bytes == 2**40 and 16 * ddr.capacity_bytes == 24 * 2**40
+    # total per socket: 64 GiB + 1.5 TiB
+    assert sn.capacity_bytes == pytest.approx(64 * 2**30 + 1.5 * 2**40)
     assert sn.interconnect.max_chips == 16
 
 
