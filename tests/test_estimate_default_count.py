@@ -97,12 +97,12 @@ def test_a_pinned_tier_that_overflows_on_the_default_count_raises_as_that_count_
     # Llama 3.1 70B's KV: 80 layers x 8 KV heads x 128 x 2 (K and V) x 2 bytes = 327,680 B a token; a
     # batch of 4,096 at 131,000 tokens holds 4,096 x 131,000 x 327,680 B = 175.8 TB. Split at most 8
     # ways by tensor parallelism (8 KV heads) and 80 by stages (80 layers), a socket holds at least
-    # 175.8 TB / 640 = 274.7 GB, over the 64 GB of an SN40L's HBM: no count streams it at speed, so
+    # 175.8 TB / 640 = 274.7 GB, over the 64 GiB of an SN40L's HBM: no count streams it at speed, so
     # the default is the fewest sockets that hold it at all, KV spilling to DDR. Pinned to HBM, the
     # KV overflows that tier there, as with that count given.
     m = mb.load_model("llama-3.1-70b")
     assert m.kv_bytes_per_token("bf16") == 80 * 8 * 128 * 2 * 2
-    assert 4096 * 131_000 * 327_680 / 640 > 64e9 == mb.load_hardware("sambanova-sn40l").memory[0].capacity_bytes
+    assert 4096 * 131_000 * 327_680 / 640 > 64 * 2**30 == mb.load_hardware("sambanova-sn40l").memory[0].capacity_bytes
     kw = dict(model=m, hardware="sambanova-sn40l", batch=4096, prompt_tokens=130_000, output_tokens=1_000)
     n = mb.estimate(**kw).n_chips
     kw["placement"] = {"kv": "HBM"}

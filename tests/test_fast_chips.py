@@ -601,10 +601,10 @@ def _notes(**call):
 
 
 def test_notes_say_what_a_ddr_spill_costs_and_what_avoids_it():
-    """DeepSeek-R1 bf16 on 16 SN40L sockets: dense D and routed experts E per socket; HBM (64 GB)
-    takes D, the KV and as many experts as fit; DDR the rest, E - (64 GB - D - KV). 32 sockets
-    (tp 16, pp 2) hold it all in HBM. The published 198 tok/s (hw-022, on the
-    stated 16) needs 198 / predicted tokens a pass over the weights."""
+    """DeepSeek-R1 bf16 on 16 SN40L sockets: dense D and routed experts E per socket; HBM (64 GiB)
+    takes D, the KV and as many experts as fit; DDR the rest, E - (64 GiB - D - KV). 32 sockets
+    (tp 16, pp 2) hold it all in HBM. The published 198 tok/s (hw-022, on the stated 16) is
+    within 25% of the prediction (198 / predicted < 1.25), so the note names no tokens a pass."""
     m, hw = mb.load_model("deepseek-r1"), mb.load_hardware("sambanova-sn40l")
     routed = m.n_moe_layers * m.n_experts * m.expert_params
     D, E = (m.total_params - routed) / 16 * 2, routed / 16 * 2
@@ -614,7 +614,8 @@ def test_notes_say_what_a_ddr_spill_costs_and_what_avoids_it():
     assert lines[0].startswith(f"{ddr / 1e9:,.1f} GB a chip sit in DDR, the capacity tier (200 GB/s)")
     assert lines[1].startswith("32 chips hold it in the faster tiers")
     hw22 = next(x for x in lines if "(hw-022;" in x)
-    assert f"{r.decode_tok_s_per_user / 198:.2f}x" in hw22 and f"needs {198 / r.decode_tok_s_per_user:.1f} tokens" in hw22
+    assert f"{r.decode_tok_s_per_user / 198:.2f}x" in hw22
+    assert 198 / r.decode_tok_s_per_user < 1.25 and "tokens a pass" not in hw22
 
 
 def test_notes_name_the_chips_a_published_figure_needs_and_the_vendor_software():
