@@ -372,6 +372,20 @@ def test_third_pass_readings_are_read_off_as_stated():
         assert fraction_evidence(hw.achievable.evidence, fraction) == "assumed", (name, fraction)
 
 
+
+def test_the_a100_80gb_stream_share_is_its_own_copy_kernel_not_a_transfer():
+    # gpu-benches on an 'NVIDIA A100-SXM4-80GB' (device_order.py): scale (one load, one store stream) 1737 of
+    # 2039 GB/s = 0.8519 -> 0.851, above BabelStream's Copy on Azure's A100-SXM4-80GB, 1.61 TB/s = 0.790 (the highest
+    # copy-class share is the fraction); the best loading stream, a read kernel at 1.80 TB/s (Nsight 88%), is the
+    # ceiling: 1.80e12 / 2.039e12 = 0.8828, above the fraction, so it does not bind the profile's own share
+    from membound.fidelity.budget import fraction_evidence
+    hw = mb.load_hardware("a100-80gb")
+    assert 1737 / 2039 == pytest.approx(0.851, abs=1e-3) and 1.61e12 / 2.039e12 < 0.851
+    assert hw.achievable.bandwidth_fraction == 0.851
+    assert fraction_evidence(hw.achievable.evidence, "bandwidth_fraction") == "measured"
+    assert hw.read_ceiling == pytest.approx(1.80e12 / 2.039e12) == pytest.approx(0.8828, abs=1e-4)
+    assert hw.read_ceiling > hw.achievable.bandwidth_fraction
+
 def test_a_share_of_a_cpu_socket_scales_its_peaks_from_their_definition():
     # One instance pinned to 7 of a Xeon 6980P's 128 cores, beside 17 others on the socket (Intel's MLPerf
     # v5.1 launch). AMX peak from its definition: 7 cores x 2.0e9 Hz (base clock) x 2048 int8 ops a clock
