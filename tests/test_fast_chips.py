@@ -33,35 +33,41 @@ def test_a_wafer_estimate_is_plain_floats_like_every_other_chip():
     assert {type(v) for v in (r.decode_tok_s_per_user, r.tpot_s, r.ttft_s, r.step_terms_s["latency"])} == {float}
 
 
-def test_reduce_and_broadcast_over_a_square_region_by_hand():
-    """A 64 x 64 region of cores reduces to its corner row by row (all 64 rows at once), then down
-    the column of row sums: two line reduces in series. One wavelet a core: the tree wins in each
-    line, 1 x 6 + 63 + 5 x 6 = 99, so 198 cycles; 1,000 wavelets: the chain, 1,000 + 63 + 5 x 63 =
-    1,378 a line (the two-phase form's 2,000 + 63 + 70 and the tree's 6,000 + 93 are longer),
-    2,756. The scale broadcast back: down the column and along the rows, 2 x (1 + 63 + 5) = 138.
-    One core: nothing."""
-    from membound.physics.dataflow import region_broadcast_cycles, region_reduce_cycles
-    assert region_reduce_cycles(64.0, 1.0, 2.0) == pytest.approx(198)
-    assert region_reduce_cycles(64.0, 1000.0, 2.0) == pytest.approx(2756)
-    assert region_broadcast_cycles(64.0, 1.0, 2.0) == pytest.approx(138)
-    assert region_reduce_cycles(1.0, 5.0, 2.0) == 0 and region_broadcast_cycles(1.0, 5.0, 2.0) == 0
-
-
-def test_a_region_collective_pays_each_line_call():
-    """On a WSE-3 each line collective call costs 294 cycles beyond the fabric's model (the profile's
-    fabric.call_cycles, measured: test_line_collectives_against_a_wse3_measurement). A 64 x 64
-    region's reduce is two line reduces in series, two calls: one wavelet a core, 2 x (99 + 294) =
-    786 cycles; 1,000 wavelets, 2 x (1,378 + 294) = 3,344. Its broadcast, two line broadcasts:
-    2 x (69 + 294) = 726. A 2 x 2 region: a line of 2 (one hop, tree depth 1: 1 + 1 + 5 = 7 for the
-    reduce, 1 + 1 + 5 = 7 for the broadcast) twice, 2 x (7 + 294) = 602 each. One core calls nothing: 0."""
-    from membound.physics.dataflow import region_broadcast_cycles, region_reduce_cycles
+def test_an_rmsnorm_is_a_line_collective_paying_two_calls():
+    """The hidden state reaches a square along one edge (64 cores), so an RMSNorm reduces its sum of
+    squares along that line and sends the scale along the line the next GEMV's outputs end on
+    (WaferLLM's rmsnorm_x_comm: one all-reduce of one value along one axis): one wavelet, tree
+    6 + 63 + 5 x 6 = 99, and a broadcast 1 + 63 + 5 = 69: 168 cycles. On a WSE-3 each of the two
+    line calls pays the profile's measured 294 (test_line_collectives_against_a_wse3_measurement):
+    168 + 2 x 294 = 756. A 2-core line: a reduce of one hop at depth 1, 1 + 1 + 5 = 7, a broadcast
+    1 + 1 + 5 = 7, and two calls: 14 + 588 = 602. One core calls nothing."""
+    from membound.physics.dataflow import broadcast_cycles, reduce_cycles
     assert mb.load_hardware("cerebras-wse-3").fabric.call_cycles == 294
-    assert region_reduce_cycles(64.0, 1.0, 2.0, 294.0) == pytest.approx(786)
-    assert region_reduce_cycles(64.0, 1000.0, 2.0, 294.0) == pytest.approx(3344)
-    assert region_broadcast_cycles(64.0, 1.0, 2.0, 294.0) == pytest.approx(726)
-    assert region_reduce_cycles(2.0, 1.0, 2.0, 294.0) == pytest.approx(602)
-    assert region_broadcast_cycles(2.0, 1.0, 2.0, 294.0) == pytest.approx(602)
-    assert region_reduce_cycles(1.0, 5.0, 2.0, 294.0) == 0 and region_broadcast_cycles(1.0, 5.0, 2.0, 294.0) == 0
+    assert reduce_cycles(64.0, 1.0, 2.0) + broadcast_cycles(64.0, 1.0, 2.0) == pytest.approx(99 + 69)
+    assert reduce_cycles(64.0, 1.0, 2.0, 294.0) + broadcast_cycles(64.0, 1.0, 2.0, 294.0) == pytest.approx(756)
+    assert reduce_cycles(2.0, 1.0, 2.0, 294.0) + broadcast_cycles(2.0, 1.0, 2.0, 294.0) == pytest.approx(602)
+    assert reduce_cycles(1.0, 1.0, 2.0, 294.0) + broadcast_cycles(1.0, 1.0, 2.0, 294.0) == 0
+
+
+def test_attention_moves_q_to_the_cache_and_reduces_each_heads_scores_by_hand():
+    """The cache lies over the square, the model's dimensions along the axis q lands on, the tokens
+    along the other (WaferLLM's decode.csl: XKCache_tile, dim/P x seq_len/P a core). Hidden 4096,
+    32 heads of 128, kv 1024 on a 64 x 64 square: q, k and v multicast along the tokens' axis,
+    (4096 + 1024) / 64 = 80 wavelets: 80 + 63 + 5 = 148; a head spans 64 / 32 = 2 cores, whose
+    partial scores reduce (one hop, depth 1: 1 + 1 + 5 = 7) and return (7); the combine along the
+    tokens' axis, 4096 / 64 + 2 x 32 / 64 = 65 wavelets: two-phase 2 x 65 + 63 + 5 x 2 x 7 = 263
+    (tree 6 x 65 + 93 = 483, chain 65 + 378 = 443): 148 + 14 + 263 = 425 cycles, and four calls
+    with the WSE-3's 294: 425 + 1,176 = 1,601. On a 16 x 16 square a core holds whole heads (two),
+    no score reduce: multicast 320 + 15 + 5 = 340, combine 256 + 4 = 260 wavelets, two-phase
+    520 + 15 + 5 x 2 x 3 = 565 (chain 260 + 15 + 75 = 350 wins): 690, and two calls: 1,278."""
+    from types import SimpleNamespace
+
+    from membound.physics.dataflow import attention_cycles
+    c = SimpleNamespace(q_dim=4096.0, kv_elems=1024.0, n_heads=32.0)
+    assert attention_cycles(c, 64.0, 2.0) == pytest.approx(148 + 14 + 263)
+    assert attention_cycles(c, 64.0, 2.0, 294.0) == pytest.approx(425 + 4 * 294)
+    assert attention_cycles(c, 16.0, 2.0) == pytest.approx(340 + 350)
+    assert attention_cycles(c, 16.0, 2.0, 294.0) == pytest.approx(690 + 2 * 294)
 
 
 def test_line_collectives_against_a_wse3_measurement():
@@ -116,10 +122,11 @@ def test_gemv_and_layer_over_a_square_by_hand():
     input's 64-wavelet slices down the columns (132 cycles), each core's 64 x 64 = 4,096 weights at
     0.5 cycles each (2,048), reduce 64 partial outputs along the rows (261): 2,441 cycles.
     A layer of hidden 4096, q 4096, kv 1024, ffn 14,336, 32 heads on that square: two RMSNorms (each
-    a 2-D reduce of one wavelet, 2 x 99, and a 2-D broadcast, 2 x (1 + 63 + 5) = 138: 336), each
-    beside the GEMV after it (its scale divides that GEMV's outputs): the longer, the GEMV; the
-    attention's max (a reduce of 32/64 wavelet, 0.5 x 6 + 93 = 96), then its sum (96) beside the
-    values' 64 wavelets (261): 357; four GEMVs, and the walk to the next square (4096/64 + 64)."""
+    a line reduce of one wavelet, 99, and a line broadcast, 1 + 63 + 5 = 69: 168), each beside the
+    GEMV after it (its scale divides that GEMV's outputs): the longer, the GEMV; the attention
+    (q, k, v multicast 148, each head's scores over its 2 cores 7 + 7, the combine 263: 425,
+    test_attention_moves_q_to_the_cache_and_reduces_each_heads_scores_by_hand); four GEMVs, and the
+    walk to the next square (4096/64 + 64)."""
     from types import SimpleNamespace
 
     from membound.physics.dataflow import gemv_cycles, layer_cycles
@@ -130,17 +137,18 @@ def test_gemv_and_layer_over_a_square_by_hand():
         red = min(r + 63 + 315, 6 * r + 63 + 30, 2 * r + 63 + 70)
         return (b + 63 + 5) + k * m / 4096 * 0.5 + red
     c = SimpleNamespace(q_dim=4096.0, kv_elems=1024.0, hidden=4096.0, ffn=14336.0, n_heads=32.0)
-    norm = 2 * 99 + 2 * 69
-    attention = (0.5 * 6 + 63 + 30) + max(0.5 * 6 + 63 + 30, 261)
+    norm = 99 + 69
+    attention = 148 + 7 + 7 + 263
     qkv, gate_up = gemv(4096, 5120), gemv(4096, 2 * 14336)
     assert qkv > norm and gate_up > norm      # the norms hide behind the GEMVs they scale
     gemvs = max(norm, qkv) + gemv(4096, 4096) + max(norm, gate_up) + gemv(14336, 4096)
     assert layer_cycles(c, 64.0, 2.0, 0.5) == pytest.approx(attention + gemvs + 128)
     # each collective on the path pays a call (294 cycles): the four GEMVs' broadcast and reduce (8)
-    # and the attention's two reduces in series (2); the norms' four calls each (336 + 1,176 = 1,512)
-    # still hide behind the GEMV beside them (qkv 2,985 + 588), and the walk is a stream: 10 calls
-    assert norm + 4 * 294 < qkv + 2 * 294
-    assert layer_cycles(c, 64.0, 2.0, 0.5, 294.0) == pytest.approx(attention + gemvs + 128 + 10 * 294)
+    # and the attention's four (multicast, the head's score reduce and return, the combine); the
+    # norms' two calls each (168 + 588 = 756) still hide behind the GEMV beside them (qkv 2,985 + 588),
+    # and the walk is a stream: 12 calls
+    assert norm + 2 * 294 < qkv + 2 * 294
+    assert layer_cycles(c, 64.0, 2.0, 0.5, 294.0) == pytest.approx(attention + gemvs + 128 + 12 * 294)
 
 
 def test_lm_head_and_the_next_token_over_a_square_by_hand():

@@ -33,16 +33,28 @@ Wafer (Cerebras WSE). Facts:
 The reduce of B wavelets per core over n cores in a line takes, by that model, the better of a
 chain (every core adds and forwards: C = B, L = n - 1, D = n - 1) and a binomial tree (depth
 d = ceil(log2 n): C = B d, L = n - 1, D = d); a multicast broadcast C = B, L = n - 1, D = 1.
-A decoder layer on its square, in the order its values depend on one another: an RMSNorm (a
-sum of squares reduced over the square and the scale broadcast back), the q/k/v GEMV, the
-attention's three reductions (the softmax's max and sum per head, the values' weighted sum),
-the o GEMV, a second RMSNorm, the gate/up GEMV, the down GEMV, and the hidden state's walk to
-the next layer's square. Two pairs run side by side, because the arithmetic allows it exactly:
-an RMSNorm's scale is one number per token, so (x g / rms) W = ((x g) W) / rms and the GEMV after
-it starts on x g while the sum of squares is reduced (the layer pays the longer of the two); and
-the softmax's sum is a divisor applied after the values' weighted sum, so those two reductions
-run together once the max is known (the normalise-after form of online softmax: Milakov and
-Gimelshein, "Online normalizer calculation for softmax", 2018, arXiv:1805.02867).
+A decoder layer on its square, in the order its values depend on one another: an RMSNorm, the
+q/k/v GEMV, the attention (`attention_cycles`), the o GEMV, a second RMSNorm, the gate/up GEMV,
+the down GEMV, and the hidden state's walk to the next layer's square. The hidden state reaches a
+square along one edge (the walk), so an RMSNorm is a line collective: its sum of squares reduced
+along that edge and its scale sent along the line the next GEMV's outputs end on, one reduce and
+one broadcast of one wavelet (WaferLLM's `rmsnorm_x_comm`: one all-reduce of `bsz` values along
+one axis; MeshInfra/WaferLLM Decode/WSE-3/weak_scaling_figures.ipynb @ d19afd7, `COMM_PHASES`).
+It runs beside the GEMV after it, because the arithmetic allows it exactly: an RMSNorm's scale is
+one number per token, so (x g / rms) W = ((x g) W) / rms and the GEMV starts on x g while the sum
+of squares is reduced (the layer pays the longer of the two).
+The attention works on a cache laid over the square with the model's dimensions along the axis q
+lands on and the cached tokens along the other (WaferLLM's decode.csl @ 683e6d5: `XKCache_tile`
+and `XVCache_tile`, dim/P x seq_len/P a core): q, and the new token's k and v for the core that
+holds its slot, are multicast along the tokens' axis; each core's partial scores cover its share
+of a head's dimensions, so they are reduced over the cores that hold one head and sent back over
+them (decode.csl's `score_comm`, one all-reduce along a line; WaferLLM runs one head, so its
+segment is the whole line); one reduce along the tokens' axis then combines the partial maxima,
+sums and weighted values, the sum a divisor applied after (online softmax: Milakov and
+Gimelshein, "Online normalizer calculation for softmax", 2018, arXiv:1805.02867; the split-KV
+combine of flash-decoding, Dao et al. 2023). The scores' payload (the cached tokens over the side)
+and the cores' reads of the cache depend on the context, which a pass's floor does not see: they
+are taken at one wavelet and nothing, a lower bound.
 After the last layer, the LM head is one more GEMV on a square of its own, and the next token is
 the largest logit: a reduce along the column its outputs end on (`head_cycles`). A wafer's cores go
 to what it holds in proportion to its bytes, every core having the same SRAM: its layers, the LM
@@ -125,18 +137,6 @@ def broadcast_cycles(n: Num, wavelets: Num, ramp: Num, call: Num = 0.0) -> Num:
     return where(n > 1.0, wavelets + (n - 1.0) + 2.0 * ramp + 1.0 + call, 0.0) + 0.0
 
 
-def region_reduce_cycles(side: Num, wavelets: Num, ramp: Num, call: Num = 0.0) -> Num:
-    """Cycles to reduce `wavelets` wavelets per core over a side x side region to its corner: every
-    row at once along its line, then the column of row sums (two `reduce_cycles` in series, two calls)."""
-    return 2.0 * reduce_cycles(side, wavelets, ramp, call)
-
-
-def region_broadcast_cycles(side: Num, wavelets: Num, ramp: Num, call: Num = 0.0) -> Num:
-    """Cycles to multicast `wavelets` wavelets from a corner over a side x side region: down its
-    column, then along every row at once (two `broadcast_cycles` in series, two calls)."""
-    return 2.0 * broadcast_cycles(side, wavelets, ramp, call)
-
-
 PARTIAL_SUM_BYTES = 2.0   # the narrowest partial sum a core keeps: fp16 (CSL's @fmach, 16-bit multiply-add; WaferLLM's
                           # decode GEMV accumulates so: @fmach over f16 tiles, MeshInfra/WaferLLM Decode/WSE-3/src/decode.csl)
 
@@ -161,20 +161,30 @@ def gemv_cycles(k: Num, m: Num, side: Num, ramp: Num, local_per_weight: Num, cal
         + reduce_cycles(side, m / side, ramp, call)
 
 
+def attention_cycles(c: ModelConsts, side: Num, ramp: Num, call: Num = 0.0) -> Num:
+    """Cycles of one token's attention on a side x side square holding its cache (the module
+    docstring): the multicast of q, k and v along the tokens' axis, (q + kv)/side wavelets; the
+    partial scores' reduce and their return over the side/heads cores that hold one head (none
+    where a core holds whole heads), one wavelet each; the combining reduce of q/side + 2 heads/side
+    wavelets (the weighted values, each head's maximum and sum). Four line calls of `call`, or two."""
+    q, kv, heads = c.q_dim, c.kv_elems, c.n_heads
+    head_cores = maximum(side / heads, 1.0)
+    scores = reduce_cycles(head_cores, 1.0, ramp, call) + broadcast_cycles(head_cores, 1.0, ramp, call)
+    return broadcast_cycles(side, (q + kv) / side, ramp, call) + scores \
+        + reduce_cycles(side, q / side + 2.0 * heads / side, ramp, call)
+
+
 def layer_cycles(c: ModelConsts, side: Num, ramp: Num, local_per_weight: Num, call: Num = 0.0) -> Num:
     """Cycles one decoder layer of `c` takes for one token on a side x side square of cores (the
     module docstring lists its steps); each line collective on its path pays `call`."""
     q, kv, h, f = c.q_dim, c.kv_elems, c.hidden, c.ffn
-    norm = region_reduce_cycles(side, 1.0, ramp, call) + region_broadcast_cycles(side, 1.0, ramp, call)
+    norm = reduce_cycles(side, 1.0, ramp, call) + broadcast_cycles(side, 1.0, ramp, call)
     qkv = gemv_cycles(h, q + kv, side, ramp, local_per_weight, call)
     gate_up = gemv_cycles(h, 2.0 * f, side, ramp, local_per_weight, call)
     rest = gemv_cycles(q, h, side, ramp, local_per_weight, call) \
         + gemv_cycles(f, h, side, ramp, local_per_weight, call)
-    # the softmax's max first; its sum and the values' weighted sum, normalised after, side by side
-    attention = reduce_cycles(side, c.n_heads / side, ramp, call) \
-        + maximum(reduce_cycles(side, c.n_heads / side, ramp, call), reduce_cycles(side, q / side, ramp, call))
     walk = h / side + side          # the hidden state's h/side wavelets per row to the next square
-    return maximum(norm, qkv) + attention + maximum(norm, gate_up) + rest + walk
+    return maximum(norm, qkv) + attention_cycles(c, side, ramp, call) + maximum(norm, gate_up) + rest + walk
 
 
 def head_cycles(c: ModelConsts, side: Num, ramp: Num, local_per_weight: Num, call: Num = 0.0) -> Num:
