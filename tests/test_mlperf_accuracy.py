@@ -23,14 +23,17 @@ from membound.fidelity.split import mlperf_role
 PINNED_ON = ("a6a8172 + the tensorrt-llm-cpp per-round refit (lead, fifteenth session); Offline all and report "
              "re-pinned after mlcpu2's SGLang CPU launch (Intel's own prefill time, its client's batches); Offline "
              "all/fit/select, Server all/select and Interactive all/fit re-pinned after mlgen17's llama3.1-8b executor "
-             "correction (v5.1/v6.0 TensorRT-LLM rows on trtllm-serve, submissions.yaml)")
+             "correction (v5.1/v6.0 TensorRT-LLM rows on trtllm-serve, submissions.yaml); Offline all/report re-pinned after "
+             "mlgen18's v6.0 llama2-70b / 405b executor correction (submissions.yaml)")
 MARGIN = (1.25, 0.01)                 # limit = 1.25 x measured + 1 point
 ROLES = ("fit", "select", "report")
 MEASURED = {                          # (scenario, role or "all") -> (rows predicted, median |error|)
-    ("Offline", "all"): (395, 0.114),         # llama3.1-8b on trtllm-serve (mlgen17): 0.100 -> 0.114
+    ("Offline", "all"): (395, 0.118),         # llama3.1-8b on trtllm-serve (mlgen17): 0.100 -> 0.114; v6.0 llama2-70b
+                                              # of Dell, ASUSTeK, HPE (TensorRT 10.14), Lenovo on it (mlgen18): 0.118
     ("Offline", "fit"): (165, 0.091),         # in-sample: H100, H200, GH200 (the generations fit on them)
     ("Offline", "select"): (73, 0.148),       # B200, MI300X; llama3.1-8b B200 on trtllm-serve: 0.110 -> 0.148
-    ("Offline", "report"): (157, 0.150),       # CPU-only SGLang Offline rows at Intel's own prefill time: 71 -> 2%
+    ("Offline", "report"): (157, 0.175),       # CPU-only SGLang Offline rows at Intel's own prefill time: 71 -> 2%;
+                                               # RTX PRO 6000 v6.0 llama2-70b on trtllm-serve (mlgen18): 0.150 -> 0.175
     ("Server", "all"): (50, 0.155),           # the sample (above); 0.084 -> 0.155 (llama3.1-8b, mlgen17)
     ("Server", "fit"): (9, 0.135),
     ("Server", "select"): (30, 0.197),        # the B200 llama3.1-8b sample configuration on trtllm-serve: 0.083 -> 0.197

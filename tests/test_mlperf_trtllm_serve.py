@@ -165,3 +165,39 @@ def test_llama3_1_8b_trtllm_submissions_ran_trtllm_serve_as_their_launches_say()
     ex = {(r.round, r.executor) for r in rows if r.benchmark == "llama3.1-8b" and r.engine == "tensorrt-llm"}
     assert {e for rnd, e in ex if rnd in ("v5.1", "v6.0")} == {"pytorch"}
     assert mrows.runtime_of("tensorrt-llm", "pytorch", "v5.1").name == "tensorrt-llm-serve-mlperf-v5.1"
+
+
+def test_v6_0_llama_trtllm_submissions_ran_what_their_published_code_runs():
+    # v6.0 (mlgen18): llama2-70b / 405b ran trtllm-serve where the benchmark README of the submitter's published
+    # code says --core_type=trtllm_endpoint; systems on TensorRT 10.11 (v5.1's container) ran v5.1's engines.
+    stack14, stack11 = "TensorRT 10.14.1.48, CUDA 13.0", "TensorRT 10.11.0.33, CUDA 13.0"
+    # Dell's XE7740 H200 NVL (a fit family): Offline and Server gpu_batch_size 2048, max_num_tokens 1536;
+    # Interactive 256 / 256; one GPU an instance
+    off, _ = mrows.submission_of("v6.0", "Dell", "llama2-70b", "tensorrt-llm", "h200-nvl", "Offline", 8, stack=stack14)
+    inter, _ = mrows.submission_of("v6.0", "Dell", "llama2-70b", "tensorrt-llm", "h200-nvl", "Interactive", 8,
+                                   stack=stack14)
+    assert (off.executor, off.tp, off.max_running, off.token_budget, off.chunked_prefill) == ("pytorch", 1, 2048, 1536, True)
+    assert (inter.max_running, inter.token_budget) == (256, 256)
+    # HPE ran two containers on RTX PRO 6000: the TensorRT 10.14 systems the endpoint (their batch differs between
+    # systems: no caps), the 10.11 ones no entry (the stack rule: a TensorRT engine)
+    hpe14, _ = mrows.submission_of("v6.0", "HPE", "llama2-70b", "tensorrt-llm", "rtx-pro-6000-blackwell", "Offline", 4,
+                                   stack=stack14)
+    assert hpe14.executor == "pytorch" and not hpe14.caps
+    assert mrows.submission_of("v6.0", "HPE", "llama2-70b", "tensorrt-llm", "rtx-pro-6000-blackwell", "Offline", 2,
+                               stack=stack11) == (None, {})
+    # Google's B200 405B: Offline tensor 2, 128 sequences, 1536 tokens; Server tensor 4, 256, 2048
+    g_off, _ = mrows.submission_of("v6.0", "Google", "llama3.1-405b", "tensorrt-llm", "b200", "Offline", 8, stack=stack14)
+    g_srv, _ = mrows.submission_of("v6.0", "Google", "llama3.1-405b", "tensorrt-llm", "b200", "Server", 8, stack=stack14)
+    assert (g_off.tp, g_off.max_running, g_off.token_budget) == (2, 128, 1536)
+    assert (g_srv.tp, g_srv.max_running, g_srv.token_budget) == (4, 256, 2048)
+    # the rows: mixtral, HPE's TensorRT 10.11 systems, Supermicro (its README builds engines) and Cisco (a TensorRT
+    # 10.11 system) keep the C++ executor; the others named above run trtllm-serve
+    rows, _ = mrows.load_rows()
+    v60 = [r for r in rows if r.round == "v6.0" and r.engine == "tensorrt-llm"
+           and r.benchmark in ("llama2-70b", "llama3.1-405b", "mixtral-8x7b") and r.family != "GB200"]
+    cpp = {(r.benchmark, r.id.split("/")[1]) for r in v60 if r.executor == "cpp"}
+    serve = {(r.benchmark, r.id.split("/")[1]) for r in v60 if r.executor == "pytorch"}
+    assert cpp == {("llama2-70b", "HPE"), ("llama2-70b", "Cisco"), ("llama2-70b", "Supermicro"), ("mixtral-8x7b", "HPE")}
+    assert serve == {("llama2-70b", s) for s in ("Dell", "ASUSTeK", "HPE", "Lenovo")} | {("llama3.1-405b", "Google")}
+    assert all("TRT_10_11" in r.id for r in v60 if r.executor == "cpp" and r.id.split("/")[1] == "HPE"
+               and "RTX" in r.id and r.benchmark == "llama2-70b")

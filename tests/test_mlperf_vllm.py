@@ -119,7 +119,7 @@ def test_shipped_submissions_cite_their_code_and_use_known_fields():
         assert e["engine"] in executors and e["source"]
         assert set(e["formats"] if "formats" in e else {}) <= set(mrows.FORMAT_FIELDS)
         assert set(e) <= {"round", "submitters", "benchmark", "engine", "device", "formats", "scenarios", "source",
-                          *mrows.ENTRY_LAUNCH_FIELDS}, name
+                          "stack", *mrows.ENTRY_LAUNCH_FIELDS}, name
         # a tuned GEMM share is below what the chip achieves at all (its profile's bf16 MAMF share), and a launch
         # that names one multiplies at exactly that share of the chip's peak, reads and multiplies adding
         hw = mb.load_hardware(e["device"])

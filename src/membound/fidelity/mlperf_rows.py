@@ -36,8 +36,8 @@ The workload rules of this data set live here, with the loader (never in predict
   built an engine with trtllm-build) or the PyTorch backend's PyExecutor behind the LLM API /
   trtllm-serve ("pytorch": its stack names TensorRT-LLM, Dynamo, trtllm-serve or PyTorch, or the
   benchmark's submissions run endpoints only: deepseek-r1, gpt-oss-120b, or the row's submission's
-  launch says so: submissions.yaml `executor`, e.g. llama3.1-8b in v5.1 and v6.0, whose stacks name
-  only the TensorRT library);
+  launch says so: submissions.yaml `executor`, e.g. llama3.1-8b in v5.1 and v6.0 and most of v6.0's
+  llama2-70b and llama3.1-405b, whose stacks name only the TensorRT library);
 - software generations (generations.yaml, `generation_runtime`): "cpp" rows run the generation
   tensorrt-llm-cpp of their round (the engine's served costs with the C++ executor's constants:
   per_request_s 0 from its code, the harness's MAX_UTILIZATION capacity scheduler (a request admitted
@@ -444,14 +444,17 @@ def _shipped_submissions() -> dict[str, dict]:
 
 
 def submission_of(round_: str, submitter: str, benchmark: str, engine: str, device: str, scenario: str,
-                  per_node: int, entries: dict[str, dict] | None = None) -> tuple[Launch | None, dict[str, str]]:
+                  per_node: int, entries: dict[str, dict] | None = None,
+                  stack: str = "") -> tuple[Launch | None, dict[str, str]]:
     """(the launch of this scenario, the tensor formats {weights, activations, kv} it sets) of the
     submissions.yaml entry for the round, submitter, benchmark, engine and device; (None, {}) where none
-    matches. A scenario's own formats and launch fields override the entry's (ENTRY_LAUNCH_FIELDS);
+    matches. An entry that names a `stack` (the software its systems carry, where one submitter ran two
+    containers on a chip) matches only rows whose software columns `stack` hold it (case-insensitive).
+    A scenario's own formats and launch fields override the entry's (ENTRY_LAUNCH_FIELDS);
     `tp: all` is every device of the node."""
     for name, e in (_shipped_submissions() if entries is None else entries).items():
         if (e["round"], e["benchmark"], e["engine"], e["device"]) == (round_, benchmark, engine, device) \
-                and submitter in e["submitters"]:
+                and submitter in e["submitters"] and str(e.get("stack", "")).lower() in stack.lower():
             sc = {**{k: e[k] for k in ENTRY_LAUNCH_FIELDS if k in e}, **((e.get("scenarios") or {}).get(scenario) or {})}
             fmt = {k: str(v) for k, v in {**(e.get("formats") or {}), **sc}.items() if k in FORMAT_FIELDS}
             unknown = set(sc) - set(LAUNCH_FIELDS) - set(FORMAT_FIELDS)
@@ -761,7 +764,7 @@ def _row(r: Any, benchmarks: dict[str, Benchmark]) -> MLPerfRow:
     count = getattr(r, "host_processors_per_node", 1) if cpu_only(r) else r.accelerators_per_node
     per_node = card * (int(count) if count == count and count else 1)
     launch, fmt = submission_of(str(r.round), str(r.submitter), str(r.model), engine, device, str(r.scenario),
-                                max(per_node, 1))
+                                max(per_node, 1), stack=f"{r.framework} {r.software_stack}")
     if launch is not None and launch.context is not None and launch.generation is not None:
         pools = launch.context.workers * launch.context.n_chips + launch.generation.workers * launch.generation.n_chips
         system = r.n_accelerators if r.n_accelerators == r.n_accelerators and r.n_accelerators else per_node
