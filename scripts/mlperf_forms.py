@@ -85,6 +85,12 @@ under it was computed; sources read first, code and docs only, no result file: g
    item 5: nothing of it fitted on MLPerf rows; its per-sequence cost at thousands of sequences is helper
    perseq18's, not changed here).
 4. Nothing else is chosen.
+   Addendum (helper mlgen18, 2026-12-07 09:31 UTC, before any figure under it): the same rule read for v6.1's
+   llama3.1-8b TensorRT-LLM rows where the submitter's published benchmark README is stored
+   (mlcommons/inference_results_v6.1): Cisco's closed/Cisco/src/nv_mlpinf/benchmarks/llama3_1_8b/README.md runs
+   --core_type=trtllm_endpoint, so its rows move to pytorch; TTA's rows point to NVIDIA's README (not stored here)
+   and HPE's publish none stored: both keep the stack rule; Naeem Khoshnevis's row already reads cpp (its stack
+   says trtllm-build). Adopted and measured as items 2-3 say.
 """
 from __future__ import annotations
 
