@@ -1,8 +1,8 @@
 """Dask that scales (issue 33 item 4): the same query on one local process and on a LocalCluster
 of two worker processes, in the same run; then a billion configurations reduced to a Pareto front.
 
-Run:  python benchmarks/bench_dask.py [--batches 100] [--runs 3] [--pareto] [--chunk N] [--local-chunks A,B]
-      [--queries frame,fold] [--no-worker-profiler] [--quiet-workers]
+Run:  python benchmarks/bench_dask.py [--batches 100] [--runs 3] [--pareto] [--pareto-queries fold,frame]
+      [--chunk N] [--local-chunks A,B] [--queries frame,fold] [--no-worker-profiler] [--quiet-workers]
 
 The query: 2 models x 1 device x `--batches` batches x 500 prompts x 1,000 outputs (--batches 100:
 1e8 configurations), keep the points with TTFT <= 2 s and >= 30 tok/s per user, the ten with the
@@ -31,6 +31,12 @@ Printed beside each other, from interleaved runs (medians):
   what a partition costs beyond its work on the cluster (scheduling, sending the plan, moving
   results): the partitions' fixed cost. The scheduler runs in this script's process (LocalCluster),
   in a thread beside the main one: its CPU is this process's less the main thread's.
+- where the workers' CPU goes: their task threads' (each thread's CPU clock) and the rest of their
+  processes' (event loop, comms, monitors); and, beside them, the fold query's own partitions run
+  in two plain processes at once (dask's synchronous scheduler in each, half the partitions each,
+  no cluster). The plain pair's CPU over the one process's is what running two processes at once
+  costs on this machine (shared caches and memory bandwidth, whoever schedules them); the
+  workers' CPU over the plain pair's is the cluster's own fixed cost.
 - tasks a partition: the tasks the workers ran for the query on a tenth of the grid (dask's task
   stream), over its partitions.
   An idle worker spends CPU too (heartbeats, dask's statistical profiler every 10 ms), in
@@ -46,11 +52,15 @@ the wall ratio falls towards 1 (the bare numpy pass in two processes at once vs 
 for each worker the wall ratio would be about 2 x the one process's CPU / the workers' (printed).
 
 --pareto: 2 models x 5 devices x 100 batches x 1,000 prompts x 1,000 outputs = 1e9 configurations
-on the cluster, each partition reduced on its worker to its own front of (tok/s per user, tok/s in
-total) among the points that fit, the fronts combined 16 at a time in a tree on the workers
-(`DataFrame.reduction`): time and the front's size. --runs 0 --pareto runs only this.
+on the cluster reduced to the front of (tok/s per user, tok/s in total) among the points that fit:
+"fold" (default), each partition folded to its front in chunks by one task on its worker
+(`sweep(engine="dask", reduce=front_fold)`) and the fronts merged on the workers (`Bag.fold`);
+"frame", each DataFrame partition reduced to its front on its worker and the fronts combined 16 at
+a time in a tree on the workers (`DataFrame.reduction`). Time, the workers' CPU, the load before
+and after, the front's size. --runs 0 --pareto runs only this.
 """
 import argparse
+import functools
 import logging
 import multiprocessing
 import os
@@ -83,6 +93,19 @@ def _cpu() -> float:
 def _thread_cpu() -> float:
     """This thread's CPU seconds: the local run's own, without any other thread of its process."""
     return time.thread_time()
+
+
+def _task_threads_cpu() -> float:
+    """CPU seconds of this process's dask task threads (distributed names them
+    "...Dask-Default-Threads..."): the work a worker runs, apart from its event loop and comms."""
+    import threading
+    return sum(time.clock_gettime(time.pthread_getcpuclockid(t.ident)) for t in threading.enumerate()
+               if "Dask-Default-Threads" in t.name and t.ident is not None)
+
+
+def _worker_cpu() -> tuple[float, float]:
+    """(the whole process's CPU s, its task threads')."""
+    return _cpu(), _task_threads_cpu()
 
 
 def _keep(chunk):
@@ -133,6 +156,41 @@ def one_process(settled: bool) -> ProcessPoolExecutor:
     return pool
 
 
+def plain_run(g: dict, chunk: int | None, which: int, of: int) -> tuple[float, float, int, int]:
+    """Partitions which, which + of, ... of the cluster's fold query (`sweep(engine="dask",
+    reduce=fold)`), computed in this process by dask's synchronous scheduler: the cluster's tasks
+    without a cluster (no scheduler, event loop or comms). (wall s, this thread's CPU s, rows, pid)."""
+    import dask
+
+    import membound as mb
+    kw = {} if chunk is None else {"chunk_size": chunk}
+    parts = mb.sweep(**g, include_unfit=True, engine="dask", reduce=fold, **kw).to_delayed()[which::of]
+    t, c = time.perf_counter(), _thread_cpu()
+    with dask.config.set(scheduler="synchronous"):
+        accs = dask.compute(*parts)
+    acc = functools.reduce(merge, (a for part in accs for a in part), None)
+    return time.perf_counter() - t, _thread_cpu() - c, acc[0] if acc else 0, os.getpid()
+
+
+def two_processes() -> ProcessPoolExecutor:
+    """Two processes of their own (spawned, settled as a worker is, warmed) for `plain_pair`."""
+    pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_start_one_process, initargs=(True,))
+    for f in [pool.submit(time.sleep, 0.5) for _ in range(2)]:
+        f.result()
+    return pool
+
+
+def plain_pair(pool: ProcessPoolExecutor, g: dict, chunk: int | None) -> tuple[float, float, int]:
+    """The cluster's fold partitions split between the two processes of `pool`, run at once with
+    no cluster (`plain_run`): what two processes cost on this machine doing the cluster's tasks.
+    (wall s, the two processes' CPU s together, rows)."""
+    t = time.perf_counter()
+    rs = [f.result() for f in [pool.submit(plain_run, g, chunk, i, 2) for i in range(2)]]
+    assert rs[0][3] != rs[1][3], "each half of the partitions in a process of its own"
+    return time.perf_counter() - t, rs[0][1] + rs[1][1], rs[0][2] + rs[1][2]
+
+
 def _scheduler_cpu() -> float:
     """This process's CPU less its main thread's: LocalCluster's scheduler and the client's
     event loop run in a thread of it (the main thread only builds the query and waits)."""
@@ -145,11 +203,11 @@ def cluster_run(client, g: dict, chunk: int | None, query: str) -> tuple[float, 
     `nlargest`), as a pandas user writes it. "fold": the one process's fold (`fold`) run on each
     partition where it is evaluated (`sweep(engine="dask", reduce=fold)`: a bag of one accumulator
     per partition), the partitions' accumulators merged on the workers (`Bag.fold(merge)`).
-    (wall s, the workers' CPU s, rows, partitions, the scheduler's CPU s)."""
+    (wall s, the workers' CPU s, rows, partitions, the scheduler's CPU s, the workers' task threads' CPU s)."""
     import dask
 
     import membound as mb
-    before, sched = sum(client.run(_cpu).values()), _scheduler_cpu()
+    before, sched = np.sum(list(client.run(_worker_cpu).values()), axis=0), _scheduler_cpu()
     t = time.perf_counter()
     kw = {} if chunk is None else {"chunk_size": chunk}
     if query == "fold":
@@ -159,7 +217,12 @@ def cluster_run(client, g: dict, chunk: int | None, query: str) -> tuple[float, 
         lazy = mb.sweep(**g, include_unfit=True, engine="dask", **kw)
         n, _ = dask.compute(lazy["batch"].count(), _keep(lazy).nlargest(10, "decode_tok_s_total"))
     dt = time.perf_counter() - t
-    return dt, sum(client.run(_cpu).values()) - before, int(n), lazy.npartitions, _scheduler_cpu() - sched
+    work, tasks = np.sum(list(client.run(_worker_cpu).values()), axis=0) - before
+    return dt, float(work), int(n), lazy.npartitions, _scheduler_cpu() - sched, float(tasks)
+
+
+PARETO_COLUMNS = ["model", "hardware", "batch", "prompt_tokens", "output_tokens", "decode_tok_s_per_user",
+                  "decode_tok_s_total", "memory_fits"]
 
 
 def _front(part):
@@ -169,18 +232,40 @@ def _front(part):
     return part.iloc[pareto_front(part.decode_tok_s_per_user.to_numpy(), part.decode_tok_s_total.to_numpy())]
 
 
-def pareto_run(client, chunk: int | None) -> dict:
-    """GRID_1E9 on the cluster: each partition reduced to its front on its worker, the fronts
-    combined in a tree (16 at a time) on the workers, the one front returned."""
+def merge_fronts(a, b):
+    """Two fronts as one (None: no point that fits yet)."""
+    import pandas as pd
+    if a is None or b is None:
+        return a if b is None else b
+    return _front(pd.concat([a, b]))
+
+
+def front_fold(acc, chunk):
+    """The front so far and a chunk's own front, as one (a fold for `sweep(reduce=...)`)."""
+    return merge_fronts(acc, _front(chunk))
+
+
+def pareto_run(client, chunk: int | None, query: str) -> dict:
+    """GRID_1E9 on the cluster reduced to its front. "fold": each partition folded to its front in
+    chunks on its worker (`sweep(engine="dask", reduce=front_fold)`, one task a partition), the
+    fronts merged on the workers (`Bag.fold(merge_fronts)`); "frame": each partition of the lazy
+    DataFrame reduced to its front on its worker, the fronts combined 16 at a time in a tree on the
+    workers (`DataFrame.reduction`). The workers' CPU s is measured around it."""
     import membound as mb
-    cols = ["model", "hardware", "batch", "prompt_tokens", "output_tokens", "decode_tok_s_per_user",
-            "decode_tok_s_total", "memory_fits"]
+    kw = {} if chunk is None else {"chunk_size": chunk}
+    before = sum(client.run(_cpu).values())
     t = time.perf_counter()
-    df = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", columns=cols,
-                  **({} if chunk is None else {"chunk_size": chunk}))
-    n = int(np.prod([len(v) for v in GRID_1E9.values()]))
-    front = df.reduction(chunk=_front, combine=_front, aggregate=_front, meta=df._meta, split_every=16).compute()
-    return dict(configurations=n, seconds=time.perf_counter() - t, partitions=df.npartitions, front=front)
+    if query == "fold":
+        lazy = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", columns=PARETO_COLUMNS, reduce=front_fold, **kw)
+        front = lazy.fold(merge_fronts).compute()
+    else:
+        lazy = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", columns=PARETO_COLUMNS, **kw)
+        front = lazy.reduction(chunk=_front, combine=_front, aggregate=_front, meta=lazy._meta,
+                               split_every=16).compute()
+    dt = time.perf_counter() - t
+    n = int(np.prod([len(v) if isinstance(v, list) else 1 for v in GRID_1E9.values()]))
+    return dict(configurations=n, seconds=dt, partitions=lazy.npartitions, front=front,
+                cpu=sum(client.run(_cpu).values()) - before)
 
 
 def _median(rs: list, i: int) -> float:
@@ -198,6 +283,8 @@ def main():
     ap.add_argument("--batches", type=int, default=100)
     ap.add_argument("--runs", type=int, default=3, help="interleaved runs of the 1e8 query (0: none)")
     ap.add_argument("--pareto", action="store_true")
+    ap.add_argument("--pareto-queries", default="fold",
+                    help="the 1e9 front's ways, comma-separated: fold, frame (see pareto_run)")
     ap.add_argument("--chunk", type=int, default=None,
                     help="rows per cluster partition (default: the library's, sweep.DASK_PARTITION)")
     ap.add_argument("--local-chunks", default=None,
@@ -231,23 +318,36 @@ def main():
         client = distributed.Client(cluster)
     print(f"LocalCluster of 2 worker processes x 1 thread started in {time.perf_counter() - t:.1f} s "
           f"(dask settings: {settings or 'defaults'})")
+    queries = args.queries.split(",")
     ones = {settled: one_process(settled) for settled in (False, True)} if args.runs else {}
+    pair = two_processes() if args.runs and "fold" in queries else None
     try:
         if args.runs:
-            measure(client, ones, g, local_chunks, chunk, args.runs, args.queries.split(","))
+            measure(client, ones, pair, g, local_chunks, chunk, args.runs, queries)
         if args.pareto:
-            r = pareto_run(client, chunk)
-            print(f"1e9 Pareto front: {r['configurations']:,} configurations in {r['partitions']} partitions on the "
-                  f"cluster: {r['seconds']:.0f} s ({r['configurations'] / r['seconds'] / 1e6:.1f} M/s; load "
-                  f"{os.getloadavg()[0]:.1f}); each partition reduced to its front on its worker, the fronts "
-                  f"combined 16 at a time: {len(r['front'])} points on the front")
-            print(r["front"].to_string(index=False, max_rows=20))
+            for query in args.pareto_queries.split(","):
+                pareto_report(client, chunk, query)
     finally:
-        for pool in ones.values():
+        for pool in [*ones.values(), *([pair] if pair else [])]:
             pool.shutdown()
         client.close()
         cluster.close()
     sys.stdout.flush()
+
+
+def pareto_report(client, chunk: int | None, query: str) -> None:
+    """`pareto_run` printed: time, rate, the workers' CPU, the load before and after, the front."""
+    load = os.getloadavg()
+    r = pareto_run(client, chunk, query)
+    after = os.getloadavg()
+    how = ("each partition folded to its front in chunks on its worker, the fronts merged on the workers"
+           if query == "fold" else "each partition reduced to its front on its worker, the fronts combined 16 at a time")
+    print(f"1e9 Pareto front, query as {query!r}: {r['configurations']:,} configurations in {r['partitions']} "
+          f"partitions on the cluster: {r['seconds']:.0f} s ({r['configurations'] / r['seconds'] / 1e6:.1f} M/s), "
+          f"the workers {r['cpu']:.0f} CPU-s ({r['configurations'] / r['cpu'] / 1e6:.1f} M/CPU-s); load average "
+          f"(1, 5, 15 min) {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} before, {after[0]:.1f}/{after[1]:.1f}/"
+          f"{after[2]:.1f} after; {how}: {len(r['front'])} points on the front")
+    print(r["front"].to_string(index=False, max_rows=20))
 
 
 def idle_rates(client, seconds: float = 5.0) -> tuple[float, float]:
@@ -267,26 +367,32 @@ def task_count(client, g: dict, chunk: int | None, query: str) -> tuple[int, int
     return len(ts.data), r[3]
 
 
-def measure(client, ones: dict, g: dict, local_chunks: list[int], chunk: int | None, runs: int,
+def measure(client, ones: dict, pair, g: dict, local_chunks: list[int], chunk: int | None, runs: int,
             queries: list[str]) -> None:
     """The 1e8 query, interleaved: the one process (as the library leaves it, and settled as a
-    worker, each at each chunk size) and the cluster (each way of writing the query); medians and
-    the speed-up over the one process at its fastest."""
+    worker, each at each chunk size), the fold query's partitions in two plain processes at once
+    (`plain_pair`, where `pair` is given) and the cluster (each way of writing the query); medians,
+    the speed-up over the one process at its fastest, and where the workers' CPU beyond the one
+    process's goes."""
     tasks = {}
     for q in queries:       # warm (imports and data files in each worker), and count the tasks
         tasks[q] = task_count(client, grid(10), chunk, q)
     idle, idle_sched = idle_rates(client)
     loc: dict[tuple[int, bool], list] = {(c, settled): [] for c in local_chunks for settled in ones}
     clu: dict[str, list] = {q: [] for q in queries}
+    plain: list = []
     loads = []
     for _ in range(runs):
         loads.append(os.getloadavg()[0])
         for c, settled in loc:
             loc[c, settled].append(ones[settled].submit(local_run, g, c).result())
+        if pair is not None:
+            plain.append(plain_pair(pair, g, chunk))
         for q in queries:
             clu[q].append(cluster_run(client, g, chunk, q))
     n = clu[queries[0]][0][2]
-    assert all(r[2] == n for rs in [*loc.values(), *clu.values()] for r in rs), "both engines count every configuration"
+    assert all(r[2] == n for rs in [*loc.values(), *clu.values(), plain] for r in rs), \
+        "every way counts every configuration"
     print(f"{n:.0e} configurations, filter + count + 10 best, median of {runs} interleaved runs "
           f"(load average {statistics.median(loads):.1f}; runs {', '.join(f'{x:.1f}' for x in loads)}):")
     for (c, settled), rs in loc.items():
@@ -297,6 +403,11 @@ def measure(client, ones: dict, g: dict, local_chunks: list[int], chunk: int | N
     unsettled = min((k for k in loc if not k[1]), key=lambda k: _median(loc[k], 0), default=None)
     print(f"  idle: the workers spend {idle * 1e3:.0f} ms of CPU per wall second (both), the scheduler's process "
           f"{idle_sched * 1e3:.0f} ms, while nothing runs (measured in this run)")
+    if plain:
+        print(f"  two plain processes at once, the fold query's partitions split between them (dask's synchronous "
+              f"scheduler, no cluster): {_median(plain, 0):6.1f} s wall, {_median(plain, 1):6.1f} CPU-s together "
+              f"({', '.join(f'{r[0]:.1f}' for r in plain)} s): {_median(plain, 1) / lc - 1:+.0%} CPU over the one "
+              f"process, what running two at once costs on this machine (shared caches and memory bandwidth)")
     for q, rs in clu.items():
         cw, cc, cs, parts = _median(rs, 0), _median(rs, 1), _median(rs, 4), rs[0][3]
         busy = cc - idle * cw       # the workers' CPU less what they spend idle over that wall time
@@ -315,6 +426,13 @@ def measure(client, ones: dict, g: dict, local_chunks: list[int], chunk: int | N
               f"{lc / parts * 1e3:.0f} ms of work = {(cc - lc) / lc:.0%} (goal < 20%); less the workers' idle CPU: "
               f"{(busy - lc) / parts * 1e3:.0f} ms = {(busy - lc) / lc:.0%}; the scheduler's process "
               f"{cs / parts * 1e3:.0f} ms a partition ({(cs - idle_sched * cw) / parts * 1e3:.0f} ms less its idle)")
+        ct = _median(rs, 5)
+        print(f"    the workers' CPU: {ct:.1f} CPU-s in their task threads, {cc - ct:.1f} in the rest of their "
+              f"processes (event loop, comms, monitors; {idle * cw:.1f} of it at the idle rate)"
+              + (f"; beyond two plain processes doing the same partitions ({_median(plain, 1):.1f} CPU-s): task "
+                 f"threads {(ct - _median(plain, 1)) / parts * 1e3:+.0f} ms a partition, all "
+                 f"{(cc - _median(plain, 1)) / parts * 1e3:+.0f} ms = {(cc - _median(plain, 1)) / lc:+.0%} of the "
+                 f"work: the cluster's own fixed cost" if plain and q == "fold" else ""))
 
 
 if __name__ == "__main__":
