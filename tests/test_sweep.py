@@ -469,6 +469,46 @@ def test_dask_engine_folds_each_partition_where_it_is_evaluated(monkeypatch):
     assert counts[-1] is None and sum(c or 0 for c in counts) == len(sweep(**kw))
 
 
+def _front(part):
+    """The points of a table that fit, reduced to their front of (tok/s per user, tok/s in total)."""
+    part = part[part.memory_fits]
+    return part.iloc[pareto_front(part.decode_tok_s_per_user.to_numpy(), part.decode_tok_s_total.to_numpy())]
+
+
+def _merge_fronts(a, b):
+    if a is None or b is None:
+        return a if b is None else b
+    return _front(pd.concat([a, b]))
+
+
+def test_a_front_folded_on_the_dask_engine_is_the_front_of_the_local_table(monkeypatch):
+    # benchmarks/bench_dask.py --pareto's reduction on the fold path: each partition folded to its
+    # own front chunk by chunk where it is evaluated (sweep(engine="dask", reduce=...)), the
+    # partitions' fronts merged (Bag.fold). A point on the whole table's front is on the front of
+    # any subset holding it, and a point dominated in a subset is dominated in the whole, so the
+    # merged front is the whole table's: the same rows as pareto_front of sweep()'s table. Small
+    # partitions (2,000 rows) and chunks (500 rows) so fronts are merged many times: 2 models x
+    # 2 devices x 9 batches x 16 prompts x 20 outputs = 11,520 rows, 2,880 a group, 2 partitions
+    # a group (of whole 16 x 20 = 320-point blocks: 6 and 3 blocks), 8 partitions.
+    pytest.importorskip("dask.bag")
+    import dask
+    module = sys.modules["membound.planning.sweep"]
+    monkeypatch.setattr(module, "BLOCK", 320)
+    monkeypatch.setattr(module, "DEFAULT_CHUNK", 500)
+    kw = dict(model=["llama-3.1-8b", "llama-3.1-70b"], hardware=["h100-sxm", "h200"],
+              batch=[1, 2, 4, 8, 16, 32, 64, 128, 256], prompt_tokens=list(range(0, 8000, 500)),
+              output_tokens=list(range(1, 4000, 200)), include_unfit=True)
+    folds = sweep(**kw, engine="dask", chunk_size=2000, reduce=lambda acc, chunk: _merge_fronts(acc, _front(chunk)))
+    assert folds.npartitions == 8
+    with dask.config.set(scheduler="synchronous"):
+        front = folds.fold(_merge_fronts).compute()
+    table = sweep(**kw)
+    assert len(table) == 11_520 and 0 < table.memory_fits.sum() < len(table)   # 70B bf16 does not fit one H100
+    expected = _front(table)
+    assert len(expected) > 3
+    pd.testing.assert_frame_equal(front.reset_index(drop=True), expected.reset_index(drop=True))
+
+
 def test_a_dask_partition_is_three_integers_in_the_graph():
     # The graph holds the plan once and each partition as (group, first block, end block), so a
     # grid cut into ten times as many partitions pickles to little more: 2 models x 10 batches x
