@@ -103,9 +103,9 @@ def _task_threads_cpu() -> float:
                if "Dask-Default-Threads" in t.name and t.ident is not None)
 
 
-def _worker_cpu() -> tuple[float, float]:
-    """(the whole process's CPU s, its task threads')."""
-    return _cpu(), _task_threads_cpu()
+def _worker_cpu(dask_worker) -> tuple[float, float, float]:
+    """(the whole process's CPU s, its task threads', the bytes it has sent to other workers)."""
+    return _cpu(), _task_threads_cpu(), float(dask_worker.transfer_outgoing_bytes_total)
 
 
 def _keep(chunk):
@@ -203,7 +203,8 @@ def cluster_run(client, g: dict, chunk: int | None, query: str) -> tuple[float, 
     `nlargest`), as a pandas user writes it. "fold": the one process's fold (`fold`) run on each
     partition where it is evaluated (`sweep(engine="dask", reduce=fold)`: a bag of one accumulator
     per partition), the partitions' accumulators merged on the workers (`Bag.fold(merge)`).
-    (wall s, the workers' CPU s, rows, partitions, the scheduler's CPU s, the workers' task threads' CPU s)."""
+    (wall s, the workers' CPU s, rows, partitions, the scheduler's CPU s, the workers' task threads' CPU s,
+    bytes moved between the workers)."""
     import dask
 
     import membound as mb
@@ -217,8 +218,8 @@ def cluster_run(client, g: dict, chunk: int | None, query: str) -> tuple[float, 
         lazy = mb.sweep(**g, include_unfit=True, engine="dask", **kw)
         n, _ = dask.compute(lazy["batch"].count(), _keep(lazy).nlargest(10, "decode_tok_s_total"))
     dt = time.perf_counter() - t
-    work, tasks = np.sum(list(client.run(_worker_cpu).values()), axis=0) - before
-    return dt, float(work), int(n), lazy.npartitions, _scheduler_cpu() - sched, float(tasks)
+    work, tasks, moved = np.sum(list(client.run(_worker_cpu).values()), axis=0) - before
+    return dt, float(work), int(n), lazy.npartitions, _scheduler_cpu() - sched, float(tasks), float(moved)
 
 
 PARETO_COLUMNS = ["model", "hardware", "batch", "prompt_tokens", "output_tokens", "decode_tok_s_per_user",
@@ -428,7 +429,8 @@ def measure(client, ones: dict, pair, g: dict, local_chunks: list[int], chunk: i
               f"{cs / parts * 1e3:.0f} ms a partition ({(cs - idle_sched * cw) / parts * 1e3:.0f} ms less its idle)")
         ct = _median(rs, 5)
         print(f"    the workers' CPU: {ct:.1f} CPU-s in their task threads, {cc - ct:.1f} in the rest of their "
-              f"processes (event loop, comms, monitors; {idle * cw:.1f} of it at the idle rate)"
+              f"processes (event loop, comms, monitors; {idle * cw:.1f} of it at the idle rate); "
+              f"{_median(rs, 6) / 1e6:,.0f} MB sent from worker to worker"
               + (f"; beyond two plain processes doing the same partitions ({_median(plain, 1):.1f} CPU-s): task "
                  f"threads {(ct - _median(plain, 1)) / parts * 1e3:+.0f} ms a partition, all "
                  f"{(cc - _median(plain, 1)) / parts * 1e3:+.0f} ms = {(cc - _median(plain, 1)) / lc:+.0%} of the "
