@@ -199,5 +199,9 @@ def test_v6_0_llama_trtllm_submissions_ran_what_their_published_code_runs():
     serve = {(r.benchmark, r.id.split("/")[1]) for r in v60 if r.executor == "pytorch"}
     assert cpp == {("llama2-70b", "HPE"), ("llama2-70b", "Cisco"), ("llama2-70b", "Supermicro"), ("mixtral-8x7b", "HPE")}
     assert serve == {("llama2-70b", s) for s in ("Dell", "ASUSTeK", "HPE", "Lenovo")} | {("llama3.1-405b", "Google")}
+    # v6.1: Cisco's published llama3.1-8b README runs the endpoint; TTA's and HPE's rows keep the stack rule
+    v61 = {(r.id.split("/")[1], r.executor) for r in rows if r.round == "v6.1" and r.benchmark == "llama3.1-8b"
+           and r.engine == "tensorrt-llm" and r.family == "RTX-PRO-6000"}
+    assert v61 == {("Cisco", "pytorch"), ("TTA", "cpp"), ("HPE", "cpp")}
     assert all("TRT_10_11" in r.id for r in v60 if r.executor == "cpp" and r.id.split("/")[1] == "HPE"
                and "RTX" in r.id and r.benchmark == "llama2-70b")
