@@ -22,6 +22,7 @@ from .quantization import Quantization, Resolved, upcast_rate
 from .result import Memory, Result, TierUse, create_frozen
 from ..catalog.runtime import Runtime, load_runtime
 from .efficiency import Efficiency, efficiency
+from .plan import run, trace
 from .speculative import SpeculativeDecoding
 import numpy as np
 
@@ -130,11 +131,9 @@ def _evaluated(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDeco
     memory not checked, and whether it fits. Its memory, bound and step terms are left to their
     first read (`_Later`, `result.Deferred`)."""
     hw, N = p.hardware, p.n_chips
-    kn = _workload(p.knobs, B, S, T)        # = p.at(B, S, T).evaluate()
-    if p.spec_args is None and p.pinned is None:    # p.extra holds evaluate's defaults: not bound again
-        r = evaluate(p.consts, hw, p.eff, kn, base=p.chip_base, terms=False)
-    else:
-        r = evaluate(p.consts, hw, p.eff, kn, base=p.chip_base, terms=False, **p.extra)
+    r = _planned(p, B, S, T)
+    if r is None:
+        r = _figures(p, _workload(p.knobs, B, S, T))    # = p.at(B, S, T).evaluate(terms=False)
     if not (0.0 < r["decode_tok_s_per_user"] < math.inf and 0.0 < r["ttft_s"] < math.inf
             and 0.0 < r["e2e_s"] < math.inf):       # a last guard: never NaN/inf/0 (NaN compares False)
         for key in ("decode_tok_s_per_user", "ttft_s", "e2e_s"):
@@ -154,6 +153,61 @@ def _evaluated(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDeco
             "gamma": speculative.gamma, "tokens_per_round": p.spec_args.tokens_per_round,
             "verify_positions": int(p.positions), "draft": getattr(speculative.draft, "name", speculative.draft)},
         "assumptions": p.assumptions, "_deferred": later}), bool(r["fits"])
+
+
+def _figures(p: Prepared, kn: Knobs) -> dict[str, Any]:
+    """`core.evaluate` of configuration `p` at the workload of `kn`, without the prefill's terms as
+    one pass (which `estimate()` does not report)."""
+    if p.spec_args is None and p.pinned is None:    # p.extra holds evaluate's defaults: not bound again
+        return evaluate(p.consts, p.hardware, p.eff, kn, base=p.chip_base, terms=False)
+    return evaluate(p.consts, p.hardware, p.eff, kn, base=p.chip_base, terms=False, **p.extra)
+
+
+_READ = ("decode_tok_s_per_user", "decode_tok_s_total", "ttft_s", "prefill_s", "e2e_s", "tpot_s",
+         "cost_per_million_tokens_usd", "fits", "weights_bytes_chip", "kv_bytes_chip", "activation_bytes_chip",
+         "extra_bytes_chip", "capacity_bytes_chip", "per_tier", *(f"{k}_s" for k in BOUNDS))
+"""The figures of `_figures` that `_evaluated` and its Result (`_Later`) read."""
+
+_PLAN_AFTER = 32
+"""A configuration's evaluations on the cold path before its plan is traced (`_planned`): tracing and
+compiling one takes 5-10 ms (the README example, quiet machine; 25-60 ms at load 15), 150-300 cold
+evaluations, which a configuration evaluated a few times (a validation row, a fewest-chips search)
+would not win back; after 32 a configuration evaluated exactly that often pays at most about twice
+its cold time, and one evaluated more pays less and less."""
+
+_PLANS: dict[int, list[Any]] = {}
+"""`_planned`'s state by the identity of a Prepared: [the Prepared (held, so that its id is not
+reused while the entry lives), its evaluations so far, its plan (None: not yet; False: untraceable)]."""
+
+
+def _planned(p: Prepared, B: int, S: int, T: int) -> dict[str, Any] | None:
+    """`_figures` of `p` at batch B, prompt S and output T (checked) from p's plan (`physics.plan`:
+    its evaluation traced once into straight-line Python, the same floats), or None where the
+    configuration has no plan (evaluated fewer than _PLAN_AFTER times, untraceable) or its plan
+    raised (the caller evaluates it cold)."""
+    entry = _PLANS.get(id(p))
+    if entry is None or entry[0] is not p:
+        if len(_PLANS) >= _SEEN_MAX:
+            _PLANS.clear()
+        _PLANS[id(p)] = [p, 1, None]
+        return None
+    plan = entry[2]
+    if plan is None:
+        entry[1] += 1
+        if entry[1] < _PLAN_AFTER:
+            return None
+        plan = entry[2] = trace(lambda b, s, t: _traced(p, b, s, t), ("B", "S", "T")) or False
+    if plan is False:
+        return None
+    return run(plan, float(B), float(S), float(T))
+
+
+def _traced(p: Prepared, batch: Any, prompt: Any, output: Any) -> dict[str, Any]:
+    """`_figures` of `p` at a workload of `plan.Sym`s (floats in the plan), the figures `_READ` only."""
+    fields = p.knobs.__dict__.copy()
+    fields["batch"], fields["prompt"], fields["output"] = batch, prompt, output
+    r = _figures(p, create_frozen(Knobs, fields))
+    return {k: r[k] for k in _READ}
 
 
 class _Later:

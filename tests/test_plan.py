@@ -1,0 +1,140 @@
+"""Plans (issue 33): a configuration's evaluation traced once into straight-line Python gives the
+cold evaluation's figures bit for bit, for every workload, and never answers for another
+configuration."""
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import membound as mb
+from membound.physics import estimate as est
+from membound.physics.plan import run, trace
+from membound.physics.roofline import floor, maximum, sum_over_context, where
+
+
+@pytest.fixture
+def plans(monkeypatch):
+    """`on(True)`: estimate() plans a configuration from its first evaluation; `on(False)`: never."""
+    def on(planned: bool) -> None:
+        monkeypatch.setattr(est, "_PLAN_AFTER", 1 if planned else 10**9)
+        est._PLANS.clear()
+    yield on
+    est._PLANS.clear()
+
+
+def _f(B):
+    # 2 B or 3, whichever is larger; B / 4 above 1, else 1; the whole thirds of B
+    return maximum(B * 2.0, 3.0) + where(B > 1.0, B / 4.0, 1.0) + floor(B / 3.0)
+
+
+def test_a_plan_computes_what_the_float_path_computes():
+    plan = trace(_f, ("B",))
+    assert plan is not None
+    # B = 1: max(2, 3) = 3, not above 1 so 1, floor(1/3) = 0: 3 + 1 + 0 = 4
+    assert plan(1.0) == _f(1.0) == 4.0
+    # B = 5: max(10, 3) = 10, 5/4 = 1.25, floor(5/3) = 1: 12.25
+    assert plan(5.0) == _f(5.0) == 12.25
+    for x in (0.0, 0.5, 1.5, 2.999, 1e9, 3.0 * 2**52):
+        assert plan(x) == _f(x)
+    assert "maximum" not in plan.source and "where" not in plan.source    # straight-line Python
+
+
+def test_figures_of_the_configuration_alone_are_constants_of_the_plan():
+    # the sum of max(memory, compute, floor) over 4 contexts from 2: memory 1 + 0.5 L, compute 2,
+    # floor 0: L = 2, 3, 4, 5 give 2, 2.5, 3, 3.5 -> 11; the pieces' arithmetic is the plan's
+    def f(S):
+        return sum_over_context(((0.0, math.inf, 0.0, 1.0),), 1.0, 0.5, 2.0 * 1.0, 0.0, 0.0, S, 4.0)
+    plan = trace(f, ("S",))
+    assert plan(2.0) == f(2.0) == 11.0
+    assert "2.0 * 1.0" not in plan.source
+
+
+def test_a_branch_on_a_workload_value_is_not_traced():
+    assert trace(lambda B: 1.0 if B > 0.0 else 2.0, ("B",)) is None
+    assert trace(lambda B: float(B), ("B",)) is None
+    assert trace(lambda B: max(B, 1.0), ("B",)) is None
+
+
+def test_a_plan_whose_line_raises_answers_none():
+    plan = trace(lambda B: 1.0 / B, ("B",))
+    assert run(plan, 4.0) == 0.25 and run(plan, 0.0) is None
+
+
+def _figures(kw, loads):
+    out = []
+    for B, S, T in loads:
+        try:
+            r = mb.estimate(**kw, batch=B, prompt_tokens=S, output_tokens=T, check_memory=False,
+                            allow_beyond_context=True)
+        except mb.MemboundError as e:
+            out.append(f"{type(e).__name__}: {e}")
+        else:
+            out.append(repr(r.to_dict()) + str(r))     # repr: every float to the last bit, -0.0 apart
+    return out
+
+
+SPECULATIVE = (None, mb.SpeculativeDecoding(draft="llama-3.2-1b", gamma=3, acceptance_rate=0.7),
+               mb.SpeculativeDecoding(gamma=4, acceptance_rate=0.6, draft_cost=0.05),
+               mb.SpeculativeDecoding(gamma=2, acceptance_rate=0.8, head_params=1e9))
+CONFIGS = st.fixed_dictionaries({
+    "model": st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "gpt-oss-20b", "deepseek-v3.2",
+                              "gemma-3-27b", "mixtral-8x7b"]),
+    "hardware": st.sampled_from(["h100-sxm", "mi300x", "b200", "sambanova-sn40l", "cerebras-wse-3", "groq-lpu",
+                                 "apple-m2-max", "tpu-v5e"]),
+    "runtime": st.sampled_from([None, "ideal", "vllm", "llama.cpp", "tensorrt-llm", "sglang"]),
+    "weight_dtype": st.sampled_from(["bf16", "fp8", "int4", "q4_0", "mxfp4"]),
+    "n_chips": st.sampled_from([1, 2, 8]),
+    "speculative": st.sampled_from(SPECULATIVE),
+})
+WORKLOADS = st.lists(st.tuples(st.integers(1, 5000), st.integers(0, 70000), st.integers(1, 9000)),
+                     min_size=1, max_size=4)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kw=CONFIGS, loads=WORKLOADS)
+def test_a_planned_estimate_is_the_cold_one(plans, kw, loads):
+    plans(False)
+    cold = _figures(kw, loads)
+    plans(True)
+    assert _figures(kw, loads) == cold
+
+
+README = dict(model="llama-3.1-70b", hardware="h100-sxm", n_chips=8, weight_dtype="fp8")
+CHANGES = dict(model="llama-3.1-8b", hardware="h200", runtime="vllm", weight_dtype="bf16", kv_dtype="fp8",
+               activation_dtype="bf16", n_chips=4, parallel=mb.Parallel(tp=4, pp=2),
+               speculative=mb.SpeculativeDecoding(gamma=3, acceptance_rate=0.7, draft_cost=0.1),
+               price_usd_per_hour=9.0, dense_weight_dtype="bf16",
+               quantization=mb.Quantization("fp8", "fp8", "fp8"))
+
+
+@pytest.mark.parametrize("name", sorted(CHANGES))
+def test_each_argument_has_its_own_plan(plans, name):
+    # the dense tensors' own format matters where they are apart from routed experts (a MoE)
+    first = {**README, "model": "qwen3-30b-a3b"} if name == "dense_weight_dtype" else README
+    kw = {**first, name: CHANGES[name]}
+    if name == "quantization":
+        kw["dense_weight_dtype"] = None     # one or the other
+    if name == "parallel":
+        kw["n_chips"] = 8
+    loads = [(16, 2048, 512), (3, 100, 7)]
+    plans(False)
+    cold, base = _figures(kw, loads), _figures(first, loads)
+    plans(True)
+    assert _figures(first, loads) == base               # the first's plan, then the change's
+    assert _figures(kw, loads) == cold
+    assert cold != base                                 # each argument changes the answer
+    assert sum(bool(e[2]) for e in est._PLANS.values()) == 2    # two plans: neither answered for the other
+
+
+def test_the_plans_are_bounded_and_built_after_a_few_evaluations(monkeypatch):
+    est._PLANS.clear()
+    r = [mb.estimate(**README, batch=b) for b in range(1, est._PLAN_AFTER + 1)]
+    (entry,) = est._PLANS.values()
+    assert callable(entry[2]) and entry[1] == est._PLAN_AFTER     # planned on its _PLAN_AFTER-th evaluation
+    assert mb.estimate(**README, batch=1) == r[0]
+    monkeypatch.setattr(est, "_SEEN_MAX", 3)
+    for n in (1, 2, 4, 8):
+        mb.estimate("llama-3.1-8b", "h100-sxm", n_chips=n)
+    assert len(est._PLANS) <= 3
+    est._PLANS.clear()
