@@ -5,7 +5,9 @@ fp16 MXM intake, groq-2024 refitted; an intended change that moved them, hw-006 
 hw-020 and the independent median re-pinned on branch groq17 (2026-12-07: a TSP runs a MoE layer dense, every
 expert streamed, from the chip's programming model; an intended change, hw-020 +199% -> +29%, a validation figure),
 the Cerebras rows re-pinned on branch cerebras17 (2026-12-07: each collective call pays the WSE-3's measured
-294 cycles, cerebras-2024-08 refitted; an intended change that moved them all for the worse)
+294 cycles, cerebras-2024-08 refitted; an intended change that moved them all for the worse),
+hw-022/hw-023 re-pinned on branch fastchips18 (2026-12-07: the SN40L's tiers in the paper's GiB, main 1c5fd44;
+an intended change, validation figures, both for the better)
 with test_validation's margin: limit = 1.25 x measured + 1 point, so a regression to 3x
 fails. A stated lower bound the prediction meets has error 0 (`VendorRow.error`): it is pinned as met.
 
@@ -16,7 +18,8 @@ import pytest
 
 from membound.fidelity import vendors
 
-PINNED_ON = "6e1f873 (Groq rows: groq16; hw-020 and the independent median: groq17; Cerebras rows: cerebras17)"
+PINNED_ON = ("6e1f873 (Groq rows: groq16; hw-020 and the independent median: groq17; Cerebras rows: cerebras17; "
+             "hw-022/hw-023: fastchips18)")
 MARGIN = (1.25, 0.01)              # limit = 1.25 x measured + 1 point
 MEASURED = {                       # row -> |error|; kind as the report sets it
     "hw-004": 0.682,               # independent; SambaNova 70B: faster than the physics at every chip count
@@ -24,8 +27,8 @@ MEASURED = {                       # row -> |error|; kind as the report sets it
     "hw-011": 0.139,               # independent
     "hw-016": 0.525,               # independent; Cerebras 405B, Nov 2024 software: the physics alone (was 0.391)
     "hw-020": 0.291,               # independent; Mixtral: groq17, every expert streamed (groq16: 1.990; was 0.420)
-    "hw-022": 0.256,               # independent; SambaNova DeepSeek-R1, physics alone
-    "hw-023": 0.411,               # independent, a lower bound not met
+    "hw-022": 0.168,               # independent; SambaNova DeepSeek-R1, physics alone (fastchips18: HBM 64 GiB; was 0.256)
+    "hw-023": 0.341,               # independent, a lower bound not met (fastchips18: was 0.411)
     "hw-005": 0.085,               # same as a fitted row (cerebras17: was 0.009)
     "hw-010": 0.087,               # same as a fitted row (cerebras17: was 0.000)
     "hw-021": 0.0,                 # same as a fitted row, a lower bound: met

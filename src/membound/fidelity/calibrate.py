@@ -216,10 +216,10 @@ _PER_TOKEN = ("decode_tok_s_per_user", "decode_tok_s_total", "prefill_tok_s", "t
 def beats_physics(sc: Scenario) -> str | None:
     """The reason `sc` is set aside, when its measured figure is faster than the pure roofline
     (peak bandwidth and compute, no floor, no overhead, and the fewest weight bytes its batch can
-    read: `fewest_experts`); else None. A specialised chip's row whose chip count the source does
-    not state is never set aside on the assumed layout: membound.vendors reports the range of
-    counts that give its figure (issue 28)."""
-    if sc.hardware in SPECIALISED and not sc.chips_stated:
+    read: `fewest_experts`); else None. A specialised chip's row whose chip count or weight format
+    the source does not state is never set aside on the assumed layout or format: membound.vendors
+    reports the range of counts that give its figure and the tokens a pass it needs (issue 28)."""
+    if sc.hardware in SPECIALISED and not (sc.chips_stated and sc.weights_stated):
         return None
     try:
         ideal = predict(sc, runtime="ideal", model=fewest_experts(sc))

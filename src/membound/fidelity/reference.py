@@ -131,6 +131,7 @@ class Scenario:
     harness: str = ""                # the benchmark tool, where its settings matter ("trtllm-bench")
     note: str = ""
     chips_stated: bool = True        # False: the source does not say how many chips (a layout assumed)
+    weights_stated: bool = True      # False: the source does not state the weight format (`_dtype` assumed one)
 
     def __post_init__(self):
         predicted = tuple(m for m in METRICS if m not in ("speedup_vs_baseline", "acceptance_length"))
@@ -445,7 +446,8 @@ def _scenario(r: dict[str, str]) -> Scenario:
         prompt_tokens=shape.prompt,
         output_tokens=max(shape.output, 1), depth=shape.depth, n_chips=shape.n_chips, parallel=shape.parallel,
         compute_scale=scale, per_chip=shape.per_chip, harness="trtllm-bench" if "trtllm-bench" in framework else "",
-        note=shape.note, chips_stated=shape.chips_stated)
+        note=shape.note, chips_stated=shape.chips_stated,
+        weights_stated=not r["weight_dtype"].strip().lower().startswith("not stated"))
 
 
 def _head_dtype(notes: str, weights: str = "") -> str | None:
