@@ -111,10 +111,38 @@ def test_line_collectives_against_a_wse3_measurement():
 
 def test_a_core_moves_its_partial_sum_twice_per_weight():
     """A core's GEMV is y[i] += A[i, j] x[j] memory to memory (Cerebras' matvec benchmark: 3 nb^2
-    accesses for nb^2 weights): a 16-bit weight and a 16-bit partial sum read and written back move
-    2 + 2 + 2 = 6 bytes; an 8-bit weight 1 + 4 = 5."""
+    accesses for nb^2 weights): it reads the weight and its 16-bit partial sum and writes the sum
+    back. Its SRAM ports take two read words and one write word a cycle (S. Lie, Hot Chips 34), so
+    of the aggregate bandwidth reads get 2/3 and writes 1/3, and a weight takes the slower port's
+    bytes of the aggregate: max(3/2 (w + 2), 3 x 2). 16-bit: max(3/2 x 4, 6) = 6 (both ports even);
+    8-bit: max(3/2 x 3, 6) = 6 (the write binds, not the 1 + 4 = 5 bytes moved); 32-bit:
+    max(3/2 x 6, 6) = 9 (the reads bind)."""
     from membound.physics.dataflow import local_bytes_per_weight
-    assert local_bytes_per_weight(2.0) == 6.0 and local_bytes_per_weight(1.0) == 5.0
+    assert local_bytes_per_weight(2.0) == 6.0
+    assert local_bytes_per_weight(1.0) == 6.0
+    assert local_bytes_per_weight(4.0) == 9.0
+
+
+def test_one_cores_local_gemv_cycles_by_hand():
+    """One WSE-3 core's own GEMV on a 9 x 9 tile (WaferLLM's decode tile, dim/P = 9): on a 1 x 1
+    square nothing is broadcast or reduced, so it is 81 weights at the core's cycles a weight. A core
+    moves 21 PB/s / 900,000 cores / 0.9288 GHz = 25.12 bytes of its SRAM a cycle, reads and writes
+    together; a 16-bit weight takes 6 of them (its read, and its partial sum's read and write: two read
+    words and one write word a cycle, 4 bytes read at 2/3 of 25.12 and 2 written at 1/3, both
+    0.239 cycles), slower than its multiply-add at 8 a cycle (0.125): 81 x 6 / 25.12 = 19.35 cycles.
+    An 8-bit weight is write-bound at the same 19.35 (5 bytes at a fungible 25.12 a cycle would be
+    16.1). WaferLLM's profile spends 3,207 local cycles a layer on 1,296 multiply-adds, 2.47 a
+    multiply-add, 10.4x this rate: a fixed cost per column operation, not the rate
+    (docs/fast-chips.md)."""
+    from membound.physics.dataflow import gemv_cycles, local_bytes_per_weight
+    clock = 2.14e17 / (900_000 * 4 * 2 * 32)
+    per_cycle = 2.1e16 / 900_000 / clock
+    assert 25.11 < per_cycle < 25.13
+    for w in (2.0, 1.0):
+        local = max(local_bytes_per_weight(w) / per_cycle, 1 / 8)
+        assert gemv_cycles(9.0, 9.0, 1.0, 2.0, local, 294.0) == pytest.approx(81 * 6 / per_cycle)
+        assert 19.3 < gemv_cycles(9.0, 9.0, 1.0, 2.0, local, 294.0) < 19.4
+    assert 3207 / 1296 / (6 / per_cycle) == pytest.approx(10.4, abs=0.05)
 
 
 def test_gemv_and_layer_over_a_square_by_hand():

@@ -61,8 +61,9 @@ to what it holds in proportion to its bytes, every core having the same SRAM: it
 head on the last wafer and the untied input-embedding table on the first (`wafer_pass_s`).
 The cores' own work is their share of the layer's weights: each weight read and its partial sum
 read and written back, memory to memory, at the core's share of the SRAM bandwidth (21 PB/s
-counts reads and writes alike; `local_bytes_per_weight`), or multiplied at their share of the
-compute peak, whichever is slower.
+counts reads and writes alike; two read words and one write word a cycle, so the slower port's
+share sets it: `local_bytes_per_weight`), or multiplied at their share of the compute peak,
+whichever is slower.
 
 """
 from __future__ import annotations
@@ -141,16 +142,28 @@ PARTIAL_SUM_BYTES = 2.0   # the narrowest partial sum a core keeps: fp16 (CSL's 
                           # decode GEMV accumulates so: @fmach over f16 tiles, MeshInfra/WaferLLM Decode/WSE-3/src/decode.csl)
 
 
+READ_WORDS, WRITE_WORDS = 2.0, 1.0   # a core's datapath a cycle: two 64-bit reads and one 64-bit write of its SRAM
+                                     # (S. Lie, 'Cerebras Architecture Deep Dive', cerebras.net 2022-08-29, the written
+                                     # Hot Chips 34 talk; WSE-2; docs/fast-chips.md)
+
+
 def local_bytes_per_weight(w_bytes: Num) -> Num:
-    """SRAM bytes a core moves per weight of its local GEMV: the weight read, and the partial sum it
-    multiplies into read and written back, y[i] += A[i, j] x[j] memory to memory (a core's
-    multiply-add takes memory operands: Cerebras' own matvec benchmark runs
+    """SRAM bytes of a core's aggregate bandwidth one weight of its local GEMV takes: y[i] += A[i, j] x[j]
+    memory to memory (a core's multiply-add takes memory operands: Cerebras' own matvec benchmark runs
     @fmacs(y_dest_dsr, y_src0_dsr, A_src1_dsr, x[j]) over y for each column j, csl-examples
     benchmarks/single-tile-matvec/src/pe_matvec.csl, and counts the "actual read/writes" as "read
-    full x; read each col of V stack; read, write full y nb times = 3 nb^2 + nb", its run.py). The partial sum is taken at
-    16 bits, the narrowest a core's floating-point multiply-add keeps, so this is the least a core
-    moves: w + 2 x 2 bytes (6 for a 16-bit weight, 3x the weight alone)."""
-    return w_bytes + 2.0 * PARTIAL_SUM_BYTES
+    full x; read each col of V stack; read, write full y nb times = 3 nb^2 + nb", its run.py). Each
+    weight reads the weight and its partial sum, w + 2 bytes, and writes the partial sum back, 2 bytes;
+    the partial sum is taken at 16 bits, the narrowest a core's floating-point multiply-add keeps.
+    Reads and writes go through separate ports, two read words and one write word a cycle, so of the
+    aggregate (21 PB/s counts reads and writes together) reads get 2/3 and writes 1/3, and the slower
+    port sets the time: max(3/2 (w + 2), 3 x 2) bytes of the aggregate. A 16-bit weight: max(6, 6) = 6,
+    the AXPY's 2:1 traffic matching the ports; below 16 bits the partial sum's write binds (6 for an
+    8-bit weight, not its 5 bytes moved); a 32-bit weight is read-bound, 9."""
+    total = READ_WORDS + WRITE_WORDS
+    reads = (w_bytes + PARTIAL_SUM_BYTES) * (total / READ_WORDS)
+    writes = PARTIAL_SUM_BYTES * (total / WRITE_WORDS)
+    return maximum(reads, writes)
 
 
 def gemv_cycles(k: Num, m: Num, side: Num, ramp: Num, local_per_weight: Num, call: Num = 0.0) -> Num:
