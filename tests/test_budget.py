@@ -50,13 +50,14 @@ def test_llama_cpp_metal_is_within_its_budget(budget):
 
 
 def test_the_served_engines_set_figures_with_reasons_and_count_what_they_fit(budget):
-    # vLLM fits 5 figures (serve_calibrate.FIXED sets 5 of its 10) on its rows of H100 SXM and H200:
+    # vLLM fits 5 figures (serve_calibrate.FIXED sets 6 of its 11: per_sequence_layer_s to 0, its per-sequence
+    # cost being per step) on its rows of H100 SXM and H200:
     # 2 chips allow 2 // 2 = 1, so it is over by 4; nothing is frozen. SGLang fits 4 on H200 and sets its
     # all-to-all to DeepEP's: 4 free over 1 chip, which allows none; TensorRT-LLM 5
     from membound.fidelity.serve_calibrate import FIXED
     b = budget["vllm"]
     served = {c.name: c for c in b.constants if c.entry == "served"}
-    assert {k for k, c in served.items() if c.kind == "set"} == set(FIXED["vllm"]) and len(FIXED["vllm"]) == 5
+    assert {k for k, c in served.items() if c.kind == "set"} == set(FIXED["vllm"]) and len(FIXED["vllm"]) == 6
     assert all(served[k].why for k in FIXED["vllm"]) and not [c for c in b.constants if c.kind == "frozen"]
     assert {k for k, c in served.items() if c.kind == "fitted"} == {"compute_fraction", "per_layer_s", "per_sequence_s",
                                                                      "per_request_s", "moe_expert_rows"}
@@ -66,6 +67,9 @@ def test_the_served_engines_set_figures_with_reasons_and_count_what_they_fit(bud
     kinds = {c.name: c.kind for c in sg.constants if c.entry == "served"}
     assert kinds["per_step_s"] == "set" and kinds["bandwidth_fraction"] == "set" and kinds["per_prompt_token_s"] == "set"
     assert kinds["per_alltoall_s"] == "set" and budget["tensorrt-llm"].free == 5
+    # TensorRT-LLM prices its per-sequence cost per layer (the per-sequence shape protocol): per_sequence_s set to 0
+    trt = {c.name: c.kind for c in budget["tensorrt-llm"].constants if c.entry == "served"}
+    assert (trt["per_sequence_s"], trt["per_sequence_layer_s"], kinds["per_sequence_layer_s"]) == ("set", "fitted", "set")
     from membound.fidelity.budget import SHARED_ENTRY
     assert SHARED_ENTRY not in budget      # no served figure is shared now: no line for them
 
@@ -74,7 +78,8 @@ def test_a_shared_served_figure_counts_once_against_the_chips_of_all_its_rows(mo
     # Were per_sequence_s shared (serve_calibrate.SHARED; none is now), it would be fitted once on the fit rows
     # of vLLM (H100 SXM, H200), SGLang and TensorRT-LLM (H200): one free figure over 2 chips, allowed
     # 2 // 2 = 1, on its own line, its rows all the engines' fit rows (297 + 30 + 223 = 550); each engine
-    # lists it as shared, not free: vLLM 5 - 1 = 4, SGLang 4 - 1 = 3, TensorRT-LLM 5 - 1 = 4
+    # lists it as shared, not free: vLLM 5 - 1 = 4, SGLang 4 - 1 = 3; TensorRT-LLM sets its per_sequence_s to 0 (its
+    # per-sequence cost is per layer, per_sequence_layer_s) and keeps its 5
     from membound.fidelity import budget as bmod, serve_calibrate
     monkeypatch.setattr(serve_calibrate, "SHARED", ("per_sequence_s",))
     monkeypatch.setattr(bmod, "SHARED", ("per_sequence_s",))
@@ -83,8 +88,8 @@ def test_a_shared_served_figure_counts_once_against_the_chips_of_all_its_rows(mo
     assert [c.name for c in b.constants] == ["per_sequence_s"] and b.free == 1
     assert b.chips == ("h100-sxm", "h200") and b.allowed == 1 and not b.over
     assert b.constants[0].rows == 297 + 30 + 223
-    assert [got[n].free for n in ("vllm", "sglang", "tensorrt-llm")] == [4, 3, 4]
-    assert all(c.kind == "shared" for n in ("vllm", "sglang", "tensorrt-llm") for c in got[n].constants
+    assert [got[n].free for n in ("vllm", "sglang", "tensorrt-llm")] == [4, 3, 5]
+    assert all(c.kind == "shared" for n in ("vllm", "sglang") for c in got[n].constants
                if c.name == "per_sequence_s")
     assert f"{bmod.SHARED_ENTRY}: 1 free (1 fitted, 0 frozen) over 2 chips (allowed 1);" in bmod.format_budget(got)
 

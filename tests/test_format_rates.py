@@ -30,14 +30,14 @@ def test_each_format_runs_at_its_own_share_over_the_16_bit_one():
 
 
 def test_the_gemm_peak_a_step_computes_at():
-    # tensor-llm's served compute_fraction 0.531 x B200's 0.776 applies to every format; with format_rates the
+    # tensor-llm's served compute_fraction 0.5293 x B200's 0.776 applies to every format; with format_rates the
     # fp4 GEMMs' peak is 9e15 x 0.75 = 6.75e15 FLOP/s (x the same fraction), fp8's 4.5e15 x 0.763 / 0.776
     for fmt, peak, rate in (("fp4", 9e15, 0.75), ("fp8", 4.5e15, 0.763 / 0.776)):
         plain = prepare("llama-3.1-8b", "b200", runtime=_served(False), weight_dtype=fmt)
         rated = prepare("llama-3.1-8b", "b200", runtime=_served(True), weight_dtype=fmt)
         assert plain.knobs.peak_flops == pytest.approx(peak, rel=1e-12)
         assert rated.knobs.peak_flops == pytest.approx(peak * rate, rel=1e-12)
-        assert rated.eff.compute_fraction == plain.eff.compute_fraction == pytest.approx(0.531 * 0.776)
+        assert rated.eff.compute_fraction == plain.eff.compute_fraction == pytest.approx(0.5293 * 0.776)
     # bf16 (not measured apart) keeps the tensor peak: 2.25e15
     assert prepare("llama-3.1-8b", "b200", runtime=_served(True), weight_dtype="bf16").knobs.peak_flops \
         == pytest.approx(2.25e15, rel=1e-12)

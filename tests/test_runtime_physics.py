@@ -98,6 +98,32 @@ def test_per_sequence_overhead_grows_with_the_batch():
     assert r.step_terms_s["overhead"] == pytest.approx(1e-4 + 32 * 1e-6 + 16 * 2e-5, rel=1e-12)
 
 
+def test_a_served_per_sequence_layer_cost_is_paid_per_sequence_per_layer():
+    # a served block's per_sequence_layer_s: seconds per running sequence per layer per step, beside its
+    # per_sequence_s (per sequence per step). llama-3.1-8b has 32 layers, llama-3.3-70b 80; at batch 16:
+    #   8B, 5e-7 alone:             16 x 32 x 5e-7          = 2.56e-4 s
+    #   8B, with 2e-5 per sequence: 16 x (2e-5 + 32 x 5e-7) = 5.76e-4 s
+    #   70B, 5e-7 alone:            16 x 80 x 5e-7          = 6.4e-4 s
+    def overhead(model, **served):
+        rt = Runtime(name="t", use_latency_floor=False, use_device_fractions=False, served=Served(**served))
+        r = mb.estimate(model, "h200", batch=16, prompt_tokens=0, output_tokens=1, weight_dtype="fp8", runtime=rt)
+        return r.step_terms_s["overhead"]
+    assert overhead("llama-3.1-8b", per_sequence_layer_s=5e-7) == pytest.approx(2.56e-4, rel=1e-12)
+    assert overhead("llama-3.1-8b", per_sequence_layer_s=5e-7, per_sequence_s=2e-5) == pytest.approx(5.76e-4, rel=1e-12)
+    assert overhead("llama-3.3-70b", per_sequence_layer_s=5e-7) == pytest.approx(6.4e-4, rel=1e-12)
+
+
+@given(st.integers(1, 6000))
+def test_the_per_sequence_cost_is_one_constant_from_one_to_thousands_of_sequences(batch):
+    # the step's overhead per running sequence is the same at every batch: per_sequence_s + layers x
+    # per_sequence_layer_s = 1e-6 + 32 x 2e-7 = 7.4e-6 s for llama-3.1-8b (no per-step or per-layer cost)
+    rt = Runtime(name="t", use_latency_floor=False, use_device_fractions=False,
+                 served=Served(per_sequence_s=1e-6, per_sequence_layer_s=2e-7))
+    r = mb.estimate("llama-3.1-8b", "h200", batch=batch, prompt_tokens=0, output_tokens=1, weight_dtype="fp8",
+                    runtime=rt)
+    assert r.step_terms_s["overhead"] / batch == pytest.approx(1e-6 + 32 * 2e-7, rel=1e-12)
+
+
 def test_passes_of_more_than_one_token_pay_the_ungraphed_launches():
     # ggml-cuda replays a step as a CUDA graph only when every node has one token: a batch-1 decode
     # step pays the per-layer overhead alone; a batch-2 step, and a prefill, launch kernel by kernel

@@ -229,6 +229,9 @@ class Served(BaseModel):
                                          # MoE: MXFP4 gpt-oss on Hopper and CDNA3), beyond the chip's own
                                          # upcast rate (quantization.upcast_rate, estimate.upcast)
     per_sequence_s: _Secs = 0.0          # per running sequence per step
+    per_sequence_layer_s: _Secs = 0.0    # per running sequence per layer per step (the attention op's
+                                         # generation kernels' work on each sequence: its blocks, block-table
+                                         # walk, rotary and KV append, split-KV merge), x the model's layers
     lookahead_steps: Annotated[int, Number, Field(ge=0, le=16)] = 0   # steps the scheduler runs ahead of
                                          # the GPU: a request reaching it mid-step joins the step after
                                          # those already launched, so it waits this many whole steps

@@ -301,6 +301,41 @@ any figure of the forms below was computed; the earlier validation figures of li
   candidates that pass, the one with the least sum of those select medians is adopted (engine figures and the
   cpp rounds written, pins that move re-pinned as an intended change). If none passes, none is adopted: the
   figures are recorded here and the new figure is not added.
+  Outcome (2026-12-07 09:40 UTC, measured on main 56fd37e; select figures are validation figures, the choice was
+  made on them; TPOT / TTFT / throughput per GPU; B first):
+  - fits (cold; fit rows): L1 per_sequence_layer_s 0.8492 us (compute 0.5293, per layer 26.0 us, MoE rows 5.831,
+    per request 52.7 ms), in-sample InferenceMAX 4.9/19.7/4.5 -> 5.9/19.2/5.3%, H100 max-load (not fitted on) 14.1
+    -> 11.6%; L2 0.5026 us (compute 0.5842, per layer 39.4 us), in-sample 5.3/18.3/5.1%, H100 max-load (fitted)
+    6.8%; B2 14.06 us per sequence per step (compute 0.5221, per layer 51.9 us), in-sample 6.0/20.8/6.1%, H100
+    max-load (fitted) 10.9%;
+  - select: serve_validate VALIDATION all 9.1/19.3/9.5 -> L1 8.8/19.5/9.3, L2 8.5/19.1/8.8%; NVIDIA 10.0/21.2/10.3
+    -> 10.0/21.4/10.0, 9.2/20.9/9.2%; AMD 6.5/15.4/8.0 (all three); MTP 14.7/37.7/13.0 -> 15.0/37.3/13.0,
+    15.7/36.5/14.9%; disaggregated 11.1/85.3/15.9 -> 11.0/85.3/15.4, 9.9/85.3/15.6%; TensorRT-LLM's B200 rows
+    14.8/30.8/17.9 -> 14.5/31.4/17.0, 14.5/31.2/16.3%; validate max-load (B200) 9.02 -> 9.995, 15.59% (B2 25.2%);
+    validate MLPerf (assumed lengths) 31.0 (all three); mlperf_validate select Offline / Server / Interactive
+    14.8/13.2/34.5 -> L1 11.7/12.9/34.3, L2 16.0/14.2/43.0%;
+  - L2 fails (max-load +6.6 points: its compute share, pushed up by the H100 8B rows, makes the B200 Llama-3.3-70B
+    rows +10 to +23% fast; MTP throughput +1.9; MLPerf select +1.2/+1.0/+8.5), B2 fails (max-load +16.2); L1 passes,
+    by 0.025 point on the max-load figure (+0.975), and its MLPerf select Offline falls 3.1 points: ADOPTED.
+    per_sequence_layer_s 0.8492 us: 27.2 us a sequence for Llama-3.1-8B (32 layers), 52 us DeepSeek-R1 (61), 68 us
+    Llama-3.3-70B (80), 107 us Llama-3.1-405B (126), 30.6 us gpt-oss-120b (36), where the per-step form gave 54.0
+    us to every model. The cpp rounds refitted cold (mlperf_validate --fit; on 56fd37e v3.1 2.049e-4 -> 2.05e-4, v4.0
+    4.232e-5 -> 4.224e-5, v4.1 2.596e-5 -> 2.578e-5 s; written on main 62e8301, after h100-nvl's and gh200-96gb's
+    measured fractions: 2.042e-4 -> 2.043e-4, 4.137e-5 -> 4.128e-5, 2.533e-5 -> 2.515e-5), v5.1 still on its
+    lower bound; tensorrt-llm-serve's v5.1 fit that --fit gives (dropped, as the protocol says) sits on its lower
+    bound too: the engine's per-layer figure alone
+    already prices what the H200 llama3.1-8b rows show. MLPerf llama3.1-8b TensorRT-LLM rows (median |error|,
+    signed): H200 (fit family, not fitted on) Offline 20.3 -> 7.1% (-7.1), Server 16.6 -> 16.8% (-2.7),
+    Interactive 23.4 -> 12.0%; B200 (select, 6,000 sequences) Offline 34.3 -> 4.3% (-4.3), Server 27.4 -> 6.0%
+    (+6.0), Interactive 21.1 -> 17.0% (+17.0).
+  - report (printed once, after the decision; not chosen on): validate's TensorRT-LLM max-load report groups
+    (GB200, RTX PRO 6000) 8.5 -> 12.3%: the RTX PRO 6000 Llama-3.3-70B rows at pp 8 (trtllm-bench's pipeline of
+    8 stages) +4..+22% -> +13..+124%, as a per-layer cost is paid by each stage on its own layers (core.pass_terms
+    on the stage's layers, as per_layer_s) where the per-step figure was paid whole by every stage; GB200 405B
+    -20..+19% -> -38..+11%. So part of the per-sequence cost does not divide over pipeline stages (host work per
+    step on every rank, or a per-stage cost), which this form lacks: open (issue 27 item 3). mlperf_validate
+    report Offline / Server / Interactive 15.0/23.5/17.9 -> 13.3/25.4/29.5% (Interactive: 22 rows; by family GB200
+    64.1 -> 57.3%, RTX PRO 6000 11.9 -> 5.6%: the pooled median moves from one family's rows to the other's).
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), bounded least squares (membound.fitter.fit, the one fitter).
 
@@ -330,13 +365,19 @@ from .serve_validate import FIT_HARDWARE, load_rows, predict, summary
 from ..physics.speculative import mtp
 import yaml
 
+# per_sequence_layer_s (last): seconds per running sequence per layer per step (the attention op's generation
+# kernels' work on each sequence, the per-sequence shape protocol in the docstring); prior 0 .. 5 us, which holds
+# the ~0.3-1 us per sequence per layer the rows from both ends imply (docstring, 'What the linear per-sequence term
+# misses'); an engine prices its per-sequence cost per step (per_sequence_s) or per layer, one of the two
 PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_s", "per_layer_s", "moe_expert_rows",
-          "moe_tile_tokens", "per_sequence_s", "per_request_s", "moe_upcast_efficiency", "per_prompt_token_s")
+          "moe_tile_tokens", "per_sequence_s", "per_request_s", "moe_upcast_efficiency", "per_prompt_token_s",
+          "per_sequence_layer_s")
 ALLTOALL = "per_alltoall_s"
 ALLTOALL_RANGE = (0.0, 1e-3)
-LOW = dict(zip(PARAMS, (0.3, 0.15, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.05, 0.0)))
-HIGH = dict(zip(PARAMS, (1.0, 1.0, 0.02, 2e-4, 256.0, 512.0, 5e-4, 0.3, 1.0, 1e-4)))
-START = dict(zip(PARAMS, (0.8, 0.6, 2e-3, 1e-5, 10.0, 32.0, 2e-5, 0.03, 0.7, 1e-6)))
+LOW = dict(zip(PARAMS, (0.3, 0.15, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.05, 0.0, 0.0)))
+HIGH = dict(zip(PARAMS, (1.0, 1.0, 0.02, 2e-4, 256.0, 512.0, 5e-4, 0.3, 1.0, 1e-4, 5e-6)))
+START = dict(zip(PARAMS, (0.8, 0.6, 2e-3, 1e-5, 10.0, 32.0, 2e-5, 0.03, 0.7, 1e-6, 5e-7)))
+PER_STEP_FORM = (0.0, "the engine prices its per-sequence cost per step (per_sequence_s), not per layer")
 ENGINES = ("vllm", "sglang", "tensorrt-llm")
 # The figures each engine sets rather than fits, {figure: (value, reason)}: a cited fact of the engine's
 # code or of a measurement, the chip profile's own measured fraction (a served share of 1), or a
@@ -397,6 +438,7 @@ FIXED: dict[str, dict[str, tuple[float, str]]] = {
         "moe_upcast_efficiency": (1.0, "neutral: free on the H100 and H200 rows (tiles at 16) it took 0.47 and the "
                                   "select chips went 7.8/18.8/7.7 -> 8.5/19.6/8.3%"),
         "per_prompt_token_s": TOKENIZE_S,
+        "per_sequence_layer_s": PER_STEP_FORM,
     },
     # one model (DeepSeek-R1) at one layout (tp=8) on one chip: the step, layer and MoE-layer costs are
     # one figure (per_layer_s carries it). The server tokenises as vLLM's does (select chips at 0 and at
@@ -409,6 +451,7 @@ FIXED: dict[str, dict[str, tuple[float, str]]] = {
                             "hide under the weight stream)"),
         "moe_upcast_efficiency": (1.0, "neutral: DeepSeek-R1 fp8 computes its experts in fp8, no upcast"),
         "per_prompt_token_s": TOKENIZE_S,
+        "per_sequence_layer_s": PER_STEP_FORM,
         ALLTOALL: ALLTOALL_PRIOR,
     },
     # free, the per-step cost sat on its bound 0 (the layer costs of three models carry it) and the
@@ -429,6 +472,9 @@ FIXED: dict[str, dict[str, tuple[float, str]]] = {
         "per_prompt_token_s": (0.0, "neutral: free (8.3 us) the select chips' TTFT rose; jointly (13 us) the "
                                "maximum-load rows' error rose 8.7 -> 13.8%; at the cited 2.2 us the select chips "
                                "went 14.9/31.4/17.4 -> 15.1/31.9/18.0%"),
+        "per_sequence_s": (0.0, "the per-sequence cost is priced per sequence per layer (per_sequence_layer_s): the "
+                           "attention op's generation kernels run per sequence in every layer; form L1 of the "
+                           "per-sequence shape protocol (docstring), adopted on the select figures"),
         ALLTOALL: ALLTOALL_PRIOR,
     },
 }
@@ -437,7 +483,7 @@ FIXED: dict[str, dict[str, tuple[float, str]]] = {
 # a cost of 0 (screen: a fitted figure set here, the rest refitted, prices what it carries)
 NEUTRAL: dict[str, float] = {"bandwidth_fraction": 1.0, "compute_fraction": 1.0, "per_step_s": 0.0, "per_layer_s": 0.0,
                              "moe_expert_rows": 0.0, "moe_tile_tokens": 0.0, "per_sequence_s": 0.0, "per_request_s": 0.0,
-                             "moe_upcast_efficiency": 1.0, "per_prompt_token_s": 0.0}
+                             "moe_upcast_efficiency": 1.0, "per_prompt_token_s": 0.0, "per_sequence_layer_s": 0.0}
 # Why each engine's fitted figures stay free, the one the budget allows first (membound.fidelity.budget: one per
 # two chips the fits span; vLLM's H100 + H200 allow 1, SGLang's and TensorRT-LLM's H200 none): each set to
 # NEUTRAL in turn, the rest refitted cold on the fit rows, the engine's rows of the select chips (B200 +
@@ -469,8 +515,10 @@ FREE_EVIDENCE: dict[str, tuple[tuple[str, str], ...]] = {
         ("moe_expert_rows", "at 0 select 14.8/30.8/17.9 -> 25.8/39.1/23.7%; fails the budget protocol"),
         ("per_request_s", "at 0 select 14.8/30.8/17.9 -> 16.6/52.9/18.6%; protocol, at 1 ms: 16.5/48.6/18.3%, fails"),
         ("compute_fraction", "at 1 select 14.8/30.8/17.9 -> 17.9/34.3/19.8%; fails the budget protocol"),
-        ("per_sequence_s", "at 0 select 14.8/30.8/17.9 -> 16.8/30.3/20.1%; protocol at 1.3 us fails: 16.9/30.3/20.2%; "
-                         "the max-load rows pin it (docstring)"),
+        ("per_sequence_layer_s", "at 0 select 14.5/31.4/17.0 -> 16.8/30.3/20.1% (no per-sequence cost: the screen of "
+                                 "the per-step form it replaced, 14.8/30.8/17.9% with it; per layer since 2026-12-07, "
+                                 "the per-sequence shape protocol, docstring); the per-step form at the schedulers' "
+                                 "cited 1.3 us (NVIDIA/TensorRT-LLM PR 10273) fails the budget protocol: 16.9/30.3/20.2%"),
     ),
 }
 

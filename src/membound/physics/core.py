@@ -652,7 +652,9 @@ def pass_terms(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, dec: Num, 
     comp = beat * comp
     if mc.index_flops:      # every tensor-parallel rank runs the indexer whole: split over ep only
         comp = comp + beat * index_pairs * mc.index_flops / (ep * ch.index_flops)
-    over = ch.over_fixed + (dec + prompts) / ep * eff.per_sequence_overhead_s   # `overhead_terms`
+    # `overhead_terms`; per sequence: the engine's per step and its per layer (the model's layers)
+    over = ch.over_fixed + (dec + prompts) / ep * (eff.per_sequence_overhead_s
+                                                   + mc.n_layers * eff.per_sequence_layer_s)
     for term in ch.over_tail:
         over = over + term
     if eff.ungraphed_layer_s:       # else launch_s is 0.0
