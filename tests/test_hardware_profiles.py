@@ -393,6 +393,21 @@ def test_the_a100_80gb_stream_share_is_its_own_copy_kernel_not_a_transfer():
     assert hw.read_ceiling > hw.achievable.bandwidth_fraction
 
 
+
+def test_read_streams_stand_for_a_missing_copy_kernel_on_gb200_and_mi350p():
+    # no copy-class figure of either part was found, so its best read stream, rounded down, is the fraction and the
+    # read ceiling: GB200, gpu-benches' roofline kernel at zero iterations (two arrays read), 6389 / 8000 = 0.7986 ->
+    # 0.798 (B200's 0.9 carried over before); MI350P, mt4g's main-memory read, 1073741824 B in 0.000408341 s =
+    # 2.6295e12 B/s (2448.93 GiB/s) / 4.0e12 = 0.6574 -> 0.657 (MI355X's 0.612 carried over before)
+    from membound.fidelity.budget import fraction_evidence
+    assert 1073741824 / 0.000408341 / 2**30 == pytest.approx(2448.93, abs=0.01)
+    for name, share, fraction in (("gb200", 6389 / 8000, 0.798), ("mi350p", 1073741824 / 0.000408341 / 4.0e12, 0.657)):
+        hw = mb.load_hardware(name)
+        assert share == pytest.approx(fraction, abs=1e-3) and fraction <= share, name
+        assert hw.read_ceiling == pytest.approx(share, abs=1e-4), name
+        assert hw.achievable.bandwidth_fraction == fraction, name
+        assert fraction_evidence(hw.achievable.evidence, "bandwidth_fraction") == "measured", name
+
 def test_the_gh200_96gb_reads_its_own_copy_kernel_and_gemm():
     # gpu-benches' gh200.txt ran on an 'NVIDIA GH200 480GB' (device_order.py), the 96 GB HBM3 part (mag-/gpu_benchmark
     # renamed its 'NVIDIA GH200 480GB' row 'NVIDIA GH200 96GB', commit dc7240d): scale 3174 / 4000 = 0.7935 -> 0.793,
