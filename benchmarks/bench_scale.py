@@ -352,8 +352,8 @@ def _print(case: str, label: str, r: dict, bases: dict) -> None:
         cpu_vs = "".join(f"; {b['readme_cpu_us'] / r['readme_cpu_us']:.2f}x the CPU speed of {rev}"
                          for rev, b in bases.items() if "readme_cpu_us" in b)
         core = "" if "core_cpu_us" not in r else (
-            f"; of it core.evaluate {r['core_cpu_us']:.1f} us ({r['core_cpu_us'] / r['readme_cpu_us']:.0%}: the physics "
-            f"itself, below which estimate() cannot go while the physics runs interpreted)")
+            f"; core.evaluate cold {r['core_cpu_us']:.1f} us ({r['core_cpu_us'] / r['readme_cpu_us']:.0%} of it: the "
+            f"physics interpreted; estimate() runs a configuration's traced plan, physics/plan.py, from its 32nd call)")
         print(f"{tag}estimate(), README example, CPU time: {r['readme_cpu_us']:.1f} us per call (median of 40 blocks "
               f"of 250){core}{cpu_vs}")
     elif case == "serve":
