@@ -3,6 +3,7 @@ and the core runs unchanged on dask arrays."""
 import math
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -469,16 +470,13 @@ def test_dask_engine_folds_each_partition_where_it_is_evaluated(monkeypatch):
     assert counts[-1] is None and sum(c or 0 for c in counts) == len(sweep(**kw))
 
 
-def _front(part):
-    """The points of a table that fit, reduced to their front of (tok/s per user, tok/s in total)."""
-    part = part[part.memory_fits]
-    return part.iloc[pareto_front(part.decode_tok_s_per_user.to_numpy(), part.decode_tok_s_total.to_numpy())]
-
-
-def _merge_fronts(a, b):
-    if a is None or b is None:
-        return a if b is None else b
-    return _front(pd.concat([a, b]))
+def _bench_dask():
+    """benchmarks/bench_dask.py as a module (its top level imports the standard library and numpy only)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_dask", Path(__file__).parents[1] / "benchmarks" / "bench_dask.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_a_front_folded_on_the_dask_engine_is_the_front_of_the_local_table(monkeypatch):
@@ -498,13 +496,15 @@ def test_a_front_folded_on_the_dask_engine_is_the_front_of_the_local_table(monke
     kw = dict(model=["llama-3.1-8b", "llama-3.1-70b"], hardware=["h100-sxm", "h200"],
               batch=[1, 2, 4, 8, 16, 32, 64, 128, 256], prompt_tokens=list(range(0, 8000, 500)),
               output_tokens=list(range(1, 4000, 200)), include_unfit=True)
-    folds = sweep(**kw, engine="dask", chunk_size=2000, reduce=lambda acc, chunk: _merge_fronts(acc, _front(chunk)))
+    bench = _bench_dask()   # the fold and merge bench_dask --pareto runs
+    folds = sweep(**kw, engine="dask", chunk_size=2000, reduce=bench.front_fold)
     assert folds.npartitions == 8
     with dask.config.set(scheduler="synchronous"):
-        front = folds.fold(_merge_fronts).compute()
+        front = folds.fold(bench.merge_fronts).compute()
     table = sweep(**kw)
     assert len(table) == 11_520 and 0 < table.memory_fits.sum() < len(table)   # 70B bf16 does not fit one H100
-    expected = _front(table)
+    expected = table[table.memory_fits]
+    expected = expected.iloc[pareto_front(expected.decode_tok_s_per_user.to_numpy(), expected.decode_tok_s_total.to_numpy())]
     assert len(expected) > 3
     pd.testing.assert_frame_equal(front.reset_index(drop=True), expected.reset_index(drop=True))
 

@@ -122,9 +122,15 @@ def _arithmetic(op: str, identity: float | None = None, left_identity: bool = Fa
     return forward, reflected
 
 
-def _logical(op: str):
+def _comparison(op: str):
+    """The operator `op` on a Sym and another operand, the Sym on the left."""
     def forward(self, other):
         return self.tape.emit(f"{{0}} {op} {{1}}", self, other)
+    return forward
+
+
+def _logical(op: str):
+    forward = _comparison(op)
 
     def reflected(self, other):
         return self.tape.emit(f"{{0}} {op} {{1}}", other, self)
@@ -148,23 +154,8 @@ class Sym:
     __and__, __rand__ = _logical("&")
     __or__, __ror__ = _logical("|")
 
-    def __lt__(self, other):
-        return self.tape.emit("{0} < {1}", self, other)
-
-    def __le__(self, other):
-        return self.tape.emit("{0} <= {1}", self, other)
-
-    def __gt__(self, other):
-        return self.tape.emit("{0} > {1}", self, other)
-
-    def __ge__(self, other):
-        return self.tape.emit("{0} >= {1}", self, other)
-
-    def __eq__(self, other):
-        return self.tape.emit("{0} == {1}", self, other)
-
-    def __ne__(self, other):
-        return self.tape.emit("{0} != {1}", self, other)
+    __lt__, __le__, __gt__, __ge__ = (_comparison(op) for op in ("<", "<=", ">", ">="))
+    __eq__, __ne__ = _comparison("=="), _comparison("!=")
 
     def __neg__(self):
         return self.tape.emit("-{0}", self, real=self.real)
