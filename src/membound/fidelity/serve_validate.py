@@ -90,7 +90,7 @@ MTP_DRAFTS = {"trtllm": (3, 1), "sglang": (2, 2)}
 # dsr1_fp8_h200_trt_mtp.sh, dsr1_fp4_b200_trt_mtp.sh: R1 then writes its reasoning), SGLang's
 # (dsr1_fp8_b200_mtp.sh) sends the raw random tokens. The MTP rows are predicted with it;
 # `speculative.mtp()` keeps MTP_ACCEPTANCE, the natural-text figure.
-INFERENCEMAX_MTP_ACCEPTANCE = 0.52
+INFERENCEMAX_MTP_ACCEPTANCE = 0.53
 RUNS_PER_CLIENT = 10.0   # num_prompts = 10 x conc (the CI default); throughput is over that finite run
                          # (serve.finite_run_share). A row's num_requests / conc replaces it where the
                          # file records it (newer single-node scripts run --num-prompts $CONC: 1 each)
