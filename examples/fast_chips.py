@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from scipy.optimize import brentq
+
 import membound as mb
 from membound.planning import product
 from membound.fidelity import vendors
@@ -65,23 +67,22 @@ def shortest(**call):
     return r, " / ".join(vendors.notes_for(r, call))
 
 
-def acceptance_needed(call: dict, figure: float, steps: int = 30) -> float | None:
+def acceptance_needed(call: dict, figure: float) -> float | None:
     """The acceptance a drafted token needs for a speculative `call` (its draft and gamma kept) to
-    reach `figure` tok/s: bisection on `estimate`, whose speed rises with the acceptance; None where
-    even acceptance 1 falls short. A number the physics produces for a figure published without its
-    drafting settings."""
+    reach `figure` tok/s: the root of `estimate`'s speed, which rises with the acceptance, less the
+    figure (scipy's brentq); 0 where no acceptance is needed, None where even acceptance 1 falls
+    short. A number the physics produces for a figure published without its drafting settings."""
     spec = call["speculative"]
 
-    def speed(alpha: float) -> float:
-        return mb.estimate(**{**call, "speculative": replace(spec, acceptance_rate=alpha)}).decode_tok_s_per_user
+    def short(alpha: float) -> float:
+        r = mb.estimate(**{**call, "speculative": replace(spec, acceptance_rate=alpha)})
+        return r.decode_tok_s_per_user - figure
 
-    if speed(1.0) < figure:
+    if short(1.0) < 0:
         return None
-    lo, hi = 0.0, 1.0
-    for _ in range(steps):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if speed(mid) < figure else (lo, mid)
-    return hi
+    if short(0.0) >= 0:
+        return 0.0
+    return float(brentq(short, 0.0, 1.0, xtol=1e-9))
 
 
 def drafting_reason(call: dict, predicted: float, figure: float) -> str:

@@ -1,5 +1,5 @@
 """The scorecard's reason for a speculative claim's miss (examples/fast_chips.py): the acceptance a
-drafted token would need to reach the published figure, found by bisection on estimate()."""
+drafted token would need to reach the published figure, found by a root search (scipy's brentq) on estimate()."""
 import importlib.util
 import sys
 from pathlib import Path
