@@ -1,7 +1,7 @@
 """Laws of the physics as properties over random models, devices, dtypes and workloads."""
 import math
 
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import membound as mb
@@ -85,6 +85,10 @@ def test_bigger_batch_never_raises_per_user_speed_nor_lowers_aggregate(cfg, more
 @settings(max_examples=60, deadline=None)
 @given(configs, st.sampled_from([("q4_0", "q8_0"), ("int4", "int8"), ("fp8", "bf16"), ("q8_0", "bf16"),
                                  ("mxfp4", "fp8"), ("q4_k_m", "q6_k")]))
+# CI found this one (stop 44): on a wafer the squares a layer's cores were chosen from started at the fewest
+# cores that hold its weights, so fp8's coarser ladder missed bf16's best square (8,119 vs 8,163 tok/s)
+@example(dict(model="llama-3.2-1b", hardware="cerebras-wse-3", runtime=None, batch=1, prompt_tokens=0,
+              output_tokens=1, weight_dtype="bf16", kv_dtype="bf16"), ("fp8", "bf16"))
 def test_fewer_bits_never_add_bytes_or_time(cfg, pair):
     # Same activation dtype and no dequantization cost: only the bytes differ. (With the default
     # dequant cost, weight-only int4 can be slower than bf16 once compute-bound: that is physics.)
