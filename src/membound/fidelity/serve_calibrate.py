@@ -336,6 +336,50 @@ any figure of the forms below was computed; the earlier validation figures of li
     step on every rank, or a per-stage cost), which this form lacks: open (issue 27 item 3). mlperf_validate
     report Offline / Server / Interactive 15.0/23.5/17.9 -> 13.3/25.4/29.5% (Interactive: 22 rows; by family GB200
     64.1 -> 57.3%, RTX PRO 6000 11.9 -> 5.6%: the pooled median moves from one family's rows to the other's).
+The pipeline host protocol (issue 27 item 3, issue 29; helper stages19, fixed 2026-12-07 11:50 UTC before any figure
+of the form below was computed; known before it: the report figures perseq18 printed once, above, which motivate it):
+  What TensorRT-LLM's PyTorch backend runs per micro-batch on every pipeline rank, by its code:
+  - pp = 1: PyExecutor._executor_loop_overlap runs the host's per-request loops beside the GPU's step (above);
+    the shipped form (L1) prices no host time, and this protocol leaves every pp = 1 figure as it is;
+  - pp > 1: PyExecutor._executor_loop_pp (NVIDIA/TensorRT-LLM@9521caf tensorrt_llm/_torch/pyexecutor/
+    py_executor.py; num_micro_batches = pp_size) runs, on every rank, each iteration one micro-batch:
+    _fetch_new_requests (the new requests' send/recv chain), _schedule over the active requests,
+    resource_manager.prepare_resources(micro-batch), _forward_step (ModelEngine._prepare_tp_inputs, a loop over
+    the micro-batch's requests, then the rank's layers), and on the ranks before the last
+    _forward_step_inter_pp waits for that forward (sampler_event.record(); _update_request_states;
+    sampler_event.synchronize()), then receives the previous micro-batch's tokens (dist.recv_object, blocking),
+    sends them on, and finalises a micro-batch (_update_requests, _handle_responses, update_resources). The host
+    loop over a micro-batch's requests runs in series with the rank's forward on every stage: it does not divide
+    over stages, where the per-layer cost (the attention op's kernels on the rank's own layers) does. (At
+    NVIDIA/TensorRT-LLM@0004396 the inter-pp wait is gone: a placeholder event synchronised one iteration later;
+    the trtllm-bench rows ran v1.0, docs/source/performance/perf-overview.md@00f3768 'NEW for v1.0'; which of the
+    two loops v1.0 ships was not pinned from the commits read.)
+  Forms (TensorRT-LLM's served block; pp > 1 only):
+  - L1: as shipped (per_sequence_layer_s x the stage's layers per micro-batch sequence; nothing per iteration);
+  - P: L1 plus a new served figure pipeline_host_s, seconds of host work per sequence of a micro-batch per
+    iteration on every pipeline rank, in series with the rank's forward: a pipeline stage's step over its
+    micro-batch of b sequences pays b x pipeline_host_s (serving.offline.pipeline_stage: the stage's per-step
+    per-sequence figure; core.pipeline_pass: a step of m micro-batches pays it for all its sequences). SET, not
+    fitted (no fit or select row has a TensorRT-LLM pipeline; the budget is unchanged): 29.4 us = 45.11 ms a
+    iteration / 1,536 requests a rank, the host_step_time of the PyTorch executor's loop with the C++ schedulers
+    (NVIDIA/TensorRT-LLM PR 10273: GB200, gpt-oss-120b, attention DP 2, max_batch_size 1,536, isl/osl 1k/1k, a
+    host-bound run by the PR's words): the whole loop's host time per request per iteration, the per-iteration
+    fixed work included (an upper bound). Prior range 1.3 us (the capacity and micro-batch schedulers alone: 4.4%
+    of that step, same PR) .. 29.4 us; the loop's pass of _schedule over all pp micro-batches' requests (1.3 us x
+    (pp - 1) more per micro-batch sequence) is left out. 0 in every other engine and in the MLPerf generations
+    (tensorrt-llm-cpp: the C++ executor's own loop; no MLPerf TensorRT-LLM row has pp > 1).
+  Roles: fit: the served fits as they stand (serve_calibrate fit_all, cold, TensorRT-LLM's 223 H200 rows, all
+    pp = 1), refitted cold under P to show the fitted figures do not move. Select (validation figures): those of
+    perseq18's protocol (serve_validate's VALIDATION lines and TensorRT-LLM's B200 rows; validate's max-load
+    (B200) and MLPerf (assumed lengths) validation medians; mlperf_validate's select Offline / Server /
+    Interactive). No select row has pp > 1, so the select figures cannot choose between L1 and P; the choice rests
+    on the engine's code above. Rule: P is adopted iff the cold refit reproduces the bundled figures and every
+    fit and select output is unchanged (bash scripts/fingerprints.sh: serve_validate.csv and mlperf.csv
+    byte-identical, validate_chip.csv / validate_source.csv moved in pp > 1 rows only, the sweep digest
+    byte-identical); otherwise it is not adopted and the figures are recorded here. Report (printed once, after
+    the decision, never chosen on): validate's TensorRT-LLM max-load report groups (GB200; RTX PRO 6000, whose
+    Llama-3.3-70B pp 8 rows trt-071..080 are the only rows P moves), validate's and mlperf_validate's other report
+    groups (unchanged by construction).
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), bounded least squares (membound.fitter.fit, the one fitter).
 
