@@ -70,15 +70,15 @@ def test_the_layout_rule_by_hand():
 def test_a_groq_layer_sits_on_the_fewest_chips_that_hold_it_by_hand():
     """Llama-2-70B in int8: a layer's weights are q and o (8192^2 each = 67,108,864), k and v (8192 x
     8 KV heads x 128 = 8,388,608 each), gate, up and down (3 x 8192 x 28672 = 704,643,072) and two
-    norms (16,384): 855,654,400 bytes at one a weight, more than 3 chips of 230 MB (690 MB), less
-    than 4 (920 MB). Stages first (layout "pipeline"): 80 chips hold a layer each, 160 two chips a
+    norms (16,384): 855,654,400 bytes at one a weight, more than 3 chips of 220 MiB (692 MB), less
+    than 4 (923 MB). Stages first (layout "pipeline"): 80 chips hold a layer each, 160 two chips a
     layer (tp 2), 320 four (tp 4); 240 chips still lay out as tp 2 (3 does not divide 64 heads), so
     the fewest chips are 320."""
     m = mb.load_model("llama-2-70b")
     h, f, kv = 8192, 28672, 8 * 128
     layer = h * h + 2 * h * kv + h * h + 3 * h * f + 2 * h     # q, k and v, o, gate/up/down, two norms
     assert layer == 67_108_864 * 2 + 8_388_608 * 2 + 704_643_072 + 16_384 == 855_654_400
-    assert 3 * 230e6 < layer < 4 * 230e6                        # 1 byte a weight: 4 chips, not 3
+    assert 3 * 220 * 2**20 < layer < 4 * 220 * 2**20            # 1 byte a weight: 4 chips, not 3
     assert mb.layout_for(m, "groq-lpu", 240) == mb.Parallel(tp=2, pp=80)
     assert mb.min_chips(m, "groq-lpu", weight_dtype="int8", context_tokens=4096) == 320
     r = mb.estimate(m, "groq-lpu", n_chips=320, weight_dtype="int8", prompt_tokens=4095, output_tokens=1)
