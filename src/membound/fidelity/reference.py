@@ -30,7 +30,8 @@ Mapping choices (each is an assumption a reader can check):
   limits its tuning heuristic sets (`offline.trtllm_bench_scheduler`), MLPerf rows the engine's
   served defaults.
 - Specialised chips (chip counts undisclosed): the fewest chips whose memory holds the weights
-  (and 8k tokens of KV; SambaNova: one 16-socket node, `NODE`), laid out by the one layout rule
+  (and the KV of the row's own prompt and output, as `estimate` sizes its first call; SambaNova: one
+  16-socket node, `NODE`), laid out by the one layout rule
   (`parallel.layout_for`: wafers pipeline, LPUs tensor-parallel inside a node of 8 then
   pipeline, SambaNova tensor parallel over the rack).
 """
@@ -651,7 +652,8 @@ def _specialised(r: dict[str, str], s: _Shape, model: str, hw: Hardware, wd: str
     ctx = re.search(r"(\d+)-token context", r["notes"])
     s.prompt, s.output = (int(ctx.group(1)) // 2 if ctx else 1024), 256
     try:
-        s.n_chips, s.parallel = special_layout(model, hw, wd, s.n_chips if r["n_chips"] else None)
+        s.n_chips, s.parallel = special_layout(model, hw, wd, s.n_chips if r["n_chips"] else None,
+                                               context=s.prompt + s.output)
     except MemboundError as e:
         raise SkipRow(f"no layout holds it: {e}") from None
     s.chips_stated = bool(r["n_chips"])
@@ -674,17 +676,6 @@ def _check_shape(r: dict[str, str], s: _Shape) -> int | str:
     return s.batch
 
 
-# the context a specialised-chip row's fewest chips hold beside the weights (tokens of KV), at most
-# the model's window
-LAYOUT_CONTEXT = 8192
-
-
-def layout_context(model_name) -> int:
-    """The KV tokens `special_layout` sizes a row's fewest chips for: LAYOUT_CONTEXT, or the model's
-    window where that is shorter."""
-    return min(LAYOUT_CONTEXT, load_model(model_name).max_context or LAYOUT_CONTEXT)
-
-
 # the unit a vendor deploys a model on, where its documentation says one: (chips, why). SambaNova:
 # "A bundle template defines which models and configurations can be deployed together on a single
 # node" (docs.sambanova.ai/docs/en/admin/administration/model-deployment), and a SambaRack SN40L-16
@@ -692,13 +683,19 @@ def layout_context(model_name) -> int:
 NODE = {"sambanova-sn40l": (16, "one SambaRack node of 16 sockets, the unit SambaNova deploys a model on")}
 
 
-def special_layout(model_name, hw, wd, stated):
+def special_layout(model_name, hw, wd, stated, *, context: int):
     """Chips and (tp, pp, ep) for a specialised-chip row: the stated count, else the vendor's
     deployment unit where its documentation gives one (`NODE`: a SambaRack of 16 sockets), else the
-    fewest chips that hold the weights plus 8k tokens of KV (`layout_context`); laid out by the one
-    layout rule (parallel.layout_for)."""
+    count `estimate` picks for the row's own configuration: the fewest chips that hold the weights
+    and the KV of its `context` tokens (prompt + output), each layer's KV beside the layer (a TSP's
+    units read only their own chip's SRAM at speed: another chip's is reached over C2C links, at most
+    85 GB/s a chip against the 9.2 TB/s the matrix units take in; ISCA 2020/2022, groq-lpu.yaml).
+    How much context a vendor's 2024 deployment reserved beside each layer is not published, so the
+    row reserves what its own request needs, as the shortest natural call does (no 8k guess);
+    `vendors.chip_range` prints the counts that would give the figure. Laid out by the one layout
+    rule (parallel.layout_for)."""
     n = stated or (NODE[hw.name][0] if hw.name in NODE else
-                   min_chips(model_name, hw, context_tokens=layout_context(model_name), weight_dtype=wd))
+                   min_chips(model_name, hw, context_tokens=context, weight_dtype=wd))
     lay = layout_for(model_name, hw, n)
     return lay.chips, (lay.tp, lay.pp, lay.ep)
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from .reference import ROW_RUNTIME
 from ..catalog.runtime import Runtime, RuntimeEntry
 from .fitter import Param, fit as least_squares
-from .reference import layout_context, predict, load_reference, special_layout
+from .reference import predict, load_reference, special_layout
 from ..catalog.model import load_model
 from ..catalog.hardware import load_hardware
 from ..catalog.dtypes import get_dtype
@@ -211,14 +211,14 @@ def _counts(sc, tries: int = 48) -> list[tuple[int, tuple[int, int, int]]]:
     hw = load_hardware(sc.hardware)
     n0 = sc.n_chips
     if streamed_room(hw) is not None:
-        n0 = min(n0, min_chips(sc.model, hw, context_tokens=layout_context(sc.model), weight_dtype=sc.weight_dtype,
-                               at_speed=True))
+        n0 = min(n0, min_chips(sc.model, hw, context_tokens=sc.prompt_tokens + sc.output_tokens,
+                               weight_dtype=sc.weight_dtype, at_speed=True))
     step = max(1, n0 // 8)
     out = []
     for n in range(n0, n0 + tries * step + 1, step):
         if hw.interconnect is not None and n > hw.interconnect.max_chips:
             break
-        out.append(special_layout(sc.model, hw, sc.weight_dtype, n))
+        out.append(special_layout(sc.model, hw, sc.weight_dtype, n, context=sc.prompt_tokens + sc.output_tokens))
     return out
 
 
