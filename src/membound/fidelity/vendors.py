@@ -259,11 +259,11 @@ class VendorRow:
 
     @property
     def why(self) -> str:
-        """The physics' own numbers behind a miss beyond 50% where the figure beats it: the fastest
-        the physics runs the row, and how many tokens each pass over the weights would have to yield
-        to reach the figure (figure / that speed: more than 1 needs speculative decoding, or fewer
+        """The physics' own numbers behind a miss beyond CONFIRM (25%) where the figure beats it: the
+        fastest the physics runs the row, and how many tokens each pass over the weights would have to
+        yield to reach the figure (figure / that speed: more than 1 needs speculative decoding, or fewer
         bytes per weight than the row states)."""
-        if abs(self.error) <= 0.5 or self.measured <= self.ceiling:
+        if abs(self.error) <= CONFIRM or self.measured <= self.ceiling:
             return ""
         where = f"at its stated {self.n_chips} chips" if self.chips_stated else "on every chip count tried"
         why = _how_faster(self.speculative)
