@@ -35,7 +35,7 @@ class AppServer:
 
     def __enter__(self) -> AppServer:
         self.thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60      # a hang guard: a loaded 2-core machine starts slowly
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
                 raise RuntimeError("the app server did not start")

@@ -233,7 +233,7 @@ def test_membound_app_serves_the_page():
     proc = subprocess.Popen([sys.executable, "-m", "membound", "app", "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60      # a hang guard: a loaded 2-core machine starts slowly
         while True:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as resp:

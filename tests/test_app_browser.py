@@ -35,7 +35,7 @@ def browser(tmp_path_factory):
     drv.quit()
 
 
-def wait(drv, cond, timeout=15):
+def wait(drv, cond, timeout=60):        # a ceiling on a wait that ends when cond holds, not a speed bound
     from selenium.webdriver.support.ui import WebDriverWait
     return WebDriverWait(drv, timeout).until(cond)
 
@@ -224,7 +224,7 @@ def test_pasted_config_json_is_compared(app, browser):
 
 def submit(drv, tab):
     css(drv, f"#panel-{tab} button.run")[0].click()        # sets the page busy until drawn
-    wait(drv, lambda d: d.execute_script("return document.body.dataset.state") == "ready", timeout=60)
+    wait(drv, lambda d: d.execute_script("return document.body.dataset.state") == "ready", timeout=120)
 
 
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "app.png"
