@@ -129,12 +129,28 @@ def merge(a, b):
     return a[0] + b[0], pd.concat([a[1], b[1]]).nlargest(10, "decode_tok_s_total")
 
 
-def local_run(g: dict, chunk: int) -> tuple[float, float, int]:
-    """One process: the streamed sweep in chunks of `chunk` rows, folded to (rows, ten best)."""
+KEEP = [("ttft_s", "<=", 2.0), ("decode_tok_s_per_user", ">=", 30.0)]
+
+
+def arrays_query():
+    """The query as reductions on arrays (`membound.planning.reductions`): (rows, the ten best that
+    keep the targets), with `fold`'s answer, reduced on each chunk's columns without a frame."""
+    from membound.planning.reductions import Count, Top
+    return (Count(), Top(10, "decode_tok_s_total", where=KEEP))
+
+
+def _kind(query: str) -> str:
+    """What the one process runs for a cluster query: `fold` on frames, or the arrays query."""
+    return "arrays" if query == "arrays" else "pandas"
+
+
+def local_run(g: dict, chunk: int, kind: str = "pandas") -> tuple[float, float, int]:
+    """One process: the streamed sweep in chunks of `chunk` rows, reduced to (rows, ten best):
+    folded on each chunk's frame (kind "pandas", `fold`) or reduced on its arrays ("arrays")."""
     import membound as mb
 
     t, c = time.perf_counter(), _thread_cpu()
-    n, _ = mb.sweep(**g, include_unfit=True, chunk_size=chunk, reduce=fold)
+    n, _ = mb.sweep(**g, include_unfit=True, chunk_size=chunk, reduce=fold if kind == "pandas" else arrays_query())
     return time.perf_counter() - t, _thread_cpu() - c, n
 
 
@@ -156,19 +172,28 @@ def one_process(settled: bool) -> ProcessPoolExecutor:
     return pool
 
 
-def plain_run(g: dict, chunk: int | None, which: int, of: int) -> tuple[float, float, int, int]:
+def plain_run(g: dict, chunk: int | None, which: int, of: int, kind: str = "pandas") -> tuple[float, float, int, int]:
     """Partitions which, which + of, ... of the cluster's fold query (`sweep(engine="dask",
-    reduce=fold)`), computed in this process by dask's synchronous scheduler: the cluster's tasks
-    without a cluster (no scheduler, event loop or comms). (wall s, this thread's CPU s, rows, pid)."""
+    reduce=fold)`; kind "arrays": of the arrays query's, `arrays_query`), computed in this process
+    by dask's synchronous scheduler: the cluster's tasks without a cluster (no scheduler, event loop
+    or comms). (wall s, this thread's CPU s, rows, pid)."""
     import dask
 
     import membound as mb
     kw = {} if chunk is None else {"chunk_size": chunk}
-    parts = mb.sweep(**g, include_unfit=True, engine="dask", reduce=fold, **kw).to_delayed()[which::of]
+    if kind == "pandas":
+        parts = mb.sweep(**g, include_unfit=True, engine="dask", reduce=fold, **kw).to_delayed()[which::of]
+        t, c = time.perf_counter(), _thread_cpu()
+        with dask.config.set(scheduler="synchronous"):
+            accs = dask.compute(*parts)
+        acc = functools.reduce(merge, (a for part in accs for a in part), None)
+        return time.perf_counter() - t, _thread_cpu() - c, acc[0] if acc else 0, os.getpid()
+    from membound.planning.reductions import Several, merge_all
+    lazy = mb.sweep(**g, include_unfit=True, engine="dask", reduce=arrays_query(), **kw)
+    graph = dict(lazy.__dask_graph__())
+    keys = sorted(k for k in graph if isinstance(k, tuple) and k[1] == 0)[which::of]    # the partitions' tasks
     t, c = time.perf_counter(), _thread_cpu()
-    with dask.config.set(scheduler="synchronous"):
-        accs = dask.compute(*parts)
-    acc = functools.reduce(merge, (a for part in accs for a in part), None)
+    acc = merge_all(Several(arrays_query()), dask.get(graph, keys))
     return time.perf_counter() - t, _thread_cpu() - c, acc[0] if acc else 0, os.getpid()
 
 
@@ -181,12 +206,12 @@ def two_processes() -> ProcessPoolExecutor:
     return pool
 
 
-def plain_pair(pool: ProcessPoolExecutor, g: dict, chunk: int | None) -> tuple[float, float, int]:
+def plain_pair(pool: ProcessPoolExecutor, g: dict, chunk: int | None, kind: str = "pandas") -> tuple[float, float, int]:
     """The cluster's fold partitions split between the two processes of `pool`, run at once with
     no cluster (`plain_run`): what two processes cost on this machine doing the cluster's tasks.
     (wall s, the two processes' CPU s together, rows)."""
     t = time.perf_counter()
-    rs = [f.result() for f in [pool.submit(plain_run, g, chunk, i, 2) for i in range(2)]]
+    rs = [f.result() for f in [pool.submit(plain_run, g, chunk, i, 2, kind) for i in range(2)]]
     assert rs[0][3] != rs[1][3], "each half of the partitions in a process of its own"
     return time.perf_counter() - t, rs[0][1] + rs[1][1], rs[0][2] + rs[1][2]
 
@@ -203,6 +228,8 @@ def cluster_run(client, g: dict, chunk: int | None, query: str) -> tuple[float, 
     `nlargest`), as a pandas user writes it. "fold": the one process's fold (`fold`) run on each
     partition where it is evaluated (`sweep(engine="dask", reduce=fold)`: a bag of one accumulator
     per partition), the partitions' accumulators merged on the workers (`Bag.fold(merge)`).
+    "arrays": the query as reductions on arrays (`arrays_query`), each partition reduced on its
+    worker, the accumulators merged in a tree there (`sweep(engine="dask", reduce=...)`).
     (wall s, the workers' CPU s, rows, partitions, the scheduler's CPU s, the workers' task threads' CPU s,
     bytes moved between the workers)."""
     import dask
@@ -214,12 +241,18 @@ def cluster_run(client, g: dict, chunk: int | None, query: str) -> tuple[float, 
     if query == "fold":
         lazy = mb.sweep(**g, include_unfit=True, engine="dask", reduce=fold, **kw)
         n, _ = lazy.fold(merge).compute()
+        parts = lazy.npartitions
+    elif query == "arrays":
+        lazy = mb.sweep(**g, include_unfit=True, engine="dask", reduce=arrays_query(), **kw)
+        n, _ = lazy.compute()
+        parts = sum(1 for k in lazy.__dask_graph__() if isinstance(k, tuple) and k[1] == 0)
     else:
         lazy = mb.sweep(**g, include_unfit=True, engine="dask", **kw)
         n, _ = dask.compute(lazy["batch"].count(), _keep(lazy).nlargest(10, "decode_tok_s_total"))
+        parts = lazy.npartitions
     dt = time.perf_counter() - t
     work, tasks, moved = np.sum(list(client.run(_worker_cpu).values()), axis=0) - before
-    return dt, float(work), int(n), lazy.npartitions, _scheduler_cpu() - sched, float(tasks), float(moved)
+    return dt, float(work), int(n), parts, _scheduler_cpu() - sched, float(tasks), float(moved)
 
 
 PARETO_COLUMNS = ["model", "hardware", "batch", "prompt_tokens", "output_tokens", "decode_tok_s_per_user",
@@ -259,13 +292,21 @@ def pareto_run(client, chunk: int | None, query: str) -> dict:
     if query == "fold":
         lazy = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", columns=PARETO_COLUMNS, reduce=front_fold, **kw)
         front = lazy.fold(merge_fronts).compute()
+        parts = lazy.npartitions
+    elif query == "arrays":
+        from membound.planning.reductions import Front
+        lazy = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", columns=PARETO_COLUMNS,
+                        reduce=Front(where=[("memory_fits", "==", True)]), **kw)
+        front = lazy.compute()
+        parts = sum(1 for k in lazy.__dask_graph__() if isinstance(k, tuple) and k[1] == 0)
     else:
         lazy = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", columns=PARETO_COLUMNS, **kw)
         front = lazy.reduction(chunk=_front, combine=_front, aggregate=_front, meta=lazy._meta,
                                split_every=16).compute()
+        parts = lazy.npartitions
     dt = time.perf_counter() - t
     n = int(np.prod([len(v) if isinstance(v, list) else 1 for v in GRID_1E9.values()]))
-    return dict(configurations=n, seconds=dt, partitions=lazy.npartitions, front=front,
+    return dict(configurations=n, seconds=dt, partitions=parts, front=front,
                 cpu=sum(client.run(_cpu).values()) - before)
 
 
@@ -285,13 +326,15 @@ def main():
     ap.add_argument("--runs", type=int, default=3, help="interleaved runs of the 1e8 query (0: none)")
     ap.add_argument("--pareto", action="store_true")
     ap.add_argument("--pareto-queries", default="fold",
-                    help="the 1e9 front's ways, comma-separated: fold, frame (see pareto_run)")
+                    help="the 1e9 front's ways, comma-separated: fold, arrays, frame (see pareto_run)")
     ap.add_argument("--chunk", type=int, default=None,
                     help="rows per cluster partition (default: the library's, sweep.DASK_PARTITION)")
     ap.add_argument("--local-chunks", default=None,
                     help="the one process's chunk sizes, comma-separated (default: sweep.DEFAULT_CHUNK and 1e6)")
     ap.add_argument("--queries", default="frame,fold",
-                    help="the cluster's ways of writing the query, comma-separated: frame, fold (see cluster_run)")
+                    help="the cluster's ways of writing the query, comma-separated: frame, fold, arrays (see cluster_run)")
+    ap.add_argument("--one-process", default="left,settled",
+                    help="the one process's starts, comma-separated: left (as the library leaves it), settled")
     ap.add_argument("--no-worker-profiler", action="store_true",
                     help="turn off the workers' statistical profiler (distributed.worker.profile.enabled)")
     ap.add_argument("--quiet-workers", action="store_true",
@@ -320,8 +363,9 @@ def main():
     print(f"LocalCluster of 2 worker processes x 1 thread started in {time.perf_counter() - t:.1f} s "
           f"(dask settings: {settings or 'defaults'})")
     queries = args.queries.split(",")
-    ones = {settled: one_process(settled) for settled in (False, True)} if args.runs else {}
-    pair = two_processes() if args.runs and "fold" in queries else None
+    starts = {"left": False, "settled": True}
+    ones = {starts[x]: one_process(starts[x]) for x in args.one_process.split(",")} if args.runs else {}
+    pair = two_processes() if args.runs and ({"fold", "arrays"} & set(queries)) else None
     try:
         if args.runs:
             measure(client, ones, pair, g, local_chunks, chunk, args.runs, queries)
@@ -341,8 +385,9 @@ def pareto_report(client, chunk: int | None, query: str) -> None:
     load = os.getloadavg()
     r = pareto_run(client, chunk, query)
     after = os.getloadavg()
-    how = ("each partition folded to its front in chunks on its worker, the fronts merged on the workers"
-           if query == "fold" else "each partition reduced to its front on its worker, the fronts combined 16 at a time")
+    how = {"fold": "each partition folded to its front in chunks on its worker, the fronts merged on the workers",
+           "arrays": "each partition reduced to its front on its arrays on its worker, merged 16 at a time there",
+           "frame": "each partition reduced to its front on its worker, the fronts combined 16 at a time"}[query]
     print(f"1e9 Pareto front, query as {query!r}: {r['configurations']:,} configurations in {r['partitions']} "
           f"partitions on the cluster: {r['seconds']:.0f} s ({r['configurations'] / r['seconds'] / 1e6:.1f} M/s), "
           f"the workers {r['cpu']:.0f} CPU-s ({r['configurations'] / r['cpu'] / 1e6:.1f} M/CPU-s); load average "
@@ -371,70 +416,83 @@ def task_count(client, g: dict, chunk: int | None, query: str) -> tuple[int, int
 def measure(client, ones: dict, pair, g: dict, local_chunks: list[int], chunk: int | None, runs: int,
             queries: list[str]) -> None:
     """The 1e8 query, interleaved: the one process (as the library leaves it, and settled as a
-    worker, each at each chunk size), the fold query's partitions in two plain processes at once
-    (`plain_pair`, where `pair` is given) and the cluster (each way of writing the query); medians,
-    the speed-up over the one process at its fastest, and where the workers' CPU beyond the one
-    process's goes."""
+    worker, each at each chunk size; on frames for the "frame" and "fold" queries, on arrays for
+    "arrays"), each folding query's partitions in two plain processes at once (`plain_pair`, where
+    `pair` is given) and the cluster (each way of writing the query); medians, the speed-up over
+    the one process at its fastest doing the same kind of work, and where the workers' CPU beyond
+    the one process's goes."""
     tasks = {}
     for q in queries:       # warm (imports and data files in each worker), and count the tasks
         tasks[q] = task_count(client, grid(10), chunk, q)
     idle, idle_sched = idle_rates(client)
-    loc: dict[tuple[int, bool], list] = {(c, settled): [] for c in local_chunks for settled in ones}
+    kinds = list(dict.fromkeys(_kind(q) for q in queries))
+    loc: dict[tuple[str, int, bool], list] = {(k, c, settled): [] for k in kinds for c in local_chunks
+                                              for settled in ones}
     clu: dict[str, list] = {q: [] for q in queries}
-    plain: list = []
+    plain: dict[str, list] = {_kind(q): [] for q in queries if q != "frame" and pair is not None}
     loads = []
     for _ in range(runs):
         loads.append(os.getloadavg()[0])
-        for c, settled in loc:
-            loc[c, settled].append(ones[settled].submit(local_run, g, c).result())
-        if pair is not None:
-            plain.append(plain_pair(pair, g, chunk))
+        for k, c, settled in loc:
+            loc[k, c, settled].append(ones[settled].submit(local_run, g, c, k).result())
+        for k in plain:
+            plain[k].append(plain_pair(pair, g, chunk, k))
         for q in queries:
             clu[q].append(cluster_run(client, g, chunk, q))
     n = clu[queries[0]][0][2]
-    assert all(r[2] == n for rs in [*loc.values(), *clu.values(), plain] for r in rs), \
+    assert all(r[2] == n for rs in [*loc.values(), *clu.values(), *plain.values()] for r in rs), \
         "every way counts every configuration"
     print(f"{n:.0e} configurations, filter + count + 10 best, median of {runs} interleaved runs "
           f"(load average {statistics.median(loads):.1f}; runs {', '.join(f'{x:.1f}' for x in loads)}):")
-    for (c, settled), rs in loc.items():
-        print(f"  one process{' settled' if settled else '        '}, chunks of {c:>9,} rows: {_median(rs, 0):6.1f} s "
-              f"wall, {_median(rs, 1):6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in rs)} s)")
-    best = min(loc, key=lambda k: _median(loc[k], 0))     # the fastest wall; the work: the least CPU of any
-    lw, lc = _median(loc[best], 0), min(_median(rs, 1) for rs in loc.values())
-    unsettled = min((k for k in loc if not k[1]), key=lambda k: _median(loc[k], 0), default=None)
+    for (k, c, settled), rs in loc.items():
+        print(f"  one process{' settled' if settled else '        '}, on {k:6}, chunks of {c:>9,} rows: "
+              f"{_median(rs, 0):6.1f} s wall, {_median(rs, 1):6.1f} CPU-s  ({', '.join(f'{r[0]:.1f}' for r in rs)} s)")
     print(f"  idle: the workers spend {idle * 1e3:.0f} ms of CPU per wall second (both), the scheduler's process "
           f"{idle_sched * 1e3:.0f} ms, while nothing runs (measured in this run)")
-    if plain:
-        print(f"  two plain processes at once, the fold query's partitions split between them (dask's synchronous "
-              f"scheduler, no cluster): {_median(plain, 0):6.1f} s wall, {_median(plain, 1):6.1f} CPU-s together "
-              f"({', '.join(f'{r[0]:.1f}' for r in plain)} s): {_median(plain, 1) / lc - 1:+.0%} CPU over the one "
-              f"process, what running two at once costs on this machine (shared caches and memory bandwidth)")
+    for k, rs in plain.items():
+        lc = min(_median(r, 1) for key, r in loc.items() if key[0] == k)
+        print(f"  two plain processes at once, the {'fold' if k == 'pandas' else 'arrays'} query's partitions split "
+              f"between them (dask's synchronous scheduler, no cluster): {_median(rs, 0):6.1f} s wall, "
+              f"{_median(rs, 1):6.1f} CPU-s together ({', '.join(f'{r[0]:.1f}' for r in rs)} s): "
+              f"{_median(rs, 1) / lc - 1:+.0%} CPU over the one process, what running two at once costs on this "
+              f"machine (shared caches and memory bandwidth)")
     for q, rs in clu.items():
-        cw, cc, cs, parts = _median(rs, 0), _median(rs, 1), _median(rs, 4), rs[0][3]
-        busy = cc - idle * cw       # the workers' CPU less what they spend idle over that wall time
-        ran, small_parts = tasks[q]
-        print(f"  2 workers, query as {q!r}, {parts} partitions of <= {-(-n // parts) if chunk is None else chunk:,} "
-              f"rows: {cw:6.1f} s wall, {cc:6.1f} CPU-s in the workers, {cs:.2f} CPU-s in the scheduler's process "
-              f"({', '.join(f'{r[0]:.1f}' for r in rs)} s); {ran / small_parts:.1f} tasks a partition "
-              f"({ran} on {small_parts} partitions of grid(10))")
-        print(f"    speed-up: {lw / cw:.2f}x wall over the one process at its fastest here (chunks of {best[0]:,}"
-              f"{', settled' if best[1] else ''}; goal >= 1.6x)"
-              + (f", {_median(loc[unsettled], 0) / cw:.2f}x over it as left (chunks of {unsettled[0]:,})"
-                 if unsettled and unsettled != best else "")
-              + f"; a core for each worker: 2 x {lc:.1f} / {cc:.1f} CPU-s = {2 * lc / cc:.2f}x")
-        print(f"    fixed cost: the workers spend {cc / lc:.2f}x the least CPU of the one process's runs "
-              f"({lc:.1f} CPU-s), so a partition costs {(cc - lc) / parts * 1e3:.0f} ms beyond its "
-              f"{lc / parts * 1e3:.0f} ms of work = {(cc - lc) / lc:.0%} (goal < 20%); less the workers' idle CPU: "
-              f"{(busy - lc) / parts * 1e3:.0f} ms = {(busy - lc) / lc:.0%}; the scheduler's process "
-              f"{cs / parts * 1e3:.0f} ms a partition ({(cs - idle_sched * cw) / parts * 1e3:.0f} ms less its idle)")
-        ct = _median(rs, 5)
-        print(f"    the workers' CPU: {ct:.1f} CPU-s in their task threads, {cc - ct:.1f} in the rest of their "
-              f"processes (event loop, comms, monitors; {idle * cw:.1f} of it at the idle rate); "
-              f"{_median(rs, 6) / 1e6:,.0f} MB sent from worker to worker"
-              + (f"; beyond two plain processes doing the same partitions ({_median(plain, 1):.1f} CPU-s): task "
-                 f"threads {(ct - _median(plain, 1)) / parts * 1e3:+.0f} ms a partition, all "
-                 f"{(cc - _median(plain, 1)) / parts * 1e3:+.0f} ms = {(cc - _median(plain, 1)) / lc:+.0%} of the "
-                 f"work: the cluster's own fixed cost" if plain and q == "fold" else ""))
+        report_cluster(q, rs, {key[1:]: r for key, r in loc.items() if key[0] == _kind(q)}, plain.get(_kind(q)),
+                       tasks[q], idle, idle_sched, n, chunk)
+
+
+def report_cluster(q: str, rs: list, loc: dict, plain: list | None, tasks: tuple[int, int], idle: float,
+                   idle_sched: float, n: int, chunk: int | None) -> None:
+    """One cluster query's medians against the one process doing the same kind of work (`loc`:
+    (chunk, settled) -> runs) and, where given, the plain pair doing its partitions."""
+    best = min(loc, key=lambda k: _median(loc[k], 0))     # the fastest wall; the work: the least CPU of any
+    lw, lc = _median(loc[best], 0), min(_median(r, 1) for r in loc.values())
+    unsettled = min((k for k in loc if not k[1]), key=lambda k: _median(loc[k], 0), default=None)
+    cw, cc, cs, parts = _median(rs, 0), _median(rs, 1), _median(rs, 4), rs[0][3]
+    busy = cc - idle * cw       # the workers' CPU less what they spend idle over that wall time
+    ran, small_parts = tasks
+    print(f"  2 workers, query as {q!r}, {parts} partitions of <= {-(-n // parts) if chunk is None else chunk:,} "
+          f"rows: {cw:6.1f} s wall, {cc:6.1f} CPU-s in the workers, {cs:.2f} CPU-s in the scheduler's process "
+          f"({', '.join(f'{r[0]:.1f}' for r in rs)} s); {ran / small_parts:.1f} tasks a partition "
+          f"({ran} on {small_parts} partitions of grid(10))")
+    print(f"    speed-up: {lw / cw:.2f}x wall over the one process on {_kind(q)} at its fastest here (chunks of "
+          f"{best[0]:,}{', settled' if best[1] else ''}; goal >= 1.6x)"
+          + (f", {_median(loc[unsettled], 0) / cw:.2f}x over it as left (chunks of {unsettled[0]:,})"
+             if unsettled and unsettled != best else "")
+          + f"; a core for each worker: 2 x {lc:.1f} / {cc:.1f} CPU-s = {2 * lc / cc:.2f}x")
+    print(f"    fixed cost: the workers spend {cc / lc:.2f}x the least CPU of the one process's runs "
+          f"({lc:.1f} CPU-s), so a partition costs {(cc - lc) / parts * 1e3:.0f} ms beyond its "
+          f"{lc / parts * 1e3:.0f} ms of work = {(cc - lc) / lc:.0%} (goal < 20%); less the workers' idle CPU: "
+          f"{(busy - lc) / parts * 1e3:.0f} ms = {(busy - lc) / lc:.0%}; the scheduler's process "
+          f"{cs / parts * 1e3:.0f} ms a partition ({(cs - idle_sched * cw) / parts * 1e3:.0f} ms less its idle)")
+    ct = _median(rs, 5)
+    print(f"    the workers' CPU: {ct:.1f} CPU-s in their task threads, {cc - ct:.1f} in the rest of their "
+          f"processes (event loop, comms, monitors; {idle * cw:.1f} of it at the idle rate); "
+          f"{_median(rs, 6) / 1e6:,.0f} MB sent from worker to worker"
+          + (f"; beyond two plain processes doing the same partitions ({_median(plain, 1):.1f} CPU-s): task "
+             f"threads {(ct - _median(plain, 1)) / parts * 1e3:+.0f} ms a partition, all "
+             f"{(cc - _median(plain, 1)) / parts * 1e3:+.0f} ms = {(cc - _median(plain, 1)) / lc:+.0%} of the "
+             f"work: the cluster's own fixed cost" if plain and q != "frame" else ""))
 
 
 if __name__ == "__main__":

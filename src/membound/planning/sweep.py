@@ -47,6 +47,8 @@ from ..physics.quantization import Quantization
 from ..physics.capacity import layout_for, min_chips
 from ..errors import DoesNotFitError, require
 from ..serving.curve import serve_curves
+from .reductions import Reduction, as_reduction, merge_all
+from .reductions import pareto_front as pareto_front   # its home before reductions.py
 
 DEFAULT_CHUNK = 1 << 18      # rows per streamed chunk (iter_sweep, reduce) and per dask partition. A
                              # smaller default gives the same rows in the same order in more chunks; with
@@ -679,32 +681,56 @@ def _partition(part: tuple[int, int, int], plan: _Plan, block: int, columns=None
     return table
 
 
-def _fold_partition(part: tuple[int, int, int], plan: _Plan, block: int, chunk_size: int, fold, as_frame) -> list:
-    """One dask partition (`_partition`'s descriptor) folded where it runs: its rows in chunks of at
-    most chunk_size rows, in order, each handed to `fold(accumulator, chunk)` as the numpy engine's
-    `sweep(reduce=...)` hands its chunks (the accumulator starts as None; empty chunks are not
-    handed on), so no table of the whole partition is made. Evaluation, the fold and its result
-    are one task. Returns [accumulator]: one bag partition of one item. A chunk's buffer goes back
-    to the process's spares once the fold has let go of it (`_spare_columns`)."""
+def _partition_chunks(part: tuple[int, int, int], plan: _Plan, block: int, chunk_size: int):
+    """One dask partition (`_partition`'s descriptor) evaluated where it runs, as `_Columns` of at
+    most chunk_size rows each, in order (empty ones too). A chunk's buffer goes back to the
+    process's spares once the consumer has let go of it (`_spare_columns`)."""
     i, first, stop = part
     g, (B, S, T) = plan.groups[i], plan.axes
     _settle_worker()
-    acc, cols = None, None
+    cols = None
     for bi, si, ti in itertools.islice(_blocks(plan.shape, block), first, stop):
         size = (bi.stop - bi.start) * (si.stop - si.start) * (ti.stop - ti.start)
         if cols is not None and cols.rows + size > chunk_size:
-            if cols.rows:
-                acc = fold(acc, cols.table(as_frame))
+            yield cols
             _keep_spare(cols)
             cols = None
         if cols is None:
             cols = _spare_columns(plan.schema, chunk_size)
         cols.add(g, B[bi], S[si], T[ti])
     if cols is not None:
+        yield cols
+        _keep_spare(cols)
+
+
+def _fold_partition(part: tuple[int, int, int], plan: _Plan, block: int, chunk_size: int, fold, as_frame) -> list:
+    """One dask partition (`_partition`'s descriptor) folded where it runs: its rows in chunks of at
+    most chunk_size rows, in order, each handed to `fold(accumulator, chunk)` as the numpy engine's
+    `sweep(reduce=...)` hands its chunks (the accumulator starts as None; empty chunks are not
+    handed on), so no table of the whole partition is made. Evaluation, the fold and its result
+    are one task. Returns [accumulator]: one bag partition of one item."""
+    acc = None
+    for cols in _partition_chunks(part, plan, block, chunk_size):
         if cols.rows:
             acc = fold(acc, cols.table(as_frame))
-        _keep_spare(cols)
     return [acc]
+
+
+def _reduce_chunk(reduction: Reduction, cols: _Columns, categories: dict):
+    """A chunk's accumulator (`reductions`): the reduction run on its filled columns' arrays."""
+    n = cols.rows
+    return reduction.chunk({name: col[:n] for name, col in cols.data.items()}, n, categories)
+
+
+def _reduce_partition(part: tuple[int, int, int], plan: _Plan, block: int, chunk_size: int, reduction: Reduction):
+    """One dask partition reduced where it runs, chunk by chunk (`_partition_chunks`), to one
+    accumulator of `reduction` (numbers or a few small arrays: cheap for dask to size and send)."""
+    acc = None
+    cats = plan.schema.categories
+    for cols in _partition_chunks(part, plan, block, chunk_size):
+        if cols.rows:
+            acc = reduction.merge(acc, _reduce_chunk(reduction, cols, cats))
+    return acc
 
 
 def _points(shape: tuple[int, int, int], blk: tuple[slice, slice, slice]) -> int:
@@ -749,6 +775,56 @@ def _dask_folds(plan: _Plan, partition_size: int, fold, as_frame):
     graph: dict[Any, Any] = {(name, k): (_fold_partition, part, plan, block, chunk, fold, as_frame)
                              for k, part in enumerate(parts)}
     return db.Bag(HighLevelGraph.from_collections(name, graph), name, len(parts))
+
+
+SPLIT_EVERY = 16    # accumulators merged per task of the dask reduction's tree (`_dask_reduce`)
+
+
+def _dask_reduce(plan: _Plan, partition_size: int, reduction: Reduction):
+    """sweep(engine="dask", reduce=Reduction): each partition (those of `_dask_frame`) reduced to
+    its accumulator on the worker that evaluates it (`_reduce_partition`, one task a partition),
+    the accumulators merged SPLIT_EVERY at a time in a tree on the workers, in partition order, and
+    the last one finished (a table only there). A lazy `dask.delayed.Delayed`: `.compute()` gives
+    what the one process's `sweep(reduce=...)` returns."""
+    from dask.delayed import Delayed   # dask: the dask extra
+    from dask.highlevelgraph import HighLevelGraph   # dask: the dask extra
+    block = min(BLOCK, partition_size)
+    chunk = max(block, min(DEFAULT_CHUNK, partition_size))
+    parts = _descriptors(plan, block, partition_size)
+    name = f"membound-sweep-reduce-{uuid.uuid4().hex}"
+    graph: dict[Any, Any] = {(name, 0, k): (_reduce_partition, part, plan, block, chunk, reduction)
+                             for k, part in enumerate(parts)}
+    keys, depth = [(name, 0, k) for k in range(len(parts))], 0
+    while len(keys) > 1:
+        depth += 1
+        level = [keys[i:i + SPLIT_EVERY] for i in range(0, len(keys), SPLIT_EVERY)]
+        graph.update({(name, depth, k): (merge_all, reduction, list(ks)) for k, ks in enumerate(level)})
+        keys = [(name, depth, k) for k in range(len(level))]
+    graph[name] = (reduction.finish, keys[0] if keys else None, plan.schema)
+    return Delayed(name, HighLevelGraph.from_collections(name, graph))
+
+
+def _reduction_plan(model, hardware, kw: dict, reduction: Reduction) -> _Plan:
+    """The plan of a reduced sweep: every argument checked, the reduction's columns too; the
+    columns evaluated are those asked for (all by default) and those the reduction reads."""
+    plan = _plan(model, hardware, **{**kw, "columns": None})
+    reduction.check(dict(plan.schema.columns))
+    if kw["columns"] is None:
+        return plan
+    wanted = [kw["columns"]] if isinstance(kw["columns"], str) else list(kw["columns"])
+    return replace(plan, schema=plan.schema.select([*wanted, *reduction.columns()]))
+
+
+def _reduce_local(plan: _Plan, chunk_size: int, reduction: Reduction):
+    """sweep(reduce=Reduction) in this process: the plan's chunks (`_chunks`), each reduced on its
+    arrays and merged in order, the last accumulator finished."""
+    _settle_allocator()
+    acc = None
+    cats = plan.schema.categories
+    for cols in _chunks(plan, chunk_size):
+        if cols.rows:
+            acc = reduction.merge(acc, _reduce_chunk(reduction, cols, cats))
+    return reduction.finish(acc, plan.schema)
 
 
 def _dask_frame(plan: _Plan, partition_size: int):
@@ -829,6 +905,11 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
     worker that evaluates it (in chunks of at most DEFAULT_CHUNK rows, one task a partition) and
     the call returns a lazy `dask.bag.Bag` of the partitions' accumulators, one item each in
     partition order: `.compute()` gives their list, `.fold(merge)` merges them on the cluster.
+    reduce may instead be a `reductions.Reduction` (Count, Top, Front, Histogram) or a tuple of
+    them: the query is then reduced on each chunk's arrays (no table per chunk) and finished once
+    (a count, a table of the rows kept, counts); with engine="dask" each partition is reduced on
+    its worker and the accumulators merged in a tree there, and the call returns a lazy
+    `dask.delayed` whose `.compute()` gives the same result as the one process.
     columns: the names of the columns to return (default: all); fewer columns, less to write.
     concurrency: client counts (closed loop) to serve instead of static batches: one row per
     (group, clients, prompt, output) with `serve()`'s steady state (ttft_s, tpot_s, tok_s_per_user,
@@ -860,12 +941,17 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
     if engine not in ("numpy", "dask"):
         raise InvalidInputError("engine", engine, "'numpy' or 'dask'")
     chunk_size = check_int("chunk_size", chunk_size, 1)
+    reduction = as_reduction(reduce)
     if engine == "dask":
         require("dask", "dask", 'sweep(engine="dask")')
+        if reduction is not None:
+            return _dask_reduce(_reduction_plan(model, hardware, kw, reduction), chunk_size, reduction)
         if reduce is not None:
             _check_fold(reduce)
             return _dask_folds(_plan(model, hardware, **kw), chunk_size, reduce, as_frame)
         return _dask_frame(_plan(model, hardware, **kw), chunk_size)
+    if reduction is not None:
+        return _reduce_local(_reduction_plan(model, hardware, kw, reduction), chunk_size, reduction)
     if reduce is not None:
         _check_fold(reduce)
         acc = None
@@ -886,15 +972,6 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
 def _check_fold(reduce) -> None:
     if not callable(reduce):
         raise InvalidInputError("reduce", reduce, "None or a function (accumulator, chunk) -> accumulator")
-
-
-def pareto_front(x, y) -> np.ndarray:
-    """Indices of the points not dominated when both x and y are better larger (sorted by x)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    order = np.lexsort((-y, -x))          # x descending, ties: y descending
-    ys = y[order]
-    before = np.concatenate(([-np.inf], np.maximum.accumulate(ys)[:-1]))
-    return order[ys > before][::-1]
 
 
 # ---- the fewest chips per point, and why a point was dropped ------------------------------------
