@@ -326,7 +326,8 @@ def format_report(path=None) -> str:
     out.append(f"median |error|: independent rows {100 * ind:.0f}% (n={n_ind}); fitted rows {100 * fitted:.0f}% "
                f"(n={sum(r.fitted for r in rows)}); rows repeating a fitted scenario and lower bounds apart. "
                "'?': chip count not disclosed (shown: the vendor's deployment unit where documented, "
-               "reference.NODE, else the fewest that hold the model); runtime share: "
+               "reference.NODE, else the fewest that hold its weights and its own request's KV, as estimate "
+               "picks); runtime share: "
                "1 - physics step / predicted step")
     return "\n".join(out)
 
