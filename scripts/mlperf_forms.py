@@ -5,7 +5,7 @@ constant replaced, refitted cold per round on the fit families' Offline rows (ml
 at-bound fits set apart and carried over as with_fits does), then used to predict the select
 families' rows (data/mlperf_split.csv: B200, MI300X). The report families are not predicted here.
 
-    PYTHONPATH=src python scripts/mlperf_forms.py A|B|C|D|E|E2|E6|F|G|H|H0|I|M|M0|N|N0|O|P
+    PYTHONPATH=src python scripts/mlperf_forms.py A|B|C|D|E|E2|E6|F|G|H|H0|I|M|M0|N|N0|O|P|P0|G1
 A: compute_fraction 0.806 (the prefill's measured share), per_sequence_s fitted per round;
 B: the engine's own compute_fraction, per_sequence_s fitted per round (generations.yaml's choice);
 C: the engine's own per_sequence_s, compute_fraction fitted per round (prior 0.3 .. 1.0);
@@ -26,6 +26,10 @@ N: as E, with each format's GEMMs at the profile's own share in full (format_rat
 O: as E, with a step's memory and compute added (overlap 0) at the engine's own compute_fraction.
 P: as E, with fp8 GEMMs at the profile's fp8 MAMF share in full (H100 0.709, H200 0.734, GH200 0.776,
    B200 0.763 of the fp8 peak) and every other format at the engine's own share (B200 fp4 0.531 x 0.776).
+P0: P without the launches (as B, fp8 at its MAMF share); G1: as B, rounds from v5.1 fitting the fp8 GEMMs'
+   rate (Served.fp8_rate, prior FP8_RATE) instead of per_sequence_s, which they carry from v4.1 (helper
+   mlperf19's protocol, data/reference/mlperf/README.md "Hopper's fp8 GEMM rate as v5.1's fitted constant";
+   measured on main 2607794: neither G1 nor P0 adopted, fit Interactive +22.5 / +25.4 points).
 Fit rows are printed beside select rows (in-sample figures: the fits are theirs).
 
 The slope protocol (issue 29, helper mlslope, fixed 2026-12-07 before any of its figures was computed):
@@ -108,6 +112,10 @@ NAME = "tensorrt-llm-cpp"
 MEASURED_SHARE = 0.806          # 64.5% of H200's fp8 peak over its achievable 0.8 (generations.yaml forms)
 CF_PRIOR = [0.3, 1.0]           # a share of the chip's achievable GEMM rate
 MAMF_SHARE = 0.734 / 0.8        # H200's fp8 MAMF (73.4% of its fp8 peak) over its achievable 0.8
+# G1's constant (README "Hopper's fp8 GEMM rate as v5.1's fitted constant"): from v5.1 on, the round fits its fp8
+# GEMMs' rate over the engine's compute_fraction rate, from 1 (the engine's own) to H200's fp8 MAMF over the engine's
+# share of the chip's achievable (0.734 / (0.8 x 0.5293) = 1.733)
+FP8_RATE = {"unit": "factor on the engine's compute_fraction rate (fp8 GEMMs)", "prior": [1.0, 1.733], "from": "v5.1"}
 
 
 def form(rows: list, served_cf: float | None, fit_block: dict, overlap: float | None = None,
@@ -134,8 +142,8 @@ def form(rows: list, served_cf: float | None, fit_block: dict, overlap: float | 
     runtimes = {("tensorrt-llm", "cpp", r): mrows.generation_runtime(NAME, r, None, doc) for r in rounds}
     chosen = [r.fresh() for r in rows if mlperf_role(r.family) in ("fit", "select")]
     mv.predict(chosen, runtimes=runtimes)
-    param = mrows.fitted_param(g)
-    print("fits:", {k[1]: (float(f"{v[0].params[param]:.4g}"), v[0].at_bounds) for k, v in fits.items() if k[0] == NAME})
+    print("fits:", {k[1]: (mrows.fitted_param(g, k[1]), float(f"{v[0].params[mrows.fitted_param(g, k[1])]:.4g}"),
+                           v[0].at_bounds) for k, v in fits.items() if k[0] == NAME})
     for role in ("fit", "select"):
         for sc in mrows.SCENARIOS:
             s = mv.summary([r for r in chosen if r.scenario == sc and mlperf_role(r.family) == role])
@@ -167,11 +175,13 @@ def main(argv: list[str]) -> int:
              "N": (1.0, per_seq, None, False, None, {"format_rates": True}),
              "N0": (1.0, per_seq, None, True, None, {"format_rates": True}),
              "O": (None, per_seq, 0.0, False),
-             "P": (None, per_seq, None, False, None, {"format_rates": True})}
+             "P": (None, per_seq, None, False, None, {"format_rates": True}),
+             "P0": (None, per_seq, None, True, None, {"format_rates": True}),
+             "G1": (None, {**per_seq, "fp8_rate": FP8_RATE})}
     if which not in forms:
         print(__doc__)
         return 2
-    if which == "P":
+    if which in ("P", "P0"):
         with mock.patch.object(efficiency, "format_rates", fp8_only):
             form(rows, *forms[which])
     else:

@@ -209,8 +209,8 @@ def test_the_shipped_generations_are_listed_as_the_file_records_them(budget):
     # starts with) and chips appear under <generation>-mlperf-<round>
     from membound.fidelity.mlperf_rows import fitted_param, load_generations
     for name, g in load_generations().items():
-        p = fitted_param(g)
         for rnd, fit in (g.get("rounds") or {}).items():
+            p = fitted_param(g, rnd)
             c = next(c for c in budget[f"{name}-mlperf-{rnd}"].constants if c.kind == "fitted")
             e = fit[p]
             assert (c.name, c.value, c.rows, set(c.chips)) == (p, e["value"], int(e["fitted_on"].split()[0]),

@@ -62,3 +62,40 @@ def test_a_format_share_names_a_format_the_profile_has_a_peak_for():
     hw["achievable"]["compute_by_format"] = {"fp4": 0.5}      # an H200 has no fp4 peak
     with pytest.raises(ValueError, match="compute_by_format"):
         mb.Hardware.model_validate(hw)
+
+
+def _fp8_rated(rate: float, rates: bool = False) -> mb.Runtime:
+    trt = mb.load_runtime("tensorrt-llm")
+    return trt.model_copy(update={"name": f"trt-fp8-{rate}-{rates}",
+                                  "served": trt.served.model_copy(update={"fp8_rate": rate, "format_rates": rates})})
+
+
+def test_an_fp8_rate_scales_the_fp8_gemms_only():
+    # Served.fp8_rate (an MLPerf generation's fitted factor, mlperf_rows.fitted_param): H200's fp8 GEMMs at 1.5 x
+    # the rate compute_fraction gives every format: the fp8 tensor peak 1.979e15 x 1.5 = 2.9685e15 FLOP/s, at the
+    # same compute_fraction 0.5293 x 0.8 = 0.42344 (0.42344 x 2.9685e15 = 1.2570e15 FLOP/s, 63.5% of the peak)
+    h200 = load_hardware("h200")
+    assert efficiency(_fp8_rated(1.5), h200).format_rates == (("fp8", 1.5),)
+    rated = prepare("llama-3.1-8b", "h200", runtime=_fp8_rated(1.5), weight_dtype="fp8")
+    assert rated.knobs.peak_flops == pytest.approx(1.979e15 * 1.5, rel=1e-12)
+    assert rated.eff.compute_fraction == pytest.approx(0.5293 * 0.8, rel=1e-12)
+    # bf16 GEMMs keep the bf16 tensor peak (the profile's 989 TFLOP/s dense)
+    assert prepare("llama-3.1-8b", "h200", runtime=_fp8_rated(1.5), weight_dtype="bf16").knobs.peak_flops \
+        == pytest.approx(989e12, rel=1e-12)
+    # beside format_rates, it stands over the profile's fp8 share (H200's 0.9175) and leaves the others (B200 fp4 0.75)
+    assert efficiency(_fp8_rated(1.5, rates=True), h200).format_rates == (("fp8", 1.5),)
+    assert dict(efficiency(_fp8_rated(1.2, rates=True), load_hardware("b200")).format_rates) \
+        == pytest.approx({"fp4": 0.75, "fp8": 1.2}, rel=1e-12)
+    # 0 (the default): nothing
+    assert efficiency(_fp8_rated(0.0), h200).format_rates == ()
+
+
+def test_an_fp8_rate_divides_a_compute_bound_prefill():
+    # a 4,096-token prefill of Llama-3.1-8B in fp8 on one H200 is compute-bound: its GEMMs take 1 / 1.5 of the time
+    # at fp8_rate 1.5 (the prompt token's GEMM seconds, StepModel.prefill_token_s, exactly)
+    from membound.serving.api import build
+    from membound.serving.lengths import Fixed
+    kw = dict(prompt=Fixed(1000), output=Fixed(100), weight_dtype="fp8")
+    plain = build("llama-3.1-8b", "h200", runtime=_fp8_rated(0.0), **kw)[0]
+    rated = build("llama-3.1-8b", "h200", runtime=_fp8_rated(1.5), **kw)[0]
+    assert plain.prefill_token_s / rated.prefill_token_s == pytest.approx(1.5, rel=1e-12)

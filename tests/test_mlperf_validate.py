@@ -230,10 +230,13 @@ def test_shipped_generation_fits_name_their_rows_and_stay_inside_their_priors():
         assert mrows.generation_runtime("tensorrt-llm-cpp", rnd).served.per_sequence_s == \
             g["rounds"][earlier]["per_sequence_s"]["value"]
     for rnd, fits in g["rounds"].items():
-        e = fits["per_sequence_s"]
+        assert list(fits) == [mrows.fitted_param(g, rnd)], rnd                  # one constant a round, its own
+        e = fits[mrows.fitted_param(g, rnd)]
         lo, hi = e["prior"]
         assert e["status"] == "fitted" and lo < e["value"] < hi, rnd
         assert len(e["chips"]) >= 2 and "fit families" in e["fitted_on"], rnd     # one constant, two chips at least
+    # form G1 (the fp8 GEMMs' rate fitted from v5.1 on) was measured and not adopted: no round runs an fp8 rate
+    assert all(mrows.generation_runtime("tensorrt-llm-cpp", r).served.fp8_rate == 0.0 for r in ("v4.1", "v5.1", "v6.1"))
 
 
 def test_serve_percentiles_under_poisson_arrivals_come_from_the_tail_model():
@@ -692,3 +695,58 @@ def test_a_served_launch_cost_needs_the_devices_it_applies_on():
     trt["served"]["ungraphed_layer_s"] = 5e-5
     with pytest.raises(ValueError, match="no_graph_replay"):
         mb.Runtime.model_validate(trt)
+
+
+def _two_constants():
+    # a generation whose rounds from v5.1 on fit an fp8 rate, earlier ones a per-sequence cost
+    # (helper mlperf19's form G1, data/reference/mlperf/README.md)
+    return {"engine": "tensorrt-llm", "executor": "cpp", "served": {},
+            "fit": {"per_sequence_s": {"unit": "s", "prior": [1e-7, 1e-3]},
+                    "fp8_rate": {"unit": "factor", "prior": [1.0, 1.733], "from": "v5.1"}},
+            "rounds": {"v4.0": {"per_sequence_s": {"value": 4e-5}}, "v4.1": {"per_sequence_s": {"value": 2.5e-5}},
+                       "v5.1": {"fp8_rate": {"value": 1.4}}}}
+
+
+def test_a_round_fits_the_constant_its_software_changed():
+    # one constant a round: the one whose `from` is the latest at or before it (none: from the first round)
+    g = _two_constants()
+    assert [mrows.fitted_param(g, r) for r in ("v3.1", "v4.1", "v5.1", "v6.0")] == \
+        ["per_sequence_s", "per_sequence_s", "fp8_rate", "fp8_rate"]
+    assert mrows.fitted_param(g) == "per_sequence_s"        # without a round: the one with no `from`
+    for bad in ({"fit": {"a": {"from": "v5.1"}, "b": {"from": "v5.1"}}}, {"fit": {"a": {"from": "v5.1"}}}):
+        with pytest.raises(mb.InvalidInputError):
+            mrows.fitted_param(bad, "v4.1")
+
+
+def test_each_constant_carries_from_its_own_latest_round():
+    # v5.1 runs its own fp8 rate beside v4.1's per-sequence cost; v6.0 carries both; v4.0 runs its own cost
+    # and no fp8 rate (the served block's 0: every format at compute_fraction)
+    g = _two_constants()
+    assert [mrows.carried(g, r, "per_sequence_s") for r in ("v3.1", "v4.0", "v5.1", "v6.0")] == ["", "v4.0", "v4.1", "v4.1"]
+    assert [mrows.carried(g, r, "fp8_rate") for r in ("v4.1", "v5.1", "v6.1")] == ["", "v5.1", "v5.1"]
+    assert mrows.carried(g, "v6.0") == "v5.1"               # any constant: the latest round with a fit
+    runs = {r: mrows.generation_runtime("gen", r, None, {"gen": g}).served for r in ("v4.0", "v5.1", "v6.0")}
+    assert [(s.per_sequence_s, s.fp8_rate) for s in runs.values()] == [(4e-5, 0.0), (2.5e-5, 1.4), (2.5e-5, 1.4)]
+    # cold for a fit of one constant: the other's rounds stand
+    assert mv.without(g, "fp8_rate")["rounds"] == {k: v for k, v in g["rounds"].items() if k != "v5.1"}
+    assert mv.without(g, "per_sequence_s")["rounds"] == {"v5.1": {"fp8_rate": {"value": 1.4}}}
+
+
+def test_fits_run_round_by_round(monkeypatch):
+    # fit_all fits the rounds in order, and a later round's fit of another constant runs the earlier rounds'
+    # interior fits (v5.1's fp8 rate beside v4.1's per-sequence cost just fitted), an at-bound fit not
+    from types import SimpleNamespace
+    g = {**_two_constants(), "rounds": {}}
+    seen = {}
+
+    def fake(rows, name, rnd, generations=None, **_):
+        seen[rnd] = mrows.generation_runtime(name, rnd, None, generations).served.per_sequence_s
+        value = {"v4.0": 3e-5, "v4.1": 2e-5, "v5.1": 1.3}[rnd]
+        return SimpleNamespace(rows=[], params={mrows.fitted_param(g, rnd): value}, at_bounds=rnd == "v4.1")
+    monkeypatch.setattr(mv, "fit_generation", fake)
+    rows = [SimpleNamespace(round=r, engine="tensorrt-llm", executor="cpp", id="x", device="h200")
+            for r in ("v5.1", "v4.0", "v4.1")]
+    out = mv.fit_all(rows, {"gen": g})
+    assert list(out) == [("gen", "v4.0"), ("gen", "v4.1"), ("gen", "v5.1")]
+    # v4.1's own fit is on its bound, so v5.1's runs v4.0's 3e-5; the shipped dict is not written
+    assert seen == {"v4.0": 0.0, "v4.1": 3e-5, "v5.1": 3e-5} and g["rounds"] == {}

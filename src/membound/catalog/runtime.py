@@ -210,6 +210,10 @@ class Served(BaseModel):
     format_rates: bool = False           # its GEMMs in a format the profile measured apart run at that
                                          # format's share of its peak (achievable.compute_by_format), x
                                          # compute_fraction; False: every format at achievable.compute_fraction
+    fp8_rate: Annotated[float, Number, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0
+                                         # its fp8 GEMMs' rate over compute_fraction's (a factor: an MLPerf
+                                         # generation's fitted rate of its engines' fp8 kernels); 0: as
+                                         # format_rates says
     per_step_s: _Secs = 0.0              # host work per step (scheduling, sampling, launches)
     per_allreduce_s: _Secs = 0.0         # engine all-reduce kernel latency, 2 per layer when tp > 1
     per_alltoall_s: _Secs = 0.0          # expert-parallel dispatch or combine kernel latency, 2 per

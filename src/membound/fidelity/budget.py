@@ -317,10 +317,10 @@ def _generations(budgets: dict, generations: dict | None = None) -> None:
     or the engine's own before any); the generation's `served` constants (set from the code)."""
     gens = load_generations() if generations is None else generations
     for name, g in gens.items():
-        param = fitted_param(g)
         fitted = g.get("rounds") or {}
         at_bound = g.get("at_bound") or {}
         for rnd in sorted({*fitted, *at_bound}, key=round_key):
+            param = fitted_param(g, rnd)
             label = f"{name}-mlperf-{rnd}"
             b = budgets.setdefault(label, RuntimeBudget(label))
             if rnd in fitted:
@@ -328,7 +328,7 @@ def _generations(budgets: dict, generations: dict | None = None) -> None:
             else:
                 b.constants.append(_round_fit(label, rnd, param, at_bound[rnd],
                                               "fitted, on a bound: not used (missing physics)"))
-                src = carried(g, rnd)
+                src = carried(g, rnd, param)
                 runs = (float(fitted[src][param]["value"]) if src else
                         float(getattr(load_runtime(g["engine"]).served, param)))
                 b.constants.append(Constant(label, rnd, param, runs, "set", unit_of(param), None,

@@ -842,19 +842,28 @@ def generation(engine: str, rnd: str) -> str:
 # and TensorRT-LLM runs as two executors (workloads.yaml `executors`). A generation (generations.yaml)
 # is the engine's served costs with some constants replaced: set from the executor's code, assumed,
 # or fitted per round on that round's Offline rows of the fit families (data/mlperf_split.csv:
-# Hopper), at least two chips, one constant (the generation's `fit` entry: `fitted_param`). Every other family is held out:
+# Hopper), at least two chips, one constant a round (of the generation's `fit` entry, the one whose `from` round
+# is the latest at or before it: `fitted_param`; each constant carries from its own latest round). Every other family is held out:
 # forms are chosen on the select families (B200, MI300X), the report families are printed only.
 # Server and Interactive rows are never fitted on. The fits themselves are mlperf_validate's (fit_generation).
 GENERATIONS = "data/reference/mlperf/generations.yaml"
 GENERATION_FIT = tuple(f for f, role in mlperf_roles().items() if role == "fit")
 
 
-def fitted_param(g: dict) -> str:
-    """The one constant generation `g` fits per round: the single key of its `fit` block."""
-    keys = list(g.get("fit") or {})
-    if len(keys) != 1:
-        raise InvalidInputError("generation fit", keys, "exactly one constant fitted per round (issue 27's budget)")
-    return keys[0]
+def fitted_param(g: dict, rnd: str | None = None) -> str:
+    """The one constant generation `g` fits in round `rnd`: of its `fit` block's constants, the one whose
+    `from` round (none: from the first) is the latest at or before `rnd` (a later round's software changed
+    what it fits: tensorrt-llm-cpp's v5.1 engines fit their fp8 GEMMs' rate, not the host's per-sequence
+    cost). Without a round: the block's only constant, or the one with no `from`."""
+    fit = g.get("fit") or {}
+    start = {k: (v or {}).get("from", "") for k, v in fit.items()}
+    if not fit or len(set(start.values())) != len(start):
+        raise InvalidInputError("generation fit", list(fit), "one constant fitted per round (issue 27's budget): "
+                                "constants with distinct `from` rounds")
+    open_ = [k for k, r in start.items() if not r or (rnd is not None and round_key(r) <= round_key(rnd))]
+    if not open_:
+        raise InvalidInputError("generation fit", list(fit), f"a constant fitted in round {rnd} (one without `from`)")
+    return max(open_, key=lambda k: round_key(start[k]) if start[k] else ())
 
 
 def generations_path() -> Path:
@@ -879,7 +888,10 @@ def generation_runtime(name: str, rnd: str, override: dict | None = None,
     if base.served is None:
         raise InvalidInputError("generation engine", g["engine"], "an engine with a served block")
     update = {k: _constant(v["value"]) for k, v in g.get("served", {}).items()}
-    update.update({k: float(v["value"]) for k, v in (g.get("rounds") or {}).get(carried(g, rnd), {}).items()})
+    for k in sorted({k for fits in (g.get("rounds") or {}).values() for k in fits}):
+        src = carried(g, rnd, k)
+        if src:
+            update[k] = float(g["rounds"][src][k]["value"])
     graphs = ungraphed(name, g)
     if graphs is not None:
         update["ungraphed_layer_s"] = graphs[1]
@@ -920,10 +932,12 @@ def round_key(rnd: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", rnd))
 
 
-def carried(g: dict, rnd: str) -> str:
-    """The round whose fit generation `g` runs in round `rnd`: its own, else the latest earlier
-    round's (a round's software carries forward until a later round refits it), else none ("")."""
-    earlier = [r for r in (g.get("rounds") or {}) if round_key(r) <= round_key(rnd)]
+def carried(g: dict, rnd: str, param: str | None = None) -> str:
+    """The round whose fit (of `param`; None: of any constant) generation `g` runs in round `rnd`: its own,
+    else the latest earlier round's (a round's software carries forward until a later round refits it), else
+    none (""). Each constant carries on its own: v5.1's fp8 rate beside v4.1's per-sequence cost."""
+    earlier = [r for r, fits in (g.get("rounds") or {}).items()
+               if round_key(r) <= round_key(rnd) and (param is None or param in fits)]
     return max(earlier, key=round_key, default="")
 
 

@@ -56,7 +56,7 @@ from .fitter import Param, fit
 from .mlperf_rows import (CPU_ENGINE, GENERATION_FIT, SCENARIOS, Benchmark, MLPerfRow, cpu_layout, cpu_part,
                           fitted_param, generation_runtime, generations_path, launched, load_benchmarks, load_rows,
                           mlperf_csv, row_layouts, row_limits, runtime_of, shipped_generations, static_batch,
-                          timed_share)
+                          timed_share, round_key)
 from ..base.safeio import csv_frame, check_output_path
 import yaml
 from ..physics.speculative import mtp
@@ -269,9 +269,9 @@ def fit_generation(rows: list[MLPerfRow], name: str, rnd: str, families=GENERATI
             and r.scenario == "Offline" and r.benchmark not in aside]
     if len({r.device for r in mine}) < 2:
         return None
-    param = fitted_param(gens[name])
+    param = fitted_param(gens[name], rnd)
     lo, hi = (float(x) for x in gens[name]["fit"][param]["prior"])
-    cold = {k: v for k, v in gens[name].items() if k != "rounds"}
+    cold = without(gens[name], param)
 
     def residuals(p: dict) -> np.ndarray:
         rt = generation_runtime(name, rnd, {param: p[param]}, {name: cold})
@@ -281,17 +281,30 @@ def fit_generation(rows: list[MLPerfRow], name: str, rnd: str, families=GENERATI
     return fit(residuals, [Param(param, lo, hi, start, log=True)], rows=[r.id for r in mine])
 
 
+def without(g: dict, param: str) -> dict:
+    """Generation `g` cold for a fit of `param`: no round's fit of `param` (nor the at-bound record); the
+    rounds' fits of its other constants stand (a round that fits another constant runs them: v5.1's fp8
+    rate is fitted beside v4.1's per-sequence cost)."""
+    rounds = {r: {k: v for k, v in fits.items() if k != param} for r, fits in (g.get("rounds") or {}).items()}
+    return {**{k: v for k, v in g.items() if k != "rounds"}, "rounds": {r: f for r, f in rounds.items() if f}}
+
+
 def fit_all(rows: list[MLPerfRow], generations: dict[str, dict] | None = None) -> dict[tuple[str, str], Any]:
     """{(generation, round): (fit report, the chips of its rows)} of every generation and round with
-    fit rows on two chips."""
-    gens = shipped_generations() if generations is None else generations
+    fit rows on two chips, round by round: an interior fit stands for the later rounds' fits of the
+    generation's other constants (`without`; a fit of one constant alone never reads its own)."""
+    gens = copy.deepcopy(shipped_generations() if generations is None else generations)
     out = {}
     for name, g in gens.items():
-        for rnd in sorted({r.round for r in rows if r.engine == g["engine"] and r.executor == g["executor"]}):
+        for rnd in sorted({r.round for r in rows if r.engine == g["engine"] and r.executor == g["executor"]},
+                          key=round_key):
             rep = fit_generation(rows, name, rnd, generations=gens)
             if rep is not None:
                 ids = set(rep.rows)
                 out[(name, rnd)] = (rep, sorted({r.device for r in rows if r.id in ids}))
+                param = fitted_param(g, rnd)
+                if not rep.at_bounds:
+                    g.setdefault("rounds", {}).setdefault(rnd, {})[param] = {"value": float(f"{float(rep.params[param]):.4g}")}
     return out
 
 
@@ -307,8 +320,8 @@ def with_fits(reports: dict[tuple[str, str], Any], generations: dict[str, dict] 
         g["set_aside"] = {b: f"{n} Offline rows of the fit families beat the compute ceiling under its assumed "
                              f"lengths (mlperf_validate.compute_ceiling): the lengths are refuted, its rows "
                              f"inform no constant" for b, n in sorted((aside or {}).items())}
-    for (name, rnd), (rep, chips) in sorted(reports.items()):
-        param = fitted_param(gens[name])
+    for (name, rnd), (rep, chips) in sorted(reports.items(), key=lambda kv: (kv[0][0], round_key(kv[0][1]))):
+        param = fitted_param(gens[name], rnd)
         prior = gens[name]["fit"][param]
         value = float(rep.params[param])
         entry = {"value": float(f"{value:.4g}"), "unit": prior["unit"], "prior": list(prior["prior"]), "status": "fitted",
@@ -318,7 +331,7 @@ def with_fits(reports: dict[tuple[str, str], Any], generations: dict[str, dict] 
         if rep.at_bounds:
             gens[name]["at_bound"][rnd] = {**entry, "status": "at a bound of the prior: missing physics, not used"}
         else:
-            gens[name]["rounds"][rnd] = {param: entry}
+            gens[name]["rounds"].setdefault(rnd, {})[param] = entry
     return gens
 
 
@@ -341,9 +354,9 @@ def by_family(rows: list[MLPerfRow], generations: dict[str, dict] | None = None)
                 for rep in (fit_generation(rows, name, rnd, families=[f for f in fams if f != fam],
                                            generations=gens), every):
                     copy_rows = [r.fresh() for r in mine]
-                    param = fitted_param(g)
+                    param = fitted_param(g, rnd)
                     override = {} if rep is None else {param: rep.params[param]}
-                    rt = generation_runtime(name, rnd, override, {name: {k: v for k, v in g.items() if k != "rounds"}})
+                    rt = generation_runtime(name, rnd, override, {name: without(g, param)})
                     predict(copy_rows, runtimes={(engine, executor, rnd): rt})
                     figs.append({sc: summary([r for r in copy_rows if r.scenario == sc]) for sc in SCENARIOS})
                 out.append((rnd, fam, figs[0], figs[1]))

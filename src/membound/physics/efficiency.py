@@ -154,8 +154,19 @@ def served_efficiency(eff: Efficiency, served: Served, hw: Hardware) -> Efficien
         moe_expert_rows=served.moe_expert_rows, moe_tile_tokens=served.moe_tile_tokens,
         moe_upcast_efficiency=served.moe_upcast_efficiency, per_request_s=served.per_request_s,
         per_prompt_token_s=served.per_prompt_token_s, ungraphed_layer_s=served.ungraphed_layer_s,
-        format_rates=format_rates(hw) if served.format_rates else (),
+        format_rates=served_rates(served, hw),
         overlap=eff.overlap if served.overlap is None else served.overlap)
+
+
+def served_rates(served: Served, hw: Hardware) -> tuple[tuple[str, float], ...]:
+    """A served block's per-format GEMM rates over compute_fraction's (`Efficiency.format_rates`): the
+    profile's measured shares where it runs them (`format_rates`), its own fp8 rate over them where it
+    states one (`Served.fp8_rate`, an MLPerf generation's fitted factor: 1.5 runs fp8 GEMMs at 1.5 x the
+    rate compute_fraction gives every format), else none (every format at compute_fraction's rate)."""
+    rates = dict(format_rates(hw)) if served.format_rates else {}
+    if served.fp8_rate:
+        rates["fp8"] = served.fp8_rate
+    return tuple(sorted(rates.items()))
 
 
 def format_rates(hw: Hardware) -> tuple[tuple[str, float], ...]:
