@@ -145,6 +145,61 @@ def test_one_cores_local_gemv_cycles_by_hand():
     assert 3207 / 1296 / (6 / per_cycle) == pytest.approx(10.4, abs=0.05)
 
 
+def test_a_column_operations_fixed_cost_from_the_wse3_simulator():
+    """The WSE-3's cost a column operation: a MeshGEMM whose local loop runs L = 0, 1, 2 times,
+    compiled for the WSE-3 and timed on the SDK's cycle-accurate fabric simulator
+    (junesookang/WaferLLM @ b8f87d0, MeshGEMM/WSE-3-col-major/col-major-gemm.json). One more pass
+    of the loop (L = 2 less L = 1) runs P x Kt x Nt = P x 8 x 8 operations, each one `@map`
+    iteration issuing one `@fmach` over Mt 16-bit elements. On 3 x 3 cores (192 operations):
+    Mt = 8: 3,831.7 - 2,211.7 = 1,620.0 cycles, 8.44 an operation; Mt = 16: 4,823.9 - 2,801.4 =
+    2,022.5, 10.53. The same on 6 x 6 (384) and 9 x 9 (576): 8.44 and 10.54-10.55. Less the datapath's 0.25 cycles a
+    16-bit element (two 64-bit reads, one write a cycle): 8.44 - 8 x 0.25 = 6.44 and
+    10.53 - 16 x 0.25 = 6.53, the profile's 6.5 within 0.1."""
+    points = {(3, 8): (3831.7, 2211.7, 192), (3, 16): (4823.9, 2801.4, 192), (6, 8): (7684.9, 4444.7, 384),
+              (6, 16): (9727.6, 5675.8, 384), (9, 8): (11418.6, 6558.6, 576), (9, 16): (14438.6, 8362.7, 576)}
+    for (p, mt), (two, one, ops) in points.items():
+        fixed = (two - one) / ops - mt * 0.25
+        assert 6.4 < fixed < 6.6, (p, mt, fixed)
+    assert mb.load_hardware("cerebras-wse-3").fabric.column_op_cycles == 6.5
+
+
+def test_one_cores_gemv_pays_a_fixed_cost_a_column_by_hand():
+    """One core's GEMV on WaferLLM's 9 x 9 tile (a 1 x 1 square: nothing broadcast or reduced): its
+    81 weights at 6 / 25.12 cycles each (19.35, test_one_cores_local_gemv_cycles_by_hand) in 9
+    column operations, one `@fmach` over the 9 outputs for each input, at 6.5 cycles each beyond
+    their weights: 19.35 + 9 x 6.5 = 77.85 cycles. On WaferLLM's down tile, 30 inputs to 9 outputs:
+    270 x 0.2389 = 64.5 + 30 x 6.5 = 195 -> 259.5. A square adds its collectives, not columns: a
+    GEMV [1, 4096] x [4096, 4096] on 64 x 64 cores runs 4096 / 64 = 64 column operations a core,
+    2,441 + 64 x 6.5 = 2,857 cycles (test_gemv_and_layer_over_a_square_by_hand's 2,441)."""
+    from membound.physics.dataflow import gemv_cycles
+    clock = 2.14e17 / (900_000 * 4 * 2 * 32)
+    local = 6 / (2.1e16 / 900_000 / clock)
+    assert gemv_cycles(9.0, 9.0, 1.0, 2.0, local, 294.0, 6.5) == pytest.approx(81 * local + 9 * 6.5)
+    assert 77.8 < gemv_cycles(9.0, 9.0, 1.0, 2.0, local, 294.0, 6.5) < 77.9
+    assert gemv_cycles(30.0, 9.0, 1.0, 2.0, local, 294.0, 6.5) == pytest.approx(270 * local + 195)
+    assert gemv_cycles(4096.0, 4096.0, 64.0, 2.0, 0.5, 0.0, 6.5) == pytest.approx(2441 + 64 * 6.5)
+
+
+def test_a_layer_and_the_head_pay_their_column_operations_by_hand():
+    """A layer of hidden 4096, q 4096, kv 1024, ffn 14,336 on a 64 x 64 square runs, a core,
+    4096/64 columns for q/k/v, 4096/64 for gate/up, 4096/64 for o and 14,336/64 = 224 for down:
+    416 column operations, 416 x 6.5 = 2,704 cycles beyond test_gemv_and_layer_over_a_square_by_hand's
+    layer (the RMSNorms still hide behind the longer GEMVs). The LM head [1, 4096] x [4096, 32,000]
+    runs 64: 64 x 6.5 = 416 cycles more. WaferLLM's WSE-3 decode tile (9 and 30 a core, 102 column
+    operations a layer) at the simulator's cycles (10.3 over 9 elements, 6.5 + 4 x 2 over 30) spends
+    about 1,130 of its measured 3,207 local cycles in its GEMVs; the rest are its element-wise
+    phases, which no source read times (docs/fast-chips.md)."""
+    from types import SimpleNamespace
+
+    from membound.physics.dataflow import head_cycles, layer_cycles
+    c = SimpleNamespace(q_dim=4096.0, kv_elems=1024.0, hidden=4096.0, ffn=14336.0, n_heads=32.0, vocab=32000.0)
+    for call in (0.0, 294.0):
+        assert layer_cycles(c, 64.0, 2.0, 0.5, call, 6.5) == pytest.approx(layer_cycles(c, 64.0, 2.0, 0.5, call) + 2704)
+        assert head_cycles(c, 64.0, 2.0, 0.5, call, 6.5) == pytest.approx(head_cycles(c, 64.0, 2.0, 0.5, call) + 416)
+    gemv_ops = 27 * 10.3 + 9 * 10.3 + 18 * (6.5 + 4 * 2) + 30 * 10.3 + 9 * 10.3 + 9 * 10.3
+    assert 1120 < gemv_ops < 1140 and gemv_ops < 3207
+
+
 def test_gemv_and_layer_over_a_square_by_hand():
     """A GEMV [1, 4096] x [4096, 4096] on a 64 x 64 square (WaferLLM's MeshGEMV): broadcast the
     input's 64-wavelet slices down the columns (132 cycles), each core's 64 x 64 = 4,096 weights at
@@ -205,8 +260,9 @@ def test_one_wafer_by_hand():
     48,889 B a core): a layer owns 900,000 x 13.96 / 16.06 / 32 = 24,445 cores (a square up to
     156.4 wide) and needs at least 436 MB / 48,889 B = 8,923 (94.5 wide); the head owns 900,000 x
     1.05 / 16.06 = 58,880 (242.6 wide) and needs 21,490 (146.6 wide). The compiler takes the
-    fastest of 16 sizes between for each: 32 layers and the head at that clock, each line collective
-    paying the profile's measured 294 cycles a call."""
+    fastest of 16 sizes between for each (a ladder down from the largest in steps of 2^(1/8), those
+    of at least the smallest): 32 layers and the head at that clock, each line collective paying the
+    profile's measured 294 cycles a call and each column operation of a GEMV the simulated 6.5."""
     from membound.physics.core import model_consts
     from membound.physics.dataflow import head_cycles, layer_cycles
     hw = mb.load_hardware("cerebras-wse-3")
@@ -222,10 +278,12 @@ def test_one_wafer_by_hand():
     h_lo, h_hi = math.sqrt(head / per_core), math.sqrt(900_000 * head / (layers + 2 * head))
     assert 94 < lo < 95 and 156 < hi < 157 and 146 < h_lo < 147 and 242 < h_hi < 243
     c = model_consts(m)
-    best = min(layer_cycles(c, lo * (hi / lo) ** (i / 15), 2.0, local, 294.0) for i in range(16))
-    best_head = min(head_cycles(c, h_lo * (h_hi / h_lo) ** (i / 15), 2.0, local, 294.0) for i in range(16))
+    assert hw.fabric.column_op_cycles == 6.5
+    best = min(layer_cycles(c, s, 2.0, local, 294.0, 6.5) for s in (hi / 2 ** (i / 8) for i in range(16)) if s >= lo)
+    best_head = min(head_cycles(c, s, 2.0, local, 294.0, 6.5)
+                    for s in (h_hi / 2 ** (i / 8) for i in range(16)) if s >= h_lo)
     r = mb.estimate("llama-3.1-8b", hw, prompt_tokens=0, output_tokens=1, runtime="ideal")
-    assert r.step_terms_s["latency"] == pytest.approx((32 * best + best_head) / clock, rel=1e-9)   # ~308 us
+    assert r.step_terms_s["latency"] == pytest.approx((32 * best + best_head) / clock, rel=1e-9)   # ~349 us
     # streaming 16 GB at 21 PB/s takes 0.8 us: the fabric, not the SRAM, sets the ideal step
     assert r.step_terms_s["memory"] < r.step_terms_s["latency"] == pytest.approx(r.tpot_s, rel=1e-9)
     # Cerebras' Aug 2024 software reached a share eta of that schedule: the same step over eta

@@ -232,6 +232,9 @@ class Fabric(_Strict):
     wavelet_bits: Annotated[int, Field(ge=1, le=1024)] = 32    # bits one link moves per cycle each way
     ramp_cycles: Annotated[float, Field(ge=0, le=1e4, allow_inf_nan=False)] = 2.0   # router to core (T_R)
     call_cycles: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] = 0.0   # a line collective call's own cost
+    # a core's fixed cost for one column operation of its GEMV (one vector multiply-add over its outputs
+    # for one input) beyond its weights at the SRAM rate, in cycles
+    column_op_cycles: Annotated[float, Field(ge=0, le=1e4, allow_inf_nan=False)] = 0.0
     source: str
 
     def clock_hz(self) -> float:

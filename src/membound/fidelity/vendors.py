@@ -7,7 +7,8 @@ with that date, with ONE fitted constant, fitted on at least two rows named here
 checked on them:
 
 - cerebras-2024-08: `fabric_efficiency`, the share of the fabric's cycle-level schedule
-  (dataflow.wafer_pass_s, each collective call paying the WSE-3's measured `call_cycles`) the August
+  (dataflow.wafer_pass_s, each collective call paying the WSE-3's measured `call_cycles`, each
+  column operation of a core's GEMV its simulated `column_op_cycles`) the August
   2024 launch software's kernels reached (Cerebras' October 2024 release says that first
   implementation "utilized only a fraction of its peak bandwidth, compute, and IO capacity" and
   rewrote its MatMul and reduce/broadcast kernels; Luczynski et al. measured Reduce/AllReduce up to
@@ -56,7 +57,8 @@ from ..physics.parallel import layout_for, streamed_room
 # what each runtime's one constant is, in the runtime file (the module docstring gives the sources)
 MEANING = {
     "cerebras-2024-08": "the share of the wafer's cycle-level schedule (membound.dataflow, measured call "
-                        "costs included) the Aug 2024 launch kernels reached",
+                        "costs and simulated column-operation costs included) the Aug 2024 launch kernels "
+                        "reached",
     "groq-2024": "the chip-to-chip hop with the 2024 software's synchronisation (the network's own hop: the "
                  "profile's 722 ns, ISCA 2022)",
     "sambanova-2024": "the socket-to-socket hop with the 2024 software's synchronisation (the profile's 2 us "

@@ -27,6 +27,13 @@ Wafer (Cerebras WSE). Facts:
   all-reduces built from the SDK's fabric operations: github.com/MeshInfra/WaferLLM,
   Decode/WSE-3/weak_scaling_figures.ipynb; `Fabric.call_cycles`, paid by every collective on a
   layer's path, not by the hidden state's walk, which is a stream);
+- a core's GEMV is a loop of column operations, one `@fmach` over its outputs for each of its inputs
+  (WaferLLM's decode.csl `vecmat_computation`: `@map` over the input slice), and each costs a fixed
+  6.5 cycles beyond its weights at the SRAM ports' rate: simulated cycle by cycle for the WSE-3
+  (`cslc --arch=wse3`, the SDK's fabric simulator), the same `@map`/`@fmach` loop takes 8.44 cycles
+  an operation over 8 16-bit elements and 10.53-10.55 over 16, on 3 x 3 to 9 x 9 cores, less 0.25
+  cycles an element (github.com/junesookang/WaferLLM @ b8f87d0, MeshGEMM/WSE-3-col-major/
+  col-major-gemm.json; `Fabric.column_op_cycles`; docs/fast-chips.md);
 - a 16- or 32-bit value travels one to a wavelet (the SDK's fabric data structures move one
   element per wavelet; an assumption where a kernel would pack two 16-bit values).
 
@@ -166,12 +173,15 @@ def local_bytes_per_weight(w_bytes: Num) -> Num:
     return maximum(reads, writes)
 
 
-def gemv_cycles(k: Num, m: Num, side: Num, ramp: Num, local_per_weight: Num, call: Num = 0.0) -> Num:
+def gemv_cycles(k: Num, m: Num, side: Num, ramp: Num, local_per_weight: Num, call: Num = 0.0,
+                column: Num = 0.0) -> Num:
     """Cycles of a GEMV [1, k] x [k, m] on a side x side square: the input's k/side slices
     broadcast along one axis, each core's (k/side)(m/side) weights at `local_per_weight` cycles
-    each, the m/side partial outputs per core reduced along the other axis (two calls of `call`)."""
+    each in k/side column operations of `column` cycles each beyond their weights (one `@fmach`
+    over the core's m/side outputs for each of its inputs: `Fabric.column_op_cycles`), the m/side
+    partial outputs per core reduced along the other axis (two calls of `call`)."""
     return broadcast_cycles(side, k / side, ramp, call) + k * m / side**2 * local_per_weight \
-        + reduce_cycles(side, m / side, ramp, call)
+        + k / side * column + reduce_cycles(side, m / side, ramp, call)
 
 
 def attention_cycles(c: ModelConsts, side: Num, ramp: Num, call: Num = 0.0) -> Num:
@@ -187,25 +197,30 @@ def attention_cycles(c: ModelConsts, side: Num, ramp: Num, call: Num = 0.0) -> N
         + reduce_cycles(side, q / side + 2.0 * heads / side, ramp, call)
 
 
-def layer_cycles(c: ModelConsts, side: Num, ramp: Num, local_per_weight: Num, call: Num = 0.0) -> Num:
+def layer_cycles(c: ModelConsts, side: Num, ramp: Num, local_per_weight: Num, call: Num = 0.0,
+                 column: Num = 0.0) -> Num:
     """Cycles one decoder layer of `c` takes for one token on a side x side square of cores (the
-    module docstring lists its steps); each line collective on its path pays `call`."""
+    module docstring lists its steps); each line collective on its path pays `call`, each column
+    operation of its GEMVs `column`."""
     q, kv, h, f = c.q_dim, c.kv_elems, c.hidden, c.ffn
     norm = reduce_cycles(side, 1.0, ramp, call) + broadcast_cycles(side, 1.0, ramp, call)
-    qkv = gemv_cycles(h, q + kv, side, ramp, local_per_weight, call)
-    gate_up = gemv_cycles(h, 2.0 * f, side, ramp, local_per_weight, call)
-    rest = gemv_cycles(q, h, side, ramp, local_per_weight, call) \
-        + gemv_cycles(f, h, side, ramp, local_per_weight, call)
+    qkv = gemv_cycles(h, q + kv, side, ramp, local_per_weight, call, column)
+    gate_up = gemv_cycles(h, 2.0 * f, side, ramp, local_per_weight, call, column)
+    rest = gemv_cycles(q, h, side, ramp, local_per_weight, call, column) \
+        + gemv_cycles(f, h, side, ramp, local_per_weight, call, column)
     walk = h / side + side          # the hidden state's h/side wavelets per row to the next square
     return maximum(norm, qkv) + attention_cycles(c, side, ramp, call) + maximum(norm, gate_up) + rest + walk
 
 
-def head_cycles(c: ModelConsts, side: Num, ramp: Num, local_per_weight: Num, call: Num = 0.0) -> Num:
+def head_cycles(c: ModelConsts, side: Num, ramp: Num, local_per_weight: Num, call: Num = 0.0,
+                column: Num = 0.0) -> Num:
     """Cycles of the LM head and the greedy pick of the next token on a side x side square: the
     GEMV [1, hidden] x [hidden, vocab] (`gemv_cycles`), whose row reduces end on one column of
     cores holding vocab/side logits each (each keeps the largest as its values arrive), then that
-    column's reduce of one wavelet, the largest logit with its index (three calls of `call`)."""
-    return gemv_cycles(c.hidden, c.vocab, side, ramp, local_per_weight, call) + reduce_cycles(side, 1.0, ramp, call)
+    column's reduce of one wavelet, the largest logit with its index (three calls of `call`; the
+    GEMV's column operations `column` each)."""
+    return gemv_cycles(c.hidden, c.vocab, side, ramp, local_per_weight, call, column) \
+        + reduce_cycles(side, 1.0, ramp, call)
 
 
 def _fastest(cycles: Callable[[Num], Num], smallest: Num, largest: Num) -> Num:
@@ -240,7 +255,7 @@ def wafer_pass_s(c: ModelConsts, hw: Hardware, tp: Num, w_bytes: Num, layers_per
     sram_bytes_per_cycle = sram.bandwidth_bytes_s / fab.cores / clock
     macs_per_cycle = max(hw.compute_flops.values()) / 2.0 / fab.cores / clock
     local = maximum(local_bytes_per_weight(w_bytes) / sram_bytes_per_cycle, 1.0 / macs_per_cycle)
-    ramp, call = float(fab.ramp_cycles), float(fab.call_cycles)
+    ramp, call, column = float(fab.ramp_cycles), float(fab.call_cycles), float(fab.column_op_cycles)
     cores = fab.cores * tp
     layer_bytes = (c.total_params - c.lookup_params - c.vocab * c.hidden) / c.n_layers * w_bytes / tp
     head_bytes, lookup_bytes = c.vocab * c.hidden * w_bytes / tp, c.lookup_params * w_bytes / tp
@@ -248,9 +263,9 @@ def wafer_pass_s(c: ModelConsts, hw: Hardware, tp: Num, w_bytes: Num, layers_per
     one = layers_per_chip >= c.n_layers           # one wafer holds the lookup, every layer and the head
 
     def layer(beside: Num) -> Num:                # a layer on a wafer that also holds `beside` bytes
-        return _fastest(lambda s: layer_cycles(c, s, ramp, local, call), (layer_bytes / per_core) ** 0.5,
+        return _fastest(lambda s: layer_cycles(c, s, ramp, local, call, column), (layer_bytes / per_core) ** 0.5,
                         (cores * held / (held + beside) / layers_per_chip) ** 0.5)
-    head = _fastest(lambda s: head_cycles(c, s, ramp, local, call), (head_bytes / per_core) ** 0.5,
+    head = _fastest(lambda s: head_cycles(c, s, ramp, local, call, column), (head_bytes / per_core) ** 0.5,
                     (cores * head_bytes / (held + head_bytes + where(one, lookup_bytes, 0.0))) ** 0.5)
     alone = layer(0.0)
     several = c.n_layers * alone + layers_per_chip * (layer(lookup_bytes) - alone + layer(head_bytes) - alone)
