@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import membound as mb
-from membound.physics.result import Result
+from membound.physics.result import Memory, Result
 
 README = dict(model="llama-3.1-70b", hardware="h100-sxm", n_chips=8, batch=16, prompt_tokens=2048,
               output_tokens=512, weight_dtype="fp8")
@@ -67,3 +67,16 @@ def test_an_equal_model_object_answers_alike_and_a_changed_one_does_not():
     # twice the layers stream more weights, so the step is slower (the layers' share of 8B doubles)
     assert two.tpot_s > one.tpot_s
     assert mb.estimate(m, "h100-sxm", prompt_tokens=0, output_tokens=1, runtime="ideal") == one
+
+
+def test_a_memory_built_field_by_field_equals_one_built_whole():
+    # the README example (a count given) and every argument at its default (the fewest-chips
+    # search, which reads only whether each count fits: the memory's other fields wait for a read)
+    search = mb.estimate("llama-3.1-8b", "h100-sxm").memory
+    assert set(vars(search)) == {"fits", "_deferred"}
+    for mem in (search, mb.estimate(**README).memory):
+        whole = Memory(**{f.name: getattr(mem, f.name) for f in dataclasses.fields(Memory)})
+        assert mem == whole and hash(mem) == hash(whole) and repr(mem) == repr(whole)
+        assert mem.total_bytes == whole.total_bytes and mem.placement == whole.placement
+    fresh = mb.estimate("llama-3.1-8b", "h100-sxm").memory         # nothing read yet
+    assert pickle.loads(pickle.dumps(fresh)) == fresh == copy.copy(fresh) == dataclasses.replace(fresh)

@@ -138,3 +138,51 @@ def test_the_plans_are_bounded_and_built_after_a_few_evaluations(monkeypatch):
         mb.estimate("llama-3.1-8b", "h100-sxm", n_chips=n)
     assert len(est._PLANS) <= 3
     est._PLANS.clear()
+
+
+def test_a_large_output_dict_is_new_each_call_with_its_keys_in_order():
+    # eight or more entries: a copy of the constant ones, the others stored into it
+    def f(B):
+        return {**{f"k{i}": float(i) for i in range(8)}, "x": B * 2.0, "xs": [B], "t": ("a", 1), "n": None}
+    plan = trace(f, ("B",))
+    one, two = plan(1.5), plan(1.5)
+    assert one == two == f(1.5) and list(one) == list(f(1.5))
+    assert one["x"] == 3.0 and one is not two and one["xs"] is not two["xs"]
+    assert ".copy()" in plan.source
+
+
+def test_a_planned_result_holds_objects_of_its_own(plans):
+    plans(True)
+    spec = mb.SpeculativeDecoding(gamma=3, acceptance_rate=0.7, draft_cost=0.1)
+    one, two = (mb.estimate(**README, speculative=spec) for _ in range(2))
+    assert callable(next(iter(est._PLANS.values()))[2])        # the second from the plan
+    assert one == two and one.speculative is not two.speculative
+    one.speculative["gamma"] = 99                               # a caller's change stays its own
+    assert mb.estimate(**README, speculative=spec).speculative["gamma"] == 3
+
+
+def test_what_a_range_decides_is_folded_and_what_it_does_not_is_not():
+    # B a count from 1 to 9 as a float: B * 0.0 is +0.0 and x + 0.0 is x for every such B (finite,
+    # not negative, never -0.0), B > 0.5 is True, max(B, 0.0) is B; max(B, 2.0) depends on B
+    def f(B):
+        return (B * 0.0 + 1.0, (B + 0.0) / 2.0, 3.0 if B > 0.5 else 4.0, maximum(B, 0.0), maximum(B, 2.0), abs(B))
+    plan = trace(f, ("B",), spans=((1.0, 9.0),))
+    assert plan is not None
+    assert "0.0" not in plan.source.split("raise")[1] and "> 0.5" not in plan.source and "abs" not in plan.source
+    for x in (1.0, 1.5, 2.0, 9.0):
+        assert repr(plan(x)) == repr(f(x))         # (1.0, x / 2, 3.0, x, max(x, 2), x)
+    assert run(plan, 0.5) is None and run(plan, 10.0) is None      # outside its range: the caller's cold path
+    # without a range nothing is folded: B may be -0.0 (-0.0 + 0.0 is +0.0), inf (inf * 0.0 is NaN) or NaN
+    free = trace(lambda B: (B * 0.0, B + 0.0), ("B",))
+    for x in (-0.0, math.inf, 2.0):
+        assert repr(free(x)) == repr((x * 0.0, x + 0.0))
+    assert trace(lambda B: 1.0 if B > 0.5 else 2.0, ("B",), spans=((0.0, 9.0),)) is None    # undecided
+
+
+def test_a_difference_has_a_range_only_where_it_cannot_go_below_zero():
+    # T - 1.0 for T from 1 to 9: 0 to 8, so (T - 1.0) * 0.0 is +0.0; 5.0 - T may be negative (-4 * 0.0
+    # is -0.0), so its product stays a line
+    plan = trace(lambda T: ((T - 1.0) * 0.0, (5.0 - T) * 0.0), ("T",), spans=((1.0, 9.0),))
+    assert plan.source.count("* 0.0") == 1
+    for x in (1.0, 5.0, 9.0):
+        assert repr(plan(x)) == repr(((x - 1.0) * 0.0, (5.0 - x) * 0.0))

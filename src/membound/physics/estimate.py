@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 import numbers
 from dataclasses import dataclass, field, replace
@@ -105,54 +104,73 @@ def estimate(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int
     Raises DoesNotFitError (with bytes missing and the fewest chips that would hold it) when it
     does not fit.
     """
+    args = (model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype, activation_dtype,
+            speculative, runtime, quantization, placement, price_usd_per_hour, allow_beyond_context,
+            dense_weight_dtype)     # `_prepare`'s, less the chips and their layout
     found = None
     if n_chips is None or isinstance(n_chips, str):
-        n_chips, found = _auto_chips(locals())      # the arguments, for the fewest-chips search
+        n_chips, found = _auto_chips(n_chips, parallel, check_memory, args)
     if found is None:
-        p, B, S, T = _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype,
-                              activation_dtype, n_chips, parallel, speculative, runtime, quantization, placement,
-                              price_usd_per_hour, allow_beyond_context, dense_weight_dtype)
+        p, B, S, T = _prepare(n_chips, parallel, *args)
         result, fits = _evaluated(p, B, S, T, speculative)
     else:       # the search's last count is the one found: its evaluation is this call's
         p, result = found
         assert result.memory is not None        # built already: the search read it
         fits = result.memory.fits
     if check_memory and (p.pinned or not fits):
-        kw = {k: v for k, v in locals().items() if k in _ARGUMENTS}     # for the fewest-chips hint
         memory = result.memory
         assert memory is not None               # _evaluated always gives its memory
-        _check_fit(memory, p.hardware, p.pinned, p.model, p.n_chips, p.layout, lambda: _fewest_chips(kw, p.model,
+        _check_fit(memory, p.hardware, p.pinned, p.model, p.n_chips, p.layout, lambda: _fewest_chips(args, p.model,
                                                                                                      p.hardware))
     return result
 
 
-def _evaluated(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDecoding | None) -> tuple[Result, bool]:
+def _evaluated(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDecoding | None,
+               memory: bool = False) -> tuple[Result, bool]:
     """`estimate()`'s Result of configuration `p` at batch B, prompt S and output T (all checked), its
     memory not checked, and whether it fits. Its memory, bound and step terms are left to their
-    first read (`_Later`, `result.Deferred`)."""
-    hw, N = p.hardware, p.n_chips
-    r = _planned(p, B, S, T)
-    if r is None:
+    first read (`_Later`, `result.Deferred`); memory: its Memory built now, with whether it fits
+    (what a fewest-chips search reads), its other fields left to their first read."""
+    planned = _planned(p, B, S, T, speculative)
+    if planned is None:
         r = _figures(p, _workload(p.knobs, B, S, T))    # = p.at(B, S, T).evaluate(terms=False)
-    if not (0.0 < r["decode_tok_s_per_user"] < math.inf and 0.0 < r["ttft_s"] < math.inf
-            and 0.0 < r["e2e_s"] < math.inf):       # a last guard: never NaN/inf/0 (NaN compares False)
+        fields = _fields(p, r, B, S, T, speculative)
+    else:
+        fields, r = planned
+    if not (0.0 < fields["decode_tok_s_per_user"] < _INF and 0.0 < fields["ttft_s"] < _INF
+            and 0.0 < fields["e2e_s"] < _INF):       # a last guard: never NaN/inf/0 (NaN compares False)
         for key in ("decode_tok_s_per_user", "ttft_s", "e2e_s"):
-            if not (math.isfinite(r[key]) and r[key] > 0):
-                raise InvalidInputError(key, r[key], f"a finite positive figure; the inputs ({p.model.name} on "
-                                        f"{p.hardware.name}) are outside the physical range")
-    watts = hw.power_w
+            if not (math.isfinite(fields[key]) and fields[key] > 0):
+                raise InvalidInputError(key, fields[key], f"a finite positive figure; the inputs ({p.model.name} "
+                                        f"on {p.hardware.name}) are outside the physical range")
     later = object.__new__(_Later)
-    later.r, later.tiers = r, hw.memory
-    return create_frozen(Result, {      # a dict display: one dict (estimate()'s hot path)
+    later.r, later.tiers = r, p.hardware.memory
+    fields["_deferred"] = later
+    result = create_frozen(Result, fields)
+    fits = bool(r["fits"])
+    if memory:
+        result.__dict__["memory"] = create_frozen(Memory, {"fits": fits, "_deferred": later})
+    return result, fits
+
+
+_INF = math.inf
+
+
+def _fields(p: Prepared, r: dict[str, Any], B: Any, S: Any, T: Any, speculative: SpeculativeDecoding | None
+            ) -> dict[str, Any]:
+    """The fields of `_evaluated`'s Result (less those built later) of configuration `p` at batch B,
+    prompt S and output T (ints, or their `plan.Sym`s in a trace), from `_figures`' figures `r`."""
+    watts = p.hardware.power_w
+    return {      # a dict display: one dict (estimate()'s hot path)
         **p.labels, "batch": B, "prompt_tokens": S, "output_tokens": T,
         "decode_tok_s_per_user": r["decode_tok_s_per_user"], "decode_tok_s_total": r["decode_tok_s_total"],
         "ttft_s": r["ttft_s"], "prefill_s": r["prefill_s"], "e2e_s": r["e2e_s"], "tpot_s": r["tpot_s"],
         "cost_per_million_tokens_usd": r["cost_per_million_tokens_usd"] if p.price is not None else None,
-        "joules_per_token": (watts * N * r["e2e_s"] / (B * T)) if watts else None,
+        "joules_per_token": (watts * p.n_chips * r["e2e_s"] / (B * T)) if watts else None,
         "speculative": None if speculative is None or p.spec_args is None else {
             "gamma": speculative.gamma, "tokens_per_round": p.spec_args.tokens_per_round,
             "verify_positions": int(p.positions), "draft": getattr(speculative.draft, "name", speculative.draft)},
-        "assumptions": p.assumptions, "_deferred": later}), bool(r["fits"])
+        "assumptions": p.assumptions}
 
 
 def _figures(p: Prepared, kn: Knobs) -> dict[str, Any]:
@@ -180,11 +198,13 @@ _PLANS: dict[int, list[Any]] = {}
 reused while the entry lives), its evaluations so far, its plan (None: not yet; False: untraceable)]."""
 
 
-def _planned(p: Prepared, B: int, S: int, T: int) -> dict[str, Any] | None:
-    """`_figures` of `p` at batch B, prompt S and output T (checked) from p's plan (`physics.plan`:
-    its evaluation traced once into straight-line Python, the same floats), or None where the
-    configuration has no plan (evaluated fewer than _PLAN_AFTER times, untraceable) or its plan
-    raised (the caller evaluates it cold)."""
+def _planned(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDecoding | None
+             ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(`_fields`, `_figures`' figures `_READ`) of `p` at batch B, prompt S and output T (checked) from
+    p's plan (`physics.plan`: its evaluation traced once into straight-line Python, the same floats),
+    or None where the configuration has no plan (evaluated fewer than _PLAN_AFTER times,
+    untraceable) or its plan raised (the caller evaluates it cold). `speculative` is p's own (part of
+    the configuration it was prepared from)."""
     entry = _PLANS.get(id(p))
     if entry is None or entry[0] is not p:
         if len(_PLANS) >= _SEEN_MAX:
@@ -196,35 +216,58 @@ def _planned(p: Prepared, B: int, S: int, T: int) -> dict[str, Any] | None:
         entry[1] += 1
         if entry[1] < _PLAN_AFTER:
             return None
-        plan = entry[2] = trace(lambda b, s, t: _traced(p, b, s, t), ("B", "S", "T")) or False
+        plan = entry[2] = trace(lambda *workload: _traced(p, speculative, *workload), ("B", "S", "T", "b", "s", "t"),
+                                real=(True, True, True, False, False, False), spans=_COUNTS) or False
     if plan is False:
         return None
-    return run(plan, float(B), float(S), float(T))
+    return run(plan, float(B), float(S), float(T), B, S, T)
 
 
-def _traced(p: Prepared, batch: Any, prompt: Any, output: Any) -> dict[str, Any]:
-    """`_figures` of `p` at a workload of `plan.Sym`s (floats in the plan), the figures `_READ` only."""
+_COUNTS = ((1.0, float(MAX_COUNT)), (0.0, float(MAX_COUNT)), (1.0, float(MAX_COUNT)), None, None, None)
+"""The ranges of a plan's batch, prompt and output as floats (`check_counts`; `plan.Span`)."""
+
+
+def _traced(p: Prepared, speculative: SpeculativeDecoding | None, batch: Any, prompt: Any, output: Any,
+            B: Any, S: Any, T: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`_planned`'s figures of `p` at a workload of `plan.Sym`s: batch, prompt and output as floats
+    (the knobs), and as ints B, S and T (the Result's counts)."""
     fields = p.knobs.__dict__.copy()
     fields["batch"], fields["prompt"], fields["output"] = batch, prompt, output
     r = _figures(p, create_frozen(Knobs, fields))
-    return {k: r[k] for k in _READ}
+    return _fields(p, r, B, S, T, speculative), {k: r[k] for k in _READ}
 
 
 class _Later:
-    """The fields of an `_evaluated` Result built on their first read (`result.Deferred`), from
-    core.evaluate's figures `r` on a device of memory tiers `tiers`."""
+    """The fields of an `_evaluated` Result, and of its Memory, built on their first read
+    (`result.Deferred`), from core.evaluate's figures `r` on a device of memory tiers `tiers`."""
 
     __slots__ = ("r", "tiers")
     r: dict[str, Any]
     tiers: Sequence[MemoryTier]
 
     def memory(self) -> Memory:
-        r, tiers = self.r, self.tiers
-        return create_frozen(Memory, {
-            "weights_bytes": r["weights_bytes_chip"], "kv_bytes": r["kv_bytes_chip"],
-            "activation_bytes": r["activation_bytes_chip"], "other_bytes": r["extra_bytes_chip"],
-            "capacity_bytes": r["capacity_bytes_chip"], "fits": bool(r["fits"]),
-            "placement": tuple(map(_tier_use, r["per_tier"], tiers))})
+        return create_frozen(Memory, {"_deferred": self})
+
+    def weights_bytes(self) -> float:
+        return self.r["weights_bytes_chip"]
+
+    def kv_bytes(self) -> float:
+        return self.r["kv_bytes_chip"]
+
+    def activation_bytes(self) -> float:
+        return self.r["activation_bytes_chip"]
+
+    def other_bytes(self) -> float:
+        return self.r["extra_bytes_chip"]
+
+    def capacity_bytes(self) -> float:
+        return self.r["capacity_bytes_chip"]
+
+    def fits(self) -> bool:
+        return bool(self.r["fits"])
+
+    def placement(self) -> tuple[TierUse, ...]:
+        return tuple(map(_tier_use, self.r["per_tier"], self.tiers))
 
     def bound(self) -> str:
         return bound_name(step_terms(self.r))
@@ -237,9 +280,6 @@ def _tier_use(use: tuple[float, float], tier: MemoryTier) -> TierUse:
     """A chip's (weights, KV) bytes in one memory tier, as the Result's TierUse."""
     return create_frozen(TierUse, {"tier": tier.name, "weights_bytes": float(use[0]), "kv_bytes": float(use[1]),
                                    "capacity_bytes": tier.capacity_bytes})
-
-
-_ARGUMENTS = frozenset(inspect.signature(estimate).parameters)
 
 
 @dataclass(frozen=True)
@@ -315,23 +355,23 @@ def prepare(model, hardware, *, batch: int = defaults.BATCH, prompt_tokens: int 
     Everything but the workload numbers (layout, formats, runtime efficiencies, speculative
     set-up, placement, price) is resolved once per distinct set of arguments and cached; each
     call checks only batch, prompt and output."""
-    base, B, S, T = _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype,
-                             activation_dtype, n_chips, parallel, speculative, runtime, quantization, placement,
+    base, B, S, T = _prepare(n_chips, parallel, model, hardware, batch, prompt_tokens, output_tokens, weight_dtype,
+                             kv_dtype, activation_dtype, speculative, runtime, quantization, placement,
                              price_usd_per_hour, allow_beyond_context, dense_weight_dtype)
     return base.at(B, S, T)
 
 
-def _prepare(model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype, activation_dtype,
-             n_chips, parallel, speculative, runtime, quantization, placement, price_usd_per_hour,
-             allow_beyond_context, dense_weight_dtype=None) -> tuple[Prepared, int, int, int]:
+def _prepare(n_chips, parallel, model, hardware, batch, prompt_tokens, output_tokens, weight_dtype, kv_dtype,
+             activation_dtype, speculative, runtime, quantization, placement, price_usd_per_hour,
+             allow_beyond_context, dense_weight_dtype) -> tuple[Prepared, int, int, int]:
     """`prepare` as (the cached configuration at batch 1, prompt 0, output 1; batch; prompt;
     output), all checked: `estimate()` builds its knobs without a second Prepared."""
     m = load_model(model)
     hw = load_hardware(hardware)
     rt = load_runtime(runtime, hw)
     B, S, T, N = check_counts(batch, prompt_tokens, output_tokens, n_chips)
-    if not allow_beyond_context:
-        check_context(m, S, T)
+    if not allow_beyond_context and m.max_context is not None and S + T > m.max_context:
+        check_context(m, S, T)      # which raises
     if parallel is not None:
         parallel = as_parallel(parallel)
     if quantization is not None and not isinstance(quantization, Quantization):
@@ -588,49 +628,53 @@ def _check_placement(placement, hw: Hardware):
     return {"weights": placement.get("weights", names[0]), "kv": placement.get("kv", names[0])}
 
 
-def _auto_chips(kw: dict[str, Any]) -> tuple[int, tuple[Prepared, Result] | None]:
-    """`estimate`'s n_chips=None / "auto": the chips of an explicit `parallel`, one chip where memory
-    is not checked, else the fewest chips that hold the configuration; with the search's
-    configuration and Result on that count where it made them (`_fewest`), else None."""
-    n, parallel = kw["n_chips"], kw["parallel"]
+def _auto_chips(n, parallel, check_memory: bool, args: tuple) -> tuple[int, tuple[Prepared, Result] | None]:
+    """`estimate`'s n_chips=None / "auto" (`n`): the chips of an explicit `parallel`, one chip where memory
+    is not checked, else the fewest chips that hold the configuration of `_prepare`'s `args` (less the
+    chips and layout); with the search's configuration and Result on that count where it made them
+    (`_fewest`), else None."""
     if n is not None and n != "auto":
         raise InvalidInputError("n_chips", n, "a chip count (an integer >= 1), or None / 'auto' for the fewest "
                                 "chips that hold the model")
-    given = as_parallel(parallel)
-    if given is not None:
+    if parallel is not None:
+        given = as_parallel(parallel)
+        assert given is not None        # None only for None
         return given.chips, None
-    if not kw["check_memory"]:
+    if not check_memory:
         return 1, None
-    m, hw = load_model(kw["model"]), load_hardware(kw["hardware"])
-    return _fewest(kw, m, hw, at_speed=True)
+    p, B, S, T = _prepare(1, None, *args)       # the search's first count, one chip (the answer where it holds)
+    one = p, _evaluated(p, B, S, T, args[8], memory=True)[0]
+    return _fewest(args, p.model, p.hardware, at_speed=True, one=one)
 
 
-def _fewest(kw: dict[str, Any], m: Model, hw: Hardware, at_speed: bool = False
+def _fewest(args: tuple, m: Model, hw: Hardware, at_speed: bool = False, one: tuple[Prepared, Result] | None = None
             ) -> tuple[int, tuple[Prepared, Result] | None]:
-    """The fewest chips that hold `estimate(**kw)`'s configuration laid out by the one layout rule
-    (`parallel.fewest_chips`, the search `min_chips` runs; at_speed: in the tiers a decode streams
-    at speed), with the configuration and Result the search evaluated on that count (its last: the
-    search stops at the first that holds it), which are `estimate(**kw)`'s on that many chips with
-    no `parallel` given: the one evaluation of a default call. DoesNotFitError where no count does."""
-    last: list[Any] = [None, None]
+    """The fewest chips that hold the configuration of `_prepare`'s `args` (less the chips and layout:
+    estimate()'s arguments) laid out by the one layout rule (`parallel.fewest_chips`, the search
+    `min_chips` runs; at_speed: in the tiers a decode streams at speed), with the configuration and
+    Result the search evaluated on that count (its last: the search stops at the first that holds
+    it), which are estimate()'s on that many chips with no `parallel` given: the one evaluation of a
+    default call. one: the configuration and Result on one chip where the caller has them (each
+    count is evaluated once). DoesNotFitError where no count does."""
+    last: tuple[int, Prepared, Result] | None = None if one is None else (1, *one)
+    speculative = args[8]
 
-    def memory(n: int) -> Memory:
-        p, B, S, T = _prepare(m, hw, kw["batch"], kw["prompt_tokens"], kw["output_tokens"], kw["weight_dtype"],
-                              kw["kv_dtype"], kw["activation_dtype"], n, None, kw["speculative"], kw["runtime"],
-                              kw["quantization"], kw["placement"], kw["price_usd_per_hour"],
-                              kw["allow_beyond_context"], kw["dense_weight_dtype"])
-        result = _evaluated(p, B, S, T, kw["speculative"])[0]
-        last[:] = n, (p, result)
-        assert result.memory is not None              # _evaluated always gives its memory
-        return result.memory
-    n = fewest_chips(m, hw, memory, at_speed=at_speed)
-    return n, last[1] if last[0] == n else None
+    def memory(n: int) -> Memory | None:
+        nonlocal last
+        if n == 1 and one is not None:
+            last = (1, *one)
+        else:
+            p, B, S, T = _prepare(n, None, *args)
+            last = n, p, _evaluated(p, B, S, T, speculative, memory=True)[0]
+        return last[2].memory
+    n = fewest_chips(m, hw, memory, at_speed=at_speed, one=None if one is None else one[1].memory)
+    return n, last[1:] if last is not None and last[0] == n else None
 
 
-def _fewest_chips(kw: dict[str, Any], m: Model, hw: Hardware) -> int | None:
+def _fewest_chips(args: tuple, m: Model, hw: Hardware) -> int | None:
     """`_fewest`'s count, or None where no count holds the configuration (the does-not-fit hint)."""
     try:
-        return _fewest(kw, m, hw)[0]
+        return _fewest(args, m, hw)[0]
     except DoesNotFitError:
         return None
 

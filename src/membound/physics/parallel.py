@@ -213,7 +213,7 @@ def streamed_room(hw) -> float | None:
     return sum(t.capacity_bytes for t in hw.memory if t is not slowest)
 
 
-def fewest_chips(m, hw, memory, cap: int = 100_000, what: str = "", at_speed: bool = False) -> int:
+def fewest_chips(m, hw, memory, cap: int = 100_000, what: str = "", at_speed: bool = False, one=None) -> int:
     """The search of `min_chips` over a function `memory(n) -> Memory` of the per-chip bytes on n
     chips (laid out by `layout_for`): the first count that fits, else DoesNotFitError.
 
@@ -224,8 +224,13 @@ def fewest_chips(m, hw, memory, cap: int = 100_000, what: str = "", at_speed: bo
     capacity tier at s < f, spend n x step = n F / f + (W - n F) / s chip-seconds a token while
     anything spills, falling with every chip added, and W / f once nothing does: the first count
     with no spill is the fewest chips at the least chip-time a token. On one tier it is the first
-    count that fits."""
+    count that fits.
+
+    one: memory(1) where the caller has it already: one chip is the first count each search tries,
+    and the answer where it holds (estimate()'s default call, which evaluates one chip first)."""
     room = streamed_room(hw) if at_speed else None
+    if one is not None and _holds(one, room):
+        return 1
     if room is not None:
         try:
             return _search(m, hw, memory, cap, what, room)
@@ -234,15 +239,16 @@ def fewest_chips(m, hw, memory, cap: int = 100_000, what: str = "", at_speed: bo
     return _search(m, hw, memory, cap, what, None)
 
 
+def _holds(mem, room: float | None) -> bool:
+    """Whether per-chip bytes `mem` fit (and, where `room` is given, fit in `room` bytes)."""
+    return mem.fits and (room is None or mem.total_bytes <= room)
+
+
 def _search(m, hw, memory, cap: int, what: str, room: float | None) -> int:
     """`fewest_chips`: the first count whose per-chip bytes fit (and, where `room` is given, fit in
-    `room` bytes)."""
-
-    def ok(mem) -> bool:
-        return mem.fits and (room is None or mem.total_bytes <= room)
-
+    `room` bytes: `_holds`)."""
     one = memory(1)
-    if ok(one):
+    if _holds(one, room):
         return 1
     last = one
     where = f"{m.name} on up to {cap:,} x {hw.name}" + (f" ({what})" if what else "") + "; per chip"
@@ -255,7 +261,7 @@ def _search(m, hw, memory, cap: int, what: str, room: float | None) -> int:
         if layout_for(m, hw, n).chips != n:
             continue
         last = memory(n)
-        if ok(last):
+        if _holds(last, room):
             return n
     raise DoesNotFitError(last.total_bytes, last.capacity_bytes if room is None else room, None,
                           f"{where}; no chip count holds it under the layout rule")

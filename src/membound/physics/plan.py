@@ -17,7 +17,11 @@ Why the plan's figures are the evaluation's, bit for bit:
   a`, `a if c else b`, `float(math.floor(x))`): the array path is the float path elementwise
   (base.stacking, tests/test_sweep.py), and the float path is what `estimate()` computes;
 - a `where` whose untaken side would have raised or overflowed on floats: the plan raises and
-  `run` answers None (the caller evaluates cold).
+  `run` answers None (the caller evaluates cold);
+- where the workload inputs have ranges (`Span`: counts as floats), an operation whose result the
+  ranges fix is not written: x + 0.0 is x, x * 0.0 is 0.0, a comparison is its bool, max / min /
+  `where` the side the ranges pick, each the float every value in range gives (`Span` says why);
+  the plan raises for an input outside its range.
 A workload value the physics branches on in Python (`if x:`) or converts (`float(x)`) cannot be
 traced: `trace` answers None and the configuration stays on the cold path.
 """
@@ -35,6 +39,10 @@ class Untraceable(Exception):
 
 
 _MAX_INLINE = 240   # the longest expression put inline into the one line that reads it (characters)
+_TEMPLATE_MIN = 8   # an output dict of at least this many entries is built as a copy of a constant dict
+                    # holding its constant entries, its other entries stored into it (a dict display
+                    # adds its entries one by one, resizing as it grows: 22 entries 1.08 us, as a copy
+                    # and 11 stores 0.45 us)
 
 
 class _Tape:
@@ -73,9 +81,9 @@ class _Tape:
             return repr(x), None
         raise Untraceable(f"an operand of type {t.__name__}")
 
-    def emit(self, pattern: str, *operands: Any, real: bool = False) -> Sym:
+    def emit(self, pattern: str, *operands: Any, real: bool = False, span: Span | None = None) -> Sym:
         """The Sym of `pattern` ('{0} + {1}': its operands by position) on `operands`; real: its
-        value is known to be a Python float."""
+        value is known to be a Python float; span: the range it is known to lie in (`Span`)."""
         texts: list[str] = []
         deps: list[str] = []
         for x in operands:
@@ -90,10 +98,95 @@ class _Tape:
         got = self.memo.get(key)
         if got is not None:
             return got
-        s = Sym(self, f"v{len(self.nodes)}", real)
+        s = Sym(self, f"v{len(self.nodes)}", real or span is not None, span)
         self.nodes.append((s.name, template, key[1]))
         self.memo[key] = s
         return s
+
+
+Span = tuple[float, float]
+"""[lo, hi]: a value known to be a finite float from lo to hi, both >= 0, and never -0.0 or NaN in
+any call (a workload count as a float: `trace`'s spans). Each operation on such values whose result
+is one again carries its span: the operation's own float arithmetic on the ends, which bounds every
+result because IEEE rounding is monotonic (x <= x' gives fl(x + y) <= fl(x' + y); likewise for
+*, and for / and - in each argument's direction). With spans, an operation whose float result is
+the same for every value in range is that result, not a line (a fold, exact for each such value):
+x + 0.0 is x (x is not -0.0), x * 0.0 and 0.0 / x (lo > 0) are +0.0 (x is finite and not
+negative), abs(x) is x, a comparison whose ranges do not overlap is its bool, and max, min and
+`where` whose answer the ranges decide are that answer. The physics then folds what follows on
+plain floats (a single chip's communication, 0.0 * bytes, is 0.0, and each term it feeds)."""
+
+
+def _span(x: Any) -> Span | None:
+    """The Span of an operand: a Sym's, a constant's (a finite float >= +0.0, or an int a float holds
+    exactly), else None."""
+    t = x.__class__
+    if t is Sym:
+        return x.span
+    if t is float:
+        return (x, x) if 0.0 <= x < math.inf and math.copysign(1.0, x) > 0 else None
+    if t is int:
+        return (float(x), float(x)) if 0 <= x <= 2**53 else None
+    return None
+
+
+def _zero(x: Any) -> bool:
+    """Whether operand `x` is the constant +0.0 (or int 0)."""
+    return (x.__class__ is float or x.__class__ is int) and x == 0 and math.copysign(1.0, x) > 0
+
+
+def _finite(lo: float, hi: float) -> Span | None:
+    return (lo, hi) if hi < math.inf else None
+
+
+_SPANS: dict[str, Callable[[Span, Span], Span | None]] = {
+    "+": lambda a, b: _finite(a[0] + b[0], a[1] + b[1]),
+    "*": lambda a, b: _finite(a[0] * b[0], a[1] * b[1]),
+    "-": lambda a, b: _finite(a[0] - b[1], a[1] - b[0]) if a[0] >= b[1] else None,      # never below +0.0
+    "/": lambda a, b: _finite(a[0] / b[1], a[1] / b[0]) if b[0] > 0.0 else None,
+}
+
+
+def _fold(op: str, a: Any, b: Any) -> Any:
+    """`a op b`'s value where spans give it for every value in range (`Span`): a Sym or a float; else
+    None."""
+    if op == "+":
+        if _zero(b) and _span(a) is not None:
+            return a
+        if _zero(a) and _span(b) is not None:
+            return b
+    elif op == "*":
+        if (_zero(b) and _span(a) is not None) or (_zero(a) and _span(b) is not None):
+            return 0.0
+    elif op == "/":
+        sb = _span(b)
+        if _zero(a) and sb is not None and sb[0] > 0.0:
+            return 0.0
+    return None
+
+
+def _operation(op: str, a: Any, b: Any, real: bool, tape: _Tape) -> Any:
+    """`a op b` (one of them a Sym of `tape`): its fold, else its line, with its span."""
+    folded = _fold(op, a, b)
+    if folded is not None:
+        return folded
+    sa, sb = _span(a), _span(b)
+    span = _SPANS[op](sa, sb) if sa is not None and sb is not None and op in _SPANS else None
+    return tape.emit(f"{{0}} {op} {{1}}", a, b, real=real, span=span)
+
+
+_DECIDED: dict[str, Callable[[Span, Span], bool | None]] = {
+    ">": lambda a, b: True if a[0] > b[1] else False if a[1] <= b[0] else None,
+    ">=": lambda a, b: True if a[0] >= b[1] else False if a[1] < b[0] else None,
+    "<": lambda a, b: True if a[1] < b[0] else False if a[0] >= b[1] else None,
+    "<=": lambda a, b: True if a[1] <= b[0] else False if a[0] > b[1] else None,
+}
+"""A comparison of two spans: its bool where it is the same for every pair of values in range."""
+
+
+def _decided(op: str, a: Any, b: Any) -> bool | None:
+    sa, sb = _span(a), _span(b)
+    return _DECIDED[op](sa, sb) if sa is not None and sb is not None else None
 
 
 def _real(*xs: Any) -> bool:
@@ -112,25 +205,30 @@ def _arithmetic(op: str, identity: float | None = None, left_identity: bool = Fa
     def forward(self, other):
         if self.real and other.__class__ is float and other == identity and not math.copysign(1.0, other) < 0:
             return self
-        return self.tape.emit(f"{{0}} {op} {{1}}", self, other, real=result_real(self, other))
+        return _operation(op, self, other, result_real(self, other), self.tape)
 
     def reflected(self, other):
         if left_identity and self.real and other.__class__ is float and other == identity \
                 and not math.copysign(1.0, other) < 0:
             return self
-        return self.tape.emit(f"{{0}} {op} {{1}}", other, self, real=result_real(other, self))
+        return _operation(op, other, self, result_real(other, self), self.tape)
     return forward, reflected
 
 
 def _comparison(op: str):
-    """The operator `op` on a Sym and another operand, the Sym on the left."""
+    """The operator `op` on a Sym and another operand, the Sym on the left: its bool where the
+    operands' spans decide it (`_DECIDED`)."""
     def forward(self, other):
+        decided = _decided(op, self, other) if op in _DECIDED else None
+        if decided is not None:
+            return decided
         return self.tape.emit(f"{{0}} {op} {{1}}", self, other)
     return forward
 
 
 def _logical(op: str):
-    forward = _comparison(op)
+    def forward(self, other):
+        return self.tape.emit(f"{{0}} {op} {{1}}", self, other)
 
     def reflected(self, other):
         return self.tape.emit(f"{{0}} {op} {{1}}", other, self)
@@ -140,11 +238,11 @@ def _logical(op: str):
 class Sym:
     """A float of the workload in a trace: each operation on it writes a line of the plan."""
 
-    __slots__ = ("tape", "name", "real")
+    __slots__ = ("tape", "name", "real", "span")
     __hash__ = None     # type: ignore[assignment]   # == writes a line; it is not a key
 
-    def __init__(self, tape: _Tape, name: str, real: bool = False):
-        self.tape, self.name, self.real = tape, name, real
+    def __init__(self, tape: _Tape, name: str, real: bool = False, span: Span | None = None):
+        self.tape, self.name, self.real, self.span = tape, name, real, span
 
     __add__, __radd__ = _arithmetic("+")
     __sub__, __rsub__ = _arithmetic("-", 0.0)
@@ -161,6 +259,8 @@ class Sym:
         return self.tape.emit("-{0}", self, real=self.real)
 
     def __abs__(self):
+        if self.span is not None:
+            return self         # a float >= +0.0
         return self.tape.emit("abs({0})", self, real=self.real)
 
     def __bool__(self):
@@ -177,14 +277,20 @@ class Sym:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__" or kwargs:
             raise Untraceable(f"numpy {ufunc.__name__}.{method}")
-        if ufunc is np.maximum:
-            return self.tape.emit("{1} if {1} > {0} else {0}", *inputs, real=_real(*inputs))
-        if ufunc is np.minimum:
-            return self.tape.emit("{1} if {1} < {0} else {0}", *inputs, real=_real(*inputs))
-        if ufunc is np.floor:
-            return self.tape.emit("float(_floor({0}))", *inputs, real=True)
-        if ufunc is np.ceil:
-            return self.tape.emit("float(_ceil({0}))", *inputs, real=True)
+        if ufunc is np.maximum or ufunc is np.minimum:
+            a, b = inputs
+            op, pick = (">", max) if ufunc is np.maximum else ("<", min)
+            decided = _decided(op, b, a)
+            if decided is not None:
+                return b if decided else a
+            sa, sb = _span(a), _span(b)
+            span = (pick(sa[0], sb[0]), pick(sa[1], sb[1])) if sa is not None and sb is not None else None
+            return self.tape.emit(f"{{1}} if {{1}} {op} {{0}} else {{0}}", a, b, real=_real(a, b), span=span)
+        if ufunc is np.floor or ufunc is np.ceil:
+            whole = math.floor if ufunc is np.floor else math.ceil
+            sx = _span(inputs[0])
+            span = None if sx is None else (float(whole(sx[0])), float(whole(sx[1])))
+            return self.tape.emit(f"float(_{whole.__name__}({{0}}))", *inputs, real=True, span=span)
         raise Untraceable(f"numpy {ufunc.__name__}")
 
     def __array_function__(self, func, types, args, kwargs):
@@ -192,24 +298,36 @@ class Sym:
             cond, a, b = args
             if cond.__class__ is bool or cond.__class__ is np.bool_:
                 return a if cond else b
-            return self.tape.emit("{1} if {0} else {2}", cond, a, b, real=_real(a, b))
+            if a is b or (a.__class__ is float is b.__class__ and a == b
+                          and math.copysign(1.0, a) == math.copysign(1.0, b)):
+                return a        # the same float either way
+            sa, sb = _span(a), _span(b)
+            span = (min(sa[0], sb[0]), max(sa[1], sb[1])) if sa is not None and sb is not None else None
+            return self.tape.emit("{1} if {0} else {2}", cond, a, b, real=_real(a, b), span=span)
         raise Untraceable(f"numpy {getattr(func, '__name__', func)}")
 
 
-def trace(fn: Callable[..., Any], names: tuple[str, ...]) -> Callable[..., Any] | None:
-    """The plan of `fn` (called with one float Sym per name in `names`): a compiled function of those
-    arguments (floats) that returns what `fn` returns (dicts, lists and plain tuples rebuilt; floats,
-    bools and other objects as `fn` gave them), or None where `fn` cannot be traced."""
+def trace(fn: Callable[..., Any], names: tuple[str, ...], real: tuple[bool, ...] | None = None,
+          spans: tuple[Span | None, ...] | None = None) -> Callable[..., Any] | None:
+    """The plan of `fn` (called with one Sym per name in `names`): a compiled function of those
+    arguments that returns what `fn` returns (dicts, lists and plain tuples rebuilt; floats, bools
+    and other objects as `fn` gave them), or None where `fn` cannot be traced. real: whether each
+    argument is a Python float (default: each is); one that is not (an int) has no float identities
+    (`x * 1.0` is a float, not the int x). spans: each argument's range (`Span`: a float from lo to
+    hi, never -0.0, such as a count as a float) or None; the plan raises ValueError for an argument
+    outside its range (`run` answers None)."""
     tape = _Tape()
-    inputs = [Sym(tape, name, True) for name in names]
+    given = spans or (None,) * len(names)
+    inputs = [Sym(tape, name, True if real is None else real[i], given[i]) for i, name in enumerate(names)]
     try:
         out = fn(*inputs)
     except (Untraceable, TypeError, ValueError, ArithmeticError, AttributeError):
         return None
-    return _compile(tape, names, out)
+    return _compile(tape, names, out, given)
 
 
-def _compile(tape: _Tape, names: tuple[str, ...], out: Any) -> Callable[..., Any] | None:
+def _compile(tape: _Tape, names: tuple[str, ...], out: Any, spans: tuple[Span | None, ...]
+             ) -> Callable[..., Any] | None:
     templates = {name: (template, deps) for name, template, deps in tape.nodes}
     uses: dict[str, int] = {}
     pending: list[str] = []
@@ -228,7 +346,9 @@ def _compile(tape: _Tape, names: tuple[str, ...], out: Any) -> Callable[..., Any
             for _ in range(template.count(f"{{{i}}}")):
                 use(d)
     rendered: dict[str, str] = {name: name for name in names}
-    lines = []
+    ranges = [f"{span[0]!r} <= {name} <= {span[1]!r}" for name, span in zip(names, spans) if span is not None]
+    lines = [f"    if not ({' and '.join(ranges)}):\n        raise ValueError('a workload outside the plan')"] \
+        if ranges else []
     for name, template, deps in tape.nodes:
         if name not in uses:
             continue        # read by no output
@@ -238,7 +358,7 @@ def _compile(tape: _Tape, names: tuple[str, ...], out: Any) -> Callable[..., Any
         else:
             lines.append(f"    {name} = {text}")
             rendered[name] = name
-    body = _walk(out, tape, lambda name: None, rendered)
+    body = _walk(out, tape, lambda name: None, rendered, lines)
     source = f"def plan({', '.join(names)}):\n" + "\n".join(lines) + f"\n    return {body}\n"
     namespace: dict[str, Any] = {"_floor": math.floor, "_ceil": math.ceil, **tape.consts}
     try:
@@ -250,8 +370,10 @@ def _compile(tape: _Tape, names: tuple[str, ...], out: Any) -> Callable[..., Any
     return plan
 
 
-def _walk(x: Any, tape: _Tape, use: Callable[[str], None], rendered: dict[str, str] | None = None) -> str:
-    """The expression that rebuilds output `x` (calling `use` on each Sym it reads)."""
+def _walk(x: Any, tape: _Tape, use: Callable[[str], None], rendered: dict[str, str] | None = None,
+          lines: list[str] | None = None) -> str:
+    """The expression that rebuilds output `x` (calling `use` on each Sym it reads); with `lines`, a
+    large dict is built by lines appended there (`_TEMPLATE_MIN`), the expression its name."""
     if x.__class__ is Sym:
         use(x.name)
         if rendered is None:
@@ -262,16 +384,46 @@ def _walk(x: Any, tape: _Tape, use: Callable[[str], None], rendered: dict[str, s
     if t is dict:
         if not all(k.__class__ is str for k in x):
             raise Untraceable("a dict with keys that are not strings")
-        return "{" + ", ".join(f"{k!r}: {_walk(v, tape, use, rendered)}" for k, v in x.items()) + "}"
+        if lines is not None and len(x) >= _TEMPLATE_MIN:
+            return _dict_lines(x, tape, use, rendered, lines)
+        return "{" + ", ".join(f"{k!r}: {_walk(v, tape, use, rendered, lines)}" for k, v in x.items()) + "}"
     if t is list:
-        return "[" + ", ".join(_walk(v, tape, use, rendered) for v in x) + "]"
+        return "[" + ", ".join(_walk(v, tape, use, rendered, lines) for v in x) + "]"
     if t is tuple:
-        return "(" + "".join(f"{_walk(v, tape, use, rendered)}, " for v in x) + ")"
+        return "(" + "".join(f"{_walk(v, tape, use, rendered, lines)}, " for v in x) + ")"
     if x is None or t is bool or t is str:
         return repr(x)
     if t is float or t is int:
         return tape.ref(x)[0]
     return tape.const(x)
+
+
+def _dict_lines(x: dict[str, Any], tape: _Tape, use: Callable[[str], None], rendered: dict[str, str] | None,
+                lines: list[str]) -> str:
+    """`_walk` of dict `x` as lines: a copy of a constant dict of x's keys in x's order, holding each
+    entry that may be one object in every call (`_shared`: a str, number, bool, None, other
+    constant, or a tuple of them) and None for the others, which lines then store (a new list, tuple
+    or dict each call, or a Sym's value)."""
+    template: dict[str, Any] = {}
+    stores: list[tuple[str, str]] = []
+    for k, v in x.items():
+        if _shared(v):
+            template[k] = v
+        else:
+            template[k] = None
+            stores.append((k, _walk(v, tape, use, rendered, lines)))
+    name = f"_d{len(lines)}"
+    lines.append(f"    {name} = {tape.const(template)}.copy()")
+    lines.extend(f"    {name}[{k!r}] = {text}" for k, text in stores)
+    return name
+
+
+def _shared(x: Any) -> bool:
+    """Whether output `x` may be one object in every call: no Sym, list or dict in it."""
+    t = x.__class__
+    if t is tuple:
+        return all(map(_shared, x))
+    return t is not Sym and t is not dict and t is not list
 
 
 def run(plan: Callable[..., Any], *args: float) -> Any:

@@ -38,7 +38,8 @@ class Deferred:
     descriptor without __set__: the instance's dict comes first). An instance built by its
     __init__ has every field in its dict and never reaches here. `estimate()` defers a Result's
     memory, bound and step terms this way (`estimate._Later`): a third of its result's
-    construction, paid on the first read instead."""
+    construction, paid on the first read instead; and each field of that memory (a fewest-chips
+    search reads only whether it fits)."""
 
     __slots__ = ("name",)
 
@@ -151,3 +152,5 @@ class Result:
 
 for _name in ("memory", "bound", "step_terms_s"):       # after @dataclass: not taken for defaults
     setattr(Result, _name, Deferred(_name))
+for _name in ("weights_bytes", "kv_bytes", "activation_bytes", "other_bytes", "capacity_bytes", "fits", "placement"):
+    setattr(Memory, _name, Deferred(_name))     # estimate()'s Memory: each field on its first read
