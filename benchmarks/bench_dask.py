@@ -1,19 +1,25 @@
 """Dask that scales (issue 33 item 4): the same query on one local process and on a LocalCluster
 of two worker processes, in the same run; then a billion configurations reduced to a Pareto front.
 
-Run:  python benchmarks/bench_dask.py [--batches 100] [--runs 3] [--pareto] [--pareto-queries fold,frame]
-      [--chunk N] [--local-chunks A,B] [--queries frame,fold] [--no-worker-profiler] [--quiet-workers]
+Run:  python benchmarks/bench_dask.py [--batches 100] [--runs 3] [--pareto] [--pareto-queries fold,arrays,frame]
+      [--chunk N] [--local-chunks A,B] [--queries frame,fold,arrays] [--one-process left,settled]
+      [--no-worker-profiler] [--quiet-workers]
 
 The query: 2 models x 1 device x `--batches` batches x 500 prompts x 1,000 outputs (--batches 100:
 1e8 configurations), keep the points with TTFT <= 2 s and >= 30 tok/s per user, the ten with the
 most tok/s in total, and count the rows. One process streams it (`sweep(reduce=fold)`) in chunks of
 each of --local-chunks rows (default: the library's streaming chunk, `sweep.DEFAULT_CHUNK`, and a
 million); the cluster computes it in partitions of --chunk rows (default: the library's,
-`sweep.DASK_PARTITION`), written each of two ways (--queries): "frame", DataFrame operations on
+`sweep.DASK_PARTITION`), written each of three ways (--queries): "frame", DataFrame operations on
 `sweep(engine="dask")` (a filter, `count`, `nlargest`: dask runs about ten tasks a partition), and
 "fold", the one process's own fold run on each partition where it is evaluated
 (`sweep(engine="dask", reduce=fold)`, one task a partition) and the partitions' results merged on
-the workers (`Bag.fold(merge)`). The one process runs in a process of its own, twice over: as
+the workers (`Bag.fold(merge)`), and "arrays", the query as reductions on arrays
+(`membound.planning.reductions`: Count and Top, `arrays_query`), each chunk reduced on its
+columns without a frame, each partition to one accumulator on its worker, merged 16 at a time
+there (`sweep(engine="dask", reduce=(Count(), Top(...)))`); for "arrays" the one process runs the
+same reductions (`sweep(reduce=...)`), for the others the pandas fold, and each cluster query's
+speed-up is over the one process doing its kind of work. The one process runs in a process of its own, twice over: as
 the library leaves it, and settled as a dask worker settles itself (`sweep._settle_worker`: glibc
 keeps freed heap, numpy stops advising huge pages), which makes the pandas filter of each chunk
 cheaper in one process too; the speed-up is over the faster of the two, so the cluster does not
@@ -55,6 +61,7 @@ for each worker the wall ratio would be about 2 x the one process's CPU / the wo
 on the cluster reduced to the front of (tok/s per user, tok/s in total) among the points that fit:
 "fold" (default), each partition folded to its front in chunks by one task on its worker
 (`sweep(engine="dask", reduce=front_fold)`) and the fronts merged on the workers (`Bag.fold`);
+"arrays", the front as a reduction on arrays (`reductions.Front`, merged 16 at a time);
 "frame", each DataFrame partition reduced to its front on its worker and the fronts combined 16 at
 a time in a tree on the workers (`DataFrame.reduction`). Time, the workers' CPU, the load before
 and after, the front's size. --runs 0 --pareto runs only this.
