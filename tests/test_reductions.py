@@ -142,3 +142,15 @@ def test_a_query_is_checked_before_anything_is_evaluated():
     # a label no row carries is not an error: no row meets == (all meet !=)
     assert sweep(**KW, reduce=(Count(where=[("model", "==", "gpt-9")]), Count(where=[("model", "!=", "gpt-9")]))) \
         == (0, 3456)
+
+
+def test_top_leaves_out_rows_whose_figure_is_missing_as_nsmallest_does():
+    # a100-pcie-80gb has no price, so its cost per million tokens is NaN: the cheapest rows are
+    # the priced device's (nsmallest leaves NaN out), and with only the unpriced device none.
+    kw = dict(KW, model="llama-3.1-8b", hardware=["a100-pcie-80gb", "h100-sxm"])
+    table = sweep(**kw)
+    assert table.cost_per_million_tokens_usd.isna().sum() == len(table) // 2
+    cheapest = sweep(**kw, reduce=Top(5, "cost_per_million_tokens_usd", smallest=True))
+    pd.testing.assert_frame_equal(cheapest, table.nsmallest(5, "cost_per_million_tokens_usd").reset_index(drop=True))
+    assert set(cheapest.hardware) == {"h100-sxm"}
+    assert len(sweep(**dict(kw, hardware="a100-pcie-80gb"), reduce=Top(5, "cost_per_million_tokens_usd"))) == 0

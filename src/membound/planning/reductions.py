@@ -155,28 +155,26 @@ class _Rows(Reduction):
     """A reduction whose accumulator is some of the rows (every column the sweep evaluates)."""
 
     def kept(self, data: Rows, categories) -> np.ndarray | None:
-        """Indices of the rows that meet `where` and whose figures are numbers (None: every row)."""
+        """Indices of the rows that meet `where` (None: every row)."""
         mask = self.mask(data, categories)
-        for name in self.figures():
-            nan = np.isnan(data[name]) if data[name].dtype.kind == "f" else None
-            if nan is not None and nan.any():
-                mask = ~nan if mask is None else mask & ~nan
         return None if mask is None else np.flatnonzero(mask)
 
     def figures(self) -> tuple[str, ...]:
-        return ()
+        """The columns `select` reads."""
+        raise NotImplementedError
 
     def select(self, rows: Rows) -> np.ndarray:
-        """Indices of the rows to keep among `rows` (all of which meet `where`)."""
+        """Indices of the rows to keep among `rows` (all of which meet `where`; `figures` at least)."""
         raise NotImplementedError
 
     def chunk(self, data, rows, categories):
         idx = self.kept(data, categories)
-        if idx is not None:
-            if not idx.size:
-                return None
-            data = _takes(data, idx)
-        return _takes(data, self.select(data))
+        if idx is None:
+            return _takes(data, self.select(data))
+        if not idx.size:
+            return None
+        # the rows chosen on the figures of those kept; only then every column of the chosen few
+        return _takes(data, idx[self.select({name: data[name][idx] for name in self.figures()})])
 
     def merge(self, a, b):
         if a is None or b is None:
@@ -221,6 +219,17 @@ class Top(_Rows):
     def figures(self):
         return (self.by,)
 
+    def kept(self, data, categories):
+        """Rows that meet `where` and whose `by` is a number (nlargest leaves NaN out)."""
+        idx = super().kept(data, categories)
+        values = data[self.by] if idx is None else data[self.by][idx]
+        if values.dtype.kind != "f":
+            return idx
+        nan = np.isnan(values)
+        if not nan.any():
+            return idx
+        return np.flatnonzero(~nan) if idx is None else idx[~nan]
+
     def select(self, rows):
         return best(rows[self.by], self.k, self.smallest)
 
@@ -245,6 +254,9 @@ class Front(_Rows):
         for name in (self.x, self.y):
             if kinds[name] not in ("int", "float"):
                 raise InvalidInputError("x/y", name, "a numeric column")
+
+    def figures(self):
+        return (self.x, self.y)
 
     def select(self, rows):                      # NaN not dropped: as pareto_front takes them
         return pareto_front(rows[self.x], rows[self.y])
