@@ -216,10 +216,12 @@ def test_shipped_generation_fits_name_their_rows_and_stay_inside_their_priors():
     assert g["engine"] == "tensorrt-llm" and g["served"]["per_request_s"]["status"] == "code"
     # form (B) of its `forms`: per_request_s and the capacity policy are replaced; the GEMM share is the
     # engine's, as it stands
-    assert list(g["served"]) == ["per_request_s", "per_sequence_layer_s", "preemption"] \
+    assert list(g["served"]) == ["per_request_s", "per_sequence_layer_s", "pipeline_host_s", "preemption"] \
         and g["served"]["preemption"]["status"] == "code"
     # the engine's per-layer per-sequence cost is not added: each round's per_sequence_s prices the whole
     assert g["served"]["per_sequence_layer_s"]["value"] == 0.0 and g["served"]["per_sequence_layer_s"]["status"] == "assumed"
+    # nor the PyTorch loop's host time under pipeline stages: the C++ executor runs its own
+    assert g["served"]["pipeline_host_s"]["value"] == 0.0
     trt = mb.load_runtime("tensorrt-llm").served
     assert mrows.generation_runtime("tensorrt-llm-cpp", "v5.1").served.compute_fraction == trt.compute_fraction
     # a round fitted on its prior's bound is missing physics: listed apart and carried over from the

@@ -113,6 +113,45 @@ def test_a_served_per_sequence_layer_cost_is_paid_per_sequence_per_layer():
     assert overhead("llama-3.3-70b", per_sequence_layer_s=5e-7) == pytest.approx(6.4e-4, rel=1e-12)
 
 
+def test_a_pipelines_host_loop_is_paid_per_sequence_by_every_stage_and_not_at_pp_1():
+    # a served block's pipeline_host_s: the engine's host loop over each micro-batch's requests, which every
+    # pipeline rank runs in series with its forward (TensorRT-LLM's _executor_loop_pp). A static batch of 16
+    # over pp = 4 goes in m = min(16, 4) = 4 micro-batches of 4; a decode step runs each rank's loop over the
+    # 4 micro-batches: 4 x 4 = 16 sequences x 3e-5 = 4.8e-4 s more overhead, beside the per-layer cost
+    # (16 x 80 x 5e-7 = 6.4e-4 s over the whole stack; llama-3.3-70b, 80 layers) that the stages share.
+    # At pp = 1 the engine's loop runs beside the GPU's step: nothing.
+    def overhead(pp, **served):
+        rt = Runtime(name="t", use_latency_floor=False, use_device_fractions=False, served=Served(**served))
+        r = mb.estimate("llama-3.3-70b", "h200", batch=16, prompt_tokens=0, output_tokens=1, weight_dtype="fp8",
+                        runtime=rt, n_chips=pp, parallel=mb.Parallel(pp=pp))
+        return r.step_terms_s["overhead"]
+    base = overhead(4, per_sequence_layer_s=5e-7)
+    assert overhead(4, per_sequence_layer_s=5e-7, pipeline_host_s=3e-5) - base == pytest.approx(16 * 3e-5, rel=1e-9)
+    assert overhead(1, per_sequence_layer_s=5e-7, pipeline_host_s=3e-5) == overhead(1, per_sequence_layer_s=5e-7)
+    # 3 sequences over pp = 4: m = min(3, 4) = 3 micro-batches of 1, each loop over 1 sequence: 3 x 3e-5
+    rt = Runtime(name="t", use_latency_floor=False, use_device_fractions=False, served=Served(pipeline_host_s=3e-5))
+    r = mb.estimate("llama-3.3-70b", "h200", batch=3, prompt_tokens=0, output_tokens=1, weight_dtype="fp8",
+                    runtime=rt, n_chips=4, parallel=mb.Parallel(pp=4))
+    assert r.step_terms_s["overhead"] == pytest.approx(3 * 3e-5, rel=1e-12)
+
+
+def test_a_pipeline_stage_pays_its_ranks_host_loop_over_its_micro_batch():
+    # trtllm-bench's pipeline as its one pacing stage (serving.offline.pipeline_stage): the stage's step over
+    # its micro-batch pays the host loop per sequence, in its per-step per-sequence figure: TensorRT-LLM's
+    # per_sequence_s 0 + pipeline_host_s 2.94e-5 = 2.94e-5 s (NVIDIA/TensorRT-LLM PR 10273: 45.11 ms a step
+    # at 1,536 requests); the per-layer cost stays per layer of the stage's own layers
+    from membound.serving.offline import pipeline_stage
+    from membound.catalog.runtime import load_runtime
+    trt = load_runtime("tensorrt-llm").served
+    assert trt.pipeline_host_s == pytest.approx(45.11e-3 / 1536, rel=2e-3)    # 29.37 us, to 3 figures
+    stage, _, _, _, rt = pipeline_stage("llama-3.3-70b", None, "tensorrt-llm", mb.Parallel(pp=8))
+    assert stage.n_layers == 10
+    assert rt.served.per_sequence_s == trt.per_sequence_s + trt.pipeline_host_s == pytest.approx(2.94e-5)
+    assert rt.served.per_sequence_layer_s == trt.per_sequence_layer_s
+    # an engine without the figure keeps its runtime as named
+    assert pipeline_stage("llama-3.3-70b", None, "vllm", mb.Parallel(pp=8))[4] == "vllm"
+
+
 @given(st.integers(1, 6000))
 def test_the_per_sequence_cost_is_one_constant_from_one_to_thousands_of_sequences(batch):
     # the step's overhead per running sequence is the same at every batch: per_sequence_s + layers x

@@ -236,6 +236,11 @@ class Served(BaseModel):
     per_sequence_layer_s: _Secs = 0.0    # per running sequence per layer per step (the attention op's
                                          # generation kernels' work on each sequence: its blocks, block-table
                                          # walk, rotary and KV append, split-KV merge), x the model's layers
+    pipeline_host_s: _Secs = 0.0         # under pipeline stages (pp > 1) only: per sequence of a micro-batch
+                                         # per iteration, the host's loop over the micro-batch's requests that
+                                         # every pipeline rank runs in series with its forward (TensorRT-LLM's
+                                         # PyExecutor._executor_loop_pp); at pp = 1 the engine's loop runs it
+                                         # beside the GPU's step and it is not priced
     lookahead_steps: Annotated[int, Number, Field(ge=0, le=16)] = 0   # steps the scheduler runs ahead of
                                          # the GPU: a request reaching it mid-step joins the step after
                                          # those already launched, so it waits this many whole steps

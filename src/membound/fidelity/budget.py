@@ -40,7 +40,7 @@ from .calibrate import BOUNDS, FIT, FIXED, RUNTIME_WIDE, calibrate_runtimes
 from ..catalog.hardware import load_hardware
 from ..catalog.runtime import load_runtime, list_runtimes
 from .serve_calibrate import (ALLTOALL, ALLTOALL_RANGE, ENGINES, FIXED as SERVED_FIXED, FREE_EVIDENCE, HIGH, LOW,
-                              SHARED, dp_rows, fits_alltoall, fitted_params)
+                              PIPELINE_HOST, PIPELINE_HOST_RANGE, SHARED, dp_rows, fits_alltoall, fitted_params)
 from .serve_validate import load_rows
 from .vendors import FITS
 from .mlperf_rows import carried, fitted_param, load_generations, round_key
@@ -204,7 +204,7 @@ def _served(budgets: dict) -> None:
                                         why=f"fitted once on every served engine's rows: counted under {SHARED_ENTRY}"))
         for k, (v, why) in SERVED_FIXED.get(name, {}).items():
             # set from a cited fact, the chip profile's figure or a neutral value, with the reason
-            prior = ALLTOALL_RANGE if k == ALLTOALL else (LOW[k], HIGH[k])
+            prior = ALLTOALL_RANGE if k == ALLTOALL else PIPELINE_HOST_RANGE if k == PIPELINE_HOST else (LOW[k], HIGH[k])
             b.constants.append(Constant(name, "served", k, float(v), "set", unit_of(k), prior, why=why))
         named = set(fitted_params(name)) | set(SERVED_FIXED.get(name, {})) | set(SHARED) | ({ALLTOALL} if ep else set())
         for k, v in values.items():

@@ -380,6 +380,22 @@ of the form below was computed; known before it: the report figures perseq18 pri
     the decision, never chosen on): validate's TensorRT-LLM max-load report groups (GB200; RTX PRO 6000, whose
     Llama-3.3-70B pp 8 rows trt-071..080 are the only rows P moves), validate's and mlperf_validate's other report
     groups (unchanged by construction).
+  Outcome (2026-12-07 12:40 UTC, measured on main 2607794 + P; bash scripts/fingerprints.sh against
+  /work/helpers/base_2607794):
+  - fit: the cold refit (python -m membound.fidelity.serve_calibrate --engine tensorrt-llm) reproduces every fitted
+    figure (compute 0.5293, per layer 26.02 us, MoE rows 5.831, per request 52.69 ms, per sequence per layer
+    0.8492 us; in-sample 5.9/19.2/5.3%): P reaches no fit row;
+  - select: serve_validate.csv, mlperf.csv and the sweep digest byte-identical; validate_chip.csv and
+    validate_source.csv moved in trt-071..080 alone (RTX PRO 6000, Llama-3.3-70B, pp 8): P ADOPTED on the code.
+    (With the code and the figure at 0 all five outputs were byte-identical.) One select figure moves that the
+    rule did not name: validate --group source, where the whole trt source is a select group (data/split.csv),
+    its max-load median 11.6 -> 11.3% (p90 38.3 -> 33.3%): a validation figure, not chosen on;
+  - report (printed once, after the decision): validate's TensorRT-LLM max-load report groups 13.0 -> 11.0% (p90
+    73.1 -> 33.6%; the pinned figure 0.123 -> 0.110): the pp 8 rows +10..+124% -> +4..+41% (128/128 +68 -> +6%,
+    128/2048 +124 -> +36%, 1000/2000 +99 -> +41%, 20000/2000 +10 -> +6%), still fast: the loop's scheduler
+    pass over all pp micro-batches' requests (left out, 1.3 us x 7 a sequence at pp 8) and the tokens' return
+    from the last rank before a micro-batch is scheduled again are not priced; GB200 unchanged; every other
+    report figure unchanged (InferenceMAX, MLPerf).
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), bounded least squares (membound.fitter.fit, the one fitter).
 
@@ -417,6 +433,12 @@ PARAMS = ("bandwidth_fraction", "compute_fraction", "per_step_s", "per_layer_s",
           "moe_tile_tokens", "per_sequence_s", "per_request_s", "moe_upcast_efficiency", "per_prompt_token_s",
           "per_sequence_layer_s")
 ALLTOALL = "per_alltoall_s"
+# pipeline_host_s: a served figure no engine fits (no fit or select row runs an engine's pipeline): seconds of
+# host work per sequence of a micro-batch per iteration on every pipeline rank, in series with its forward (the
+# pipeline host protocol in the docstring); its prior, from the one PR that measures the loop: the schedulers
+# alone (1.3 us a request) .. the whole host step (45.11 ms / 1,536 requests; NVIDIA/TensorRT-LLM PR 10273)
+PIPELINE_HOST = "pipeline_host_s"
+PIPELINE_HOST_RANGE = (1.3e-6, 2.94e-5)
 ALLTOALL_RANGE = (0.0, 1e-3)
 LOW = dict(zip(PARAMS, (0.3, 0.15, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.05, 0.0, 0.0)))
 HIGH = dict(zip(PARAMS, (1.0, 1.0, 0.02, 2e-4, 256.0, 512.0, 5e-4, 0.3, 1.0, 1e-4, 5e-6)))
@@ -520,6 +542,11 @@ FIXED: dict[str, dict[str, tuple[float, str]]] = {
                            "attention op's generation kernels run per sequence in every layer; form L1 of the "
                            "per-sequence shape protocol (docstring), adopted on the select figures"),
         ALLTOALL: ALLTOALL_PRIOR,
+        PIPELINE_HOST: (2.94e-5, "pp > 1 only: the PyExecutor's host loop over a micro-batch's requests, which "
+                        "_executor_loop_pp runs on every rank in series with its forward (NVIDIA/TensorRT-LLM@9521caf "
+                        "py_executor.py); the loop's host_step_time per request per iteration, 45.11 ms / 1,536 "
+                        "requests (NVIDIA/TensorRT-LLM PR 10273, GB200): form P of the pipeline host protocol "
+                        "(docstring), adopted on the engine's code, no fit or select row having a pipeline"),
     },
 }
 

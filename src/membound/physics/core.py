@@ -351,7 +351,7 @@ def evaluate(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, *, posit
     cap_chip = ch.capacity
     floor = ch.floor
     step_floor = floor * ch.beat
-    plain_pass = pass_terms(mc, eff, kn, ch, ch.b, beat=ch.beat)
+    plain_pass = pass_terms(mc, eff, kn, ch, ch.b, beat=ch.beat, micro=ch.m)
     plain = decode_coeffs(plain_pass, ch.b)
     plain_extra = plain_pass.comm + plain_pass.over
     L_mid = S + (T - 1.0) / 2.0                        # the mean of contexts S .. S+T-1
@@ -614,7 +614,7 @@ class Pass(NamedTuple):
 
 def pass_terms(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, dec: Num, pos: Num = 1.0, routed: Num = 1.0,
                chunk: Num = 0.0, prompts: Num = 0.0, held: Num = 0.0, pairs: Num = 0.0, index_pairs: Num = 0.0,
-               beat: Num = 1.0) -> Pass:
+               beat: Num = 1.0, micro: Num = 1.0) -> Pass:
     """The one engine step of membound, for a static batch (`evaluate`: a decode step of the batch,
     the prefill's chunks) and for continuous batching (serving.step.StepModel) alike.
 
@@ -625,7 +625,9 @@ def pass_terms(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, dec: Num, 
     (layer, token) pairs of KV the chunks read and write (their prompts' cached ones and their own);
     pairs: the chunks' causal attention pairs, at the prefill's FLOPs per pair (MLA: decompressed);
     index_pairs: a sparse-attention indexer's causal pairs over the held tokens. beat: a full
-    pipeline's step in passes of one micro-batch (1 without pipeline stages).
+    pipeline's step in passes of one micro-batch (1 without pipeline stages); micro: the micro-batches
+    the step's sequences go in (each pipeline rank runs the engine's host loop once for each, in series
+    with its forward: eff.pipeline_host_s per sequence, pp > 1 only).
 
     The pass's tokens touch the experts t tokens route to and stream the weights once per column
     tile of tokens (a tiled GEMM: llama.cpp's MMQ, W4A16); a decode token's GEMMs run at the decode
@@ -652,9 +654,13 @@ def pass_terms(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, dec: Num, 
     comp = beat * comp
     if mc.index_flops:      # every tensor-parallel rank runs the indexer whole: split over ep only
         comp = comp + beat * index_pairs * mc.index_flops / (ep * ch.index_flops)
-    # `overhead_terms`; per sequence: the engine's per step and its per layer (the model's layers)
-    over = ch.over_fixed + (dec + prompts) / ep * (eff.per_sequence_overhead_s
-                                                   + mc.n_layers * eff.per_sequence_layer_s)
+    # `overhead_terms`; per sequence: the engine's per step and its per layer (the model's layers), and
+    # under pipeline stages its host loop over each of the `micro` micro-batches (every rank runs it in
+    # series with its forward: TensorRT-LLM's _executor_loop_pp), so for all the step's sequences
+    per_sequence: Num = eff.per_sequence_overhead_s + mc.n_layers * eff.per_sequence_layer_s
+    if not (isinstance(ch.pp, float) and ch.pp == 1.0):
+        per_sequence = per_sequence + micro * where(ch.pp > 1.0, eff.pipeline_host_s, 0.0)
+    over = ch.over_fixed + (dec + prompts) / ep * per_sequence
     for term in ch.over_tail:
         over = over + term
     if eff.ungraphed_layer_s:       # else launch_s is 0.0
@@ -856,7 +862,7 @@ def decode(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, ch: Chip, 
         total = sum_over_context(mc.pieces, *plain_timed, step_floor, S, T) + (plain_extra + index_s) * T
         return plain, plain_extra, plain_pass.over, total, 0.0, 0.0
     verify = pass_terms(mc, eff, kn, ch, ch.b, positions, 1.0 + (positions - 1.0) * (1.0 - spec.route_correlation),
-                        beat=ch.beat)
+                        beat=ch.beat, micro=ch.m)
     coeffs, extra = decode_coeffs(verify, ch.b), verify.comm + verify.over
     verify_sum = sum_over_context(mc.pieces, *timed(coeffs, verify.serial), step_floor, S, T) + (extra + index_s) * T
     gamma, tpr = spec.gamma, spec.tokens_per_round
@@ -1029,7 +1035,7 @@ def pipeline_pass(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, dec: Nu
     decoding = dec > 0.0
     beat = where(decoding, maximum(1.0, m * ch.share), (m + ch.pp - 1.0) * ch.share)
     p = pass_terms(mc, eff, kn, ch, dec / m, pos, routed, chunk / m, prompts / m, held / m, pairs / m,
-                   index_pairs / m, beat=beat)
+                   index_pairs / m, beat=beat, micro=m)
     return p._replace(floor=where(decoding, p.floor, ch.floor),
                       comm=where(decoding, p.comm, comm_s(mc, ch, dec * pos + chunk))), m, beat
 

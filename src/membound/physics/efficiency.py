@@ -28,7 +28,7 @@ from ..catalog.runtime import MatrixUnits, QuantizedGemm, Runtime, RuntimeEntry,
                    "gemv_peak_flops weight_only_tile_tokens prefill_layer_kernels gemv_formats "
                    "quantized_dequant_scale mmvq_max_tokens mmvq_issue_rate mmvq_column_ops per_layer_host_s "
                    "per_allreduce_s per_alltoall_s moe_expert_rows moe_upcast_efficiency per_request_s "
-                   "per_prompt_token_s format_rates per_sequence_layer_s")
+                   "per_prompt_token_s format_rates per_sequence_layer_s pipeline_host_s")
 @dataclass(frozen=True)
 class Efficiency:
     """Resolved efficiency of a (runtime, device) pair."""
@@ -45,6 +45,8 @@ class Efficiency:
     moe_gemm_efficiency: float = 1.0    # expert GEMMs' rate relative to dense GEMMs
     per_sequence_overhead_s: float = 0.0   # per sequence in a pass, per step
     per_sequence_layer_s: float = 0.0      # per sequence in a pass, per layer, per step
+    pipeline_host_s: float = 0.0           # per sequence of a micro-batch per iteration of each pipeline rank
+                                           # (pp > 1 only: the engine's host loop, in series with its forward)
     fabric_efficiency: float = 1.0      # share of the on-chip mesh rate a batch-1 GEMV reaches
     hop_latency_s: float | None = None  # per-hop latency the software reaches (None: the link's)
     per_moe_layer_overhead_s: float = 0.0  # more per MoE layer per step (router, gathers, per-expert GEMMs)
@@ -149,7 +151,7 @@ def served_efficiency(eff: Efficiency, served: Served, hw: Hardware) -> Efficien
         if served.compute_fraction else eff.compute_fraction,
         per_step_overhead_s=served.per_step_s, per_layer_overhead_s=served.per_layer_s,
         per_moe_layer_overhead_s=0.0, per_sequence_overhead_s=served.per_sequence_s,
-        per_sequence_layer_s=served.per_sequence_layer_s,
+        per_sequence_layer_s=served.per_sequence_layer_s, pipeline_host_s=served.pipeline_host_s,
         per_allreduce_s=served.per_allreduce_s, per_alltoall_s=served.per_alltoall_s,
         moe_expert_rows=served.moe_expert_rows, moe_tile_tokens=served.moe_tile_tokens,
         moe_upcast_efficiency=served.moe_upcast_efficiency, per_request_s=served.per_request_s,

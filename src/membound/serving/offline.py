@@ -35,7 +35,7 @@ from ..catalog.model import Model, load_model
 from ..physics.parallel import Parallel
 from ..physics.quantization import Quantization
 from . import Fixed, Scheduler, build, solve
-from ..catalog.runtime import load_runtime
+from ..catalog.runtime import Runtime, load_runtime
 
 # trtllm-bench throughput (NVIDIA/TensorRT-LLM v1.0, tensorrt_llm/bench/benchmark/throughput.py):
 # --kv_cache_free_gpu_mem_fraction defaults to 0.90, and the perf-overview tables "in many cases"
@@ -109,7 +109,7 @@ def offline_throughput(model, hardware, *, prompt_tokens: int, output_tokens: in
     output = Fixed(check_int("output_tokens", output_tokens, 2))   # one decode step after the prefill
     layout = parallel or Parallel(tp=n_chips)
     if layout.pp > 1:       # the pipeline's pace is its largest stage's: see pipeline_stage
-        model, scheduler, n_chips, layout = pipeline_stage(model, scheduler, runtime, layout)
+        model, scheduler, n_chips, layout, runtime = pipeline_stage(model, scheduler, runtime, layout)
     sm, sched, _ = build(model, hardware, prompt=prompt, output=output, runtime=runtime, scheduler=scheduler,
                          quantization=quantization or Quantization(), n_chips=n_chips, parallel=layout)
     st = solve(sm, sched, prompt.mean, output.mean, concurrency=np.array([SATURATED]))
@@ -122,7 +122,8 @@ def offline_throughput(model, hardware, *, prompt_tokens: int, output_tokens: in
     return Offline(x * output.mean, x, b, tau, limit, sched)
 
 
-def pipeline_stage(model, scheduler: Scheduler | None, runtime, layout: Parallel) -> tuple[Model, Scheduler, int, Parallel]:
+def pipeline_stage(model, scheduler: Scheduler | None, runtime, layout: Parallel
+                   ) -> tuple[Model, Scheduler, int, Parallel, Runtime]:
     """A pipeline of pp stages kept full, as the one stage that sets its pace. pp micro-batches of
     m sequences are in flight; each stage runs ceil(L / pp) layers of one micro-batch at a time
     (the last stage with the LM head, the largest), so a micro-batch gains a token every pp stage
@@ -130,7 +131,11 @@ def pipeline_stage(model, scheduler: Scheduler | None, runtime, layout: Parallel
     (ceil(L / pp) layers, embedding and head) on one stage's tp chips with a batch of m. Each
     chip caches the KV of its layers for all pp micro-batches, so a micro-batch has 1 / pp of
     the cache (memory_fraction / pp); max_running and token_budget are per micro-batch (as
-    trtllm-bench's heuristic divides its batch by pp). The activations handed from stage to stage
+    trtllm-bench's heuristic divides its batch by pp). Each stage's rank runs the engine's host loop
+    over its micro-batch's requests in series with its forward (TensorRT-LLM's _executor_loop_pp:
+    `Served.pipeline_host_s`), so the stage's step pays it per sequence of its batch: the stage's
+    runtime carries it in its per-step per-sequence cost (core.pass_terms prices the same loop for a
+    step of m micro-batches through all the stages). The activations handed from stage to stage
     (hidden size x 2 B per token) are not costed; nor is a ramp, the queue never empties."""
     m = load_model(model)
     pp = layout.pp
@@ -138,7 +143,11 @@ def pipeline_stage(model, scheduler: Scheduler | None, runtime, layout: Parallel
         raise InvalidInputError("parallel.pp", pp, "1 for MoE, sliding-window or linear-attention models "
                                 "(pipeline stages are modelled for uniform dense stacks only)")
     stage = m.model_copy(update={"name": f"{m.name}-stage-of-{pp}", "n_layers": math.ceil(m.n_layers / pp)})
-    served = load_runtime(runtime).served
+    rt = load_runtime(runtime)
+    served = rt.served
     sched = (scheduler or Scheduler()).resolved(served) if served is not None else (scheduler or Scheduler())
     fraction = sched.memory_fraction if sched.memory_fraction is not None else 0.9
-    return stage, replace(sched, memory_fraction=fraction / pp), layout.tp, Parallel(tp=layout.tp)
+    if served is not None and served.pipeline_host_s:
+        runtime = rt.model_copy(update={"served": served.model_copy(
+            update={"per_sequence_s": served.per_sequence_s + served.pipeline_host_s})})
+    return stage, replace(sched, memory_fraction=fraction / pp), layout.tp, Parallel(tp=layout.tp), runtime
