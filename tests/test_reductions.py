@@ -137,6 +137,10 @@ def test_a_query_is_checked_before_anything_is_evaluated():
         Top(0, "ttft_s")
     with pytest.raises(InvalidInputError, match="by"):
         sweep(**KW, reduce=Top(3, "model"))
+    with pytest.raises(InvalidInputError, match="^y='model'.*a numeric column"):   # the field named: x or y
+        sweep(**KW, reduce=Front(y="model"))
+    with pytest.raises(InvalidInputError, match="^column='model'.*a numeric column"):
+        sweep(**KW, reduce=Histogram("model", [0, 1]))
     with pytest.raises(InvalidInputError, match="edges"):
         Histogram("ttft_s", [1, 1])
     # a label no row carries is not an error: no row meets == (all meet !=)

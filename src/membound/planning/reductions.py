@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -86,6 +86,7 @@ class Reduction:
     """A query reduced on arrays (see the module). Subclasses set `where` and the methods below."""
 
     where: tuple = ()
+    numeric: ClassVar[tuple[str, ...]] = ()   # the fields naming a column that must hold numbers
 
     def columns(self) -> tuple[str, ...]:
         """The columns it reads."""
@@ -102,6 +103,9 @@ class Reduction:
                 raise InvalidInputError("where", (name, op, value), f"{name} == or != a label (text)")
             if kinds[name] != "cat" and (isinstance(value, str) or not isinstance(value, (int, float, np.number))):
                 raise InvalidInputError("where", (name, op, value), f"{name} compared with a number")
+        for field in self.numeric:
+            if kinds[getattr(self, field)] not in ("int", "float"):
+                raise InvalidInputError(field, getattr(self, field), "a numeric column")
 
     def mask(self, data: Rows, categories: dict[str, tuple[str, ...]]) -> np.ndarray | None:
         """The rows that meet every condition (None: no condition, every row)."""
@@ -202,6 +206,7 @@ class Top(_Rows):
     by: str
     where: tuple = ()
     smallest: bool = False
+    numeric: ClassVar[tuple[str, ...]] = ("by",)
 
     def __post_init__(self):
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
@@ -210,11 +215,6 @@ class Top(_Rows):
 
     def columns(self):
         return (*super().columns(), self.by)
-
-    def check(self, kinds):
-        super().check(kinds)
-        if kinds[self.by] not in ("int", "float"):
-            raise InvalidInputError("by", self.by, "a numeric column")
 
     def figures(self):
         return (self.by,)
@@ -242,18 +242,13 @@ class Front(_Rows):
     x: str = "decode_tok_s_per_user"
     y: str = "decode_tok_s_total"
     where: tuple = ()
+    numeric: ClassVar[tuple[str, ...]] = ("x", "y")
 
     def __post_init__(self):
         object.__setattr__(self, "where", _conditions(self.where))
 
     def columns(self):
         return (*super().columns(), self.x, self.y)
-
-    def check(self, kinds):
-        super().check(kinds)
-        for name in (self.x, self.y):
-            if kinds[name] not in ("int", "float"):
-                raise InvalidInputError("x/y", name, "a numeric column")
 
     def figures(self):
         return (self.x, self.y)
@@ -270,6 +265,7 @@ class Histogram(Reduction):
     column: str
     edges: tuple[float, ...]
     where: tuple = ()
+    numeric: ClassVar[tuple[str, ...]] = ("column",)
 
     def __post_init__(self):
         edges = tuple(float(e) for e in self.edges)
@@ -280,11 +276,6 @@ class Histogram(Reduction):
 
     def columns(self):
         return (*super().columns(), self.column)
-
-    def check(self, kinds):
-        super().check(kinds)
-        if kinds[self.column] not in ("int", "float"):
-            raise InvalidInputError("column", self.column, "a numeric column")
 
     def chunk(self, data, rows, categories):
         mask = self.mask(data, categories)
