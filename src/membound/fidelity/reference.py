@@ -658,7 +658,7 @@ def _specialised(r: dict[str, str], s: _Shape, model: str, hw: Hardware, wd: str
         raise SkipRow(f"no layout holds it: {e}") from None
     s.chips_stated = bool(r["n_chips"])
     s.note = f"{s.n_chips} chips (tp={s.parallel[0]} pp={s.parallel[1]}): " + (
-        "as stated" if s.chips_stated else "not disclosed; " + NODE.get(hw.name, (0, "the fewest that hold the weights"))[1])
+        "as stated" if s.chips_stated else "not disclosed; " + NODE.get(hw.name, (0, _FEWEST))[1])
     if r["id"] in GENERATION_NOTES:
         s.note += "; " + GENERATION_NOTES[r["id"]]
     return ROW_RUNTIME.get(r["id"], rt)
@@ -680,6 +680,7 @@ def _check_shape(r: dict[str, str], s: _Shape) -> int | str:
 # "A bundle template defines which models and configurations can be deployed together on a single
 # node" (docs.sambanova.ai/docs/en/admin/administration/model-deployment), and a SambaRack SN40L-16
 # node holds "a total of 16 RDUs" (docs.sambanova.ai/docs/en/sambastack/hardware-admin/sambarack-overview)
+_FEWEST = "the fewest that hold the weights and the KV of the row's own request"   # `special_layout`'s count
 NODE = {"sambanova-sn40l": (16, "one SambaRack node of 16 sockets, the unit SambaNova deploys a model on")}
 
 
