@@ -229,14 +229,13 @@ def fewest_chips(m, hw, memory, cap: int = 100_000, what: str = "", at_speed: bo
     one: memory(1) where the caller has it already: one chip is the first count each search tries,
     and the answer where it holds (estimate()'s default call, which evaluates one chip first)."""
     room = streamed_room(hw) if at_speed else None
-    if one is not None and _holds(one, room):
-        return 1
+    one = memory(1) if one is None else one
     if room is not None:
         try:
-            return _search(m, hw, memory, cap, what, room)
+            return _search(m, hw, memory, cap, what, room, one)
         except DoesNotFitError:
             pass
-    return _search(m, hw, memory, cap, what, None)
+    return _search(m, hw, memory, cap, what, None, one)
 
 
 def _holds(mem, room: float | None) -> bool:
@@ -244,10 +243,9 @@ def _holds(mem, room: float | None) -> bool:
     return mem.fits and (room is None or mem.total_bytes <= room)
 
 
-def _search(m, hw, memory, cap: int, what: str, room: float | None) -> int:
+def _search(m, hw, memory, cap: int, what: str, room: float | None, one) -> int:
     """`fewest_chips`: the first count whose per-chip bytes fit (and, where `room` is given, fit in
-    `room` bytes: `_holds`)."""
-    one = memory(1)
+    `room` bytes: `_holds`); `one` is memory(1)."""
     if _holds(one, room):
         return 1
     last = one
