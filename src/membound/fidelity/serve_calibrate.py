@@ -396,6 +396,44 @@ of the form below was computed; known before it: the report figures perseq18 pri
     pass over all pp micro-batches' requests (left out, 1.3 us x 7 a sequence at pp 8) and the tokens' return
     from the last rank before a micro-batch is scheduled again are not priced; GB200 unchanged; every other
     report figure unchanged (InferenceMAX, MLPerf).
+The shared per-sequence protocol (issue 27 items 2 and 3; helper budget20, fixed 2026-12-07 14:25 UTC before any figure
+of the form below was computed; known before it: every validation figure quoted above, among them the three-engine
+shared per-sequence-per-layer form of 2026-12-06 and perseq18's L1 for TensorRT-LLM):
+  What vLLM and SGLang run per running sequence in every layer of a decode step, by their code: the same FlashAttention-3
+  paged decode kernel family over the batch. vLLM (vllm-project/vllm@0084b78 vllm/v1/attention/backends/flash_attn.py,
+  FlashAttentionImpl.forward, eager between the piecewise graphs): reshape_and_cache_flash appends each token's K and V
+  through attn_metadata.slot_mapping, then flash_attn_varlen_func walks each sequence's block_table (seqused_k, one
+  query per sequence; the file's own CTA count for it, use_cascade_attention: num_reqs x num_kv_heads x ceil(q per kv
+  / 128) per KV tile, with num_splits split-KV partials merged). SGLang (sgl-project/sglang@003e7b7
+  python/sglang/srt/layers/attention/flashattention_backend.py, FlashAttentionBackend.forward_decode, the 'fa3'
+  backend): the KV pool's set_kv_buffer per token, then flash_attn_with_kvcache over page_table and cache_seqlens per
+  sequence (for DeepSeek-R1's MLA the absorbed form: q_rope against the rope cache, qv against the latent cache). Both
+  kernels are forks of one FlashAttention-3 (vllm-project/flash-attention; sgl-kernel's flash_attn), so the work each
+  layer does on each running sequence beyond the bytes and FLOPs the core prices (its block-table walk, its token's
+  KV append and rotary, its split-KV merge) is one physical cost of one kernel family, per sequence per layer: the
+  same shape as TensorRT-LLM's (L1 above), its time linear in the sequences the kernel runs over (its CTAs grow with
+  num_reqs), from 1 to thousands of sequences. The host's per-request loops (vLLM Scheduler.update_from_output, ~1.1
+  us a request, PR 46112; SGLang process_batch_result) run beside the GPU under --async-scheduling / the overlap loop.
+  Forms (vLLM's and SGLang's served blocks; TensorRT-LLM's untouched, it keeps its own L1 figure):
+  - B: as shipped on main 737d4bb (each engine its own per_sequence_s: vLLM 31.78 us, SGLang 68.89 us a sequence a
+    step; vLLM 5 free over 2 chips, SGLang 4 over 1);
+  - S: per_sequence_layer_s, one figure SHARED by vLLM and SGLang (serve_calibrate.SHARED, now naming the engines
+    that share a figure), fitted once, cold (fit_all from START), on the union of their fit rows (vLLM's 297 H100 SXM
+    and H200 rows, SGLang's 30 H200 rows: 2 chips, so the shared line may hold 1 free figure); per_sequence_s set to
+    0 in both; each engine's other free figures refitted cold in the same joint fit. Budget after: vLLM 4 over 2,
+    SGLang 3 over 1, (served, shared) 1 over 2: both engines still over, one free figure fewer each.
+    The MLPerf vllm-harness generation keeps the engine's figures; a launch's num_scheduler_steps divides only
+    per_sequence_s (the scheduler's host work, mlperf_rows.Launch.served), not per_sequence_layer_s (the
+    attention kernels run every step). After S, the H200 MTP acceptance is refitted cold on its 20 fit rows
+    (serve_calibrate --mtp) and written whatever it gives.
+  Roles: fit as above. Select (validation figures; the choice is made on them), measured with bash
+  scripts/fingerprints.sh against /work/helpers/base_737d4bb: serve_validate's VALIDATION lines (all, NVIDIA, AMD;
+  MTP; disaggregated) and each engine's select rows pooled (vLLM, SGLang: B200 + MI300X; TPOT / TTFT / throughput
+  medians); membound validate's (chip groups) validation medians of every category; mlperf_validate's validation
+  (select: B200, MI300X) Offline / Server / Interactive medians. Rule: S is adopted iff none of those select medians
+  rises by more than 1.0 point against B and the shared figure is not on a bound; otherwise it is not adopted and
+  its figures are recorded here. Report (printed once, after the decision, never chosen on): validate's and
+  mlperf_validate's report groups, serve_validate's REPORT lines.
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), bounded least squares (membound.fitter.fit, the one fitter).
 
