@@ -30,6 +30,10 @@ P0: P without the launches (as B, fp8 at its MAMF share); G1: as B, rounds from 
    rate (Served.fp8_rate, prior FP8_RATE) instead of per_sequence_s, which they carry from v4.1 (helper
    mlperf19's protocol, data/reference/mlperf/README.md "Hopper's fp8 GEMM rate as v5.1's fitted constant";
    measured on main 2607794: neither G1 nor P0 adopted, fit Interactive +22.5 / +25.4 points).
+R: as B, with the decode GEMMs' weight read at the share of the chip's achievable bandwidth that TensorRT-LLM's fp8
+   Linear reaches at M <= 128 on Hopper (served bandwidth_fraction 0.78, set from NVIDIA's aiconfigurator kernel
+   tables, not fitted; data/reference/mlperf/README.md "The decode GEMMs' weight read and the all-reduce", helper
+   mlperf20); RE: as R with the launches without CUDA graphs priced (form E's 10 kernels x 5 us).
 Fit rows are printed beside select rows (in-sample figures: the fits are theirs).
 
 The slope protocol (issue 29, helper mlslope, fixed 2026-12-07 before any of its figures was computed):
@@ -115,6 +119,10 @@ MAMF_SHARE = 0.734 / 0.8        # H200's fp8 MAMF (73.4% of its fp8 peak) over i
 # G1's constant (README "Hopper's fp8 GEMM rate as v5.1's fitted constant"): from v5.1 on, the round fits its fp8
 # GEMMs' rate over the engine's compute_fraction rate, from 1 (the engine's own) to H200's fp8 MAMF over the engine's
 # share of the chip's achievable (0.734 / (0.8 x 0.5293) = 1.733)
+# form R's share (README "The decode GEMMs' weight read and the all-reduce"): Llama-2-70B's four layer GEMMs at TP 1 in
+# fp8 (855.6 MB) take a median 253.1 us at M = 1..128 on H200 with static scales (aiconfigurator's TRT-LLM 1.2.0rc5
+# gemm table less its compute-scale table): 3.38 TB/s = 0.783 of the H200 profile's achievable 0.9 x 4.8 TB/s
+GEMM_READ_SHARE = 0.78
 FP8_RATE = {"unit": "factor on the engine's compute_fraction rate (fp8 GEMMs)", "prior": [1.0, 1.733], "from": "v5.1"}
 
 
@@ -177,7 +185,9 @@ def main(argv: list[str]) -> int:
              "O": (None, per_seq, 0.0, False),
              "P": (None, per_seq, None, False, None, {"format_rates": True}),
              "P0": (None, per_seq, None, True, None, {"format_rates": True}),
-             "G1": (None, {**per_seq, "fp8_rate": FP8_RATE})}
+             "G1": (None, {**per_seq, "fp8_rate": FP8_RATE}),
+             "R": (None, per_seq, None, True, None, {"bandwidth_fraction": GEMM_READ_SHARE}),
+             "RE": (None, per_seq, None, False, None, {"bandwidth_fraction": GEMM_READ_SHARE})}
     if which not in forms:
         print(__doc__)
         return 2
