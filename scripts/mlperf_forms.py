@@ -34,6 +34,8 @@ R: as B, with the decode GEMMs' weight read at the share of the chip's achievabl
    Linear reaches at M <= 128 on Hopper (served bandwidth_fraction 0.78, set from NVIDIA's aiconfigurator kernel
    tables, not fitted; data/reference/mlperf/README.md "The decode GEMMs' weight read and the all-reduce", helper
    mlperf20); RE: as R with the launches without CUDA graphs priced (form E's 10 kernels x 5 us).
+   Measured 2026-12-07 on main 737d4bb: neither adopted (README). RG1 / REG1: R / RE with G1's v5.1 fp8 rate fitted
+   (the protocol's addendum, fixed after R's and RE's figures were seen).
 Fit rows are printed beside select rows (in-sample figures: the fits are theirs).
 
 The slope protocol (issue 29, helper mlslope, fixed 2026-12-07 before any of its figures was computed):
@@ -187,7 +189,10 @@ def main(argv: list[str]) -> int:
              "P0": (None, per_seq, None, True, None, {"format_rates": True}),
              "G1": (None, {**per_seq, "fp8_rate": FP8_RATE}),
              "R": (None, per_seq, None, True, None, {"bandwidth_fraction": GEMM_READ_SHARE}),
-             "RE": (None, per_seq, None, False, None, {"bandwidth_fraction": GEMM_READ_SHARE})}
+             "RE": (None, per_seq, None, False, None, {"bandwidth_fraction": GEMM_READ_SHARE}),
+             "RG1": (None, {**per_seq, "fp8_rate": FP8_RATE}, None, True, None, {"bandwidth_fraction": GEMM_READ_SHARE}),
+             "REG1": (None, {**per_seq, "fp8_rate": FP8_RATE}, None, False, None,
+                      {"bandwidth_fraction": GEMM_READ_SHARE})}
     if which not in forms:
         print(__doc__)
         return 2

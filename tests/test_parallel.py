@@ -150,3 +150,29 @@ def test_collectives_by_hand():
     assert flat.pp_hops is None and flat.moe_layers is None
     assert collective_s(flat, 10.0) == pytest.approx(1.76e-5, rel=1e-12)
     assert collective_s(flat, np.array([10.0, 20.0])) == pytest.approx([1.76e-5, 4 * 2 * (4e-7 + 2e-6)], rel=1e-12)
+
+
+def test_tp_allreduce_at_an_mlperf_decode_step():
+    # issue 29 (helper mlperf20; data/reference/mlperf/README.md "The decode GEMMs' weight read and the all-reduce"):
+    # B200 Llama-3.1-405B Interactive runs tensor 4 (NVIDIA v5.1 configs); a decode step of 23 sequences moves
+    # 23 tokens x 16,384 hidden x 2 bytes (bf16 residual) = 753,664 bytes an all-reduce. The b200 profile's NVLink 5:
+    # 9e11 B/s each way, 3 us a hop, switched (2 hops an all-reduce whatever tp):
+    #   one all-reduce: 2(4-1)/4 x 753,664 / 9e11 + 2 x 3e-6 = 1.256107e-6 + 6e-6 = 7.256107e-6 s
+    #   a step: 126 layers x 2 all-reduces x 7.256107e-6                       = 1.828539e-3 s
+    # TensorRT-LLM's custom all-reduce measured on 4 B200s (aiconfigurator @095f58a b200_sxm/comm/trtllm/1.3.0rc10
+    # custom_allreduce_perf: 7.10 us at 262,144 and 9.71 us at 524,288 elements; 376,832 here) brackets it within
+    # ~1-2 us, so the engine's extra all-reduce latency (per_allreduce_s) stays 0 for tensorrt-llm.
+    from membound.catalog.hardware import load_hardware
+    from membound.catalog.runtime import load_runtime
+    from membound.physics.parallel import communication_s
+    link = load_hardware("b200").interconnect
+    assert (link.bandwidth_bytes_s, link.latency_s, link.topology) == (9.0e11, 3.0e-6, "switch")
+    one = 2 * 3 / 4 * 753_664 / 9e11 + 2 * 3e-6
+    assert one == pytest.approx(7.256107e-6, rel=1e-6)
+    step = communication_s(4.0, 1.0, 1.0, 23.0, 16384.0, 126.0, 0.0, 1.0, 2.0, link.bandwidth_bytes_s,
+                           link.latency_s, ring=False)
+    assert step == pytest.approx(126 * 2 * 7.256107e-6, rel=1e-6)
+    assert step == pytest.approx(1.828539e-3, rel=1e-6)
+    # the measured bracket: above the smaller message's 7.10 us less 1 us, below the larger message's 9.71 us
+    assert 7.10e-6 - 1e-6 < one < 9.71e-6
+    assert load_runtime("tensorrt-llm").served.per_allreduce_s == 0.0
