@@ -180,13 +180,59 @@ def estimate_us(calls: int) -> dict:
     default = per_call(lambda _: mb.estimate("llama-3.1-8b", "h100-sxm"), batches)
     n_calls = python_calls(readme)
     reference = python_reference_us(n_calls)
+    formats = new_configuration_us(model, FORMATS_EACH_CALL)
+    chips = new_configuration_us(None, CHIPS_EACH_CALL)
     out = dict(readme_us=same, varying_batch_us=varying, default_us=default, calls=calls, python_calls=n_calls,
+               new_format_us=formats[0], new_format_repeated_us=formats[1], new_format_ratio=formats[0] / formats[1],
+               new_chip_us=chips[0], new_chip_repeated_us=chips[1], new_chip_ratio=chips[0] / chips[1],
                default_python_calls=python_calls(lambda: mb.estimate("llama-3.1-8b", "h100-sxm")),
                reference_us=reference, ratio=same / reference, readme_cpu_us=cpu_per_call(readme))
     core = _core_evaluate(model)
     if core is not None:    # the one evaluation of the physics inside the README example
         out["core_cpu_us"] = cpu_per_call(core)
     return out
+
+
+# a new configuration each call (issue 33: at most 1.5x a repeated call): 70B on 8 x H100 in 4 weight x 2 KV
+# formats x 4 runtimes x 3 prices (96 configurations of a few structures: numbers apart), and 5 models x 5
+# devices on 1 and 8 chips (50 configurations, each a structure of its own)
+FORMATS_EACH_CALL = [dict(model=None, hardware="h100-sxm", n_chips=8, weight_dtype=w, kv_dtype=k, runtime=r,
+                          price_usd_per_hour=p)
+                     for w in ("bf16", "fp8", "int8", "int4") for k in (None, "fp8")
+                     for r in (None, "vllm", "sglang", "tensorrt-llm") for p in (1.0, 2.0, 3.5)]
+CHIPS_EACH_CALL = [dict(model=m, hardware=h, n_chips=n, weight_dtype="fp8", check_memory=False)
+                   for m in ("llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "mixtral-8x7b", "gemma-3-27b")
+                   for h in ("h100-sxm", "h200", "b200", "mi300x", "a100-80gb") for n in (1, 8)]
+
+
+def new_configuration_us(model, configs: list, passes: int = 10, repeats: int = 60, timed_last: int = 20
+                         ) -> tuple[float, float]:
+    """(median us per call of estimate() where each call's configuration is not the previous call's,
+    median us per call of the same configurations each called many times in a row). Each
+    configuration is first called once untimed (its names resolved, its preparation cached); then
+    `passes` passes over all of them, a new batch every call, are timed: each configuration is then
+    evaluated 2 to passes + 1 times, under the 32 evaluations after which a revision since a4c34ec
+    traces a configuration's own plan. Then each configuration `repeats` times in a row, the last
+    `timed_last` timed (its own plan where the revision has one)."""
+    import membound as mb
+    kws = [{**kw, "model": kw["model"] or model} for kw in configs]
+    for kw in kws:
+        mb.estimate(**kw, batch=1)
+    samples = []
+    for i in range(passes):
+        for j, kw in enumerate(kws):
+            t = time.perf_counter_ns()
+            mb.estimate(**kw, batch=2 + (i * len(kws) + j) % 97)
+            samples.append(time.perf_counter_ns() - t)
+    new = statistics.median(samples) / 1e3
+    samples = []
+    for kw in kws:
+        for i in range(repeats):
+            t = time.perf_counter_ns()
+            mb.estimate(**kw, batch=2 + i % 97)
+            if i >= repeats - timed_last:
+                samples.append(time.perf_counter_ns() - t)
+    return new, statistics.median(samples) / 1e3
 
 
 def cpu_per_call(fn, blocks: int = 40, per_block: int = 250) -> float:
@@ -298,7 +344,10 @@ def _child(case: str, src: str | None) -> dict:
 
 
 def _median_runs(case: str, runs: int, sources: dict) -> dict:
-    """{label: median figures} over `runs` fresh processes per source, the sources interleaved."""
+    """{label: median figures} over `runs` fresh processes per source, the sources alternated (A B A B ...:
+    each round runs every source once, so a slow spell of the machine's load falls on all of them).
+    Each numeric figure comes with its range over the runs (`k_lo`, `k_hi`) and its runs (`_runs`),
+    from which `_vs` takes each round's ratio."""
     results: dict = {label: [] for label in sources}
     for _ in range(runs):
         for label, src in sources.items():
@@ -309,16 +358,22 @@ def _median_runs(case: str, runs: int, sources: dict) -> dict:
     out = {}
     for label, rs in results.items():
         keys = [k for k, v in rs[0].items() if isinstance(v, (int, float))]
-        out[label] = {k: statistics.median(r[k] for r in rs) for k in keys} | {"runs": runs}
-        for k in ("ratio", "cpu_ratio"):        # the spread of the figures over the runs
-            if k in keys:
-                out[label] |= {f"{k}_lo": min(r[k] for r in rs), f"{k}_hi": max(r[k] for r in rs)}
+        out[label] = {k: statistics.median(r[k] for r in rs) for k in keys} | {"runs": runs, "_runs": rs}
+        for k in keys:          # the spread of the figures over the runs
+            out[label] |= {f"{k}_lo": min(r[k] for r in rs), f"{k}_hi": max(r[k] for r in rs)}
     return out
 
 
 def _spread(r: dict) -> str:
     """' (runs 0.28-0.31x wall, 0.27-0.30x CPU)': the ratios' range over the runs."""
     return f" (runs {r['ratio_lo']:.3f}-{r['ratio_hi']:.3f}x wall, {r['cpu_ratio_lo']:.3f}-{r['cpu_ratio_hi']:.3f}x CPU)"
+
+
+def _range(r: dict, key: str, fmt: str = ".1f") -> str:
+    """'16.4 (15.9-17.2)': figure `key`'s median over the runs and its range, where there were several."""
+    if r.get("runs", 1) < 2:
+        return format(r[key], fmt)
+    return f"{format(r[key], fmt)} ({format(r[key + '_lo'], fmt)}-{format(r[key + '_hi'], fmt)})"
 
 
 def _worktree(rev: str) -> str:
@@ -331,46 +386,71 @@ def _worktree(rev: str) -> str:
     return path
 
 
+def _ratio(b: dict, r: dict, key: str) -> str:
+    """'1.23x (rounds 1.10-1.40x)': baseline b's figure `key` (seconds or microseconds) over r's, the
+    median over the rounds of each round's ratio (its processes ran one after the other), and their
+    range; '' where either lacks the figure."""
+    if key not in r or key not in b:
+        return ""
+    ratios = [x[key] / y[key] for x, y in zip(b["_runs"], r["_runs"])]
+    spread = f" (rounds {min(ratios):.2f}-{max(ratios):.2f}x)" if len(ratios) > 1 else ""
+    return f"{statistics.median(ratios):.2f}x{spread}"
+
+
 def _vs(bases: dict, key: str, r: dict, what: str = "") -> str:
-    """'; 1.23x the speed of REV' for each baseline run (of figure `key`: seconds or microseconds)."""
-    return "".join(f"; {b[key] / r[key]:.2f}x the speed of {label}{what}" for label, b in bases.items() if key in r)
+    """'; 1.23x the speed of REV (rounds 1.10-1.40x)' for each baseline run (`_ratio`)."""
+    out = ""
+    for label, b in bases.items():
+        ratio = _ratio(b, r, key)
+        if ratio:
+            x, _, spread = ratio.partition(" ")
+            out += f"; {x} the speed of {label}{what}" + (f" {spread}" if spread else "")
+    return out
 
 
 def _print(case: str, label: str, r: dict, bases: dict) -> None:
     vs = _vs(bases, "seconds", r)
     tag = f"[{label}] "
     if case == "estimate":
-        vs = "".join(f"; {b['readme_us'] / r['readme_us']:.2f}x the speed of {rev} (a new batch every call: "
-                     f"{b['varying_batch_us'] / r['varying_batch_us']:.2f}x" + (
-                         f"; defaults: {b['default_us'] / r['default_us']:.2f}x" if "default_us" in b else "") + ")"
+        vs = "".join(f"{_vs({rev: b}, 'readme_us', r)}; a new batch every call: {_ratio(b, r, 'varying_batch_us')}"
+                     + (f"; defaults: {_ratio(b, r, 'default_us')}" if "default_us" in b else "")
                      for rev, b in bases.items())
-        print(f"{tag}estimate(), README example (70B fp8, 8 x H100, batch 16, 2048/512): {r['readme_us']:.1f} us median "
+        print(f"{tag}estimate(), README example (70B fp8, 8 x H100, batch 16, 2048/512): {_range(r, 'readme_us')} us median "
               f"= {r['ratio']:.1f}x a pure-Python loop of its {r['python_calls']:.0f} calls ({r['reference_us']:.1f} us); "
-              f"a new batch every call: {r['varying_batch_us']:.1f} us = {r['varying_batch_us'] / r['readme_us']:.2f}x "
-              f"(goal <= 1.5x); estimate('llama-3.1-8b', 'h100-sxm'), all defaults: {r['default_us']:.1f} us, "
-              f"{r['default_python_calls']:.0f} Python calls ({r['calls']:.0f} calls each; load {r['load']:.1f}){vs}")
-        cpu_vs = "".join(f"; {b['readme_cpu_us'] / r['readme_cpu_us']:.2f}x the CPU speed of {rev}"
-                         for rev, b in bases.items() if "readme_cpu_us" in b)
+              f"a new batch every call: {_range(r, 'varying_batch_us')} us = {r['varying_batch_us'] / r['readme_us']:.2f}x "
+              f"(goal <= 1.5x); estimate('llama-3.1-8b', 'h100-sxm'), all defaults: {_range(r, 'default_us')} us, "
+              f"{r['default_python_calls']:.0f} Python calls ({r['calls']:.0f} calls each; median of {r['runs']} "
+              f"processes, load {r['load']:.1f}){vs}")
+        if "new_format_us" in r:
+            print(f"{tag}estimate(), a new configuration each call (goal <= 1.5x a repeated one): 70B on 8 x H100, "
+                  f"96 formats x runtimes x prices: {_range(r, 'new_format_us')} us against "
+                  f"{_range(r, 'new_format_repeated_us')} us repeated = {_range(r, 'new_format_ratio', '.2f')}x; "
+                  f"5 models x 5 devices x 1 or 8 chips (50, a "
+                  f"structure each): {_range(r, 'new_chip_us')} us against {_range(r, 'new_chip_repeated_us')} us = "
+                  f"{_range(r, 'new_chip_ratio', '.2f')}x{_vs(bases, 'new_format_us', r, ' (formats)')}"
+                  f"{_vs(bases, 'new_chip_us', r, ' (models/devices)')}")
+        cpu_vs = _vs({rev: b for rev, b in bases.items() if "readme_cpu_us" in b}, "readme_cpu_us", r, " (CPU)")
         core = "" if "core_cpu_us" not in r else (
             f"; core.evaluate cold {r['core_cpu_us']:.1f} us ({r['core_cpu_us'] / r['readme_cpu_us']:.0%} of it: the "
-            f"physics interpreted; estimate() runs a configuration's traced plan, physics/plan.py, from its 32nd call)")
-        print(f"{tag}estimate(), README example, CPU time: {r['readme_cpu_us']:.1f} us per call (median of 40 blocks "
-              f"of 250){core}{cpu_vs}")
+            f"physics interpreted; estimate() runs a configuration's traced plan, physics/plan.py, from its 32nd call, "
+            f"or its structure's shared plan before)")
+        print(f"{tag}estimate(), README example, CPU time: {_range(r, 'readme_cpu_us')} us per call (median of 40 blocks "
+              f"of 250 in each process){core}{cpu_vs}")
     elif case == "serve":
         vs = _vs(bases, "serve_cpu_us", r, " (CPU)")
-        print(f"{tag}serve(), 70B fp8 on 8 x H200, 64 clients (vllm, 1024/1024): {r['serve_cpu_us']:.0f} us CPU per call "
-              f"(median of blocks; wall {r['serve_wall_us']:.0f} us), {r['python_calls']:.0f} Python calls; load "
-              f"{r['load']:.1f}{vs}")
+        print(f"{tag}serve(), 70B fp8 on 8 x H200, 64 clients (vllm, 1024/1024): {_range(r, 'serve_cpu_us', '.0f')} us CPU "
+              f"per call (median of blocks; wall {r['serve_wall_us']:.0f} us), {r['python_calls']:.0f} Python calls; "
+              f"median of {r['runs']} processes, load {r['load']:.1f}{vs}")
     elif case == "serve_open":
         vs = _vs(bases, "serve_cpu_us", r, " (CPU)")
         print(f"{tag}serve(), open loop, 8B on 1 x H100, Poisson 5 requests/s (vllm, 1024/256, with tails): "
-              f"{r['serve_cpu_us']:.0f} us CPU per call (median of blocks; wall {r['serve_wall_us']:.0f} us), "
-              f"{r['python_calls']:.0f} Python calls; load {r['load']:.1f}{vs}")
+              f"{_range(r, 'serve_cpu_us', '.0f')} us CPU per call (median of blocks; wall {r['serve_wall_us']:.0f} us), "
+              f"{r['python_calls']:.0f} Python calls; median of {r['runs']} processes, load {r['load']:.1f}{vs}")
     elif case == "simulate":
         vs = _vs(bases, "sim_cpu_s", r, " (CPU)")
         print(f"{tag}simulator, 2,000 requests, 1,024 clients on one H100 (8B, KV-bound, preempting): "
-              f"{r['sim_cpu_s']:.3f} s CPU (median of 3; wall {r['sim_wall_s']:.3f} s; target <= 1 s); load "
-              f"{r['load']:.1f}{vs}")
+              f"{_range(r, 'sim_cpu_s', '.3f')} s CPU (median of 3 in each of {r['runs']} processes; wall "
+              f"{r['sim_wall_s']:.3f} s; target <= 1 s); load {r['load']:.1f}{vs}")
     elif case == "stream":
         print(f"{tag}streamed sweep, 1e7 (reduce): {r['ratio']:.3f}x the bare 128-op numpy pass in wall time, "
               f"{r['cpu_ratio']:.3f}x in CPU time (goal >= 0.3x){_spread(r)}; {r['rate'] / 1e6:.2f} M configurations/s "
@@ -425,8 +505,7 @@ def main():
     try:
         for case in ("estimate", "serve", "serve_open", "simulate", "stream", "frame", "groups", "served"):
             if case in args.only.split(","):
-                res = _median_runs(case, 1 if case in ("estimate", "serve", "serve_open", "simulate") else args.runs,
-                                   sources)
+                res = _median_runs(case, args.runs, sources)
                 for label, r in res.items():
                     _print(case, label, r, {rev: res[rev] for rev in revisions} if label == "this checkout" else {})
     finally:

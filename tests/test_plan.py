@@ -15,12 +15,17 @@ from membound.physics.roofline import floor, maximum, sum_over_context, where
 
 @pytest.fixture
 def plans(monkeypatch):
-    """`on(True)`: estimate() plans a configuration from its first evaluation; `on(False)`: never."""
-    def on(planned: bool) -> None:
-        monkeypatch.setattr(est, "_PLAN_AFTER", 1 if planned else 10**9)
+    """`on(True)`: estimate() plans a configuration alone from its first evaluation; `on("shared")`: from
+    its structure's shared plan, traced on the structure's first evaluation, and never alone;
+    `on(False)`: never."""
+    def on(planned: bool | str) -> None:
+        monkeypatch.setattr(est, "_PLAN_AFTER", 1 if planned is True else 10**9)
+        monkeypatch.setattr(est, "_SHARE_AFTER", 1 if planned == "shared" else 10**9)
         est._PLANS.clear()
+        est._SHARED.clear()
     yield on
     est._PLANS.clear()
+    est._SHARED.clear()
 
 
 def _f(B):
@@ -98,6 +103,8 @@ def test_a_planned_estimate_is_the_cold_one(plans, kw, loads):
     cold = _figures(kw, loads)
     plans(True)
     assert _figures(kw, loads) == cold
+    plans("shared")
+    assert _figures(kw, loads) == cold
 
 
 README = dict(model="llama-3.1-70b", hardware="h100-sxm", n_chips=8, weight_dtype="fp8")
@@ -129,6 +136,7 @@ def test_each_argument_has_its_own_plan(plans, name):
 
 def test_the_plans_are_bounded_and_built_after_a_few_evaluations(monkeypatch):
     est._PLANS.clear()
+    est._SHARED.clear()
     r = [mb.estimate(**README, batch=b) for b in range(1, est._PLAN_AFTER + 1)]
     (entry,) = est._PLANS.values()
     assert callable(entry[2]) and entry[1] == est._PLAN_AFTER     # planned on its _PLAN_AFTER-th evaluation
@@ -138,6 +146,42 @@ def test_the_plans_are_bounded_and_built_after_a_few_evaluations(monkeypatch):
         mb.estimate("llama-3.1-8b", "h100-sxm", n_chips=n)
     assert len(est._PLANS) <= 3
     est._PLANS.clear()
+    est._SHARED.clear()
+
+
+def test_a_configuration_of_a_planned_structure_is_planned_from_its_first_evaluation(plans, monkeypatch):
+    # bf16 or int8 weights, or another price per chip-hour, on README's model, device and layout:
+    # numbers apart (bytes per weight, peak FLOP/s, price), one structure; 4 chips: another layout
+    plans(False)
+    loads = [(16, 2048, 512), (3, 100, 7), (1, 0, 1)]
+    others = [{**README, "weight_dtype": "bf16"}, {**README, "weight_dtype": "int8"},
+              {**README, "price_usd_per_hour": 2.5}]
+    cold = [_figures(kw, loads) for kw in others]
+    four = _figures({**README, "n_chips": 4}, loads)
+    plans(False)
+    monkeypatch.setattr(est, "_SHARE_AFTER", 2)
+    mb.estimate(**README)
+    assert next(iter(est._SHARED.values()))[2] is None            # one evaluation of the structure: cold
+    mb.estimate(**README)
+    assert callable(next(iter(est._SHARED.values()))[2])          # traced on its second
+    assert [_figures(kw, loads) for kw in others] == cold
+    assert len(est._SHARED) == 1 and len(est._PLANS) == 4 and all(callable(e[2]) for e in est._PLANS.values())
+    mb.estimate(**{**README, "n_chips": 4})
+    (entry,) = (e for e in est._PLANS.values() if e[0].n_chips == 4)
+    assert len(est._SHARED) == 2 and entry[2] is None       # evaluated cold: its structure not yet planned
+    assert _figures({**README, "n_chips": 4}, loads) == four and callable(entry[2])    # then planned
+
+
+def test_a_configuration_evaluated_often_is_traced_alone(plans, monkeypatch):
+    # its structure's plan until its own, whose figures are the configuration's constants (folded)
+    plans(False)
+    monkeypatch.setattr(est, "_SHARE_AFTER", 1)
+    monkeypatch.setattr(est, "_PLAN_AFTER", 3)
+    results = [mb.estimate(**README, batch=b) for b in (1, 2, 3, 1)]
+    (entry,) = est._PLANS.values()
+    shared = next(iter(est._SHARED.values()))[2]
+    assert entry[1] == 3 and callable(entry[2]) and "def make" not in entry[2].source
+    assert "def make" in shared.source and results[0] == results[3]
 
 
 def test_a_large_output_dict_is_new_each_call_with_its_keys_in_order():

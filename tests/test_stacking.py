@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from membound.base.stacking import field_names, stack, stackable, stackable_classes, structure
+from membound.base.stacking import field_names, numbers, stack, stackable, stackable_classes, structure, with_numbers
 from membound.physics.core import Chip, ChipBase, Knobs
 from membound.physics.efficiency import Efficiency
 from membound.physics.parallel import Collectives
@@ -76,6 +76,16 @@ def test_numbers_may_differ_and_shape_and_unnamed_fields_may_not():
     assert structure(toy(extra=1.0)) != base                             # a field with no role: shape
     assert structure(toy(pair=(0.5, "b"))) != base                       # a text inside numbers: itself
     assert structure(toy(x=1)) != base                                   # an int is not a float column
+
+
+def test_numbers_are_the_floats_structure_leaves_out_and_with_numbers_puts_others_back():
+    # toy(): n shape, x y numbers, pair (0.5, "a") numbers item by item, tag own, extra shape
+    got: list = []
+    assert numbers(toy(), got) == structure(toy()) and got == [1.5, 3.0, 0.5]
+    other = with_numbers(toy(), iter([9.0, -1.0, 7.0]))
+    assert other == toy(x=9.0, y=-1.0, pair=(7.0, "a")) and other.tag == "first"
+    marks = with_numbers(toy(), iter(["x", "y", "p"]))       # any objects, no __init__ check run
+    assert (marks.x, marks.y, marks.pair, marks.n) == ("x", "y", ("p", "a"), 2.0)
 
 
 def test_a_stack_holds_the_differing_numbers_as_columns_and_the_rest_once():

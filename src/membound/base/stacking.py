@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -112,6 +112,52 @@ def structure(v: Any) -> Hashable:
         return t, tuple(structure(getattr(v, n)) if k == _NUMBERS else _value(getattr(v, n))
                         for n, k in _kinds(v, roles) if k != _OWN)
     return id(v)
+
+
+def numbers(v: Any, out: list[float]) -> Hashable:
+    """`structure(v)`, appending to `out` each float it stands for by the type `float` (a number that
+    may differ among configurations of this structure), in the order of the walk: the numbers of v
+    that `with_numbers` puts back, in that order."""
+    t = type(v)
+    if t is float:
+        out.append(v)
+        return float
+    if v is None or t in (int, bool, str) or isinstance(v, np.generic):
+        return repr(v)
+    if t is tuple:
+        return tuple([numbers(x, out) for x in v])
+    roles = _ROLES.get(t)
+    if roles is not None:
+        return t, tuple([numbers(getattr(v, n), out) if k == _NUMBERS else _value(getattr(v, n))
+                         for n, k in _kinds(v, roles) if k != _OWN])
+    return id(v)
+
+
+def with_numbers(v: Any, values: Iterator[Any]) -> Any:
+    """`v` with each float `numbers` walks replaced by the next of `values` (any objects: a trace's
+    symbols), the rest v's own; objects of stackable classes copied without running their __init__
+    (a dataclass's dict copied, a named tuple rebuilt), so that no check of theirs sees the values."""
+    t = type(v)
+    if t is float:
+        return next(values)
+    if v is None or t in (int, bool, str) or isinstance(v, np.generic):
+        return v
+    if t is tuple:
+        return tuple([with_numbers(x, values) for x in v])
+    roles = _ROLES.get(t)
+    if roles is None:
+        return v
+    changed = {n: with_numbers(getattr(v, n), values) for n, k in _kinds(v, roles) if k == _NUMBERS}
+    if dataclasses.is_dataclass(v):
+        out = object.__new__(t)
+        object.__setattr__(out, "__dict__", {**v.__dict__, **changed})
+        return out
+    if isinstance(v, tuple):
+        return v._replace(**changed)   # type: ignore[attr-defined]
+    out = copy.copy(v)
+    for n, s in changed.items():
+        setattr(out, n, s)
+    return out
 
 
 def _differ(values: Sequence[float]) -> bool:

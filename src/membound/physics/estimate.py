@@ -5,10 +5,11 @@ import functools
 import math
 import numbers
 from dataclasses import dataclass, field, replace
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from ..base import defaults
+from ..base import stacking
 from ..catalog import dtypes
 from .core import (BOUNDS, ChipBase, Drafter, Knobs, ModelConsts, SpecArgs, bound_name, chip_base, evaluate,
                    model_consts, step_terms)
@@ -21,7 +22,7 @@ from .quantization import Quantization, Resolved, upcast_rate
 from .result import Memory, Result, TierUse, create_frozen
 from ..catalog.runtime import Runtime, load_runtime
 from .efficiency import Efficiency, efficiency
-from .plan import run, trace
+from .plan import run, trace, trace_shared
 from .speculative import SpeculativeDecoding
 import numpy as np
 
@@ -195,32 +196,122 @@ its cold time, and one evaluated more pays less and less."""
 
 _PLANS: dict[int, list[Any]] = {}
 """`_planned`'s state by the identity of a Prepared: [the Prepared (held, so that its id is not
-reused while the entry lives), its evaluations so far, its plan (None: not yet; False: untraceable)]."""
+reused while the entry lives), its evaluations so far, its plan (None: not yet; False: untraceable),
+its structure and numbers (`_shape`)]."""
+
+_SHARED: dict[Hashable, list[Any]] = {}
+"""Plans shared by the configurations of one structure (`_shape`): [the Prepared first traced (held:
+the key names objects by identity), the structure's evaluations so far, its maker
+(`plan.trace_shared`; None: not yet; False: untraceable)]."""
 
 
 def _planned(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDecoding | None
              ) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """(`_fields`, `_figures`' figures `_READ`) of `p` at batch B, prompt S and output T (checked) from
     p's plan (`physics.plan`: its evaluation traced once into straight-line Python, the same floats),
-    or None where the configuration has no plan (evaluated fewer than _PLAN_AFTER times,
-    untraceable) or its plan raised (the caller evaluates it cold). `speculative` is p's own (part of
-    the configuration it was prepared from)."""
+    or None where the configuration has no plan (untraceable, or it and its structure evaluated
+    fewer than _PLAN_AFTER and _SHARE_AFTER times) or its plan raised (the caller evaluates it
+    cold). Until its own plan is traced, a configuration uses its structure's shared plan where that
+    has one (`_shape`: configurations of one model, device and layout that differ only in numbers,
+    such as their formats' and their runtime's), from its first evaluation. `speculative` is p's own
+    (part of the configuration it was prepared from)."""
     entry = _PLANS.get(id(p))
     if entry is None or entry[0] is not p:
         if len(_PLANS) >= _SEEN_MAX:
             _PLANS.clear()
-        _PLANS[id(p)] = [p, 1, None]
-        return None
-    plan = entry[2]
-    if plan is None:
+        entry = _PLANS[id(p)] = [p, 0, None, _shape(p, speculative)]
+    if entry[1] < _PLAN_AFTER:      # not yet traced alone
         entry[1] += 1
-        if entry[1] < _PLAN_AFTER:
+        plan = _plan(entry, p, speculative)
+        if plan is None:
             return None
-        plan = entry[2] = trace(lambda *workload: _traced(p, speculative, *workload), ("B", "S", "T", "b", "s", "t"),
-                                real=(True, True, True, False, False, False), spans=_COUNTS) or False
+    else:
+        plan = entry[2]
     if plan is False:
         return None
     return run(plan, float(B), float(S), float(T), B, S, T)
+
+
+def _plan(entry: list[Any], p: Prepared, speculative: SpeculativeDecoding | None) -> Any:
+    """The plan of `_planned`'s configuration `p` (its `entry`, counted): traced alone on its
+    _PLAN_AFTER-th evaluation (False: untraceable, where its structure has no plan either), else its
+    structure's shared plan where that has one or is traced now (on the structure's _SHARE_AFTER-th
+    evaluation); None: none yet. Kept in the entry."""
+    if entry[1] >= _PLAN_AFTER:
+        own = trace(lambda *workload: _traced(p, speculative, *workload), _NAMES, real=_REAL, spans=_COUNTS)
+        entry[2] = own or entry[2] or False
+        return entry[2]
+    if entry[2] is not None or entry[3] is None:
+        return entry[2]
+    key, values = entry[3]
+    shared = _SHARED.get(key)
+    if shared is None:
+        if len(_SHARED) >= _SEEN_MAX:
+            _SHARED.clear()
+        shared = _SHARED[key] = [p, 0, None]
+    if shared[2] is None:
+        shared[1] += 1
+        if shared[1] < _SHARE_AFTER:
+            return None
+        shared[2] = _trace_shared(p, speculative, key[-1]) or False
+    if shared[2] is False:
+        entry[3] = None         # its structure cannot be traced: cold until its own plan
+        return None
+    try:
+        entry[2] = shared[2](*values)
+    except (ArithmeticError, ValueError):   # a line of its own numbers raised: cold, as it raises there
+        entry[2], entry[3] = None, None
+    return entry[2]
+
+
+_SHARE_AFTER = _PLAN_AFTER
+"""A structure's evaluations on the cold path (of any of its configurations) before its shared plan is
+traced (`_plan`): as for one configuration (`_PLAN_AFTER`), a shared plan's tracing is worth it
+only for a structure evaluated more than a few times."""
+
+_NAMES = ("B", "S", "T", "b", "s", "t")
+_REAL = (True, True, True, False, False, False)
+
+
+def _shape(p: Prepared, speculative: SpeculativeDecoding | None) -> tuple[Hashable, list[Any]] | None:
+    """(the structure, the parameters) of configuration `p` where a plan may be shared: one without
+    speculative decoding or a pinned placement, whose evaluation reads its model's and device's
+    constants (the same objects), its layout, chips and labels' names, whether it is priced, and
+    the numbers of its efficiencies, knobs and chip (`base.stacking.numbers`: each may differ among
+    configurations of one structure, and none is branched on), then its labels and its device's
+    unsourced figures (returned, never computed with); else None."""
+    if speculative is not None or p.spec_args is not None or p.pinned is not None:
+        return None
+    values: list[Any] = []
+    key = (id(p.consts), id(p.hardware), p.n_chips, p.price is None, tuple(p.labels),
+           stacking.numbers((p.eff, p.knobs, p.chip_base), values), len(values))
+    return key, [*values, *p.labels.values(), p.assumptions]
+
+
+def _trace_shared(p: Prepared, speculative: SpeculativeDecoding | None, n: int) -> Any:
+    """The maker of the plan shared by the configurations of p's structure (`_shape`, with `n` numbers;
+    `plan.trace_shared`), or None where it cannot be traced."""
+    labels = tuple(p.labels)
+    view = _View(p.hardware, p.price, p.n_chips)
+
+    def traced(batch, prompt, output, B, S, T, *params):
+        eff, knobs, base = stacking.with_numbers((p.eff, p.knobs, p.chip_base), iter(params[:n]))
+        fields = knobs.__dict__.copy()
+        fields["batch"], fields["prompt"], fields["output"] = batch, prompt, output
+        r = evaluate(p.consts, p.hardware, eff, create_frozen(Knobs, fields), base=base, terms=False)
+        view.labels, view.assumptions = dict(zip(labels, params[n:-1])), params[-1]
+        return _fields(view, r, B, S, T, speculative), {k: r[k] for k in _READ}
+    return trace_shared(traced, _NAMES, (True,) * n + (False,) * (len(labels) + 1), real=_REAL, spans=_COUNTS)
+
+
+class _View:
+    """What `_fields` reads of a Prepared, its labels and assumptions a shared trace's parameters."""
+
+    def __init__(self, hardware: Hardware, price: float | None, n_chips: int):
+        self.hardware, self.price, self.n_chips = hardware, price, n_chips
+        self.spec_args, self.positions = None, 1.0
+        self.labels: dict[str, Any] = {}
+        self.assumptions: Any = ()
 
 
 _COUNTS = ((1.0, float(MAX_COUNT)), (0.0, float(MAX_COUNT)), (1.0, float(MAX_COUNT)), None, None, None)

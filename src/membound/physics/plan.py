@@ -24,6 +24,13 @@ Why the plan's figures are the evaluation's, bit for bit:
   the plan raises for an input outside its range.
 A workload value the physics branches on in Python (`if x:`) or converts (`float(x)`) cannot be
 traced: `trace` answers None and the configuration stays on the cold path.
+
+A plan shared by configurations of one structure (`trace_shared`): the configuration's numbers
+that may differ among such configurations (`base.stacking.numbers`: those a sweep stacks as
+columns, never branched on) are Syms too, without ranges, so that an operation on them is a line,
+not a constant; the lines that read them alone are the maker's, run once per configuration, and
+the plan reads their values by name. The figures are the evaluation's for the same reasons: the
+same operations in the same order on the same floats, wherever they run.
 """
 from __future__ import annotations
 
@@ -316,64 +323,106 @@ def trace(fn: Callable[..., Any], names: tuple[str, ...], real: tuple[bool, ...]
     (`x * 1.0` is a float, not the int x). spans: each argument's range (`Span`: a float from lo to
     hi, never -0.0, such as a count as a float) or None; the plan raises ValueError for an argument
     outside its range (`run` answers None)."""
+    return _traced(fn, names, real, spans, ())
+
+
+def trace_shared(fn: Callable[..., Any], names: tuple[str, ...], params: tuple[bool, ...],
+                 real: tuple[bool, ...] | None = None, spans: tuple[Span | None, ...] | None = None
+                 ) -> Callable[..., Callable[..., Any]] | None:
+    """`trace` of `fn(*workload, *params)` whose configuration's own numbers are arguments too: the
+    plan shared by every configuration of one structure (`base.stacking.structure`: they differ
+    only in numbers), or None where `fn` cannot be traced so. params: one entry per parameter,
+    whether it is a Python float (a number: arithmetic on it writes lines) or any object (a label:
+    it may only be returned). The answer is a maker: maker(*param_values) runs once per
+    configuration what depends on its parameters alone (the lines a plan of that configuration
+    alone would have done while tracing, the same operations in the same order) and answers its
+    plan, a function of the workload `names` as `trace`'s. A line that raises for a configuration's
+    values raises from the maker (ArithmeticError, ValueError): the caller evaluates that
+    configuration cold."""
+    return _traced(fn, names, real, spans, params)
+
+
+def _traced(fn: Callable[..., Any], names: tuple[str, ...], real: tuple[bool, ...] | None,
+            spans: tuple[Span | None, ...] | None, params: tuple[bool, ...]) -> Callable[..., Any] | None:
     tape = _Tape()
     given = spans or (None,) * len(names)
     inputs = [Sym(tape, name, True if real is None else real[i], given[i]) for i, name in enumerate(names)]
+    symbols = [Sym(tape, f"P{i}", is_float) for i, is_float in enumerate(params)]
     try:
-        out = fn(*inputs)
+        out = fn(*inputs, *symbols)
     except (Untraceable, TypeError, ValueError, ArithmeticError, AttributeError):
         return None
-    return _compile(tape, names, out, given)
+    return _compile(tape, names, out, given, tuple(s.name for s in symbols))
 
 
-def _compile(tape: _Tape, names: tuple[str, ...], out: Any, spans: tuple[Span | None, ...]
-             ) -> Callable[..., Any] | None:
+def _compile(tape: _Tape, names: tuple[str, ...], out: Any, spans: tuple[Span | None, ...],
+             params: tuple[str, ...] = ()) -> Callable[..., Any] | None:
+    """The plan of a trace (`trace`), or with `params` its maker (`trace_shared`): the lines that
+    read a workload input are the plan's; those that read parameters alone are the maker's, each
+    computed once per configuration (a name the plan reads), never inlined into a plan's line."""
     templates = {name: (template, deps) for name, template, deps in tape.nodes}
+    level: dict[str, int] = {**{name: 1 for name in names}, **{name: 0 for name in params}}
+    for name, _, deps in tape.nodes:     # 1: reads the workload; 0: the parameters alone
+        level[name] = max((level[d] for d in deps), default=0)
     uses: dict[str, int] = {}
+    read_by_plan: set[str] = set()
     pending: list[str] = []
 
-    def use(name: str) -> None:
+    def use(name: str, reader: int = 1) -> None:
         if name in templates and name not in uses:
             pending.append(name)
         uses[name] = uses.get(name, 0) + 1
+        if reader:
+            read_by_plan.add(name)
     try:
         _walk(out, tape, use)
     except Untraceable:
         return None
     while pending:      # the lines the outputs read, with how often each is read (a template may
-        template, deps = templates[pending.pop()]      # read an operand twice: max's `b if b > a else a`)
+        reader = pending.pop()         # read an operand twice: max's `b if b > a else a`)
+        template, deps = templates[reader]
         for i, d in enumerate(deps):
             for _ in range(template.count(f"{{{i}}}")):
-                use(d)
-    rendered: dict[str, str] = {name: name for name in names}
+                use(d, level[reader])
+    rendered: dict[str, str] = {name: name for name in (*names, *params)}
     ranges = [f"{span[0]!r} <= {name} <= {span[1]!r}" for name, span in zip(names, spans) if span is not None]
     lines = [f"    if not ({' and '.join(ranges)}):\n        raise ValueError('a workload outside the plan')"] \
         if ranges else []
+    made: list[str] = []      # the maker's lines
     for name, template, deps in tape.nodes:
         if name not in uses:
             continue        # read by no output
         text = template.format(*(f"({rendered[d]})" if rendered[d] != d else d for d in deps))
-        if uses[name] == 1 and len(text) <= _MAX_INLINE:
+        if uses[name] == 1 and len(text) <= _MAX_INLINE and (level[name] or name not in read_by_plan):
             rendered[name] = text       # inline in the one expression that reads it
-        else:
+        elif level[name]:
             lines.append(f"    {name} = {text}")
             rendered[name] = name
-    body = _walk(out, tape, lambda name: None, rendered, lines)
+        else:
+            made.append(f"    {name} = {text}")
+            rendered[name] = name
+    body = _walk(out, tape, lambda name: None, rendered, lines, made if params else None, level)
     source = f"def plan({', '.join(names)}):\n" + "\n".join(lines) + f"\n    return {body}\n"
+    if params:
+        source = f"def make({', '.join(params)}):\n" + "".join(f"{line}\n" for line in made) \
+            + "".join(f"    {line}\n" for line in source.splitlines()) + "    return plan\n"
     namespace: dict[str, Any] = {"_floor": math.floor, "_ceil": math.ceil, **tape.consts}
     try:
         exec(compile(source, "<membound plan>", "exec"), namespace)    # noqa: S102 -- our own lines
     except (SyntaxError, RecursionError, MemoryError):
         return None
-    plan = namespace["plan"]
+    plan = namespace["make" if params else "plan"]
     plan.source = source
     return plan
 
 
 def _walk(x: Any, tape: _Tape, use: Callable[[str], None], rendered: dict[str, str] | None = None,
-          lines: list[str] | None = None) -> str:
+          lines: list[str] | None = None, made: list[str] | None = None, level: dict[str, int] | None = None
+          ) -> str:
     """The expression that rebuilds output `x` (calling `use` on each Sym it reads); with `lines`, a
-    large dict is built by lines appended there (`_TEMPLATE_MIN`), the expression its name."""
+    large dict is built by lines appended there (`_TEMPLATE_MIN`), the expression its name; with
+    `made` (a maker's lines) and each Sym's `level`, its template is built there, once per
+    configuration, holding what reads the parameters alone."""
     if x.__class__ is Sym:
         use(x.name)
         if rendered is None:
@@ -385,12 +434,13 @@ def _walk(x: Any, tape: _Tape, use: Callable[[str], None], rendered: dict[str, s
         if not all(k.__class__ is str for k in x):
             raise Untraceable("a dict with keys that are not strings")
         if lines is not None and len(x) >= _TEMPLATE_MIN:
-            return _dict_lines(x, tape, use, rendered, lines)
-        return "{" + ", ".join(f"{k!r}: {_walk(v, tape, use, rendered, lines)}" for k, v in x.items()) + "}"
+            return _dict_lines(x, tape, use, rendered, lines, made, level)
+        return "{" + ", ".join(f"{k!r}: {_walk(v, tape, use, rendered, lines, made, level)}" for k, v in x.items()) \
+            + "}"
     if t is list:
-        return "[" + ", ".join(_walk(v, tape, use, rendered, lines) for v in x) + "]"
+        return "[" + ", ".join(_walk(v, tape, use, rendered, lines, made, level) for v in x) + "]"
     if t is tuple:
-        return "(" + "".join(f"{_walk(v, tape, use, rendered, lines)}, " for v in x) + ")"
+        return "(" + "".join(f"{_walk(v, tape, use, rendered, lines, made, level)}, " for v in x) + ")"
     if x is None or t is bool or t is str:
         return repr(x)
     if t is float or t is int:
@@ -399,21 +449,32 @@ def _walk(x: Any, tape: _Tape, use: Callable[[str], None], rendered: dict[str, s
 
 
 def _dict_lines(x: dict[str, Any], tape: _Tape, use: Callable[[str], None], rendered: dict[str, str] | None,
-                lines: list[str]) -> str:
+                lines: list[str], made: list[str] | None, level: dict[str, int] | None) -> str:
     """`_walk` of dict `x` as lines: a copy of a constant dict of x's keys in x's order, holding each
     entry that may be one object in every call (`_shared`: a str, number, bool, None, other
     constant, or a tuple of them) and None for the others, which lines then store (a new list, tuple
-    or dict each call, or a Sym's value)."""
+    or dict each call, or a Sym's value). With `made` (a maker's lines), the dict copied is built
+    there, once per configuration, and holds the entries that read parameters alone too (a tuple
+    of them, or a Sym of `level` 0)."""
     template: dict[str, Any] = {}
     stores: list[tuple[str, str]] = []
+    held: list[tuple[str, str]] = []
     for k, v in x.items():
         if _shared(v):
             template[k] = v
+        elif made is not None and level is not None and _made(v, level):
+            template[k] = None
+            held.append((k, _walk(v, tape, use, rendered)))
         else:
             template[k] = None
-            stores.append((k, _walk(v, tape, use, rendered, lines)))
+            stores.append((k, _walk(v, tape, use, rendered, lines, made, level)))
     name = f"_d{len(lines)}"
-    lines.append(f"    {name} = {tape.const(template)}.copy()")
+    if made is None:
+        lines.append(f"    {name} = {tape.const(template)}.copy()")
+    else:
+        made.append(f"    _t{name} = {tape.const(template)}.copy()")
+        made.extend(f"    _t{name}[{k!r}] = {text}" for k, text in held)
+        lines.append(f"    {name} = _t{name}.copy()")
     lines.extend(f"    {name}[{k!r}] = {text}" for k, text in stores)
     return name
 
@@ -424,6 +485,16 @@ def _shared(x: Any) -> bool:
     if t is tuple:
         return all(map(_shared, x))
     return t is not Sym and t is not dict and t is not list
+
+
+def _made(x: Any, level: dict[str, int]) -> bool:
+    """Whether output `x` may be one object for a configuration, built by its maker: a Sym that reads
+    parameters alone, or a tuple of such and of `_shared` values."""
+    if x.__class__ is Sym:
+        return level[x.name] == 0
+    if x.__class__ is tuple:
+        return all(_shared(v) or _made(v, level) for v in x)
+    return False
 
 
 def run(plan: Callable[..., Any], *args: float) -> Any:
