@@ -75,14 +75,15 @@ def test_the_served_engines_set_figures_with_reasons_and_count_what_they_fit(bud
 
 
 def test_a_shared_served_figure_counts_once_against_the_chips_of_all_its_rows(monkeypatch):
-    # Were per_sequence_s shared (serve_calibrate.SHARED; none is now), it would be fitted once on the fit rows
-    # of vLLM (H100 SXM, H200), SGLang and TensorRT-LLM (H200): one free figure over 2 chips, allowed
-    # 2 // 2 = 1, on its own line, its rows all the engines' fit rows (297 + 30 + 223 = 550); each engine
-    # lists it as shared, not free: vLLM 5 - 1 = 4, SGLang 4 - 1 = 3; TensorRT-LLM sets its per_sequence_s to 0 (its
-    # per-sequence cost is per layer, per_sequence_layer_s) and keeps its 5
+    # Were per_sequence_s shared by all three engines (serve_calibrate.SHARED, {figure: engines}; none is now), it
+    # would be fitted once on the fit rows of vLLM (H100 SXM, H200), SGLang and TensorRT-LLM (H200): one free figure
+    # over 2 chips, allowed 2 // 2 = 1, on its own line, its rows all the engines' fit rows (297 + 30 + 223 = 550);
+    # each engine lists it as shared, not free: vLLM 5 - 1 = 4, SGLang 4 - 1 = 3; TensorRT-LLM sets its
+    # per_sequence_s to 0 (its per-sequence cost is per layer, per_sequence_layer_s) and keeps its 5
     from membound.fidelity import budget as bmod, serve_calibrate
-    monkeypatch.setattr(serve_calibrate, "SHARED", ("per_sequence_s",))
-    monkeypatch.setattr(bmod, "SHARED", ("per_sequence_s",))
+    shared = {"per_sequence_s": ("vllm", "sglang", "tensorrt-llm")}
+    monkeypatch.setattr(serve_calibrate, "SHARED", shared)
+    monkeypatch.setattr(bmod, "SHARED", shared)
     got = bmod.constant_budget()
     b = got[bmod.SHARED_ENTRY]
     assert [c.name for c in b.constants] == ["per_sequence_s"] and b.free == 1
@@ -92,6 +93,25 @@ def test_a_shared_served_figure_counts_once_against_the_chips_of_all_its_rows(mo
     assert all(c.kind == "shared" for n in ("vllm", "sglang") for c in got[n].constants
                if c.name == "per_sequence_s")
     assert f"{bmod.SHARED_ENTRY}: 1 free (1 fitted, 0 frozen) over 2 chips (allowed 1);" in bmod.format_budget(got)
+
+
+def test_a_figure_shared_by_two_engines_counts_their_rows_and_leaves_the_third_alone(monkeypatch):
+    # the shared per-sequence protocol's form S (serve_calibrate docstring; not adopted): per_sequence_layer_s shared
+    # by vLLM and SGLang only. Its line counts their fit rows, 297 + 30 = 327, on H100 SXM and H200 (vLLM's chips;
+    # SGLang's H200 among them): 1 free over 2 chips, allowed 1. vLLM and SGLang list it as shared (their free
+    # figures unchanged here: per_sequence_layer_s is set, not fitted, in both FIXED tables, so nothing leaves their
+    # own lists); TensorRT-LLM, not a sharer, keeps its own fitted per_sequence_layer_s
+    from membound.fidelity import budget as bmod, serve_calibrate
+    shared = {"per_sequence_layer_s": ("vllm", "sglang")}
+    monkeypatch.setattr(serve_calibrate, "SHARED", shared)
+    monkeypatch.setattr(bmod, "SHARED", shared)
+    got = bmod.constant_budget()
+    line = got[bmod.SHARED_ENTRY].constants
+    assert [(c.name, c.rows, c.chips) for c in line] == [("per_sequence_layer_s", 297 + 30, ("h100-sxm", "h200"))]
+    assert line[0].why == "one figure for vllm, sglang"
+    kinds = {n: {c.kind for c in got[n].constants if c.name == "per_sequence_layer_s"} for n in
+             ("vllm", "sglang", "tensorrt-llm")}
+    assert kinds == {"vllm": {"shared", "set"}, "sglang": {"shared", "set"}, "tensorrt-llm": {"fitted"}}
 
 
 def test_every_constant_has_a_kind_and_the_table_flags_what_is_over(budget):

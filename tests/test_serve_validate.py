@@ -149,7 +149,7 @@ def test_served_fits_hold_what_the_rows_cannot_pin_and_sit_off_their_bounds():
     from membound.catalog.runtime import load_runtime
     from membound.fidelity.serve_calibrate import (ALLTOALL, ENGINES, FIXED, HIGH, LOW, PARAMS, PIPELINE_HOST, SHARED,
                                                    fitted_params)
-    assert SHARED == ()
+    assert SHARED == {}
     for name in ENGINES:
         served = load_runtime(name).served
         # beyond PARAMS, an engine may set the all-to-all latency and its pipeline's host loop (no row fits it)
@@ -163,8 +163,26 @@ def test_served_fits_hold_what_the_rows_cannot_pin_and_sit_off_their_bounds():
     # bandwidth, upcast, prompt tokens at 0); SGLang and TensorRT-LLM also set their all-to-all
     assert [len(fitted_params(n)) for n in ("sglang", "vllm", "tensorrt-llm")] == [4, 5, 5]
     # a figure shared by the engines leaves each engine's own list
-    assert fitted_params("vllm", ("per_sequence_s",)) == ("compute_fraction", "per_layer_s", "moe_expert_rows",
-                                                          "per_request_s")
+    assert fitted_params("vllm", {"per_sequence_s": ("vllm", "sglang")}) == ("compute_fraction", "per_layer_s",
+                                                                            "moe_expert_rows", "per_request_s")
+    # ... and no other engine's
+    assert fitted_params("tensorrt-llm", {"per_sequence_s": ("vllm", "sglang")}) == fitted_params("tensorrt-llm")
+
+
+def test_engines_that_share_a_figure_are_fitted_together_and_the_rest_alone():
+    # serve_calibrate.joint_groups: the engines fit_all fits in one joint fit. Nothing shared: each alone, in the
+    # order given. per_sequence_layer_s shared by vLLM and SGLang: those two together, TensorRT-LLM alone. Two
+    # figures, one shared by SGLang and TensorRT-LLM, one by vLLM and TensorRT-LLM: the links chain all three into
+    # one group (vLLM - TensorRT-LLM - SGLang), in the order given
+    from membound.fidelity.serve_calibrate import joint_groups, shared_of
+    engines = ("vllm", "sglang", "tensorrt-llm")
+    assert joint_groups(engines, {}) == [("vllm",), ("sglang",), ("tensorrt-llm",)]
+    assert joint_groups(engines, {"per_sequence_layer_s": ("vllm", "sglang")}) == [("vllm", "sglang"), ("tensorrt-llm",)]
+    assert joint_groups(engines, {"per_request_s": ("sglang", "tensorrt-llm"),
+                                  "compute_fraction": ("vllm", "tensorrt-llm")}) == [engines]
+    # an engine's shared figures, in PARAMS order
+    both = {"per_request_s": ("sglang", "vllm"), "compute_fraction": ("vllm",)}
+    assert shared_of("vllm", both) == ("compute_fraction", "per_request_s") and shared_of("tensorrt-llm", both) == ()
 
 
 

@@ -9,9 +9,9 @@ Kinds of constant:
 - fitted: chosen by the one fitter (membound.fitter) on the rows named: a runtime entry's figures
   (membound.calibrate.FIT), an engine's served costs (membound.serve_calibrate), a fast chip's
   generation constant (membound.vendors.FITS);
-- shared: a served figure fitted once on the rows of every served engine (serve_calibrate.SHARED),
-  listed in each engine's block but counted once, as fitted, on its own line ("(served, shared)")
-  against the chips of all the rows it is fitted on;
+- shared: a served figure fitted once on the rows of the served engines that share it (serve_calibrate.SHARED:
+  {figure: engines}), listed in each of those engines' blocks but counted once, as fitted, on its own line
+  ("(served, shared)") against the chips of all the rows it is fitted on;
 - set: fixed from a cited fact of the engine's code or a measurement, the chip profile's own figure or
   a neutral value (calibrate.FIXED, serve_calibrate.FIXED), with the reason;
 - held: a device class's figure held at the runtime default's value (too few rows to fit it);
@@ -40,7 +40,8 @@ from .calibrate import BOUNDS, FIT, FIXED, RUNTIME_WIDE, calibrate_runtimes
 from ..catalog.hardware import load_hardware
 from ..catalog.runtime import load_runtime, list_runtimes
 from .serve_calibrate import (ALLTOALL, ALLTOALL_RANGE, ENGINES, FIXED as SERVED_FIXED, FREE_EVIDENCE, HIGH, LOW,
-                              PIPELINE_HOST, PIPELINE_HOST_RANGE, SHARED, dp_rows, fits_alltoall, fitted_params)
+                              PIPELINE_HOST, PIPELINE_HOST_RANGE, SHARED, dp_rows, fits_alltoall, fitted_params,
+                              shared_of)
 from .serve_validate import load_rows
 from .vendors import FITS
 from .mlperf_rows import carried, fitted_param, load_generations, round_key
@@ -55,7 +56,7 @@ UNITS = (("_cycles", "cycles"), ("w_per_tflop", "W per fp32 TFLOP/s"), ("_steps"
 SETTINGS = ("max_running", "token_budget", "kv_block_tokens", "memory_fraction", "dp_balance_steps",
             "recv_interval_steps", "batch_wait_steps", "batch_wait_ratio", "lookahead_steps")
 KINDS = ("fitted", "frozen", "shared", "set", "held", "profile", "setting", "assumed")
-SHARED_ENTRY = "(served, shared)"   # the budget line of the figures fitted once on every served engine's rows
+SHARED_ENTRY = "(served, shared)"   # the budget line of the figures fitted once on the sharing engines' rows
 FREE = ("fitted", "frozen")
 
 
@@ -171,8 +172,8 @@ def _profile_fractions(rt: str, key: str, set_in_file: set, chips: tuple,
 
 def _served(budgets: dict) -> None:
     """Add each engine's served block: fitted (on its rows of the fitting chips, serve_validate.FIT_HARDWARE),
-    shared (serve_calibrate.SHARED: fitted once on every engine's rows, listed in each engine as "shared" and
-    counted once, under SHARED_ENTRY, against the chips of all those rows) or set (serve_calibrate.FIXED,
+    shared (serve_calibrate.SHARED: fitted once on the rows of the engines that share it, listed in each of them as
+    "shared" and counted once, under SHARED_ENTRY, against the chips of all those rows) or set (serve_calibrate.FIXED,
     with the reason)."""
     rows, _ = load_rows()
     _shared(budgets, rows)
@@ -199,14 +200,15 @@ def _served(budgets: dict) -> None:
             side = Param(ALLTOALL, *ALLTOALL_RANGE, v).bound_hit(v) or ""
             b.constants.append(Constant(name, "served", ALLTOALL, v, "fitted", "s", ALLTOALL_RANGE, len(ep),
                                         tuple(sorted({r.device for r in ep})), side))
-        for k in SHARED:
+        for k in shared_of(name):
             b.constants.append(Constant(name, "served", k, values[k], "shared", unit_of(k), (LOW[k], HIGH[k]),
-                                        why=f"fitted once on every served engine's rows: counted under {SHARED_ENTRY}"))
+                                        why=f"fitted once on the rows of {', '.join(SHARED[k])}: counted under "
+                                            f"{SHARED_ENTRY}"))
         for k, (v, why) in SERVED_FIXED.get(name, {}).items():
             # set from a cited fact, the chip profile's figure or a neutral value, with the reason
             prior = ALLTOALL_RANGE if k == ALLTOALL else PIPELINE_HOST_RANGE if k == PIPELINE_HOST else (LOW[k], HIGH[k])
             b.constants.append(Constant(name, "served", k, float(v), "set", unit_of(k), prior, why=why))
-        named = set(fitted_params(name)) | set(SERVED_FIXED.get(name, {})) | set(SHARED) | ({ALLTOALL} if ep else set())
+        named = set(fitted_params(name)) | set(SERVED_FIXED.get(name, {})) | set(shared_of(name)) | ({ALLTOALL} if ep else set())
         for k, v in values.items():
             if k not in named:
                 kind = "setting" if k in SETTINGS else "assumed"
@@ -226,20 +228,20 @@ def free_reason(engine: str, figure: str, allowed: int) -> str:
     return f"{where}: {dict(FREE_EVIDENCE[engine])[figure]}"
 
 def _shared(budgets: dict, rows) -> None:
-    """The SHARED figures, once: fitted on the rows of every served engine on the fitting chips, so they
-    count against the chips of all those rows (the value is each engine's: a test checks they agree)."""
+    """The SHARED figures, once each: fitted on the rows of the engines that share it on the fitting chips, so
+    they count against the chips of all those rows (the value is each sharer's: a test checks they agree)."""
     if not SHARED:
         return
-    fit_rows = [r for r in rows if r.runtime in ENGINES and r.fitted]
-    chips = tuple(sorted({r.device for r in fit_rows}))
-    served = load_runtime(ENGINES[0]).served
-    assert served is not None
     b = budgets.setdefault(SHARED_ENTRY, RuntimeBudget(SHARED_ENTRY))
-    for k in SHARED:
+    for k, engines in SHARED.items():
+        fit_rows = [r for r in rows if r.runtime in engines and r.fitted]
+        chips = tuple(sorted({r.device for r in fit_rows}))
+        served = load_runtime(engines[0]).served
+        assert served is not None
         v = float(getattr(served, k))
         side = Param(k, LOW[k], HIGH[k], min(max(v, LOW[k]), HIGH[k])).bound_hit(v) or ""
         b.constants.append(Constant(SHARED_ENTRY, "served", k, v, "fitted", unit_of(k), (LOW[k], HIGH[k]),
-                                    len(fit_rows), chips, side, why=f"one figure for {', '.join(ENGINES)}"))
+                                    len(fit_rows), chips, side, why=f"one figure for {', '.join(engines)}"))
 
 
 def _vendors(budgets: dict, scenarios) -> None:

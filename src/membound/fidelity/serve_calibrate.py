@@ -59,10 +59,11 @@ source or published profiling read so far gives a value for any of them (tried, 
     physics lacks (GPU work per sequence, the docstring's shape notes); at 0 each engine's select figures worsen
     (FREE_EVIDENCE; vLLM's little on InferenceMAX, much on two large-batch MLPerf rows: FIXED's note).
 
-Shared across engines (SHARED, fit_all(shared=...)): a figure whose work is the same in every engine can
-be fitted once on all three engines' fit rows (550: vLLM 297 on H100 and H200, SGLang 30 and TensorRT-LLM
-223 on H200) and counts once in the budget, against the chips of all those rows (2 chips: one free
-figure; membound.fidelity.budget). None is shared now. What each figure is, by the engines' code:
+Shared across engines (SHARED: {figure: the engines that share it}, fit_all(shared=...)): a figure whose work is
+the same in several engines can be fitted once on their fit rows together (all three engines': 550, vLLM 297 on
+H100 and H200, SGLang 30 and TensorRT-LLM 223 on H200) and counts once in the budget, against the chips of all
+those rows (2 chips: one free figure; membound.fidelity.budget). None is shared now (the shared per-sequence
+protocol, below, tried vLLM's and SGLang's per-sequence cost as one). What each figure is, by the engines' code:
   - GPU kernels of one kind in every engine: per_alltoall_s, an expert-parallel dispatch or combine
     kernel (set to DeepEP's measured latency, FIXED: no engine fits it); the work each layer does on each
     running sequence beyond its bytes and FLOPs (the decode attention kernel's blocks per sequence, its
@@ -434,6 +435,38 @@ shared per-sequence-per-layer form of 2026-12-06 and perseq18's L1 for TensorRT-
   rises by more than 1.0 point against B and the shared figure is not on a bound; otherwise it is not adopted and
   its figures are recorded here. Report (printed once, after the decision, never chosen on): validate's and
   mlperf_validate's report groups, serve_validate's REPORT lines.
+  Outcome (2026-12-07 14:45 UTC, measured on main 737d4bb + S; bash scripts/fingerprints.sh against
+  /work/helpers/base_737d4bb; select figures are validation figures; TPOT / TTFT / throughput per GPU, B first):
+  - fit (cold, 66 s; python -m membound.fidelity.serve_calibrate with SHARED = {per_sequence_layer_s: (vllm,
+    sglang)}): per_sequence_layer_s 0.8214 us, interior (leave-one-chip-out 0.7064 without H100 SXM, 0.768 without
+    H200): 65.7 us a sequence for Llama-3.3-70B (80 layers), 50.1 DeepSeek-R1 (61), 29.6 gpt-oss-120b (36), 26.3
+    Mixtral-8x7B (32), where the per-step figures gave vLLM 31.8 and SGLang 68.9 to every model. vLLM compute 0.4427,
+    per layer 55.3 us, MoE rows 2.123, per request 17.86 ms, in-sample 5.8/14.7/5.7 -> 5.6/14.7/5.5%; SGLang compute
+    0.228, per layer 116.9 us, per request 64.3 ms, in-sample 6.4/15.0/7.2 -> 6.7/15.3/7.4%; the MTP acceptance
+    refitted cold: 0.5301 (0.53, unchanged);
+  - select: serve_validate VALIDATION all 8.8/19.5/9.3 -> 8.5/19.3/9.0, NVIDIA 10.0/21.4/10.0 -> 9.6/21.3/9.5, AMD
+    6.5/15.4/8.0 -> 6.5/15.0/7.7, MTP 13.8/37.3/13.8 -> 13.6/37.5/13.8, disaggregated 10.8/85.3/15.4 ->
+    10.5/83.8/15.4%; vLLM's select rows 5.6/18.1/6.2 -> 5.6/17.9/5.9%, SGLang's 12.4/11.9/11.0 -> 10.8/12.5/10.4%;
+    mlperf_validate select Offline / Server / Interactive 11.6/12.5/34.4 -> 11.5/12.6/34.4%; membound validate's
+    'MLPerf (assumed lengths)' validation median 31.0 -> 37.6% (+6.6 points: mlperf-007 +24 -> +30%, mlperf-008 +38
+    -> +45%, Mixtral-8x7B on MI300X at an assumed 512/512, predicted by vLLM's block: its 32 layers pay 26.3 us a
+    sequence against the per-step 31.8 us, and the row was already fast): S FAILS the rule and is NOT adopted; the
+    budget stays vLLM 5 over 2 chips, SGLang 4 over 1. The machinery stays (SHARED names the engines that share a
+    figure; fit_all fits them jointly, joint_groups; the budget counts each against its sharers' chips), nothing
+    shared.
+  - MLPerf's vLLM rows (mlperf_validate, the harness launches; by family, signed medians B -> S): MI300X
+    llama2-70b Offline +10.4 -> -10.3% (10 rows), Server +3.8 -> -11.1%, Mixtral-8x7B Offline -12.8 -> -22.9%,
+    Server -6.7 -> -16.9%, H100 llama3.1-8b Offline -11.4 -> -8.5%, Server -7.2 -> -3.8%, B200 gpt-oss Offline -19.2
+    -> -16.9%, Server +29.9 -> +34.6%; the vllm engine line Offline 19.2 -> 22.7%, Server 22.2 -> 26.0%. The MI300X
+    launches run num_scheduler_steps (8-11): under B a multi-step call divides the whole per-sequence figure, under
+    S none of it (the kernels run every step), and both ends of the batch then disagree: at S's figure the 4-64
+    client rows fit and the multi-step MI300X rows are 10-23% slow, so part of vLLM's per-sequence cost is work a
+    multi-step call pays once (host input preparation and output processing, V0's multi-step runner), not all GPU
+    work per layer. Item 3's shape for vLLM needs both parts (a host part the scheduler's steps divide, a kernel
+    part per layer), the host part from a source (PR 46112's 1.1 us covers update_from_output alone).
+  - report (printed once, after the decision): mlperf_validate report Offline 16.5 -> 16.3%, Server 25.4 and
+    Interactive 29.5% unchanged; serve_validate REPORT disaggregated 21.5/87.5/19.6 -> 21.3/87.1/19.6%; membound
+    validate's report groups unchanged.
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), bounded least squares (membound.fitter.fit, the one fitter).
 
@@ -494,10 +527,18 @@ TOKENIZE_S = (2.2e-6, "the server tokenises the prompt text (InferenceMAX's rand
                       "tokenizer; andyluo7.github.io 2026-05-14 'CPU-GPU Co-Design for Agentic LLM Inference', "
                       "github.com/andyluo7/cpu-gpu-codesign-agentic-inference); a free fit on vLLM's H100 and H200 rows "
                       "took 3.8 us")
-# The figures fitted once on every engine's fit rows together, one value in each engine's served block
-# (fit_all; the budget counts each once, against the chips of all those rows: membound.fidelity.budget).
-# The forms compared on the select chips (validation figures) are in the module docstring, 'Shared'.
-SHARED: tuple[str, ...] = ()
+# The figures fitted once on the fit rows of the engines that share them together, {figure: those engines}, one
+# value in each of their served blocks (fit_all; the budget counts each once, against the chips of all those
+# rows: membound.fidelity.budget). The forms compared on the select chips (validation figures) are in the module
+# docstring, 'Shared' and 'The shared per-sequence protocol'.
+Shared = dict[str, tuple[str, ...]]
+SHARED: Shared = {}
+
+
+def shared_of(name: str, shared: Shared | None = None) -> tuple[str, ...]:
+    """The figures engine `name` shares with others (`shared`: {figure: engines}, default SHARED), in PARAMS order."""
+    shared = SHARED if shared is None else shared
+    return tuple(k for k in PARAMS if name in shared.get(k, ()))
 
 
 # The latency of one expert-parallel dispatch or combine kernel: a GPU kernel of the same kind in every engine
@@ -632,11 +673,11 @@ FREE_EVIDENCE: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def fitted_params(name: str, shared: tuple[str, ...] | None = None) -> tuple[str, ...]:
-    """The figures engine `name` fits on its own rows: PARAMS less those it sets (FIXED) and the shared
-    ones (default SHARED)."""
-    shared = SHARED if shared is None else shared
-    return tuple(k for k in PARAMS if k not in FIXED.get(name, {}) and k not in shared)
+def fitted_params(name: str, shared: Shared | None = None) -> tuple[str, ...]:
+    """The figures engine `name` fits on its own rows: PARAMS less those it sets (FIXED) and those it
+    shares (shared_of, default SHARED)."""
+    mine = shared_of(name, shared)
+    return tuple(k for k in PARAMS if k not in FIXED.get(name, {}) and k not in mine)
 
 
 def fits_alltoall(name: str) -> bool:
@@ -649,7 +690,7 @@ def set_values(name: str) -> dict[str, float]:
     return {k: v for k, (v, _) in FIXED.get(name, {}).items()}
 
 
-def with_params(name: str, x, extra: dict[str, float] | None = None, shared: tuple[str, ...] | None = None) -> Runtime:
+def with_params(name: str, x, extra: dict[str, float] | None = None, shared: Shared | None = None) -> Runtime:
     """Engine `name`'s runtime with its FIXED figures, `extra` ({figure: value}) and x (its fitted_params
     given the `shared` figures, default SHARED) in its served block."""
     base = load_runtime(name)
@@ -660,7 +701,7 @@ def with_params(name: str, x, extra: dict[str, float] | None = None, shared: tup
 
 def residuals(name: str, rows, x, extra: dict[str, float] | None = None,
               metrics: tuple[str, ...] = ("tpot_s", "ttft_s", "tput_per_gpu"),
-              shared: tuple[str, ...] | None = None) -> np.ndarray:
+              shared: Shared | None = None) -> np.ndarray:
     rt = with_params(name, x, extra, shared)
     predict(rows, {name: rt})
     out = []
@@ -695,7 +736,7 @@ def _medians(res: np.ndarray) -> np.ndarray:
     return np.median(np.abs(np.expm1(res.reshape(-1, 3))), axis=0)
 
 
-def _dp_tpot(name: str, rows, x, common: dict[str, float], shared: tuple[str, ...]):
+def _dp_tpot(name: str, rows, x, common: dict[str, float], shared: Shared):
     """The residuals of engine `name`'s DP-attention `rows`' TPOT as a function of {ALLTOALL: seconds},
     its other figures held (x: its fitted_params given `shared`; `common`: the shared ones' values)."""
     def res(p: dict) -> np.ndarray:
@@ -704,17 +745,18 @@ def _dp_tpot(name: str, rows, x, common: dict[str, float], shared: tuple[str, ..
 
 
 def fit_all(rows, without: str | None = None, engines: tuple[str, ...] = ENGINES,
-            shared: tuple[str, ...] | None = None) -> dict:
+            shared: Shared | None = None) -> dict:
     """One cold fit (from START) of every engine's served figures on its rows of the fitting chips
-    (`rows`: ServedRows; `without`: less that chip's, a leave-one-chip-out refit): the `shared` figures
-    (default SHARED) once, on all the engines' rows together, and each engine's own (fitted_params) on
-    its rows alone; with none shared, each engine is its own fit. Returns {engine: {'params', 'n',
-    'chips', 'n_dp', 'dp_chips', 'on_bounds', 'median', 'report', 'dates'}} for each engine with rows
-    ('median': its fitted rows' median |error| of TPOT, TTFT and throughput per GPU; 'report': the
-    fitter's FitReport of its fit) and, where figures are shared, 'shared': {'params', 'n', 'chips',
-    'engines', 'on_bounds'}. An engine that fits its all-to-all (fits_alltoall) fits it apart on its
-    DP-attention rows' TPOT, the rest held, and its fit is redone once with it. In a joint fit each
-    engine's residuals are computed only when its own or a shared figure moves."""
+    (`rows`: ServedRows; `without`: less that chip's, a leave-one-chip-out refit): each `shared` figure
+    ({figure: engines}, default SHARED) once, on the rows of the engines that share it together, and each
+    engine's own (fitted_params) on its rows alone; engines that share a figure are fitted jointly, the
+    others each alone. Returns {engine: {'params', 'n', 'chips', 'n_dp', 'dp_chips', 'on_bounds', 'median',
+    'report', 'dates'}} for each engine with rows ('median': its fitted rows' median |error| of TPOT, TTFT
+    and throughput per GPU; 'report': the fitter's FitReport of its fit) and, where figures are shared,
+    'shared': {'params', 'n', 'chips', 'engines', 'on_bounds'} (the rows and chips of every engine that
+    shares one). An engine that fits its all-to-all (fits_alltoall) fits it apart on its DP-attention
+    rows' TPOT, the rest held, and its fit is redone once with it. In a joint fit each engine's residuals
+    are computed only when its own or one of its shared figures moves."""
     shared = SHARED if shared is None else shared
     fit_rows = {e: [r for r in rows if r.runtime == e and r.fitted and r.device != without] for e in engines}
     fit_rows = {e: rs for e, rs in fit_rows.items() if rs}
@@ -728,7 +770,7 @@ def fit_all(rows, without: str | None = None, engines: tuple[str, ...] = ENGINES
         return [p[f"{e}:{k}"] for k in fitted_params(e, shared)]
 
     def engine_residuals(e: str, p: dict) -> np.ndarray:
-        more = {**{k: p[k] for k in shared}, **extra[e]}
+        more = {**{k: p[k] for k in shared_of(e, shared)}, **extra[e]}
         key = (e, tuple(own(e, p)), tuple(sorted(more.items())))
         if key not in cache:
             cache[key] = residuals(e, fit_rows[e], own(e, p), more, shared=shared)
@@ -737,8 +779,9 @@ def fit_all(rows, without: str | None = None, engines: tuple[str, ...] = ENGINES
     at: dict[str, float] = {}
     a2a: dict = {}
     reports: dict = {}
-    for group in ([tuple(fit_rows)] if shared else [(e,) for e in fit_rows]):
-        params = [Param(k, LOW[k], HIGH[k], START[k]) for k in shared]
+    for group in joint_groups(tuple(fit_rows), shared):
+        common_here = [k for k in PARAMS if set(shared.get(k, ())) & set(group)]
+        params = [Param(k, LOW[k], HIGH[k], START[k]) for k in common_here]
         params += [Param(f"{e}:{k}", LOW[k], HIGH[k], START[k]) for e in group for k in fitted_params(e, shared)]
         ids = [f"{r.runtime}/{r.model}/{r.hw}/{r.date}" for e in group for r in fit_rows[e]]
         at.update({q.name: q.start for q in params})
@@ -752,27 +795,40 @@ def fit_all(rows, without: str | None = None, engines: tuple[str, ...] = ENGINES
             at.update(report.params)
             for e in group:
                 if ep_rows[e]:
-                    a2a[e] = fitter.fit(_dp_tpot(e, ep_rows[e], own(e, at), {k: at[k] for k in shared}, shared),
-                                        [Param(ALLTOALL, *ALLTOALL_RANGE, 1e-5)], max_iterations=30)
+                    a2a[e] = fitter.fit(_dp_tpot(e, ep_rows[e], own(e, at), {k: at[k] for k in shared_of(e, shared)},
+                                                 shared), [Param(ALLTOALL, *ALLTOALL_RANGE, 1e-5)], max_iterations=30)
                     extra[e] = {ALLTOALL: float(f"{a2a[e].params[ALLTOALL]:.4g}")}
         reports.update({e: report for e in group})
-    common = {k: float(f"{at[k]:.4g}") for k in shared}
+    sharers = [e for e in fit_rows if shared_of(e, shared)]
+    common = {k: float(f"{at[k]:.4g}") for k in PARAMS if k in at}
     out: dict = {}
     for e, rs in fit_rows.items():
         hits = [b.split("=")[0] for b in reports[e].at_bounds]
         mine = [h.split(":", 1)[1] for h in hits if h.startswith(f"{e}:")]
         fitted = {k: float(f"{v:.4g}") for k, v in zip(fitted_params(e, shared), own(e, at))}
-        out[e] = {"params": {**set_values(e), **common, **fitted, **extra[e]},
+        out[e] = {"params": {**set_values(e), **{k: common[k] for k in shared_of(e, shared)}, **fitted, **extra[e]},
                   "n": len(rs), "chips": sorted({r.device for r in rs}), "n_dp": len(ep_rows[e]),
                   "dp_chips": sorted({r.device for r in ep_rows[e]}), "report": reports[e],
-                  "on_bounds": mine + [k for k in shared if k in hits] + ([ALLTOALL] if e in a2a and a2a[e].at_bounds else []),
+                  "on_bounds": mine + [k for k in shared_of(e, shared) if k in hits]
+                  + ([ALLTOALL] if e in a2a and a2a[e].at_bounds else []),
                   "median": _medians(engine_residuals(e, at)), "dates": sorted(r.date.lstrip("~<=") for r in rs)}
-    if shared:
-        hits = [b.split("=")[0] for b in next(iter(reports.values())).at_bounds]
-        out["shared"] = {"params": common, "n": sum(len(rs) for rs in fit_rows.values()), "engines": list(fit_rows),
-                         "chips": sorted({r.device for rs in fit_rows.values() for r in rs}),
-                         "on_bounds": [k for k in shared if k in hits]}
+    if sharers:
+        figures = [k for k in PARAMS if set(shared.get(k, ())) & set(sharers)]
+        shared_hits = {b.split("=")[0] for e in sharers for b in reports[e].at_bounds}
+        out["shared"] = {"params": {k: common[k] for k in figures}, "n": sum(len(fit_rows[e]) for e in sharers),
+                         "engines": sharers, "chips": sorted({r.device for e in sharers for r in fit_rows[e]}),
+                         "on_bounds": [k for k in figures if k in shared_hits]}
     return out
+
+
+def joint_groups(engines: tuple[str, ...], shared: Shared) -> list[tuple[str, ...]]:
+    """`engines` in the groups fit_all fits jointly: those linked by a shared figure ({figure: engines}) in
+    one group (in `engines` order, the group where its first engine stands), every other engine alone."""
+    groups: list[set[str]] = [{e} for e in engines]
+    for sharers in shared.values():
+        linked = [g for g in groups if g & set(sharers)]
+        groups = [g for g in groups if not g & set(sharers)] + [set().union(*linked)] if linked else groups
+    return sorted((tuple(e for e in engines if e in g) for g in groups), key=lambda g: engines.index(g[0]))
 
 
 def fit_engine(name: str, rows, without: str | None = None) -> dict:
@@ -797,7 +853,7 @@ def leave_one_chip_out(rows, fits: dict | None = None) -> dict:
                 continue
             values = fit["params"]
             x = [values[k] for k in fitted_params(name)]
-            more = {k: values[k] for k in SHARED if k in values}
+            more = {k: values[k] for k in shared_of(name)}
             held[name] = {"n": len(mine), "held_out": _medians(residuals(name, mine, x, {**more, ALLTOALL: values[ALLTOALL]}))}
         out[chip] = {**refit, "held_out": held}
     return out
@@ -869,8 +925,9 @@ def note(name: str, fit: dict, loo: dict, shared: dict | None = None) -> str:
            f"; {ALLTOALL} from the TPOT of its {fit['n_dp']} DP-attention rows on {', '.join(fit['dp_chips'])} "
            f"(aggregated and disaggregated decode workers)" if fit["n_dp"] else f"; {ALLTOALL} held at 0 (no "
            f"DP-attention rows there)")
+    mine = shared_of(name)
     common = (f"; fitted once on the {shared['n']} rows of {', '.join(shared['engines'])} on {', '.join(shared['chips'])} "
-              f"(serve_calibrate.SHARED): {', '.join(SHARED)}" if shared and SHARED else "")
+              f"(serve_calibrate.SHARED): {', '.join(mine)}" if shared and mine else "")
     text = (f"fitted by membound.serve_calibrate on {datetime.date.today()} from {fit['n']} canonical good "
             f"InferenceMAX rows on {', '.join(fit['chips'])} (dates {fit['dates'][0]} .. {fit['dates'][-1]}): "
             f"{', '.join(keys) or 'none of its own'}{common}{a2a}; set, not fitted (serve_calibrate.FIXED, with the "
@@ -879,7 +936,7 @@ def note(name: str, fit: dict, loo: dict, shared: dict | None = None) -> str:
     for chip, refit in loo.items():
         if name not in refit.get("held_out", {}):
             continue
-        ps = ", ".join(f"{k} {refit[name]['params'][k]:.4g}" for k in keys + SHARED)
+        ps = ", ".join(f"{k} {refit[name]['params'][k]:.4g}" for k in keys + mine)
         text += f"; cold refit without {chip}: {ps}, held-out {chip} {_pct(refit['held_out'][name]['held_out'])}"
     return text + "; every other chip held out (python -m membound.fidelity.serve_validate)"
 
