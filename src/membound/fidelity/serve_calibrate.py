@@ -467,6 +467,17 @@ shared per-sequence-per-layer form of 2026-12-06 and perseq18's L1 for TensorRT-
   - report (printed once, after the decision): mlperf_validate report Offline 16.5 -> 16.3%, Server 25.4 and
     Interactive 29.5% unchanged; serve_validate REPORT disaggregated 21.5/87.5/19.6 -> 21.3/87.1/19.6%; membound
     validate's report groups unchanged.
+  Form S2 (protocol fixed 2026-12-07 15:08 UTC, after S's figures above, which it knows: its select figures are
+  validation figures, and S2's choice is made on the same select medians): S's figures say vLLM's per-sequence cost
+  has two parts by its code, the scheduler's and input/output processing's host work per request, which a
+  multi-step call (V0's num_scheduler_steps, the MI300X MLPerf launches) pays once per call and which
+  mlperf_rows.Launch.served divides, and the attention kernels' work per sequence per layer, paid every step. S2:
+  vLLM keeps its own per_sequence_s (free, its host part: the only engine whose launches divide it) and shares
+  per_sequence_layer_s with SGLang (the FA3 kernels' part); SGLang's per_sequence_s set to 0 (its host loop runs
+  beside the GPU in event_loop_overlap, sgl-project/sglang@003e7b7 python/sglang/srt/managers/scheduler.py); one
+  cold joint fit on the same 327 rows. Budget after: vLLM 5 over 2 (unchanged), SGLang 3 over 1 (its per-sequence
+  figure now fitted on 2 chips' rows), (served, shared) 1 over 2. Roles, select medians and the rule as for S
+  (no select median +1.0 point against B, the shared figure interior); the MTP acceptance refitted as for S.
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), bounded least squares (membound.fitter.fit, the one fitter).
 
