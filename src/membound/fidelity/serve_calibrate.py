@@ -478,6 +478,15 @@ shared per-sequence-per-layer form of 2026-12-06 and perseq18's L1 for TensorRT-
   cold joint fit on the same 327 rows. Budget after: vLLM 5 over 2 (unchanged), SGLang 3 over 1 (its per-sequence
   figure now fitted on 2 chips' rows), (served, shared) 1 over 2. Roles, select medians and the rule as for S
   (no select median +1.0 point against B, the shared figure interior); the MTP acceptance refitted as for S.
+  Outcome (2026-12-07 15:25 UTC, main 737d4bb + S2; cold joint fit, 455 s under load): vLLM's per_sequence_s goes
+  to its lower bound (3.5e-20 s; 1.6e-13 and 1.1e-18 in the leave-one-chip-out refits): the InferenceMAX rows
+  (4-64 clients a replica, one step a call) cannot see a host part a multi-step call divides, and every other
+  figure comes out as S's to 4 digits (shared 0.8214 us, vLLM compute 0.4427, per layer 55.3 us, MoE rows 2.123,
+  per request 17.86 ms; SGLang as S). So S2's predictions are S's (its select figures above, not rerun), and it
+  FAILS twice: a fit on a bound (missing physics) and validate's MLPerf (assumed lengths) +6.6 points. NOT adopted.
+  What would price the host part: the MLPerf vLLM harness rows (thousands of sequences, multi-step launches), which
+  no round of the vllm-harness generation fits yet (generations.yaml: its fit families' harness rows are H100
+  llama3.1-8b alone, one chip); or a published per-request cost of V0's multi-step runner (not found).
 Objective: least squares on log(pred / meas) of TPOT, TTFT and throughput per GPU (median
 figures), bounded least squares (membound.fitter.fit, the one fitter).
 
