@@ -478,7 +478,7 @@ shared per-sequence-per-layer form of 2026-12-06 and perseq18's L1 for TensorRT-
   cold joint fit on the same 327 rows. Budget after: vLLM 5 over 2 (unchanged), SGLang 3 over 1 (its per-sequence
   figure now fitted on 2 chips' rows), (served, shared) 1 over 2. Roles, select medians and the rule as for S
   (no select median +1.0 point against B, the shared figure interior); the MTP acceptance refitted as for S.
-  Outcome (2026-12-07 15:25 UTC, main 737d4bb + S2; cold joint fit, 455 s under load): vLLM's per_sequence_s goes
+  Outcome (2026-12-07 15:19 UTC, main 737d4bb + S2; cold joint fit, 455 s under load): vLLM's per_sequence_s goes
   to its lower bound (3.5e-20 s; 1.6e-13 and 1.1e-18 in the leave-one-chip-out refits): the InferenceMAX rows
   (4-64 clients a replica, one step a call) cannot see a host part a multi-step call divides, and every other
   figure comes out as S's to 4 digits (shared 0.8214 us, vLLM compute 0.4427, per layer 55.3 us, MoE rows 2.123,
