@@ -1,0 +1,130 @@
+"""What NVIDIA's published kernel timings say a Llama-2-70B decoder layer costs at decode batches (issue 29, a diagnosis).
+
+    PYTHONPATH=src python scripts/kernel_tables.py AICONFIGURATOR
+
+AICONFIGURATOR: a checkout of github.com/ai-dynamo/aiconfigurator (read at 095f58a), or its bare git directory (the
+tables are read from HEAD with `git show`). The tables (CUDA-graph replay, weights copied past the L2; collector/
+trtllm/collect_gemm.py, collector/helper.py) are kernel timings, not LLM benchmark results. Printed per chip:
+- the four layer GEMMs of Llama-2-70B at tensor 1 (QKV 10240 x 8192, O 8192 x 8192, gate-up 57344 x 8192, down
+  8192 x 28672; N and K interpolated linearly between the table's grid points) summed at each M, less the dynamic
+  activation scale the fp8 rows include (its own table; the MLPerf engines' scales are static), and the rate the
+  weights are read at, beside membound's read at the profile's achievable bandwidth;
+- TensorRT-LLM's custom all-reduce latency at decode message sizes, beside membound's link term (2 hops x the
+  profile's latency on a switched node, plus 2(tp-1)/tp of the bytes over the link);
+- the generation attention kernel at Llama-2-70B's heads (64 query, 8 KV, head 128) and fp8 KV.
+No prediction is changed (data/reference/mlperf/README.md "The decode GEMMs' weight read and the all-reduce").
+"""
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from membound.catalog.hardware import load_hardware
+
+DATA = "aic-core/src/aiconfigurator_core/systems/data"
+SHAPES = ((10240, 8192), (8192, 8192), (57344, 8192), (8192, 28672))    # (N, K) of Llama-2-70B's layer GEMMs
+PARAMS = sum(n * k for n, k in SHAPES)                                   # 855.6 M weights a layer
+BYTES = {"fp8": 1.0, "fp8_static": 1.0, "nvfp4": 0.5 + 1 / 16}          # nvfp4: a 1-byte scale per 16 weights
+CHIPS = (("h100-sxm", "h100_sxm", "fp8"), ("h200", "h200_sxm", "fp8"), ("b200", "b200_sxm", "nvfp4"),
+         ("b200", "b200_sxm", "fp8_static"))
+
+
+def table(root: Path, rel: str) -> pd.DataFrame:
+    """One parquet table of the checkout (or of the bare repository's HEAD)."""
+    path = root / DATA / rel
+    if path.exists():
+        return pd.read_parquet(path)
+    blob = subprocess.run(["git", "--git-dir", str(root), "show", f"HEAD:{DATA}/{rel}"], check=True,
+                          capture_output=True).stdout
+    return pd.read_parquet(io.BytesIO(blob))
+
+
+def between(x: float, grid: list, at) -> float:
+    """`at` at x, linear between the grid points either side of it (clamped to the grid's ends)."""
+    x = min(max(x, grid[0]), grid[-1])
+    lo, hi = max(g for g in grid if g <= x), min(g for g in grid if g >= x)
+    return at(lo) if lo == hi else at(lo) + (at(hi) - at(lo)) * (x - lo) / (hi - lo)
+
+
+def gemm_us(d: pd.DataFrame, m: int, n: int, k: int) -> float:
+    """Microseconds of an M x N x K GEMM from the table `d` (one format), interpolated in N and K."""
+    s = d[d.m == m]
+
+    def at(nn, kk):
+        return 1e3 * float(s[(s.n == nn) & (s.k == kk)].latency.min())
+    return between(n, sorted(s.n.unique()), lambda nn: between(k, sorted(s.k.unique()), lambda kk: at(nn, kk)))
+
+
+def scale_us(c: pd.DataFrame, m: int, k: int) -> float:
+    """Microseconds of the dynamic activation scale of an M x K input (the fp8 rows include it), interpolated in
+    M and K."""
+    def at_m(mm):
+        s = c[c.m == mm]
+        return between(k, sorted(s.k.unique()), lambda kk: 1e3 * float(s[s.k == kk].latency.min()))
+    return between(m, sorted(c.m.unique()), at_m)
+
+
+def gemms(root: Path, chip: str, folder: str, fmt: str) -> None:
+    g = table(root, f"{folder}/gemm/trtllm/1.2.0rc5/gemm_perf.parquet")
+    d = g[(g.gemm_dtype == fmt) & (g.kernel_source != "deepgemm")]
+    scales = table(root, f"{folder}/quantize/trtllm/1.2.0rc5/computescale_perf.parquet") if fmt == "fp8" else None
+    hw = load_hardware(chip)
+    peak = sum(t.bandwidth_bytes_s for t in hw.memory)
+    achievable = peak * hw.achievable.bandwidth_fraction
+    weight_bytes = PARAMS * BYTES[fmt]
+    print(f"{chip} {fmt}: {weight_bytes / 1e6:.1f} MB a layer; membound reads it in {1e6 * weight_bytes / achievable:.1f} us "
+          f"(the profile's achievable {achievable / 1e12:.2f} TB/s)")
+    for m in [int(m) for m in sorted(d.m.unique()) if m <= 256]:
+        total = sum(gemm_us(d, m, n, k) for n, k in SHAPES)
+        static = total - (sum(scale_us(scales, m, k) for _, k in SHAPES) if scales is not None else 0.0)
+        rate = weight_bytes / (static * 1e-6)
+        print(f"  M {m:>4}: {total:6.1f} us, static scales {static:6.1f} us: read {rate / 1e12:.2f} TB/s = "
+              f"{rate / peak:.3f} of peak, {rate / achievable:.3f} of achievable")
+
+
+def allreduce(root: Path, chip: str, folder: str, version: str) -> None:
+    d = table(root, f"{folder}/comm/trtllm/{version}/custom_allreduce_perf.parquet")
+    link = load_hardware(chip).interconnect
+    hops = 2.0 if link.topology == "switch" else None
+    print(f"{chip} TensorRT-LLM custom all-reduce ({version}, bf16), us; membound's term beside it")
+    for tp in (2, 4, 8):
+        s = d[d.num_gpus == tp].sort_values("message_size")
+        cells = []
+        for elems, lat in zip(s.message_size, s.latency):
+            if elems > 1 << 20:
+                break
+            model = (hops or 2.0 * (tp - 1)) * link.latency_s + 2 * (tp - 1) / tp * 2 * elems / link.bandwidth_bytes_s
+            cells.append(f"{elems}: {1e3 * lat:.1f}/{1e6 * model:.1f}")
+        print(f"  tp {tp}: " + ", ".join(cells))
+
+
+def attention(root: Path, chip: str, folder: str) -> None:
+    d = table(root, f"{folder}/attention/trtllm/1.2.0rc5/generation_attention_perf.parquet")
+    s = d[(d.num_heads == 64) & (d.num_key_value_heads == 8) & (d.head_dim == 128) & (d.window_size == 0)
+          & (d.kv_cache_dtype == "fp8")]
+    p = s.pivot_table(index="batch_size", columns="step", values="latency", aggfunc="min") * 1e3
+    print(f"{chip} generation attention, 64 / 8 heads, fp8 KV, us a layer (rows: batch; columns: context)")
+    print(p[[c for c in p.columns if c <= 1023]].round(1).to_string())
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__)
+        return 2
+    root = Path(argv[0])
+    for chip, folder, fmt in CHIPS:
+        gemms(root, chip, folder, fmt)
+    for chip, folder, version in (("h100-sxm", "h100_sxm", "1.3.0rc10"), ("h200", "h200_sxm", "1.2.0rc5"),
+                                  ("b200", "b200_sxm", "1.3.0rc10")):
+        allreduce(root, chip, folder, version)
+    for chip, folder in (("h200", "h200_sxm"), ("b200", "b200_sxm")):
+        attention(root, chip, folder)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
