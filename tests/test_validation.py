@@ -246,15 +246,18 @@ def test_a_class_refitted_away_does_not_shadow_the_default():
 def test_assumed_fraction_rows_are_reported_apart(report):
     # issue 27 item 4: the H100's and the RTX 4090's profiles cite measurements for both fractions (HBM
     # vector add 3140 of 3350 GB/s; a 1 GiB copy at 921.85 of 1008 GB/s and torch.mm fp16), the RTX
-    # A6000's only for compute (its bandwidth is assumed), an Apple M1's for neither: a chip with either
-    # fraction assumed is an assumed-fraction chip
+    # A6000's too (FluidX3D's load-and-store LBM step, 8814 MLUPs/s x 77 B = 678.7 of 768 GB/s = 0.884, a
+    # lower bound; bf16 MAMF), the L40S's only for compute (FluidX3D's 0.681 lies below its assumed 0.8,
+    # which stays), an Apple M1's only for bandwidth: a chip with either fraction assumed is an
+    # assumed-fraction chip
     from membound.fidelity.validate import FRACTION_KINDS, fractions_known
-    assert [fractions_known(c) for c in ("h100-sxm", "rtx-4090", "rtx-a6000", "apple-m1")] == \
-        ["measured", "measured", "assumed", "assumed"]
+    assert [fractions_known(c) for c in ("h100-sxm", "rtx-4090", "rtx-a6000", "l40s", "apple-m1")] == \
+        ["measured", "measured", "measured", "assumed", "assumed"]
     # a row takes only the fractions its runtime leaves to the chip: TinyChat's entry sets none (the
-    # A6000's assumed bandwidth enters), llama.cpp-metal's sets both (fitted: the M1's assumed figures do
+    # L40S's assumed bandwidth enters), llama.cpp-metal's sets both (fitted: the M1's assumed figures do
     # not enter), and a served engine scales the profile's (vLLM on an MI300X: measured there)
-    assert fractions_known("rtx-a6000", "tinychat") == "assumed"
+    assert fractions_known("l40s", "tinychat") == "assumed"
+    assert fractions_known("rtx-a6000", "tinychat") == "measured"
     assert fractions_known("apple-m1", "llama.cpp-metal") == "fitted"
     assert fractions_known("apple-m1", "llama.cpp") == "fitted"          # the plain name: its Metal backend
     assert fractions_known("mi300x", "vllm") == "measured"
