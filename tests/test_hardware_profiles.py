@@ -369,14 +369,44 @@ def test_third_pass_readings_are_read_off_as_stated():
         assert share == pytest.approx(fraction, abs=5e-4), name
         assert mb.load_hardware(name).achievable.compute_fraction == fraction, name
     # set aside, with the reason in the profile: an fp32-only GEMM on a part whose fp16 is not slower (Apple M1,
-    # M2, M2 Ultra), and copy or read figures above the memory's peak (RTX 2070 SUPER 831 > 448 GB/s; Arc B580
-    # 586.30 > 456 GB/s): those fractions stay assumed
+    # M2, M2 Ultra): those fractions stay assumed; copy or read figures above the memory's peak (RTX 2070 SUPER
+    # 831 > 448 GB/s; Arc B580 586.30 > 456 GB/s) stay set aside, the bandwidth now FluidX3D's lower bound (below)
     for name, fraction in (("apple-m1", "compute_fraction"), ("apple-m2", "compute_fraction"),
-                           ("apple-m2-ultra", "compute_fraction"), ("rtx-2070-super", "bandwidth_fraction"),
-                           ("arc-b580", "bandwidth_fraction")):
+                           ("apple-m2-ultra", "compute_fraction")):
         hw = mb.load_hardware(name)
         assert "set aside" in hw.achievable.evidence, name
         assert fraction_evidence(hw.achievable.evidence, fraction) == "assumed", (name, fraction)
+    for name in ("rtx-2070-super", "arc-b580"):
+        hw = mb.load_hardware(name)
+        assert "set aside" in hw.achievable.evidence and "FluidX3D" in hw.achievable.evidence, name
+        assert fraction_evidence(hw.achievable.evidence, "bandwidth_fraction") == "measured", name
+
+
+def test_fluidx3d_is_a_lower_bound_that_sets_the_fraction_only_where_it_is_the_highest_share():
+    # ProjectPhysX/FluidX3D @8986874, README single-GPU table: a D3Q19 LBM step moves 153 B a cell in FP32/FP32 and
+    # 77 B in FP32/FP16S or FP16C, every byte a load or store. Best column x bytes over the profile's peak:
+    # RTX A6000 8814 x 77 = 678.678 of 768 GB/s = 0.8837 -> 0.884 (was 0.8 assumed);
+    # RTX PRO 6000 Blackwell 20841 x 77 = 1604.757 of 1792 = 0.8955 -> 0.896 (was 0.8 assumed);
+    # Apple M1 384 x 153 = 58.752 of 68.25 = 0.8608 -> 0.861, above chsasank's torch copy 56 / 68.25 = 0.821;
+    # RTX 2070 SUPER 4893 x 77 = 376.761 of 448 = 0.8410 -> 0.841; Arc B580 5153 x 77 = 396.781 of 456 = 0.8701 -> 0.87
+    from membound.fidelity.budget import fraction_evidence
+    for name, gbs, peak, fraction in (("rtx-a6000", 8814 * 77 / 1e3, 768, 0.884),
+                                      ("rtx-pro-6000-blackwell", 20841 * 77 / 1e3, 1792, 0.896),
+                                      ("apple-m1", 384 * 153 / 1e3, 68.25, 0.861),
+                                      ("rtx-2070-super", 4893 * 77 / 1e3, 448, 0.841),
+                                      ("arc-b580", 5153 * 77 / 1e3, 456, 0.87)):
+        assert round(gbs / peak, 3) == fraction, name
+        hw = mb.load_hardware(name)
+        assert hw.achievable.bandwidth_fraction == fraction, name
+        assert fraction_evidence(hw.achievable.evidence, "bandwidth_fraction") == "measured", name
+    assert 56 / 68.25 < 0.861
+    # below an assumed figure a lower bound does not set the fraction: L40S 7637 x 77 = 588.049 of 864 = 0.681 < 0.8;
+    # RX 7800 XT 1704 x 153 = 260.712 of 624 = 0.418 < 0.8: both stay 0.8, assumed, the bound listed
+    for name, gbs, peak in (("l40s", 7637 * 77 / 1e3, 864), ("rx-7800-xt", 1704 * 153 / 1e3, 624)):
+        hw = mb.load_hardware(name)
+        assert gbs / peak < hw.achievable.bandwidth_fraction == 0.8, name
+        assert "FluidX3D" in hw.achievable.evidence, name
+        assert fraction_evidence(hw.achievable.evidence, "bandwidth_fraction") == "assumed", name
 
 
 
