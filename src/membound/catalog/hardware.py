@@ -235,6 +235,9 @@ class Fabric(_Strict):
     # a core's fixed cost for one column operation of its GEMV (one vector multiply-add over its outputs
     # for one input) beyond its weights at the SRAM rate, in cycles
     column_op_cycles: Annotated[float, Field(ge=0, le=1e4, allow_inf_nan=False)] = 0.0
+    # the bytes of the partial sum a core keeps for each output of its GEMV (2: a 16-bit multiply-add's
+    # own width; 4: 16-bit products accumulated in 32 bits), read and written once a weight
+    partial_sum_bytes: Annotated[float, Field(ge=1, le=8, allow_inf_nan=False)] = 2.0
     source: str
 
     def clock_hz(self) -> float:

@@ -69,8 +69,10 @@ head on the last wafer and the untied input-embedding table on the first (`wafer
 The cores' own work is their share of the layer's weights: each weight read and its partial sum
 read and written back, memory to memory, at the core's share of the SRAM bandwidth (21 PB/s
 counts reads and writes alike; two read words and one write word a cycle, so the slower port's
-share sets it: `local_bytes_per_weight`), or multiplied at their share of the compute peak,
-whichever is slower.
+share sets it: `local_bytes_per_weight`; the partial sum at the fabric's `partial_sum_bytes`: the
+WSE-3's 4, 16-bit products added in 32 bits, as Cerebras documents its stack's arithmetic, "16-bit input
+to arithmetic operations, and FP32 accumulations", docs.cerebras.net general/cs-1-data-formats, and as the
+SDK's `@fmachs` does), or multiplied at their share of the compute peak, whichever is slower.
 
 """
 from __future__ import annotations
@@ -146,7 +148,8 @@ def broadcast_cycles(n: Num, wavelets: Num, ramp: Num, call: Num = 0.0) -> Num:
 
 
 PARTIAL_SUM_BYTES = 2.0   # the narrowest partial sum a core keeps: fp16 (CSL's @fmach, 16-bit multiply-add; WaferLLM's
-                          # decode GEMV accumulates so: @fmach over f16 tiles, MeshInfra/WaferLLM Decode/WSE-3/src/decode.csl)
+                          # decode GEMV accumulates so: @fmach over f16 tiles, MeshInfra/WaferLLM Decode/WSE-3/src/decode.csl);
+                          # a fabric's `partial_sum_bytes` (the default of `local_bytes_per_weight`'s)
 
 
 READ_WORDS, WRITE_WORDS = 2.0, 1.0   # a core's datapath a cycle: two 64-bit reads and one 64-bit write of its SRAM
@@ -154,22 +157,25 @@ READ_WORDS, WRITE_WORDS = 2.0, 1.0   # a core's datapath a cycle: two 64-bit rea
                                      # Hot Chips 34 talk; WSE-2; docs/fast-chips.md)
 
 
-def local_bytes_per_weight(w_bytes: Num) -> Num:
+def local_bytes_per_weight(w_bytes: Num, partial_bytes: Num = PARTIAL_SUM_BYTES) -> Num:
     """SRAM bytes of a core's aggregate bandwidth one weight of its local GEMV takes: y[i] += A[i, j] x[j]
     memory to memory (a core's multiply-add takes memory operands: Cerebras' own matvec benchmark runs
     @fmacs(y_dest_dsr, y_src0_dsr, A_src1_dsr, x[j]) over y for each column j, csl-examples
     benchmarks/single-tile-matvec/src/pe_matvec.csl, and counts the "actual read/writes" as "read
     full x; read each col of V stack; read, write full y nb times = 3 nb^2 + nb", its run.py). Each
-    weight reads the weight and its partial sum, w + 2 bytes, and writes the partial sum back, 2 bytes;
-    the partial sum is taken at 16 bits, the narrowest a core's floating-point multiply-add keeps.
-    Reads and writes go through separate ports, two read words and one write word a cycle, so of the
-    aggregate (21 PB/s counts reads and writes together) reads get 2/3 and writes 1/3, and the slower
-    port sets the time: max(3/2 (w + 2), 3 x 2) bytes of the aggregate. A 16-bit weight: max(6, 6) = 6,
-    the AXPY's 2:1 traffic matching the ports; below 16 bits the partial sum's write binds (6 for an
-    8-bit weight, not its 5 bytes moved); a 32-bit weight is read-bound, 9."""
+    weight reads the weight and its partial sum, w + p bytes, and writes the partial sum back, p bytes;
+    p (`partial_bytes`, the fabric's `partial_sum_bytes`) is 2 where a core accumulates at 16 bits, the
+    narrowest its floating-point multiply-add keeps (`@fmach`), and 4 where 16-bit products are added in
+    32 bits (`@fmachs`). Reads and writes go through separate ports, two read words and one write word a
+    cycle, so of the aggregate (21 PB/s counts reads and writes together) reads get 2/3 and writes 1/3,
+    and the slower port sets the time: max(3/2 (w + p), 3 p) bytes of the aggregate. At p = 2 a 16-bit
+    weight takes max(6, 6) = 6, the AXPY's 2:1 traffic matching the ports; below 16 bits the partial
+    sum's write binds (6 for an 8-bit weight, not its 5 bytes moved); a 32-bit weight is read-bound, 9.
+    At p = 4 the write binds up to 32-bit weights: max(9, 12) = 12 for a 16-bit weight, 12 for an 8-bit
+    one, max(12, 12) = 12 for a 32-bit one."""
     total = READ_WORDS + WRITE_WORDS
-    reads = (w_bytes + PARTIAL_SUM_BYTES) * (total / READ_WORDS)
-    writes = PARTIAL_SUM_BYTES * (total / WRITE_WORDS)
+    reads = (w_bytes + partial_bytes) * (total / READ_WORDS)
+    writes = partial_bytes * (total / WRITE_WORDS)
     return maximum(reads, writes)
 
 
@@ -254,7 +260,8 @@ def wafer_pass_s(c: ModelConsts, hw: Hardware, tp: Num, w_bytes: Num, layers_per
     per_core = sram.capacity_bytes / fab.cores
     sram_bytes_per_cycle = sram.bandwidth_bytes_s / fab.cores / clock
     macs_per_cycle = max(hw.compute_flops.values()) / 2.0 / fab.cores / clock
-    local = maximum(local_bytes_per_weight(w_bytes) / sram_bytes_per_cycle, 1.0 / macs_per_cycle)
+    local = maximum(local_bytes_per_weight(w_bytes, fab.partial_sum_bytes) / sram_bytes_per_cycle,
+                    1.0 / macs_per_cycle)
     ramp, call, column = float(fab.ramp_cycles), float(fab.call_cycles), float(fab.column_op_cycles)
     cores = fab.cores * tp
     layer_bytes = (c.total_params - c.lookup_params - c.vocab * c.hidden) / c.n_layers * w_bytes / tp
