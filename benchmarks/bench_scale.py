@@ -3,17 +3,21 @@ of 1e7 configurations, a many-group grid, and a sweep of 1e8 on a Dask LocalClus
 
 Run:  python benchmarks/bench_scale.py [--runs 5] [--only estimate,serve,serve_open,simulate,stream,frame,groups,served,dask]
       [--against REV[,REV...]]
-Each sweep figure is the median of --runs runs, each in a fresh process (so its peak RSS is its
-own). The load average is printed with each figure: other work on the machine slows all of them,
-so each figure stands beside its baseline from the same process (`_timing`): a sweep's rate over
+Each figure is the median of --runs runs, each in a fresh process (so its peak RSS is its own), the
+revisions' processes alternated (A B A B ...), with its range over the runs; a speed-up over a
+revision is the median of each round's ratio, with their range (`_median_runs`, `_ratio`). The load
+average is printed with each figure: other work on the machine slows all of them, so each figure
+stands beside its baseline from the same process (`_timing`): a sweep's rate over
 the bare 128-op numpy pass on as many points (issue 33: streamed >= 0.3x, many-group >= 0.15x),
 in wall and in CPU seconds; a call's time over a pure-Python loop of as many function calls.
 --against REV also runs every case on the code of git revision REV (a temporary `git worktree`),
 in the same run: the ratio of the two is the change's speed-up. Several revisions, comma-separated,
 each run interleaved with this checkout; each of this checkout's figures is given over each.
 
-estimate() is timed on the README example (a count given), with a new batch every call (issue 33: at
-most 1.5x a repeated call), and with every argument at its default ('llama-3.1-8b' on 'h100-sxm': the
+estimate() is timed on the README example (a count given), with a new batch every call, with a new
+configuration every call (issue 33: at most 1.5x a repeated call; `new_configuration_us`: formats,
+runtimes and prices of one model, device and layout, which share a plan, and models x devices, which
+do not), and with every argument at its default ('llama-3.1-8b' on 'h100-sxm': the
 fewest-chips search, whose evaluation of the count it finds is the answer; at 20fca62 the default
 was one chip, the same configuration); the README example also in CPU time per call (steadier on a
 loaded machine), with the share of it in core.evaluate, the physics itself.

@@ -21,6 +21,7 @@ def plans(monkeypatch):
     def on(planned: bool | str) -> None:
         monkeypatch.setattr(est, "_PLAN_AFTER", 1 if planned is True else 10**9)
         monkeypatch.setattr(est, "_SHARE_AFTER", 1 if planned == "shared" else 10**9)
+        monkeypatch.setattr(est, "_SHAPE_AFTER", 1)
         est._PLANS.clear()
         est._SHARED.clear()
     yield on

@@ -81,7 +81,12 @@ def test_numbers_may_differ_and_shape_and_unnamed_fields_may_not():
 def test_numbers_are_the_floats_structure_leaves_out_and_with_numbers_puts_others_back():
     # toy(): n shape, x y numbers, pair (0.5, "a") numbers item by item, tag own, extra shape
     got: list = []
-    assert numbers(toy(), got) == structure(toy()) and got == [1.5, 3.0, 0.5]
+    key = numbers(toy(), got)
+    assert got == [1.5, 3.0, 0.5]
+    for other in (toy(x=9.0, y=-1.0, pair=(7.0, "a")), toy(tag="second"), toy(n=3.0), toy(n=-0.0), toy(extra=1.0),
+                  toy(pair=(0.5, "b")), toy(x=1), toy(n=2), toy(n=0.0)):    # equal exactly where structure is
+        assert (numbers(other, []) == key) == (structure(other) == structure(toy()))
+    assert numbers(toy(n=-0.0), []) != numbers(toy(n=0.0), []) and numbers(toy(n=2), []) != key
     other = with_numbers(toy(), iter([9.0, -1.0, 7.0]))
     assert other == toy(x=9.0, y=-1.0, pair=(7.0, "a")) and other.tag == "first"
     marks = with_numbers(toy(), iter(["x", "y", "p"]))       # any objects, no __init__ check run

@@ -115,9 +115,12 @@ def structure(v: Any) -> Hashable:
 
 
 def numbers(v: Any, out: list[float]) -> Hashable:
-    """`structure(v)`, appending to `out` each float it stands for by the type `float` (a number that
-    may differ among configurations of this structure), in the order of the walk: the numbers of v
-    that `with_numbers` puts back, in that order."""
+    """A key of `structure(v)` (two values' keys are equal exactly where their structures are),
+    appending to `out` each float that structure stands for by the type `float` (a number that may
+    differ among configurations of this structure), in the order of the walk: the numbers of v that
+    `with_numbers` puts back, in that order. Faster than `structure` on the fields of a stackable
+    class: a float is appended without a call, and a nonzero float of its shape is keyed as a
+    1-tuple of itself rather than its repr (0.0 and -0.0 by repr, as there)."""
     t = type(v)
     if t is float:
         out.append(v)
@@ -127,10 +130,23 @@ def numbers(v: Any, out: list[float]) -> Hashable:
     if t is tuple:
         return tuple([numbers(x, out) for x in v])
     roles = _ROLES.get(t)
-    if roles is not None:
-        return t, tuple([numbers(getattr(v, n), out) if k == _NUMBERS else _value(getattr(v, n))
-                         for n, k in _kinds(v, roles) if k != _OWN])
-    return id(v)
+    if roles is None:
+        return id(v)
+    key: list[Hashable] = []
+    for n, k in _kinds(v, roles):
+        if k == _NUMBERS:
+            x = getattr(v, n)
+            if x.__class__ is float:        # the common cases, without the call
+                out.append(x)
+                key.append(float)
+            elif x is None:
+                key.append("None")
+            else:
+                key.append(numbers(x, out))
+        elif k == _SHAPE:
+            x = getattr(v, n)
+            key.append((x,) if x.__class__ is float and x else _value(x))
+    return t, tuple(key)
 
 
 def with_numbers(v: Any, values: Iterator[Any]) -> Any:

@@ -197,12 +197,13 @@ its cold time, and one evaluated more pays less and less."""
 _PLANS: dict[int, list[Any]] = {}
 """`_planned`'s state by the identity of a Prepared: [the Prepared (held, so that its id is not
 reused while the entry lives), its evaluations so far, its plan (None: not yet; False: untraceable),
-its structure and numbers (`_shape`)]."""
+its structure's entry in `_SHARED` and its parameters (`_shape`; None: it shares no plan; _UNSEEN: not
+yet looked up)]."""
 
 _SHARED: dict[Hashable, list[Any]] = {}
 """Plans shared by the configurations of one structure (`_shape`): [the Prepared first traced (held:
 the key names objects by identity), the structure's evaluations so far, its maker
-(`plan.trace_shared`; None: not yet; False: untraceable)]."""
+(`plan.trace_shared`; None: not yet; False: untraceable), its numbers' count]."""
 
 
 def _planned(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDecoding | None
@@ -219,7 +220,7 @@ def _planned(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDecodi
     if entry is None or entry[0] is not p:
         if len(_PLANS) >= _SEEN_MAX:
             _PLANS.clear()
-        entry = _PLANS[id(p)] = [p, 0, None, _shape(p, speculative)]
+        entry = _PLANS[id(p)] = [p, 0, None, _UNSEEN]
     if entry[1] < _PLAN_AFTER:      # not yet traced alone
         entry[1] += 1
         plan = _plan(entry, p, speculative)
@@ -241,19 +242,18 @@ def _plan(entry: list[Any], p: Prepared, speculative: SpeculativeDecoding | None
         own = trace(lambda *workload: _traced(p, speculative, *workload), _NAMES, real=_REAL, spans=_COUNTS)
         entry[2] = own or entry[2] or False
         return entry[2]
+    if entry[3] is _UNSEEN:
+        if entry[1] < _SHAPE_AFTER:
+            return None
+        entry[3] = _shape(p, speculative)       # its structure looked up once
     if entry[2] is not None or entry[3] is None:
         return entry[2]
-    key, values = entry[3]
-    shared = _SHARED.get(key)
-    if shared is None:
-        if len(_SHARED) >= _SEEN_MAX:
-            _SHARED.clear()
-        shared = _SHARED[key] = [p, 0, None]
+    shared, values = entry[3]
     if shared[2] is None:
         shared[1] += 1
         if shared[1] < _SHARE_AFTER:
             return None
-        shared[2] = _trace_shared(p, speculative, key[-1]) or False
+        shared[2] = _trace_shared(p, speculative, shared[3]) or False
     if shared[2] is False:
         entry[3] = None         # its structure cannot be traced: cold until its own plan
         return None
@@ -265,6 +265,11 @@ def _plan(entry: list[Any], p: Prepared, speculative: SpeculativeDecoding | None
 
 
 _SHARE_AFTER = _PLAN_AFTER
+_SHAPE_AFTER = 2
+"""A configuration's evaluations before its structure is looked up (`_shape`, 20-50 us: a walk of its
+efficiencies', knobs' and chip's ~100 fields): not for one evaluated once (a validation row, a
+count of a fewest-chips search), which its structure's plan would not pay back."""
+_UNSEEN = object()     # an entry whose structure is not yet looked up
 """A structure's evaluations on the cold path (of any of its configurations) before its shared plan is
 traced (`_plan`): as for one configuration (`_PLAN_AFTER`), a shared plan's tracing is worth it
 only for a structure evaluated more than a few times."""
@@ -273,19 +278,36 @@ _NAMES = ("B", "S", "T", "b", "s", "t")
 _REAL = (True, True, True, False, False, False)
 
 
-def _shape(p: Prepared, speculative: SpeculativeDecoding | None) -> tuple[Hashable, list[Any]] | None:
-    """(the structure, the parameters) of configuration `p` where a plan may be shared: one without
-    speculative decoding or a pinned placement, whose evaluation reads its model's and device's
-    constants (the same objects), its layout, chips and labels' names, whether it is priced, and
-    the numbers of its efficiencies, knobs and chip (`base.stacking.numbers`: each may differ among
-    configurations of one structure, and none is branched on), then its labels and its device's
-    unsourced figures (returned, never computed with); else None."""
+def _shape(p: Prepared, speculative: SpeculativeDecoding | None) -> tuple[list[Any], list[Any]] | None:
+    """(its structure's entry in `_SHARED`, made where new; its parameters) of configuration `p` where a
+    plan may be shared: one without speculative decoding or a pinned placement, whose evaluation
+    reads its model's and device's constants (the same objects), its layout, chips and labels'
+    names, whether it is priced, and the numbers of its efficiencies, knobs and chip
+    (`base.stacking.numbers`: each may differ among configurations of one structure, and none is
+    branched on), then its labels and its device's unsourced figures (returned, never computed
+    with); else None. An Efficiency's structure and numbers are walked once per object (`_EFFS`:
+    one runtime on one device is one object for every format but weight-only ones that upcast)."""
     if speculative is not None or p.spec_args is not None or p.pinned is not None:
         return None
-    values: list[Any] = []
-    key = (id(p.consts), id(p.hardware), p.n_chips, p.price is None, tuple(p.labels),
-           stacking.numbers((p.eff, p.knobs, p.chip_base), values), len(values))
-    return key, [*values, *p.labels.values(), p.assumptions]
+    eff = _EFFS.get(id(p.eff))
+    if eff is None or eff[0] is not p.eff:
+        if len(_EFFS) >= _SEEN_MAX:
+            _EFFS.clear()
+        numbers: list[float] = []
+        eff = _EFFS[id(p.eff)] = (p.eff, stacking.numbers(p.eff, numbers), numbers)
+    values = [*eff[2]]
+    key = (id(p.consts), id(p.hardware), p.n_chips, p.price is None, tuple(p.labels), eff[1],
+           stacking.numbers((p.knobs, p.chip_base), values))
+    shared = _SHARED.get(key)
+    if shared is None:
+        if len(_SHARED) >= _SEEN_MAX:
+            _SHARED.clear()
+        shared = _SHARED[key] = [p, 0, None, len(values)]
+    return shared, [*values, *p.labels.values(), p.assumptions]
+
+
+_EFFS: dict[int, tuple[Efficiency, Hashable, list[float]]] = {}
+"""`_shape`'s walks of Efficiency objects by identity: (the object, held; its structure key; its numbers)."""
 
 
 def _trace_shared(p: Prepared, speculative: SpeculativeDecoding | None, n: int) -> Any:
