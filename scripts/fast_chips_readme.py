@@ -38,13 +38,13 @@ def vendor_table(rows) -> str:
     scenario, then the fitted ones; each with the physics' figure and the runtime's share."""
     order = {"independent": 0, "same as a fitted row": 1, "fitted": 2}
     lines = ["| row | model | runtime | chips | published | predicted | error | physics alone | runtime share | "
-             "kind | counts within 25% | why, where it misses by >25% and beats the physics |",
+             "kind | counts within 25% | why, where it misses by >25% and beats the physics; other readings |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (order[r.kind], r.id)):
         rng = "stated" if r.chips_stated else ("none" if r.chips is None else f"{r.chips[0]}-{r.chips[1]}")
         lines.append(f"| {r.id} | {r.model} | {r.runtime} | {r.n_chips}{'' if r.chips_stated else '?'} | "
                      f"{r.measured:,.0f} | {r.predicted:,.0f} | {100 * r.error:+.0f}% | {r.physics:,.0f} | "
-                     f"{100 * r.runtime_share:.0f}% | {r.kind}{' (lower bound)' if r.lower_bound else ''} | {rng} | {r.why} |")
+                     f"{100 * r.runtime_share:.0f}% | {r.kind}{' (lower bound)' if r.lower_bound else ''} | {rng} | {r.said} |")
     return "\n".join(lines)
 
 

@@ -46,10 +46,11 @@ def test_context_zero_vs_a_million():
 
 def test_chips_one_vs_ten_thousand():
     assert finite(mb.estimate("llama-3.1-70b", "groq-lpu", n_chips=1, weight_dtype="fp8", check_memory=False))
-    # 10,000 chips: 10,000 // 80 layers = 125 per stage, the largest divisor of 64 heads <= 125
-    # is 64: tp=64 x pp=80 = 5,120 chips work, the other 4,880 cannot form a whole stage and idle
+    # 10,000 chips: 10,000 // 84 units (80 layers, the LM head's and embedding's 2 parts each) = 119
+    # per stage, the largest divisor of 64 heads <= 119 is 64: tp=64 x pp=84 = 5,376 chips work, the
+    # other 4,624 cannot form a whole stage and idle
     r = mb.estimate("llama-3.1-70b", "groq-lpu", n_chips=10_000, weight_dtype="fp8")
-    assert finite(r) and r.parallel == "tp=64 pp=80 ep=1" and r.n_chips == 10_000
+    assert finite(r) and r.parallel == "tp=64 pp=84 ep=1" and r.n_chips == 10_000
     # 5,120 = 64 tp x 80 pp does
     r = mb.estimate("llama-3.1-70b", "groq-lpu", n_chips=5120, weight_dtype="fp8")
     assert finite(r) and r.memory.fits

@@ -1,5 +1,6 @@
 """The one layout rule: every chip count gets a layout, memory per chip never rises with one more
 chip, and min_chips is the true minimum (checked against a brute-force scan)."""
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,7 +57,10 @@ def test_user_chip_counts_that_used_to_fail():
     # tensor parallelism is never put across wafer I/O: 4 wafers pipeline 20 layers each
     r = mb.estimate("llama-3.1-70b", "cerebras-wse-3", n_chips=4)
     assert r.parallel == "tp=1 pp=4 ep=1" and r.bound != "communication"
-    # 330 LPUs: stages first (a pipeline of whole layers), 330 // 80 = 4 chips a layer: tp 4 x 80
-    # stages (10 chips idle), each chip a quarter of a layer in fp8: 70.6e9 / 80 / 4 = 0.22e9 B < 0.23e9
-    r = mb.estimate("llama-3.1-70b", "groq-lpu", n_chips=330, weight_dtype="fp8")
-    assert r.parallel == "tp=4 pp=80 ep=1" and r.memory.fits
+    # 336 LPUs: stages first (a pipeline of whole units: 80 layers, the LM head's and embedding's 2
+    # parts each), 336 // 84 = 4 chips a unit: tp 4 x 84 stages, each chip a quarter of a layer in
+    # fp8: 855.7e6 / 4 = 0.214e9 B < 0.23e9 (330 // 84 = 3 gives tp 2: half a layer, 0.43e9, no fit)
+    r = mb.estimate("llama-3.1-70b", "groq-lpu", n_chips=336, weight_dtype="fp8")
+    assert r.parallel == "tp=4 pp=84 ep=1" and r.memory.fits
+    with pytest.raises(mb.DoesNotFitError):
+        mb.estimate("llama-3.1-70b", "groq-lpu", n_chips=330, weight_dtype="fp8")

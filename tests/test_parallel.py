@@ -49,21 +49,23 @@ def test_the_layout_rule_by_hand():
     assert rule(m, "cerebras-wse-3", 4) == mb.Parallel(pp=4)
     # 81 wafers: at most one stage per layer, one wafer idle
     assert rule(m, "cerebras-wse-3", 81) == mb.Parallel(pp=80)
-    # Groq (layout "pipeline", ISCA 2022: inference as a pipeline of whole layers): stages first.
-    # 40 chips: 40 stages (the largest of ceil(80/40) = 2 layers), no tp
+    # Groq (layout "pipeline", ISCA 2022: inference as a pipeline of whole layers): stages first,
+    # over 84 units: 80 layers, the LM head in 2 parts and the untied embedding in 2 (each part at
+    # most a layer: 128,256 x 8,192 = 1,050,673,152 params over a 855.7M-param layer, 1.23 -> 2).
+    # 40 chips: 40 stages (the largest of ceil(84/40) = 3 units), no tp
     assert rule(m, "groq-lpu", 40) == mb.Parallel(pp=40)
     assert mb.Parallel(pp=40).stage_layers(80) == 2
-    # 100 chips: 100 // 80 = 1 chip a layer: 80 stages, 20 chips idle
-    assert rule(m, "groq-lpu", 100) == mb.Parallel(pp=80)
-    # 320 chips: 320 // 80 = 4 chips a layer, 4 divides 64 heads: tp 4 x 80 stages
-    assert rule(m, "groq-lpu", 320) == mb.Parallel(tp=4, pp=80)
-    # 568 chips (the count a Groq engineer gave for Llama-2 70B): 568 // 80 = 7 -> the largest
-    # divisor of 64 <= 7 is 4: the same tp 4 x 80 stages, 248 chips idle
-    assert rule(m, "groq-lpu", 568) == mb.Parallel(tp=4, pp=80)
-    # 330: 330 // 80 = 4: tp 4 x 80; 1,000 // 80 = 12 -> 8; 2,000 // 80 = 25 -> 16 (a layer across nodes)
-    assert rule(m, "groq-lpu", 330) == mb.Parallel(tp=4, pp=80)
-    assert rule(m, "groq-lpu", 1000) == mb.Parallel(tp=8, pp=80)
-    assert rule(m, "groq-lpu", 2000) == mb.Parallel(tp=16, pp=80)
+    # 100 chips: 100 // 84 = 1 chip a unit: 84 stages, 16 chips idle
+    assert rule(m, "groq-lpu", 100) == mb.Parallel(pp=84)
+    # 320 chips: 320 // 84 = 3, the largest divisor of 64 heads <= 3 is 2: tp 2 x 84 stages
+    assert rule(m, "groq-lpu", 320) == mb.Parallel(tp=2, pp=84)
+    # 336 = 4 x 84: tp 4; 568 chips (the count a Groq engineer gave for Llama-2 70B): 568 // 84 = 6
+    # -> 4: the same tp 4 x 84 stages, 232 chips idle
+    assert rule(m, "groq-lpu", 336) == mb.Parallel(tp=4, pp=84)
+    assert rule(m, "groq-lpu", 568) == mb.Parallel(tp=4, pp=84)
+    # 1,000 // 84 = 11 -> 8; 2,000 // 84 = 23 -> 16 (a layer across nodes)
+    assert rule(m, "groq-lpu", 1000) == mb.Parallel(tp=8, pp=84)
+    assert rule(m, "groq-lpu", 2000) == mb.Parallel(tp=16, pp=84)
     assert mb.Parallel(tp=8, pp=41).stage_layers(80) == 2     # 41 stages: 39 of 2 layers, 2 of 1
 
 
@@ -71,18 +73,52 @@ def test_a_groq_layer_sits_on_the_fewest_chips_that_hold_it_by_hand():
     """Llama-2-70B in int8: a layer's weights are q and o (8192^2 each = 67,108,864), k and v (8192 x
     8 KV heads x 128 = 8,388,608 each), gate, up and down (3 x 8192 x 28672 = 704,643,072) and two
     norms (16,384): 855,654,400 bytes at one a weight, more than 3 chips of 220 MiB (692 MB), less
-    than 4 (923 MB). Stages first (layout "pipeline"): 80 chips hold a layer each, 160 two chips a
-    layer (tp 2), 320 four (tp 4); 240 chips still lay out as tp 2 (3 does not divide 64 heads), so
-    the fewest chips are 320."""
+    than 4 (923 MB). Its LM head and untied embedding, 32,000 x 8,192 = 262,144,000 params each, are
+    one pipeline unit each (less than a layer: `head_parts`), so the pipeline has 82 units. Stages
+    first (layout "pipeline"): 82 chips hold a unit each, 164 two chips a unit (tp 2), 328 four (tp
+    4); 246 chips still lay out as tp 2 (3 does not divide 64 heads), so the fewest chips are 328."""
     m = mb.load_model("llama-2-70b")
     h, f, kv = 8192, 28672, 8 * 128
     layer = h * h + 2 * h * kv + h * h + 3 * h * f + 2 * h     # q, k and v, o, gate/up/down, two norms
     assert layer == 67_108_864 * 2 + 8_388_608 * 2 + 704_643_072 + 16_384 == 855_654_400
     assert 3 * 220 * 2**20 < layer < 4 * 220 * 2**20            # 1 byte a weight: 4 chips, not 3
-    assert mb.layout_for(m, "groq-lpu", 240) == mb.Parallel(tp=2, pp=80)
-    assert mb.min_chips(m, "groq-lpu", weight_dtype="int8", context_tokens=4096) == 320
-    r = mb.estimate(m, "groq-lpu", n_chips=320, weight_dtype="int8", prompt_tokens=4095, output_tokens=1)
-    assert r.parallel == "tp=4 pp=80 ep=1" and r.memory.fits
+    assert mb.layout_for(m, "groq-lpu", 246) == mb.Parallel(tp=2, pp=82)
+    assert mb.min_chips(m, "groq-lpu", weight_dtype="int8", context_tokens=4096) == 328
+    r = mb.estimate(m, "groq-lpu", n_chips=328, weight_dtype="int8", prompt_tokens=4095, output_tokens=1)
+    assert r.parallel == "tp=4 pp=82 ep=1" and r.memory.fits
+    # the fullest chip holds one unit, a decoder layer (the largest unit), split 4 ways
+    assert r.memory.weights_bytes == pytest.approx(855_654_400 / 4, rel=1e-6)
+
+
+def test_groq_lm_head_and_embedding_parts_by_hand():
+    """The LM head and an untied embedding on a pipeline of whole layers (`head_parts`): each split
+    into the fewest parts of at most one decoder layer's parameters, each part a stage of tp chips.
+    Llama 3.1 8B: head = 128,256 x 4,096 = 525,336,576 params; a layer = (8,030,261,248 - 2 x
+    525,336,576) / 32 = 218,112,128; 525,336,576 / 218,112,128 = 2.41 -> 3 parts, and 3 for the
+    embedding: 32 + 3 + 3 = 38 units. One layer in int8 (218 MB) with its KV fits one chip of 220 MiB
+    (230.7 MB), so the fewest chips are 38, tp 1. The fullest chip holds one decoder layer: 218.1 MB,
+    not the 8,030 MB / 38 = 211.3 MB a pro rata share would give; a chip of the head holds
+    525.3 MB / 3 = 175.1 MB. Per token the pipeline hops 37 times, not 31."""
+    from membound.physics.parallel import head_parts
+    m = mb.load_model("llama-3.1-8b")
+    head = 128_256 * 4_096
+    assert head == 525_336_576 and m.total_params == 8_030_261_248
+    layer = (8_030_261_248 - 2 * head) / 32
+    assert layer == 218_112_128
+    assert head_parts(m.total_params, head, head, 32) == (3, 3)
+    assert mb.layout_for(m, "groq-lpu", 38) == mb.Parallel(pp=38)
+    assert mb.min_chips(m, "groq-lpu", weight_dtype="int8", context_tokens=1280) == 38
+    r = mb.estimate(m, "groq-lpu", weight_dtype="int8", prompt_tokens=1024, output_tokens=256, runtime="ideal")
+    assert r.n_chips == 38 and r.parallel == "tp=1 pp=38 ep=1"
+    assert r.memory.weights_bytes == pytest.approx(218_112_128, rel=1e-9)
+    # Llama 2 7B (32,000 x 4,096 = 131,072,000 < a layer's 202,383,488): one part each, 34 units
+    assert head_parts(6_738_415_616, 131_072_000, 131_072_000, 32) == (1, 1)
+    assert mb.layout_for("llama-2-7b", "groq-lpu", 34) == mb.Parallel(pp=34)
+    # a tied head (no embedding table of its own) has no embedding parts; a GPU's layout is unchanged
+    assert head_parts(1e9, 1e8, 0.0, 10) == (2, 0)
+    assert mb.layout_for(m, "h100-sxm", 16) == mb.Parallel(tp=8, pp=2)
+    with pytest.raises(mb.InvalidInputError, match="pipeline units"):
+        mb.estimate(m, "groq-lpu", parallel=mb.Parallel(pp=39), n_chips=39)
 
 
 def test_uneven_stages_by_hand():

@@ -15,7 +15,10 @@ checked on them:
   3.27x faster than the vendor's own in 2024; docs/fast-chips.md);
 - groq-2024: `hop_latency_s`, the chip-to-chip latency per hop with the software's
   synchronisation (the network's own hop: the profile's 722 ns, ISCA 2022); tensor-parallel all-reduces and stage
-  boundaries pay it;
+  boundaries pay it. It is bounded below by that 722 ns (no software hops faster than its network); since the
+  LM head and embedding became stages of their own (`parallel.head_parts`) the physics alone is slower than
+  both fitted rows and the fit sits on that bound: the runtime is the physics, and the rows' shortfall
+  (13-18%) is physics not yet priced;
 - sambanova-2024: `hop_latency_s`, the socket-to-socket hop with the 2024 software's
   synchronisation, which the 16-way tensor-parallel all-reduces pay (two hops each, twice a layer):
   the profile's 2 us hop has no source, and it and the layer-boundary synchronisation that SambaNova's
@@ -45,14 +48,15 @@ from dataclasses import dataclass, replace
 from .reference import ROW_RUNTIME
 from ..catalog.runtime import Runtime, RuntimeEntry
 from .fitter import Param, fit as least_squares
-from .reference import predict, load_reference, special_layout
+from .reference import NODE, predict, load_reference, special_layout
 from ..catalog.model import load_model
 from ..catalog.hardware import load_hardware
 from ..catalog.dtypes import get_dtype
 from ..errors import DoesNotFitError, MemboundError
 from ..physics.capacity import min_chips
 from ..physics.estimate import estimate
-from ..physics.parallel import layout_for, streamed_room
+from ..physics.parallel import Parallel, layout_for, streamed_room, units
+from ..physics.speculative import SpeculativeDecoding
 
 # what each runtime's one constant is, in the runtime file (the module docstring gives the sources)
 MEANING = {
@@ -68,7 +72,7 @@ MEANING = {
 # runtime -> (device, rows it is fitted on, the one fitted field, date of the software, bounds)
 FITS = {
     "cerebras-2024-08": ("cerebras-wse-3", ("hw-014", "hw-015"), "fabric_efficiency", "2024-08", (1e-3, 1.0)),
-    "groq-2024": ("groq-lpu", ("hw-018", "hw-019"), "hop_latency_s", "2024-02", (1e-8, 1e-3)),
+    "groq-2024": ("groq-lpu", ("hw-018", "hw-019"), "hop_latency_s", "2024-02", (7.22e-7, 1e-3)),
     "sambanova-2024": ("sambanova-sn40l", ("hw-025", "hw-009"), "hop_latency_s", "2024-05", (1e-8, 1e-3)),
 }
 # rows that state a lower bound ("more than 100", "exceeding 250", "over 4500"): met when predicted >= it
@@ -258,6 +262,20 @@ class VendorRow:
     chips: tuple[int, int] | None = None   # undisclosed count: the range that gives the figure
     ceiling: float = math.inf   # the physics' fastest over the counts the row allows (`physics_ceiling`)
     speculative: str = ""       # the source saying the vendor serves it speculatively (`speculative_deployment`)
+    readings: tuple[tuple[str, float], ...] = ()   # format not stated: (other format, its prediction) (`_readings`)
+    users: int | None = None    # undisclosed count on a pipeline: requests whose KV it holds (`_users`)
+
+    @property
+    def said(self) -> str:
+        """What the report prints beside the row: `why`, the other reading of a format the source does
+        not state, and the requests an undisclosed pipeline count holds the KV of."""
+        parts = [self.why] if self.why else []
+        parts += [f"format not stated: in {wd} {x:,.0f} tok/s ({100 * (x / self.measured - 1):+.0f}%)"
+                  for wd, x in self.readings]
+        if self.users is not None:
+            parts.append(f"{self.n_chips} chips hold the KV of up to {self.users} request{'s' if self.users > 1 else ''} "
+                         "of its length (the users a deployment served are not published)")
+        return "; ".join(parts)
 
     @property
     def why(self) -> str:
@@ -289,6 +307,48 @@ class VendorRow:
         return "fitted" if self.fitted else ("independent" if self.independent else "same as a fitted row")
 
 
+def _readings(sc) -> tuple[tuple[str, float], ...]:
+    """A row whose source does not state its weight format, on a chip with memory tiers (where the
+    format decides what spills to the capacity tier on the same sockets): the prediction in the
+    8-bit format the chip computes in (fp8 where it lists none), at the row's count and runtime.
+    The row itself keeps the reference rule's reading (not stated: bf16); this one is reported,
+    not chosen."""
+    hw = load_hardware(sc.hardware)
+    if sc.weights_stated or streamed_room(hw) is None or get_dtype(sc.weight_dtype).bits <= 8:
+        return ()
+    out = []
+    for wd in [k for k in ("int8", "fp8") if k in hw.compute_flops] or ["fp8"]:
+        try:
+            out.append((wd, predict(replace(sc, weight_dtype=wd))))
+        except MemboundError:
+            continue
+    return tuple(out)
+
+
+def _users(sc, top: int = 4096) -> int | None:
+    """On a pipeline of whole layers (`Interconnect.layout` "pipeline") at an undisclosed count: the
+    most requests of the row's prompt + output whose KV the row's chips hold beside the weights
+    (bisection on `estimate`'s memory check, batch 1 to `top`); None elsewhere."""
+    hw = load_hardware(sc.hardware)
+    if sc.chips_stated or hw.interconnect is None or hw.interconnect.layout != "pipeline":
+        return None
+
+    layout = Parallel(*sc.parallel)
+
+    def fits(b: int) -> bool:
+        mem = estimate(sc.model, hw, n_chips=sc.n_chips, parallel=layout, weight_dtype=sc.weight_dtype,
+                       kv_dtype=sc.kv_dtype, batch=b, prompt_tokens=sc.prompt_tokens, output_tokens=sc.output_tokens,
+                       check_memory=False).memory
+        return mem is not None and mem.fits
+    if not fits(1):
+        return None
+    lo, hi = 1, top
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
+
+
 def _median(xs) -> float:
     return statistics.median(xs) if xs else math.nan
 
@@ -307,7 +367,7 @@ def vendor_report(path=None) -> tuple[list[VendorRow], float, float]:
         rows.append(VendorRow(s.id, s.model, s.hardware, s.runtime, s.n_chips, s.measured, predict(s),
                               predict(s, runtime="device"), s.id in fitted_ids, alone, s.id in LOWER_BOUNDS,
                               s.chips_stated, None if s.chips_stated else chip_range(s), physics_ceiling(s),
-                              speculative_deployment(s.hardware, s.model)))
+                              speculative_deployment(s.hardware, s.model), _readings(s), _users(s)))
     ind = [abs(r.error) for r in rows if r.independent and not r.lower_bound]
     fit_ = [abs(r.error) for r in rows if r.fitted]
     return rows, _median(ind), _median(fit_)
@@ -323,7 +383,7 @@ def format_report(path=None) -> str:
         rng = "" if r.chips_stated else ("; none" if r.chips is None else f"; {r.chips[0]}-{r.chips[1]}")
         out.append(f"{r.id:8s} {r.model:15s} {r.runtime:17s} {chips:>7s} {r.measured:9.0f} {r.predicted:9.0f} "
                    f"{100 * r.error:+6.0f}% {r.physics:8.0f} {100 * r.runtime_share:12.0f}%  {r.kind}"
-                   + (" (lower bound)" if r.lower_bound else "") + rng + (f"; {r.why}" if r.why else ""))
+                   + (" (lower bound)" if r.lower_bound else "") + rng + (f"; {r.said}" if r.said else ""))
     n_ind = sum(r.independent and not r.lower_bound for r in rows)
     out.append(f"median |error|: independent rows {100 * ind:.0f}% (n={n_ind}); fitted rows {100 * fitted:.0f}% "
                f"(n={sum(r.fitted for r in rows)}); rows repeating a fitted scenario and lower bounds apart. "
@@ -460,6 +520,37 @@ def _figures(r, again) -> list[str]:
     return out
 
 
+def _deployment(r, again) -> list[str]:
+    """Where the vendor documents the unit it deploys a model on (`reference.NODE`: a SambaRack node
+    of 16 SN40L sockets) and the call runs on fewer chips: the same call on that unit. The call's
+    count is the fewest that hold the model (issue 28: as for GPUs); the vendor's figures come from
+    its unit, so this is what a published figure is measured on."""
+    if r.hardware not in NODE or r.n_chips >= NODE[r.hardware][0]:
+        return []
+    n, why = NODE[r.hardware]
+    try:
+        x = again(n_chips=n)
+    except MemboundError:
+        return []
+    return [f"on {why} ({n} chips; the published figures' unit): {x.decode_tok_s_per_user:,.0f} tok/s (--chips {n})"]
+
+
+def _drafting(spec, again) -> list[str]:
+    """A speculative call (`spec`, its SpeculativeDecoding) at a per-token acceptance: the fastest its
+    draft and gamma give, every drafted token accepted (gamma + 1 tokens a pass); the acceptance the
+    call names is the user's assumption (no vendor publishes one), so a figure above this is beyond
+    this drafting."""
+    if not isinstance(spec, SpeculativeDecoding) or spec.acceptance_rate is None or spec.acceptance_rate >= 1.0:
+        return []
+    try:
+        x = again(speculative=replace(spec, acceptance_rate=1.0))
+    except MemboundError:
+        return []
+    return [f"speculative: acceptance {spec.acceptance_rate:g} is assumed; with every drafted token accepted "
+            f"this drafting (gamma {spec.gamma}: {spec.gamma + 1} tokens a pass) gives at most "
+            f"{x.decode_tok_s_per_user:,.0f} tok/s"]
+
+
 def _scaled(hw, path: str, k: float):
     """`hw` with the figure at dotted `path` (a memory tier by its name) times `k` (an integer stays one)."""
     head, *rest = path.split(".")
@@ -500,10 +591,11 @@ def _assumed(r, again) -> list[str]:
 
 def _layer_home(r, again) -> list[str]:
     """On a chip whose layout is a pipeline of whole layers (`Interconnect.layout`): no source says
-    where a layer's KV cache, and its share of the LM head and embedding, sit; membound keeps them with
-    the layer, which can take more chips a layer than its weights alone. Where it does, the same call
-    with each layer's weights alone on the fewest chips that hold them (a divisor of the heads), the
-    rest on chips of their own (capacity not checked, their hops not priced)."""
+    where a layer's KV cache sits; membound keeps it with the layer (the LM head and embedding are
+    stages of their own: `parallel.head_parts`), which can take more chips a layer than its weights
+    alone. Where it does, the same call with each layer's weights alone on the fewest chips that hold
+    them (a divisor of the heads), the caches on chips of their own (capacity not checked, their hops
+    not priced)."""
     hw, m = load_hardware(r.hardware), load_model(r.model)
     link = hw.interconnect
     if link is None or link.layout != "pipeline" or r.memory is None:
@@ -512,17 +604,17 @@ def _layer_home(r, again) -> list[str]:
     layer_bytes = (m.total_params - head) / m.n_layers * get_dtype(r.weight_dtype).bits / 8
     tp = next((t for t in range(1, m.n_heads + 1) if m.n_heads % t == 0 and layer_bytes / t <= hw.capacity_bytes),
               m.n_heads)
-    now = layout_for(m, hw, r.n_chips)
-    if tp >= now.tp or now.pp < m.n_layers:
+    now, stages = layout_for(m, hw, r.n_chips), units(m, hw)
+    if tp >= now.tp or now.pp < stages:
         return []
     try:
-        x = again(n_chips=None, parallel={"tp": tp, "pp": m.n_layers}, check_memory=False)
+        x = again(n_chips=None, parallel={"tp": tp, "pp": stages}, check_memory=False)
     except MemboundError:
         return []
-    return [f"assumed: a layer's KV cache and its share of the LM head and embedding sit with it (no source); "
-            f"on chips of their own, a layer's {layer_bytes / 1e6:,.0f} MB of weights take {tp} chip"
-            f"{'s' if tp > 1 else ''}, not {now.tp}: {x.decode_tok_s_per_user:,.0f} tok/s (tp {tp} x {m.n_layers} "
-            "stages, plus the caches' chips; their hops not priced)"]
+    return [f"assumed: a layer's KV cache sits with it (no source); on chips of their own, a layer's "
+            f"{layer_bytes / 1e6:,.0f} MB of weights take {tp} chip{'s' if tp > 1 else ''}, not {now.tp}: "
+            f"{x.decode_tok_s_per_user:,.0f} tok/s (tp {tp} x {stages} stages, plus the caches' chips; their hops "
+            "not priced)"]
 
 
 def _moe_schedule(r, again) -> list[str]:
@@ -539,21 +631,25 @@ def _moe_schedule(r, again) -> list[str]:
             f"{m.experts_per_token} gathered instead: {x.decode_tok_s_per_user:,.0f} tok/s"]
 
 
-def notes(r, again) -> list[str]:
+def notes(r, again, spec=None) -> list[str]:
     """What decides `r`, a prediction on a chip a vendor runtime here models (Cerebras, Groq,
-    SambaNova), printed under `membound estimate`'s result: its spill to a capacity tier and the
-    count that avoids it (`_spill`), the same call in 8-bit weights (`_narrower`), how far each
+    SambaNova), printed under `membound estimate`'s result: the vendor's deployment unit where the
+    call runs on fewer chips (`_deployment`), its spill to a capacity tier and the count that avoids
+    it (`_spill`), the same call in 8-bit weights (`_narrower`), how far each
     assumed figure of the profile moves it (`_assumed`), where a pipeline's KV caches sit when that
-    decides the chips a layer (`_layer_home`), a MoE layer run dense (`_moe_schedule`), the vendor's
+    decides the chips a layer (`_layer_home`), a MoE layer run dense (`_moe_schedule`), the ceiling of
+    a speculative call's drafting (`_drafting`), the vendor's
     software generations here (`_runtimes`) and the published figures of this architecture on this
     chip, the vendor rows, each with what the physics needs to reach it (`_figures`).
     `again(**overrides)` reruns the call with arguments changed (n_chips=None: the default count).
+    `spec`: the call's SpeculativeDecoding, if any (the result keeps no acceptance).
     No model or row is named in the code: rows are found by device and architecture."""
     if r.hardware not in {dev for dev, *_ in FITS.values()}:
         return []
     spill = _spill(r, again)
-    return spill + _narrower(r, again, bool(spill)) + _assumed(r, again) + _layer_home(r, again) \
-        + _moe_schedule(r, again) + _runtimes(r, again) + _figures(r, again)
+    return _deployment(r, again) + spill + _narrower(r, again, bool(spill)) + _assumed(r, again) \
+        + _layer_home(r, again) + _moe_schedule(r, again) + _drafting(spec, again) + _runtimes(r, again) \
+        + _figures(r, again)
 
 
 def notes_for(r, call: dict) -> list[str]:
@@ -563,7 +659,7 @@ def notes_for(r, call: dict) -> list[str]:
 
     def again(**kw):
         return estimate(**{**same, **({"parallel": None} if "n_chips" in kw else {}), **kw})
-    return notes(r, again)
+    return notes(r, again, call.get("speculative"))
 
 
 if __name__ == "__main__":

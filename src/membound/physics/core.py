@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from ..base.stacking import stackable
 from .dataflow import operand_widening, wafer_pass_s
-from .parallel import Collectives, collective_s, collectives, communication_s
+from .parallel import Collectives, collective_s, collectives, communication_s, head_parts
 from .roofline import (Num, causal_pairs, ceiling, context_pieces, effective_context, expected_experts,
                        maximum, minimum, sum_over_context, where)
 from .roofline import floor as floor_int
@@ -394,8 +394,6 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
     """The ChipBase of this configuration: kn's fields but batch, prompt and output (the fullest
     chip: the largest pipeline stage, the most experts)."""
     tp, pp, ep = kn.tp, kn.pp, kn.ep
-    # the largest pipeline stage holds ceil(layers / pp) of the layers (stages may be uneven)
-    share = ceiling(mc.n_layers / pp) / mc.n_layers
     wd = kn.w_bytes if kn.w_bytes_dense is None else kn.w_bytes_dense
     wh = wd if kn.w_bytes_head is None else kn.w_bytes_head
     we = wh if kn.w_bytes_embed is None else kn.w_bytes_embed
@@ -403,7 +401,11 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
     # wide-EP engines run 48 ranks on 256 experts); the fullest chip sets memory and the step, as
     # if the experts were split over tp * E / ceil(E / ep) chips (tp * ep when ep divides E)
     e_group = tp * mc.n_experts / ceiling(mc.n_experts / ep) if mc.n_experts else tp * ep
-    dense_chip, expert_chip = held_weight_bytes(mc, kn.w_bytes, wd, wh, we, tp, e_group, share)
+    if _head_stages(hw):    # the LM head and embedding: pipeline stages of their own (`stage_weight_share`)
+        share, held = stage_weight_share(mc, kn.w_bytes, wd, wh, we, pp)
+    else:   # the largest pipeline stage holds ceil(layers / pp) of the layers (stages may be uneven)
+        share = held = ceiling(mc.n_layers / pp) / mc.n_layers
+    dense_chip, expert_chip = held_weight_bytes(mc, kn.w_bytes, wd, wh, we, tp, e_group, held)
     kv_pair = mc.kv_elems * kn.kv_bytes / minimum(tp, mc.kv_split_max)       # bytes per (layer, token)
     C = kn.peak_flops * eff.compute_fraction
     Cd = C if kn.dense_peak_flops is None else kn.dense_peak_flops * eff.compute_fraction
@@ -495,6 +497,32 @@ def collective_link(hw: Hardware, eff: Efficiency, n: Num) -> tuple[Num, Num]:
     f = maximum(n - dom, 0.0) / maximum(n - 1.0, 1.0)
     return (where(wide, 1.0 / maximum((1.0 - f) / bw, f / nic.bandwidth_bytes_s), bw),
             where(wide, nic.latency_s, lat))
+
+
+def _head_stages(hw: Hardware) -> bool:
+    """Whether `hw` lays a model out as a pipeline of whole layers, the LM head's and embedding's
+    parts stages of their own (`parallel.units`)."""
+    link = hw.interconnect
+    return link is not None and link.layout == "pipeline" and hw.kind != "wafer"
+
+
+def stage_weight_share(mc: ModelConsts, w_expert: Num, wd: Num, wh: Num, we: Num, pp: Num) -> tuple[Num, Num]:
+    """On a pipeline of whole layers whose LM head and untied embedding are stages of their own
+    (`parallel.head_parts`: each split into parts of at most a decoder layer's parameters): (the
+    fullest stage's share of the decoder layers, its share of the model's weight bytes). Its pp
+    stages hold U = layers + head parts + embedding parts units, ceil(U / pp) on the fullest; each
+    unit at most the largest unit's bytes (a decoder layer's, or a part of the head or embedding
+    where their format is wider), and the stage at most the whole model. Its decoder layers, at most
+    ceil(U / pp) and the model's, set its KV and its layers' floor."""
+    h, e = head_parts(mc.total_params, mc.head_params, mc.lookup_params, mc.n_layers)
+    k = ceiling((mc.n_layers + h + e) / pp)
+    experts = mc.n_moe_layers * mc.n_experts * mc.expert_params
+    layer = ((mc.total_params - experts - mc.head_params - mc.lookup_params) * wd + experts * w_expert) / mc.n_layers
+    unit = maximum(layer, mc.head_params * wh / h)
+    if e:
+        unit = maximum(unit, mc.lookup_params * we / e)
+    whole = layer * mc.n_layers + mc.head_params * wh + mc.lookup_params * we
+    return minimum(k, mc.n_layers) / mc.n_layers, minimum(k * unit / whole, 1.0)
 
 
 def held_weight_bytes(mc: ModelConsts, w_expert: Num, wd: Num, wh: Num, we: Num, tp: Num, e_group: Num,

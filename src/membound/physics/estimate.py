@@ -17,7 +17,7 @@ from ..catalog.dtypes import get_dtype
 from ..errors import DoesNotFitError, InvalidInputError, MemboundError, is_finite_number
 from ..catalog.hardware import Hardware, MemoryTier, load_hardware
 from ..catalog.model import Model, load_model
-from .parallel import Parallel, as_parallel, fewest_chips, layout_for
+from .parallel import Parallel, as_parallel, fewest_chips, layout_for, units
 from .quantization import Quantization, Resolved, upcast_rate
 from .result import Memory, Result, TierUse, create_frozen
 from ..catalog.runtime import Runtime, load_runtime
@@ -615,11 +615,12 @@ def upcast(eff: Efficiency, res: Resolved, hw: Hardware, fused: bool = True) -> 
 def _layout(m: Model, hw: Hardware, N: int, parallel) -> Parallel:
     """The layout given (checked against the model and N chips), else the one layout rule's; one
     that needs an interconnect the device lacks, or spans more of it than one domain, is refused."""
+    stages = units(m, hw)
     if parallel is not None and parallel.chips == N:
-        layout = parallel.check(m, N)
+        layout = parallel.check(m, N, stages=stages)
     else:   # the one layout rule (its own layout may leave chips idle)
         rule = layout_for(m, hw, N)
-        layout = (parallel or rule).check(m, N, exact=parallel is not None and parallel != rule)
+        layout = (parallel or rule).check(m, N, exact=parallel is not None and parallel != rule, stages=stages)
     if layout.chips > 1 and hw.interconnect is None:
         raise InvalidInputError("n_chips", N, f"1: {hw.name} has no interconnect in its profile")
     if hw.interconnect is not None and layout.tp * layout.ep > hw.interconnect.max_chips and hw.scale_out is None:

@@ -57,15 +57,19 @@ class Parallel:
     def chips(self) -> int:
         return self.tp * self.pp * self.ep
 
-    def check(self, model, n_chips: int, exact: bool = True) -> Parallel:
+    def check(self, model, n_chips: int, exact: bool = True, stages: int | None = None) -> Parallel:
         """Raise unless this layout fits `model` and uses `n_chips` chips (exact) or at most
-        `n_chips` (the layout rule leaves the chips that cannot form a whole stage idle)."""
+        `n_chips` (the layout rule leaves the chips that cannot form a whole stage idle); at most
+        `stages` pipeline stages (`pipeline_units`: on a pipeline of whole layers the LM head's and
+        embedding's parts are stages too), else at most the model's layers."""
         if self.chips > n_chips or (exact and self.chips != n_chips):
             raise InvalidInputError("parallel", self, f"tp*pp*ep == n_chips ({n_chips}); got {self.chips}")
         if model.n_heads % self.tp:
             raise InvalidInputError("parallel.tp", self.tp, f"a divisor of the {model.n_heads} attention heads of {model.name}")
-        if self.pp > model.n_layers:
-            raise InvalidInputError("parallel.pp", self.pp, f"at most the {model.n_layers} layers of {model.name}")
+        top = model.n_layers if stages is None else stages
+        if self.pp > top:
+            raise InvalidInputError("parallel.pp", self.pp, f"at most the {top} "
+                                    + ("layers" if stages is None else "pipeline units") + f" of {model.name}")
         if self.ep > 1 and not self.ep <= model.n_experts:
             raise InvalidInputError("parallel.ep", self.ep, f"at most the {model.n_experts} experts of {model.name}"
                                     + ("" if model.n_experts else " (a dense model: ep=1)"))
@@ -104,8 +108,10 @@ def layout_for(model, hardware, n_chips: int) -> Parallel:
       the interconnect's `max_chips`; never on wafers); chips that cannot form a whole stage idle;
     - where the interconnect's `layout` is "pipeline" (a Groq TSP system: inference as a pipeline of
       whole layers, ISCA 2022), the domain is 1: pipeline stages first, and tensor parallelism only
-      once the chips outnumber the layers (a layer split over the fewest chips that hold it: by
-      columns within a node, then by rows across nodes, ISCA 2022 sec. 5.2).
+      once the chips outnumber the pipeline's units (a layer split over the fewest chips that hold it:
+      by columns within a node, then by rows across nodes, ISCA 2022 sec. 5.2); its units are the
+      decoder layers and the LM head's and untied embedding's parts (`units`, `head_parts`), so pp
+      may exceed the layers there.
 
     Any chip count gets a layout, and memory per chip never rises with one more chip: for a
     fixed tp, pp never falls; tp only steps up to t' at n = t' chips, whose share 1/t' is below
@@ -126,8 +132,34 @@ def layout_for(model, hardware, n_chips: int) -> Parallel:
     else:
         cap = link.max_chips
         domain = min(link.node_chips or cap, cap)
-    tp, pp = _rule(m.n_heads, m.n_layers, domain, cap, n)
+    tp, pp = _rule(m.n_heads, units(m, hw), domain, cap, n)
     return Parallel(tp=tp, pp=pp)
+
+
+def head_parts(total_params: float, head_params: float, lookup_params: float, n_layers: float) -> tuple[int, int]:
+    """(parts of the LM head, parts of an untied input embedding) on a pipeline of whole layers
+    (`Interconnect.layout` "pipeline", a Groq TSP system): each table is a layer of the pipeline,
+    split into the fewest parts of at most one decoder layer's parameters, (total - head - untied
+    embedding) / n_layers (routed experts included), so each part fits wherever a decoder layer
+    does at the same tp and format; each part is a pipeline stage. The compiler places whole layers
+    on chips and splits a matrix product too large for one chip by its columns over chips (Abts et
+    al., ISCA 2022, Fig. 18 and sec. 5.2); the head, [1 x hidden] x [hidden x vocab], is such a
+    product (interpretation, one step: the profile's layout_source). Llama 3.1 8B: 128,256 x 4,096
+    = 525.3M over a 218.1M layer, 3 parts each (untied)."""
+    layer = (total_params - head_params - lookup_params) / n_layers
+    return math.ceil(head_params / layer), math.ceil(lookup_params / layer)
+
+
+def units(m, hw) -> int:
+    """The units a layout's pipeline stages hold: the decoder layers, and on a pipeline of whole
+    layers (`Interconnect.layout` "pipeline") the LM head's and an untied embedding's parts as well
+    (`head_parts`)."""
+    link = hw.interconnect
+    if link is None or link.layout != "pipeline" or hw.kind == "wafer":
+        return m.n_layers
+    head = m.vocab_size * m.hidden_size
+    h, e = head_parts(m.total_params, head, 0 if m.tied_embeddings else head, m.n_layers)
+    return m.n_layers + h + e
 
 
 @functools.lru_cache(maxsize=65536)
