@@ -1,6 +1,8 @@
 """The constant budget (membound.fidelity.budget): every constant of every runtime, counted by hand."""
 import pytest
 
+import membound as mb
+
 from membound.fidelity.budget import FREE, constant_budget, format_budget, unit_of
 
 
@@ -129,7 +131,14 @@ def test_every_constant_has_a_kind_and_the_table_flags_what_is_over(budget):
     # the flag itself, on a figure set there by hand
     from membound.fidelity.mlperf_rows import load_generations
     rounds_at_bound = {f"{n}-mlperf-{r}" for n, g in load_generations().items() for r in (g.get("at_bound") or {})}
-    assert not [(n, c.name) for n, b in budget.items() for c in b.constants if c.bound and n not in rounds_at_bound]
+    # groq-2024's hop sits on its lower bound, the network's measured 722 ns (ISCA 2022): since the LM head
+    # and embedding are pipeline stages of their own (lpu20) the physics alone is slower than both rows it is
+    # fitted on (hw-018 -18%, hw-019 -13%), which its runtime file and the budget table say (missing physics)
+    vendor_at_bound = {"groq-2024"}
+    assert "ON ITS LOWER BOUND" in mb.load_runtime("groq-2024").classes["groq-lpu"].evidence
+    assert not [(n, c.name) for n, b in budget.items() for c in b.constants
+                if c.bound and n not in rounds_at_bound | vendor_at_bound]
+    assert [c.bound for c in budget["groq-2024"].constants if c.name == "hop_latency_s"] == ["lower"]
     import dataclasses
     vk = budget["llama.cpp-vulkan"]
     at_top = [dataclasses.replace(c, bound="upper") if c.name == "bandwidth_fraction" else c for c in vk.constants]
