@@ -224,11 +224,9 @@ def _planned(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDecodi
     if entry[1] < _PLAN_AFTER:      # not yet traced alone
         entry[1] += 1
         plan = _plan(entry, p, speculative)
-        if plan is None:
-            return None
     else:
-        plan = entry[2]
-    if plan is False:
+        plan = entry[2]             # None while another thread is still tracing it
+    if not plan:                    # none yet (None) or untraceable (False)
         return None
     return run(plan, float(B), float(S), float(T), B, S, T)
 
