@@ -67,6 +67,10 @@ def test_the_default_count_answers_as_that_count_given(kw, auto):
 def _count_evaluations(monkeypatch) -> list:
     calls = []
     real = est.evaluate
+    # counted on the cold path: no configuration planned by an earlier test (its own plan, or its
+    # structure's shared one, answers without calling evaluate)
+    monkeypatch.setattr(est, "_PLANS", {})
+    monkeypatch.setattr(est, "_SHARED", {})
 
     def counting(*args, **kwargs):
         calls.append(kwargs.get("base"))
