@@ -164,8 +164,17 @@ def with_numbers(v: Any, values: Iterator[Any]) -> Any:
     if roles is None:
         return v
     changed = {n: with_numbers(getattr(v, n), values) for n, k in _kinds(v, roles) if k == _NUMBERS}
+    return _with_fields(v, changed, checked=False)
+
+
+def _with_fields(v: Any, changed: dict[str, Any], checked: bool) -> Any:
+    """`v` (of a stackable class) with the fields `changed`: a dataclass through its __init__ where
+    `checked`, else its dict copied (no check of its sees the values); a named tuple rebuilt; any
+    other object copied, then set."""
     if dataclasses.is_dataclass(v):
-        out = object.__new__(t)
+        if checked:
+            return dataclasses.replace(v, **changed)   # type: ignore[type-var]
+        out = object.__new__(type(v))
         object.__setattr__(out, "__dict__", {**v.__dict__, **changed})
         return out
     if isinstance(v, tuple):
@@ -205,13 +214,4 @@ def stack(values: Sequence[Any], column: Callable[[list], np.ndarray]) -> Any:
             s = stack([getattr(v, n) for v in values], column)
             if s is not getattr(v0, n):
                 changed[n] = s
-    if not changed:
-        return v0
-    if dataclasses.is_dataclass(v0):
-        return dataclasses.replace(v0, **changed)   # type: ignore[type-var]
-    if isinstance(v0, tuple):
-        return v0._replace(**changed)   # type: ignore[attr-defined]
-    out = copy.copy(v0)
-    for n, s in changed.items():
-        setattr(out, n, s)
-    return out
+    return _with_fields(v0, changed, checked=True) if changed else v0
