@@ -6,6 +6,7 @@ before the first request and kept up to date while the run goes."""
 import _thread
 import json
 import shutil
+import signal
 import threading
 import time
 import tracemalloc
@@ -180,6 +181,16 @@ def test_a_stream_without_done_is_not_ok(faults):
 
 
 def test_ctrl_c_marks_requests_in_flight_interrupted(faults, tmp_path):
+    # Ctrl-C as Python delivers it by default (KeyboardInterrupt in the main thread): interrupt_main
+    # does nothing where something earlier in the process left SIGINT ignored or at its OS default
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _ctrl_c_marks_requests_in_flight_interrupted(tmp_path, faults)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ctrl_c_marks_requests_in_flight_interrupted(tmp_path, faults):
     _Faults.interrupted_once.clear()
     res = bench.run(faults, "ok", ["fast", "slow", "fast again"], repeats=1, long_context=False, warmup=0,
                     timeout_s=10, unique=False, save=tmp_path / "raw.json")
