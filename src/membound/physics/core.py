@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from ..base.stacking import stackable
 from .dataflow import operand_widening, wafer_pass_s
-from .parallel import Collectives, collective_s, collectives, communication_s, head_parts
+from .parallel import Collectives, collective_s, collectives, communication_s, head_parts, head_stages
 from .roofline import (Num, causal_pairs, ceiling, context_pieces, effective_context, expected_experts,
                        maximum, minimum, sum_over_context, where)
 from .roofline import floor as floor_int
@@ -401,7 +401,7 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
     # wide-EP engines run 48 ranks on 256 experts); the fullest chip sets memory and the step, as
     # if the experts were split over tp * E / ceil(E / ep) chips (tp * ep when ep divides E)
     e_group = tp * mc.n_experts / ceiling(mc.n_experts / ep) if mc.n_experts else tp * ep
-    if _head_stages(hw):    # the LM head and embedding: pipeline stages of their own (`stage_weight_share`)
+    if head_stages(hw):     # the LM head and embedding: pipeline stages of their own (`stage_weight_share`)
         share, held = stage_weight_share(mc, kn.w_bytes, wd, wh, we, pp)
     else:   # the largest pipeline stage holds ceil(layers / pp) of the layers (stages may be uneven)
         share = held = ceiling(mc.n_layers / pp) / mc.n_layers
@@ -497,13 +497,6 @@ def collective_link(hw: Hardware, eff: Efficiency, n: Num) -> tuple[Num, Num]:
     f = maximum(n - dom, 0.0) / maximum(n - 1.0, 1.0)
     return (where(wide, 1.0 / maximum((1.0 - f) / bw, f / nic.bandwidth_bytes_s), bw),
             where(wide, nic.latency_s, lat))
-
-
-def _head_stages(hw: Hardware) -> bool:
-    """Whether `hw` lays a model out as a pipeline of whole layers, the LM head's and embedding's
-    parts stages of their own (`parallel.units`)."""
-    link = hw.interconnect
-    return link is not None and link.layout == "pipeline" and hw.kind != "wafer"
 
 
 def stage_weight_share(mc: ModelConsts, w_expert: Num, wd: Num, wh: Num, we: Num, pp: Num) -> tuple[Num, Num]:

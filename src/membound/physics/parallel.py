@@ -150,12 +150,18 @@ def head_parts(total_params: float, head_params: float, lookup_params: float, n_
     return math.ceil(head_params / layer), math.ceil(lookup_params / layer)
 
 
+def head_stages(hw) -> bool:
+    """Whether `hw` lays a model out as a pipeline of whole layers (`Interconnect.layout` "pipeline",
+    not a wafer), the LM head's and embedding's parts stages of their own (`units`, `head_parts`)."""
+    link = hw.interconnect
+    return link is not None and link.layout == "pipeline" and hw.kind != "wafer"
+
+
 def units(m, hw) -> int:
     """The units a layout's pipeline stages hold: the decoder layers, and on a pipeline of whole
     layers (`Interconnect.layout` "pipeline") the LM head's and an untied embedding's parts as well
     (`head_parts`)."""
-    link = hw.interconnect
-    if link is None or link.layout != "pipeline" or hw.kind == "wafer":
+    if not head_stages(hw):
         return m.n_layers
     head = m.vocab_size * m.hidden_size
     h, e = head_parts(m.total_params, head, 0 if m.tied_embeddings else head, m.n_layers)
