@@ -13,6 +13,17 @@ trtllm/collect_gemm.py, collector/helper.py) are kernel timings, not LLM benchma
   profile's latency on a switched node, plus 2(tp-1)/tp of the bytes over the link);
 - the generation attention kernel at Llama-2-70B's heads (64 query, 8 KV, head 128) and fp8 KV.
 No prediction is changed (data/reference/mlperf/README.md "The decode GEMMs' weight read and the all-reduce").
+
+    PYTHONPATH=src python scripts/kernel_tables.py AICONFIGURATOR --shares
+
+prints the hardware profiles' achievable.weight_read_by_format and expert_read_by_format (helper mlperf21): per chip
+and weight format, the median over M = 1..128 of the share of the profile's achievable bandwidth at which the
+dense GEMMs above read Llama-2-70B's layer weights (static scales), and the median over 4..128 tokens of the share
+at which TensorRT-LLM's fused MoE (moe/trtllm/1.2.0rc5/moe_perf.parquet; op moe, tensor 1, expert 1, 'balanced'
+routing: min(8, 2 x tokens) experts touched, so every expert from 4 tokens on) reads Mixtral-8x7B's experts (8
+experts, top 2, hidden 4,096, expert FFN 14,336: 3 x 4,096 x 14,336 weights an expert), the cutlass kernel
+('moe_torch_flow_min_latency' rows at nvfp4 read faster than the chip's peak: they do not stream every expert and
+are left out).
 """
 from __future__ import annotations
 
@@ -86,6 +97,49 @@ def gemms(root: Path, chip: str, folder: str, fmt: str) -> None:
               f"{rate / peak:.3f} of peak, {rate / achievable:.3f} of achievable")
 
 
+def dense_share(root: Path, chip: str, folder: str, fmt: str) -> float:
+    """The median over M = 1..128 of the share of `chip`'s achievable bandwidth the layer GEMMs read at."""
+    g = table(root, f"{folder}/gemm/trtllm/1.2.0rc5/gemm_perf.parquet")
+    d = g[(g.gemm_dtype == fmt) & (g.kernel_source != "deepgemm")]
+    scales = table(root, f"{folder}/quantize/trtllm/1.2.0rc5/computescale_perf.parquet") if fmt == "fp8" else None
+    hw = load_hardware(chip)
+    achievable = sum(t.bandwidth_bytes_s for t in hw.memory) * hw.achievable.bandwidth_fraction
+    shares = []
+    for m in [int(m) for m in sorted(d.m.unique()) if m <= 128]:
+        total = sum(gemm_us(d, m, n, k) for n, k in SHAPES)
+        static = total - (sum(scale_us(scales, m, k) for _, k in SHAPES) if scales is not None else 0.0)
+        shares.append(PARAMS * BYTES[fmt] / (static * 1e-6) / achievable)
+    return float(pd.Series(shares).median())
+
+
+EXPERT = 3 * 4096 * 14336      # weights of one Mixtral-8x7B expert (gate, up, down)
+
+
+def expert_share(root: Path, chip: str, folder: str, fmt: str) -> float:
+    """The median over 4..128 tokens of the share of `chip`'s achievable bandwidth TensorRT-LLM's fused MoE reads
+    Mixtral-8x7B's touched experts at (module docstring)."""
+    d = table(root, f"{folder}/moe/trtllm/1.2.0rc5/moe_perf.parquet")
+    s = d[(d.hidden_size == 4096) & (d.inter_size == 14336) & (d.num_experts == 8) & (d.topk == 2)
+          & (d.moe_dtype == fmt) & (d.moe_tp_size == 1) & (d.moe_ep_size == 1) & (d.distribution == "balanced")
+          & (d.kernel_source != "moe_torch_flow_min_latency") & (d.num_tokens >= 4) & (d.num_tokens <= 128)]
+    hw = load_hardware(chip)
+    achievable = sum(t.bandwidth_bytes_s for t in hw.memory) * hw.achievable.bandwidth_fraction
+    per = EXPERT * {"fp8": 1.0, "nvfp4": BYTES["nvfp4"], "bfloat16": 2.0}[fmt]
+    rates = [min(8, 2 * t) * per / (lat * 1e-3) / achievable for t, lat in zip(s.num_tokens, s.latency)]
+    return float(pd.Series(rates).median())
+
+
+def shares(root: Path) -> None:
+    for chip, folder in (("h100-sxm", "h100_sxm"), ("h200", "h200_sxm"), ("b200", "b200_sxm")):
+        dense = {"fp8": dense_share(root, chip, folder, "fp8" if chip != "b200" else "fp8_static")}
+        expert = {"fp8": expert_share(root, chip, folder, "fp8")}
+        if chip == "b200":
+            dense["nvfp4"] = dense_share(root, chip, folder, "nvfp4")
+            expert["nvfp4"] = expert_share(root, chip, folder, "nvfp4")
+        print(f"{chip}: weight_read_by_format {{{', '.join(f'{k}: {v:.3f}' for k, v in dense.items())}}}, "
+              f"expert_read_by_format {{{', '.join(f'{k}: {v:.3f}' for k, v in expert.items())}}}")
+
+
 def allreduce(root: Path, chip: str, folder: str, version: str) -> None:
     d = table(root, f"{folder}/comm/trtllm/{version}/custom_allreduce_perf.parquet")
     link = load_hardware(chip).interconnect
@@ -112,10 +166,13 @@ def attention(root: Path, chip: str, folder: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
+    if len(argv) not in (1, 2) or (len(argv) == 2 and argv[1] != "--shares"):
         print(__doc__)
         return 2
     root = Path(argv[0])
+    if len(argv) == 2:
+        shares(root)
+        return 0
     for chip, folder, fmt in CHIPS:
         gemms(root, chip, folder, fmt)
     for chip, folder, version in (("h100-sxm", "h100_sxm", "1.3.0rc10"), ("h200", "h200_sxm", "1.2.0rc5"),

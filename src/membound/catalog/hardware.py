@@ -23,7 +23,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
 
 from ._data import HashableModel, Number, read_yaml, validate
 from . import names
-from .dtypes import compute_keys
+from .dtypes import compute_keys, get_dtype
 from ..errors import InvalidInputError, ProfileError, is_finite_number
 from ..base.display import hardware_repr, hardware_text, hardware_html
 
@@ -199,6 +199,14 @@ class ScaleOut(_Strict):
     source: str
 
 
+def _is_dtype(name: str) -> bool:
+    """Whether `name` is a weight format registered exactly so (lower-case, as the formats are named)."""
+    try:
+        return get_dtype(name).name == name
+    except (InvalidInputError, KeyError, LookupError):
+        return False
+
+
 class Achievable(_Strict):
     """Fractions of the peaks a well-tuned runtime reaches on this device, with evidence."""
 
@@ -209,6 +217,15 @@ class Achievable(_Strict):
     # run each format at its own share (Served.format_rates); every other runtime computes at
     # compute_fraction whatever the format. A format not listed: compute_fraction
     compute_by_format: dict[str, Fraction] = {}
+    # the share of the achievable bandwidth (bandwidth_fraction x peak) at which measured decode GEMM kernels
+    # read a weight format's bytes (M <= 128 tokens: a kernel time's bytes over its seconds), where such kernel
+    # timings of this exact part were found: the dense Linear GEMMs (weight_read_by_format) and the fused MoE's
+    # grouped expert GEMMs (expert_read_by_format), each keyed by weight format. A property of the kernels
+    # measured on the chip, not of the chip alone: the evidence names them, and only a runtime whose served
+    # GEMMs are those kernels reads them (Served.weight_read); every other runtime reads weights at the
+    # achievable bandwidth. A format not listed: 1 (the achievable bandwidth)
+    weight_read_by_format: dict[str, Fraction] = {}
+    expert_read_by_format: dict[str, Fraction] = {}
     evidence: str = "assumed"
 
 
@@ -368,6 +385,11 @@ class Hardware(HashableModel):
         if unknown:
             raise ValueError(f"achievable.compute_by_format: expected formats the profile gives a peak for "
                              f"({', '.join(sorted(self.compute_flops))}), got {', '.join(unknown)}")
+        for field in ("weight_read_by_format", "expert_read_by_format"):
+            bad = sorted(f for f in getattr(self.achievable, field) if not _is_dtype(f))
+            if bad:
+                raise ValueError(f"achievable.{field}: expected weight formats membound knows "
+                                 f"(membound.catalog.dtypes), got {', '.join(bad)}")
         return self
 
     @model_validator(mode="after")

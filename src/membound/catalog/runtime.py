@@ -210,6 +210,10 @@ class Served(BaseModel):
     format_rates: bool = False           # its GEMMs in a format the profile measured apart run at that
                                          # format's share of its peak (achievable.compute_by_format), x
                                          # compute_fraction; False: every format at achievable.compute_fraction
+    weight_read: bool = False            # its GEMMs read weights at the profile's measured kernel shares of the
+                                         # achievable bandwidth (achievable.weight_read_by_format for the dense
+                                         # tensors, expert_read_by_format for routed experts: TensorRT-LLM's
+                                         # kernels' timings); False: every weight at the served bandwidth share
     fp8_rate: Annotated[float, Number, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0
                                          # its fp8 GEMMs' rate over compute_fraction's (a factor: an MLPerf
                                          # generation's fitted rate of its engines' fp8 kernels); 0: as

@@ -166,7 +166,7 @@ Coeffs: TypeAlias = tuple[Num, Num, Num, Num]
 @stackable(shape="batch prompt output tp pp ep n_chips gemm_tile_tokens mmvq_tokens chunk_tokens",
            numbers="w_bytes kv_bytes act_bytes peak_flops dequant price_usd_per_hour w_bytes_dense w_bytes_head "
                    "w_bytes_embed dense_peak_flops dense_dequant attn_peak_flops gemv_peak_flops index_peak_flops "
-                   "mmvq_flops mmvq_dense_flops matrix_peak_flops")
+                   "mmvq_flops mmvq_dense_flops matrix_peak_flops read_dense read_expert")
 @dataclass(frozen=True)
 class Knobs:
     """Numeric inputs of one evaluation; each may be a float or an array (broadcast)."""
@@ -215,6 +215,9 @@ class Knobs:
                                           # runtime.MatrixUnits); None: the GEMMs run at peak_flops
     chunk_tokens: Num = 0.0       # most prompt tokens the engine puts in one step (its token budget:
                                   # chunked prefill, `prefill`); 0: a prefill is one pass
+    read_dense: Num = 1.0         # the share of the achievable bandwidth the dense GEMMs read their weights at
+    read_expert: Num = 1.0        # and routed experts' grouped GEMMs (Efficiency.weight_read, expert_read): the
+                                  # seconds per weight byte over it; 1: at the achievable bandwidth
 
 
 # stacking: the layout's ways and shares, the mat-vec path's threshold and the links' kind are shape
@@ -461,6 +464,8 @@ def chip_of(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, base: Chi
     dense_inv, expert_inv, kv_inv, w_inv, per_tier = placement(
         hw.memory, eff.bandwidth_fraction, base.dense_held + extra_weight_bytes_chip, base.expert_held, kv_chip,
         pinned)
+    # measured kernels' weight reads (Knobs.read_dense, read_expert: 1 unless the runtime reads them)
+    dense_inv, expert_inv, w_inv = dense_inv / kn.read_dense, expert_inv / kn.read_expert, w_inv / kn.read_dense
     if hw.operand_bytes is not None:    # a stream that widens each weight to its units' width (a TSP's MXM)
         widen = operand_widening(kn.w_bytes, hw.operand_bytes)
         dense_inv, expert_inv, w_inv = dense_inv * widen, expert_inv * widen, w_inv * widen

@@ -28,7 +28,7 @@ from ..catalog.runtime import MatrixUnits, QuantizedGemm, Runtime, RuntimeEntry,
                    "gemv_peak_flops weight_only_tile_tokens prefill_layer_kernels gemv_formats "
                    "quantized_dequant_scale mmvq_max_tokens mmvq_issue_rate mmvq_column_ops per_layer_host_s "
                    "per_allreduce_s per_alltoall_s moe_expert_rows moe_upcast_efficiency per_request_s "
-                   "per_prompt_token_s format_rates per_sequence_layer_s pipeline_host_s")
+                   "per_prompt_token_s format_rates per_sequence_layer_s pipeline_host_s weight_read expert_read")
 @dataclass(frozen=True)
 class Efficiency:
     """Resolved efficiency of a (runtime, device) pair."""
@@ -84,6 +84,9 @@ class Efficiency:
     per_prompt_token_s: float = 0.0  # host seconds per prompt token before its first step
     format_rates: tuple[tuple[str, float], ...] = ()   # (compute format, its GEMMs' rate over
                                      # compute_fraction's): the served block's format_rates, `format_rates`
+    weight_read: tuple[tuple[str, float], ...] = ()    # (weight format, the share of bandwidth_fraction's rate
+                                     # its dense GEMMs read it at): the served block's weight_read, `weight_reads`
+    expert_read: tuple[tuple[str, float], ...] = ()    # the same for routed experts' grouped GEMMs
 
 
 @functools.lru_cache(maxsize=4096)
@@ -157,6 +160,8 @@ def served_efficiency(eff: Efficiency, served: Served, hw: Hardware) -> Efficien
         moe_upcast_efficiency=served.moe_upcast_efficiency, per_request_s=served.per_request_s,
         per_prompt_token_s=served.per_prompt_token_s, ungraphed_layer_s=served.ungraphed_layer_s,
         format_rates=served_rates(served, hw),
+        weight_read=weight_reads(hw, "weight") if served.weight_read else (),
+        expert_read=weight_reads(hw, "expert") if served.weight_read else (),
         overlap=eff.overlap if served.overlap is None else served.overlap)
 
 
@@ -178,6 +183,15 @@ def format_rates(hw: Hardware) -> tuple[tuple[str, float], ...]:
     format runs at this times the rate compute_fraction gives it (estimate's compute paths)."""
     ach = hw.achievable
     return tuple(sorted((f, share / ach.compute_fraction) for f, share in ach.compute_by_format.items()))
+
+
+def weight_reads(hw: Hardware, kind: str) -> tuple[tuple[str, float], ...]:
+    """Per weight format, the share of the achievable bandwidth measured kernels read its bytes at on `hw`
+    (achievable.weight_read_by_format for kind "weight", the dense GEMMs; expert_read_by_format for
+    "expert", routed experts' grouped GEMMs): H200 fp8 dense 0.78 makes a step read its fp8 dense weights
+    at 0.78 x the rate the served bandwidth share gives the KV cache."""
+    shares = getattr(hw.achievable, f"{kind}_read_by_format")
+    return tuple(sorted((f, float(s)) for f, s in shares.items()))
 
 
 # the clock a per-layer cycle count is timed at on a chip whose profile gives none (a typical GPU

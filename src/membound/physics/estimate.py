@@ -664,7 +664,8 @@ def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, An
     (`_matrix_units`), the dense tensors' own bytes and peaks when the formats are mixed, and
     the LM head's and input embedding's own bytes (a llama.cpp file's q6_K output tensor). A served
     engine whose GEMMs run each format at its own measured share (eff.format_rates) has its tensor
-    peaks scaled by it (attention keeps its own)."""
+    peaks scaled by it (attention keeps its own); one whose GEMMs read weights at measured kernel shares
+    (eff.weight_read, expert_read) has the dense tensors' and routed experts' shares of their formats."""
     w, a = res.weights, res.activations
     rates = dict(eff.format_rates)
     tensor_peak = res.peak_flops * rates.get(a.compute or "", 1.0)
@@ -687,6 +688,9 @@ def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, An
         if _on_mmq(eff, res.dense_weights, res.dense_activations):
             d_peak, d_dequant = eff.quantized_peak_flops, res.dense_dequant * eff.quantized_dequant_scale
         paths.update(w_bytes_dense=res.dense_weights.bytes, dense_peak_flops=d_peak, dense_dequant=d_dequant)
+    if eff.weight_read or eff.expert_read:   # the measured kernels' weight reads, per format (Served.weight_read)
+        paths.update(read_dense=dict(eff.weight_read).get(res.dense_weights.name, 1.0),
+                     read_expert=dict(eff.expert_read).get(res.weights.name, 1.0))
     if res.own_head:    # the LM head and input embedding: their own bytes, on the dense tensors' path
         paths.update(w_bytes_head=res.head_weights.bytes, w_bytes_embed=res.embed_weights.bytes)
     units = _matrix_units(eff, res, hw) if paths["peak_flops"] == tensor_peak else None
