@@ -36,7 +36,13 @@ R: as B, with the decode GEMMs' weight read at the share of the chip's achievabl
    mlperf20); RE: as R with the launches without CUDA graphs priced (form E's 10 kernels x 5 us).
    Measured 2026-12-07 on main 737d4bb: neither adopted (README). RG1 / REG1: R / RE with G1's v5.1 fp8 rate fitted
    (the protocol's addendum, fixed after R's and RE's figures were seen).
-Fit rows are printed beside select rows (in-sample figures: the fits are theirs).
+W: as B, with the generation's GEMMs reading weights at the kernels' measured shares of each chip's achievable bandwidth,
+   per chip and weight format (served weight_read: the profiles' achievable.weight_read_by_format for the dense tensors,
+   expert_read_by_format for routed experts; TensorRT-LLM 1.2.0rc5's kernel timings, ai-dynamo/aiconfigurator@095f58a;
+   helper mlperf21, data/reference/mlperf/README.md "Weight reads at the kernels' shares, per chip and format"); the KV
+   cache at the achievable bandwidth. WE: W with the launches (form E); WG1 / WEG1: W / WE with G1's v5.1 fp8 rate.
+Fit rows are printed beside select rows (in-sample figures: the fits are theirs); `--report` adds the report rows
+(printed once, for the adopted form, never chosen on); `--csv PATH` writes each predicted row.
 
 The slope protocol (issue 29, helper mlslope, fixed 2026-12-07 before any of its figures was computed):
 roles from data/mlperf_split.csv; constants fitted only on the fit families (H100, H200, GH200), cold,
@@ -129,7 +135,8 @@ FP8_RATE = {"unit": "factor on the engine's compute_fraction rate (fp8 GEMMs)", 
 
 
 def form(rows: list, served_cf: float | None, fit_block: dict, overlap: float | None = None,
-         graphs: bool = True, launch_s: float | None = None, served: dict | None = None) -> None:
+         graphs: bool = True, launch_s: float | None = None, served: dict | None = None,
+         roles: tuple[str, ...] = ("fit", "select")) -> list:
     gens = copy.deepcopy(mrows.load_generations())
     g = gens[NAME]
     if graphs:
@@ -150,15 +157,16 @@ def form(rows: list, served_cf: float | None, fit_block: dict, overlap: float | 
     doc = mv.with_fits(fits, gens)
     rounds = sorted({r.round for r in rows}, key=mrows.round_key)
     runtimes = {("tensorrt-llm", "cpp", r): mrows.generation_runtime(NAME, r, None, doc) for r in rounds}
-    chosen = [r.fresh() for r in rows if mlperf_role(r.family) in ("fit", "select")]
+    chosen = [r.fresh() for r in rows if mlperf_role(r.family) in roles]
     mv.predict(chosen, runtimes=runtimes)
     print("fits:", {k[1]: (mrows.fitted_param(g, k[1]), float(f"{v[0].params[mrows.fitted_param(g, k[1])]:.4g}"),
                            v[0].at_bounds) for k, v in fits.items() if k[0] == NAME})
-    for role in ("fit", "select"):
+    for role in roles:
         for sc in mrows.SCENARIOS:
             s = mv.summary([r for r in chosen if r.scenario == sc and mlperf_role(r.family) == role])
             print(f"  {sc}: {s['predicted']} {role} rows, median |error| {100 * s['median_abs']:.1f}% "
                   f"(signed {100 * s['median']:+.1f}%)")
+    return chosen
 
 
 def fp8_only(hw):
@@ -170,6 +178,9 @@ def fp8_only(hw):
 
 
 def main(argv: list[str]) -> int:
+    roles = ("fit", "select", "report") if "--report" in argv else ("fit", "select")
+    csv = argv[argv.index("--csv") + 1] if "--csv" in argv else None
+    argv = [a for i, a in enumerate(argv) if a != "--report" and a != "--csv" and (i == 0 or argv[i - 1] != "--csv")]
     which = argv[0] if argv else "B"
     rows, _ = mrows.load_rows()
     per_seq = {"per_sequence_s": dict(mrows.load_generations()[NAME]["fit"]["per_sequence_s"])}
@@ -192,15 +203,25 @@ def main(argv: list[str]) -> int:
              "RE": (None, per_seq, None, False, None, {"bandwidth_fraction": GEMM_READ_SHARE}),
              "RG1": (None, {**per_seq, "fp8_rate": FP8_RATE}, None, True, None, {"bandwidth_fraction": GEMM_READ_SHARE}),
              "REG1": (None, {**per_seq, "fp8_rate": FP8_RATE}, None, False, None,
-                      {"bandwidth_fraction": GEMM_READ_SHARE})}
+                      {"bandwidth_fraction": GEMM_READ_SHARE}),
+             "W": (None, per_seq, None, True, None, {"weight_read": True}),
+             "WE": (None, per_seq, None, False, None, {"weight_read": True}),
+             "WG1": (None, {**per_seq, "fp8_rate": FP8_RATE}, None, True, None, {"weight_read": True}),
+             "WEG1": (None, {**per_seq, "fp8_rate": FP8_RATE}, None, False, None, {"weight_read": True})}
     if which not in forms:
         print(__doc__)
         return 2
     if which in ("P", "P0"):
         with mock.patch.object(efficiency, "format_rates", fp8_only):
-            form(rows, *forms[which])
+            chosen = form(rows, *forms[which], roles=roles)
     else:
-        form(rows, *forms[which])
+        chosen = form(rows, *forms[which], roles=roles)
+    if csv:
+        with open(csv, "w") as f:
+            f.write("id,round,benchmark,scenario,family,device,role,measured,pred_tok_s_per_accel\n")
+            for r in chosen:
+                f.write(f"{r.id},{r.round},{r.benchmark},{r.scenario},{r.family},{r.device},{mlperf_role(r.family)},"
+                        f"{r.measured},{r.pred.get('tok_s_per_accel', '')}\n")
     return 0
 
 
