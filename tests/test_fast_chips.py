@@ -375,16 +375,19 @@ def test_a_tsp_decode_streams_its_weights_into_the_matrix_units_by_hand():
     the SRAM could read. The MXM multiplies at fp16 (TruePoint: matrix operations at full precision;
     fp16 takes K = 160 weights a sub-operation where int8 takes 320, ISCA 2022), so an int8 weight
     takes 2 bytes of that intake. Llama-3.1-8B int8 on 76 LPUs (38 stages: 32 layers, the LM head's
-    and embedding's 3 parts each; each over 2 chips), first token: the stages run one after another,
-    each chip streaming its half of its unit, so the token streams (8.030e9 - 525.3e6 embedding table + one 4096-element row) / 2
-    weights, each 2 B at the MXM, at 9.216 TB/s: 814 us."""
+    and embedding's 3 parts each; each over 2 chips), first token: the layers' stages run one after
+    another, each chip streaming its half of its unit, and the head's 3 parts at once (the columns of one
+    product over chips, ISCA 2022 sec. 5.2: `parallel.head_path`), so the token streams (8.030e9 - 525.3e6
+    embedding table - 2/3 x 525.3e6 of the head + one 4096-element row) / 2 = 3,577,352,192 weights, each
+    2 B at the MXM, at 9.216 TB/s: 776 us (814 us with the head's parts one after another)."""
     hw = mb.load_hardware("groq-lpu")
     assert hw.read_ceiling == pytest.approx(10240 * 0.9e9 / 80e12) and hw.operand_bytes == 2
     r = mb.estimate("llama-3.1-8b", hw, n_chips=76, weight_dtype="int8", prompt_tokens=0, output_tokens=1)
     assert r.parallel == "tp=2 pp=38 ep=1"
-    weights = (8030261248 - 128256 * 4096 + 4096) / 2
+    weights = (8030261248 - 128256 * 4096 - 128256 * 4096 * 2 / 3 + 4096) / 2
+    assert weights == 3_577_352_192
     assert r.step_terms_s["memory"] == pytest.approx(weights * 2 / (10240 * 0.9e9), rel=1e-9)
-    assert r.step_terms_s["memory"] == pytest.approx(814e-6, rel=1e-3)
+    assert r.step_terms_s["memory"] == pytest.approx(776e-6, rel=1e-3)
     # fp16 weights take the same 2 B each: no widening, the same time
     r16 = mb.estimate("llama-3.1-8b", hw, n_chips=76, weight_dtype="fp16", prompt_tokens=0, output_tokens=1,
                       check_memory=False)
@@ -643,10 +646,11 @@ def test_speculative_claims_through_the_lever():
     # main 6e1f873 without them; an intended change: Cerebras' October
     # 2024 release rewrote its reduce/broadcast kernels, and its speculative settings are not published);
     # 828 (-60.6%) on branch wafer20, where a WSE-3 core keeps its partial sums at 32 bits (Cerebras' FP32
-    # accumulations: an intended change that slows the physics alone);
-    # pinned at 1.25 x |error| + 1 point (test_validation's margin): Groq within 17.6%, Cerebras within 76.8%
+    # accumulations: an intended change that slows the physics alone); Groq 1,960 (+18.1%) on branch fast21
+    # (the LM head's 2 parts at once, ISCA 2022 sec. 5.2's column split: an intended change);
+    # pinned at 1.25 x |error| + 1 point (test_validation's margin): Groq within 23.6%, Cerebras within 76.8%
     assert g.n_chips == 672 and g.parallel == "tp=8 pp=84 ep=1"
-    assert abs(groq / 1660 - 1) <= 1.25 * 0.133 + 0.01 and abs(cere.decode_tok_s_per_user / 2100 - 1) <= 1.25 * 0.606 + 0.01
+    assert abs(groq / 1660 - 1) <= 1.25 * 0.181 + 0.01 and abs(cere.decode_tok_s_per_user / 2100 - 1) <= 1.25 * 0.606 + 0.01
     plain = mb.estimate("llama-3.1-70b", "groq-lpu", n_chips=672).decode_tok_s_per_user
     assert plain < groq / 3
     draft = mb.load_model("llama-3.1-8b")

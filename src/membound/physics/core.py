@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from ..base.stacking import stackable
 from .dataflow import operand_widening, wafer_pass_s
-from .parallel import Collectives, collective_s, collectives, communication_s, head_parts, head_stages
+from .parallel import Collectives, collective_s, collectives, communication_s, head_parts, head_path, head_stages
 from .roofline import (Num, causal_pairs, ceiling, context_pieces, effective_context, expected_experts,
                        maximum, minimum, sum_over_context, where)
 from .roofline import floor as floor_int
@@ -242,8 +242,8 @@ class ChipBase(NamedTuple):
     share: Num           # the largest pipeline stage's share of the layers
     w_expert: Num        # bytes per weight: routed experts, dense tensors, LM head, untied embedding
     w_dense: Num
-    w_head: Num
-    w_embed: Num
+    w_head: Num          # (streamed in series: on a pipeline of whole layers, the head's parts run at once,
+    w_embed: Num         # so x the share one stage runs, `parallel.head_path`)
     kv_pair: Num         # KV bytes per (layer, token) pair on this chip
     flops: Num           # achievable FLOP/s: expert GEMMs, dense GEMMs (LM head included), attention
     dense_flops: Num
@@ -404,8 +404,12 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
     # wide-EP engines run 48 ranks on 256 experts); the fullest chip sets memory and the step, as
     # if the experts were split over tp * E / ceil(E / ep) chips (tp * ep when ep divides E)
     e_group = tp * mc.n_experts / ceiling(mc.n_experts / ep) if mc.n_experts else tp * ep
-    if head_stages(hw):     # the LM head and embedding: pipeline stages of their own (`stage_weight_share`)
-        share, held = stage_weight_share(mc, kn.w_bytes, wd, wh, we, pp)
+    levels, wh_path = pp, wh    # the stages a token's pass crosses; the head's bytes it streams in series
+    if head_stages(hw):     # the LM head and embedding: pipeline stages of their own (`stage_weight_share`),
+        share, held = stage_weight_share(mc, kn.w_bytes, wd, wh, we, pp)    # the head's parts at once
+        head_share, levels = head_path(mc.n_layers, *head_parts(mc.total_params, mc.head_params, mc.lookup_params,
+                                                                 mc.n_layers), pp)
+        wh_path = wh * head_share
     else:   # the largest pipeline stage holds ceil(layers / pp) of the layers (stages may be uneven)
         share = held = ceiling(mc.n_layers / pp) / mc.n_layers
     dense_chip, expert_chip = held_weight_bytes(mc, kn.w_bytes, wd, wh, we, tp, e_group, held)
@@ -424,7 +428,8 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
         Cp = on_matrix_units(C, kn.matrix_peak_flops, eff.compute_fraction, kn.dequant)
         Cdp = on_matrix_units(Cd, kn.matrix_peak_flops, eff.compute_fraction, dqd)
     ring = link is None or link.topology == "ring"
-    return ChipBase(tp, pp, ep, tp * ep, e_group, share, kn.w_bytes, wd, wh, we, kv_pair, C, Cd, Ca, Ci, kn.dequant, dqd,
+    return ChipBase(tp, pp, ep, tp * ep, e_group, share, kn.w_bytes, wd, wh_path, we, kv_pair, C, Cd, Ca, Ci, kn.dequant,
+                    dqd,
                     kn.act_bytes, link_bw, link_lat, ring, dense_chip, expert_chip,
                     floor_s(mc, hw, eff, tp, wd, share * mc.n_layers),
                     gemm_s(mc, C, Cd, kn.dequant, dqd) if kn.gemv_peak_flops is None else
@@ -433,7 +438,7 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
                     gemm_s(mc, Cp, Cdp, kn.dequant, dqd, 1.0 / eff.moe_gemm_efficiency)
                     - head_flops / Cdp, head,
                     hw.capacity_bytes, kn.mmvq_tokens, mmvq_s(mc, kn, C, Cd, dqd),
-                    collectives(tp, pp, ep, mc.hidden, mc.n_layers, mc.n_moe_layers, mc.k, kn.act_bytes, link_bw,
+                    collectives(tp, levels, ep, mc.hidden, mc.n_layers, mc.n_moe_layers, mc.k, kn.act_bytes, link_bw,
                                 link_lat, ring),
                     *overhead_terms(mc, eff, tp, ep, C), context_kernels_s(mc, eff), tp * ep * Ca,
                     kv_pair + mc.index_bytes)

@@ -25,7 +25,7 @@ from ..errors import DoesNotFitError, InvalidInputError
 from ..catalog.hardware import load_hardware
 from ..catalog.model import load_model
 from ..base.stacking import stackable
-from .roofline import Num, minimum
+from .roofline import Num, ceiling, minimum, where
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,28 @@ def head_parts(total_params: float, head_params: float, lookup_params: float, n_
     = 525.3M over a 218.1M layer, 3 parts each (untied)."""
     layer = (total_params - head_params - lookup_params) / n_layers
     return math.ceil(head_params / layer), math.ceil(lookup_params / layer)
+
+
+def head_path(n_layers: float, h: int, e: int, pp: Num) -> tuple[Num, Num]:
+    """(the share of the LM head's bytes a token streams in series, the stage levels its pass
+    crosses, the gather of the head's largest logits counted as one) on a pipeline of whole layers
+    whose head and untied embedding are `h` and `e` parts (`head_parts`) over `pp` stages.
+
+    The head's parts are the columns of one product split over chips, which compute at once, the
+    results concatenated (Abts et al., ISCA 2022, sec. 5.2, column split, no reduction; Fig. 14, a
+    distributed product's latency falling as chips are added). With U = layers + h + e units,
+    k = ceil(U / pp) a stage, a stage runs its own parts in series: a token streams min(k, h) / h of
+    the head. The head's parts span s_h = ceil(h / k) stages at once and the embedding's s_e =
+    ceil(e / k) (the token id reaches each part at once; the part holding its row sends it on), so
+    the pass crosses pp - s_h - s_e + [s_h > 0] + [s_e > 0] levels; where s_h > 1 the parts' largest
+    logits (value and index) are gathered to one chip, one hop more (a chain of parts carried the
+    running maximum along it). The hidden state's broadcast to the s_h part stages is one boundary,
+    as every boundary is. Llama 3.1 8B on 38 stages (h = e = 3, k = 1): 1/3 of the head, 34 + 1 = 35
+    levels, 34 hops where consecutive parts crossed 38 stages, 37 hops."""
+    k = ceiling((n_layers + h + e) / pp)
+    s_h, s_e = ceiling(h / k), ceiling(e / k)
+    levels = pp - s_h - s_e + min(h, 1) + min(e, 1) + where(s_h > 1.0, 1.0, 0.0)
+    return minimum(k, float(h)) / h if h else 1.0, levels
 
 
 def head_stages(hw) -> bool:
