@@ -121,6 +121,32 @@ def test_groq_lm_head_and_embedding_parts_by_hand():
         mb.estimate(m, "groq-lpu", parallel=mb.Parallel(pp=39), n_chips=39)
 
 
+def test_groq_lm_head_parts_run_at_once_by_hand():
+    """The LM head's parts are the columns of one product split over chips (ISCA 2022 sec. 5.2): they
+    compute at once (`head_path`). Llama 3.1 8B int8 on 38 chips (h = e = 3, U = 38 units, k = 1 a
+    stage): a token streams 1/3 of the head, 525,336,576 x 2 B (the MXM's fp16 intake) / 9.216e12 / 3 =
+    38.0 us where the parts one after another took 114.0; its pass crosses 38 - 3 - 3 + 1 + 1 = 34
+    levels, and the parts' largest logits are gathered to one chip, one more: 35, so 34 hops, not 37. On 19 stages
+    (k = 2) a stage runs two parts in series: 2/3 of the head, the head over ceil(3/2) = 2 stages and
+    the embedding over 2: 19 - 4 + 2 + 1 = 18 levels, 17 hops. One part each (Llama 2): 34 stages,
+    34 - 2 + 2 = 34 levels, no gather, 33 hops, as before."""
+    from membound.physics.parallel import head_path
+    assert head_path(32.0, 3, 3, 38.0) == (pytest.approx(1 / 3), 35.0)
+    assert head_path(32.0, 3, 3, 19.0) == (pytest.approx(2 / 3), 18.0)
+    assert head_path(32.0, 1, 1, 34.0) == (1.0, 34.0)
+    assert head_path(10.0, 2, 0, 12.0) == (0.5, 12.0 - 2 + 1 + 1)     # tied: no embedding level
+    call = dict(n_chips=38, weight_dtype="int8", prompt_tokens=0, output_tokens=1, runtime="ideal")
+    r = mb.estimate("llama-3.1-8b", "groq-lpu", **call)
+    hw = mb.load_hardware("groq-lpu")
+    third = 525_336_576 * 2 / (10240 * 0.9e9) / 3
+    assert third == pytest.approx(38.0e-6, rel=1e-3)
+    bw, act = hw.interconnect.bandwidth_bytes_s, 4096 * 1     # one int8 hidden state a boundary
+    assert r.step_terms_s["communication"] == pytest.approx(34 * (722e-9 + act / bw), rel=1e-9)
+    d = mb.estimate("llama-3.1-8b", "groq-lpu", **{**call, "runtime": "device"})
+    layers = (8_030_261_248 - 2 * 525_336_576 + 4096) * 2 / (10240 * 0.9e9)    # the layers and one embedding row
+    assert d.step_terms_s["memory"] == pytest.approx(layers + third, rel=1e-9)
+
+
 def test_uneven_stages_by_hand():
     """3 stages over 80 layers: the largest holds ceil(80/3) = 27 layers, so each chip holds
     27/80 of the weights; at batch 3 the three micro-batches beat at that stage: a step is
