@@ -41,6 +41,8 @@ W: as B, with the generation's GEMMs reading weights at the kernels' measured sh
    expert_read_by_format for routed experts; TensorRT-LLM 1.2.0rc5's kernel timings, ai-dynamo/aiconfigurator@095f58a;
    helper mlperf21, data/reference/mlperf/README.md "Weight reads at the kernels' shares, per chip and format"); the KV
    cache at the achievable bandwidth. WE: W with the launches (form E); WG1 / WEG1: W / WE with G1's v5.1 fp8 rate.
+   Measured 2026-12-07 on 6f71276 under that section's protocol: none adopted (fit Interactive; README, generations.yaml
+   weight_read).
 Fit rows are printed beside select rows (in-sample figures: the fits are theirs); `--report` adds the report rows
 (printed once, for the adopted form, never chosen on); `--csv PATH` writes each predicted row.
 
