@@ -1,4 +1,7 @@
 """The closed-form sums of the core against brute force, floats and arrays alike."""
+import itertools
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -65,3 +68,36 @@ def test_expected_experts():
     assert expected_experts(8.0, 2.0, 2.0) == 3.5 == expected_experts(np.float64(8.0), 2.0, 2.0)
     assert [expected_experts(8.0, 2.0, t) for t in tokens.tolist()] == expected_experts(8.0, 2.0, tokens).tolist()
     assert expected_experts(0.0, 0.0, tokens).tolist() == [0.0] * 4
+
+
+def test_sum_max3_by_hand_at_its_clips():
+    # max(L, L/2, 3) for L = 0..5: the memory line reaches the floor at L = 3 exactly: 3+3+3+3+4+5 = 21
+    assert sum_max3(0.0, 1.0, 0.0, 0.5, 3.0, 0.0, 6.0) == 21.0
+    # reached before the range: L = 4, 5, 6 -> 4 + 5 + 6 = 15
+    assert sum_max3(0.0, 1.0, 0.0, 0.5, 3.0, 4.0, 7.0) == 15.0
+    # never reached within it: the floor, 100, over 6 contexts = 600
+    assert sum_max3(0.0, 1.0, 0.0, 0.5, 100.0, 0.0, 6.0) == 600.0
+    # the compute line crosses the memory line at L = 4: max(L, 2L - 4, 1) for L = 0..6:
+    # 1 + 1 + 2 + 3 + 4 + 6 + 8 = 25
+    assert sum_max3(0.0, 1.0, -4.0, 2.0, 1.0, 0.0, 7.0) == 25.0
+    # flat lines: max(2, 1, 1.5) = 2 at each of 4 contexts = 8
+    assert sum_max3(2.0, 0.0, 1.0, 0.0, 1.5, 3.0, 7.0) == 8.0
+    # a range past its end (lo > hi) sums to nothing
+    assert sum_max3(0.0, 1.0, 0.0, 0.5, 3.0, 7.0, 4.0) == 0.0
+    # max(3 - L, 0) over L = 1..5: 2 + 1 = 3; max(-3 - L, 0): a line below zero throughout, 0
+    assert sum_positive_part(3.0, -1.0, 1.0, 6.0) == 3.0
+    assert sum_positive_part(-3.0, -1.0, 1.0, 6.0) == 0.0
+
+
+def test_sum_max3_arrays_are_the_float_path_bit_for_bit():
+    # the array path finds each bound in the coefficients' shape and clips it to [lo, hi] once; the
+    # plain-float path clips at lo - 1 and hi + 1 first (roofline.sum_max3): the same floats, over
+    # thresholds on, beside and past integers, flat and tiny slopes, and ranges empty or past their end
+    from membound.physics.roofline import _sum_max3_float
+    cases = list(itertools.product((0.0, 1.0, 2.5), (0.0, 1e-260, 0.25, 1.0), (0.0, 3.0), (0.0, 0.5, 1.0 / 3.0),
+                                   (0.0, 1.0, 3.0, 4.5), (0.0, 1.0, 4.0), (-2.0, 0.0, 1.0, 5.0)))
+    m_a, m_b, c_a, c_b, fl, lo, n = (np.array(col) for col in zip(*cases))
+    arr = sum_max3(m_a, m_b, c_a, c_b, fl, lo, lo + n)
+    floats = [_sum_max3_float(*case[:6], case[5] + case[6]) for case in cases]
+    assert arr.tolist() == floats
+    assert [math.copysign(1.0, x) for x in arr.tolist()] == [math.copysign(1.0, x) for x in floats]

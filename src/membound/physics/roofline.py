@@ -103,22 +103,31 @@ def sum_positive_part(d0: Num, d1: Num, lo: Num, hi: Num) -> Num:
     """Sum of max(d0 + d1*L, 0) over integers L in [lo, hi)."""
     # slopes below TINY count as flat (no overflow); numpy's stubs lose abs() of a float | array
     flat = abs(d1) <= TINY  # type: ignore[operator]
-    safe = where(flat, 1.0, d1)
-    root = clip(-d0 / safe, lo - 1.0, hi + 1.0)        # where the line crosses zero
-    start = where(d1 > TINY, clip(floor(root) + 1.0, lo, hi), lo)
-    stop = where(d1 < -TINY, clip(-floor(-root), lo, hi), hi)  # ceil(root)
+    root = -d0 / where(flat, 1.0, d1)                  # where the line crosses zero
+    # from the first L past the root of a rising line (else lo) to the first at or past it of a falling
+    # one (else hi), each clipped to [lo, hi] (`sum_max3` says why no other clip is needed)
+    start = clip(where(d1 > TINY, floor(root) + 1.0, -math.inf), lo, hi)
+    stop = clip(where(d1 < -TINY, -floor(-root), math.inf), lo, hi)    # ceil(root)
     whole = where(flat, where(d0 > 0, 1.0, 0.0), 1.0)
     return whole * sum_linear(d0, d1, start, stop)
 
 
 def sum_max3(m_a: Num, m_b: Num, c_a: Num, c_b: Num, fl: Num, lo: Num, hi: Num) -> Num:
-    """Sum over integers L in [lo, hi) of max(m_a + m_b L, c_a + c_b L, fl), for slopes >= 0."""
-    def first_reach(a, b):  # first integer L >= lo where a + b L >= fl (hi if never)
+    """Sum over integers L in [lo, hi) of max(m_a + m_b L, c_a + c_b L, fl), for slopes >= 0.
+
+    Where a line reaches the floor (and where the memory line crosses the compute line,
+    `sum_positive_part`) is found in the coefficients' shape, and only then clipped to [lo, hi]
+    (hi: the end of the contexts, the block's whole shape in a sweep): one clip, not a dozen
+    operations of that size. The same floats as clipping first: ceil and floor + 1 are monotone, so
+    clip(ceil(clip(x, lo - 1, hi + 1)), lo, hi) = clip(ceil(x), lo, hi); a flat line's bound is hi,
+    min(inf, hi); and a line already at the floor at lo reaches it at lo, min(lo, hi) where lo <= hi
+    (a range beyond its end, lo > hi, sums to the same 0 from either end). The plain-float path
+    (`_sum_max3_float`) clips first: the same values."""
+    def first_reach(a, b):  # the first integer L >= lo where a + b L >= fl, before the clip to hi (inf: never)
         rising = b > TINY                     # slopes below TINY count as flat (no overflow)
-        safe = where(rising, b, 1.0)
-        t = clip((fl - a) / safe, lo - 1.0, hi + 1.0)
-        return where(a + b * lo >= fl, lo, where(rising, clip(-floor(-t), lo, hi), hi))
-    reach = minimum(first_reach(m_a, m_b), first_reach(c_a, c_b))
+        k = -floor(-((fl - a) / where(rising, b, 1.0)))   # ceil
+        return where(a + b * lo >= fl, lo, where(rising, maximum(k, lo), math.inf))
+    reach = minimum(minimum(first_reach(m_a, m_b), first_reach(c_a, c_b)), hi)
     below = fl * maximum(reach - lo, 0.0)
     above = sum_linear(c_a, c_b, reach, hi) + sum_positive_part(m_a - c_a, m_b - c_b, reach, hi)
     return below + above
@@ -157,8 +166,8 @@ def sum_over_context(pieces: Sequence[tuple[float, float, float, float]], m_a: N
     for lo, hi, u0, u1 in pieces:
         if one:     # maximum(start, lo), minimum(end, hi) on floats, without the calls
             a, b = lo if lo > start else start, hi if hi < end else end
-        else:
-            a, b = maximum(start, lo), minimum(end, hi)
+        else:       # min(end, inf) is end: the last piece's
+            a, b = maximum(start, lo), end if hi == math.inf else minimum(end, hi)
         total = total + (_sum_max3_float if one else sum_max3)(m_a + m_b * u0, m_b * u1, c_a + c_b * u0,
                                                                  c_b * u1, fl, a, b)
     return total
