@@ -364,6 +364,28 @@ def test_bundled_groups_equal_group_by_group_bit_for_bit(kw, include_unfit, monk
     assert all(len(c["batch"]) <= 100 for c in chunks)
 
 
+@pytest.mark.parametrize("kw", BUNDLED[:3])
+def test_kept_bundle_keys_and_stacks_give_the_bits_of_fresh_ones(kw, monkeypatch):
+    # Law: a configuration's bundle key and its bundle's stacks are kept between sweeps (by its
+    # ChipBase: `_of_configurations`); a sweep that finds them, kept by a sweep whose first workload
+    # (batch, prompt, output: the one its groups are prepared at) differed, gives the bits of a sweep
+    # that makes them afresh, and stacks nothing anew.
+    module = sys.modules["membound.planning.sweep"]
+    sweep(**kw, **GRID, as_frame=False)                                   # first workload (1, 0, 1)
+    other = dict(kw, **GRID, include_unfit=True)
+    other.update(batch=[64, 7, 256], prompt_tokens=[5000, 0], output_tokens=[300, 2])   # first (64, 5000, 300)
+    stacked = []
+    real = module.stack
+    monkeypatch.setattr(module, "stack", lambda *a: stacked.append(1) or real(*a))
+    kept = sweep(**other, as_frame=False)
+    assert not stacked
+    monkeypatch.setattr(module, "_KEYS", {})
+    monkeypatch.setattr(module, "_STACKS", {})
+    fresh = sweep(**other, as_frame=False)
+    assert stacked                                                          # made afresh
+    _assert_same_bits(kept, fresh)
+
+
 def test_streamed_sweep_equals_one_shot():
     # Law: the chunks of iter_sweep put together are sweep()'s table, bit for bit, and a reduce
     # over them sees every row; here with bundled groups (48 rows each) and chunk ends inside
