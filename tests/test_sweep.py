@@ -386,6 +386,26 @@ def test_kept_bundle_keys_and_stacks_give_the_bits_of_fresh_ones(kw, monkeypatch
     _assert_same_bits(kept, fresh)
 
 
+def test_bound_code_is_the_first_largest_term():
+    # Law (core.bound_name): the bound is the largest of memory, compute, latency, communication,
+    # overhead and draft, the first on ties; the sweep finds it from the first two (per row) and the
+    # others (here one per row, or one number) apart. Terms of 4 rows, by hand:
+    # row 0: memory 1, compute 2, latency 2 (ties compute, later): compute (1)
+    # row 1: memory 3, compute 3, overhead 3: memory (0)
+    # row 2: memory 1, compute 1, communication 2: communication (3)
+    # row 3: memory 0, compute 4, draft 5: draft (5)
+    from membound.physics.core import BOUNDS
+    from membound.planning.sweep import _Columns, _columns, _Schema
+    r = {"memory_s": np.array([1.0, 3.0, 1.0, 0.0]), "compute_s": np.array([2.0, 3.0, 1.0, 4.0]),
+         "latency_s": np.array([2.0, 0.0, 0.5, 0.0]), "communication_s": np.array([0.0, 1.0, 2.0, 0.0]),
+         "overhead_s": np.array([0.0, 3.0, 0.0, 0.0]), "draft_s": np.array([0.0, 0.0, 0.0, 5.0])}
+    cols = _Columns(_Schema(_columns(False), {"bound": BOUNDS}, True).select(["bound"]), 4)
+    code = np.empty(4, np.int8)
+    assert cols._bound(r, (4,), 4, code).tolist() == [1, 0, 3, 5]
+    r.update(latency_s=0.5, communication_s=0.25, overhead_s=0.0, draft_s=0.0)    # one number each
+    assert cols._bound(r, (4,), 4, code).tolist() == [1, 0, 0, 1]
+
+
 def test_streamed_sweep_equals_one_shot():
     # Law: the chunks of iter_sweep put together are sweep()'s table, bit for bit, and a reduce
     # over them sees every row; here with bundled groups (48 rows each) and chunk ends inside
