@@ -29,11 +29,13 @@ PINNED_ON = ("a6a8172 + the tensorrt-llm-cpp per-round refit (lead, fifteenth se
 MARGIN = (1.25, 0.01)                 # limit = 1.25 x measured + 1 point
 ROLES = ("fit", "select", "report")
 MEASURED = {                          # (scenario, role or "all") -> (rows predicted, median |error|)
-    ("Offline", "all"): (395, 0.121),         # llama3.1-8b on trtllm-serve (mlgen17): 0.100 -> 0.114; v6.0 llama2-70b
+    ("Offline", "all"): (395, 0.108),         # llama3.1-8b on trtllm-serve (mlgen17): 0.100 -> 0.114; v6.0 llama2-70b
                                               # of Dell, ASUSTeK, HPE (TensorRT 10.14), Lenovo on it (mlgen18): 0.118;
-                                              # Cisco's v6.1 llama3.1-8b on it (mlgen18): 0.121
+                                              # Cisco's v6.1 llama3.1-8b on it (mlgen18): 0.121; main 84c404c measured
+                                              # 0.111; MI300X's MAMF 0.603, H100 PCIe's 0.661 (fit21): 0.108
     ("Offline", "fit"): (165, 0.091),         # in-sample: H100, H200, GH200 (the generations fit on them)
-    ("Offline", "select"): (73, 0.148),       # B200, MI300X; llama3.1-8b B200 on trtllm-serve: 0.110 -> 0.148
+    ("Offline", "select"): (73, 0.110),       # B200, MI300X; llama3.1-8b B200 on trtllm-serve: 0.110 -> 0.148; main
+                                              # 84c404c measured 0.116; MI300X's MAMF 0.603 (fit21): 0.110
     ("Offline", "report"): (157, 0.175),       # CPU-only SGLang Offline rows at Intel's own prefill time: 71 -> 2%;
                                                # RTX PRO 6000 v6.0 llama2-70b on trtllm-serve (mlgen18): 0.150 -> 0.175
     ("Server", "all"): (50, 0.155),           # the sample (above); 0.084 -> 0.155 (llama3.1-8b, mlgen17)

@@ -27,7 +27,9 @@ PINNED_ON = "6e1f873"              # main commit the figures below were measured
                                    # 2607794 + the pipeline host form (stages19)
 MARGIN = (1.25, 0.01)              # limit = 1.25 x measured + 1 point
 MEASURED = {                       # category -> (validation median, report median) |error|, by chip
-    "MLPerf (assumed lengths)": (0.310, None),             # H100 is a fit chip, MI300X a select one
+    "MLPerf (assumed lengths)": (0.466, None),             # H100 is a fit chip, MI300X a select one; 0.310 ->
+                                                           # 0.466: MI300X's bf16 MAMF 0.603 replaces MLE-ACC's
+                                                           # 0.514 (fit21, intended: a measured fact, not tuning)
     "TensorRT-LLM max-load throughput": (0.100, 0.154),    # B200 select; GB200, RTX PRO 6000 report; H100 fit;
                                                            # per sequence per layer (perseq18): 0.090 / 0.085 ->
                                                            # 0.100 / 0.123 (RTX PRO 6000 pp 8 rows +12 -> +124%);
