@@ -318,3 +318,28 @@ def test_a_batched_moe_row_is_beyond_physics_only_past_the_fewest_experts_its_ba
     between = Scenario(**{**sc.__dict__, "measured": 1.3 * uniform})      # DGX Spark's gpt-oss rows sit here
     assert beats_physics(between) is None
     assert "faster than the pure roofline" in beats_physics(Scenario(**{**sc.__dict__, "measured": 1.01 * alike}))
+
+
+def test_a_cold_fit_starts_at_its_priors_not_at_a_chips_profile():
+    # the middle of each share's BOUNDS: bandwidth (0.05 + 1.0) / 2 = 0.525, compute (0.01 + 1.0) / 2 = 0.505,
+    # overlap (0 + 1) / 2 = 0.5, MoE GEMM rate (0.05 + 1.0) / 2 = 0.525; a cost at its typical magnitude
+    from membound.fidelity.calibrate import prior_start
+    assert [prior_start(p) for p in ("bandwidth_fraction", "compute_fraction", "overlap", "moe_gemm_efficiency")] == \
+        pytest.approx([0.525, 0.505, 0.5, 0.525])
+    assert (prior_start("per_layer_overhead_s"), prior_start("per_sequence_overhead_s"),
+            prior_start("per_layer_overhead_cycles"), prior_start("power_limit_w_per_tflop")) == (1e-5, 1e-4, 1e5, 8.0)
+
+
+def test_a_cold_fit_reaches_one_optimum_from_any_start_and_row_order():
+    # llama.cpp-vulkan's 12 rows (3 figures): cold, from a second start set and with its rows reversed (the old
+    # start read the first row's chip profile), the same figures to the 4 digits the runtime file keeps
+    from membound.fidelity.calibrate import FIXED, fit_rows
+    from membound.fidelity.reference import load_reference
+    rows = fit_rows(load_reference().scenarios, "llama.cpp-vulkan")
+    fixed = {p: v for p, (v, _) in FIXED["llama.cpp-vulkan"].items()}
+    fits = [fit_group("llama.cpp-vulkan", "default", rows, fixed=fixed),
+            fit_group("llama.cpp-vulkan", "default", rows, fixed=fixed,
+                      start=dict(bandwidth_fraction=0.8, compute_fraction=0.6, per_layer_overhead_cycles=3e5)),
+            fit_group("llama.cpp-vulkan", "default", rows[::-1], fixed=fixed)]
+    digits = [{k: f"{v:.4g}" for k, v in f.params.items()} for f in fits]
+    assert digits[0] == digits[1] == digits[2] and set(digits[0]) >= {"bandwidth_fraction", "compute_fraction"}

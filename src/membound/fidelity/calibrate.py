@@ -23,8 +23,9 @@ What is fitted (never one figure per row):
 - `ASSUMED_FROM`: backends without rows get another backend's default, marked as not fitted.
 
 The fit is least squares on log(predicted / measured) within each figure's BOUNDS, by the one
-fitter (membound.fitter.fit: scipy's trust-region least squares, run to convergence); its
-FitReport (parameters, bounds hit, rows, residuals) rides on each GroupFit.
+fitter (membound.fitter.fit: scipy's trust-region least squares, run to convergence, then polished
+without derivatives), cold from each figure's prior start (`prior_start`: nothing of the rows or of
+a chip's profile); its FitReport (parameters, bounds hit, rows, residuals) rides on each GroupFit.
 
     python -m membound.fidelity.calibrate [--reference PATH] [--out DIR | --write-bundled]
 
@@ -197,6 +198,25 @@ MIN_ROWS = 4
 # decode 3.3 -> 3.3%, prefill 5.3 -> 4.5%, batched decode 8.1 -> 8.1%, Vulkan 3.7 / 8.3 -> 3.7 / 8.3%).
 CLASS_ENTRIES = False
 LOW_COMPUTE_START = 0.3   # the second starting compute_fraction of a cold fit (`fit_group`)
+# Where a cold fit starts each figure: a property of its prior, never of the rows or of a chip's profile (issue 27:
+# a start read off the first fit row's chip profile let a profile edit, or a hold-out dropping that chip, move a
+# fit whose objective had not changed). A share bounded on both sides by physics starts at the middle of its
+# BOUNDS; a cost open at 0 (linear in the fit, its range spanning decades) at a typical magnitude: 10 us a layer
+# (a few kernels' launches), 100 us otherwise, 1e5 GPU cycles a layer (~50 us at 2 GHz), and the power limit at
+# 8 W per fp32 TFLOP/s (between the boards SGEMM_TFLOPS names, 4.8 to 9.8). The fit is polished past the trust
+# region's stop (fitter.fit(polish=True)) so that it reaches the same optimum from any start (tested)
+MIDDLE_STARTS = ("bandwidth_fraction", "compute_fraction", "overlap", "moe_gemm_efficiency")
+TYPICAL_STARTS = {"power_limit_w_per_tflop": 8.0, "per_layer_overhead_cycles": 1e5}
+
+
+def prior_start(name: str) -> float:
+    """The start of figure `name` in a cold fit (see MIDDLE_STARTS)."""
+    if name in MIDDLE_STARTS:
+        lo, hi = BOUNDS[name]
+        return (lo + hi) / 2
+    return TYPICAL_STARTS.get(name, 1e-5 if "layer" in name else 1e-4)
+
+
 ROWS_PER_PARAM = 2   # a device class fits one figure per this many of its rows (fractions first) and
                      # holds the rest at the default's values: four rows for four figures fit
                      # exactly, and land on bounds
@@ -318,23 +338,7 @@ def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: d
     # a device class's entry takes the runtime-wide figures from `fixed` (the default's), never fits them
     names = tuple(p for p in _params_for(rt_name, rows)
                   if p not in fixed and (key == "default" or p not in RUNTIME_WIDE))
-    hw0 = load_hardware(rows[0].hardware)
-    x0 = []
-    for p in names:
-        if start and p in start:
-            x0.append(start[p])
-        elif p == "bandwidth_fraction":
-            x0.append(hw0.achievable.bandwidth_fraction)
-        elif p == "compute_fraction":
-            x0.append(hw0.achievable.compute_fraction)
-        elif p in ("overlap", "moe_gemm_efficiency"):
-            x0.append(0.5)
-        elif p == "power_limit_w_per_tflop":
-            x0.append(8.0)
-        elif p == "per_layer_overhead_cycles":
-            x0.append(1e5)
-        else:
-            x0.append(1e-5 if "layer" in p else 1e-4)
+    x0 = [start[p] if start and p in start else prior_start(p) for p in names]
     meas = np.log([s.measured for s in rows])
 
     def res(p: dict) -> np.ndarray:
@@ -345,7 +349,7 @@ def fit_group(rt_name: str, key: str, rows, start: dict | None = None, others: d
     # on either side of it, and a fit from the device's share can settle on the wrong side
     starts = ([{"compute_fraction": LOW_COMPUTE_START}] if not start and "compute_fraction" in names else [])
     report = fitter.fit(res, [param_spec(p, v) for p, v in zip(names, x0)], rows=[s.id for s in rows],
-                        starts=starts, max_iterations=iters)
+                        starts=starts, max_iterations=iters, polish=True)
     err = report.median_abs_error if names else float("nan")
     return GroupFit(rt_name, key, {**fixed, **report.params}, [s.id for s in rows], err, list(report.at_bounds),
                     tuple(fixed), report)

@@ -27,6 +27,7 @@ from ..errors import InvalidInputError
 BOUND_TOLERANCE = 1e-3
 DIFF_STEP = 1e-4          # the finite-difference step, in the [0, 1] coordinates (a kink-tolerant step)
 TOLERANCE = 1e-10         # ftol, xtol and gtol of the solver: run to convergence
+POLISH_XTOL = 1e-7        # a polish's line-search tolerance, in the [0, 1] coordinates (`fit(polish=True)`)
 
 
 @dataclass(frozen=True)
@@ -119,12 +120,17 @@ def at_bounds(params: Mapping[str, float], spec: Sequence[Param]) -> tuple:
 
 
 def fit(residuals: Callable[[dict], np.ndarray], params: Sequence[Param], rows: Sequence[str] = (),
-        starts: Sequence[Mapping[str, float]] = (), max_iterations: int = 200) -> FitReport:
+        starts: Sequence[Mapping[str, float]] = (), max_iterations: int = 200, polish: bool = False) -> FitReport:
     """Minimise sum(residuals(p) ** 2) over the `params` within their bounds, from each of their
     own starts and then each mapping in `starts` (missing names take the Param's start); the best
     optimum wins. `residuals` takes {name: value} and returns a 1-D array of finite numbers.
     `max_iterations` caps the solver's steps (scipy's max_nfev; each step's Jacobian costs another
-    len(params) evaluations)."""
+    len(params) evaluations). `polish` then searches on from the best optimum without derivatives
+    (scipy's Powell method, bounded, in the same [0, 1] coordinates, line searches to POLISH_XTOL, at
+    most max_iterations x (len(params) + 1) evaluations) and keeps what it finds where the cost fell:
+    the trust region, on finite-difference Jacobians, can stop short in a long flat valley of nearly
+    collinear constants (llama.cpp-cuda's compute share, per-layer and MoE costs: three starts
+    stopped 1e-6 apart in cost and a unit apart in the fourth digit), which line searches cross."""
     from scipy.optimize import least_squares   # scipy.optimize: deferred, slow to import; only fits need it
 
     params = tuple(params)
@@ -154,6 +160,15 @@ def fit(residuals: Callable[[dict], np.ndarray], params: Sequence[Param], rows: 
         if best is None or sol.cost < best.cost:
             best = sol
     assert best is not None
-    p_out = values(best.x)
+    z, fun, message, evaluations = best.x, best.fun, str(best.message), int(best.nfev)
+    if polish:
+        from scipy.optimize import minimize   # deferred with least_squares
+        out = minimize(lambda z: 0.5 * float(np.sum(res(z) ** 2)), best.x, method="Powell",
+                       bounds=[(0.0, 1.0)] * len(params),
+                       options=dict(xtol=POLISH_XTOL, ftol=TOLERANCE, maxfev=max_iterations * (len(params) + 1)))
+        evaluations += int(out.nfev)
+        if out.fun < best.cost:
+            z, fun, message = out.x, res(out.x), f"{message}; polished without derivatives: {out.message}"
+    p_out = values(z)
     return FitReport(p_out, {p.name: (p.lo, p.hi) for p in params}, at_bounds(p_out, params), tuple(rows),
-                     tuple(float(v) for v in best.fun), bool(best.status > 0), str(best.message), int(best.nfev))
+                     tuple(float(v) for v in fun), bool(best.status > 0), message, evaluations)
