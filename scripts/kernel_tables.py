@@ -24,10 +24,24 @@ routing: min(8, 2 x tokens) experts touched, so every expert from 4 tokens on) r
 experts, top 2, hidden 4,096, expert FFN 14,336: 3 x 4,096 x 14,336 weights an expert), the cutlass kernel
 ('moe_torch_flow_min_latency' rows at nvfp4 read faster than the chip's peak: they do not stream every expert and
 are left out).
+
+    PYTHONPATH=src python scripts/kernel_tables.py AICONFIGURATOR --steps
+
+decomposes the measured step of the Server and Interactive rows of the dense Llama benchmarks whose chip and weight
+format have a table (B200 nvfp4, H200 and H100 SXM fp8; helper mlperf22, a diagnosis: no prediction changed). Per
+row group (round, family, benchmark, scenario; medians over its rows): the decoding batch by Little's law
+(`mlperf_validate.little_batch`), the tokens a step carries M = batch x (1 + mean prompt / mean output) (each
+sequence's prompt is prefilled once in its output's steps), the measured median TPOT (the mean step a sequence
+sees), the model's (`mlperf_validate.tpot_at_batch`), and the measured step less what the tables and the profile
+price: the layer GEMMs at M (the table, interpolated in M, N and K; tensor-parallel shapes), TensorRT-LLM's custom
+all-reduce of the step's M x hidden bf16 activations twice a layer (tensor > 1), and the KV read (each decoding
+sequence attends its prompt plus, on average, E[O^2] / 2E[O] of its output; the profile's achievable bandwidth).
+What is left holds the context attention, the element-wise kernels, the launches and any host time.
 """
 from __future__ import annotations
 
 import io
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +49,7 @@ from pathlib import Path
 import pandas as pd
 
 from membound.catalog.hardware import load_hardware
+from membound.catalog.model import load_model
 
 DATA = "aic-core/src/aiconfigurator_core/systems/data"
 SHAPES = ((10240, 8192), (8192, 8192), (57344, 8192), (8192, 28672))    # (N, K) of Llama-2-70B's layer GEMMs
@@ -165,13 +180,103 @@ def attention(root: Path, chip: str, folder: str) -> None:
     print(p[[c for c in p.columns if c <= 1023]].round(1).to_string())
 
 
+STEP_TABLES = {("b200", "nvfp4"): ("b200_sxm", "nvfp4"), ("h200", "fp8"): ("h200_sxm", "fp8"),
+               ("h100-sxm", "fp8"): ("h100_sxm", "fp8")}
+STEP_BENCHMARKS = ("llama2-70b", "llama3.1-405b", "llama3.1-8b")
+
+
+def layer_shapes(preset: str, tp: int) -> tuple[tuple[tuple[int, int], ...], int, int, int]:
+    """((N, K) of a dense Llama decoder layer's four GEMMs on one of `tp` ranks), layers, hidden, KV heads a rank."""
+    m = load_model(preset)
+    hd, h = m.head_dim, m.hidden_size
+    shapes = (((m.n_heads + 2 * m.n_kv_heads) * hd // tp, h), (h, m.n_heads * hd // tp),
+              (2 * m.ffn_size // tp, h), (h, m.ffn_size // tp))
+    return shapes, m.n_layers, h, max(1, m.n_kv_heads // tp)
+
+
+def gemm_step_ms(d: pd.DataFrame, shapes, layers: int, tokens: float) -> float:
+    """Milliseconds of a step's layer GEMMs at `tokens` rows from the table `d`, linear in M between grid points."""
+    grid = [int(m) for m in sorted(d.m.unique())]
+    return 1e-3 * layers * between(tokens, grid, lambda m: sum(gemm_us(d, m, n, k) for n, k in shapes))
+
+
+def allreduce_step_ms(d: pd.DataFrame, tp: int, layers: int, elements: float) -> float:
+    """Milliseconds of two custom all-reduces a layer of `elements` bf16 values each (the table, linear in size)."""
+    if tp == 1:
+        return 0.0
+    s = d[(d.num_gpus == tp) & (d.allreduce_dtype == "bfloat16")].sort_values("message_size")
+    lat = dict(zip(s.message_size.astype(int), s.latency))
+    return 2 * layers * between(elements, sorted(lat), lambda e: float(lat[e]))
+
+
+def step_rows(root: Path) -> pd.DataFrame:
+    """One line per Server / Interactive row with a table: batch, M, measured and model TPOT, the priced terms."""
+    from membound.fidelity import mlperf_rows, mlperf_validate
+    from membound.serving.api import build
+    rows, _ = mlperf_rows.load_rows()
+    benches = mlperf_rows.load_benchmarks()
+    gemm_tables: dict = {}
+    out = []
+    for r in rows:
+        folder_fmt = STEP_TABLES.get((r.device, r.quantization.weights))
+        if (r.scenario == "Offline" or r.benchmark not in STEP_BENCHMARKS or folder_fmt is None
+                or r.launch is not None and r.launch.context is not None or not math.isfinite(r.tpot_p50_s)):
+            continue
+        bench = benches[r.benchmark]
+        runtime = mlperf_rows.launched(mlperf_rows.runtime_of(r.engine, r.executor, r.round), r.launch, r.device)
+        caps = mlperf_rows.row_limits(bench, r.engine, r.device, r.round, r.scenario, r.launch)
+        lay = next(iter(mlperf_validate.row_layouts(bench, r.engine, r.device, r.round, r.quantization.weights,
+                                                    r.per_node, r.launch, r.domain)))
+        sm, sched, _ = build(bench.preset, r.device, prompt=bench.prompt, output=bench.output,
+                             quantization=r.quantization, runtime=runtime, n_chips=lay.chips, parallel=lay,
+                             scheduler=caps)
+        batch = mlperf_validate.little_batch(r.measured, lay.chips, r.tpot_p50_s)
+        folder, fmt = folder_fmt
+        if folder_fmt not in gemm_tables:
+            g = table(root, f"{folder}/gemm/trtllm/1.2.0rc5/gemm_perf.parquet")
+            gemm_tables[folder_fmt] = g[(g.gemm_dtype == fmt) & (g.kernel_source != "deepgemm")]
+        shapes, layers, hidden, kv_heads = layer_shapes(bench.preset, lay.chips)
+        p, o = bench.prompt.mean, bench.output.mean
+        tokens = batch * (1.0 + p / o)
+        o2 = float(pd.Series(bench.output.values).pow(2).mean()) if hasattr(bench.output, "values") else o * o
+        context = p + o2 / (2.0 * o)
+        hw = load_hardware(r.device)
+        achievable = sum(t.bandwidth_bytes_s for t in hw.memory) * hw.achievable.bandwidth_fraction
+        kv_bytes = 0.5 if r.quantization.kv == "fp4" else 1.0 if r.quantization.kv == "fp8" else 2.0
+        kv_ms = 1e3 * batch * context * layers * 2 * kv_heads * load_model(bench.preset).head_dim * kv_bytes / achievable
+        ar = table(root, f"{folder}/comm/trtllm/1.2.0rc5/custom_allreduce_perf.parquet") if lay.chips > 1 else None
+        ar_ms = allreduce_step_ms(ar, lay.chips, layers, tokens * hidden) if ar is not None else 0.0
+        gemm_ms = gemm_step_ms(gemm_tables[folder_fmt], shapes, layers, tokens)
+        measured = 1e3 * r.tpot_p50_s
+        mp = sm.terms(batch, c=tokens - batch)       # the model's pass of the same step, its chunk's attention aside
+        out.append({"round": r.round, "family": r.family, "benchmark": r.benchmark, "scenario": r.scenario,
+                    "executor": r.executor, "tp": lay.chips, "batch": batch, "M": tokens, "measured": measured,
+                    "model": 1e3 * mlperf_validate.tpot_at_batch(sm, sched, bench, batch), "gemm": gemm_ms,
+                    "allreduce": ar_ms, "kv": kv_ms, "rest": measured - gemm_ms - ar_ms - kv_ms, "layers": layers,
+                    "m_comp": 1e3 * float(mp.comp), "m_comm": 1e3 * float(mp.comm), "m_over": 1e3 * float(mp.over)})
+    return pd.DataFrame(out)
+
+
+def steps(root: Path) -> None:
+    d = step_rows(root)
+    keys = ["round", "family", "benchmark", "scenario", "executor", "tp", "layers"]
+    g = d.groupby(keys).median(numeric_only=True)
+    g["rows"] = d.groupby(keys).size()
+    g["rest_us_layer"] = 1e3 * g["rest"] / g.index.get_level_values("layers")
+    print("median over each group's rows; ms a step unless named (measured = median TPOT; rest = measured - gemm - "
+          "allreduce - kv; m_comp, m_comm, m_over: the model's pass of the same M tokens, its FLOP seconds (GEMMs, "
+          "heads, decode attention), collectives and runtime overheads)")
+    print(g[["rows", "batch", "M", "measured", "model", "gemm", "m_comp", "allreduce", "m_comm", "kv", "rest", "m_over",
+             "rest_us_layer"]].round(1).to_string())
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) not in (1, 2) or (len(argv) == 2 and argv[1] != "--shares"):
+    if len(argv) not in (1, 2) or (len(argv) == 2 and argv[1] not in ("--shares", "--steps")):
         print(__doc__)
         return 2
     root = Path(argv[0])
     if len(argv) == 2:
-        shares(root)
+        (shares if argv[1] == "--shares" else steps)(root)
         return 0
     for chip, folder, fmt in CHIPS:
         gemms(root, chip, folder, fmt)
