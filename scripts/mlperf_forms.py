@@ -43,6 +43,9 @@ W: as B, with the generation's GEMMs reading weights at the kernels' measured sh
    cache at the achievable bandwidth. WE: W with the launches (form E); WG1 / WEG1: W / WE with G1's v5.1 fp8 rate.
    Measured 2026-12-07 on 6f71276 under that section's protocol: none adopted (fit Interactive; README, generations.yaml
    weight_read).
+T: as B, with the C++ executor's dense GEMMs from round v5.1 on taking the time TensorRT-LLM's kernels take at the
+   pass's M tokens (helper mlperf22; its protocol below): `--tables PATH` (a checkout or bare git directory of
+   ai-dynamo/aiconfigurator @095f58a) is required.
 Fit rows are printed beside select rows (in-sample figures: the fits are theirs); `--report` adds the report rows
 (printed once, for the adopted form, never chosen on); `--csv PATH` writes each predicted row.
 
@@ -109,6 +112,33 @@ under it was computed; sources read first, code and docs only, no result file: g
    --core_type=trtllm_endpoint, so its rows move to pytorch; TTA's rows point to NVIDIA's README (not stored here)
    and HPE's publish none stored: both keep the stack rule; Naeem Khoshnevis's row already reads cpp (its stack
    says trtllm-build). Adopted and measured as items 2-3 say.
+
+The GEMM-table protocol (issue 29, helper mlperf22, fixed 2026-12-07 20:35 UTC before any figure under form T was
+computed; the decomposition of data/reference/mlperf/README.md "The select misses decomposed against the kernel
+tables" was seen, and with it the B figures of every role: select figures are validation figures):
+1. Source. NVIDIA's aiconfigurator database, github.com/ai-dynamo/aiconfigurator @095f58a,
+   aic-core/src/aiconfigurator_core/systems/data/{h100_sxm,h200_sxm,b200_sxm}/gemm/trtllm/1.2.0rc5/gemm_perf.parquet
+   (TensorRT-LLM 1.2.0rc5's Linear kernels on the exact parts, CUDA-graph replay, weights past the L2; kernel timings,
+   not benchmark results): t70(M), the summed time of Llama-2-70B's four layer GEMMs at tensor 1 (QKV 10240 x 8192,
+   O 8192 x 8192, gate-up 57344 x 8192, down 8192 x 28672) x 80 layers at M rows, N and K interpolated as
+   scripts/kernel_tables.py does, M linear between the table's grid points and clamped to its ends; the weight
+   format of the row: fp8 (h100-sxm, h200) and nvfp4 (b200), the deepgemm rows left out, fp8's dynamic-scale rows as
+   they are (the MLPerf engines' scales are static: up to ~5% of the small-M time, left in, stated).
+2. Form T. Generation tensorrt-llm-cpp, rounds v5.1 and later (the tables' software era: TensorRT-LLM 1.x of 2025;
+   v4.x's engines are 2024's and keep B), rows of a dense Llama model (llama2-70b, llama3.1-405b; MoE and GPT-J rows
+   keep B) on a chip and format with a table (h100-sxm fp8, h200 fp8, b200 nvfp4; H200 NVL, H100 PCIe / NVL, GH200
+   have none and keep B): a pass's dense-layer GEMM seconds (core.pass_terms: the decode tokens' and the prompt
+   chunk's GEMMs over tp x ep) become t70(M) x (the model's layer parameters a rank / Llama-2-70B's 80 x 855.6 M),
+   M = the pass's tokens a rank (decodes x positions + chunk), in place of the engine's constant rate; everything
+   else as B (memory, KV, overlap, collectives, overheads). 405B's ranks (tensor 4 / 8) are priced on the 70B
+   curve: an approximation, stated. Implemented by a patch in this script only (a measurement): a library form
+   needs the curve in the profiles and the pass, after the rule holds.
+3. Fits. per_sequence_s refitted cold per round on the fit families' Offline rows (mv.fit_all), as every form.
+4. Roles: data/mlperf_split.csv (fit H100, H200, GH200: in-sample; select B200, MI300X: validation; report not
+   predicted). Criterion, against B from this script on the same tree: T is recommended for a library form iff
+   (a) select Interactive median |error| falls by at least 3 points, (b) no select scenario median rises by more than
+   0.5 point, (c) no fit scenario median rises by more than 1 point. Whatever the outcome nothing is priced this
+   session (the patch is not the library); the figures are written to the README.
 """
 from __future__ import annotations
 
