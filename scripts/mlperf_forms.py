@@ -45,7 +45,7 @@ W: as B, with the generation's GEMMs reading weights at the kernels' measured sh
    weight_read).
 T: as B, with the C++ executor's dense GEMMs from round v5.1 on taking the time TensorRT-LLM's kernels take at the
    pass's M tokens (helper mlperf22; its protocol below): `--tables PATH` (a checkout or bare git directory of
-   ai-dynamo/aiconfigurator @095f58a) is required.
+   ai-dynamo/aiconfigurator @095f58a) is required. TE: T with E's launches (the protocol's addendum).
 Fit rows are printed beside select rows (in-sample figures: the fits are theirs); `--report` adds the report rows
 (printed once, for the adopted form, never chosen on); `--csv PATH` writes each predicted row.
 
@@ -139,6 +139,15 @@ tables" was seen, and with it the B figures of every role: select figures are va
    (a) select Interactive median |error| falls by at least 3 points, (b) no select scenario median rises by more than
    0.5 point, (c) no fit scenario median rises by more than 1 point. Whatever the outcome nothing is priced this
    session (the patch is not the library); the figures are written to the README.
+   Outcome of T (2026-12-07 20:47 UTC, main 2cf84b8; median |error| Offline / Server / Interactive): B fit 8.8 / 10.4 /
+   10.1, select 11.0 / 12.5 / 34.4 (v5.1 per_sequence_s on its lower bound, carried from v4.1); T fit 7.1 / 8.9 / 23.2,
+   select 7.4 / 3.5 / 28.6 (v5.1 per_sequence_s 1.624e-5, interior). (a) and (b) hold, (c) fails (fit Interactive
+   +13.1 points): not recommended as it stands.
+5. Addendum (fixed 2026-12-07 20:50 UTC, after T's figures, before any figure under TE): TE = T with form E's launches
+   (generations.yaml cuda_graphs priced: 10 kernels x 5 us a decoder layer, every round of the generation, as E), the
+   decomposition's per-step rest on the fit family (H200 v5.1 llama2-70b Interactive: 7.5 ms measured against the
+   model's 3.6-4.4 ms of per-sequence and per-layer overheads) being of the launches' size (4.0 ms on Llama-2-70B).
+   Same fits, roles and criterion (a)-(c) against B; nothing priced this session whatever the outcome.
 """
 from __future__ import annotations
 
@@ -150,7 +159,7 @@ from membound.catalog.runtime import load_runtime
 from membound.fidelity import mlperf_validate as mv
 from membound.fidelity import mlperf_rows as mrows
 from membound.fidelity.split import mlperf_role
-from membound.physics import efficiency
+from membound.physics import core, efficiency
 
 NAME = "tensorrt-llm-cpp"
 MEASURED_SHARE = 0.806          # 64.5% of H200's fp8 peak over its achievable 0.8 (generations.yaml forms)
@@ -209,7 +218,69 @@ def fp8_only(hw):
     return tuple((f, s / (ach.compute_fraction * cf)) for f, s in ach.compute_by_format.items() if f == "fp8")
 
 
+TABLE_CHIPS = {("h100-sxm", "fp8"): "h100_sxm", ("h200", "fp8"): "h200_sxm", ("b200", "nvfp4"): "b200_sxm"}
+TABLE_PRESETS = ("llama-2-70b", "llama-3.1-405b")       # dense Llama models of the C++ executor's rows
+_TABLE: dict = {}       # form T: (chip, format) -> (M grid, t70 seconds at each M), read from --tables
+_ACTIVE: list = [None]  # form T: the built engine's curve (M grid, seconds a layer parameter a rank) or None
+
+
+def table_curves(root: str) -> dict:
+    """(chip, format) -> (M grid, t70(M) seconds): the protocol's item 1 (scripts/kernel_tables.py's readers)."""
+    import numpy as np
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parent))
+    import kernel_tables as kt
+    out = {}
+    for (chip, fmt), folder in TABLE_CHIPS.items():
+        g = kt.table(Path(root), f"{folder}/gemm/trtllm/1.2.0rc5/gemm_perf.parquet")
+        d = g[(g.gemm_dtype == fmt) & (g.kernel_source != "deepgemm")]
+        grid = np.array(sorted(int(m) for m in d.m.unique()), dtype=float)
+        t70 = np.array([80e-6 * sum(kt.gemm_us(d, int(m), n, k) for n, k in kt.SHAPES) for m in grid])
+        out[(chip, fmt)] = (grid, t70 / (80 * kt.PARAMS))     # seconds a layer parameter (one rank's share)
+    return out
+
+
+def tabled_build(orig):
+    """mv.build, recording for form T's pass the curve of the engine it builds (the protocol's item 2)."""
+    def build(preset, device, **kw):
+        rt = kw.get("runtime")
+        name = getattr(rt, "name", "") if rt is not None else ""
+        q = kw.get("quantization")
+        curve = None
+        if name.startswith(f"{NAME}-mlperf-") and preset in TABLE_PRESETS and q is not None:
+            rnd = name.rsplit("-", 1)[1]
+            if mrows.round_key(rnd) >= mrows.round_key("v5.1"):
+                curve = _TABLE.get((device, q.weights))
+        _ACTIVE[0] = curve
+        return orig(preset, device, **kw)
+    return build
+
+
+def tabled_pass(orig):
+    """core.pass_terms with the dense GEMMs at the table's time per M where the built engine has a curve."""
+    import numpy as np
+
+    def pass_terms(mc, eff, kn, ch, dec, pos=1.0, routed=1.0, chunk=0.0, prompts=0.0, held=0.0, pairs=0.0,
+                   index_pairs=0.0, beat=1.0, micro=1.0):
+        p = orig(mc, eff, kn, ch, dec, pos, routed, chunk, prompts, held, pairs, index_pairs, beat, micro)
+        curve = _ACTIVE[0]
+        if curve is None or mc.n_experts:
+            return p
+        tokens = dec * pos + chunk
+        own = (core.gemm_pass_s(ch, dec * pos) + chunk * ch.prefill_gemm) / ch.group
+        grid, per_param = curve
+        t = np.interp(tokens, grid, per_param) * mc.layer_params / ch.group
+        table = np.where(np.asarray(tokens) > 0.0, t, 0.0)
+        comp = p.comp + beat * (table - own)
+        return p._replace(comp=comp if np.ndim(comp) else float(comp))
+    return pass_terms
+
+
 def main(argv: list[str]) -> int:
+    if "--tables" in argv:
+        i = argv.index("--tables")
+        _TABLE.update(table_curves(argv[i + 1]))
+        argv = argv[:i] + argv[i + 2:]
     roles = ("fit", "select", "report") if "--report" in argv else ("fit", "select")
     csv = argv[argv.index("--csv") + 1] if "--csv" in argv else None
     argv = [a for i, a in enumerate(argv) if a != "--report" and a != "--csv" and (i == 0 or argv[i - 1] != "--csv")]
@@ -240,10 +311,17 @@ def main(argv: list[str]) -> int:
              "WE": (None, per_seq, None, False, None, {"weight_read": True}),
              "WG1": (None, {**per_seq, "fp8_rate": FP8_RATE}, None, True, None, {"weight_read": True}),
              "WEG1": (None, {**per_seq, "fp8_rate": FP8_RATE}, None, False, None, {"weight_read": True})}
-    if which not in forms:
+    if which not in forms and which not in ("T", "TE"):
         print(__doc__)
         return 2
-    if which in ("P", "P0"):
+    if which in ("T", "TE"):
+        if not _TABLE:
+            print("form T needs --tables PATH (ai-dynamo/aiconfigurator)")
+            return 2
+        with mock.patch.object(mv, "build", tabled_build(mv.build)), \
+                mock.patch.object(core, "pass_terms", tabled_pass(core.pass_terms)):
+            chosen = form(rows, *forms["E" if which == "TE" else "B"], roles=roles)
+    elif which in ("P", "P0"):
         with mock.patch.object(efficiency, "format_rates", fp8_only):
             chosen = form(rows, *forms[which], roles=roles)
     else:
