@@ -231,3 +231,50 @@ def test_a_difference_has_a_range_only_where_it_cannot_go_below_zero():
     assert plan.source.count("* 0.0") == 1
     for x in (1.0, 5.0, 9.0):
         assert repr(plan(x)) == repr(((x - 1.0) * 0.0, (5.0 - x) * 0.0))
+
+
+OTHERS = st.sampled_from([("model", m) for m in ("llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "mixtral-8x7b",
+                                                 "gemma-3-27b", "gpt-oss-20b")]
+                         + [("hardware", h) for h in ("h100-sxm", "h200", "b200", "mi300x", "a100-80gb", "l40s",
+                                                      "apple-m2-max")])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(first=CONFIGS, other=OTHERS, loads=WORKLOADS)
+def test_a_plan_traced_on_another_model_or_device_gives_the_cold_figures(plans, first, other, loads):
+    # the first configuration traces its structure's plan; the second, its model or device another,
+    # runs that plan where its structure is the first's (`_shape`: the numbers of model and device
+    # apart, their truths alike), else its own structure's
+    kw = {**first, other[0]: other[1]}
+    plans(False)
+    cold = _figures(kw, loads)
+    plans("shared")
+    _figures(first, loads[:1])
+    assert _figures(kw, loads) == cold
+
+
+def test_models_and_devices_of_one_shape_share_one_plan(plans):
+    # 8B and 70B (dense, untied, no windows, 32 and 80 layers) on H100 and H200 (one tier each, no
+    # read-width) at 8 chips (tp=8): one structure, traced once; each configuration's figures its own
+    plans(False)
+    loads = [(16, 2048, 512), (3, 100, 7), (1, 0, 1)]
+    kws = [{**README, "model": m, "hardware": h} for m in ("llama-3.1-70b", "llama-3.1-8b") for h in ("h100-sxm", "h200")]
+    cold = [_figures(kw, loads) for kw in kws]
+    plans("shared")
+    assert [_figures(kw, loads) for kw in kws] == cold
+    assert len(est._SHARED) == 1 and len(est._PLANS) == 4 and all(callable(e[2]) for e in est._PLANS.values())
+    assert len(set(map(id, (e[2] for e in est._PLANS.values())))) == 4      # one maker, a plan each
+
+
+def test_a_structure_untraceable_across_models_falls_back_to_its_model_and_device(plans):
+    # llama.cpp on CUDA launches each layer of a multi-token pass (`launch_s`: `if not n_layers x its
+    # per-layer cost`, a product of a model's number that a shared plan does not branch on): its
+    # structure across models is untraceable, so each model and device gets a structure of its own
+    plans(False)
+    kw = {**README, "n_chips": 1, "runtime": "llama.cpp-cuda", "weight_dtype": "q4_k_m", "model": "llama-3.1-8b"}
+    loads = [(16, 2048, 512), (3, 100, 7)]
+    cold = _figures(kw, loads)
+    plans("shared")
+    first = _figures(kw, loads[:1])
+    assert first == cold[:1] and any(e[2] is False for e in est._SHARED.values())
+    assert _figures(kw, loads) == cold and all(callable(e[2]) for e in est._PLANS.values())

@@ -5,7 +5,7 @@ import functools
 import math
 import numbers
 from dataclasses import dataclass, field, replace
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
 from ..base import defaults
@@ -243,7 +243,9 @@ def _plan(entry: list[Any], p: Prepared, speculative: SpeculativeDecoding | None
     if entry[3] is _UNSEEN:
         if entry[1] < _SHAPE_AFTER:
             return None
-        entry[3] = _shape(p, speculative)       # its structure looked up once
+        entry[3] = _shape(p, speculative)       # its structure looked up once, its evaluations before
+        if entry[3] is not None:                # this one counted as its structure's (`_SHARE_AFTER`)
+            entry[3][0][1] += entry[1] - 1
     if entry[2] is not None or entry[3] is None:
         return entry[2]
     shared, values = entry[3]
@@ -252,8 +254,9 @@ def _plan(entry: list[Any], p: Prepared, speculative: SpeculativeDecoding | None
         if shared[1] < _SHARE_AFTER:
             return None
         shared[2] = _trace_shared(p, speculative, shared[3]) or False
-    if shared[2] is False:
-        entry[3] = None         # its structure cannot be traced: cold until its own plan
+    if shared[2] is False:      # its structure cannot be traced: cold until its own plan, or where
+        # its structure spans models and devices, cold until its model's and device's own is planned
+        entry[3] = None if shared[3][1] is None else _shape(p, speculative, narrow=True)
         return None
     try:
         entry[2] = shared[2](*values)
@@ -268,60 +271,192 @@ _SHAPE_AFTER = 2
 efficiencies', knobs' and chip's ~100 fields): not for one evaluated once (a validation row, a
 count of a fewest-chips search), which its structure's plan would not pay back."""
 _UNSEEN = object()     # an entry whose structure is not yet looked up
-"""A structure's evaluations on the cold path (of any of its configurations) before its shared plan is
-traced (`_plan`): as for one configuration (`_PLAN_AFTER`), a shared plan's tracing is worth it
+"""A structure's evaluations on the cold path (of any of its configurations, each counted from its first:
+a configuration's before its structure is looked up too) before its shared plan is traced (`_plan`):
+as for one configuration (`_PLAN_AFTER`), a shared plan's tracing is worth it
 only for a structure evaluated more than a few times."""
 
 _NAMES = ("B", "S", "T", "b", "s", "t")
 _REAL = (True, True, True, False, False, False)
 
 
-def _shape(p: Prepared, speculative: SpeculativeDecoding | None) -> tuple[list[Any], list[Any]] | None:
+def _shape(p: Prepared, speculative: SpeculativeDecoding | None, narrow: bool = False
+           ) -> tuple[list[Any], list[Any]] | None:
     """(its structure's entry in `_SHARED`, made where new; its parameters) of configuration `p` where a
     plan may be shared: one without speculative decoding or a pinned placement, whose evaluation
-    reads its model's and device's constants (the same objects), its layout, chips and labels'
-    names, whether it is priced, and the numbers of its efficiencies, knobs and chip
-    (`base.stacking.numbers`: each may differ among configurations of one structure, and none is
-    branched on), then its labels and its device's unsourced figures (returned, never computed
-    with); else None. An Efficiency's structure and numbers are walked once per object (`_EFFS`:
-    one runtime on one device is one object for every format but weight-only ones that upcast)."""
+    reads its layout, chips and labels' names, whether it is priced, and the numbers of its
+    efficiencies, knobs and chip (`base.stacking.numbers`: each may differ among configurations of
+    one structure, and none is branched on), of its model's constants and of what it reads of its
+    device (`_constants`: numbers whose truth is part of the structure, since the physics branches
+    on some, `if mc.n_experts`), then its labels, its device's unsourced figures (returned, never
+    computed with) and its model's name; else None. narrow: a structure of its model and device
+    (their objects, by identity), for one whose structure across models and devices cannot be
+    traced (`_plan`). An Efficiency's structure and numbers are walked once per object (`_EFFS`:
+    one runtime on one device is one object for every format but weight-only ones that upcast),
+    a model's constants and a device's once per object (`_CONSTS`)."""
     if speculative is not None or p.spec_args is not None or p.pinned is not None:
         return None
-    eff = _EFFS.get(id(p.eff))
-    if eff is None or eff[0] is not p.eff:
-        if len(_EFFS) >= _SEEN_MAX:
-            _EFFS.clear()
-        numbers: list[float] = []
-        eff = _EFFS[id(p.eff)] = (p.eff, stacking.numbers(p.eff, numbers), numbers)
+    eff = _walked(_EFFS, p.eff, _walk_eff)
     values = [*eff[2]]
-    key = (id(p.consts), id(p.hardware), p.n_chips, p.price is None, tuple(p.labels), eff[1],
-           stacking.numbers((p.knobs, p.chip_base), values))
+    numbers = stacking.numbers((p.knobs, p.chip_base), values)
+    n = len(values)
+    if narrow:
+        key: Hashable = (id(p.consts), id(p.hardware))
+        counts: tuple[int, int | None, int] = (n, None, 0)
+    else:
+        consts, device = _walked(_CONSTS, p.consts, _constants), _walked(_CONSTS, p.hardware, _constants)
+        key, counts = (consts[1], device[1]), (n, len(consts[2]), len(device[2]))
+        values += consts[2]
+        values += device[2]
+    key = (key, p.n_chips, p.price is None, tuple(p.labels), eff[1], numbers)
     shared = _SHARED.get(key)
     if shared is None:
         if len(_SHARED) >= _SEEN_MAX:
             _SHARED.clear()
-        shared = _SHARED[key] = [p, 0, None, len(values)]
-    return shared, [*values, *p.labels.values(), p.assumptions]
+        shared = _SHARED[key] = [p, 0, None, counts]
+    return shared, [*values, *p.labels.values(), p.assumptions, p.consts.name]
+
+
+def _walked(cache: dict[int, Any], obj: Any, walk: Any) -> Any:
+    """walk(obj) as `(obj, ...)`, once per object (by identity; the entry holds the object)."""
+    got = cache.get(id(obj))
+    if got is None or got[0] is not obj:
+        if len(cache) >= _SEEN_MAX:
+            cache.clear()
+        got = cache[id(obj)] = walk(obj)
+    return got
+
+
+def _walk_eff(eff: Efficiency) -> tuple[Efficiency, Hashable, list[float]]:
+    numbers: list[float] = []
+    return eff, stacking.numbers(eff, numbers), numbers
+
+
+def _number(x: Any) -> bool:
+    return x.__class__ is float or x.__class__ is int
+
+
+def _walk(x: Any, numbers: list[Any]) -> Hashable:
+    """A key of `x` for `_constants`, appending its numbers (floats and ints, in tuples item by item) to
+    `numbers`: a number as its type and truth, anything else by value (`stacking._value`)."""
+    if _number(x):
+        numbers.append(x)
+        return x.__class__, bool(x)
+    if x.__class__ is tuple:
+        return tuple([_walk(v, numbers) for v in x])
+    return stacking._value(x)
+
+
+def _rebuilt(x: Any, params: Iterator[Any]) -> Any:
+    """`x` with each number `_walk` walks replaced by the next of `params`."""
+    if _number(x):
+        return next(params)
+    if x.__class__ is tuple:
+        return tuple([_rebuilt(v, params) for v in x])
+    return x
+
+
+_GROUPS = frozenset(("window_groups", "held_groups"))
+"""ModelConsts' (window or None, layers) groups: a window is by value (`roofline` takes float() of it and
+branches on None), its layers a number."""
+
+
+def _model_fields(mc: ModelConsts) -> Iterator[tuple[str, Any]]:
+    """(field, what `_walk` walks of it) of model constants as `_constants` sees them: each but the name
+    (a label), a group's window left out (`_GROUPS`: by value in the key, as is the rest)."""
+    for name, x in mc.__dict__.items():
+        if name in _GROUPS:
+            yield name, tuple(n for _, n in x)
+        elif name != "name":
+            yield name, x
+
+
+def _constants(obj: ModelConsts | Hardware) -> tuple[Any, Hashable, list[Any]]:
+    """(obj, its structure key, its numbers) of what a shared plan's `core.evaluate` (no chip_base, no
+    speculative decoding) reads of a model's constants (every field: each float or int a number,
+    in tuples item by item, but a window; its name a label; its model type by value) or of a
+    device (`_Device`: its tiers' capacity and bandwidth, and its power, numbers; its tiers' names
+    left out: no plan without a pinned placement reads them; its operand width and activation
+    chunk by value). Each number is a parameter of the plan whose truth (zero or not) is part of
+    the key: the physics branches on a number's truth only (`if mc.n_experts`, `if watts`); any
+    other use of a number as a Python value (a comparison branched on, float()) leaves the
+    structure untraceable (`plan.Untraceable`; `_plan` then shares no plan across models and
+    devices), never wrong."""
+    numbers: list[Any] = []
+    if isinstance(obj, ModelConsts):
+        key: Hashable = (tuple((name, _walk(x, numbers)) for name, x in _model_fields(obj)),
+                         tuple(tuple(w for w, _ in obj.__dict__[g]) for g in sorted(_GROUPS)))
+    else:
+        key = (_walk((tuple((t.capacity_bytes, t.bandwidth_bytes_s) for t in obj.memory), obj.power_w), numbers),
+               stacking._value(obj.operand_bytes), stacking._value(obj.activation_chunk_tokens))
+    return obj, (type(obj), key), numbers
+
+
+def _model_view(mc: ModelConsts, params: Iterator[Any], name: Any) -> ModelConsts:
+    """Model constants `mc` with their numbers (`_constants`) the next of `params`, and `name`."""
+    fields = {f: _rebuilt(x, params) for f, x in _model_fields(mc)}
+    for g in _GROUPS:
+        fields[g] = tuple(zip((w for w, _ in mc.__dict__[g]), fields[g]))
+    fields["name"] = name
+    view = object.__new__(ModelConsts)
+    object.__setattr__(view, "__dict__", {f: fields[f] for f in mc.__dict__})
+    return view
 
 
 _EFFS: dict[int, tuple[Efficiency, Hashable, list[float]]] = {}
 """`_shape`'s walks of Efficiency objects by identity: (the object, held; its structure key; its numbers)."""
+_CONSTS: dict[int, tuple[Any, Hashable, list[Any]]] = {}
+"""`_shape`'s walks of model constants and devices by identity (`_constants`)."""
 
 
-def _trace_shared(p: Prepared, speculative: SpeculativeDecoding | None, n: int) -> Any:
-    """The maker of the plan shared by the configurations of p's structure (`_shape`, with `n` numbers;
-    `plan.trace_shared`), or None where it cannot be traced."""
+class _Tier:
+    """A memory tier as a shared plan's `core.placement` reads it (no pinned placement): its numbers."""
+
+    __slots__ = ("capacity_bytes", "bandwidth_bytes_s")
+
+    def __init__(self, capacity_bytes: Any, bandwidth_bytes_s: Any):
+        self.capacity_bytes, self.bandwidth_bytes_s = capacity_bytes, bandwidth_bytes_s
+
+
+class _Device:
+    """What a shared plan's `core.evaluate` and `_fields` read of a device (`_constants`), its numbers
+    the plan's parameters: any other attribute is missing (AttributeError: untraceable)."""
+
+    __slots__ = ("memory", "power_w", "operand_bytes", "activation_chunk_tokens")
+
+    def __init__(self, hw: Hardware, params: Iterator[Any]):
+        tiers, self.power_w = _rebuilt((tuple((t.capacity_bytes, t.bandwidth_bytes_s) for t in hw.memory), hw.power_w),
+                                       params)
+        self.memory = tuple(_Tier(*t) for t in tiers)
+        self.operand_bytes, self.activation_chunk_tokens = hw.operand_bytes, hw.activation_chunk_tokens
+
+
+def _trace_shared(p: Prepared, speculative: SpeculativeDecoding | None, counts: tuple[int, int | None, int]) -> Any:
+    """The maker of the plan shared by the configurations of p's structure (`_shape`, with `counts`: its
+    efficiencies', knobs' and chip's numbers, its model's and its device's, None: their own objects
+    for all; `plan.trace_shared`), or None where it cannot be traced."""
     labels = tuple(p.labels)
+    n, n_model, n_device = counts
+    m = n + (n_model or 0)
+    end = m + n_device
     view = _View(p.hardware, p.price, p.n_chips)
 
     def traced(batch, prompt, output, B, S, T, *params):
         eff, knobs, base = stacking.with_numbers((p.eff, p.knobs, p.chip_base), iter(params[:n]))
+        mc, hw = p.consts, p.hardware
+        if n_model is not None:
+            mc = _model_view(p.consts, iter(params[n:m]), params[-1])
+            hw = view.hardware = _Device(p.hardware, iter(params[m:end]))
         fields = knobs.__dict__.copy()
         fields["batch"], fields["prompt"], fields["output"] = batch, prompt, output
-        r = evaluate(p.consts, p.hardware, eff, create_frozen(Knobs, fields), base=base, terms=False)
-        view.labels, view.assumptions = dict(zip(labels, params[n:-1])), params[-1]
+        r = evaluate(mc, hw, eff, create_frozen(Knobs, fields), base=base, terms=False)
+        view.labels, view.assumptions = dict(zip(labels, params[end:end + len(labels)])), params[-2]
         return _fields(view, r, B, S, T, speculative), {k: r[k] for k in _READ}
-    return trace_shared(traced, _NAMES, (True,) * n + (False,) * (len(labels) + 1), real=_REAL, spans=_COUNTS)
+    values = [] if n_model is None else [*_walked(_CONSTS, p.consts, _constants)[2],
+                                         *_walked(_CONSTS, p.hardware, _constants)[2]]
+    kinds = (True,) * n + tuple(v.__class__ is float for v in values) + (False,) * (len(labels) + 2)
+    truths = (None,) * n + tuple(bool(v) for v in values) + (None,) * (len(labels) + 2)
+    return trace_shared(traced, _NAMES, kinds, real=_REAL, spans=_COUNTS, truths=truths)
 
 
 class _View:

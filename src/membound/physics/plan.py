@@ -245,11 +245,12 @@ def _logical(op: str):
 class Sym:
     """A float of the workload in a trace: each operation on it writes a line of the plan."""
 
-    __slots__ = ("tape", "name", "real", "span")
+    __slots__ = ("tape", "name", "real", "span", "truth")
     __hash__ = None     # type: ignore[assignment]   # == writes a line; it is not a key
 
-    def __init__(self, tape: _Tape, name: str, real: bool = False, span: Span | None = None):
-        self.tape, self.name, self.real, self.span = tape, name, real, span
+    def __init__(self, tape: _Tape, name: str, real: bool = False, span: Span | None = None,
+                 truth: bool | None = None):
+        self.tape, self.name, self.real, self.span, self.truth = tape, name, real, span, truth
 
     __add__, __radd__ = _arithmetic("+")
     __sub__, __rsub__ = _arithmetic("-", 0.0)
@@ -271,7 +272,9 @@ class Sym:
         return self.tape.emit("abs({0})", self, real=self.real)
 
     def __bool__(self):
-        raise Untraceable("a branch on a workload value")
+        if self.truth is None:
+            raise Untraceable("a branch on a workload value")
+        return self.truth       # a parameter whose truth is the same for every configuration of the plan
 
     def __float__(self):
         raise Untraceable("float() of a workload value")
@@ -327,27 +330,31 @@ def trace(fn: Callable[..., Any], names: tuple[str, ...], real: tuple[bool, ...]
 
 
 def trace_shared(fn: Callable[..., Any], names: tuple[str, ...], params: tuple[bool, ...],
-                 real: tuple[bool, ...] | None = None, spans: tuple[Span | None, ...] | None = None
-                 ) -> Callable[..., Callable[..., Any]] | None:
+                 real: tuple[bool, ...] | None = None, spans: tuple[Span | None, ...] | None = None,
+                 truths: tuple[bool | None, ...] | None = None) -> Callable[..., Callable[..., Any]] | None:
     """`trace` of `fn(*workload, *params)` whose configuration's own numbers are arguments too: the
     plan shared by every configuration of one structure (`base.stacking.structure`: they differ
     only in numbers), or None where `fn` cannot be traced so. params: one entry per parameter,
     whether it is a Python float (a number: arithmetic on it writes lines) or any object (a label:
-    it may only be returned). The answer is a maker: maker(*param_values) runs once per
+    it may only be returned). truths: one entry per parameter, None, or its truth (bool(value)),
+    the same for every configuration the plan serves (the caller's key holds it): a branch on that
+    parameter itself (`if x:`) takes that side. The answer is a maker: maker(*param_values) runs once per
     configuration what depends on its parameters alone (the lines a plan of that configuration
     alone would have done while tracing, the same operations in the same order) and answers its
     plan, a function of the workload `names` as `trace`'s. A line that raises for a configuration's
     values raises from the maker (ArithmeticError, ValueError): the caller evaluates that
     configuration cold."""
-    return _traced(fn, names, real, spans, params)
+    return _traced(fn, names, real, spans, params, truths)
 
 
 def _traced(fn: Callable[..., Any], names: tuple[str, ...], real: tuple[bool, ...] | None,
-            spans: tuple[Span | None, ...] | None, params: tuple[bool, ...]) -> Callable[..., Any] | None:
+            spans: tuple[Span | None, ...] | None, params: tuple[bool, ...],
+            truths: tuple[bool | None, ...] | None = None) -> Callable[..., Any] | None:
     tape = _Tape()
     given = spans or (None,) * len(names)
     inputs = [Sym(tape, name, True if real is None else real[i], given[i]) for i, name in enumerate(names)]
-    symbols = [Sym(tape, f"P{i}", is_float) for i, is_float in enumerate(params)]
+    symbols = [Sym(tape, f"P{i}", is_float, truth=None if truths is None else truths[i])
+               for i, is_float in enumerate(params)]
     try:
         out = fn(*inputs, *symbols)
     except (Untraceable, TypeError, ValueError, ArithmeticError, AttributeError):
