@@ -29,6 +29,10 @@ def test_a_device_the_first_count_holds_is_evaluated_once(monkeypatch):
     # evaluation is compare's answer: one core evaluation, not the search's and then estimate's
     calls = []
     real = estimate_module.evaluate
+    # counted on the cold path: no configuration planned by an earlier test (its own plan, or its
+    # structure's shared one, which another model's or device's evaluations may have traced)
+    monkeypatch.setattr(estimate_module, "_PLANS", {})
+    monkeypatch.setattr(estimate_module, "_SHARED", {})
     monkeypatch.setattr(estimate_module, "evaluate", lambda *a, **k: calls.append(1) or real(*a, **k))
     (r,) = mb.compare("llama-3.1-8b", ["h100-sxm"], batch=3, prompt_tokens=999, output_tokens=77).results
     assert (r.n_chips, len(calls)) == (1, 1)
