@@ -243,9 +243,9 @@ def _plan(entry: list[Any], p: Prepared, speculative: SpeculativeDecoding | None
     if entry[3] is _UNSEEN:
         if entry[1] < _SHAPE_AFTER:
             return None
-        entry[3] = _shape(p, speculative)       # its structure looked up once, its evaluations before
-        if entry[3] is not None:                # this one counted as its structure's (`_SHARE_AFTER`)
-            entry[3][0][1] += entry[1] - 1
+        shape = entry[3] = _shape(p, speculative)   # its structure looked up once, its evaluations
+        if shape is not None:                       # before this one counted as its structure's too
+            shape[0][1] += entry[1] - 1             # (`_SHARE_AFTER`)
     if entry[2] is not None or entry[3] is None:
         return entry[2]
     shared, values = entry[3]
