@@ -358,7 +358,8 @@ def _rebuilt(x: Any, params: Iterator[Any]) -> Any:
 
 _GROUPS = frozenset(("window_groups", "held_groups"))
 """ModelConsts' (window or None, layers) groups: a window is by value (`roofline` takes float() of it and
-branches on None), its layers a number."""
+branches on None), its layers a number. Likewise its context pieces (lo, hi, u0, u1): the edges, windows,
+by value (`roofline.sum_over_context` tests hi == inf), the pairs u0 + u1 L numbers."""
 
 
 def _model_fields(mc: ModelConsts) -> Iterator[tuple[str, Any]]:
@@ -367,6 +368,8 @@ def _model_fields(mc: ModelConsts) -> Iterator[tuple[str, Any]]:
     for name, x in mc.__dict__.items():
         if name in _GROUPS:
             yield name, tuple(n for _, n in x)
+        elif name == "pieces":
+            yield name, tuple(piece[2:] for piece in x)
         elif name != "name":
             yield name, x
 
@@ -374,9 +377,9 @@ def _model_fields(mc: ModelConsts) -> Iterator[tuple[str, Any]]:
 def _constants(obj: ModelConsts | Hardware) -> tuple[Any, Hashable, list[Any]]:
     """(obj, its structure key, its numbers) of what a shared plan's `core.evaluate` (no chip_base, no
     speculative decoding) reads of a model's constants (every field: each float or int a number,
-    in tuples item by item, but a window; its name a label; its model type by value) or of a
-    device (`_Device`: its tiers' capacity and bandwidth, and its power, numbers; its tiers' names
-    left out: no plan without a pinned placement reads them; its operand width and activation
+    in tuples item by item, but a window or a context piece's edges (`_GROUPS`); its name a label;
+    its model type by value) or of a device (`_Device`: its tiers' capacity and bandwidth, and its
+    power, numbers; its tiers' names left out: no plan without a pinned placement reads them; its operand width and activation
     chunk by value). Each number is a parameter of the plan whose truth (zero or not) is part of
     the key: the physics branches on a number's truth only (`if mc.n_experts`, `if watts`); any
     other use of a number as a Python value (a comparison branched on, float()) leaves the
@@ -385,7 +388,8 @@ def _constants(obj: ModelConsts | Hardware) -> tuple[Any, Hashable, list[Any]]:
     numbers: list[Any] = []
     if isinstance(obj, ModelConsts):
         key: Hashable = (tuple((name, _walk(x, numbers)) for name, x in _model_fields(obj)),
-                         tuple(tuple(w for w, _ in obj.__dict__[g]) for g in sorted(_GROUPS)))
+                         tuple(tuple(w for w, _ in obj.__dict__[g]) for g in sorted(_GROUPS)),
+                         tuple(stacking._value(piece[:2]) for piece in obj.pieces))
     else:
         key = (_walk((tuple((t.capacity_bytes, t.bandwidth_bytes_s) for t in obj.memory), obj.power_w), numbers),
                stacking._value(obj.operand_bytes), stacking._value(obj.activation_chunk_tokens))
@@ -397,6 +401,7 @@ def _model_view(mc: ModelConsts, params: Iterator[Any], name: Any) -> ModelConst
     fields = {f: _rebuilt(x, params) for f, x in _model_fields(mc)}
     for g in _GROUPS:
         fields[g] = tuple(zip((w for w, _ in mc.__dict__[g]), fields[g]))
+    fields["pieces"] = tuple(piece[:2] + u for piece, u in zip(mc.pieces, fields["pieces"]))
     fields["name"] = name
     view = object.__new__(ModelConsts)
     object.__setattr__(view, "__dict__", {f: fields[f] for f in mc.__dict__})
