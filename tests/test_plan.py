@@ -20,6 +20,7 @@ def plans(monkeypatch):
     `on(False)`: never."""
     def on(planned: bool | str) -> None:
         monkeypatch.setattr(est, "_PLAN_AFTER", 1 if planned is True else 10**9)
+        monkeypatch.setattr(est, "_OWN_AFTER", 1 if planned is True else 10**9)
         monkeypatch.setattr(est, "_SHARE_AFTER", 1 if planned == "shared" else 10**9)
         monkeypatch.setattr(est, "_SHAPE_AFTER", 1)
         est._PLANS.clear()
@@ -174,15 +175,20 @@ def test_a_configuration_of_a_planned_structure_is_planned_from_its_first_evalua
 
 
 def test_a_configuration_evaluated_often_is_traced_alone(plans, monkeypatch):
-    # its structure's plan until its own, whose figures are the configuration's constants (folded)
+    # its structure's plan until its own, whose figures are the configuration's constants (folded):
+    # on its _OWN_AFTER-th evaluation where the shared plan answers for it (here 5), not _PLAN_AFTER's (3)
     plans(False)
     monkeypatch.setattr(est, "_SHARE_AFTER", 1)
     monkeypatch.setattr(est, "_PLAN_AFTER", 3)
+    monkeypatch.setattr(est, "_OWN_AFTER", 5)
     results = [mb.estimate(**README, batch=b) for b in (1, 2, 3, 1)]
     (entry,) = est._PLANS.values()
     shared = next(iter(est._SHARED.values()))[2]
-    assert entry[1] == 3 and callable(entry[2]) and "def make" not in entry[2].source
-    assert "def make" in shared.source and results[0] == results[3]
+    assert entry[1] == 4 and callable(entry[2]) and not hasattr(entry[2], "source") \
+        and entry[4] == 5       # the shared plan's maker's, made for this configuration: not yet its own
+    results += [mb.estimate(**README, batch=b) for b in (2, 3)]
+    assert entry[1] == 5 and callable(entry[2]) and "def make" not in entry[2].source
+    assert "def make" in shared.source and results[0] == results[3] and results[1:3] == results[4:]
 
 
 def test_a_large_output_dict_is_new_each_call_with_its_keys_in_order():

@@ -192,13 +192,22 @@ _PLAN_AFTER = 32
 compiling one takes 5-10 ms (the README example, quiet machine; 25-60 ms at load 15), 150-300 cold
 evaluations, which a configuration evaluated a few times (a validation row, a fewest-chips search)
 would not win back; after 32 a configuration evaluated exactly that often pays at most about twice
-its cold time, and one evaluated more pays less and less."""
+its cold time, and one evaluated more pays less and less. Where its structure's shared plan answers
+for it, after `_OWN_AFTER`."""
+
+_OWN_AFTER = 4096
+"""A configuration's evaluations before its plan is traced alone where its structure's shared plan
+answers for it (`_plan`): its own plan, its numbers constants (folded), is 5-8% faster than the
+shared one (the README example: 17.7 against 19.5 us a call, load 5), about 1 us a call, against
+5-10 ms to trace it: repaid after some 5,000-10,000 calls, so traced on the 4,096th, not on the
+32nd, when 50 such configurations (issue 33's benchmark, 60 calls each) would each trace one."""
 
 _PLANS: dict[int, list[Any]] = {}
 """`_planned`'s state by the identity of a Prepared: [the Prepared (held, so that its id is not
 reused while the entry lives), its evaluations so far, its plan (None: not yet; False: untraceable),
 its structure's entry in `_SHARED` and its parameters (`_shape`; None: it shares no plan; _UNSEEN: not
-yet looked up)]."""
+yet looked up), the evaluation on which it is traced alone (_PLAN_AFTER; _OWN_AFTER where its
+structure's plan answers for it)]."""
 
 _SHARED: dict[Hashable, list[Any]] = {}
 """Plans shared by the configurations of one structure (`_shape`): [the Prepared first traced (held:
@@ -220,10 +229,10 @@ def _planned(p: Prepared, B: int, S: int, T: int, speculative: SpeculativeDecodi
     if entry is None or entry[0] is not p:
         if len(_PLANS) >= _SEEN_MAX:
             _PLANS.clear()
-        entry = _PLANS[id(p)] = [p, 0, None, _UNSEEN]
-    if entry[1] < _PLAN_AFTER:      # not yet traced alone
+        entry = _PLANS[id(p)] = [p, 0, None, _UNSEEN, _PLAN_AFTER]
+    if entry[1] < entry[4]:         # not yet traced alone
         entry[1] += 1
-        plan = _plan(entry, p, speculative)
+        plan = entry[2] if entry[2] and entry[1] < entry[4] else _plan(entry, p, speculative)
     else:
         plan = entry[2]             # None while another thread is still tracing it
     if not plan:                    # none yet (None) or untraceable (False)
@@ -236,7 +245,7 @@ def _plan(entry: list[Any], p: Prepared, speculative: SpeculativeDecoding | None
     _PLAN_AFTER-th evaluation (False: untraceable, where its structure has no plan either), else its
     structure's shared plan where that has one or is traced now (on the structure's _SHARE_AFTER-th
     evaluation); None: none yet. Kept in the entry."""
-    if entry[1] >= _PLAN_AFTER:
+    if entry[1] >= entry[4]:
         own = trace(lambda *workload: _traced(p, speculative, *workload), _NAMES, real=_REAL, spans=_COUNTS)
         entry[2] = own or entry[2] or False
         return entry[2]
@@ -262,6 +271,8 @@ def _plan(entry: list[Any], p: Prepared, speculative: SpeculativeDecoding | None
         entry[2] = shared[2](*values)
     except (ArithmeticError, ValueError):   # a line of its own numbers raised: cold, as it raises there
         entry[2], entry[3] = None, None
+    else:
+        entry[4] = _OWN_AFTER
     return entry[2]
 
 
