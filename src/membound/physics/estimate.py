@@ -276,16 +276,21 @@ def _plan(entry: list[Any], p: Prepared, speculative: SpeculativeDecoding | None
     return entry[2]
 
 
-_SHARE_AFTER = _PLAN_AFTER
+_SHARE_AFTER = 16
+"""A structure's evaluations on the cold path (of any of its configurations, each counted from its first:
+a configuration's before its structure is looked up too) before its shared plan is traced (`_plan`):
+a shared plan's tracing (8-15 ms, 6-8 ms of it compile(): issue 33's benchmark, load 5) is worth it
+only for a structure evaluated more than a few times. A structure spans models, devices, formats,
+runtimes and prices (issue 33's 50 models x devices x chip counts: 6 structures; its 96 formats x
+runtimes x prices: 2), so one evaluated 16 times is likely to be evaluated many more, each call
+saving 20-30 us against the cold path (40-50 us): at 16 rather than 32 the benchmark's new
+configurations are planned about two passes sooner (cold calls among its 500 timed: 136 -> 48),
+for the same 6 traces."""
 _SHAPE_AFTER = 2
 """A configuration's evaluations before its structure is looked up (`_shape`, 20-50 us: a walk of its
 efficiencies', knobs' and chip's ~100 fields): not for one evaluated once (a validation row, a
 count of a fewest-chips search), which its structure's plan would not pay back."""
 _UNSEEN = object()     # an entry whose structure is not yet looked up
-"""A structure's evaluations on the cold path (of any of its configurations, each counted from its first:
-a configuration's before its structure is looked up too) before its shared plan is traced (`_plan`):
-as for one configuration (`_PLAN_AFTER`), a shared plan's tracing is worth it
-only for a structure evaluated more than a few times."""
 
 _NAMES = ("B", "S", "T", "b", "s", "t")
 _REAL = (True, True, True, False, False, False)
