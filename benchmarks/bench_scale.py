@@ -217,7 +217,9 @@ def new_configuration_us(model, configs: list, passes: int = 10, repeats: int = 
     `passes` passes over all of them, a new batch every call, are timed: each configuration is then
     evaluated 2 to passes + 1 times, under the 32 evaluations after which a revision since a4c34ec
     traces a configuration's own plan. Then each configuration `repeats` times in a row, the last
-    `timed_last` timed (its own plan where the revision has one)."""
+    `timed_last` timed: its own plan where the revision traces one by then (since a4c34ec; from
+    speed22's 286bd10 a configuration whose structure's shared plan answers for it is traced alone on
+    its 4,096th evaluation, so its shared plan's)."""
     import membound as mb
     kws = [{**kw, "model": kw["model"] or model} for kw in configs]
     for kw in kws:
@@ -436,8 +438,8 @@ def _print(case: str, label: str, r: dict, bases: dict) -> None:
         cpu_vs = _vs({rev: b for rev, b in bases.items() if "readme_cpu_us" in b}, "readme_cpu_us", r, " (CPU)")
         core = "" if "core_cpu_us" not in r else (
             f"; core.evaluate cold {r['core_cpu_us']:.1f} us ({r['core_cpu_us'] / r['readme_cpu_us']:.0%} of it: the "
-            f"physics interpreted; estimate() runs a configuration's traced plan, physics/plan.py, from its 32nd call, "
-            f"or its structure's shared plan before)")
+            f"physics interpreted; estimate() runs a configuration's traced plan, physics/plan.py, from its 32nd call "
+            f"(its 4,096th where its structure's shared plan answers for it), or its structure's shared plan before)")
         print(f"{tag}estimate(), README example, CPU time: {_range(r, 'readme_cpu_us')} us per call (median of 40 blocks "
               f"of 250 in each process){core}{cpu_vs}")
     elif case == "serve":
