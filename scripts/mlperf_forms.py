@@ -152,6 +152,8 @@ tables" was seen, and with it the B figures of every role: select figures are va
    v3.1 2.029e-4, v4.0 3.96e-5, v4.1 2.372e-5, v5.1 1.328e-5 (every one interior). (a) -15.6 points, (b) every select
    median falls, (c) fit Offline -1.8, Server -1.7, Interactive +0.5: the criterion holds. Recommended for a library
    form (data/reference/mlperf/README.md "Form T and TE"); not priced this session, as fixed above.
+   Re-run on fit22's branch tip ddd3204 (h100-sxm's measured compute share 0.830 and its cold refits, about to land):
+   B fit 8.2 / 10.2 / 9.9, select 11.0 / 13.1 / 34.3; TE fit 7.1 / 8.9 / 10.6, select 4.8 / 3.7 / 18.7: still holds.
 """
 from __future__ import annotations
 
