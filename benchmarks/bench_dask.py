@@ -2,7 +2,7 @@
 of two worker processes, in the same run; then a billion configurations reduced to a Pareto front.
 
 Run:  python benchmarks/bench_dask.py [--batches 100] [--runs 3] [--pareto] [--pareto-queries fold,arrays,frame]
-      [--chunk N] [--local-chunks A,B] [--queries frame,fold,arrays] [--one-process left,settled]
+      [--chunk N] [--local-chunks A,B] [--queries frame,fold,bag,arrays] [--one-process left,settled]
       [--no-worker-profiler] [--quiet-workers]
 
 The query: 2 models x 1 device x `--batches` batches x 500 prompts x 1,000 outputs (--batches 100:
@@ -10,11 +10,13 @@ The query: 2 models x 1 device x `--batches` batches x 500 prompts x 1,000 outpu
 most tok/s in total, and count the rows. One process streams it (`sweep(reduce=fold)`) in chunks of
 each of --local-chunks rows (default: the library's streaming chunk, `sweep.DEFAULT_CHUNK`, and a
 million); the cluster computes it in partitions of --chunk rows (default: the library's,
-`sweep.DASK_PARTITION`), written each of three ways (--queries): "frame", DataFrame operations on
-`sweep(engine="dask")` (a filter, `count`, `nlargest`: dask runs about ten tasks a partition), and
-"fold", the one process's own fold run on each partition where it is evaluated
-(`sweep(engine="dask", reduce=fold)`, one task a partition) and the partitions' results merged on
-the workers (`Bag.fold(merge)`), and "arrays", the query as reductions on arrays
+`sweep.DASK_PARTITION`), written each of four ways (--queries): "frame", DataFrame operations on
+`sweep(engine="dask")` (a filter, `count`, `nlargest`: dask runs about ten tasks a partition),
+"fold", the one process's own fold run on each partition where it is evaluated, one task a
+partition, and the partitions' results merged 16 at a time in a tree on the workers
+(`sweep(engine="dask", reduce=fold, merge=merge)`), "bag", the same folds as a bag merged by dask's
+`Bag.fold(merge)` (`sweep(engine="dask", reduce=fold)`: dask adds a task a partition), and
+"arrays", the query as reductions on arrays
 (`membound.planning.reductions`: Count and Top, `arrays_query`), each chunk reduced on its
 columns without a frame, each partition to one accumulator on its worker, merged 16 at a time
 there (`sweep(engine="dask", reduce=(Count(), Top(...)))`); for "arrays" the one process runs the
@@ -45,6 +47,12 @@ Printed beside each other, from interleaved runs (medians):
   workers' CPU over the plain pair's is the cluster's own fixed cost.
 - tasks a partition: the tasks the workers ran for the query on a tenth of the grid (dask's task
   stream), over its partitions.
+- the wall from dask's task stream: the seconds the workers' tasks computed, over two (the wall
+  with the work shared evenly and nothing else), and what the wall loses beyond that: the first
+  task's start after the query's, gaps between a worker's tasks, one worker idle at the end, and
+  the answer's time after the last task (`timeline`).
+- the CPU seconds in Python's cyclic garbage collector (a `gc.callbacks` hook in each process:
+  the workers, the plain pair, the one process), part of each one's CPU above.
   An idle worker spends CPU too (heartbeats, dask's statistical profiler every 10 ms), in
   proportion to wall time, so on a loaded machine that raw difference grows with the load: the
   workers' idle CPU per wall second is measured in the same run (5 s doing nothing) and the
@@ -59,8 +67,8 @@ for each worker the wall ratio would be about 2 x the one process's CPU / the wo
 
 --pareto: 2 models x 5 devices x 100 batches x 1,000 prompts x 1,000 outputs = 1e9 configurations
 on the cluster reduced to the front of (tok/s per user, tok/s in total) among the points that fit:
-"fold" (default), each partition folded to its front in chunks by one task on its worker
-(`sweep(engine="dask", reduce=front_fold)`) and the fronts merged on the workers (`Bag.fold`);
+"fold" (default), each partition folded to its front in chunks by one task on its worker and the
+fronts merged 16 at a time on the workers (`sweep(engine="dask", reduce=front_fold, merge=merge_fronts)`);
 "arrays", the front as a reduction on arrays (`reductions.Front`, merged 16 at a time);
 "frame", each DataFrame partition reduced to its front on its worker and the fronts combined 16 at
 a time in a tree on the workers (`DataFrame.reduction`). Time, the workers' CPU, the load before
@@ -110,9 +118,30 @@ def _task_threads_cpu() -> float:
                if "Dask-Default-Threads" in t.name and t.ident is not None)
 
 
-def _worker_cpu(dask_worker) -> tuple[float, float, float]:
-    """(the whole process's CPU s, its task threads', the bytes it has sent to other workers)."""
-    return _cpu(), _task_threads_cpu(), float(dask_worker.transfer_outgoing_bytes_total)
+def _gc_clock() -> list:
+    """This process's [CPU s in the cyclic garbage collector, collections], counted from the first
+    call on (a `gc.callbacks` hook timing each collection on the collecting thread's CPU clock). Kept
+    on the gc module: a function of this script reaches a worker by value, its globals afresh."""
+    import gc
+    clock = getattr(gc, "_bench_dask_clock", None)
+    if clock is None:
+        clock = gc._bench_dask_clock = [0.0, 0]
+        start = [0.0]
+
+        def hook(phase, info):
+            if phase == "start":
+                start[0] = time.thread_time()
+            else:
+                clock[0] += time.thread_time() - start[0]
+                clock[1] += 1
+        gc.callbacks.append(hook)
+    return clock
+
+
+def _worker_cpu(dask_worker) -> tuple[float, float, float, float]:
+    """(the whole process's CPU s, its task threads', the bytes it has sent to other workers, its
+    CPU s in the garbage collector)."""
+    return _cpu(), _task_threads_cpu(), float(dask_worker.transfer_outgoing_bytes_total), _gc_clock()[0]
 
 
 def _keep(chunk):
@@ -156,9 +185,9 @@ def local_run(g: dict, chunk: int, kind: str = "pandas") -> tuple[float, float, 
     folded on each chunk's frame (kind "pandas", `fold`) or reduced on its arrays ("arrays")."""
     import membound as mb
 
-    t, c = time.perf_counter(), _thread_cpu()
+    t, c, gc0 = time.perf_counter(), _thread_cpu(), _gc_clock()[0]
     n, _ = mb.sweep(**g, include_unfit=True, chunk_size=chunk, reduce=fold if kind == "pandas" else arrays_query())
-    return time.perf_counter() - t, _thread_cpu() - c, n
+    return time.perf_counter() - t, _thread_cpu() - c, n, _gc_clock()[0] - gc0
 
 
 def _start_one_process(settled: bool) -> None:
@@ -167,6 +196,7 @@ def _start_one_process(settled: bool) -> None:
     if settled:
         from membound.planning.sweep import _settle_worker
         _settle_worker()
+    _gc_clock()
     local_run(grid(2), 1_000_000)
 
 
@@ -188,20 +218,21 @@ def plain_run(g: dict, chunk: int | None, which: int, of: int, kind: str = "pand
 
     import membound as mb
     kw = {} if chunk is None else {"chunk_size": chunk}
+    gc0 = _gc_clock()[0]
     if kind == "pandas":
         parts = mb.sweep(**g, include_unfit=True, engine="dask", reduce=fold, **kw).to_delayed()[which::of]
         t, c = time.perf_counter(), _thread_cpu()
         with dask.config.set(scheduler="synchronous"):
             accs = dask.compute(*parts)
         acc = functools.reduce(merge, (a for part in accs for a in part), None)
-        return time.perf_counter() - t, _thread_cpu() - c, acc[0] if acc else 0, os.getpid()
+        return time.perf_counter() - t, _thread_cpu() - c, acc[0] if acc else 0, os.getpid(), _gc_clock()[0] - gc0
     from membound.planning.reductions import Several, merge_all
     lazy = mb.sweep(**g, include_unfit=True, engine="dask", reduce=arrays_query(), **kw)
     graph = dict(lazy.__dask_graph__())
     keys = sorted(k for k in graph if isinstance(k, tuple) and k[1] == 0)[which::of]    # the partitions' tasks
     t, c = time.perf_counter(), _thread_cpu()
     acc = merge_all(Several(arrays_query()), dask.get(graph, keys))
-    return time.perf_counter() - t, _thread_cpu() - c, acc[0] if acc else 0, os.getpid()
+    return time.perf_counter() - t, _thread_cpu() - c, acc[0] if acc else 0, os.getpid(), _gc_clock()[0] - gc0
 
 
 def two_processes() -> ProcessPoolExecutor:
@@ -216,11 +247,11 @@ def two_processes() -> ProcessPoolExecutor:
 def plain_pair(pool: ProcessPoolExecutor, g: dict, chunk: int | None, kind: str = "pandas") -> tuple[float, float, int]:
     """The cluster's fold partitions split between the two processes of `pool`, run at once with
     no cluster (`plain_run`): what two processes cost on this machine doing the cluster's tasks.
-    (wall s, the two processes' CPU s together, rows)."""
+    (wall s, the two processes' CPU s together, rows, their CPU s in the garbage collector)."""
     t = time.perf_counter()
     rs = [f.result() for f in [pool.submit(plain_run, g, chunk, i, 2, kind) for i in range(2)]]
     assert rs[0][3] != rs[1][3], "each half of the partitions in a process of its own"
-    return time.perf_counter() - t, rs[0][1] + rs[1][1], rs[0][2] + rs[1][2]
+    return time.perf_counter() - t, rs[0][1] + rs[1][1], rs[0][2] + rs[1][2], rs[0][4] + rs[1][4]
 
 
 def _scheduler_cpu() -> float:
@@ -229,23 +260,32 @@ def _scheduler_cpu() -> float:
     return _cpu() - time.thread_time()
 
 
-def cluster_run(client, g: dict, chunk: int | None, query: str) -> tuple[float, float, int, int, float]:
+def cluster_run(client, g: dict, chunk: int | None, query: str) -> tuple:
     """The cluster (partitions of `chunk` rows; None: the library's default), the same filter,
-    count and ten best, written two ways. "frame": on the lazy DataFrame (`_keep`, `count`,
+    count and ten best, written four ways. "frame": on the lazy DataFrame (`_keep`, `count`,
     `nlargest`), as a pandas user writes it. "fold": the one process's fold (`fold`) run on each
-    partition where it is evaluated (`sweep(engine="dask", reduce=fold)`: a bag of one accumulator
-    per partition), the partitions' accumulators merged on the workers (`Bag.fold(merge)`).
+    partition where it is evaluated, the partitions' accumulators merged 16 at a time in a tree on
+    the workers (`sweep(engine="dask", reduce=fold, merge=merge)`: a lazy dask.delayed). "bag": the
+    same folds as a bag of one accumulator per partition (`sweep(engine="dask", reduce=fold)`),
+    merged by dask (`Bag.fold(merge)`).
     "arrays": the query as reductions on arrays (`arrays_query`), each partition reduced on its
     worker, the accumulators merged in a tree there (`sweep(engine="dask", reduce=...)`).
     (wall s, the workers' CPU s, rows, partitions, the scheduler's CPU s, the workers' task threads' CPU s,
-    bytes moved between the workers)."""
+    bytes moved between the workers, the workers' CPU s in the garbage collector, `timeline`)."""
     import dask
+    import distributed
 
     import membound as mb
     before, sched = np.sum(list(client.run(_worker_cpu).values()), axis=0), _scheduler_cpu()
-    t = time.perf_counter()
+    stream = distributed.get_task_stream(client)
+    stream.__enter__()
+    t, t_clock = time.perf_counter(), time.time()
     kw = {} if chunk is None else {"chunk_size": chunk}
     if query == "fold":
+        lazy = mb.sweep(**g, include_unfit=True, engine="dask", reduce=fold, merge=merge, **kw)
+        n, _ = lazy.compute()
+        parts = sum(1 for k in lazy.__dask_graph__() if isinstance(k, tuple) and k[1] == 0)
+    elif query == "bag":
         lazy = mb.sweep(**g, include_unfit=True, engine="dask", reduce=fold, **kw)
         n, _ = lazy.fold(merge).compute()
         parts = lazy.npartitions
@@ -257,9 +297,30 @@ def cluster_run(client, g: dict, chunk: int | None, query: str) -> tuple[float, 
         lazy = mb.sweep(**g, include_unfit=True, engine="dask", **kw)
         n, _ = dask.compute(lazy["batch"].count(), _keep(lazy).nlargest(10, "decode_tok_s_total"))
         parts = lazy.npartitions
-    dt = time.perf_counter() - t
-    work, tasks, moved = np.sum(list(client.run(_worker_cpu).values()), axis=0) - before
-    return dt, float(work), int(n), parts, _scheduler_cpu() - sched, float(tasks), float(moved)
+    dt, end_clock = time.perf_counter() - t, time.time()
+    stream.__exit__(None, None, None)
+    work, tasks, moved, gc = np.sum(list(client.run(_worker_cpu).values()), axis=0) - before
+    return (dt, float(work), int(n), parts, _scheduler_cpu() - sched, float(tasks), float(moved), float(gc),
+            timeline(stream.data, t_clock, end_clock))
+
+
+def timeline(records: list, start: float, end: float) -> tuple[float, float, float, float, float]:
+    """Where a cluster query's wall time goes, from dask's task stream (each task's compute start
+    and stop on its worker, on this machine's clock): (the workers' compute seconds together, the
+    first compute's start after the query's, the gaps between computes within each worker's span
+    together, the time one worker sat idle at the end while the other still computed, from the last
+    compute's stop to the answer). The wall is the computes over two plus what these lose."""
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for r in records:
+        spans.setdefault(r["worker"], []).extend((x["start"], x["stop"]) for x in r["startstops"]
+                                                  if x["action"] == "compute")
+    if not spans:
+        return 0.0, 0.0, 0.0, 0.0, end - start
+    busy = {w: sum(b - a for a, b in v) for w, v in spans.items()}
+    first = {w: min(a for a, _ in v) for w, v in spans.items()}
+    last = {w: max(b for _, b in v) for w, v in spans.items()}
+    return (sum(busy.values()), min(first.values()) - start, sum(last[w] - first[w] - busy[w] for w in spans),
+            max(last.values()) - min(last.values()) if len(spans) > 1 else 0.0, end - max(last.values()))
 
 
 PARETO_COLUMNS = ["model", "hardware", "batch", "prompt_tokens", "output_tokens", "decode_tok_s_per_user",
@@ -288,8 +349,8 @@ def front_fold(acc, chunk):
 
 def pareto_run(client, chunk: int | None, query: str) -> dict:
     """GRID_1E9 on the cluster reduced to its front. "fold": each partition folded to its front in
-    chunks on its worker (`sweep(engine="dask", reduce=front_fold)`, one task a partition), the
-    fronts merged on the workers (`Bag.fold(merge_fronts)`); "frame": each partition of the lazy
+    chunks on its worker, one task a partition, the fronts merged 16 at a time on the workers
+    (`sweep(engine="dask", reduce=front_fold, merge=merge_fronts)`); "frame": each partition of the lazy
     DataFrame reduced to its front on its worker, the fronts combined 16 at a time in a tree on the
     workers (`DataFrame.reduction`). The workers' CPU s is measured around it."""
     import membound as mb
@@ -297,9 +358,10 @@ def pareto_run(client, chunk: int | None, query: str) -> dict:
     before = sum(client.run(_cpu).values())
     t = time.perf_counter()
     if query == "fold":
-        lazy = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", columns=PARETO_COLUMNS, reduce=front_fold, **kw)
-        front = lazy.fold(merge_fronts).compute()
-        parts = lazy.npartitions
+        lazy = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", columns=PARETO_COLUMNS, reduce=front_fold,
+                        merge=merge_fronts, **kw)
+        front = lazy.compute()
+        parts = sum(1 for k in lazy.__dask_graph__() if isinstance(k, tuple) and k[1] == 0)
     elif query == "arrays":
         from membound.planning.reductions import Front
         lazy = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", columns=PARETO_COLUMNS,
@@ -339,7 +401,8 @@ def main():
     ap.add_argument("--local-chunks", default=None,
                     help="the one process's chunk sizes, comma-separated (default: sweep.DEFAULT_CHUNK and 1e6)")
     ap.add_argument("--queries", default="frame,fold",
-                    help="the cluster's ways of writing the query, comma-separated: frame, fold, arrays (see cluster_run)")
+                    help="the cluster's ways of writing the query, comma-separated: frame, fold, bag, arrays "
+                         "(see cluster_run)")
     ap.add_argument("--one-process", default="left,settled",
                     help="the one process's starts, comma-separated: left (as the library leaves it), settled")
     ap.add_argument("--no-worker-profiler", action="store_true",
@@ -372,7 +435,7 @@ def main():
     queries = args.queries.split(",")
     starts = {"left": False, "settled": True}
     ones = {starts[x]: one_process(starts[x]) for x in args.one_process.split(",")} if args.runs else {}
-    pair = two_processes() if args.runs and ({"fold", "arrays"} & set(queries)) else None
+    pair = two_processes() if args.runs and ({"fold", "bag", "arrays"} & set(queries)) else None
     try:
         if args.runs:
             measure(client, ones, pair, g, local_chunks, chunk, args.runs, queries)
@@ -423,7 +486,7 @@ def task_count(client, g: dict, chunk: int | None, query: str) -> tuple[int, int
 def measure(client, ones: dict, pair, g: dict, local_chunks: list[int], chunk: int | None, runs: int,
             queries: list[str]) -> None:
     """The 1e8 query, interleaved: the one process (as the library leaves it, and settled as a
-    worker, each at each chunk size; on frames for the "frame" and "fold" queries, on arrays for
+    worker, each at each chunk size; on frames for the "frame", "fold" and "bag" queries, on arrays for
     "arrays"), each folding query's partitions in two plain processes at once (`plain_pair`, where
     `pair` is given) and the cluster (each way of writing the query); medians, the speed-up over
     the one process at its fastest doing the same kind of work, and where the workers' CPU beyond
@@ -500,6 +563,16 @@ def report_cluster(q: str, rs: list, loc: dict, plain: list | None, tasks: tuple
              f"threads {(ct - _median(plain, 1)) / parts * 1e3:+.0f} ms a partition, all "
              f"{(cc - _median(plain, 1)) / parts * 1e3:+.0f} ms = {(cc - _median(plain, 1)) / lc:+.0%} of the "
              f"work: the cluster's own fixed cost" if plain and q != "frame" else ""))
+    tl = [statistics.median(r[8][i] for r in rs) for i in range(5)]
+    print(f"    the wall: the workers' tasks computed {tl[0]:.1f} s together ({tl[0] / 2:.1f} s each if shared evenly); "
+          f"the first task started {tl[1]:.2f} s after the query, gaps between a worker's tasks {tl[2]:.2f} s (both), "
+          f"one worker idle at the end {tl[3]:.2f} s, the answer {tl[4]:.2f} s after the last task (dask's task stream, "
+          f"medians)")
+    least = min(loc, key=lambda k: _median(loc[k], 1))
+    print(f"    in the garbage collector (CPU clock of the collecting thread): the workers {_median(rs, 7):.2f} CPU-s "
+          f"({_median(rs, 7) / parts * 1e3:.0f} ms a partition)"
+          + (f", the two plain processes {_median(plain, 3):.2f}" if plain and q != "frame" else "")
+          + f", the one process {_median(loc[least], 3):.2f} (its run of least CPU)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """mb.sweep: the grid equals estimate() point by point, stays chunked, drops what does not fit,
 and the core runs unchanged on dask arrays."""
 import math
+import operator
 import os
 import sys
 from pathlib import Path
@@ -250,7 +251,6 @@ def test_dask_engine_on_a_local_cluster_of_two_worker_processes():
     import dask
     import functools
     import logging
-    import operator
     src = os.path.dirname(os.path.dirname(mb.__file__))
     lazy = sweep(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="h100-sxm", batch=list(range(1, 51)),
                  prompt_tokens=list(range(0, 10000, 100)), output_tokens=list(range(1, 1001)),
@@ -510,6 +510,63 @@ def test_dask_engine_folds_each_partition_where_it_is_evaluated(monkeypatch):
     with dask.config.set(scheduler="synchronous"):
         counts = sweep(**kw, engine="dask", chunk_size=1000, reduce=lambda acc, c: (acc or 0) + len(c)).compute()
     assert counts[-1] is None and sum(c or 0 for c in counts) == len(sweep(**kw))
+
+
+def test_dask_engine_merges_the_folds_in_a_tree_in_partition_order(monkeypatch):
+    # sweep(engine="dask", reduce=fold, merge=merge): the partitions of the test above folded as
+    # there (one task each), their accumulators merged SPLIT_EVERY at a time on the workers, in
+    # partition order, and one last task: what the bag's .fold(merge) gives, in fewer tasks.
+    # 6 partitions, SPLIT_EVERY = 4: merges of partitions 0-3 and 4-5, then of those two, then
+    # the last task: 6 + 2 + 1 + 1 = 10 tasks (the bag's fold: 6 folds, then dask's own tasks).
+    pytest.importorskip("dask.bag")
+    import dask
+    module = sys.modules["membound.planning.sweep"]
+    monkeypatch.setattr(module, "BLOCK", 16)
+    monkeypatch.setattr(module, "DASK_PARTITION", 50)
+    monkeypatch.setattr(module, "DEFAULT_CHUNK", 25)
+    monkeypatch.setattr(module, "SPLIT_EVERY", 4)
+    kw = dict(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="h100-sxm", batch=[1, 2, 8, 64],
+              prompt_tokens=[0, 10, 100, 1000, 5000], output_tokens=[1, 2, 30, 300, 1000, 3000], include_unfit=True)
+
+    def fold(acc, chunk):
+        return [*(acc or []), chunk.copy()]
+
+    def merge(a, b):
+        return [*(a or []), *(b or [])]
+
+    merged = sweep(**kw, engine="dask", reduce=fold, merge=merge)
+    assert len(dict(merged.__dask_graph__())) == 10
+    with dask.config.set(scheduler="synchronous"):
+        chunks = merged.compute()
+        bag = sweep(**kw, engine="dask", reduce=fold).fold(merge).compute()
+    assert [len(c) for c in chunks] == [24, 18, 18, 24, 6, 24, 6] * 2     # the test above's chunks, in order
+    assert [len(c) for c in bag] == [len(c) for c in chunks]
+    pd.testing.assert_frame_equal(pd.concat(chunks, ignore_index=True), sweep(**kw))
+    # the numpy engine folds its one stream (merge unused): the same rows
+    local = sweep(**kw, reduce=fold, merge=merge)
+    pd.testing.assert_frame_equal(pd.concat(local, ignore_index=True), sweep(**kw))
+    # partitions whose fold kept None are merged as the bag merges them (70B bf16 never fits one H100)
+    kw = dict(model=["llama-3.1-8b", "llama-3.1-70b"], hardware="h100-sxm", batch=[1, 8, 64],
+              prompt_tokens=list(range(0, 4000, 100)), output_tokens=list(range(1, 2000, 50)))
+    with dask.config.set(scheduler="synchronous"):
+        n = sweep(**kw, engine="dask", chunk_size=1000, reduce=lambda acc, c: (acc or 0) + len(c),
+                  merge=lambda a, b: (a or 0) + (b or 0)).compute()
+    assert n == len(sweep(**kw))
+    assert module._merged(operator.add, []) is None      # no partition: the fold's start
+
+
+def test_merge_needs_a_fold_to_merge():
+    from membound.planning.reductions import Count
+    kw = dict(model="llama-3.1-8b", hardware="h100-sxm", batch=[1, 2], prompt_tokens=[10], output_tokens=[5])
+    with pytest.raises(InvalidInputError, match="merge"):
+        sweep(**kw, reduce=lambda acc, c: c, merge="add")
+    with pytest.raises(InvalidInputError, match="merge"):
+        sweep(**kw, merge=operator.add)
+    with pytest.raises(InvalidInputError, match="merge"):
+        sweep(**kw, reduce=Count(), merge=operator.add)
+    pytest.importorskip("dask.bag")
+    with pytest.raises(InvalidInputError, match="merge"):
+        sweep(**kw, engine="dask", merge=operator.add)
 
 
 def _bench_dask():

@@ -824,7 +824,51 @@ def _dask_folds(plan: _Plan, partition_size: int, fold, as_frame):
     return db.Bag(HighLevelGraph.from_collections(name, graph), name, len(parts))
 
 
-SPLIT_EVERY = 16    # accumulators merged per task of the dask reduction's tree (`_dask_reduce`)
+SPLIT_EVERY = 16    # accumulators merged per task of the dask reductions' trees (`_dask_reduce`, `_dask_merged`)
+
+
+def _merged(merge, states: list):
+    """`states` merged in order, two at a time (`functools.reduce`, as `Bag.fold(merge)` merges a
+    bag's items); None where there are none (a sweep with no partition: the fold's start)."""
+    return functools.reduce(merge, states) if states else None
+
+
+def _fold_state(part: tuple[int, int, int], plan: _Plan, block: int, chunk_size: int, fold, as_frame):
+    """One partition's accumulator (`_fold_partition`'s one item, without the list a bag partition is)."""
+    return _fold_partition(part, plan, block, chunk_size, fold, as_frame)[0]
+
+
+def _tree(name: str, leaves: dict, combine: tuple) -> tuple[dict, list]:
+    """A graph: the `leaves` tasks ((name, 0, k), in order), their results combined SPLIT_EVERY at
+    a time, level after level, by (*combine, [keys]) tasks, in order. Returns the graph and the
+    last level's keys (one, or none without leaves)."""
+    graph, keys, depth = dict(leaves), list(leaves), 0
+    while len(keys) > 1:
+        depth += 1
+        level = [keys[i:i + SPLIT_EVERY] for i in range(0, len(keys), SPLIT_EVERY)]
+        graph.update({(name, depth, k): (*combine, list(ks)) for k, ks in enumerate(level)})
+        keys = [(name, depth, k) for k in range(len(level))]
+    return graph, keys
+
+
+def _dask_merged(plan: _Plan, partition_size: int, fold, merge, as_frame):
+    """sweep(engine="dask", reduce=fold, merge=merge): each partition folded where it is evaluated
+    (`_fold_partition`, one task a partition), the accumulators merged SPLIT_EVERY at a time in a
+    tree on the workers, in partition order (`_merged`): what `_dask_folds(...).fold(merge)` gives,
+    in one task a partition and 1/SPLIT_EVERY as many merge tasks, and none of the per-partition
+    tasks dask adds to a bag's fold (a reduce of one item, which its optimizer then fuses and
+    leaves behind as an alias: two more results a partition to size, and to send where the
+    scheduler puts them on the other worker). A lazy `dask.delayed.Delayed`."""
+    from dask.delayed import Delayed   # dask: the dask extra
+    from dask.highlevelgraph import HighLevelGraph   # dask: the dask extra
+    block = min(BLOCK, partition_size)
+    chunk = max(block, min(DEFAULT_CHUNK, partition_size))
+    name = f"membound-sweep-merge-{uuid.uuid4().hex}"
+    leaves = {(name, 0, k): (_fold_state, part, plan, block, chunk, fold, as_frame)
+              for k, part in enumerate(_descriptors(plan, block, partition_size))}
+    graph, keys = _tree(name, leaves, (_merged, merge))
+    graph[name] = (_merged, merge, keys)
+    return Delayed(name, HighLevelGraph.from_collections(name, graph))
 
 
 def _dask_reduce(plan: _Plan, partition_size: int, reduction: Reduction):
@@ -839,14 +883,8 @@ def _dask_reduce(plan: _Plan, partition_size: int, reduction: Reduction):
     chunk = max(block, min(DEFAULT_CHUNK, partition_size))
     parts = _descriptors(plan, block, partition_size)
     name = f"membound-sweep-reduce-{uuid.uuid4().hex}"
-    graph: dict[Any, Any] = {(name, 0, k): (_reduce_partition, part, plan, block, chunk, reduction)
-                             for k, part in enumerate(parts)}
-    keys, depth = [(name, 0, k) for k in range(len(parts))], 0
-    while len(keys) > 1:
-        depth += 1
-        level = [keys[i:i + SPLIT_EVERY] for i in range(0, len(keys), SPLIT_EVERY)]
-        graph.update({(name, depth, k): (merge_all, reduction, list(ks)) for k, ks in enumerate(level)})
-        keys = [(name, depth, k) for k in range(len(level))]
+    leaves = {(name, 0, k): (_reduce_partition, part, plan, block, chunk, reduction) for k, part in enumerate(parts)}
+    graph, keys = _tree(name, leaves, (merge_all, reduction))
     graph[name] = (reduction.finish, keys[0] if keys else None, plan.schema)
     return Delayed(name, HighLevelGraph.from_collections(name, graph))
 
@@ -930,7 +968,7 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
           speculative=None, price_usd_per_hour=None, chunk_size: int | None = None,
           include_unfit: bool = False, on_invalid: str = "raise", reduce=None, as_frame=None,
           columns=None, engine: str = "numpy", allow_beyond_context: bool = False, concurrency=None,
-          scheduler=None):
+          scheduler=None, merge=None):
     """Evaluate every point of a grid; one row per point with `estimate()`'s figures.
 
     Each argument takes a scalar or a list; the grid is their cartesian product. n_chips=None
@@ -952,6 +990,11 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
     worker that evaluates it (in chunks of at most DEFAULT_CHUNK rows, one task a partition) and
     the call returns a lazy `dask.bag.Bag` of the partitions' accumulators, one item each in
     partition order: `.compute()` gives their list, `.fold(merge)` merges them on the cluster.
+    merge: with a function `reduce`, a function (accumulator, accumulator) -> accumulator, the
+    earlier partition's first: with engine="dask" the partitions' accumulators are then merged
+    SPLIT_EVERY at a time in a tree on the workers, in partition order, and the call returns a
+    lazy `dask.delayed` whose `.compute()` gives the bag's `.fold(merge)`, in half the tasks (no
+    per-partition task after the fold); the numpy engine folds its one stream and leaves it unused.
     reduce may instead be a `reductions.Reduction` (Count, Top, Front, Histogram) or a tuple of
     them: the query is then reduced on each chunk's arrays (no table per chunk) and finished once
     (a count, a table of the rows kept, counts); with engine="dask" each partition is reduced on
@@ -994,13 +1037,18 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
         if reduction is not None:
             return _dask_reduce(_reduction_plan(model, hardware, kw, reduction), chunk_size, reduction)
         if reduce is not None:
-            _check_fold(reduce)
+            _check_fold(reduce, merge)
+            if merge is not None:
+                return _dask_merged(_plan(model, hardware, **kw), chunk_size, reduce, merge, as_frame)
             return _dask_folds(_plan(model, hardware, **kw), chunk_size, reduce, as_frame)
+        _check_merge(merge)
         return _dask_frame(_plan(model, hardware, **kw), chunk_size)
+    if reduce is None or reduction is not None:
+        _check_merge(merge)
     if reduction is not None:
         return _reduce_local(_reduction_plan(model, hardware, kw, reduction), chunk_size, reduction)
     if reduce is not None:
-        _check_fold(reduce)
+        _check_fold(reduce, merge)
         acc = None
         for chunk in iter_sweep(model, hardware, **kw, chunk_size=chunk_size, as_frame=as_frame):
             acc = reduce(acc, chunk)
@@ -1016,9 +1064,17 @@ def sweep(model, hardware, *, batch=defaults.BATCH, prompt_tokens=defaults.PROMP
     return table
 
 
-def _check_fold(reduce) -> None:
+def _check_fold(reduce, merge) -> None:
     if not callable(reduce):
         raise InvalidInputError("reduce", reduce, "None or a function (accumulator, chunk) -> accumulator")
+    if merge is not None and not callable(merge):
+        raise InvalidInputError("merge", merge, "None or a function (accumulator, accumulator) -> accumulator")
+
+
+def _check_merge(merge) -> None:
+    """merge= without a fold to merge (no reduce, or a Reduction, which merges its own)."""
+    if merge is not None:
+        raise InvalidInputError("merge", merge, "None unless reduce is a function (accumulator, chunk) -> accumulator")
 
 
 # ---- the fewest chips per point, and why a point was dropped ------------------------------------
