@@ -371,10 +371,12 @@ def test_third_pass_readings_are_read_off_as_stated():
     # bf16 MAMF (mag-/gpu_benchmark @93322b7, README 'Stats'), above the torch.mm sweeps, so the highest share:
     # MI210 142.8 / 181 = 0.7890 -> 0.789 (torch.mm 130.83 / 181 = 0.723); L4 91.4 / 121 = 0.7554 -> 0.755 (torch.mm
     # 70.89 / 121 = 0.586, chsasank 66 / 121); H100 PCIe 499.5 / 756 = 0.6607 -> 0.661 (torch.mm 495.93 / 756 = 0.656);
-    # MI300X 788.2 / 1307.4 = 0.6029 -> 0.603 (MLE-ACC's MAMF 668.4 / 1300 = 0.514)
+    # MI300X 788.2 / 1307.4 = 0.6029 -> 0.603 (MLE-ACC's MAMF 668.4 / 1300 = 0.514); H100 SXM ('NVIDIA H100 SXM
+    # 80GB') 821.2 / 989 = 0.8303 -> 0.830 (MLE-ACC's MAMF 794.5 / 989 = 0.803, torch.mm 797.51 / 989 = 0.806)
     for name, share, below, fraction in (("mi210", 142.8 / 181, 130.83 / 181, 0.789), ("l4", 91.4 / 121, 70.89 / 121, 0.755),
                                          ("h100-pcie", 499.5 / 756, 495.93 / 756, 0.661),
-                                         ("mi300x", 788.2 / 1307.4, 668.4 / 1300, 0.603)):
+                                         ("mi300x", 788.2 / 1307.4, 668.4 / 1300, 0.603),
+                                         ("h100-sxm", 821.2 / 989, 797.51 / 989, 0.830)):
         assert share == pytest.approx(fraction, abs=5e-4) and below < share, name
         assert mb.load_hardware(name).achievable.compute_fraction == fraction, name
     # set aside, with the reason in the profile: an fp32-only GEMM on a part whose fp16 is not slower (Apple M1,
