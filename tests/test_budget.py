@@ -21,8 +21,9 @@ def test_units_come_from_the_names():
 def test_nemo_fits_one_constant_over_two_chips_and_takes_its_fractions_from_the_chips(budget):
     # calibrate.FIT["nemo"]: the per-layer floor in cycles alone, fitted on the NeMo rows of the H100
     # and the A100: 2 chips allow 2 // 2 = 1. Its fractions are each chip's profile figures
-    # (a100-80gb 0.851 / 0.869, h100-sxm 0.9 / 0.830: bf16 MAMF 821.2 / 989 = 0.8303), one line per chip, neither fitted nor free. The
-    # A100's bandwidth share is gpu-benches' copy kernel on an A100-SXM4-80GB, 1737 / 2039 = 0.851: measured
+    # (a100-80gb 0.851 / 0.869, h100-sxm 0.9 / 0.830: bf16 MAMF 821.2 / 989 = 0.8303), one line per chip,
+    # neither fitted nor free. The A100's bandwidth share is gpu-benches' copy kernel on an A100-SXM4-80GB,
+    # 1737 / 2039 = 0.851: measured
     b = budget["nemo"]
     fitted = [c for c in b.constants if c.kind == "fitted"]
     assert [c.name for c in fitted] == ["per_layer_overhead_cycles"] and fitted[0].rows == 32

@@ -25,7 +25,8 @@ PINNED_ON = ("a6a8172 + the tensorrt-llm-cpp per-round refit (lead, fifteenth se
              "all/fit/select, Server all/select and Interactive all/fit re-pinned after mlgen17's llama3.1-8b executor "
              "correction (v5.1/v6.0 TensorRT-LLM rows on trtllm-serve, submissions.yaml); Offline all/report re-pinned after "
              "mlgen18's v6.0 llama2-70b / 405b executor correction (submissions.yaml), Offline all after its v6.1 "
-             "addendum (Cisco's llama3.1-8b)")
+             "addendum (Cisco's llama3.1-8b); Offline fit re-pinned on 2cf84b8 + H100 SXM's bf16 MAMF 0.830 and the "
+             "tensorrt-llm-cpp v4.0/v4.1 refit (fit22)")
 MARGIN = (1.25, 0.01)                 # limit = 1.25 x measured + 1 point
 ROLES = ("fit", "select", "report")
 MEASURED = {                          # (scenario, role or "all") -> (rows predicted, median |error|)
@@ -33,7 +34,8 @@ MEASURED = {                          # (scenario, role or "all") -> (rows predi
                                               # of Dell, ASUSTeK, HPE (TensorRT 10.14), Lenovo on it (mlgen18): 0.118;
                                               # Cisco's v6.1 llama3.1-8b on it (mlgen18): 0.121; main 84c404c measured
                                               # 0.111; MI300X's MAMF 0.603, H100 PCIe's 0.661 (fit21): 0.108
-    ("Offline", "fit"): (165, 0.091),         # in-sample: H100, H200, GH200 (the generations fit on them)
+    ("Offline", "fit"): (165, 0.082),         # in-sample: H100, H200, GH200 (the generations fit on them); 0.091
+                                              # -> 0.082: H100 SXM's 0.830, v4.0/v4.1 refitted cold (fit22)
     ("Offline", "select"): (73, 0.110),       # B200, MI300X; llama3.1-8b B200 on trtllm-serve: 0.110 -> 0.148; main
                                               # 84c404c measured 0.116; MI300X's MAMF 0.603 (fit21): 0.110
     ("Offline", "report"): (157, 0.175),       # CPU-only SGLang Offline rows at Intel's own prefill time: 71 -> 2%;
