@@ -74,10 +74,18 @@ def test_bus_fare_pays_for_empty_seats():
 
 def test_fast_mode_reproduces_the_seed_claim():
     # 2.5x the per-user speed for 6x the price per token, llama-3.1-70b on 8 x H100 with vLLM
-    f = fast_mode("llama-3.1-70b", "h100-sxm", speedup=2.5, price_ratio=6.0, n_chips=8,
-                     runtime="vllm", prompt_tokens=2048, output_tokens=512)
-    assert f.error < 0.05
-    assert f.speedup == pytest.approx(2.5, rel=0.05) and f.price_ratio == pytest.approx(6.0, rel=0.05)
+    kw = dict(speedup=2.5, price_ratio=6.0, n_chips=8, runtime="vllm", prompt_tokens=2048, output_tokens=512)
+    f = fast_mode("llama-3.1-70b", "h100-sxm", **kw)
+    assert f.speedup == pytest.approx(2.5, rel=0.05)
+    # the fast lane is a whole batch: price per token = step / B, so one sequence more in a lane of B moves the
+    # price ratio by about 1 / B, a step of ~13% at B = 6..7 (standard lane 255: 6.35x at 6, 5.57x at 7 with
+    # H100 SXM's bf16 MAMF 0.830; 6.27x at 6 with 0.8). The claim lies between the lane and its neighbour, so
+    # it is met to within that step, not closer
+    near = f.fast_batch - 1 if f.price_ratio < 6.0 else f.fast_batch + 1
+    g = fast_mode("llama-3.1-70b", "h100-sxm", batches=[near, f.slow_batch], **kw)
+    assert g.slow_batch == f.slow_batch and g.fast_batch == near
+    assert min(f.price_ratio, g.price_ratio) <= 6.0 <= max(f.price_ratio, g.price_ratio)
+    assert f.error < 1.0 / f.fast_batch
     assert 1 <= f.fast_batch < f.slow_batch <= max_batch(
         "llama-3.1-70b", "h100-sxm", n_chips=8, runtime="vllm", prompt_tokens=2048, output_tokens=512)
 
