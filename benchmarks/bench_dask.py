@@ -48,9 +48,10 @@ Printed beside each other, from interleaved runs (medians):
 - tasks a partition: the tasks the workers ran for the query on a tenth of the grid (dask's task
   stream), over its partitions.
 - the wall from dask's task stream: the seconds the workers' tasks computed, over two (the wall
-  with the work shared evenly and nothing else), and what the wall loses beyond that: the first
-  task's start after the query's, gaps between a worker's tasks, one worker idle at the end, and
-  the answer's time after the last task (`timeline`).
+  with the work shared evenly and nothing else), and the workers' idle seconds: before their first
+  task, between tasks (the scheduler's round trip, or a task waiting for its inputs: the last
+  merges wait for the last partitions), after their last task while the other computed; and the
+  answer's time after the last task (`timeline`).
 - the CPU seconds in Python's cyclic garbage collector (a `gc.callbacks` hook in each process:
   the workers, the plain pair, the one process), part of each one's CPU above.
   An idle worker spends CPU too (heartbeats, dask's statistical profiler every 10 ms), in
@@ -306,10 +307,11 @@ def cluster_run(client, g: dict, chunk: int | None, query: str) -> tuple:
 
 def timeline(records: list, start: float, end: float) -> tuple[float, float, float, float, float]:
     """Where a cluster query's wall time goes, from dask's task stream (each task's compute start
-    and stop on its worker, on this machine's clock): (the workers' compute seconds together, the
-    first compute's start after the query's, the gaps between computes within each worker's span
-    together, the time one worker sat idle at the end while the other still computed, from the last
-    compute's stop to the answer). The wall is the computes over two plus what these lose."""
+    and stop on its worker, on this machine's clock): (the workers' compute seconds together, and
+    their idle seconds together up to the last compute's stop: before their first compute, between
+    their computes (waiting for the scheduler, or for a task's inputs: a merge waits for the other
+    worker's last partitions), after their last while the other still computed; then the answer's
+    seconds after the last compute's stop). The first four add up to twice the wall less the last."""
     spans: dict[str, list[tuple[float, float]]] = {}
     for r in records:
         spans.setdefault(r["worker"], []).extend((x["start"], x["stop"]) for x in r["startstops"]
@@ -319,8 +321,9 @@ def timeline(records: list, start: float, end: float) -> tuple[float, float, flo
     busy = {w: sum(b - a for a, b in v) for w, v in spans.items()}
     first = {w: min(a for a, _ in v) for w, v in spans.items()}
     last = {w: max(b for _, b in v) for w, v in spans.items()}
-    return (sum(busy.values()), min(first.values()) - start, sum(last[w] - first[w] - busy[w] for w in spans),
-            max(last.values()) - min(last.values()) if len(spans) > 1 else 0.0, end - max(last.values()))
+    stop = max(last.values())
+    return (sum(busy.values()), sum(first[w] - start for w in spans), sum(last[w] - first[w] - busy[w] for w in spans),
+            sum(stop - last[w] for w in spans), end - stop)
 
 
 PARETO_COLUMNS = ["model", "hardware", "batch", "prompt_tokens", "output_tokens", "decode_tok_s_per_user",
@@ -565,9 +568,10 @@ def report_cluster(q: str, rs: list, loc: dict, plain: list | None, tasks: tuple
              f"work: the cluster's own fixed cost" if plain and q != "frame" else ""))
     tl = [statistics.median(r[8][i] for r in rs) for i in range(5)]
     print(f"    the wall: the workers' tasks computed {tl[0]:.1f} s together ({tl[0] / 2:.1f} s each if shared evenly); "
-          f"the first task started {tl[1]:.2f} s after the query, gaps between a worker's tasks {tl[2]:.2f} s (both), "
-          f"one worker idle at the end {tl[3]:.2f} s, the answer {tl[4]:.2f} s after the last task (dask's task stream, "
-          f"medians)")
+          f"idle, the two workers together: {tl[1]:.2f} s before their first task, {tl[2]:.2f} s between tasks "
+          f"(waiting for the scheduler or for a task's inputs: the last merges wait for the last partitions), "
+          f"{tl[3]:.2f} s after their last task while the other computed; the answer {tl[4]:.2f} s after the last "
+          f"task (dask's task stream, medians)")
     least = min(loc, key=lambda k: _median(loc[k], 1))
     print(f"    in the garbage collector (CPU clock of the collecting thread): the workers {_median(rs, 7):.2f} CPU-s "
           f"({_median(rs, 7) / parts * 1e3:.0f} ms a partition)"
