@@ -264,13 +264,18 @@ def test_dask_engine_on_a_local_cluster_of_two_worker_processes():
     folds = sweep(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="h100-sxm", batch=list(range(1, 6)),
                   prompt_tokens=list(range(0, 10000, 100)), output_tokens=list(range(1, 1001)),
                   include_unfit=True, engine="dask", chunk_size=250_000, reduce=lambda acc, c: (acc or 0) + len(c))
+    merged = sweep(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="h100-sxm", batch=list(range(1, 6)),
+                   prompt_tokens=list(range(0, 10000, 100)), output_tokens=list(range(1, 1001)),
+                   include_unfit=True, engine="dask", chunk_size=250_000, reduce=lambda acc, c: (acc or 0) + len(c),
+                   merge=operator.add)      # the same folds merged in sweep's own tree on the workers
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   silence_logs=logging.ERROR, env={"PYTHONPATH": src}) as cluster, \
             distributed.Client(cluster):
         counts, *rows = dask.compute(lazy["model"].value_counts(), *samples)
         total = folds.fold(operator.add).compute()      # a bag: not in one compute with frames (dask warns)
+        merged_total = merged.compute()
     assert counts.to_dict() == {"llama-3.1-8b": 5_000_000, "qwen3-30b-a3b": 5_000_000}
-    assert (folds.npartitions, total) == (4, 1_000_000)
+    assert (folds.npartitions, total, merged_total) == (4, 1_000_000, 1_000_000)
     for part in rows:       # include_unfit: a sampled row may not fit (qwen3 at large batches)
         assert len(part) == 10
         _check_rows_equal_estimate(part.reset_index(drop=True), check_memory=False)
