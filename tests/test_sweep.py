@@ -487,6 +487,18 @@ def test_a_dask_partition_of_many_blocks_is_the_local_sweep_and_takes_the_defaul
     pd.testing.assert_frame_equal(pd.concat(parts, ignore_index=True), sweep(**kw))
 
 
+def _small_dask_partitions(monkeypatch) -> dict:
+    # the fold tests' grid (240 rows) on small blocks, partitions and chunks: BLOCK = 16,
+    # DASK_PARTITION = 50, DEFAULT_CHUNK = 25 (their comments derive the sizes from these)
+    module = sys.modules["membound.planning.sweep"]
+    monkeypatch.setattr(module, "BLOCK", 16)
+    monkeypatch.setattr(module, "DASK_PARTITION", 50)
+    monkeypatch.setattr(module, "DEFAULT_CHUNK", 25)
+    return dict(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="h100-sxm", batch=[1, 2, 8, 64],
+                prompt_tokens=[0, 10, 100, 1000, 5000], output_tokens=[1, 2, 30, 300, 1000, 3000],
+                include_unfit=True)
+
+
 def test_dask_engine_folds_each_partition_where_it_is_evaluated(monkeypatch):
     # sweep(engine="dask", reduce=fold): one task a partition, which evaluates it in chunks and
     # folds them as the numpy engine folds its stream (accumulator from None), into a bag of one
@@ -496,12 +508,7 @@ def test_dask_engine_folds_each_partition_where_it_is_evaluated(monkeypatch):
     # 12+12 = 24 (+6 = 30), 6+12 = 18; 12+6 = 18 (+12), 12+12 = 24 (+6), 6; 12+12 = 24, 6.
     pytest.importorskip("dask.bag")
     import dask
-    module = sys.modules["membound.planning.sweep"]
-    monkeypatch.setattr(module, "BLOCK", 16)
-    monkeypatch.setattr(module, "DASK_PARTITION", 50)
-    monkeypatch.setattr(module, "DEFAULT_CHUNK", 25)
-    kw = dict(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="h100-sxm", batch=[1, 2, 8, 64],
-              prompt_tokens=[0, 10, 100, 1000, 5000], output_tokens=[1, 2, 30, 300, 1000, 3000], include_unfit=True)
+    kw = _small_dask_partitions(monkeypatch)
     folds = sweep(**kw, engine="dask", reduce=lambda acc, chunk: [*(acc or []), chunk.copy()])
     assert folds.npartitions == 6 and len(dict(folds.__dask_graph__())) == 6
     with dask.config.set(scheduler="synchronous"):
@@ -525,13 +532,9 @@ def test_dask_engine_merges_the_folds_in_a_tree_in_partition_order(monkeypatch):
     # the last task: 6 + 2 + 1 + 1 = 10 tasks (the bag's fold: 6 folds, then dask's own tasks).
     pytest.importorskip("dask.bag")
     import dask
+    kw = _small_dask_partitions(monkeypatch)
     module = sys.modules["membound.planning.sweep"]
-    monkeypatch.setattr(module, "BLOCK", 16)
-    monkeypatch.setattr(module, "DASK_PARTITION", 50)
-    monkeypatch.setattr(module, "DEFAULT_CHUNK", 25)
     monkeypatch.setattr(module, "SPLIT_EVERY", 4)
-    kw = dict(model=["llama-3.1-8b", "qwen3-30b-a3b"], hardware="h100-sxm", batch=[1, 2, 8, 64],
-              prompt_tokens=[0, 10, 100, 1000, 5000], output_tokens=[1, 2, 30, 300, 1000, 3000], include_unfit=True)
 
     def fold(acc, chunk):
         return [*(acc or []), chunk.copy()]
