@@ -210,6 +210,12 @@ def one_process(settled: bool) -> ProcessPoolExecutor:
     return pool
 
 
+def partition_keys(graph) -> list:
+    """The keys of a reduction's or a merged fold's partition tasks (`(name, 0, k)`: the tree's first
+    level, `sweep._tree`), in order."""
+    return sorted(k for k in graph if isinstance(k, tuple) and k[1] == 0)
+
+
 def plain_run(g: dict, chunk: int | None, which: int, of: int, kind: str = "pandas") -> tuple[float, float, int, int]:
     """Partitions which, which + of, ... of the cluster's fold query (`sweep(engine="dask",
     reduce=fold)`; kind "arrays": of the arrays query's, `arrays_query`), computed in this process
@@ -230,7 +236,7 @@ def plain_run(g: dict, chunk: int | None, which: int, of: int, kind: str = "pand
     from membound.planning.reductions import Several, merge_all
     lazy = mb.sweep(**g, include_unfit=True, engine="dask", reduce=arrays_query(), **kw)
     graph = dict(lazy.__dask_graph__())
-    keys = sorted(k for k in graph if isinstance(k, tuple) and k[1] == 0)[which::of]    # the partitions' tasks
+    keys = partition_keys(graph)[which::of]
     t, c = time.perf_counter(), _thread_cpu()
     acc = merge_all(Several(arrays_query()), dask.get(graph, keys))
     return time.perf_counter() - t, _thread_cpu() - c, acc[0] if acc else 0, os.getpid(), _gc_clock()[0] - gc0
@@ -285,7 +291,7 @@ def cluster_run(client, g: dict, chunk: int | None, query: str) -> tuple:
     if query == "fold":
         lazy = mb.sweep(**g, include_unfit=True, engine="dask", reduce=fold, merge=merge, **kw)
         n, _ = lazy.compute()
-        parts = sum(1 for k in lazy.__dask_graph__() if isinstance(k, tuple) and k[1] == 0)
+        parts = len(partition_keys(lazy.__dask_graph__()))
     elif query == "bag":
         lazy = mb.sweep(**g, include_unfit=True, engine="dask", reduce=fold, **kw)
         n, _ = lazy.fold(merge).compute()
@@ -293,7 +299,7 @@ def cluster_run(client, g: dict, chunk: int | None, query: str) -> tuple:
     elif query == "arrays":
         lazy = mb.sweep(**g, include_unfit=True, engine="dask", reduce=arrays_query(), **kw)
         n, _ = lazy.compute()
-        parts = sum(1 for k in lazy.__dask_graph__() if isinstance(k, tuple) and k[1] == 0)
+        parts = len(partition_keys(lazy.__dask_graph__()))
     else:
         lazy = mb.sweep(**g, include_unfit=True, engine="dask", **kw)
         n, _ = dask.compute(lazy["batch"].count(), _keep(lazy).nlargest(10, "decode_tok_s_total"))
@@ -364,13 +370,13 @@ def pareto_run(client, chunk: int | None, query: str) -> dict:
         lazy = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", columns=PARETO_COLUMNS, reduce=front_fold,
                         merge=merge_fronts, **kw)
         front = lazy.compute()
-        parts = sum(1 for k in lazy.__dask_graph__() if isinstance(k, tuple) and k[1] == 0)
+        parts = len(partition_keys(lazy.__dask_graph__()))
     elif query == "arrays":
         from membound.planning.reductions import Front
         lazy = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", columns=PARETO_COLUMNS,
                         reduce=Front(where=[("memory_fits", "==", True)]), **kw)
         front = lazy.compute()
-        parts = sum(1 for k in lazy.__dask_graph__() if isinstance(k, tuple) and k[1] == 0)
+        parts = len(partition_keys(lazy.__dask_graph__()))
     else:
         lazy = mb.sweep(**GRID_1E9, include_unfit=True, engine="dask", columns=PARETO_COLUMNS, **kw)
         front = lazy.reduction(chunk=_front, combine=_front, aggregate=_front, meta=lazy._meta,

@@ -69,6 +69,12 @@ def table(root: Path, rel: str) -> pd.DataFrame:
     return pd.read_parquet(io.BytesIO(blob))
 
 
+def gemm_table(root: Path, folder: str, fmt: str) -> pd.DataFrame:
+    """The GEMM timings of one part (`folder`) and weight format, the deepgemm kernels' rows left out."""
+    g = table(root, f"{folder}/gemm/trtllm/1.2.0rc5/gemm_perf.parquet")
+    return g[(g.gemm_dtype == fmt) & (g.kernel_source != "deepgemm")]
+
+
 def between(x: float, grid: list, at) -> float:
     """`at` at x, linear between the grid points either side of it (clamped to the grid's ends)."""
     x = min(max(x, grid[0]), grid[-1])
@@ -95,8 +101,7 @@ def scale_us(c: pd.DataFrame, m: int, k: int) -> float:
 
 
 def gemms(root: Path, chip: str, folder: str, fmt: str) -> None:
-    g = table(root, f"{folder}/gemm/trtllm/1.2.0rc5/gemm_perf.parquet")
-    d = g[(g.gemm_dtype == fmt) & (g.kernel_source != "deepgemm")]
+    d = gemm_table(root, folder, fmt)
     scales = table(root, f"{folder}/quantize/trtllm/1.2.0rc5/computescale_perf.parquet") if fmt == "fp8" else None
     hw = load_hardware(chip)
     peak = sum(t.bandwidth_bytes_s for t in hw.memory)
@@ -114,8 +119,7 @@ def gemms(root: Path, chip: str, folder: str, fmt: str) -> None:
 
 def dense_share(root: Path, chip: str, folder: str, fmt: str) -> float:
     """The median over M = 1..128 of the share of `chip`'s achievable bandwidth the layer GEMMs read at."""
-    g = table(root, f"{folder}/gemm/trtllm/1.2.0rc5/gemm_perf.parquet")
-    d = g[(g.gemm_dtype == fmt) & (g.kernel_source != "deepgemm")]
+    d = gemm_table(root, folder, fmt)
     scales = table(root, f"{folder}/quantize/trtllm/1.2.0rc5/computescale_perf.parquet") if fmt == "fp8" else None
     hw = load_hardware(chip)
     achievable = sum(t.bandwidth_bytes_s for t in hw.memory) * hw.achievable.bandwidth_fraction
@@ -180,8 +184,9 @@ def attention(root: Path, chip: str, folder: str) -> None:
     print(p[[c for c in p.columns if c <= 1023]].round(1).to_string())
 
 
-STEP_TABLES = {("b200", "nvfp4"): ("b200_sxm", "nvfp4"), ("h200", "fp8"): ("h200_sxm", "fp8"),
-               ("h100-sxm", "fp8"): ("h100_sxm", "fp8")}
+TABLED = {(chip, fmt): folder for chip, folder, fmt in CHIPS if fmt != "fp8_static"}
+"""(membound chip, weight format) -> the part's folder: the formats the MLPerf rows run with a GEMM table (b200 nvfp4,
+h200 and h100-sxm fp8; B200's static-scale fp8 rows are `gemms`' and `--shares`' alone)."""
 STEP_BENCHMARKS = ("llama2-70b", "llama3.1-405b", "llama3.1-8b")
 
 
@@ -218,8 +223,9 @@ def step_rows(root: Path) -> pd.DataFrame:
     gemm_tables: dict = {}
     out = []
     for r in rows:
-        folder_fmt = STEP_TABLES.get((r.device, r.quantization.weights))
-        if (r.scenario == "Offline" or r.benchmark not in STEP_BENCHMARKS or folder_fmt is None
+        fmt = r.quantization.weights
+        folder = TABLED.get((r.device, fmt))
+        if (r.scenario == "Offline" or r.benchmark not in STEP_BENCHMARKS or folder is None
                 or r.launch is not None and r.launch.context is not None or not math.isfinite(r.tpot_p50_s)):
             continue
         bench = benches[r.benchmark]
@@ -231,10 +237,8 @@ def step_rows(root: Path) -> pd.DataFrame:
                              quantization=r.quantization, runtime=runtime, n_chips=lay.chips, parallel=lay,
                              scheduler=caps)
         batch = mlperf_validate.little_batch(r.measured, lay.chips, r.tpot_p50_s)
-        folder, fmt = folder_fmt
-        if folder_fmt not in gemm_tables:
-            g = table(root, f"{folder}/gemm/trtllm/1.2.0rc5/gemm_perf.parquet")
-            gemm_tables[folder_fmt] = g[(g.gemm_dtype == fmt) & (g.kernel_source != "deepgemm")]
+        if (folder, fmt) not in gemm_tables:
+            gemm_tables[folder, fmt] = gemm_table(root, folder, fmt)
         shapes, layers, hidden, kv_heads = layer_shapes(bench.preset, lay.chips)
         p, o = bench.prompt.mean, bench.output.mean
         tokens = batch * (1.0 + p / o)
@@ -246,7 +250,7 @@ def step_rows(root: Path) -> pd.DataFrame:
         kv_ms = 1e3 * batch * context * layers * 2 * kv_heads * load_model(bench.preset).head_dim * kv_bytes / achievable
         ar = table(root, f"{folder}/comm/trtllm/1.2.0rc5/custom_allreduce_perf.parquet") if lay.chips > 1 else None
         ar_ms = allreduce_step_ms(ar, lay.chips, layers, tokens * hidden) if ar is not None else 0.0
-        gemm_ms = gemm_step_ms(gemm_tables[folder_fmt], shapes, layers, tokens)
+        gemm_ms = gemm_step_ms(gemm_tables[folder, fmt], shapes, layers, tokens)
         measured = 1e3 * r.tpot_p50_s
         mp = sm.terms(batch, c=tokens - batch)       # the model's pass of the same step, its chunk's attention aside
         out.append({"round": r.round, "family": r.family, "benchmark": r.benchmark, "scenario": r.scenario,

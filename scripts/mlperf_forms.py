@@ -224,7 +224,6 @@ def fp8_only(hw):
     return tuple((f, s / (ach.compute_fraction * cf)) for f, s in ach.compute_by_format.items() if f == "fp8")
 
 
-TABLE_CHIPS = {("h100-sxm", "fp8"): "h100_sxm", ("h200", "fp8"): "h200_sxm", ("b200", "nvfp4"): "b200_sxm"}
 TABLE_PRESETS = ("llama-2-70b", "llama-3.1-405b")       # dense Llama models of the C++ executor's rows
 _TABLE: dict = {}       # form T: (chip, format) -> (M grid, t70 seconds at each M), read from --tables
 _ACTIVE: list = [None]  # form T: the built engine's curve (M grid, seconds a layer parameter a rank) or None
@@ -237,9 +236,8 @@ def table_curves(root: str) -> dict:
     sys.path.insert(0, str(Path(__file__).parent))
     import kernel_tables as kt
     out = {}
-    for (chip, fmt), folder in TABLE_CHIPS.items():
-        g = kt.table(Path(root), f"{folder}/gemm/trtllm/1.2.0rc5/gemm_perf.parquet")
-        d = g[(g.gemm_dtype == fmt) & (g.kernel_source != "deepgemm")]
+    for (chip, fmt), folder in kt.TABLED.items():
+        d = kt.gemm_table(Path(root), folder, fmt)
         grid = np.array(sorted(int(m) for m in d.m.unique()), dtype=float)
         t70 = np.array([80e-6 * sum(kt.gemm_us(d, int(m), n, k) for n, k in kt.SHAPES) for m in grid])
         out[(chip, fmt)] = (grid, t70 / (80 * kt.PARAMS))     # seconds a layer parameter (one rank's share)
