@@ -159,7 +159,7 @@ def claims() -> list[Claim]:
               rsn.decode_tok_s_per_user, 198, "tok/s", why, mark(rsn, "hw-022")))
     r8, why = shortest(model="llama-3-8b", hardware="sambanova-sn40l")
     add(Claim(12, "SambaNova, Llama 3 8B", "membound estimate llama-3-8b sambanova-sn40l",
-              r8.decode_tok_s_per_user, 1000, "tok/s", why, mark(r8)))
+              r8.decode_tok_s_per_user, 1000, "tok/s", why, mark(r8, "hw-025")))
     add(Claim(14, "agent loop: 20 calls x 800 tokens at 70 tok/s", "agent_loop_s(20, 800, 70)",
               product.agent_loop_s(20, 800, 70), 230, "s", mark="physics only"))
     add(Claim(14, "agent loop at 750 tok/s", "agent_loop_s(20, 800, 750)", product.agent_loop_s(20, 800, 750), 21, "s",
