@@ -58,6 +58,32 @@ source or published profiling read so far gives a value for any of them (tried, 
     (--async-scheduling, the overlap scheduler): the fitted 32-69 us per sequence is not host time but work the
     physics lacks (GPU work per sequence, the docstring's shape notes); at 0 each engine's select figures worsen
     (FREE_EVIDENCE; vLLM's little on InferenceMAX, much on two large-batch MLPerf rows: FIXED's note).
+  Read again 2026-12-08 (helper fit23, issue 27: a source for a figure past the budget; no figure was computed
+  with any of them and none is set):
+  - vLLM's host time per running sequence: vllm-project/vllm issue 10634 (V1's AsyncLLM prototype, Llama-2-7B,
+    256 sequences, ShareGPT): a 5-6 ms gap between decode steps from the GIL contention of its scheduling and IPC
+    threads, at most 23 us a sequence were all of it per sequence, which the issue expects to fall to 0.2-0.3 ms
+    (~1 us a sequence) once fixed; vllm-project/vllm issue 6854 (the multi-step RFC, V0): ~4 ms of GPU bubble a
+    decode step in its traces (5-13 ms in general), no batch size given. Neither is a figure of the engine
+    the rows ran (vLLM 0.10 V1 under the recipes' --async-scheduling, its host loop beside the GPU's step), with
+    PR 46112's 1.1 us above: per_sequence_s stays fitted;
+  - TensorRT-LLM's exposed host time: NVIDIA/TensorRT-LLM issue 13957 (PyExecutor._executor_loop_overlap,
+    Llama-3.1-8B fp8 on B200, 64 clients, 1k/1k): ~580 us an iteration of host work left as GPU idle, ~9 us a
+    sequence, the part the overlap loop does not hide; a select chip's figure, and the engine prices no host time
+    at pp = 1 (per_step_s, per_sequence_s set to 0: FIXED);
+  - vLLM's per-layer cost: vllm-project/vllm PR 16072 (one CUDA graph over the whole forward in place of the
+    piecewise graphs split at attention) cut the median TPOT of Qwen2.5-1.5B by 7%: launch gaps of microseconds a
+    layer, not the fitted 62.6 us, which carries per-layer work the physics lacks (FREE_EVIDENCE: at 0 the select
+    rows go 5.6/18.1/6.2 -> 24.7/18.1/27.3%);
+  - vLLM's per_request_s: andyluo7.github.io 2026-05-14 (vLLM 0.19, 2 x MI300X, MiniMax-M2.5): the CPU's share of
+    a request's time 0.4-0.6% at one client, 11-15% at 32 (scheduling and queue wait, not tokenisation): nothing
+    near the fitted 18 ms, which carries the two models' prefill rates (below, vLLM's per_request_s).
+  The budget's shape for SGLang and TensorRT-LLM: their aggregated rows on the fit chips are H200's alone, so the
+  budget allows them no free figure; it is met only by every free figure set from a source, or by a second fit
+  chip's rows in their fits. Their only other rows on a fit chip are InferenceMAX's Dynamo disaggregated
+  DeepSeek-R1 rows on H100 (canonical: 15 SGLang, 10 TensorRT-LLM; quality caution, throughput renormalised to
+  every GPU of the system): with them a fit would span two chips and allow one figure, against SGLang's 4 and
+  TensorRT-LLM's 5.
 
 Shared across engines (SHARED: {figure: the engines that share it}, fit_all(shared=...)): a figure whose work is
 the same in several engines can be fitted once on their fit rows together (all three engines': 550, vLLM 297 on
