@@ -80,10 +80,12 @@ source or published profiling read so far gives a value for any of them (tried, 
     near the fitted 18 ms, which carries the two models' prefill rates (below, vLLM's per_request_s).
   The budget's shape for SGLang and TensorRT-LLM: their aggregated rows on the fit chips are H200's alone, so the
   budget allows them no free figure; it is met only by every free figure set from a source, or by a second fit
-  chip's rows in their fits. Their only other rows on a fit chip are InferenceMAX's Dynamo disaggregated
+  chip's rows in their fits. Their other rows off H200 on a fit chip: InferenceMAX's Dynamo disaggregated
   DeepSeek-R1 rows on H100 (canonical: 15 SGLang, 10 TensorRT-LLM; quality caution, throughput renormalised to
-  every GPU of the system): with them a fit would span two chips and allow one figure, against SGLang's 4 and
-  TensorRT-LLM's 5.
+  every GPU of the system); for TensorRT-LLM also trtllm-bench's maximum-load rows on H100 (source trt, a select
+  group in data/split.csv: never fitted on) and MLPerf v5.1's trtllm-serve llama3.1-8b rows on H200 NVL (the
+  tensorrt-llm-serve generation, which keeps the engine's figures: generations.yaml). With any of them a fit would
+  span two chips and allow one figure, against SGLang's 4 and TensorRT-LLM's 5.
 
 Shared across engines (SHARED: {figure: the engines that share it}, fit_all(shared=...)): a figure whose work is
 the same in several engines can be fitted once on their fit rows together (all three engines': 550, vLLM 297 on
