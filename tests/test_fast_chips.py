@@ -427,6 +427,24 @@ def test_a_tsp_runs_a_moe_layer_dense_by_hand():
     assert g.step_terms_s["memory"] == pytest.approx(two, rel=1e-6)
 
 
+def test_a_tsp_widens_each_tensor_of_a_mixed_checkpoint_by_its_own_width_by_hand():
+    """Every weight enters a TSP's MXMs at fp16, 2 B of the 9.216 TB/s intake, whatever it is stored in
+    (dataflow.operand_widening), so a mixed checkpoint streams the same as a uniform one on the same
+    chips. Mixtral-8x7B with its routed experts in mxfp4 (4.25 bits) and the rest in int8, on 136
+    LPUs (tp 4 x 34 stages), first token: every weight but the untied input embedding, (46,702,792,704
+    - 32,000 x 4,096 + 4,096) x 2 B / (4 x 9.216e12) = 2.5267 ms, as in int8 throughout. (Before issue
+    28's fast23 fix the dense tensors were widened by the experts' ratio, 2 / 0.53125 = 3.76 B each:
+    2.5973 ms.)"""
+    call = dict(n_chips=136, kv_dtype="int8", prompt_tokens=0, output_tokens=1, runtime="device")
+    mixed = mb.estimate("mixtral-8x7b", "groq-lpu", weight_dtype="mxfp4", dense_weight_dtype="int8", **call)
+    plain = mb.estimate("mixtral-8x7b", "groq-lpu", weight_dtype="int8", check_memory=False, **call)
+    assert mixed.parallel == plain.parallel == "tp=4 pp=34 ep=1"
+    every = (46_702_792_704 - 32_000 * 4_096 + 4_096) * 2 / (4 * 9.216e12)
+    assert every == pytest.approx(2.5267e-3, rel=1e-4)
+    assert mixed.step_terms_s["memory"] == pytest.approx(every, rel=1e-6)
+    assert plain.step_terms_s["memory"] == pytest.approx(every, rel=1e-6)
+
+
 def test_notes_say_a_moe_layer_runs_dense_and_what_gathering_would_give():
     """The dense MoE schedule rests on one step of interpretation (the profile's moe_source), so the
     notes under a Groq MoE result give the same call with each token's experts gathered; a dense

@@ -471,9 +471,12 @@ def chip_of(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs, base: Chi
         pinned)
     # measured kernels' weight reads (Knobs.read_dense, read_expert: 1 unless the runtime reads them)
     dense_inv, expert_inv, w_inv = dense_inv / kn.read_dense, expert_inv / kn.read_expert, w_inv / kn.read_dense
-    if hw.operand_bytes is not None:    # a stream that widens each weight to its units' width (a TSP's MXM)
-        widen = operand_widening(kn.w_bytes, hw.operand_bytes)
-        dense_inv, expert_inv, w_inv = dense_inv * widen, expert_inv * widen, w_inv * widen
+    if hw.operand_bytes is not None:    # a stream that widens each weight to its units' width (a TSP's MXM):
+        # each tensor by its own stored width (a mixed checkpoint: experts in one format, the rest in another);
+        # the blended weight stream (a drafting head) as the dense tensors'
+        widen = operand_widening(base.w_dense, hw.operand_bytes)
+        dense_inv, expert_inv, w_inv = (dense_inv * widen, expert_inv * operand_widening(base.w_expert, hw.operand_bytes),
+                                        w_inv * widen)
     # tuple.__new__: the fields in Chip's order without its generated __new__'s 43 named arguments; base + (...):
     # one tuple concatenation, where (*base, ...) unpacked the base's fields one by one (0.46 -> 0.27 us)
     return tuple.__new__(Chip, base + (m, kn.batch / m, beat, dense_inv, expert_inv, kv_inv, w_inv)), kv_chip, per_tier
