@@ -460,6 +460,41 @@ def test_notes_say_a_moe_layer_runs_dense_and_what_gathering_would_give():
     assert not [n for n in vendors.notes_for(mb.estimate(**dense), dense) if n.startswith("interpreted: a MoE")]
 
 
+def test_a_moe_on_groq_prints_its_experts_in_block_floating_point_by_hand():
+    """Groq's compiler stores MoE weights in block floating point (groq.com blog, 2025-08-01), width not
+    stated: under a Groq result for a model with routed experts, the notes and the vendors report print
+    the same call with the experts in mxfp4 (4.25 bits) and the rest as the call has them, on the fewest
+    chips that hold it; the prediction itself does not move. Mixtral int8 (hw-020's call): a layer holds
+    41,984,128 non-expert weights at 1 B and 8 x 176,160,768 expert weights at 4.25 / 8 B, 790.67 MB;
+    over 4 chips 197.67 MB, under the 220 MiB (230.69 MB) SRAM; 2 chips would need 395 MB, and 3 do not
+    divide the 32 heads: tp 4 x 34 stages (32 layers, the LM head, the embedding) = 136 chips. Each
+    chip streams a quarter of every weight but the input embedding at 2 B (the MXM's fp16), 2.5267 ms a
+    first token (test_a_tsp_widens_each_tensor_of_a_mixed_checkpoint_by_its_own_width_by_hand) against
+    the int8 layout's 8 chips a layer, 1.2633 ms: fewer bits a weight, fewer chips, each streaming more.
+    A dense model, or one whose experts are already 4-bit, gets no such note."""
+    layer = 41_984_128 * 1 + 8 * 176_160_768 * 4.25 / 8
+    assert layer == pytest.approx(790.67e6, rel=1e-5)
+    assert layer / 4 <= 230_686_720 < layer / 2
+    call = dict(model="mixtral-8x7b", hardware="groq-lpu", weight_dtype="int8", prompt_tokens=1024, output_tokens=256)
+    r = mb.estimate(**call)
+    assert r.n_chips == 272
+    block = mb.estimate(**{**call, "weight_dtype": "mxfp4"}, dense_weight_dtype="int8")
+    assert block.n_chips == 136 and block.parallel == "tp=4 pp=34 ep=1"
+    assert block.memory.weights_bytes == pytest.approx(layer / 4, rel=1e-6)
+    said = [n for n in vendors.notes_for(r, call) if n.startswith("Groq's compiler stores MoE weights")]
+    assert len(said) == 1 and f"136 chips, {block.decode_tok_s_per_user:,.0f} tok/s" in said[0]
+    assert "(--weights mxfp4 --dense-weights int8)" in said[0]
+    # the report's row: a reading beside the miss, not the prediction (hw-020 stays at 272 chips, 8 bits)
+    rows = {v.id: v for v in vendors.vendor_report()[0]}
+    assert rows["hw-020"].n_chips == 272 and rows["hw-020"].block == (136, pytest.approx(block.decode_tok_s_per_user))
+    assert f"136 chips, {block.decode_tok_s_per_user:,.0f} tok/s" in rows["hw-020"].said
+    assert all(v.block is None for v in rows.values() if v.id != "hw-020")
+    dense = dict(call, model="llama-2-7b")
+    assert not [n for n in vendors.notes_for(mb.estimate(**dense), dense) if "block floating point" in n]
+    four = dict(call, model="gpt-oss-120b", weight_dtype="mxfp4")
+    assert not [n for n in vendors.notes_for(mb.estimate(**four), four) if "block floating point" in n]
+
+
 def test_a_dense_moe_schedule_needs_its_source():
     """moe_schedule other than "routed" is refused without moe_source (how a compiled program meets a
     token's routing is a fact about the chip, cited); read_operand_bytes is a width the matrix units

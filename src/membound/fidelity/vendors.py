@@ -101,6 +101,44 @@ def speculative_deployment(hardware: str, model) -> str:
                  if dev == hardware and architecture(m) == arch), "")
 
 
+# A vendor's own word on the format its compiler stores a MoE layer's routed-expert weights in, by
+# device. Groq: "Our compiler applies precision strategically: ... Block Floating Point for
+# Mixture-of-experts (MoE) weights where robustness studies show no measurable degradation" (Andrew Ling,
+# "Inside the LPU: Deconstructing Groq's Speed", groq.com/blog/inside-the-lpu-deconstructing-groq-speed,
+# 2025-08-01, written for Kimi K2 on GroqCloud). The width is not stated, so nothing is predicted from
+# it: under a result for a model with routed experts, the notes and the report print the same call with
+# the experts in BLOCK_FORMAT and every other tensor as the call has it, on the count the call's own
+# rule picks (`block_experts`; issue 28, protocol in docs/fast-chips.md, helper fast23). An 8-bit block
+# format is the call's own 8 bits to within 3% of the bytes, so it is not printed apart.
+MOE_WEIGHT_FORMATS = {
+    "groq-lpu": "Groq's compiler stores MoE weights in block floating point, width not stated "
+                "(groq.com/blog/inside-the-lpu-deconstructing-groq-speed, 2025-08-01)",
+}
+BLOCK_FORMAT = "mxfp4"   # OCP MX fp4: 32 elements share an 8-bit scale, 4.25 bits (catalog.dtypes)
+
+
+def block_experts(model, hardware: str, expert_dtype: str, run) -> tuple[int, float] | None:
+    """On a device whose vendor states a block floating-point format for MoE weights
+    (`MOE_WEIGHT_FORMATS`), for a model with routed experts stored wider than BLOCK_FORMAT: (chips,
+    tok/s per user) of `run(weight_dtype=BLOCK_FORMAT, n_chips=None)`, the same call with the routed
+    experts in BLOCK_FORMAT on the fewest chips that hold it (`run` keeps every other tensor's format:
+    the caller passes its dense_weight_dtype); None elsewhere, or where it does not run."""
+    if hardware not in MOE_WEIGHT_FORMATS or not load_model(model).n_experts:
+        return None
+    if get_dtype(expert_dtype).bits <= get_dtype(BLOCK_FORMAT).bits:
+        return None
+    try:
+        x = run(weight_dtype=BLOCK_FORMAT, n_chips=None)
+    except MemboundError:
+        return None
+    return x.n_chips, x.decode_tok_s_per_user
+
+
+def _block_text(hardware: str, dense: str, chips: int, speed: float) -> str:
+    return (f"{MOE_WEIGHT_FORMATS[hardware]}: with the routed experts in {BLOCK_FORMAT} ({get_dtype(BLOCK_FORMAT).bits:g} "
+            f"bits), the rest {dense}: {chips} chips, {speed:,.0f} tok/s")
+
+
 def _how_faster(speculative: str) -> str:
     """What lets a figure outrun the physics: the vendor's documented speculative deployment
     (`speculative_deployment`'s source), else the two readings that could."""
@@ -264,6 +302,8 @@ class VendorRow:
     speculative: str = ""       # the source saying the vendor serves it speculatively (`speculative_deployment`)
     readings: tuple[tuple[str, float], ...] = ()   # format not stated: (other format, its prediction) (`_readings`)
     users: int | None = None    # undisclosed count on a pipeline: requests whose KV it holds (`_users`)
+    block: tuple[int, float] | None = None   # undisclosed count: routed experts in BLOCK_FORMAT (`_block_reading`)
+    dense: str = ""             # the format of the tensors that are not routed experts
 
     @property
     def said(self) -> str:
@@ -275,6 +315,9 @@ class VendorRow:
         if self.users is not None:
             parts.append(f"{self.n_chips} chips hold the KV of up to {self.users} request{'s' if self.users > 1 else ''} "
                          "of its length (the users a deployment served are not published)")
+        if self.block is not None:
+            n, x = self.block
+            parts.append(_block_text(self.hardware, self.dense, n, x) + f" ({100 * (x / self.measured - 1):+.0f}%)")
         return "; ".join(parts)
 
     @property
@@ -349,6 +392,21 @@ def _users(sc, top: int = 4096) -> int | None:
     return lo
 
 
+def _block_reading(sc) -> tuple[int, float] | None:
+    """`block_experts` for a vendor row whose chip count is undisclosed (at a stated count the format
+    moves no byte a matrix unit takes in, only the count): the row's call, its other tensors in their
+    own format, the experts in BLOCK_FORMAT, on the fewest chips that hold it (its own request's KV
+    beside the weights, as the row's own count is found)."""
+    if sc.chips_stated:
+        return None
+
+    def run(**kw):
+        return estimate(sc.model, sc.hardware, kv_dtype=sc.kv_dtype, batch=int(sc.batch), prompt_tokens=sc.prompt_tokens,
+                        output_tokens=sc.output_tokens, runtime=sc.runtime,
+                        dense_weight_dtype=sc.dense_dtype or sc.weight_dtype, **kw)
+    return block_experts(sc.model, sc.hardware, sc.weight_dtype, run)
+
+
 def _median(xs) -> float:
     return statistics.median(xs) if xs else math.nan
 
@@ -367,7 +425,8 @@ def vendor_report(path=None) -> tuple[list[VendorRow], float, float]:
         rows.append(VendorRow(s.id, s.model, s.hardware, s.runtime, s.n_chips, s.measured, predict(s),
                               predict(s, runtime="device"), s.id in fitted_ids, alone, s.id in LOWER_BOUNDS,
                               s.chips_stated, None if s.chips_stated else chip_range(s), physics_ceiling(s),
-                              speculative_deployment(s.hardware, s.model), _readings(s), _users(s)))
+                              speculative_deployment(s.hardware, s.model), _readings(s), _users(s),
+                              _block_reading(s), s.dense_dtype or s.weight_dtype))
     ind = [abs(r.error) for r in rows if r.independent and not r.lower_bound]
     fit_ = [abs(r.error) for r in rows if r.fitted]
     return rows, _median(ind), _median(fit_)
@@ -631,24 +690,38 @@ def _moe_schedule(r, again) -> list[str]:
             f"{m.experts_per_token} gathered instead: {x.decode_tok_s_per_user:,.0f} tok/s"]
 
 
-def notes(r, again, spec=None) -> list[str]:
+def _block_note(r, again, dense) -> list[str]:
+    """`block_experts` under `membound estimate`'s result: the same call with the routed experts in
+    BLOCK_FORMAT (`dense`: the call's dense_weight_dtype; None: its weight format, kept for the rest)."""
+    rest = dense or r.weight_dtype
+    got = block_experts(r.model, r.hardware, r.weight_dtype,
+                        lambda **kw: again(dense_weight_dtype=rest, **kw))
+    if got is None:
+        return []
+    return [_block_text(r.hardware, rest, *got) + f" (--weights {BLOCK_FORMAT} --dense-weights {rest})"]
+
+
+def notes(r, again, spec=None, dense=None) -> list[str]:
     """What decides `r`, a prediction on a chip a vendor runtime here models (Cerebras, Groq,
     SambaNova), printed under `membound estimate`'s result: the vendor's deployment unit where the
     call runs on fewer chips (`_deployment`), its spill to a capacity tier and the count that avoids
     it (`_spill`), the same call in 8-bit weights (`_narrower`), how far each
     assumed figure of the profile moves it (`_assumed`), where a pipeline's KV caches sit when that
-    decides the chips a layer (`_layer_home`), a MoE layer run dense (`_moe_schedule`), the ceiling of
-    a speculative call's drafting (`_drafting`), the vendor's
+    decides the chips a layer (`_layer_home`), a MoE layer run dense (`_moe_schedule`), its routed
+    experts in a vendor's block format (`_block_note`), the ceiling of a speculative call's drafting
+    (`_drafting`), the vendor's
     software generations here (`_runtimes`) and the published figures of this architecture on this
     chip, the vendor rows, each with what the physics needs to reach it (`_figures`).
     `again(**overrides)` reruns the call with arguments changed (n_chips=None: the default count).
-    `spec`: the call's SpeculativeDecoding, if any (the result keeps no acceptance).
+    `spec`: the call's SpeculativeDecoding, if any (the result keeps no acceptance); `dense`: the
+    call's dense_weight_dtype, if any (a MoE's routed experts in a vendor's block format: `_block_note`).
     No model or row is named in the code: rows are found by device and architecture."""
     if r.hardware not in {dev for dev, *_ in FITS.values()}:
         return []
     spill = _spill(r, again)
     return _deployment(r, again) + spill + _narrower(r, again, bool(spill)) + _assumed(r, again) \
-        + _layer_home(r, again) + _moe_schedule(r, again) + _drafting(spec, again) + _runtimes(r, again) \
+        + _layer_home(r, again) + _moe_schedule(r, again) + _block_note(r, again, dense) + _drafting(spec, again) \
+        + _runtimes(r, again) \
         + _figures(r, again)
 
 
@@ -659,7 +732,7 @@ def notes_for(r, call: dict) -> list[str]:
 
     def again(**kw):
         return estimate(**{**same, **({"parallel": None} if "n_chips" in kw else {}), **kw})
-    return notes(r, again, call.get("speculative"))
+    return notes(r, again, call.get("speculative"), call.get("dense_weight_dtype"))
 
 
 if __name__ == "__main__":
