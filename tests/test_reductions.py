@@ -1,6 +1,7 @@
 """membound.planning.reductions: a sweep's query reduced on arrays gives what the pandas query on the
 whole table gives, on the local engine and on dask (partitions merged in a tree), and checks its
 input before anything is evaluated."""
+import operator
 import sys
 
 import numpy as np
@@ -87,6 +88,24 @@ def test_the_dask_engine_reduces_in_a_tree_to_the_local_result():
     want = _expected(sweep(**KW))
     _assert_same(got, want)
     _assert_same(whole, want)
+
+
+def test_a_tree_names_its_partitions_apart_from_its_merges():
+    # A distributed scheduler groups tasks by name (distributed.utils.key_split_group: a tuple
+    # key's first item). The tree above: its 108 partition tasks under one name, its 7 + 1 merges
+    # and the finish (9 tasks) under others, so the partitions are a group that depends on nothing:
+    # root tasks, which the scheduler queues and hands out as workers free up. The same for a
+    # fold merged in sweep's tree (merge=): 108 partitions, 7 + 1 merges and the last merge.
+    pytest.importorskip("dask")
+    split = pytest.importorskip("distributed.utils").key_split_group
+    for lazy in (sweep(**KW, reduce=QUERY, engine="dask", chunk_size=40),
+                 sweep(**KW, reduce=lambda acc, c: (acc or 0) + len(c), merge=operator.add, engine="dask",
+                       chunk_size=40)):
+        graph = dict(lazy.__dask_graph__())
+        parts = [k for k in graph if isinstance(k, tuple) and k[1] == 0]
+        rest = [k for k in graph if k not in parts]
+        assert (len(parts), len(rest)) == (108, 9)
+        assert len({split(k) for k in parts}) == 1 and not {split(k) for k in parts} & {split(k) for k in rest}
 
 
 def test_a_partition_hands_dask_arrays_not_frames():

@@ -838,10 +838,23 @@ def _fold_state(part: tuple[int, int, int], plan: _Plan, block: int, chunk_size:
     return _fold_partition(part, plan, block, chunk_size, fold, as_frame)[0]
 
 
+def _tree_names(kind: str) -> tuple[str, str]:
+    """The key names of a tree's merges and final task, and of its partition tasks (`_tree`), one
+    token for both. Apart, because a distributed scheduler groups tasks by name: partitions named
+    like the merges that depend on them made one task group that depends on itself, so not root
+    tasks, and the scheduler handed every partition out at once (13 to each of two workers on
+    benchmarks/bench_dask.py's 26); at the end one worker idled while the other finished those it
+    had been given. Named apart, the partitions are root tasks: the scheduler queues them and gives
+    a worker the next as it frees up (distributed's root-task queuing), as it already did for the
+    bag's and the frame's partitions."""
+    token = uuid.uuid4().hex
+    return f"membound-sweep-{kind}-{token}", f"membound-sweep-{kind}-partition-{token}"
+
+
 def _tree(name: str, leaves: dict, combine: tuple) -> tuple[dict, list]:
-    """A graph: the `leaves` tasks ((name, 0, k), in order), their results combined SPLIT_EVERY at
-    a time, level after level, by (*combine, [keys]) tasks, in order. Returns the graph and the
-    last level's keys (one, or none without leaves)."""
+    """A graph: the `leaves` tasks ((their name, 0, k), in order), their results combined
+    SPLIT_EVERY at a time, level after level, by (*combine, [keys]) tasks keyed (name, level, k),
+    in order. Returns the graph and the last level's keys (one, or none without leaves)."""
     graph, keys, depth = dict(leaves), list(leaves), 0
     while len(keys) > 1:
         depth += 1
@@ -863,8 +876,8 @@ def _dask_merged(plan: _Plan, partition_size: int, fold, merge, as_frame):
     from dask.highlevelgraph import HighLevelGraph   # dask: the dask extra
     block = min(BLOCK, partition_size)
     chunk = max(block, min(DEFAULT_CHUNK, partition_size))
-    name = f"membound-sweep-merge-{uuid.uuid4().hex}"
-    leaves = {(name, 0, k): (_fold_state, part, plan, block, chunk, fold, as_frame)
+    name, part_name = _tree_names("merge")
+    leaves = {(part_name, 0, k): (_fold_state, part, plan, block, chunk, fold, as_frame)
               for k, part in enumerate(_descriptors(plan, block, partition_size))}
     graph, keys = _tree(name, leaves, (_merged, merge))
     graph[name] = (_merged, merge, keys)
@@ -882,8 +895,9 @@ def _dask_reduce(plan: _Plan, partition_size: int, reduction: Reduction):
     block = min(BLOCK, partition_size)
     chunk = max(block, min(DEFAULT_CHUNK, partition_size))
     parts = _descriptors(plan, block, partition_size)
-    name = f"membound-sweep-reduce-{uuid.uuid4().hex}"
-    leaves = {(name, 0, k): (_reduce_partition, part, plan, block, chunk, reduction) for k, part in enumerate(parts)}
+    name, part_name = _tree_names("reduce")
+    leaves = {(part_name, 0, k): (_reduce_partition, part, plan, block, chunk, reduction)
+              for k, part in enumerate(parts)}
     graph, keys = _tree(name, leaves, (merge_all, reduction))
     graph[name] = (reduction.finish, keys[0] if keys else None, plan.schema)
     return Delayed(name, HighLevelGraph.from_collections(name, graph))
