@@ -37,6 +37,14 @@ price: the layer GEMMs at M (the table, interpolated in M, N and K; tensor-paral
 all-reduce of the step's M x hidden bf16 activations twice a layer (tensor > 1), and the KV read (each decoding
 sequence attends its prompt plus, on average, E[O^2] / 2E[O] of its output; the profile's achievable bandwidth).
 What is left holds the context attention, the element-wise kernels, the launches and any host time.
+
+    PYTHONPATH=src python scripts/kernel_tables.py AICONFIGURATOR --curves
+
+prints the hardware profiles' achievable.gemm_time_by_tokens (issue 29, helper te23): per tabled part and weight
+format (h100-sxm and h200 fp8, b200 nvfp4), at every M of its table, the seconds a weight of a dense layer GEMM
+takes: Llama-2-70B's four layer GEMMs at tensor 1 summed (as above, fp8's dynamic-scale rows as they are) over their
+855,638,016 weights. The runtimes whose served block sets gemm_time (Served.gemm_time) price a dense model's layer
+GEMMs of a pass of M tokens as this figure at M x the layer weights a rank holds (core.tabled_gemm_s).
 """
 from __future__ import annotations
 
@@ -274,13 +282,34 @@ def steps(root: Path) -> None:
              "rest_us_layer"]].round(1).to_string())
 
 
+def curve(root: Path, folder: str, fmt: str) -> tuple[list[int], list[float]]:
+    """(M grid, seconds a weight) of one part and format: at each of the table's M, the summed time of
+    Llama-2-70B's four layer GEMMs at tensor 1 (N and K interpolated as `gemm_us` does; fp8's dynamic-scale
+    rows as they are) over their PARAMS weights (the hardware profiles' achievable.gemm_time_by_tokens)."""
+    d = gemm_table(root, folder, fmt)
+    grid = sorted(int(m) for m in d.m.unique())
+    return grid, [1e-6 * sum(gemm_us(d, m, n, k) for n, k in SHAPES) / PARAMS for m in grid]
+
+
+def curves(root: Path) -> None:
+    """Prints each tabled part's achievable.gemm_time_by_tokens block (5 significant digits)."""
+    for (chip, fmt), folder in TABLED.items():
+        grid, per_weight = curve(root, folder, fmt)
+        print(f"{chip}: gemm_time_by_tokens {fmt} ({len(grid)} points; at M = 512: "
+              f"{1e3 * 80 * PARAMS * per_weight[grid.index(512)]:.2f} ms for Llama-2-70B's 80 layers)")
+        print(f"    {fmt}:")
+        print(f"      tokens: [{', '.join(str(m) for m in grid)}]")
+        print(f"      seconds_per_weight: [{', '.join(f'{s:.5g}' for s in per_weight)}]")
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) not in (1, 2) or (len(argv) == 2 and argv[1] not in ("--shares", "--steps")):
+    modes = {"--shares": shares, "--steps": steps, "--curves": curves}
+    if len(argv) not in (1, 2) or (len(argv) == 2 and argv[1] not in modes):
         print(__doc__)
         return 2
     root = Path(argv[0])
     if len(argv) == 2:
-        (shares if argv[1] == "--shares" else steps)(root)
+        modes[argv[1]](root)
         return 0
     for chip, folder, fmt in CHIPS:
         gemms(root, chip, folder, fmt)

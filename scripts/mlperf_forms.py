@@ -44,8 +44,9 @@ W: as B, with the generation's GEMMs reading weights at the kernels' measured sh
    Measured 2026-12-07 on 6f71276 under that section's protocol: none adopted (fit Interactive; README, generations.yaml
    weight_read).
 T: as B, with the C++ executor's dense GEMMs from round v5.1 on taking the time TensorRT-LLM's kernels take at the
-   pass's M tokens (helper mlperf22; its protocol below): `--tables PATH` (a checkout or bare git directory of
-   ai-dynamo/aiconfigurator @095f58a) is required. TE: T with E's launches (the protocol's addendum).
+   pass's M tokens (helper mlperf22; its protocol below). TE: T with E's launches (the protocol's addendum). Measured
+   by mlperf22 as a patch of this script; since helper te23 both are the library's form (generations.yaml gemm_time,
+   Served.gemm_time over the profiles' achievable.gemm_time_by_tokens, core.tabled_gemm_s), switched on here.
 Fit rows are printed beside select rows (in-sample figures: the fits are theirs); `--report` adds the report rows
 (printed once, for the adopted form, never chosen on); `--csv PATH` writes each predicted row.
 
@@ -165,7 +166,7 @@ from membound.catalog.runtime import load_runtime
 from membound.fidelity import mlperf_validate as mv
 from membound.fidelity import mlperf_rows as mrows
 from membound.fidelity.split import mlperf_role
-from membound.physics import core, efficiency
+from membound.physics import efficiency
 
 NAME = "tensorrt-llm-cpp"
 MEASURED_SHARE = 0.806          # 64.5% of H200's fp8 peak over its achievable 0.8 (generations.yaml forms)
@@ -183,9 +184,10 @@ FP8_RATE = {"unit": "factor on the engine's compute_fraction rate (fp8 GEMMs)", 
 
 def form(rows: list, served_cf: float | None, fit_block: dict, overlap: float | None = None,
          graphs: bool = True, launch_s: float | None = None, served: dict | None = None,
-         roles: tuple[str, ...] = ("fit", "select")) -> list:
+         roles: tuple[str, ...] = ("fit", "select"), gemm_time: bool = False) -> list:
     gens = copy.deepcopy(mrows.load_generations())
     g = gens[NAME]
+    g["gemm_time"]["priced"] = gemm_time      # forms T, TE: the library's Served.gemm_time, its rounds as shipped
     if graphs:
         g.pop("cuda_graphs", None)
     else:
@@ -224,67 +226,7 @@ def fp8_only(hw):
     return tuple((f, s / (ach.compute_fraction * cf)) for f, s in ach.compute_by_format.items() if f == "fp8")
 
 
-TABLE_PRESETS = ("llama-2-70b", "llama-3.1-405b")       # dense Llama models of the C++ executor's rows
-_TABLE: dict = {}       # form T: (chip, format) -> (M grid, t70 seconds at each M), read from --tables
-_ACTIVE: list = [None]  # form T: the built engine's curve (M grid, seconds a layer parameter a rank) or None
-
-
-def table_curves(root: str) -> dict:
-    """(chip, format) -> (M grid, t70(M) seconds): the protocol's item 1 (scripts/kernel_tables.py's readers)."""
-    import numpy as np
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).parent))
-    import kernel_tables as kt
-    out = {}
-    for (chip, fmt), folder in kt.TABLED.items():
-        d = kt.gemm_table(Path(root), folder, fmt)
-        grid = np.array(sorted(int(m) for m in d.m.unique()), dtype=float)
-        t70 = np.array([80e-6 * sum(kt.gemm_us(d, int(m), n, k) for n, k in kt.SHAPES) for m in grid])
-        out[(chip, fmt)] = (grid, t70 / (80 * kt.PARAMS))     # seconds a layer parameter (one rank's share)
-    return out
-
-
-def tabled_build(orig):
-    """mv.build, recording for form T's pass the curve of the engine it builds (the protocol's item 2)."""
-    def build(preset, device, **kw):
-        rt = kw.get("runtime")
-        name = getattr(rt, "name", "") if rt is not None else ""
-        q = kw.get("quantization")
-        curve = None
-        if name.startswith(f"{NAME}-mlperf-") and preset in TABLE_PRESETS and q is not None:
-            rnd = name.rsplit("-", 1)[1]
-            if mrows.round_key(rnd) >= mrows.round_key("v5.1"):
-                curve = _TABLE.get((device, q.weights))
-        _ACTIVE[0] = curve
-        return orig(preset, device, **kw)
-    return build
-
-
-def tabled_pass(orig):
-    """core.pass_terms with the dense GEMMs at the table's time per M where the built engine has a curve."""
-    import numpy as np
-
-    def pass_terms(mc, eff, kn, ch, dec, pos=1.0, routed=1.0, chunk=0.0, prompts=0.0, held=0.0, pairs=0.0,
-                   index_pairs=0.0, beat=1.0, micro=1.0):
-        p = orig(mc, eff, kn, ch, dec, pos, routed, chunk, prompts, held, pairs, index_pairs, beat, micro)
-        curve = _ACTIVE[0]
-        if curve is None or mc.n_experts:
-            return p
-        tokens = dec * pos + chunk
-        own = (core.gemm_pass_s(ch, dec * pos) + chunk * ch.prefill_gemm) / ch.group
-        grid, per_param = curve
-        t = np.interp(tokens, grid, per_param) * mc.layer_params / ch.group
-        table = np.where(np.asarray(tokens) > 0.0, t, 0.0)
-        comp = p.comp + beat * (table - own)
-        return p._replace(comp=comp if np.ndim(comp) else float(comp))
-    return pass_terms
-
-
 def main(argv: list[str]) -> int:
-    if "--tables" in argv:
-        i = argv.index("--tables")
-        _TABLE.update(table_curves(argv[i + 1]))
-        argv = argv[:i] + argv[i + 2:]
     roles = ("fit", "select", "report") if "--report" in argv else ("fit", "select")
     csv = argv[argv.index("--csv") + 1] if "--csv" in argv else None
     argv = [a for i, a in enumerate(argv) if a != "--report" and a != "--csv" and (i == 0 or argv[i - 1] != "--csv")]
@@ -319,12 +261,7 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     if which in ("T", "TE"):
-        if not _TABLE:
-            print("form T needs --tables PATH (ai-dynamo/aiconfigurator)")
-            return 2
-        with mock.patch.object(mv, "build", tabled_build(mv.build)), \
-                mock.patch.object(core, "pass_terms", tabled_pass(core.pass_terms)):
-            chosen = form(rows, *forms["E" if which == "TE" else "B"], roles=roles)
+        chosen = form(rows, *forms["E" if which == "TE" else "B"], roles=roles, gemm_time=True)
     elif which in ("P", "P0"):
         with mock.patch.object(efficiency, "format_rates", fp8_only):
             chosen = form(rows, *forms[which], roles=roles)

@@ -199,6 +199,26 @@ class ScaleOut(_Strict):
     source: str
 
 
+class GemmCurve(_Strict):
+    """Measured seconds a weight of a dense layer GEMM takes in a pass of M tokens, at the M a kernel table
+    timed (`Achievable.gemm_time_by_tokens`): the summed time of a model's layer GEMMs at M rows over their
+    weights. Small M streams the weights (a weight's bytes over the read rate); large M computes them (2 M
+    FLOPs a weight over the GEMMs' rate): both are a weight's, so the figure carries to other dense shapes
+    as large (what it leaves out: the tile and wave quantisation of smaller matrices)."""
+
+    tokens: tuple[Annotated[float, Number, Field(ge=1, le=1e7, allow_inf_nan=False)], ...]
+    seconds_per_weight: tuple[Annotated[float, Number, Field(gt=0, le=1e-6, allow_inf_nan=False)], ...]
+
+    @model_validator(mode="after")
+    def _a_curve(self):
+        if len(self.tokens) < 2 or len(self.tokens) != len(self.seconds_per_weight):
+            raise ValueError(f"expected tokens and seconds_per_weight of one length, at least 2 points, got "
+                             f"{len(self.tokens)} and {len(self.seconds_per_weight)}")
+        if any(b <= a for a, b in zip(self.tokens, self.tokens[1:])):
+            raise ValueError("tokens: expected strictly increasing M (the table's grid)")
+        return self
+
+
 def _is_dtype(name: str) -> bool:
     """Whether `name` is a weight format registered exactly so (lower-case, as the formats are named)."""
     try:
@@ -226,6 +246,12 @@ class Achievable(_Strict):
     # achievable bandwidth. A format not listed: 1 (the achievable bandwidth)
     weight_read_by_format: dict[str, Fraction] = {}
     expert_read_by_format: dict[str, Fraction] = {}
+    # per weight format, the seconds a weight of a dense layer GEMM takes in a pass of M tokens, measured at a
+    # kernel table's M (`GemmCurve`), where such timings of this exact part were found. A property of the
+    # kernels measured, as the reads above: only a runtime whose served GEMMs are those kernels reads it
+    # (Served.gemm_time; core.tabled_gemm_s); every other runtime computes at its fractions. A format not
+    # listed: the runtime's fractions
+    gemm_time_by_tokens: dict[str, GemmCurve] = {}
     evidence: str = "assumed"
 
 
@@ -385,7 +411,7 @@ class Hardware(HashableModel):
         if unknown:
             raise ValueError(f"achievable.compute_by_format: expected formats the profile gives a peak for "
                              f"({', '.join(sorted(self.compute_flops))}), got {', '.join(unknown)}")
-        for field in ("weight_read_by_format", "expert_read_by_format"):
+        for field in ("weight_read_by_format", "expert_read_by_format", "gemm_time_by_tokens"):
             bad = sorted(f for f in getattr(self.achievable, field) if not _is_dtype(f))
             if bad:
                 raise ValueError(f"achievable.{field}: expected weight formats membound knows "

@@ -214,6 +214,10 @@ class Served(BaseModel):
                                          # achievable bandwidth (achievable.weight_read_by_format for the dense
                                          # tensors, expert_read_by_format for routed experts: TensorRT-LLM's
                                          # kernels' timings); False: every weight at the served bandwidth share
+    gemm_time: bool = False              # a model without routed experts has its layer GEMMs of a pass of M tokens
+                                         # take the profile's measured kernel time at M (achievable.gemm_time_by_tokens,
+                                         # its weight format's, where the chip has one: TensorRT-LLM's kernels' timings;
+                                         # core.tabled_gemm_s); False: at the served compute share
     fp8_rate: Annotated[float, Number, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0
                                          # its fp8 GEMMs' rate over compute_fraction's (a factor: an MLPerf
                                          # generation's fitted rate of its engines' fp8 kernels); 0: as

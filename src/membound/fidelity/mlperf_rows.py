@@ -895,6 +895,8 @@ def generation_runtime(name: str, rnd: str, override: dict | None = None,
     graphs = ungraphed(name, g)
     if graphs is not None:
         update["ungraphed_layer_s"] = graphs[1]
+    if gemm_timed(name, g, rnd):
+        update["gemm_time"] = True
     update.update(override or {})
     return base.model_copy(update={"name": f"{name}-mlperf-{rnd}", "served": base.served.model_copy(update=update),
                                    **({"no_graph_replay": graphs[0]} if graphs is not None else {})})
@@ -920,6 +922,21 @@ def ungraphed(name: str, g: dict) -> tuple[NoGraphReplay, float] | None:
                                 "kernels_per_layer > 0 and a launch_s between 0 and 1 ms")
     rule = NoGraphReplay(all_devices=True, generation=name, evidence=str(block["source"]))
     return rule, kernels * launch
+
+
+def gemm_timed(name: str, g: dict, rnd: str) -> bool:
+    """Whether generation `g` in round `rnd` runs its GEMMs at the kernel tables' time (Served.gemm_time): its
+    `gemm_time` block's value and `priced` true and the round one it names. False without the block."""
+    block = g.get("gemm_time")
+    if block is None:
+        return False
+    for key in ("value", "priced"):
+        if not isinstance(block.get(key), bool):
+            raise InvalidInputError(f"generation {name} gemm_time.{key}", block.get(key), "true or false")
+    rounds = block.get("rounds")
+    if not isinstance(rounds, list) or not rounds or not all(isinstance(r, str) for r in rounds):
+        raise InvalidInputError(f"generation {name} gemm_time.rounds", rounds, "a list of the rounds it holds for (v5.1, ...)")
+    return block["value"] and block["priced"] and rnd in rounds
 
 
 def _constant(v: Any) -> float | str:

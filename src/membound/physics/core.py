@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 from ..base.stacking import stackable
 from .dataflow import operand_widening, wafer_pass_s
 from .parallel import Collectives, collective_s, collectives, communication_s, head_parts, head_path, head_stages
-from .roofline import (Num, causal_pairs, ceiling, context_pieces, effective_context, expected_experts,
+from .roofline import (Num, causal_pairs, ceiling, context_pieces, effective_context, expected_experts, interp,
                        maximum, minimum, sum_over_context, where)
 from .roofline import floor as floor_int
 
@@ -163,7 +163,8 @@ Coeffs: TypeAlias = tuple[Num, Num, Num, Num]
 
 # stacking (base.stacking): the workload, the layout and the tiles and paths a pass branches on are
 # shape; the formats' numbers, rates and price are numbers
-@stackable(shape="batch prompt output tp pp ep n_chips gemm_tile_tokens mmvq_tokens chunk_tokens",
+@stackable(shape="batch prompt output tp pp ep n_chips gemm_tile_tokens mmvq_tokens chunk_tokens gemm_tokens "
+                 "gemm_s_per_weight",
            numbers="w_bytes kv_bytes act_bytes peak_flops dequant price_usd_per_hour w_bytes_dense w_bytes_head "
                    "w_bytes_embed dense_peak_flops dense_dequant attn_peak_flops gemv_peak_flops index_peak_flops "
                    "mmvq_flops mmvq_dense_flops matrix_peak_flops read_dense read_expert")
@@ -218,6 +219,9 @@ class Knobs:
     read_dense: Num = 1.0         # the share of the achievable bandwidth the dense GEMMs read their weights at
     read_expert: Num = 1.0        # and routed experts' grouped GEMMs (Efficiency.weight_read, expert_read): the
                                   # seconds per weight byte over it; 1: at the achievable bandwidth
+    gemm_tokens: tuple[float, ...] = ()        # a measured kernel table's M tokens and the seconds a weight of a
+    gemm_s_per_weight: tuple[float, ...] = ()  # dense layer GEMM takes at each (Efficiency.gemm_time, a model
+                                  # without routed experts in a tabled format: `tabled_gemm_s`); (): the rates above
 
 
 # stacking: the layout's ways and shares, the mat-vec path's threshold and the links' kind are shape
@@ -681,8 +685,11 @@ def pass_terms(mc: ModelConsts, eff: Efficiency, kn: Knobs, ch: Chip, dec: Num, 
         weights = weights_s(mc, ch, tokens, touched, *column_passes(mc, kn, tokens, routed_tokens, touched))
     mem = beat * (weights + held * ch.kv_index_pair / ep * kv_inv)
     head = ch.head * (chunk if eff.prefill_logits_all else prompts) / group
-    comp = (gemm_pass_s(ch, dec * pos) + chunk * ch.prefill_gemm) / group + head \
-        + pairs * mc.prefill_attn_per_pair / attn_rate
+    if kn.gemm_tokens:      # the layer GEMMs at a measured kernel table's time for the pass's tokens
+        gemms = tabled_gemm_s(mc, kn, ch, dec * pos, chunk)
+    else:
+        gemms = (gemm_pass_s(ch, dec * pos) + chunk * ch.prefill_gemm) / group
+    comp = gemms + head + pairs * mc.prefill_attn_per_pair / attn_rate
     if eff.moe_tile_tokens and mc.n_moe_layers:     # else moe_padding_s is 0.0
         comp = comp + moe_padding_s(mc, eff, ch, tokens)
     comp = beat * comp
@@ -748,6 +755,25 @@ def host_s(eff: Efficiency, prompt: Num) -> Num:
     """Host seconds of a request before its first step (per request and per prompt token: the
     server's HTTP, tokenisation, input preparation), off the accelerator, in its TTFT."""
     return eff.per_request_s + eff.per_prompt_token_s * prompt
+
+
+def tabled_gemm_s(mc: ModelConsts, kn: Knobs, ch: Chip, decode: Num, chunk: Num) -> Num:
+    """Seconds of a pass's GEMMs where the runtime's kernels were timed on the chip (Served.gemm_time: the
+    profile's achievable.gemm_time_by_tokens in the weights' format, `Knobs.gemm_tokens`): the layer GEMMs of
+    the pass's M = decode + chunk tokens take the table's seconds a weight at M x the layer weights a chip of
+    the layout multiplies (mc.layer_params / (tp x ep)), linear in M between the table's points, below its
+    first point its first figure (a kernel's fixed time), above its last the last's rate (2 M FLOPs a weight
+    at the largest M timed: time in proportion to M); the decode tokens' LM head at the chip's rate
+    (`ChipBase.head`; a prompt's is `pass_terms`' head). The tables time each rank's GEMMs at their own
+    shape; the curve carries a weight's time from the table's shapes to the layout's (an approximation where
+    a rank's matrices are much smaller than the timed ones: tile and wave quantisation left out)."""
+    tokens = decode + chunk
+    grid, per_weight = kn.gemm_tokens, kn.gemm_s_per_weight
+    t = interp(tokens, grid, per_weight)
+    top = grid[-1]
+    t = where(tokens > top, per_weight[-1] * tokens / top, t)
+    layers = where(tokens > 0.0, t * mc.layer_params, 0.0)
+    return (layers + decode * ch.head) / ch.group
 
 
 def gemm_pass_s(ch: Chip, tokens: Num) -> Num:

@@ -21,7 +21,7 @@ from ..catalog.runtime import MatrixUnits, QuantizedGemm, Runtime, RuntimeEntry,
 # numbers, those that choose a path included where only one configuration's preparation reads them
 # (estimate.prepare, core.chip_base), never a stack's evaluation
 @stackable(shape="overlap matvec_tokens matvec_overlap moe_tile_tokens ungraphed_layer_s graphs_one_token "
-                 "prefill_logits_all host_blocking_types matrix_units",
+                 "prefill_logits_all host_blocking_types matrix_units gemm_time",
            numbers="bandwidth_fraction compute_fraction per_step_overhead_s per_layer_overhead_s per_layer_floor_s "
                    "per_step_floor_s quantized_peak_flops quantized_tile_tokens moe_gemm_efficiency "
                    "per_sequence_overhead_s fabric_efficiency hop_latency_s per_moe_layer_overhead_s power_factor "
@@ -87,6 +87,8 @@ class Efficiency:
     weight_read: tuple[tuple[str, float], ...] = ()    # (weight format, the share of bandwidth_fraction's rate
                                      # its dense GEMMs read it at): the served block's weight_read, `weight_reads`
     expert_read: tuple[tuple[str, float], ...] = ()    # the same for routed experts' grouped GEMMs
+    gemm_time: tuple[tuple[str, tuple[float, ...], tuple[float, ...]], ...] = ()   # (weight format, M tokens,
+                                     # seconds a weight at each): the served block's gemm_time, `gemm_times`
 
 
 @functools.lru_cache(maxsize=4096)
@@ -162,6 +164,7 @@ def served_efficiency(eff: Efficiency, served: Served, hw: Hardware) -> Efficien
         format_rates=served_rates(served, hw),
         weight_read=weight_reads(hw, "weight") if served.weight_read else (),
         expert_read=weight_reads(hw, "expert") if served.weight_read else (),
+        gemm_time=gemm_times(hw) if served.gemm_time else (),
         overlap=eff.overlap if served.overlap is None else served.overlap)
 
 
@@ -192,6 +195,14 @@ def weight_reads(hw: Hardware, kind: str) -> tuple[tuple[str, float], ...]:
     at 0.78 x the rate the served bandwidth share gives the KV cache."""
     shares = getattr(hw.achievable, f"{kind}_read_by_format")
     return tuple(sorted((f, float(s)) for f, s in shares.items()))
+
+
+def gemm_times(hw: Hardware) -> tuple[tuple[str, tuple[float, ...], tuple[float, ...]], ...]:
+    """Per weight format, the measured seconds a weight of a dense layer GEMM takes at each M tokens of the
+    kernel table (achievable.gemm_time_by_tokens): B200 nvfp4 3.1517e-13 s a weight at M = 512, so
+    Llama-2-70B's 80 layers of 855.6 M weights take 21.57 ms there. () where the profile has none."""
+    return tuple(sorted((f, tuple(c.tokens), tuple(c.seconds_per_weight))
+                        for f, c in hw.achievable.gemm_time_by_tokens.items()))
 
 
 # the clock a per-layer cycle count is timed at on a chip whose profile gives none (a typical GPU

@@ -700,7 +700,7 @@ def _resolve(m: Model, hw: Hardware, rt, N: int, parallel, weight_dtype, kv_dtyp
                kv_bytes=res.kv.bytes, act_bytes=res.residual_bytes, tp=float(layout.tp),
                pp=float(layout.pp), ep=float(layout.ep), n_chips=float(N), price_usd_per_hour=price or 0.0,
                index_peak_flops=hw.peak_flops("fp8") if m.index_topk and hw.supports("fp8") else None,
-               **_compute_paths(eff, res, hw))
+               **_compute_paths(eff, res, hw), **_gemm_curve(eff, res, m))
     p = Prepared(m, hw, rt, layout, res, price, pinned, B, S, T, N, spec_args, positions, eff, kn,
                  dict(positions=positions, spec=spec_args, draft=None, pinned=pinned,
                       extra_weight_bytes_chip=extra_w, extra_kv_bytes_token_chip=extra_kv),
@@ -861,6 +861,21 @@ def _compute_paths(eff: Efficiency, res: Resolved, hw: Hardware) -> dict[str, An
             if paths.get(path) is not None:
                 paths[path] = min(paths[path], widest)
     return paths
+
+
+def _gemm_curve(eff: Efficiency, res: Resolved, m: Model) -> dict[str, Any]:
+    """The Knobs of a runtime whose GEMMs were timed on the chip (eff.gemm_time, Served.gemm_time): the
+    curve of the weights' format (gemm_tokens, gemm_s_per_weight) for a model without routed experts whose
+    GEMMs multiply in that format (weights and activations alike: the tables time W8A8 and W4A4 GEMMs);
+    else none (the rates of `_compute_paths`). A model with routed experts keeps the rates: the curve is
+    dense layers' (its fused MoE has a table of its own, not read)."""
+    if not eff.gemm_time or m.n_experts or res.mixed:
+        return {}
+    w, a = res.weights, res.activations
+    curve = next((c for c in eff.gemm_time if c[0] == w.name), None)
+    if curve is None or a.compute != w.compute:
+        return {}
+    return {"gemm_tokens": curve[1], "gemm_s_per_weight": curve[2]}
 
 
 def _on_mmq(eff: Efficiency, w: dtypes.DType, a: dtypes.DType) -> bool:

@@ -50,6 +50,14 @@ def ceiling(a: Num) -> Num:
     return float(math.ceil(a)) if isinstance(a, _SCALAR) else np.ceil(a)
 
 
+def interp(x: Num, xs: Sequence[float], ys: Sequence[float]) -> Num:
+    """ys at x, linear between the points xs (increasing) and clamped to their ends (numpy.interp); a
+    float for a float."""
+    if isinstance(x, _SCALAR):
+        return float(np.interp(x, xs, ys))
+    return np.interp(x, xs, ys)
+
+
 def maximum(a: Num, b: Num) -> Num:
     if a.__class__ is float is b.__class__:
         return b if b > a else a            # noqa: FURB136 -- max(a, b) exactly, without the call
