@@ -2,7 +2,10 @@
 the profile's achievable.gemm_time_by_tokens; core.tabled_gemm_s), where every other runtime computes them at its
 fractions. Numbers derived by hand from the figures the profiles ship (TensorRT-LLM 1.2.0rc5's kernel timings,
 ai-dynamo/aiconfigurator@095f58a; `python scripts/kernel_tables.py AICONFIGURATOR --curves`)."""
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import membound as mb
 from membound.catalog.hardware import Hardware, load_hardware
@@ -79,6 +82,19 @@ def test_between_and_beyond_the_tables_points():
     p4, ch4 = _setup("llama-2-70b", "h200", True, "fp8", n_chips=4)
     assert tabled_gemm_s(p4.consts, p4.knobs, ch4, 0.0, 256.0) == pytest.approx(4.7971e-13 * LAYER_WEIGHTS / 4,
                                                                                   rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 40000.0), min_size=1, max_size=20), st.floats(0.0, 4096.0))
+def test_an_array_of_passes_is_each_pass_alone(chunks, decode):
+    # a sweep's array path gives each element the float path's figure (base.stacking), both sides of the table's
+    # last point and at no tokens; and a pass never takes less than its first point's time a weight x its weights
+    p, ch = _setup("llama-2-70b", "b200", True, "nvfp4")
+    arr = tabled_gemm_s(p.consts, p.knobs, ch, decode, np.array(chunks))
+    each = [tabled_gemm_s(p.consts, p.knobs, ch, decode, c) for c in chunks]
+    assert arr.tolist() == pytest.approx(each, rel=1e-15, abs=0.0)
+    floor = min(p.knobs.gemm_s_per_weight) * LAYER_WEIGHTS
+    assert all(t >= floor * (1 - 1e-12) for t, c in zip(each, chunks) if decode + c > 0)
 
 
 def test_only_tabled_dense_gemms_take_the_curve():
