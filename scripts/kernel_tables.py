@@ -45,6 +45,17 @@ format (h100-sxm and h200 fp8, b200 nvfp4), at every M of its table, the seconds
 takes: Llama-2-70B's four layer GEMMs at tensor 1 summed (as above, fp8's dynamic-scale rows as they are) over their
 855,638,016 weights. The runtimes whose served block sets gemm_time (Served.gemm_time) price a dense model's layer
 GEMMs of a pass of M tokens as this figure at M x the layer weights a rank holds (core.tabled_gemm_s).
+
+    PYTHONPATH=src python scripts/kernel_tables.py AICONFIGURATOR --allreduce
+
+prints the hardware profiles' achievable.allreduce_time_by_bytes (issue 29, helper ar23): per tabled part (h100-sxm,
+h200, b200) and rank count (2, 4, 8), TensorRT-LLM 1.2.0rc5's all-reduce at every message size of its table
+(comm/trtllm/1.2.0rc5/custom_allreduce_perf.parquet: bf16, AllReduceStrategy AUTO with the autotuner off, so the
+Lamport custom kernels where they apply; five all-reduces a CUDA graph, 20 replays; collector/network/
+collect_all_reduce.py), the message in bytes (2 a bf16 value) and the seconds an all-reduce takes. The runtimes
+whose served block sets allreduce_time (Served.allreduce_time) price a tensor-parallel pass's two all-reduces a
+layer of M x hidden x 2 bytes as this figure at that size (parallel.collective_s), where the part has a table for
+the pass's tensor-parallel ranks.
 """
 from __future__ import annotations
 
@@ -302,8 +313,33 @@ def curves(root: Path) -> None:
         print(f"      seconds_per_weight: [{', '.join(f'{s:.5g}' for s in per_weight)}]")
 
 
+ALLREDUCE = "comm/trtllm/1.2.0rc5/custom_allreduce_perf.parquet"
+
+
+def allreduce_curve(root: Path, folder: str, ranks: int) -> tuple[list[int], list[float]]:
+    """(message bytes, seconds) of one part's bf16 all-reduce over `ranks` GPUs: TensorRT-LLM 1.2.0rc5's table
+    (message_size in bf16 values, 2 bytes each; latency in ms), one row a size (the hardware profiles'
+    achievable.allreduce_time_by_bytes)."""
+    d = table(root, f"{folder}/{ALLREDUCE}")
+    s = d[(d.num_gpus == ranks) & (d.allreduce_dtype == "bfloat16")].sort_values("message_size")
+    if s.message_size.duplicated().any():
+        raise ValueError(f"{folder}: more than one timing a message size at {ranks} ranks")
+    return [2 * int(e) for e in s.message_size], [1e-3 * float(t) for t in s.latency]
+
+
+def allreduces(root: Path) -> None:
+    """Prints each tabled part's achievable.allreduce_time_by_bytes block (5 significant digits)."""
+    for chip, folder in (("h100-sxm", "h100_sxm"), ("h200", "h200_sxm"), ("b200", "b200_sxm")):
+        print(f"{chip}: allreduce_time_by_bytes ({ALLREDUCE})")
+        for ranks in (2, 4, 8):
+            size, seconds = allreduce_curve(root, folder, ranks)
+            print(f'    "{ranks}":')     # a quoted key: the profiles' YAML stays a JSON document's
+            print(f"      bytes: [{', '.join(str(b) for b in size)}]")
+            print(f"      seconds: [{', '.join(f'{t:.5g}' for t in seconds)}]")
+
+
 def main(argv: list[str]) -> int:
-    modes = {"--shares": shares, "--steps": steps, "--curves": curves}
+    modes = {"--shares": shares, "--steps": steps, "--curves": curves, "--allreduce": allreduces}
     if len(argv) not in (1, 2) or (len(argv) == 2 and argv[1] not in modes):
         print(__doc__)
         return 2

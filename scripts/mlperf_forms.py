@@ -5,7 +5,7 @@ constant replaced, refitted cold per round on the fit families' Offline rows (ml
 at-bound fits set apart and carried over as with_fits does), then used to predict the select
 families' rows (data/mlperf_split.csv: B200, MI300X). The report families are not predicted here.
 
-    PYTHONPATH=src python scripts/mlperf_forms.py A|B|C|D|E|E2|E6|F|G|H|H0|I|M|M0|N|N0|O|P|P0|G1
+    PYTHONPATH=src python scripts/mlperf_forms.py A|B|C|D|E|E2|E6|F|G|H|H0|I|M|M0|N|N0|O|P|P0|G1|T|TE|TEA
 A: compute_fraction 0.806 (the prefill's measured share), per_sequence_s fitted per round;
 B: the engine's own compute_fraction, per_sequence_s fitted per round (generations.yaml's choice);
 C: the engine's own per_sequence_s, compute_fraction fitted per round (prior 0.3 .. 1.0);
@@ -47,6 +47,10 @@ T: as B, with the C++ executor's dense GEMMs from round v5.1 on taking the time 
    pass's M tokens (helper mlperf22; its protocol below). TE: T with E's launches (the protocol's addendum). Measured
    by mlperf22 as a patch of this script; since helper te23 both are the library's form (generations.yaml gemm_time,
    Served.gemm_time over the profiles' achievable.gemm_time_by_tokens, core.tabled_gemm_s), switched on here.
+TEA: TE with the C++ executor's tensor-parallel all-reduces from round v5.1 on taking the time TensorRT-LLM's all-reduce
+   kernels take at the message's size over the pass's ranks (helper ar23; generations.yaml allreduce_time,
+   Served.allreduce_time over the profiles' achievable.allreduce_time_by_bytes, parallel.collective_s), switched on
+   here; its protocol: data/reference/mlperf/README.md "The all-reduce at the kernel tables' time (form TEA)".
 Fit rows are printed beside select rows (in-sample figures: the fits are theirs); `--report` adds the report rows
 (printed once, for the adopted form, never chosen on); `--csv PATH` writes each predicted row.
 
@@ -184,10 +188,11 @@ FP8_RATE = {"unit": "factor on the engine's compute_fraction rate (fp8 GEMMs)", 
 
 def form(rows: list, served_cf: float | None, fit_block: dict, overlap: float | None = None,
          graphs: bool = True, launch_s: float | None = None, served: dict | None = None,
-         roles: tuple[str, ...] = ("fit", "select"), gemm_time: bool = False) -> list:
+         roles: tuple[str, ...] = ("fit", "select"), gemm_time: bool = False, allreduce_time: bool = False) -> list:
     gens = copy.deepcopy(mrows.load_generations())
     g = gens[NAME]
     g["gemm_time"]["priced"] = gemm_time      # forms T, TE: the library's Served.gemm_time, its rounds as shipped
+    g["allreduce_time"]["priced"] = allreduce_time    # form TEA: the library's Served.allreduce_time, the same
     if graphs:
         g.pop("cuda_graphs", None)
     else:
@@ -257,11 +262,12 @@ def main(argv: list[str]) -> int:
              "WE": (None, per_seq, None, False, None, {"weight_read": True}),
              "WG1": (None, {**per_seq, "fp8_rate": FP8_RATE}, None, True, None, {"weight_read": True}),
              "WEG1": (None, {**per_seq, "fp8_rate": FP8_RATE}, None, False, None, {"weight_read": True})}
-    if which not in forms and which not in ("T", "TE"):
+    if which not in forms and which not in ("T", "TE", "TEA"):
         print(__doc__)
         return 2
-    if which in ("T", "TE"):
-        chosen = form(rows, *forms["E" if which == "TE" else "B"], roles=roles, gemm_time=True)
+    if which in ("T", "TE", "TEA"):
+        chosen = form(rows, *forms["B" if which == "T" else "E"], roles=roles, gemm_time=True,
+                      allreduce_time=which == "TEA")
     elif which in ("P", "P0"):
         with mock.patch.object(efficiency, "format_rates", fp8_only):
             chosen = form(rows, *forms[which], roles=roles)

@@ -211,12 +211,30 @@ class GemmCurve(_Strict):
 
     @model_validator(mode="after")
     def _a_curve(self):
-        if len(self.tokens) < 2 or len(self.tokens) != len(self.seconds_per_weight):
-            raise ValueError(f"expected tokens and seconds_per_weight of one length, at least 2 points, got "
-                             f"{len(self.tokens)} and {len(self.seconds_per_weight)}")
-        if any(b <= a for a, b in zip(self.tokens, self.tokens[1:])):
-            raise ValueError("tokens: expected strictly increasing M (the table's grid)")
+        _check_curve(self.tokens, self.seconds_per_weight, "tokens", "seconds_per_weight", "M")
         return self
+
+
+class AllreduceCurve(_Strict):
+    """Measured seconds an all-reduce of a message of B bytes takes over a number of ranks, at the sizes a
+    kernel table timed (`Achievable.allreduce_time_by_bytes`): the collective's own time, its latency and
+    its bytes over the links together, as the kernels reach them at each size."""
+
+    bytes: tuple[Annotated[float, Number, Field(ge=1, le=1e13, allow_inf_nan=False)], ...]
+    seconds: tuple[Annotated[float, Number, Field(gt=0, le=100, allow_inf_nan=False)], ...]
+
+    @model_validator(mode="after")
+    def _a_curve(self):
+        _check_curve(self.bytes, self.seconds, "bytes", "seconds", "message sizes")
+        return self
+
+
+def _check_curve(x: tuple[float, ...], y: tuple[float, ...], x_name: str, y_name: str, grid: str) -> None:
+    """A measured curve's points: as many x as y, at least 2, x strictly increasing (a table's grid)."""
+    if len(x) < 2 or len(x) != len(y):
+        raise ValueError(f"expected {x_name} and {y_name} of one length, at least 2 points, got {len(x)} and {len(y)}")
+    if any(b <= a for a, b in zip(x, x[1:])):
+        raise ValueError(f"{x_name}: expected strictly increasing {grid} (the table's grid)")
 
 
 def _is_dtype(name: str) -> bool:
@@ -252,6 +270,12 @@ class Achievable(_Strict):
     # (Served.gemm_time; core.tabled_gemm_s); every other runtime computes at its fractions. A format not
     # listed: the runtime's fractions
     gemm_time_by_tokens: dict[str, GemmCurve] = {}
+    # per rank count, the seconds a bf16 all-reduce of a message of B bytes takes, measured at a kernel table's
+    # sizes (`AllreduceCurve`), where such timings of this exact part were found. A property of the kernels
+    # measured, as the figures above: only a runtime whose tensor-parallel all-reduces are those kernels reads
+    # it (Served.allreduce_time; parallel.collective_s); every other runtime prices the link (its bandwidth
+    # and hop latency). A rank count not listed: the link
+    allreduce_time_by_bytes: dict[Annotated[int, Field(ge=2, le=1_000_000)], AllreduceCurve] = {}
     evidence: str = "assumed"
 
 

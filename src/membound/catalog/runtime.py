@@ -218,6 +218,10 @@ class Served(BaseModel):
                                          # take the profile's measured kernel time at M (achievable.gemm_time_by_tokens,
                                          # its weight format's, where the chip has one: TensorRT-LLM's kernels' timings;
                                          # core.tabled_gemm_s); False: at the served compute share
+    allreduce_time: bool = False         # a tensor-parallel pass's all-reduces of B bytes take the profile's measured
+                                         # kernel time at B for its rank count (achievable.allreduce_time_by_bytes,
+                                         # where the chip has one: TensorRT-LLM's kernels' timings;
+                                         # parallel.collective_s); False: the link's bandwidth and hop latency
     fp8_rate: Annotated[float, Number, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0
                                          # its fp8 GEMMs' rate over compute_fraction's (a factor: an MLPerf
                                          # generation's fitted rate of its engines' fp8 kernels); 0: as

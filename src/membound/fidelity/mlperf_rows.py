@@ -895,8 +895,9 @@ def generation_runtime(name: str, rnd: str, override: dict | None = None,
     graphs = ungraphed(name, g)
     if graphs is not None:
         update["ungraphed_layer_s"] = graphs[1]
-    if gemm_timed(name, g, rnd):
-        update["gemm_time"] = True
+    for switch in ("gemm_time", "allreduce_time"):
+        if kernel_timed(name, g, rnd, switch):
+            update[switch] = True
     update.update(override or {})
     return base.model_copy(update={"name": f"{name}-mlperf-{rnd}", "served": base.served.model_copy(update=update),
                                    **({"no_graph_replay": graphs[0]} if graphs is not None else {})})
@@ -924,18 +925,19 @@ def ungraphed(name: str, g: dict) -> tuple[NoGraphReplay, float] | None:
     return rule, kernels * launch
 
 
-def gemm_timed(name: str, g: dict, rnd: str) -> bool:
-    """Whether generation `g` in round `rnd` runs its GEMMs at the kernel tables' time (Served.gemm_time): its
-    `gemm_time` block's value and `priced` true and the round one it names. False without the block."""
-    block = g.get("gemm_time")
+def kernel_timed(name: str, g: dict, rnd: str, switch: str) -> bool:
+    """Whether generation `g` in round `rnd` runs a served switch to kernel tables' time (`switch`: gemm_time,
+    Served.gemm_time, its GEMMs; allreduce_time, Served.allreduce_time, its tensor-parallel all-reduces): that
+    block's value and `priced` true and the round one it names. False without the block."""
+    block = g.get(switch)
     if block is None:
         return False
     for key in ("value", "priced"):
         if not isinstance(block.get(key), bool):
-            raise InvalidInputError(f"generation {name} gemm_time.{key}", block.get(key), "true or false")
+            raise InvalidInputError(f"generation {name} {switch}.{key}", block.get(key), "true or false")
     rounds = block.get("rounds")
     if not isinstance(rounds, list) or not rounds or not all(isinstance(r, str) for r in rounds):
-        raise InvalidInputError(f"generation {name} gemm_time.rounds", rounds, "a list of the rounds it holds for (v5.1, ...)")
+        raise InvalidInputError(f"generation {name} {switch}.rounds", rounds, "a list of the rounds it holds for (v5.1, ...)")
     return block["value"] and block["priced"] and rnd in rounds
 
 

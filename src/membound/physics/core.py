@@ -443,9 +443,15 @@ def chip_base(mc: ModelConsts, hw: Hardware, eff: Efficiency, kn: Knobs) -> Chip
                     - head_flops / Cdp, head,
                     hw.capacity_bytes, kn.mmvq_tokens, mmvq_s(mc, kn, C, Cd, dqd),
                     collectives(tp, levels, ep, mc.hidden, mc.n_layers, mc.n_moe_layers, mc.k, kn.act_bytes, link_bw,
-                                link_lat, ring),
+                                link_lat, ring, allreduce_table(eff, tp)),
                     *overhead_terms(mc, eff, tp, ep, C), context_kernels_s(mc, eff), tp * ep * Ca,
                     kv_pair + mc.index_bytes)
+
+
+def allreduce_table(eff: Efficiency, tp: Num) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(message bytes, seconds) of the measured all-reduce over `tp` ranks where the runtime's all-reduces were
+    timed on the chip at that rank count (eff.allreduce_time, Served.allreduce_time); else ((), ()): the link."""
+    return next(((size, t) for n, size, t in eff.allreduce_time if n == tp), ((), ()))
 
 
 def mmvq_s(mc: ModelConsts, kn: Knobs, C: Num, Cd: Num, dense_dequant: Num) -> Num:

@@ -21,7 +21,7 @@ from ..catalog.runtime import MatrixUnits, QuantizedGemm, Runtime, RuntimeEntry,
 # numbers, those that choose a path included where only one configuration's preparation reads them
 # (estimate.prepare, core.chip_base), never a stack's evaluation
 @stackable(shape="overlap matvec_tokens matvec_overlap moe_tile_tokens ungraphed_layer_s graphs_one_token "
-                 "prefill_logits_all host_blocking_types matrix_units gemm_time",
+                 "prefill_logits_all host_blocking_types matrix_units gemm_time allreduce_time",
            numbers="bandwidth_fraction compute_fraction per_step_overhead_s per_layer_overhead_s per_layer_floor_s "
                    "per_step_floor_s quantized_peak_flops quantized_tile_tokens moe_gemm_efficiency "
                    "per_sequence_overhead_s fabric_efficiency hop_latency_s per_moe_layer_overhead_s power_factor "
@@ -89,6 +89,8 @@ class Efficiency:
     expert_read: tuple[tuple[str, float], ...] = ()    # the same for routed experts' grouped GEMMs
     gemm_time: tuple[tuple[str, tuple[float, ...], tuple[float, ...]], ...] = ()   # (weight format, M tokens,
                                      # seconds a weight at each): the served block's gemm_time, `gemm_times`
+    allreduce_time: tuple[tuple[int, tuple[float, ...], tuple[float, ...]], ...] = ()   # (ranks, message bytes,
+                                     # seconds an all-reduce at each): the served block's allreduce_time, `allreduce_times`
 
 
 @functools.lru_cache(maxsize=4096)
@@ -165,6 +167,7 @@ def served_efficiency(eff: Efficiency, served: Served, hw: Hardware) -> Efficien
         weight_read=weight_reads(hw, "weight") if served.weight_read else (),
         expert_read=weight_reads(hw, "expert") if served.weight_read else (),
         gemm_time=gemm_times(hw) if served.gemm_time else (),
+        allreduce_time=allreduce_times(hw) if served.allreduce_time else (),
         overlap=eff.overlap if served.overlap is None else served.overlap)
 
 
@@ -203,6 +206,13 @@ def gemm_times(hw: Hardware) -> tuple[tuple[str, tuple[float, ...], tuple[float,
     Llama-2-70B's 80 layers of 855.6 M weights take 21.57 ms there. () where the profile has none."""
     return tuple(sorted((f, tuple(c.tokens), tuple(c.seconds_per_weight))
                         for f, c in hw.achievable.gemm_time_by_tokens.items()))
+
+
+def allreduce_times(hw: Hardware) -> tuple[tuple[int, tuple[float, ...], tuple[float, ...]], ...]:
+    """Per rank count, the measured seconds a bf16 all-reduce takes at each message size in bytes of the
+    kernel table (achievable.allreduce_time_by_bytes): B200 over 4 ranks 2.3839e-05 s at 4,194,304 bytes
+    (2,097,152 bf16 values). () where the profile has none."""
+    return tuple(sorted((n, tuple(c.bytes), tuple(c.seconds)) for n, c in hw.achievable.allreduce_time_by_bytes.items()))
 
 
 # the clock a per-layer cycle count is timed at on a chip whose profile gives none (a typical GPU

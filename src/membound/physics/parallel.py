@@ -25,7 +25,7 @@ from ..errors import DoesNotFitError, InvalidInputError
 from ..catalog.hardware import load_hardware
 from ..catalog.model import load_model
 from ..base.stacking import stackable
-from .roofline import Num, ceiling, minimum, where
+from .roofline import Num, ceiling, interp, minimum, where
 
 
 @dataclass(frozen=True)
@@ -197,8 +197,9 @@ def _rule(heads: int, layers: int, domain: int, cap: int, n: int) -> tuple[int, 
     return tp, min(layers, n // tp)
 
 
-@stackable(shape="ep", numbers="hidden act_bytes link_bw link_lat tp_layers tp_share tp_hops_s pp_hops ep_share k "
-                               "ep_hop_s moe_layers")
+@stackable(shape="ep tp_bytes tp_seconds",
+           numbers="hidden act_bytes link_bw link_lat tp_layers tp_share tp_hops_s pp_hops ep_share k ep_hop_s "
+                   "moe_layers")
 class Collectives(NamedTuple):
     """A layout's collectives before its tokens are known: `communication_s`'s factors that depend
     on the layout, the model and the links alone (built once per configuration by `collectives`;
@@ -218,11 +219,15 @@ class Collectives(NamedTuple):
     ep_hop_s: Num           # an all-to-all's latency
     moe_layers: Num | None  # n_moe_layers x 2 all-to-alls; None where their term is a plain 0 (no
                             # MoE layers, or one expert-parallel rank)
+    tp_bytes: tuple[float, ...] = ()    # a measured all-reduce table over the tp ranks (Served.allreduce_time:
+    tp_seconds: tuple[float, ...] = ()  # the profile's achievable.allreduce_time_by_bytes): message bytes and
+                                        # the seconds at each (`tabled_allreduce_s`); (): the link's terms
 
 
 def collectives(tp, pp, ep, hidden, n_layers, n_moe_layers, experts_per_token, act_bytes, link_bw, link_latency,
-                ring=True) -> Collectives:
-    """The per-configuration factors of `communication_s` (see there)."""
+                ring=True, table: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())) -> Collectives:
+    """The per-configuration factors of `communication_s` (see there); `table`: (message bytes, seconds) of a
+    measured all-reduce over the tp ranks, which then prices the tp all-reduces (`tabled_allreduce_s`)."""
     hops = 2.0 * (tp - 1.0) if ring else 2.0 * minimum(tp - 1.0, 1.0)
     pp_hops, ep_share, ep_hop_s, moe_layers = pp - 1.0, (ep - 1.0) / ep, minimum(ep - 1.0, 1.0) * link_latency, \
         n_moe_layers * 2.0
@@ -230,7 +235,7 @@ def collectives(tp, pp, ep, hidden, n_layers, n_moe_layers, experts_per_token, a
     no_ep = _zero(moe_layers) or (_zero(ep_share) and _zero(ep_hop_s))
     return Collectives(hidden, act_bytes, link_bw, link_latency, n_layers * 2.0, 2.0 * (tp - 1.0) / tp,
                        hops * link_latency, None if _zero(pp_hops) else pp_hops, ep, ep_share, experts_per_token,
-                       ep_hop_s, None if no_ep else moe_layers)
+                       ep_hop_s, None if no_ep else moe_layers, *table)
 
 
 def _zero(x) -> bool:
@@ -241,12 +246,24 @@ def collective_s(c: Collectives, tokens):
     """`communication_s` of `tokens` tokens per pass over the collectives `c` (a term `collectives`
     found to be 0 is left out)."""
     act = tokens * c.hidden * c.act_bytes
-    total = c.tp_layers * (c.tp_share * act / c.link_bw + c.tp_hops_s)   # >= 0: tp >= 1
+    if c.tp_bytes:
+        total = c.tp_layers * tabled_allreduce_s(c.tp_bytes, c.tp_seconds, act)
+    else:
+        total = c.tp_layers * (c.tp_share * act / c.link_bw + c.tp_hops_s)   # >= 0: tp >= 1
     if c.pp_hops is not None:
         total = total + c.pp_hops * (c.link_lat + act / c.link_bw)
     if c.moe_layers is not None:
         total = total + c.moe_layers * (c.ep_share * (act / c.ep) * c.k / c.link_bw + c.ep_hop_s)
     return total
+
+
+def tabled_allreduce_s(size: tuple[float, ...], seconds: tuple[float, ...], message: Num) -> Num:
+    """Seconds of one all-reduce of `message` bytes from a measured table over its ranks (Served.allreduce_time:
+    the profile's achievable.allreduce_time_by_bytes): linear in bytes between the table's sizes, below its first
+    size its first time (the kernel's fixed latency: a pass of no tokens still launches it, as the link's hops
+    are paid), above its last the last size's rate (time in proportion to the bytes: bandwidth-bound)."""
+    t = interp(message, size, seconds)
+    return where(message > size[-1], seconds[-1] * message / size[-1], t)
 
 
 def communication_s(tp, pp, ep, tokens, hidden, n_layers, n_moe_layers, experts_per_token,
