@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 import membound as mb
 from membound.catalog.hardware import Hardware, load_hardware
-from membound.fidelity import mlperf_rows
 from membound.physics.core import chip_of, comm_s
 from membound.physics.efficiency import allreduce_times, efficiency
 from membound.physics.estimate import prepare
@@ -107,19 +106,6 @@ def test_a_runtime_without_the_switch_is_unchanged():
     on = mb.estimate("llama-3.1-405b", "b200", runtime=_served(True), **kw)
     assert (off.tpot_s, off.ttft_s) == (shipped.tpot_s, shipped.ttft_s)
     assert on.tpot_s > shipped.tpot_s
-
-
-def test_the_generation_switch_names_its_rounds():
-    g = mlperf_rows.load_generations()["tensorrt-llm-cpp"]
-    assert g["allreduce_time"]["priced"] is False       # shipped off
-    assert not mlperf_rows.generation_runtime("tensorrt-llm-cpp", "v5.1").served.allreduce_time
-    gens = {"tensorrt-llm-cpp": {**g, "allreduce_time": {**g["allreduce_time"], "priced": True}}}
-    assert mlperf_rows.generation_runtime("tensorrt-llm-cpp", "v5.1", generations=gens).served.allreduce_time
-    assert mlperf_rows.generation_runtime("tensorrt-llm-cpp", "v6.1", generations=gens).served.allreduce_time
-    assert not mlperf_rows.generation_runtime("tensorrt-llm-cpp", "v4.1", generations=gens).served.allreduce_time
-    bad = {"tensorrt-llm-cpp": {**g, "allreduce_time": {**g["allreduce_time"], "priced": "yes"}}}
-    with pytest.raises(mb.errors.InvalidInputError, match="allreduce_time.priced"):
-        mlperf_rows.generation_runtime("tensorrt-llm-cpp", "v5.1", generations=bad)
 
 
 def test_a_table_is_checked():

@@ -117,18 +117,26 @@ def test_a_runtime_without_the_switch_is_unchanged():
     assert on.tpot_s != shipped.tpot_s
 
 
-def test_the_generation_switch_names_its_rounds():
+@pytest.mark.parametrize("switch, shipped", [("gemm_time", True), ("allreduce_time", False)])
+def test_a_kernel_table_switch_names_its_rounds(switch, shipped):
+    # generations.yaml's gemm_time (form TE, priced) and allreduce_time (form TEA, measured and not adopted):
+    # each names the rounds whose C++ engines run the timed kernels, v5.1 on, and nothing before them
     g = mlperf_rows.load_generations()["tensorrt-llm-cpp"]
-    on = {**g, "gemm_time": {**g["gemm_time"], "priced": True}}
-    gens = {"tensorrt-llm-cpp": on}
-    assert mlperf_rows.generation_runtime("tensorrt-llm-cpp", "v5.1", generations=gens).served.gemm_time
-    assert mlperf_rows.generation_runtime("tensorrt-llm-cpp", "v6.1", generations=gens).served.gemm_time
-    assert not mlperf_rows.generation_runtime("tensorrt-llm-cpp", "v4.1", generations=gens).served.gemm_time
-    off = {"tensorrt-llm-cpp": {**g, "gemm_time": {**g["gemm_time"], "priced": False}}}
-    assert not mlperf_rows.generation_runtime("tensorrt-llm-cpp", "v5.1", generations=off).served.gemm_time
-    bad = {"tensorrt-llm-cpp": {**g, "gemm_time": {**g["gemm_time"], "rounds": "v5.1"}}}
-    with pytest.raises(mb.errors.InvalidInputError, match="gemm_time.rounds"):
-        mlperf_rows.generation_runtime("tensorrt-llm-cpp", "v5.1", generations=bad)
+    assert g[switch]["priced"] is shipped
+    assert bool(getattr(mlperf_rows.generation_runtime("tensorrt-llm-cpp", "v5.1").served, switch)) is shipped
+
+    def served(block: dict, rnd: str):
+        return mlperf_rows.generation_runtime("tensorrt-llm-cpp", rnd,
+                                              generations={"tensorrt-llm-cpp": {**g, switch: block}}).served
+
+    on = {**g[switch], "priced": True}
+    assert getattr(served(on, "v5.1"), switch) and getattr(served(on, "v6.1"), switch)
+    assert not getattr(served(on, "v4.1"), switch)
+    assert not getattr(served({**g[switch], "priced": False}, "v5.1"), switch)
+    with pytest.raises(mb.errors.InvalidInputError, match=f"{switch}.rounds"):
+        served({**g[switch], "rounds": "v5.1"}, "v5.1")
+    with pytest.raises(mb.errors.InvalidInputError, match=f"{switch}.priced"):
+        served({**g[switch], "priced": "yes"}, "v5.1")
 
 
 def test_a_curve_is_checked():
