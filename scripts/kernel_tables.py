@@ -168,7 +168,7 @@ def expert_share(root: Path, chip: str, folder: str, fmt: str) -> float:
 
 
 def shares(root: Path) -> None:
-    for chip, folder in (("h100-sxm", "h100_sxm"), ("h200", "h200_sxm"), ("b200", "b200_sxm")):
+    for chip, folder in dict.fromkeys((chip, folder) for chip, folder, _ in CHIPS):    # each tabled part once
         dense = {"fp8": dense_share(root, chip, folder, "fp8" if chip != "b200" else "fp8_static")}
         expert = {"fp8": expert_share(root, chip, folder, "fp8")}
         if chip == "b200":
@@ -329,7 +329,7 @@ def allreduce_curve(root: Path, folder: str, ranks: int) -> tuple[list[int], lis
 
 def allreduces(root: Path) -> None:
     """Prints each tabled part's achievable.allreduce_time_by_bytes block (5 significant digits)."""
-    for chip, folder in (("h100-sxm", "h100_sxm"), ("h200", "h200_sxm"), ("b200", "b200_sxm")):
+    for chip, folder in dict.fromkeys((chip, folder) for chip, folder, _ in CHIPS):    # each tabled part once
         print(f"{chip}: allreduce_time_by_bytes ({ALLREDUCE})")
         for ranks in (2, 4, 8):
             size, seconds = allreduce_curve(root, folder, ranks)
